@@ -1,0 +1,38 @@
+# Every target bootstraps .venv itself, so `make demo` / `make test` are the whole set-up.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: demo test unit lsp clients fuzz bench venv clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/harn-ls inspect fixtures/sample-project
+	@echo
+	$(VENV)/bin/harn-ls recall fixtures/sample-project "invoice rounding" -k 3
+
+test: $(STAMP) clients-deps
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+fuzz: $(STAMP)
+	HARN_LS_FUZZ_EXAMPLES=20000 $(PY) -m pytest -q tests/fuzz
+
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+# Neovim for tests/clients (Debian's 0.7.2); skipped when apt is unavailable.
+clients-deps:
+	@command -v nvim >/dev/null 2>&1 || { (apt-get update -qq && apt-get install -y -qq neovim >/dev/null) || echo "warning: could not install neovim"; }
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info
+
+-include mk/e2e.mk

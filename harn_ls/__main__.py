@@ -1,0 +1,3 @@
+from harn_ls.cli import main
+
+raise SystemExit(main())

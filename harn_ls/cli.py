@@ -1,0 +1,241 @@
+"""Command line: `harn-ls serve|inspect|show|recall|proposals|probe|watch`.
+
+Imports stay lazy: lsprotocol alone costs ~0.5 s and only `serve` needs it.
+Exit codes: 0 ok (also when the data has problems), 1 failed action,
+2 unusable arguments or path. Errors are one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+
+class UsageError(Exception):
+    """Unusable arguments or path: exit 2."""
+
+
+class ActionError(Exception):
+    """A requested action failed: exit 1."""
+
+
+def _project(path: str | None) -> "object":
+    from harn_ls.workspace import Workspace
+
+    target = os.path.abspath(path or os.getcwd())
+    if not os.path.exists(target):
+        raise UsageError(f"no such file or directory: {path}")
+    if not os.access(target, os.R_OK):
+        raise UsageError(f"cannot read: {path}")
+    return Workspace.load(target)
+
+
+def _dump(obj) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def cmd_inspect(args) -> int:
+    from harn_ls.render.inspect import inspect_json, inspect_text
+
+    ws = _project(args.path)
+    if args.json:
+        _dump(inspect_json(ws))
+    else:
+        sys.stdout.write(inspect_text(ws))
+    return 0
+
+
+def _split_path_and_rest(args_list: list[str], n_rest: int) -> tuple[str | None, list[str]]:
+    if len(args_list) == n_rest:
+        return None, args_list
+    if len(args_list) == n_rest + 1:
+        return args_list[0], args_list[1:]
+    raise UsageError("wrong number of arguments")
+
+
+def cmd_show(args) -> int:
+    from harn_ls.render import RenderSettings, UriError, render_uri
+
+    path, (uri,) = _split_path_and_rest(args.args, 1)
+    ws = _project(path)
+    try:
+        sys.stdout.write(render_uri(ws, uri, RenderSettings(show_private=args.show_private)))
+    except UriError as exc:
+        raise UsageError(str(exc)) from None
+    return 0
+
+
+def cmd_recall(args) -> int:
+    from harn_ls.render.recall import recall_json, render_recall_markdown
+
+    path, (query,) = _split_path_and_rest(args.args, 1)
+    ws = _project(path)
+    if args.namespace is not None and args.namespace not in ws.memory:
+        raise UsageError(f"unknown namespace: {args.namespace}")
+    result = ws.recall.recall(query, k=args.k, namespace=args.namespace, explain=args.explain)
+    if args.json:
+        _dump(recall_json(result))
+    else:
+        sys.stdout.write(render_recall_markdown(result, query, args.namespace))
+    return 0
+
+
+def cmd_proposals(args) -> int:
+    from harn_ls.actions import ActionFailed
+    from harn_ls.actions import proposals as actions
+
+    rest = list(args.args)
+    verbs = ("list", "accept", "reject")
+    if rest and rest[0] not in verbs:
+        path = rest.pop(0)
+    else:
+        path = None
+    if not rest or rest[0] not in verbs:
+        raise UsageError("expected one of: list, accept ID, reject ID")
+    verb = rest.pop(0)
+    ws = _project(path)
+    if verb == "list":
+        out = actions.list_proposals(ws, include_suppressed=args.all)
+        if args.json:
+            _dump(out)
+        else:
+            if not out:
+                sys.stdout.write("no pending proposals\n")
+            for p in out:
+                flag = " (suppressed until %s)" % p["suppressed_until"] if p.get("suppressed_until") else ""
+                sys.stdout.write(f"{p['id']}  {p['kind']:<13} support {p['support']:<3} {p['name']}{flag}\n")
+        return 0
+    if len(rest) != 1:
+        raise UsageError(f"{verb} needs exactly one proposal ID")
+    try:
+        if verb == "accept":
+            result = actions.accept_proposal(ws, rest[0], skill_root=args.skill_root)
+        else:
+            result = actions.reject_proposal(ws, rest[0], days=args.days)
+    except ActionFailed as exc:
+        raise ActionError(str(exc)) from None
+    if args.json:
+        _dump(result)
+    else:
+        sys.stdout.write(result.get("message", "done") + "\n")
+    return 0
+
+
+def cmd_probe(args) -> int:
+    from harn_ls.actions import ActionFailed
+    from harn_ls.actions import probes
+
+    if args.kind != "typecheck":
+        raise UsageError("only `probe typecheck` is supported")
+    if not os.path.isfile(args.file):
+        raise UsageError(f"no such file: {args.file}")
+    try:
+        rng = probes.parse_range_arg(args.range) if args.range else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        outcome = probes.run_typecheck_probe_cli(
+            args.file, rng, harn=args.harn, store=not args.no_store, timeout=args.timeout
+        )
+    except ActionFailed as exc:
+        raise ActionError(str(exc)) from None
+    if args.json:
+        _dump(outcome.envelope)
+    else:
+        sys.stdout.write(outcome.summary_line + "\n")
+        for d in outcome.diagnostics_text():
+            sys.stdout.write(d + "\n")
+    return 0
+
+
+def cmd_watch(args) -> int:
+    from harn_ls.watch_cli import run_watch
+
+    return run_watch(args.path, as_json=args.json)
+
+
+def cmd_serve(args) -> int:
+    from harn_ls.lsp.server import run_server
+
+    return run_server(tcp=args.tcp)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from harn_ls import __version__
+
+    p = argparse.ArgumentParser(prog="harn-ls", description="See and steer the state Harn agents leave in a project.")
+    p.add_argument("--version", action="version", version=f"harn-ls {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", help="run the language server")
+    s.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (default)")
+    s.add_argument("--tcp", metavar="HOST:PORT")
+    s.set_defaults(func=cmd_serve)
+
+    s = sub.add_parser("inspect", help="everything found in the project, with problems")
+    s.add_argument("path", nargs="?")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_inspect)
+
+    s = sub.add_parser("show", help="print a harn-state: document")
+    s.add_argument("args", nargs="+", metavar="[PATH] URI")
+    s.add_argument("--show-private", action="store_true", help="include private reasoning in transcripts")
+    s.set_defaults(func=cmd_show)
+
+    s = sub.add_parser("recall", help="Harn-parity memory recall")
+    s.add_argument("args", nargs="+", metavar="[PATH] QUERY")
+    s.add_argument("--namespace", "-n")
+    s.add_argument("-k", type=int, default=5)
+    s.add_argument("--explain", action="store_true")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_recall)
+
+    s = sub.add_parser("proposals", help="list / accept / reject learned-skill proposals")
+    s.add_argument("args", nargs="+", metavar="[PATH] list|accept ID|reject ID")
+    s.add_argument("--days", type=int, default=14)
+    s.add_argument("--all", action="store_true", help="include suppressed proposals")
+    s.add_argument("--skill-root", default=None, help="where accepted skills go (default .claude/skills)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_proposals)
+
+    s = sub.add_parser("probe", help="run a typecheck probe on a file or range")
+    s.add_argument("kind", choices=["typecheck"])
+    s.add_argument("file")
+    s.add_argument("--range", help="L:C-L:C, 1-based lines and columns")
+    s.add_argument("--harn", default=None, help="harn binary (default: harn on PATH)")
+    s.add_argument("--no-store", action="store_true", help="do not store the observation fact")
+    s.add_argument("--timeout", type=float, default=30.0)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_probe)
+
+    s = sub.add_parser("watch", help="follow the project live, one line per change batch")
+    s.add_argument("path", nargs="?")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_watch)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0) if exc.code in (0, None) else 2
+    try:
+        return args.func(args)
+    except UsageError as exc:
+        sys.stderr.write(f"harn-ls: {exc}\n")
+        return 2
+    except ActionError as exc:
+        sys.stderr.write(f"harn-ls: {exc}\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

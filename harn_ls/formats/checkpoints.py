@@ -1,0 +1,357 @@
+"""Pipeline checkpoints: `.harn/checkpoints/<pipeline>.json` (harn-formats §B).
+
+The file is one JSON object, key -> value, rewritten whole and non-atomically
+by every `checkpoint()` / `checkpoint_delete()` (truncate + write). A reader
+can therefore see an empty or half-written file; those come back with
+`retry=True` so the watcher re-reads after a debounce. Harn itself treats any
+file it cannot parse as empty and replaces it on its next write, which is what
+the problems say.
+
+`render_checkpoint_json` reproduces Harn's writer (`serde_json::to_string_pretty`)
+byte for byte, so the "forget stage" action can rewrite the file as Harn would.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from harn_ls.formats.harn_json import serde_compact
+from harn_ls.formats.problems import Problem, Severity
+
+KEYED_SCHEMA = "harn.checkpoint_stage.keyed.v1"
+
+CODE_UNPARSEABLE = "HL-CKPT-001"
+CODE_NOT_OBJECT = "HL-CKPT-002"
+CODE_INVALID_UTF8 = "HL-CKPT-003"
+CODE_BAD_KEYED = "HL-CKPT-004"
+CODE_DUPLICATE_KEY = "HL-CKPT-005"
+CODE_UNREADABLE = "HL-CKPT-006"
+CODE_TOO_DEEP = "HL-CKPT-007"
+
+_FINGERPRINT_RE = re.compile(r"sha256:[0-9a-f]{64}")
+# serde_json's default recursion limit: 128 nested containers fail to parse.
+SERDE_MAX_DEPTH = 127
+_I64_MIN = -(2**63)
+_U64_MAX = 2**64 - 1
+
+_IGNORED_BY_HARN = "Harn silently treats an unparseable checkpoint file as empty, and its next write replaces it"
+
+
+@dataclass(slots=True)
+class CheckpointEntry:
+    key: str
+    value: Any
+    keyed: bool  # a well-formed keyed-stage record
+    fingerprint: str | None  # only for keyed records
+    line: int  # 1-based line of the key in the file (0 when unknown)
+
+
+@dataclass(slots=True)
+class CheckpointFile:
+    pipeline: str
+    path: str
+    entries: dict[str, CheckpointEntry]
+    problems: list[Problem] = field(default_factory=list)
+    retry: bool = False  # probably caught mid-write: read again after a debounce
+    mtime: float = 0.0
+    size: int = 0
+    exists: bool = True  # False when the file is gone (checkpoint_clear deletes it)
+
+
+# -- naming ---------------------------------------------------------------------
+
+
+def _rust_file_name(path: str) -> str | None:
+    """`Path::file_name`: last normal component; None for `..`, `.`, `/`, ``."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+    if not parts or parts[-1] == "..":
+        return None
+    return parts[-1]
+
+
+def _rust_file_stem(name: str) -> str:
+    """`Path::file_stem` of a file name: text before the last dot, unless the dot leads."""
+    if name == "..":
+        return name
+    before, dot, after = name.rpartition(".")
+    if not dot:
+        return name
+    return name if before == "" else before
+
+
+def pipeline_name_for_script(path: str) -> str:
+    """The checkpoint file name Harn uses for `harn run <path>` (§B.1)."""
+    name = _rust_file_name(path)
+    if name is None:
+        return "default"
+    stem = _rust_file_stem(name)
+    # sanitize_pipeline_name: keep the final component; `.`/`..`/empty -> default
+    base = _rust_file_name(stem)
+    return base if base else "default"
+
+
+def pipeline_of_checkpoint_path(path: str) -> str:
+    name = os.path.basename(path)
+    return name[:-5] if name.endswith(".json") else name
+
+
+# -- keyed records ----------------------------------------------------------------
+
+
+def _keyed_status(value: Any) -> tuple[bool, str | None]:
+    """(is a well-formed keyed record, why it looks keyed but is not)."""
+    if not isinstance(value, dict):
+        return False, None
+    schema = value.get("schema")
+    fingerprint = value.get("fingerprint")
+    looks_keyed = schema == KEYED_SCHEMA or (
+        isinstance(schema, str) and schema.startswith("harn.checkpoint_stage")
+    ) or ("schema" in value and isinstance(fingerprint, str) and fingerprint.startswith("sha256:"))
+    if not looks_keyed:
+        return False, None
+    reasons = []
+    if schema != KEYED_SCHEMA:
+        reasons.append(f"schema is {schema!r}, not {KEYED_SCHEMA!r}")
+    if not (isinstance(fingerprint, str) and _FINGERPRINT_RE.fullmatch(fingerprint)):
+        reasons.append(f"fingerprint {fingerprint!r} is not 'sha256:' + 64 lowercase hex digits")
+    if "value" not in value:
+        reasons.append("there is no 'value' key")
+    if reasons:
+        return False, "; ".join(reasons)
+    return True, None
+
+
+# -- scanning the text for top-level keys ------------------------------------------
+
+# Strings are matched whole (so brackets and commas inside them are skipped);
+# valid JSON strings never contain a raw newline, so newlines are counted
+# between tokens only.
+_TOKEN_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\],]')
+
+
+def _scan_top_level_keys(text: str) -> tuple[list[tuple[str, int]], int]:
+    """[(raw key token, 1-based line)] for keys of the top-level object, and max depth."""
+    keys: list[tuple[str, int]] = []
+    depth = 0
+    max_depth = 0
+    expect_key = False
+    line = 1
+    last = 0
+    for match in _TOKEN_RE.finditer(text):
+        tok = match.group()
+        first = tok[0]
+        if first == '"':
+            if expect_key and depth == 1:
+                start = match.start()
+                line += text.count("\n", last, start)
+                last = start
+                keys.append((tok, line))
+            expect_key = False
+        elif first in "{[":
+            depth += 1
+            if depth > max_depth:
+                max_depth = depth
+            expect_key = first == "{" and depth == 1
+        elif first in "}]":
+            depth -= 1
+            expect_key = False
+        else:  # ","
+            expect_key = depth == 1
+    return keys, max_depth
+
+
+def _decode_key(token: str) -> str | None:
+    try:
+        key = orjson.loads(token)
+    except orjson.JSONDecodeError:
+        return None
+    return key if isinstance(key, str) else None
+
+
+# -- reading -------------------------------------------------------------------------
+
+
+def read_checkpoint_file(path: str) -> CheckpointFile:
+    """Read one checkpoint file. Never raises; bad data comes back as problems."""
+    pipeline = pipeline_of_checkpoint_path(path)
+    result = CheckpointFile(pipeline=pipeline, path=path, entries={})
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            data = fh.read()
+    except FileNotFoundError:
+        result.exists = False
+        return result
+    except OSError as exc:
+        result.problems.append(Problem(path, 0, CODE_UNREADABLE, f"cannot read checkpoint file: {exc}", Severity.ERROR))
+        result.retry = True
+        return result
+    result.mtime = st.st_mtime
+    result.size = len(data)
+    parse_checkpoint_bytes(data, result)
+    return result
+
+
+def parse_checkpoint_bytes(data: bytes, result: CheckpointFile) -> CheckpointFile:
+    """Fill `result` from the file's bytes (split out so tests need no files)."""
+    path = result.path
+    if not data.strip():
+        result.retry = True
+        result.problems.append(Problem(path, 0, CODE_UNPARSEABLE,
+            f"checkpoint file is empty (possibly caught mid-write); {_IGNORED_BY_HARN}", Severity.WARNING))
+        return result
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        truncated = exc.end == len(data) and "unexpected end" in exc.reason
+        line = data.count(b"\n", 0, exc.start) + 1
+        if truncated:
+            # a multi-byte character cut at the end: a half-written file
+            result.retry = True
+            result.problems.append(Problem(path, line, CODE_UNPARSEABLE,
+                f"checkpoint file ends in the middle of a character (probably caught mid-write); {_IGNORED_BY_HARN}",
+                Severity.WARNING))
+        else:
+            result.problems.append(Problem(path, line, CODE_INVALID_UTF8,
+                f"checkpoint file is not valid UTF-8 (byte {exc.start}); Harn cannot read it, treats it as empty "
+                "and its next write replaces it", Severity.ERROR))
+        return result
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        result.retry = True
+        result.problems.append(Problem(path, getattr(exc, "lineno", 0) or 0, CODE_UNPARSEABLE,
+            f"checkpoint file is not valid JSON ({exc.msg}; possibly caught mid-write); {_IGNORED_BY_HARN}",
+            Severity.WARNING))
+        return result
+    if not isinstance(value, dict):
+        result.problems.append(Problem(path, 1, CODE_NOT_OBJECT,
+            f"checkpoint file holds a JSON {type(value).__name__}, not an object; Harn treats it as empty "
+            "and its next write replaces it", Severity.ERROR))
+        return result
+
+    raw_keys, max_depth = _scan_top_level_keys(text)
+    if max_depth > SERDE_MAX_DEPTH:
+        result.problems.append(Problem(path, 1, CODE_TOO_DEEP,
+            f"JSON is nested {max_depth} levels deep; Harn's reader (serde_json) stops at {SERDE_MAX_DEPTH}, "
+            "so Harn treats the file as empty and its next write replaces it", Severity.ERROR))
+    lines: dict[str, int] = {}
+    seen_first: dict[str, int] = {}
+    for token, line in raw_keys:
+        key = _decode_key(token)
+        if key is None:
+            continue
+        if key in lines:
+            result.problems.append(Problem(path, line, CODE_DUPLICATE_KEY,
+                f"key {key!r} appears again (first on line {seen_first[key]}); Harn keeps the last value",
+                Severity.WARNING))
+        else:
+            seen_first[key] = line
+        lines[key] = line  # the value Harn keeps is the last one
+
+    for key, item in value.items():
+        line = lines.get(key, 0)
+        keyed, why = _keyed_status(item)
+        if why is not None:
+            result.problems.append(Problem(path, line, CODE_BAD_KEYED,
+                f"stage {key!r} looks like a keyed checkpoint record but is malformed ({why}); "
+                "Harn will rerun this stage and overwrite the record", Severity.WARNING))
+        result.entries[key] = CheckpointEntry(
+            key=key,
+            value=item["value"] if keyed else item,
+            keyed=keyed,
+            fingerprint=item["fingerprint"] if keyed else None,
+            line=line,
+        )
+    return result
+
+
+# -- writing (text only; actions/ does the I/O) ------------------------------------------
+
+
+def _render(value: Any, indent: str, sort_keys: bool, out: list[str]) -> None:
+    if isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        inner = indent + "  "
+        items = sorted(value.items()) if sort_keys else value.items()
+        out.append("{\n")
+        first = True
+        for key, item in items:
+            if not first:
+                out.append(",\n")
+            first = False
+            out.append(inner)
+            out.append(serde_compact(str(key)))
+            out.append(": ")
+            _render(item, inner, sort_keys, out)
+        out.append("\n" + indent + "}")
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            out.append("[]")
+            return
+        inner = indent + "  "
+        out.append("[\n")
+        for index, item in enumerate(value):
+            if index:
+                out.append(",\n")
+            out.append(inner)
+            _render(item, inner, sort_keys, out)
+        out.append("\n" + indent + "]")
+    elif isinstance(value, int) and not isinstance(value, bool) and not (_I64_MIN <= value <= _U64_MAX):
+        # serde_json reads integers beyond i64/u64 as f64 and writes them back as floats
+        out.append(serde_compact(float(value)))
+    elif value is None or isinstance(value, (str, int, float, bool)):
+        out.append(serde_compact(value))
+    else:
+        # vm_to_json: anything that is not plain data becomes null
+        out.append("null")
+
+
+def render_checkpoint_json(mapping: dict, *, sort_nested: bool = True) -> str:
+    """Harn's checkpoint file text: serde_json pretty, top-level keys sorted, no trailing newline.
+
+    Values that come from Harn scripts have sorted keys at every level (Harn
+    dicts are BTreeMaps); values Harn re-saves after loading keep the file's
+    nested order, which `sort_nested=False` reproduces.
+    """
+    out: list[str] = []
+    top = {str(k): v for k, v in mapping.items()}
+    if not top:
+        return "{}"
+    out.append("{\n")
+    first = True
+    for key in sorted(top):
+        if not first:
+            out.append(",\n")
+        first = False
+        out.append("  ")
+        out.append(serde_compact(key))
+        out.append(": ")
+        _render(top[key], "  ", sort_nested, out)
+    out.append("\n}")
+    return "".join(out)
+
+
+def without_key(path_text: str, key: str) -> str:
+    """The file text after `checkpoint_delete(key)`, as Harn would write it.
+
+    Harn loads the file, drops the key and re-saves everything (top-level keys
+    sorted, nested values as loaded), even when the key was absent. Raises
+    ValueError when the text is not a JSON object: Harn would replace such a
+    file with `{}`, which a "forget stage" action must not do.
+    """
+    try:
+        value = orjson.loads(path_text.encode("utf-8"))
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"checkpoint text is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError("checkpoint text is not a JSON object")
+    value.pop(key, None)
+    return render_checkpoint_json(value, sort_nested=False)

@@ -1,0 +1,173 @@
+"""Tail reader for append-only JSONL logs written by a live agent.
+
+Remembers a byte offset per file and hands back only complete lines; a torn
+last line stays unread until its newline arrives. A file that shrank, was
+replaced (new inode) or whose first bytes changed is read again from 0 and
+the caller is told to rebuild (`reset=True`). Files are read in bounded
+chunks, so a multi-gigabyte log never sits in memory at once.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import orjson
+
+from harn_ls.formats.problems import Problem, Severity
+
+CHUNK_BYTES = 4 * 1024 * 1024
+HEAD_BYTES = 64
+
+CODE_INVALID_JSON = "HL-JSONL-001"
+CODE_INVALID_UTF8 = "HL-JSONL-002"
+CODE_NOT_OBJECT = "HL-JSONL-003"
+CODE_TORN_LINE = "HL-JSONL-004"
+CODE_UNREADABLE = "HL-JSONL-005"
+
+
+@dataclass(slots=True)
+class JsonlLine:
+    """One complete line. `value` is None when the line is malformed."""
+
+    line_no: int  # 1-based physical line number
+    offset: int  # byte offset of the line start
+    value: dict | None
+    problem: Problem | None = None
+
+
+@dataclass(slots=True)
+class JsonlBatch:
+    lines: list[JsonlLine] = field(default_factory=list)
+    reset: bool = False  # the caller must drop everything it had for this file
+    missing: bool = False  # the file does not exist (any more)
+
+
+class JsonlTail:
+    """Incremental reader for one JSONL file."""
+
+    def __init__(self, path: str, *, chunk_bytes: int = CHUNK_BYTES) -> None:
+        self.path = path
+        self.offset = 0
+        self.line_no = 0
+        self._ino: int | None = None
+        self._head = b""
+        self._chunk = chunk_bytes
+        self.torn_bytes = 0  # bytes of an unfinished last line, not yet parsed
+
+    def _restart(self) -> None:
+        self.offset = 0
+        self.line_no = 0
+        self._ino = None
+        self._head = b""
+        self.torn_bytes = 0
+
+    def iter_batches(self) -> Iterator[JsonlBatch]:
+        """Yield batches of new complete lines, each at most ~chunk_bytes."""
+        try:
+            fh = open(self.path, "rb")
+        except FileNotFoundError:
+            had = self.offset > 0 or self._ino is not None
+            self._restart()
+            yield JsonlBatch(reset=had, missing=True)
+            return
+        except OSError as exc:
+            yield JsonlBatch(lines=[JsonlLine(0, 0, None, Problem(self.path, 0, CODE_UNREADABLE, f"cannot read: {exc.strerror}", Severity.ERROR))])
+            return
+        with fh:
+            st = os.fstat(fh.fileno())
+            reset = False
+            if self._ino is not None:
+                head = fh.read(len(self._head)) if self._head else b""
+                if st.st_ino != self._ino or st.st_size < self.offset or head != self._head:
+                    self._restart()
+                    reset = True
+            if self._ino is None:
+                self._ino = st.st_ino
+            if len(self._head) < HEAD_BYTES:
+                fh.seek(0)
+                self._head = fh.read(HEAD_BYTES)
+            fh.seek(self.offset)
+            carry = b""
+            first = True
+            while True:
+                chunk = fh.read(self._chunk)
+                if not chunk:
+                    break
+                data = carry + chunk
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    carry = data
+                    continue
+                complete, carry = data[: cut + 1], data[cut + 1 :]
+                batch = JsonlBatch(lines=self._parse(complete), reset=reset and first)
+                first = False
+                yield batch
+            self.torn_bytes = len(carry)
+            if first:
+                yield JsonlBatch(reset=reset)
+
+    def read_new(self) -> JsonlBatch:
+        """All new complete lines as one batch (for small appends)."""
+        out = JsonlBatch()
+        for batch in self.iter_batches():
+            out.reset = out.reset or batch.reset
+            out.missing = out.missing or batch.missing
+            out.lines.extend(batch.lines)
+        return out
+
+    def torn_problem(self) -> Problem | None:
+        if not self.torn_bytes:
+            return None
+        return Problem(
+            self.path,
+            self.line_no + 1,
+            CODE_TORN_LINE,
+            f"last line is incomplete ({self.torn_bytes} bytes, no newline yet); "
+            "it is ignored until a writer finishes it — Harn skips it the same way only if it is never completed",
+            Severity.INFO,
+        )
+
+    def _parse(self, data: bytes) -> list[JsonlLine]:
+        out: list[JsonlLine] = []
+        start = 0
+        base = self.offset
+        end = len(data)
+        while start < end:
+            nl = data.index(b"\n", start)
+            raw = data[start:nl]
+            self.line_no += 1
+            offset = base + start
+            start = nl + 1
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            if not raw.strip():
+                continue
+            out.append(self._parse_line(raw, self.line_no, offset))
+        self.offset = base + end
+        return out
+
+    def _parse_line(self, raw: bytes, line_no: int, offset: int) -> JsonlLine:
+        try:
+            value: Any = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as uexc:
+                return JsonlLine(line_no, offset, None, Problem(self.path, line_no, CODE_INVALID_UTF8,
+                    f"line is not valid UTF-8 (byte {uexc.start}); Harn refuses to read this log until it is fixed", Severity.ERROR))
+            msg = str(exc).split(":")[0] if str(exc) else "invalid JSON"
+            return JsonlLine(line_no, offset, None, Problem(self.path, line_no, CODE_INVALID_JSON,
+                f"malformed JSON line ({msg}); Harn refuses to read this log until it is fixed", Severity.ERROR))
+        except RecursionError:
+            return JsonlLine(line_no, offset, None, Problem(self.path, line_no, CODE_INVALID_JSON,
+                "JSON nested too deeply", Severity.ERROR))
+        if not isinstance(value, dict):
+            return JsonlLine(line_no, offset, None, Problem(self.path, line_no, CODE_NOT_OBJECT,
+                f"line is a JSON {type(value).__name__}, not an object; Harn refuses to read this log until it is fixed", Severity.ERROR))
+        return JsonlLine(line_no, offset, value)
+
+
+def read_all(path: str) -> list[JsonlLine]:
+    return JsonlTail(path).read_new().lines

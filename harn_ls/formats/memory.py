@@ -1,0 +1,248 @@
+"""Memory event logs (`<memory root>/<namespace>/events.jsonl`) and their projection.
+
+Implements harn-formats §C.3 exactly, incrementally:
+1. every id in any `forget` event is hidden for good, wherever the forget is;
+2. stores whose id is not forgotten are active, in file order; an `update`
+   overlays the *last* store with that id (flags merge, a value patch also
+   refreshes text); duplicate ids are kept;
+3. the last `open` event is the namespace config;
+4. sequence = index of the event among the parsed events.
+Applying new events to an existing projection gives the same result as a
+cold read of the whole file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable
+
+from harn_ls.formats.harn_json import serde_compact
+from harn_ls.formats.jsonl import JsonlLine
+from harn_ls.formats.problems import Problem, Severity
+
+EVENT_TYPES = ("store", "forget", "open", "update")
+
+CODE_UNKNOWN_TYPE = "HL-MEM-001"
+CODE_BAD_FIELD = "HL-MEM-002"
+CODE_HIDDEN_BY_TOMBSTONE = "HL-MEM-003"
+CODE_UPDATE_UNKNOWN = "HL-MEM-004"
+
+DEFAULT_CONFIG = {"backend": "bm25", "embed_model_hint": "default", "bm25_weight": 0.5, "cosine_weight": 0.5}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    id: str
+    namespace: str
+    key: str
+    value: Any
+    text: str
+    tags: tuple[str, ...]
+    stored_at: str
+    seq: int  # sequence of the store event (tie-break)
+    line_no: int  # 1-based line of the store event
+    provenance: Any = None
+    status: str | None = None
+    scope: str | None = None
+    flags: dict = field(default_factory=dict)
+    updated_at: str | None = None
+
+    def to_json(self) -> dict:
+        out = {
+            "id": self.id,
+            "namespace": self.namespace,
+            "key": self.key,
+            "value": self.value,
+            "text": self.text,
+            "tags": list(self.tags),
+            "stored_at": self.stored_at,
+            "provenance": self.provenance,
+            "status": self.status,
+            "scope": self.scope,
+            "flags": self.flags,
+            "sequence": self.seq,
+        }
+        if self.updated_at:
+            out["updated_at"] = self.updated_at
+        return out
+
+
+def value_text(value: Any) -> str:
+    """Harn's `value_to_search_text`: strings verbatim, anything else compact JSON."""
+    return value if isinstance(value, str) else serde_compact(value)
+
+
+@dataclass(slots=True)
+class MemoryDelta:
+    """What one `apply` changed; an updated record appears in both lists."""
+
+    added: list[MemoryRecord] = field(default_factory=list)
+    removed: list[MemoryRecord] = field(default_factory=list)
+    config_changed: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.config_changed)
+
+
+def _str(event: dict, name: str, default: str | None = None) -> str | None:
+    v = event.get(name, default)
+    return v if isinstance(v, str) else None
+
+
+class MemoryNamespace:
+    """Projection of one namespace's event log, fed line batches in file order."""
+
+    def __init__(self, namespace: str, path: str) -> None:
+        self.namespace = namespace
+        self.path = path
+        self.seq = 0
+        self.forgotten: set[str] = set()
+        self.active: dict[int, MemoryRecord] = {}  # seq -> record, file order (dict keeps insertion order)
+        self._by_id: dict[str, list[int]] = {}  # id -> seqs of active stores, file order
+        self.config: dict = dict(DEFAULT_CONFIG)
+        self.open_event: dict | None = None
+        self.problems: list[Problem] = []
+        self.hidden: list[MemoryRecord] = []  # stores hidden by a tombstone written before them
+        self.forgets: list[dict] = []  # forget events (for display)
+        self.event_count = 0
+        self.last_event_at: str | None = None
+
+    # -- queries -------------------------------------------------------------
+    def records(self) -> list[MemoryRecord]:
+        return list(self.active.values())
+
+    def by_key(self, key: str) -> list[MemoryRecord]:
+        return [r for r in self.active.values() if r.key == key]
+
+    def get(self, record_id: str) -> MemoryRecord | None:
+        seqs = self._by_id.get(record_id)
+        return self.active[seqs[-1]] if seqs else None
+
+    # -- mutation ------------------------------------------------------------
+    def apply_lines(self, lines: Iterable[JsonlLine]) -> MemoryDelta:
+        delta = MemoryDelta()
+        for line in lines:
+            if line.problem is not None:
+                self.problems.append(line.problem)
+                continue
+            self._apply_event(line.value, line.line_no, delta)
+        return delta
+
+    def _problem(self, line_no: int, code: str, message: str, severity: Severity = Severity.WARNING) -> None:
+        self.problems.append(Problem(self.path, line_no, code, message, severity))
+
+    def _apply_event(self, event: dict, line_no: int, delta: MemoryDelta) -> None:
+        kind = event.get("type")
+        if kind not in EVENT_TYPES:
+            self._problem(line_no, CODE_UNKNOWN_TYPE,
+                f"unknown event type {kind!r}; Harn rejects the whole namespace until this line is removed", Severity.ERROR)
+            return
+        seq = self.seq
+        self.seq += 1
+        self.event_count += 1
+        if kind == "store":
+            self._store(event, seq, line_no, delta)
+        elif kind == "forget":
+            self._forget(event, line_no, delta)
+        elif kind == "update":
+            self._update(event, line_no, delta)
+        else:
+            self._open(event, line_no, delta)
+
+    def _store(self, event: dict, seq: int, line_no: int, delta: MemoryDelta) -> None:
+        rid, key, stored_at = _str(event, "id"), _str(event, "key"), _str(event, "stored_at")
+        text = event.get("text", "")
+        tags = event.get("tags", [])
+        flags = event.get("flags", {})
+        bad = [n for n, ok in (("id", rid is not None), ("key", key is not None), ("stored_at", stored_at is not None),
+                               ("value", "value" in event), ("text", isinstance(text, str)),
+                               ("tags", isinstance(tags, list) and all(isinstance(t, str) for t in tags)),
+                               ("flags", isinstance(flags, dict))) if not ok]
+        if bad:
+            self._problem(line_no, CODE_BAD_FIELD,
+                f"store event has missing or wrong-typed field(s): {', '.join(bad)}; Harn rejects the whole namespace until fixed",
+                Severity.ERROR)
+            return
+        self.last_event_at = stored_at
+        record = MemoryRecord(
+            id=rid, namespace=self.namespace, key=key, value=event["value"], text=text, tags=tuple(tags),
+            stored_at=stored_at, seq=seq, line_no=line_no, provenance=event.get("provenance"),
+            status=_str(event, "status"), scope=_str(event, "scope"), flags=dict(flags),
+        )
+        if rid in self.forgotten:
+            self.hidden.append(record)
+            self._problem(line_no, CODE_HIDDEN_BY_TOMBSTONE,
+                f"record {rid} is stored after an earlier forget of the same id; Harn hides it forever (tombstones are permanent per id)",
+                Severity.WARNING)
+            return
+        self.active[seq] = record
+        self._by_id.setdefault(rid, []).append(seq)
+        delta.added.append(record)
+
+    def _forget(self, event: dict, line_no: int, delta: MemoryDelta) -> None:
+        ids = event.get("forgotten_ids", [])
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            self._problem(line_no, CODE_BAD_FIELD, "forget event has a wrong-typed forgotten_ids; Harn rejects the whole namespace until fixed", Severity.ERROR)
+            return
+        self.forgets.append({**event, "_line": line_no})
+        self.last_event_at = _str(event, "forgotten_at") or self.last_event_at
+        for rid in ids:
+            if rid in self.forgotten:
+                continue
+            self.forgotten.add(rid)
+            for seq in self._by_id.pop(rid, ()):
+                delta.removed.append(self.active.pop(seq))
+
+    def _update(self, event: dict, line_no: int, delta: MemoryDelta) -> None:
+        rid = _str(event, "id")
+        if rid is None:
+            self._problem(line_no, CODE_BAD_FIELD, "update event without a string id; Harn rejects the whole namespace until fixed", Severity.ERROR)
+            return
+        if rid in self.forgotten:
+            return
+        seqs = self._by_id.get(rid)
+        if not seqs:
+            self._problem(line_no, CODE_UPDATE_UNKNOWN, f"update for unknown record {rid}; Harn ignores it", Severity.INFO)
+            return
+        old = self.active[seqs[-1]]
+        changes: dict[str, Any] = {}
+        if "value" in event:
+            changes["value"] = event["value"]
+            changes["text"] = value_text(event["value"])
+        if isinstance(event.get("text"), str):
+            changes["text"] = event["text"]
+        if isinstance(event.get("tags"), list):
+            changes["tags"] = tuple(t for t in event["tags"] if isinstance(t, str))
+        for name in ("status", "scope"):
+            if isinstance(event.get(name), str):
+                changes[name] = event[name]
+        if "provenance" in event:
+            changes["provenance"] = event["provenance"]
+        if isinstance(event.get("flags"), dict):
+            changes["flags"] = {**old.flags, **event["flags"]}
+        changes["updated_at"] = _str(event, "updated_at")
+        new = replace(old, **changes)
+        self.active[old.seq] = new
+        self.last_event_at = changes["updated_at"] or self.last_event_at
+        delta.removed.append(old)
+        delta.added.append(new)
+
+    def _open(self, event: dict, line_no: int, delta: MemoryDelta) -> None:
+        backend = event.get("backend")
+        if backend not in ("bm25", "vector", "hybrid"):
+            self._problem(line_no, CODE_BAD_FIELD, f"open event with unknown backend {backend!r}; Harn rejects it", Severity.ERROR)
+            return
+        config = dict(DEFAULT_CONFIG)
+        for name in ("backend", "embed_model_hint", "embed_dim", "bm25_weight", "cosine_weight", "opened_at"):
+            if name in event and event[name] is not None:
+                config[name] = event[name]
+        self.config = config
+        self.open_event = event
+        delta.config_changed = True
+
+
+def namespace_of(memory_root: str, events_path: str) -> str:
+    import os
+
+    rel = os.path.relpath(os.path.dirname(events_path), memory_root)
+    return "/".join(p for p in rel.split(os.sep) if p not in ("", "."))

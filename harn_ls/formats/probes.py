@@ -1,0 +1,490 @@
+"""Probes (`harn.probe.v1`, harn-formats §D.6) and `harn check --json` (§I).
+
+A probe is never persisted by itself; what reaches disk is the observation
+fact it auto-stores. These helpers rebuild, exactly as std/agent/probe does,
+the strings that feed ids (observed text, trace id, claim) so a typecheck
+probe run from the editor stores the same fact Harn would.
+
+Harn's `len`/`substring` count Unicode scalar values (Rust `chars()`), so the
+"byte" budgets in probe.harn (120 for claims, 240, 1024, 4096) are really
+character counts; the truncation marker nevertheless says "bytes". Python
+`str` indexing counts the same units, so slicing never splits a character.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from harn_ls.formats.facts import filter_nil, harn_display, rust_trim
+from harn_ls.formats.harn_json import sha256_hex
+
+PROBE_SCHEMA = "harn.probe.v1"
+PROBE_KINDS = ("eval", "typecheck", "test", "inspect")
+PROBE_LANGS = ("shell", "harn")
+PROBE_CAPTURE_LIMIT = 4096
+CLAIM_LIMIT = 120
+COMMAND_LIMIT = 240
+OBSERVED_SNIPPET_LIMIT = 1024
+
+
+class ProbeError(ValueError):
+    """What std/agent/probe throws: `"<CODE>: std/agent/probe: <message>"`."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: std/agent/probe: {message}")
+        self.code = code
+        self.message = message
+
+
+def _probe_text(value: Any) -> str:
+    """`__probe_text`: nil -> "", strings as is (not trimmed), else display."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else harn_display(value)
+
+
+def normalize_probe_kind(value: Any) -> str:
+    raw = _probe_text(value)
+    kind = rust_trim(raw).replace("-", "_").lower()
+    if kind == "":
+        raise ProbeError("HARN-PROBE-002", "kind is required")
+    if kind not in PROBE_KINDS:
+        raise ProbeError("HARN-PROBE-002", f"unknown kind `{raw}` (expected one of {', '.join(PROBE_KINDS)})")
+    return kind
+
+
+def normalize_probe_lang(value: Any) -> str:
+    lang = rust_trim(_probe_text(value)).lower()
+    if lang == "":
+        return "shell"
+    if lang not in PROBE_LANGS:
+        raise ProbeError("HARN-PROBE-003", f"unknown lang `{_probe_text(value)}` (expected shell or harn)")
+    return lang
+
+
+def check_probe_body(body: Any) -> str:
+    text = _probe_text(body)
+    if rust_trim(text) == "":
+        raise ProbeError("HARN-PROBE-004", "body must be a non-empty string")
+    return text
+
+
+def probe_truncate(value: Any, limit: int) -> str:
+    """`__probe_truncate`: first `limit` chars plus `\\n…[truncated N bytes]` (N in chars)."""
+    text = _probe_text(value)
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n…[truncated {len(text) - limit} bytes]"
+
+
+# -- ids and strings -------------------------------------------------------------------
+
+
+def probe_trace_id(kind: str, body: str, observed: str) -> str:
+    return "probe_" + sha256_hex(f"{kind}\n{body}\n{observed}")[:16]
+
+
+def eval_observed(exit_code: Any, outcome: str, stdout: str | None = None, stderr: str | None = None) -> str:
+    summary = f"eval exit={'?' if exit_code is None else harn_display(exit_code)} outcome={outcome}"
+    out = rust_trim(stdout or "")
+    if out:
+        return summary + " stdout=" + probe_truncate(out, COMMAND_LIMIT)
+    err = rust_trim(stderr or "")
+    if err:
+        return summary + " stderr=" + probe_truncate(err, COMMAND_LIMIT)
+    return summary
+
+
+def typecheck_observed(outcome: str, errors: Any, warnings: Any) -> str:
+    """Observed text when `harn check --json` printed parseable JSON (-1 = count unknown)."""
+    return f"typecheck outcome={outcome} errors={harn_display(errors)} warnings={harn_display(warnings)}"
+
+
+def typecheck_observed_unparsed(outcome: str) -> str:
+    """Observed text when stdout was not JSON at all."""
+    return f"typecheck outcome={outcome} (no JSON envelope)"
+
+
+def unsupported_observed(kind: str) -> str:
+    return f"probe kind `{kind}` is not supported (supported kinds: eval, typecheck)"
+
+
+def typecheck_command(harn_binary: str = "harn") -> str:
+    """The `command` Harn records for a typecheck probe (the temp path is literally `<snippet>`)."""
+    return f"{harn_binary} check <snippet> --json"
+
+
+def harn_eval_command(harn_binary: str = "harn") -> str:
+    return f"{harn_binary} run <snippet>"
+
+
+def probe_claim(kind: str, body: str, outcome: str) -> str:
+    """'probe <kind> `<first 120 chars of the trimmed snippet, \\n -> space>` → <outcome>'.
+
+    The snippet is the body truncated to 4096 chars; a longer snippet keeps
+    Harn's truncation marker (newline turned into a space) inside the backticks.
+    """
+    snippet = probe_truncate(body, PROBE_CAPTURE_LIMIT)
+    short = probe_truncate(rust_trim(snippet), CLAIM_LIMIT)
+    return f"probe {kind} `{short.replace(chr(10), ' ')}` → {outcome}"
+
+
+def probe_confidence(outcome: str) -> float:
+    return 0.4 if outcome == "unknown" else 0.9
+
+
+def probe_provenance(kind: str, lang: Any = None, command: Any = None, extra: Any = None) -> dict:
+    prov: dict = {"probe_kind": kind, "source": "probe"}
+    if lang is not None:
+        prov["lang"] = lang
+    if command is not None and command != "":
+        prov["command"] = command
+    if isinstance(extra, dict):
+        prov.update(extra)
+    return dict(sorted(prov.items()))
+
+
+def probe_fact_input(kind: str, body: str, outcome: str, observed: str, *, lang: Any = None,
+                     command: Any = None, provenance: Any = None) -> dict:
+    """The fact input `__probe_store_fact` hands to `store_fact` (before normalization).
+
+    `lang` is what Harn puts there: the resolved lang for eval probes, the
+    caller's raw `options.lang` (usually nil) for the others.
+    """
+    return {
+        "claim": probe_claim(kind, body, outcome),
+        "confidence": probe_confidence(outcome),
+        "evidence": [{
+            "kind": "tool_output",
+            "ref": probe_trace_id(kind, body, observed),
+            "snippet": probe_truncate(observed, OBSERVED_SNIPPET_LIMIT),
+        }],
+        "kind": "observation",
+        "provenance": probe_provenance(kind, lang, command, provenance),
+    }
+
+
+def probe_evidence(kind: str, body: str, observed: str, *, command: str | None = None, ran: bool = True,
+                   stdout: str | None = None, stderr: str | None = None, exit_code: int | None = None,
+                   duration_ms: int | None = None, timed_out: bool = False) -> dict:
+    """The envelope's `evidence` dict (empty entries dropped). `ran=False` for unsupported kinds."""
+    return filter_nil({
+        "command": command,
+        "duration_ms": duration_ms,
+        "exit_code": exit_code,
+        "snippet": probe_truncate(body, PROBE_CAPTURE_LIMIT),
+        "stderr": probe_truncate(stderr or "", PROBE_CAPTURE_LIMIT) if ran else None,
+        "stdout": probe_truncate(stdout or "", PROBE_CAPTURE_LIMIT) if ran else None,
+        "timed_out": True if timed_out else None,
+        "trace_id": probe_trace_id(kind, body, observed),
+    })
+
+
+def probe_envelope(kind: str, outcome: str, observed: str, evidence: dict, asserted_at: str, *,
+                   fact_id: str | None = None, expected: Any = None) -> dict:
+    return filter_nil({
+        "asserted_at": asserted_at,
+        "evidence": evidence,
+        "expected": expected,
+        "fact_id": fact_id,
+        "kind": kind,
+        "observed": observed,
+        "outcome": outcome,
+        "schema": PROBE_SCHEMA,
+    })
+
+
+# -- outcomes ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TypecheckCounts:
+    parsed: bool
+    errors: Any = -1  # summary.errors as printed (files with errors), -1 when absent
+    warnings: Any = -1
+    envelope_ok: Any = None
+
+
+def typecheck_counts(stdout: str) -> TypecheckCounts:
+    """`__probe_typecheck_diagnostics`: strict JSON parse, then data.summary ?? summary."""
+    try:
+        envelope = orjson.loads(stdout.encode("utf-8", "surrogatepass"))
+    except (orjson.JSONDecodeError, UnicodeEncodeError):
+        return TypecheckCounts(parsed=False)
+    if not isinstance(envelope, dict):
+        return TypecheckCounts(parsed=True)
+    data = envelope.get("data")
+    summary = data.get("summary") if isinstance(data, dict) else None
+    if summary is None:
+        summary = envelope.get("summary")
+    if not isinstance(summary, dict):
+        summary = {}
+    errors = summary.get("errors")
+    warnings = summary.get("warnings")
+    return TypecheckCounts(
+        parsed=True,
+        errors=-1 if errors is None else errors,
+        warnings=-1 if warnings is None else warnings,
+        envelope_ok=envelope.get("ok"),
+    )
+
+
+def _compare_expected(observed: dict, expected: Any, kind: str) -> str:
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool):
+        if kind == "typecheck":
+            errors = observed.get("errors")
+            ok = isinstance(errors, (int, float)) and not isinstance(errors, bool) and errors == expected
+            return "pass" if ok else "fail"
+        return "fail"  # eval compares a number against a dict: never equal (§D.6)
+    text = observed.get("stdout")
+    return "pass" if rust_trim(text or "") == rust_trim(_probe_text(expected)) else "fail"
+
+
+def typecheck_outcome(counts: TypecheckCounts, *, success: bool, timed_out: bool = False, expected: Any = None) -> str:
+    if timed_out:
+        return "fail"
+    if not counts.parsed and not success:
+        return "fail"
+    if expected is not None:
+        return _compare_expected({"errors": counts.errors}, expected, "typecheck")
+    errors = counts.errors
+    if not isinstance(errors, (int, float)) or isinstance(errors, bool) or errors < 0:
+        return "pass" if success else "fail"
+    return "pass" if errors == 0 else "fail"
+
+
+def eval_outcome(*, success: bool, stdout: str = "", timed_out: bool = False, expected: Any = None) -> str:
+    if timed_out:
+        return "fail"
+    if expected is not None:
+        return _compare_expected({"stdout": stdout}, expected, "eval")
+    return "pass" if success else "fail"
+
+
+def typecheck_observed_for(counts: TypecheckCounts, outcome: str) -> str:
+    if not counts.parsed:
+        return typecheck_observed_unparsed(outcome)
+    return typecheck_observed(outcome, counts.errors, counts.warnings)
+
+
+# -- harn check --json --------------------------------------------------------------------
+
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(slots=True)
+class CheckDiagnostic:
+    source: str
+    severity: str  # error | warning | info (anything else is kept and reported in issues)
+    message: str
+    code: str | None = None
+    span: tuple[int, int] | None = None  # UTF-8 byte offsets, half-open
+    help: str | None = None
+
+
+@dataclass(slots=True)
+class CheckFile:
+    path: str
+    status: str  # ok | warning | error
+    diagnostics: list[CheckDiagnostic] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class CheckSummary:
+    ok: int
+    warnings: int
+    errors: int  # files whose status is error, not a diagnostic count
+    diagnostics: int
+
+
+@dataclass(slots=True)
+class CheckEnvelope:
+    schema_version: int | None
+    ok: bool | None
+    files: list[CheckFile] = field(default_factory=list)
+    summary: CheckSummary | None = None
+    error: dict | None = None  # {code, message, details}
+    warnings: list[dict] = field(default_factory=list)
+    issues: list[str] = field(default_factory=list)  # contract deviations found while reading
+
+
+def _loads_tolerant(stdout: str) -> Any:
+    try:
+        return orjson.loads(stdout.encode("utf-8", "surrogatepass"))
+    except (orjson.JSONDecodeError, UnicodeEncodeError):
+        pass
+    # stray text around the envelope (a wrapper's log line): take the outermost object
+    start, end = stdout.find("{"), stdout.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        return orjson.loads(stdout[start:end + 1].encode("utf-8", "surrogatepass"))
+    except (orjson.JSONDecodeError, UnicodeEncodeError):
+        return None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _diagnostic(raw: Any, where: str, issues: list[str]) -> CheckDiagnostic | None:
+    if not isinstance(raw, dict):
+        issues.append(f"{where}: diagnostic is not an object")
+        return None
+    severity = raw.get("severity")
+    if severity not in SEVERITIES:
+        issues.append(f"{where}: invalid severity {severity!r}")
+        severity = harn_display(severity) if severity is not None else "error"
+    message = raw.get("message")
+    if not isinstance(message, str):
+        issues.append(f"{where}: message missing or not a string")
+        message = "" if message is None else harn_display(message)
+    span = None
+    raw_span = raw.get("span")
+    if raw_span is not None:
+        start = _int(raw_span.get("start")) if isinstance(raw_span, dict) else None
+        end = _int(raw_span.get("end")) if isinstance(raw_span, dict) else None
+        if start is None or end is None or start < 0 or end < start:
+            issues.append(f"{where}: invalid span {raw_span!r}")
+        else:
+            span = (start, end)
+    return CheckDiagnostic(
+        source=_opt_str(raw.get("source")) or "",
+        severity=severity,
+        message=message,
+        code=_opt_str(raw.get("code")),
+        span=span,
+        help=_opt_str(raw.get("help")),
+    )
+
+
+def _expected_status(diags: list[CheckDiagnostic]) -> str:
+    severities = {d.severity for d in diags}
+    if "error" in severities:
+        return "error"
+    if "warning" in severities:
+        return "warning"
+    return "ok"
+
+
+def parse_check_envelope(stdout: str) -> CheckEnvelope | None:
+    """Read `harn check --json` (or `harn lint --json`) output; None if there is no JSON object.
+
+    Tolerant: malformed parts are skipped or defaulted and described in `issues`.
+    """
+    doc = _loads_tolerant(stdout)
+    if not isinstance(doc, dict):
+        return None
+    issues: list[str] = []
+    version = _int(doc.get("schemaVersion"))
+    if version != 1:
+        issues.append(f"unsupported schemaVersion {doc.get('schemaVersion')!r} (expected 1)")
+    ok = doc.get("ok") if isinstance(doc.get("ok"), bool) else None
+    if ok is None:
+        issues.append("envelope missing a boolean `ok`")
+    error = doc.get("error") if isinstance(doc.get("error"), dict) else None
+    if ok is False and (error is None or not error.get("code") or not error.get("message")):
+        issues.append("ok=false requires an error with code and message")
+    if ok is True and error is not None:
+        issues.append("ok=true but error present")
+    warnings = [w for w in doc.get("warnings") or [] if isinstance(w, dict)] if isinstance(doc.get("warnings"), list) else []
+    env = CheckEnvelope(schema_version=version, ok=ok, error=error, warnings=warnings, issues=issues)
+
+    data = doc.get("data")
+    if not isinstance(data, dict):
+        if data is not None:
+            issues.append("data is not an object")
+        return env
+    raw_files = data.get("files")
+    if not isinstance(raw_files, list):
+        issues.append("data.files missing or not a list")
+        raw_files = []
+    counts = {"ok": 0, "warning": 0, "error": 0}
+    total = 0
+    for index, raw in enumerate(raw_files):
+        where = f"files[{index}]"
+        if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
+            issues.append(f"{where}: not an object with a string path")
+            continue
+        diags: list[CheckDiagnostic] = []
+        raw_diags = raw.get("diagnostics")
+        if not isinstance(raw_diags, list):
+            if raw_diags is not None:
+                issues.append(f"{where}: diagnostics is not a list")
+            raw_diags = []
+        for dindex, rd in enumerate(raw_diags):
+            diag = _diagnostic(rd, f"{where}.diagnostics[{dindex}]", issues)
+            if diag is not None:
+                diags.append(diag)
+        expected = _expected_status(diags)
+        status = raw.get("status")
+        if status not in counts:
+            issues.append(f"{where}: invalid status {status!r}")
+            status = expected
+        elif status != expected:
+            issues.append(f"{where}: status {status!r} but diagnostics imply {expected!r}")
+        counts[status] += 1
+        total += len(diags)
+        env.files.append(CheckFile(path=raw["path"], status=status, diagnostics=diags))
+
+    raw_summary = data.get("summary")
+    if isinstance(raw_summary, dict):
+        values = [_int(raw_summary.get(k)) for k in ("ok", "warnings", "errors", "diagnostics")]
+        if any(v is None for v in values):
+            issues.append("summary has missing or non-integer counts")
+        env.summary = CheckSummary(*(v if v is not None else -1 for v in values))
+        if (env.summary.ok, env.summary.warnings, env.summary.errors, env.summary.diagnostics) != (
+                counts["ok"], counts["warning"], counts["error"], total):
+            issues.append("summary does not match the files (it counts files per status, plus all diagnostics)")
+    else:
+        issues.append("data.summary missing")
+    return env
+
+
+# -- byte offsets -> LSP positions ----------------------------------------------------------
+
+
+_LINE_BREAK_RE = re.compile(rb"\r\n|\r|\n")
+
+
+class ByteOffsetMapper:
+    """Converts UTF-8 byte offsets of one text to LSP (line, UTF-16 column) positions.
+
+    Line breaks are `\\n`, `\\r\\n` and a lone `\\r`, as LSP defines them.
+    Offsets past the end clamp to the end; an offset inside a multi-byte
+    character moves back to that character's start.
+    """
+
+    __slots__ = ("data", "line_starts")
+
+    def __init__(self, text: str) -> None:
+        self.data = text.encode("utf-8", "surrogatepass")
+        starts = [0]
+        starts.extend(m.end() for m in _LINE_BREAK_RE.finditer(self.data))
+        self.line_starts = starts
+
+    def position(self, offset: int) -> tuple[int, int]:
+        data = self.data
+        offset = max(0, min(int(offset), len(data)))
+        while offset < len(data) and offset > 0 and (data[offset] & 0xC0) == 0x80:
+            offset -= 1
+        line = bisect.bisect_right(self.line_starts, offset) - 1
+        start = self.line_starts[line]
+        segment = data[start:offset].decode("utf-8", "replace")
+        col = len(segment) + sum(1 for ch in segment if ord(ch) > 0xFFFF)
+        return line, col
+
+
+def byte_span_to_lsp(text: str, start: int, end: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((line, utf16 col), (line, utf16 col)) for a `harn check --json` byte span."""
+    mapper = ByteOffsetMapper(text)
+    return mapper.position(start), mapper.position(end)

@@ -1,0 +1,269 @@
+"""Run records (`.harn-runs/<run_id>.json`, harn-formats §G.3) and worker snapshots.
+
+Harn writes a run record as pretty JSON to `<run_id>.json.tmp` and renames it
+into place, so a reader normally sees whole files; a half-written file means
+the rename fallback (direct write) or a foreign writer, and is reported with
+`retry=True`. Records can be large (a transcript of 10 MB is normal), so each
+file is read once into bytes and parsed once with orjson; transcript views
+share the parsed lists instead of copying them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from harn_ls.formats.problems import Problem, Severity
+from harn_ls.formats.transcripts import Transcript, transcript_from_value
+
+RUN_RECORD_TYPE = "run_record"
+LLM_TRANSCRIPT_NAME = "llm_transcript.jsonl"
+PLAYGROUND_DIR = "playground"
+PLAYGROUND_RUN_NAME = "run.json"
+MAX_RECORD_BYTES = 512 * 1024 * 1024  # beyond this we refuse rather than freeze the editor
+
+CODE_UNREADABLE = "HL-RUN-001"
+CODE_INVALID_UTF8 = "HL-RUN-002"
+CODE_INVALID_JSON = "HL-RUN-003"
+CODE_NOT_OBJECT = "HL-RUN-004"
+CODE_WRONG_TYPE_TAG = "HL-RUN-005"
+CODE_BAD_FIELD = "HL-RUN-006"
+CODE_BAD_TRANSCRIPT = "HL-RUN-007"
+CODE_TOO_LARGE = "HL-RUN-008"
+
+
+@dataclass(slots=True)
+class RunRecord:
+    id: str
+    path: str
+    status: str | None = None
+    workflow_id: str | None = None
+    workflow_name: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    stages: list[dict] = field(default_factory=list)
+    usage: dict = field(default_factory=dict)
+    transcripts: list[Transcript] = field(default_factory=list)
+    llm_transcript_path: str | None = None
+    problems: list[Problem] = field(default_factory=list)
+    mtime: float | None = None
+    size: int | None = None
+    task: str | None = None
+    parent_run_id: str | None = None
+    playground_job: str | None = None  # set for `.harn-runs/playground/<job>/run.json`
+    retry: bool = False  # the file looked half-written; read it again after the next change
+    data: dict | None = None  # the whole parsed object (shared, not copied)
+
+    @property
+    def ok(self) -> bool:
+        return self.data is not None
+
+
+@dataclass(slots=True)
+class WorkerSnapshot:
+    id: str
+    path: str
+    status: str | None = None
+    transcript: Transcript | None = None
+    problems: list[Problem] = field(default_factory=list)
+    mtime: float | None = None
+    size: int | None = None
+    retry: bool = False
+    data: dict | None = None
+
+
+def is_run_record_path(path: str) -> bool:
+    """True for `<run_id>.json` directly in a run dir and for playground `run.json`; never `*.json.tmp`."""
+    name = os.path.basename(path)
+    if not name.endswith(".json") or name.endswith(".json.tmp"):
+        return False
+    parent = os.path.dirname(path)
+    if name == PLAYGROUND_RUN_NAME and os.path.basename(os.path.dirname(parent)) == PLAYGROUND_DIR:
+        return True
+    # Sidecars (`<id>-llm/raw-provider/*.json`) and playground job files are not run records;
+    # only the nearest few directories are checked so a project dir named `x-llm` still works.
+    near = parent.replace(os.sep, "/").split("/")[-3:]
+    return not any(part.endswith("-llm") or part == PLAYGROUND_DIR for part in near)
+
+
+def list_run_records(run_root: str) -> list[str]:
+    """Run record files under a run dir (top level + playground jobs), sorted by name."""
+    out: list[str] = []
+    try:
+        entries = sorted(os.scandir(run_root), key=lambda e: e.name)
+    except OSError:
+        return out
+    for entry in entries:
+        if entry.is_file() and entry.name.endswith(".json") and not entry.name.endswith(".json.tmp"):
+            out.append(entry.path)
+    try:
+        jobs = sorted(os.scandir(os.path.join(run_root, PLAYGROUND_DIR)), key=lambda e: e.name)
+    except OSError:
+        jobs = []
+    for job in jobs:
+        candidate = os.path.join(job.path, PLAYGROUND_RUN_NAME)
+        if job.is_dir() and os.path.isfile(candidate):
+            out.append(candidate)
+    return out
+
+
+def llm_sidecar_path(record_path: str) -> str:
+    """`<dir>/<stem>-llm/llm_transcript.jsonl` — `run.json` in a playground job gives `run-llm/`."""
+    stem = os.path.basename(record_path)[: -len(".json")] if record_path.endswith(".json") else os.path.basename(record_path)
+    return os.path.join(os.path.dirname(record_path), f"{stem}-llm", LLM_TRANSCRIPT_NAME)
+
+
+def _load_object(path: str, problems: list[Problem], what: str) -> tuple[dict | None, bool, os.stat_result | None]:
+    """Read + parse once. Returns (object or None, retry, stat)."""
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if st.st_size > MAX_RECORD_BYTES:
+                problems.append(Problem(path, 0, CODE_TOO_LARGE,
+                    f"{what} is {st.st_size} bytes, over the {MAX_RECORD_BYTES}-byte viewer limit; not parsed", Severity.WARNING))
+                return None, False, st
+            raw = fh.read()
+    except FileNotFoundError:
+        problems.append(Problem(path, 0, CODE_UNREADABLE, f"{what} disappeared before it could be read (renamed or deleted)", Severity.INFO))
+        return None, True, None
+    except OSError as exc:
+        problems.append(Problem(path, 0, CODE_UNREADABLE, f"cannot read {what}: {exc.strerror}", Severity.ERROR))
+        return None, False, None
+    if not raw.strip():
+        problems.append(Problem(path, 0, CODE_INVALID_JSON,
+            f"{what} is empty — probably caught mid-write; it will be read again when it changes", Severity.WARNING))
+        return None, True, st
+    try:
+        value: Any = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as uexc:
+            problems.append(Problem(path, _line_of(raw, uexc.start), CODE_INVALID_UTF8,
+                f"{what} is not valid UTF-8 (byte {uexc.start}); Harn cannot load it either", Severity.ERROR))
+            return None, False, st
+        line = _line_of(raw, getattr(exc, "pos", 0) or 0)
+        # Truncated JSON is what a reader sees while a direct (non-rename) write is in progress.
+        problems.append(Problem(path, line, CODE_INVALID_JSON,
+            f"{what} is not valid JSON ({exc.msg if hasattr(exc, 'msg') else exc}); probably half-written — "
+            "Harn writes via .tmp + rename, so it will be re-read on the next change", Severity.ERROR))
+        return None, True, st
+    except RecursionError:
+        problems.append(Problem(path, 0, CODE_INVALID_JSON, f"{what} is nested too deeply to parse", Severity.ERROR))
+        return None, False, st
+    if not isinstance(value, dict):
+        problems.append(Problem(path, 0, CODE_NOT_OBJECT, f"{what} is a JSON {type(value).__name__}, not an object; Harn ignores it", Severity.ERROR))
+        return None, False, st
+    return value, False, st
+
+
+def _line_of(raw: bytes, pos: int) -> int:
+    return raw.count(b"\n", 0, max(0, min(pos, len(raw)))) + 1
+
+
+def _field(data: dict, name: str, types: tuple, problems: list[Problem], path: str, where: str = "") -> Any:
+    v = data.get(name)
+    if v is None:
+        return None
+    if isinstance(v, bool) and bool not in types or not isinstance(v, types):
+        problems.append(Problem(path, 0, CODE_BAD_FIELD,
+            f"{where}{name!r} is {type(v).__name__}, expected {'/'.join(t.__name__ for t in types)}; "
+            "Harn's serde reader rejects the record (shown here without the field)", Severity.WARNING))
+        return None
+    return v
+
+
+def _timestamp(data: dict, name: str, problems: list[Problem], path: str, where: str = "") -> str | None:
+    # Some mirror fields hold epoch seconds; accept numbers and show them as text.
+    v = data.get(name)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return str(v)
+    return _field(data, name, (str,), problems, path, where)
+
+
+def _transcript(value: Any, source: str, path: str, problems: list[Problem], where: str) -> Transcript | None:
+    if value is None:
+        return None
+    t = transcript_from_value(value, source, path=path)
+    if t is None:
+        problems.append(Problem(path, 0, CODE_BAD_TRANSCRIPT,
+            f"{where}transcript is a {type(value).__name__}, not a transcript object; not shown", Severity.WARNING))
+        return None
+    problems.extend(t.problems)
+    return t
+
+
+def read_run_record(path: str) -> RunRecord:
+    """Read one run record. Never raises: unreadable/invalid input gives Problems and `data=None`."""
+    problems: list[Problem] = []
+    name = os.path.basename(path)
+    stem = name[: -len(".json")] if name.endswith(".json") else name
+    playground_job = None
+    if name == PLAYGROUND_RUN_NAME and os.path.basename(os.path.dirname(os.path.dirname(path))) == PLAYGROUND_DIR:
+        playground_job = os.path.basename(os.path.dirname(path))
+    data, retry, st = _load_object(path, problems, "run record")
+    record = RunRecord(id=playground_job or stem, path=path, problems=problems, retry=retry, playground_job=playground_job,
+                       mtime=st.st_mtime if st else None, size=st.st_size if st else None)
+    sidecar = llm_sidecar_path(path)
+    if os.path.isfile(sidecar):
+        record.llm_transcript_path = sidecar
+    if data is None:
+        return record
+    record.data = data
+    kind = data.get("_type")
+    if kind is not None and kind != RUN_RECORD_TYPE:
+        problems.append(Problem(path, 0, CODE_WRONG_TYPE_TAG,
+            f"_type is {kind!r}, not 'run_record'; read as a run record anyway", Severity.WARNING))
+    rid = _field(data, "id", (str,), problems, path)
+    if rid:
+        record.id = rid
+        if record.llm_transcript_path is None and rid != stem:
+            alt = os.path.join(os.path.dirname(path), f"{rid}-llm", LLM_TRANSCRIPT_NAME)
+            if os.path.isfile(alt):
+                record.llm_transcript_path = alt
+    record.status = _field(data, "status", (str,), problems, path)
+    record.workflow_id = _field(data, "workflow_id", (str,), problems, path)
+    record.workflow_name = _field(data, "workflow_name", (str,), problems, path)
+    record.task = _field(data, "task", (str,), problems, path)
+    record.parent_run_id = _field(data, "parent_run_id", (str,), problems, path)
+    record.started_at = _timestamp(data, "started_at", problems, path)
+    record.finished_at = _timestamp(data, "finished_at", problems, path)
+    record.usage = _field(data, "usage", (dict,), problems, path) or {}
+    stages = _field(data, "stages", (list,), problems, path) or []
+    source = f"run:{record.id}"
+    top = _transcript(data.get("transcript"), source, path, problems, "")
+    if top is not None:
+        record.transcripts.append(top)
+    for index, stage in enumerate(stages):
+        if not isinstance(stage, dict):
+            problems.append(Problem(path, 0, CODE_BAD_FIELD, f"stages[{index}] is not an object; skipped", Severity.WARNING))
+            continue
+        record.stages.append(stage)
+        sid = stage.get("id") if isinstance(stage.get("id"), str) else str(index)
+        t = _transcript(stage.get("transcript"), f"{source}/stage:{sid}", path, problems, f"stage {sid}: ")
+        if t is not None:
+            record.transcripts.append(t)
+    return record
+
+
+def read_worker_snapshot(path: str) -> WorkerSnapshot:
+    """Read `.harn/workers/<worker_id>.json`. Field names other than `transcript` are best effort."""
+    problems: list[Problem] = []
+    stem = os.path.basename(path)[: -len(".json")] if path.endswith(".json") else os.path.basename(path)
+    data, retry, st = _load_object(path, problems, "worker snapshot")
+    snap = WorkerSnapshot(id=stem, path=path, problems=problems, retry=retry,
+                          mtime=st.st_mtime if st else None, size=st.st_size if st else None)
+    if data is None:
+        return snap
+    snap.data = data
+    for key in ("id", "worker_id"):
+        v = data.get(key)
+        if isinstance(v, str) and v:
+            snap.id = v
+            break
+    snap.status = _field(data, "status", (str,), problems, path)
+    snap.transcript = _transcript(data.get("transcript"), path, path, problems, "")
+    return snap

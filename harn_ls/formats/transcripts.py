@@ -1,0 +1,491 @@
+"""Transcript values (harn-formats §G.2) and `llm_transcript.jsonl` turn logs (§G.4).
+
+Transcripts are never files of their own: they are values embedded in run
+records, worker snapshots and session events. `transcript_from_value` turns
+one such value into a tolerant view — every missing or wrong-typed field is
+a Problem and a default, so a viewer can still show the rest.
+
+`read_llm_transcript` reads the append-only per-call log through `JsonlTail`
+(bounded memory, torn last line held back) and groups lines into provider
+calls the way Harn's portal replays them: in file order, keyed by `call_id`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from harn_ls.formats.jsonl import JsonlTail
+from harn_ls.formats.problems import Problem, Severity
+
+TRANSCRIPT_TYPE = "transcript"
+TRANSCRIPT_ASSET_TYPE = "transcript_asset"
+TRANSCRIPT_VERSION = 2
+VISIBILITIES = ("public", "internal", "private")
+
+CODE_NOT_TRANSCRIPT = "HL-TR-001"
+CODE_BAD_FIELD = "HL-TR-002"
+CODE_VERSION = "HL-TR-003"
+CODE_LLM_NO_TYPE = "HL-TR-004"
+CODE_RAW_CAPTURE = "HL-TR-005"
+
+# Block types rendered as `<type:LABEL>` in an event's text (§G.2).
+_LABELLED_BLOCKS = ("tool_call", "tool_result", "image", "file")
+# Block types Harn drops from rendered text: private chain-of-thought.
+_HIDDEN_BLOCKS = ("reasoning",)
+
+
+def default_block_visibility(role: str | None) -> str:
+    # Tool results are plumbing, not conversation: Harn marks them internal.
+    return "internal" if role == "tool_result" else "public"
+
+
+def normalize_block(block: Any, role: str | None) -> dict:
+    """A block as Harn sees it: non-dicts become one text block; type/visibility defaulted."""
+    if not isinstance(block, dict):
+        block = {"type": "text", "text": block if isinstance(block, str) else str(block)}
+    out = dict(block)
+    if not isinstance(out.get("type"), str):
+        out["type"] = "text"
+    if out.get("visibility") not in VISIBILITIES:
+        out["visibility"] = default_block_visibility(role)
+    return out
+
+
+def _block_label(block: dict) -> str:
+    for name in ("name", "title", "path", "tool_name", "asset_id", "id"):
+        value = block.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def render_block(block: dict) -> str | None:
+    """One block's text in Harn's rendering; None when the block is dropped."""
+    kind = block.get("type", "text")
+    if kind == "text":
+        text = block.get("text")
+        return text if isinstance(text, str) else ""
+    if kind in _HIDDEN_BLOCKS:
+        return None
+    if kind in _LABELLED_BLOCKS:
+        return f"<{kind}:{_block_label(block)}>"
+    return f"<{kind}>"
+
+
+def render_blocks(blocks: list[dict], *, hide_private: bool = False) -> str:
+    """Text of a block list: Harn's event `text` rule, optionally also hiding private blocks."""
+    parts = []
+    for block in blocks:
+        if hide_private and block.get("visibility") == "private":
+            continue
+        text = render_block(block)
+        if text is not None:
+            parts.append(text)
+    return " ".join(parts)
+
+
+def blocks_visibility(blocks: list[dict], role: str | None) -> str:
+    """Visibility of a message-derived event: public beats internal beats the role default."""
+    seen = {b.get("visibility") for b in blocks}
+    if "public" in seen:
+        return "public"
+    if "internal" in seen:
+        return "internal"
+    return default_block_visibility(role)
+
+
+@dataclass(slots=True)
+class CompactionInfo:
+    """Metadata of a `compaction` event (fields are optional; Harn writes them per mode)."""
+
+    mode: str | None = None
+    strategy: str | None = None
+    engine_strategy: str | None = None
+    archived_messages: int | None = None
+    estimated_tokens_before: int | None = None
+    estimated_tokens_after: int | None = None
+    keep_first: int | None = None
+    keep_last: int | None = None
+    raw: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_metadata(cls, meta: Any) -> "CompactionInfo":
+        meta = meta if isinstance(meta, dict) else {}
+
+        def s(name: str) -> str | None:
+            v = meta.get(name)
+            return v if isinstance(v, str) else None
+
+        def i(name: str) -> int | None:
+            v = meta.get(name)
+            return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+        return cls(s("mode"), s("strategy"), s("engine_strategy"), i("archived_messages"),
+                   i("estimated_tokens_before"), i("estimated_tokens_after"), i("keep_first"), i("keep_last"), dict(meta))
+
+    @property
+    def tokens_saved(self) -> int | None:
+        if self.estimated_tokens_before is None or self.estimated_tokens_after is None:
+            return None
+        return self.estimated_tokens_before - self.estimated_tokens_after
+
+
+@dataclass(slots=True)
+class TranscriptEvent:
+    """View of one event. `text` is what Harn stored; `visible_text` is recomputed from blocks."""
+
+    index: int
+    id: str | None
+    kind: str
+    role: str | None
+    visibility: str
+    text: str
+    blocks: list[dict]
+    metadata: dict | None
+    raw: dict
+
+    @property
+    def harn_text(self) -> str:
+        """Harn's own rendering of the blocks (reasoning dropped); falls back to stored text."""
+        return render_blocks(self.blocks) if self.blocks else self.text
+
+    @property
+    def visible_text(self) -> str:
+        """Text safe to show by default: reasoning and private blocks hidden."""
+        if self.visibility == "private":
+            return ""
+        return render_blocks(self.blocks, hide_private=True) if self.blocks else self.text
+
+    @property
+    def is_private(self) -> bool:
+        return self.visibility == "private"
+
+    @property
+    def is_compaction(self) -> bool:
+        return self.kind == "compaction"
+
+    @property
+    def compaction(self) -> CompactionInfo | None:
+        return CompactionInfo.from_metadata(self.metadata) if self.kind == "compaction" else None
+
+
+@dataclass(slots=True)
+class TranscriptAsset:
+    index: int
+    id: str | None
+    kind: str
+    visibility: str
+    name: str | None
+    mime_type: str | None
+    storage_path: str | None
+    raw: dict
+
+
+@dataclass(slots=True)
+class Transcript:
+    id: str | None
+    source: str  # file path, or 'run:<id>' / 'run:<id>/stage:<id>' / 'worker:<id>' for embedded values
+    messages: list
+    events: list[TranscriptEvent]
+    assets: list[TranscriptAsset]
+    summary: str | None
+    metadata: dict | None
+    state: str | None
+    version: int | None
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def compactions(self) -> list[TranscriptEvent]:
+        return [e for e in self.events if e.kind == "compaction"]
+
+    @property
+    def budget(self) -> Any:
+        # Seed-only `metadata.transcript_budget`; shown verbatim (§G.2 [PROP]).
+        return self.metadata.get("transcript_budget") if isinstance(self.metadata, dict) else None
+
+    @property
+    def system_prompt(self) -> Any:
+        return self.metadata.get("system_prompt") if isinstance(self.metadata, dict) else None
+
+    def asset(self, asset_id: str) -> TranscriptAsset | None:
+        for a in self.assets:
+            if a.id == asset_id:
+                return a
+        return None
+
+    def visible_events(self, *, include_internal: bool = True, include_private: bool = False) -> list[TranscriptEvent]:
+        keep = {"public"}
+        if include_internal:
+            keep.add("internal")
+        if include_private:
+            keep.add("private")
+        return [e for e in self.events if e.visibility in keep]
+
+
+def _typed(value: dict, name: str, types: tuple, problems: list[Problem], path: str, line: int, where: str) -> Any:
+    if name not in value or value[name] is None:
+        return None
+    v = value[name]
+    if isinstance(v, bool) and bool not in types:
+        ok = False
+    else:
+        ok = isinstance(v, types)
+    if not ok:
+        problems.append(Problem(path, line, CODE_BAD_FIELD,
+            f"{where}: field {name!r} is {type(v).__name__}, expected {'/'.join(t.__name__ for t in types)}; shown as absent",
+            Severity.WARNING))
+        return None
+    return v
+
+
+def _event_from(raw: Any, index: int, problems: list[Problem], path: str, line: int, where: str) -> TranscriptEvent | None:
+    if not isinstance(raw, dict):
+        problems.append(Problem(path, line, CODE_BAD_FIELD, f"{where}: events[{index}] is not an object; skipped", Severity.WARNING))
+        return None
+    here = f"{where}: events[{index}]"
+    role = _typed(raw, "role", (str,), problems, path, line, here)
+    kind = _typed(raw, "kind", (str,), problems, path, line, here) or "message"
+    blocks_raw = raw.get("blocks")
+    if blocks_raw is not None and not isinstance(blocks_raw, list):
+        problems.append(Problem(path, line, CODE_BAD_FIELD, f"{here}: 'blocks' is not a list; treated as one text block", Severity.WARNING))
+        blocks_raw = [blocks_raw]
+    blocks = [normalize_block(b, role) for b in (blocks_raw or [])]
+    text = _typed(raw, "text", (str,), problems, path, line, here)
+    if text is None:
+        text = render_blocks(blocks)
+    visibility = raw.get("visibility")
+    if visibility not in VISIBILITIES:
+        if visibility is not None:
+            problems.append(Problem(path, line, CODE_BAD_FIELD,
+                f"{here}: unknown visibility {visibility!r}; derived from its blocks", Severity.WARNING))
+        visibility = blocks_visibility(blocks, role) if blocks else default_block_visibility(role)
+    metadata = _typed(raw, "metadata", (dict,), problems, path, line, here)
+    return TranscriptEvent(index, _typed(raw, "id", (str,), problems, path, line, here), kind, role, visibility,
+                           text, blocks, metadata, raw)
+
+
+def _asset_from(raw: Any, index: int, problems: list[Problem], path: str, line: int, where: str) -> TranscriptAsset | None:
+    if isinstance(raw, str):
+        # Harn accepts a bare path and normalizes it to {storage: {path}}.
+        raw = {"storage": {"path": raw}}
+    if not isinstance(raw, dict):
+        problems.append(Problem(path, line, CODE_BAD_FIELD, f"{where}: assets[{index}] is not an object; skipped", Severity.WARNING))
+        return None
+    here = f"{where}: assets[{index}]"
+    storage = raw.get("storage")
+    storage_path = storage.get("path") if isinstance(storage, dict) and isinstance(storage.get("path"), str) else None
+    visibility = raw.get("visibility") if raw.get("visibility") in VISIBILITIES else "internal"
+    return TranscriptAsset(index, _typed(raw, "id", (str,), problems, path, line, here),
+                           _typed(raw, "kind", (str,), problems, path, line, here) or "blob", visibility,
+                           _typed(raw, "name", (str,), problems, path, line, here),
+                           _typed(raw, "mime_type", (str,), problems, path, line, here), storage_path, raw)
+
+
+def transcript_from_value(value: Any, source: str, *, path: str | None = None, line: int = 0) -> Transcript | None:
+    """View of a transcript value; None when `value` is not an object at all.
+
+    `path`/`line` locate Problems (defaults to `source`, whole file).
+    """
+    if not isinstance(value, dict):
+        return None
+    ppath = path or source
+    problems: list[Problem] = []
+    where = f"transcript {source}"
+    if value.get("_type") not in (None, TRANSCRIPT_TYPE):
+        problems.append(Problem(ppath, line, CODE_NOT_TRANSCRIPT,
+            f"{where}: _type is {value.get('_type')!r}, not 'transcript'; read as a transcript anyway", Severity.WARNING))
+    version = _typed(value, "version", (int,), problems, ppath, line, where)
+    if version is not None and version != TRANSCRIPT_VERSION:
+        problems.append(Problem(ppath, line, CODE_VERSION,
+            f"{where}: version {version}, this viewer knows version {TRANSCRIPT_VERSION}; fields may be missing", Severity.INFO))
+
+    def seq(name: str) -> list:
+        v = value.get(name)
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            problems.append(Problem(ppath, line, CODE_BAD_FIELD, f"{where}: {name!r} is {type(v).__name__}, not a list; shown empty", Severity.WARNING))
+            return []
+        return v
+
+    messages = seq("messages")
+    events = [e for i, r in enumerate(seq("events")) if (e := _event_from(r, i, problems, ppath, line, where)) is not None]
+    assets = [a for i, r in enumerate(seq("assets")) if (a := _asset_from(r, i, problems, ppath, line, where)) is not None]
+    return Transcript(
+        id=_typed(value, "id", (str,), problems, ppath, line, where),
+        source=source,
+        messages=messages,
+        events=events,
+        assets=assets,
+        summary=_typed(value, "summary", (str,), problems, ppath, line, where),
+        metadata=_typed(value, "metadata", (dict,), problems, ppath, line, where),
+        state=_typed(value, "state", (str,), problems, ppath, line, where),
+        version=version,
+        problems=problems,
+    )
+
+
+def message_text(message: Any, *, hide_private: bool = True) -> str:
+    """Rendered text of one `messages[]` entry (string content or block list)."""
+    if not isinstance(message, dict):
+        return ""
+    role = message.get("role") if isinstance(message.get("role"), str) else None
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    blocks = content if isinstance(content, list) else ([content] if content is not None else [])
+    return render_blocks([normalize_block(b, role) for b in blocks], hide_private=hide_private)
+
+
+# -- llm_transcript.jsonl ------------------------------------------------------
+
+LLM_LINE_TYPES = ("system_prompt", "tool_schemas", "message", "routing_decision", "provider_call_request",
+                  "provider_call_response", "interpreted_response", "provider_raw_capture")
+
+
+@dataclass(slots=True)
+class LlmLine:
+    line_no: int
+    type: str  # one of LLM_LINE_TYPES, or whatever an unknown line says (kept as-is)
+    value: dict
+    known: bool
+
+    @property
+    def call_id(self) -> str | None:
+        v = self.value.get("call_id")
+        return v if isinstance(v, str) else None
+
+    @property
+    def iteration(self) -> int | None:
+        v = self.value.get("iteration")
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    @property
+    def timestamp(self) -> str | None:
+        v = self.value.get("timestamp")
+        return v if isinstance(v, str) else None
+
+
+@dataclass(slots=True)
+class RawCapture:
+    """A `provider_raw_capture` pointer to a sidecar file written next to the log."""
+
+    line_no: int
+    capture: str | None  # e.g. "request"
+    rel_path: str | None
+    path: str | None  # absolute; None when the pointer escapes the transcript directory
+    exists: bool
+
+
+@dataclass(slots=True)
+class LlmStep:
+    """One provider call, rebuilt by replaying lines in order."""
+
+    call_id: str | None
+    iteration: int | None
+    system_prompt_hash: str | None = None
+    tool_schemas_hash: str | None = None
+    messages: list[dict] = field(default_factory=list)  # message lines seen since the previous call
+    routing: dict | None = None
+    request: dict | None = None
+    response: dict | None = None
+    interpreted: dict | None = None
+
+
+@dataclass(slots=True)
+class LlmTranscript:
+    path: str
+    lines: list[LlmLine]
+    steps: list[LlmStep]
+    raw_captures: list[RawCapture]
+    problems: list[Problem]
+
+    @property
+    def unknown_lines(self) -> list[LlmLine]:
+        return [l for l in self.lines if not l.known]
+
+
+def _raw_capture(path: str, line_no: int, value: dict, problems: list[Problem]) -> RawCapture:
+    rel = value.get("path") if isinstance(value.get("path"), str) else None
+    capture = value.get("capture") if isinstance(value.get("capture"), str) else None
+    if rel is None:
+        problems.append(Problem(path, line_no, CODE_RAW_CAPTURE, "provider_raw_capture line without a string 'path'", Severity.WARNING))
+        return RawCapture(line_no, capture, None, None, False)
+    base = os.path.dirname(os.path.abspath(path))
+    target = os.path.normpath(os.path.join(base, rel))
+    # Pointers are relative to the log's directory; never follow one out of it.
+    if os.path.isabs(rel) or not (target == base or target.startswith(base + os.sep)):
+        problems.append(Problem(path, line_no, CODE_RAW_CAPTURE,
+            f"raw capture pointer {rel!r} leaves the transcript directory; not followed", Severity.WARNING))
+        return RawCapture(line_no, capture, rel, None, False)
+    exists = os.path.isfile(target)
+    if not exists:
+        problems.append(Problem(path, line_no, CODE_RAW_CAPTURE, f"raw capture {rel!r} does not exist (yet)", Severity.INFO))
+    return RawCapture(line_no, capture, rel, target, exists)
+
+
+def read_llm_transcript(path: str, *, tail: JsonlTail | None = None) -> LlmTranscript:
+    """Read a whole `llm_transcript.jsonl`. Never raises; a torn last line is an INFO problem."""
+    tail = tail or JsonlTail(path)
+    lines: list[LlmLine] = []
+    problems: list[Problem] = []
+    captures: list[RawCapture] = []
+    batch = tail.read_new()
+    for jl in batch.lines:
+        if jl.problem is not None:
+            problems.append(jl.problem)
+            continue
+        value = jl.value
+        kind = value.get("type")
+        if not isinstance(kind, str):
+            problems.append(Problem(path, jl.line_no, CODE_LLM_NO_TYPE, "line has no string 'type'; kept as unknown", Severity.WARNING))
+            kind = "?"
+        line = LlmLine(jl.line_no, kind, value, kind in LLM_LINE_TYPES)
+        lines.append(line)
+        if kind == "provider_raw_capture":
+            captures.append(_raw_capture(path, jl.line_no, value, problems))
+    torn = tail.torn_problem()
+    if torn is not None:
+        problems.append(torn)
+    return LlmTranscript(path, lines, build_steps(lines), captures, problems)
+
+
+def build_steps(lines: list[LlmLine]) -> list[LlmStep]:
+    """Group lines into provider calls: context lines accumulate until a call claims them."""
+    steps: list[LlmStep] = []
+    by_call: dict[str, LlmStep] = {}
+    prompt_hash: str | None = None
+    schemas_hash: str | None = None
+    pending_messages: list[dict] = []
+    pending_routing: dict | None = None
+    for line in lines:
+        v = line.value
+        if line.type == "system_prompt":
+            prompt_hash = v.get("hash") if isinstance(v.get("hash"), str) else prompt_hash
+        elif line.type == "tool_schemas":
+            schemas_hash = v.get("hash") if isinstance(v.get("hash"), str) else schemas_hash
+        elif line.type == "message":
+            pending_messages.append(v)
+        elif line.type in ("routing_decision", "provider_call_request", "provider_call_response", "interpreted_response"):
+            call_id = line.call_id
+            step = by_call.get(call_id) if call_id is not None else None
+            if step is None:
+                if line.type == "routing_decision" and call_id is None:
+                    pending_routing = v
+                    continue
+                step = LlmStep(call_id, line.iteration, prompt_hash, schemas_hash, pending_messages, pending_routing)
+                pending_messages, pending_routing = [], None
+                steps.append(step)
+                if call_id is not None:
+                    by_call[call_id] = step
+            if line.type == "routing_decision":
+                step.routing = v
+            elif line.type == "provider_call_request":
+                step.request = v
+            elif line.type == "provider_call_response":
+                step.response = v
+            else:
+                step.interpreted = v
+    return steps

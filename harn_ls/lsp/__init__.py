@@ -1,0 +1,1 @@
+"""The pygls layer: thin translation between LSP and the workspace model."""

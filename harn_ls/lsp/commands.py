@@ -1,0 +1,142 @@
+"""`workspace/executeCommand` handlers: thin wrappers over `harn_ls.actions`."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+
+from harn_ls.lsp import protocol as P
+from harn_ls.render import make_uri
+
+log = logging.getLogger(__name__)
+
+
+def _arg(args: Any) -> dict:
+    """Commands take one object argument; accept it bare or as a namedtuple."""
+    if isinstance(args, (list, tuple)) and args and not hasattr(args, "_asdict"):
+        args = args[0]
+    if hasattr(args, "_asdict"):
+        args = args._asdict()
+    return args if isinstance(args, dict) else {}
+
+
+async def _run_action(ls, fn, *fn_args, **fn_kwargs) -> dict:
+    from harn_ls.actions import ActionFailed
+
+    proj = ls.default_project()
+    if proj is None or proj.ws is None:
+        return {"ok": False, "message": "no Harn project is open"}
+    try:
+        result = await proj.run(lambda: fn(proj.ws, *fn_args, **fn_kwargs))
+    except ActionFailed as exc:
+        ls.show(str(exc), types.MessageType.Error)
+        return {"ok": False, "message": str(exc)}
+    written = [p for p in result.get("written", []) if isinstance(p, str)]
+    await proj.apply_now(written + result.get("touched", []))
+    return {"ok": True, **result}
+
+
+def register(server) -> None:
+    @server.command(P.CMD_ACCEPT)
+    async def accept(ls, args):
+        from harn_ls.actions.proposals import accept_proposal
+
+        a = _arg(args)
+        if not a.get("id"):
+            return {"ok": False, "message": "acceptProposal needs {id}"}
+        result = await _run_action(ls, accept_proposal, str(a["id"]), skill_root=a.get("skillRoot") or ls.settings.skillRoot)
+        if result.get("ok"):
+            ls.show(result.get("message", "accepted"))
+            skill = result.get("skill_path")
+            if skill and ls.supports("window.show_document"):
+                ls.spawn(ls.window_show_document_async(types.ShowDocumentParams(uri=from_fs_path(skill), take_focus=True)),
+                         "showDocument")
+        return result
+
+    @server.command(P.CMD_REJECT)
+    async def reject(ls, args):
+        from harn_ls.actions.proposals import reject_proposal
+
+        a = _arg(args)
+        if not a.get("id"):
+            return {"ok": False, "message": "rejectProposal needs {id}"}
+        try:
+            days = int(a.get("days", 14))
+        except (TypeError, ValueError):
+            return {"ok": False, "message": "days must be a whole number"}
+        result = await _run_action(ls, reject_proposal, str(a["id"]), days=days)
+        if result.get("ok"):
+            ls.show(result.get("message", "rejected"))
+        return result
+
+    @server.command(P.CMD_INVALIDATE_FACT)
+    async def invalidate(ls, args):
+        from harn_ls.actions.facts import invalidate_fact
+
+        a = _arg(args)
+        if not a.get("id"):
+            return {"ok": False, "message": "invalidateFact needs {id}"}
+        result = await _run_action(ls, invalidate_fact, str(a["id"]))
+        if result.get("ok"):
+            ls.show(result.get("message", "fact invalidated"))
+        return result
+
+    @server.command(P.CMD_FORGET_STAGE)
+    async def forget_stage(ls, args):
+        from harn_ls.actions.checkpoints import forget_stage as do_forget, recently_modified
+
+        a = _arg(args)
+        pipeline, key = a.get("pipeline"), a.get("key")
+        if not pipeline or key is None:
+            return {"ok": False, "message": "forgetCheckpointStage needs {pipeline, key}"}
+        proj = ls.default_project()
+        if proj is None or proj.ws is None:
+            return {"ok": False, "message": "no Harn project is open"}
+        mtime = await proj.run(lambda: os.stat(proj.ws.checkpoints[pipeline].path).st_mtime if pipeline in proj.ws.checkpoints else None)
+        if not a.get("confirmed") and await proj.run(lambda: recently_modified(proj.ws, pipeline)):
+            if ls.supports("window.show_message") or True:
+                try:
+                    choice = await ls.window_show_message_request_async(types.ShowMessageRequestParams(
+                        type=types.MessageType.Warning,
+                        message=f"{pipeline}.json changed in the last few seconds — an agent may be running. Forget stage {key!r} anyway?",
+                        actions=[types.MessageActionItem(title="Forget"), types.MessageActionItem(title="Cancel")]))
+                except Exception:
+                    choice = None
+                if choice is None or choice.title != "Forget":
+                    return {"ok": False, "message": "cancelled"}
+        result = await _run_action(ls, do_forget, str(pipeline), str(key), expect_mtime=mtime)
+        if result.get("ok"):
+            ls.show(result.get("message", f"forgot stage {key}"))
+        return result
+
+    @server.command(P.CMD_MIGRATE)
+    async def migrate(ls, args):
+        from harn_ls.actions.migrate import migrate_pattern_learning
+
+        result = await _run_action(ls, migrate_pattern_learning)
+        if result.get("ok"):
+            ls.show(result.get("message", "pattern learning migrated"))
+        return result
+
+    @server.command(P.CMD_RECALL)
+    async def recall(ls, args):
+        a = _arg(args)
+        query = str(a.get("query", ""))
+        ns = a.get("namespace") or None
+        return {"uri": make_uri("recall", q=query, ns=ns or "")}
+
+    @server.command(P.CMD_RESCAN)
+    async def rescan(ls, args):
+        for proj in ls.projects.values():
+            await proj.rescan()
+        return {"ok": True, "counts": {p.root: p.ws.counts() for p in ls.projects.values() if p.ws is not None}}
+
+    @server.command(P.CMD_PROBE)
+    async def probe(ls, args):
+        from harn_ls.lsp.probe import run_probe_command
+
+        return await run_probe_command(ls, _arg(args))

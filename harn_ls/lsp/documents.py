@@ -1,0 +1,105 @@
+"""`workspace/textDocumentContent` for `harn-state:` URIs, and their refresh."""
+
+from __future__ import annotations
+
+import logging
+
+from lsprotocol import types
+
+from harn_ls.lsp import protocol as P
+from harn_ls.render import UriError, parse_uri, render_uri
+
+log = logging.getLogger(__name__)
+
+# Which change kinds can alter which document kinds.
+_AFFECTS = {
+    "index": None,  # anything
+    "memory": {"memory"},
+    "facts": {"memory", "facts"},
+    "proposals": {"pattern", "skills", "memory"},
+    "checkpoints": {"checkpoints"},
+    "skills": {"skills"},
+    "runs": {"runs"},
+    "transcripts": {"runs"},
+    "sessions": {"sessions"},
+    "recall": {"memory"},
+}
+
+
+def _project_for_state_uri(ls, uri: str):
+    target = parse_uri(uri)
+    root = target.query.get("root")
+    if root and root in ls.projects:
+        return ls.projects[root], target
+    return ls.default_project(), target
+
+
+async def render(ls, uri: str) -> str:
+    try:
+        proj, _target = _project_for_state_uri(ls, uri)
+    except UriError as exc:
+        return f"# Not found\n\n{exc}\n"
+    if proj is None or proj.ws is None:
+        return "# harn-ls\n\nNo project is open yet.\n"
+    settings = ls.render_settings()
+    try:
+        text = await proj.run(lambda: render_uri(proj.ws, uri, settings))
+    except UriError as exc:
+        text = f"# Not found\n\n{exc}\n"
+    from harn_ls.lsp.server import text_hash
+
+    ls.served[uri] = (proj.root, text_hash(text))
+    return text
+
+
+def register(server) -> None:
+    @server.handler(types.WORKSPACE_TEXT_DOCUMENT_CONTENT)
+    async def text_document_content(ls, params: types.TextDocumentContentParams):
+        return types.TextDocumentContentResult(text=await render(ls, params.uri))
+
+
+async def refresh_changed(ls, proj, changes) -> None:
+    """Ask the client to re-fetch the documents it has open whose text really changed."""
+    if not ls.served:
+        return
+    from harn_ls.lsp.server import text_hash
+
+    settings = ls.render_settings()
+    candidates = []
+    for uri, (root, digest) in list(ls.served.items()):
+        if root != proj.root:
+            continue
+        try:
+            kind = parse_uri(uri).kind
+        except UriError:
+            continue
+        affects = _AFFECTS.get(kind)
+        if affects is not None and not (affects & changes.kinds):
+            continue
+        candidates.append((uri, digest))
+    if not candidates:
+        return
+
+    def _rerender():
+        out = []
+        for uri, digest in candidates:
+            try:
+                text = render_uri(proj.ws, uri, settings)
+            except UriError as exc:
+                text = f"# Not found\n\n{exc}\n"
+            new = text_hash(text)
+            if new != digest:
+                out.append(uri)
+        return out
+
+    changed = await proj.run(_rerender)
+    for uri in changed:
+        ls.served.pop(uri, None)  # re-recorded when the client fetches it again
+        ls.spawn(_refresh(ls, uri), f"refresh {uri}")
+
+
+async def _refresh(ls, uri: str) -> None:
+    try:
+        await ls.workspace_text_document_content_refresh_async(types.TextDocumentContentRefreshParams(uri=uri))
+    except Exception as exc:
+        log.debug("textDocumentContent/refresh %s: %s", uri, exc)

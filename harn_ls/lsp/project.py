@@ -1,0 +1,120 @@
+"""One workspace folder: its Workspace model, its watcher, and the single thread that touches both.
+
+Every read and write of the model runs on the project's own worker thread,
+so the event loop never blocks on file I/O and the model never sees two
+writers at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+from harn_ls.workspace import ChangeSet, Workspace
+
+log = logging.getLogger(__name__)
+
+
+class Project:
+    def __init__(self, folder_path: str, on_changes: Callable[["Project", ChangeSet], Any]) -> None:
+        self.folder_path = folder_path
+        self.ws: Workspace | None = None
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harn-ws")
+        self._on_changes = on_changes
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.watcher = None
+        self.load_seconds = 0.0
+        self.last_batch_at = 0.0
+
+    @property
+    def root(self) -> str:
+        return self.ws.root if self.ws is not None else self.folder_path
+
+    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, fn, *args)
+
+    def submit(self, fn: Callable[..., Any], *args: Any):
+        return self._pool.submit(fn, *args)
+
+    async def load(self) -> ChangeSet:
+        self._loop = asyncio.get_running_loop()
+
+        def _load() -> ChangeSet:
+            start = time.perf_counter()
+            self.ws = Workspace.load(self.folder_path)
+            self.load_seconds = time.perf_counter() - start
+            return ChangeSet(rescanned=True, kinds={"roots"})
+
+        return await self.run(_load)
+
+    def start_watching(self) -> None:
+        from harn_ls.watch import StateWatcher
+
+        assert self.ws is not None
+        try:
+            self.watcher = StateWatcher(self.ws.paths, self._on_batch_from_thread)
+            self.watcher.start()
+        except Exception:  # a project without a watcher still serves everything on demand
+            log.exception("cannot watch %s", self.folder_path)
+            self.watcher = None
+
+    @property
+    def watching(self) -> bool:
+        return bool(self.watcher is not None and getattr(self.watcher, "watching", False))
+
+    def _on_batch_from_thread(self, paths: set[str], rescan: bool) -> None:
+        """Called on the watcher's thread: apply on the project thread, then notify on the loop."""
+        if self._loop is None or self.ws is None:
+            return
+
+        def _apply() -> ChangeSet:
+            ws = self.ws
+            changes = ws.rescan() if rescan and not paths else ws.apply(paths)
+            if rescan and paths:
+                # A directory changed: apply() rescans what lives below it.
+                pass
+            self.last_batch_at = time.time()
+            return changes
+
+        fut = self._pool.submit(_apply)
+
+        def _done(f) -> None:
+            try:
+                changes = f.result()
+            except Exception:
+                log.exception("applying changes failed; rescanning")
+                changes = None
+            if changes:
+                asyncio.run_coroutine_threadsafe(self._notify(changes), self._loop)
+
+        fut.add_done_callback(_done)
+
+    async def _notify(self, changes: ChangeSet) -> None:
+        try:
+            await self._on_changes(self, changes)
+        except Exception:
+            log.exception("publishing changes failed")
+
+    async def apply_now(self, paths) -> ChangeSet:
+        """Apply changes we made ourselves (an action wrote files) without waiting for the watcher."""
+        changes = await self.run(lambda: self.ws.apply(paths))
+        if changes:
+            await self._notify(changes)
+        return changes
+
+    async def rescan(self) -> ChangeSet:
+        changes = await self.run(lambda: self.ws.rescan())
+        await self._notify(changes)
+        return changes
+
+    def close(self) -> None:
+        if self.watcher is not None:
+            try:
+                self.watcher.stop()
+            except Exception:
+                log.exception("stopping watcher")
+        self._pool.shutdown(wait=False, cancel_futures=True)

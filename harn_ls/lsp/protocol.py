@@ -1,0 +1,28 @@
+"""Method and command names shared with the VS Code extension (src/protocol.ts)."""
+
+TREE = "harn/tree"
+TREE_CHANGED = "harn/treeChanged"
+STATUS = "harn/status"
+
+SCHEME = "harn-state"
+
+CMD_ACCEPT = "harnState.acceptProposal"
+CMD_REJECT = "harnState.rejectProposal"
+CMD_INVALIDATE_FACT = "harnState.invalidateFact"
+CMD_FORGET_STAGE = "harnState.forgetCheckpointStage"
+CMD_PROBE = "harnState.probeTypecheck"
+CMD_RECALL = "harnState.recall"
+CMD_MIGRATE = "harnState.migratePatternLearning"
+CMD_RESCAN = "harnState.rescan"
+CMD_OPEN = "harnState.open"  # client-side: open a harn-state: URI (lens / tree targets)
+CMD_COMPARE = "harnState.compareWithExisting"  # client-side diff of two URIs
+
+SERVER_COMMANDS = (CMD_ACCEPT, CMD_REJECT, CMD_INVALIDATE_FACT, CMD_FORGET_STAGE, CMD_PROBE, CMD_RECALL, CMD_MIGRATE, CMD_RESCAN)
+
+KIND_ACCEPT = "source.harnState.accept"
+KIND_REJECT = "source.harnState.reject"
+KIND_COMPARE = "source.harnState.compare"
+KIND_PROBE = "source.harnState.probe"
+
+TREE_VIEWS = ("runs", "checkpoints", "memory", "skills")
+TREE_PAGE_SIZE = 200

@@ -1,0 +1,311 @@
+"""`harn-ls serve`: the server class, its lifecycle and the change fan-out.
+
+Features live one per module (hover, code_lens, documents, diagnostics,
+tree, symbols, code_actions, commands); each exposes `register(server)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import logging
+import os
+import time
+from typing import Any, Callable
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+from pygls.uris import to_fs_path
+
+from harn_ls import __version__
+from harn_ls.lsp import protocol as P
+from harn_ls.lsp.project import Project
+from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
+from harn_ls.render import RenderSettings
+from harn_ls.workspace import ChangeSet
+
+log = logging.getLogger("harn_ls")
+SLOW_HANDLER_SECONDS = 0.1
+
+
+class HarnProtocol(LanguageServerProtocol):
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams):
+        result = yield from super().lsp_initialize(params)
+        # pygls builds no textDocumentContent capability; advertise our scheme here.
+        ws_caps = result.capabilities.workspace or types.WorkspaceOptions()
+        ws_caps.text_document_content = types.TextDocumentContentOptions(schemes=[P.SCHEME])
+        result.capabilities.workspace = ws_caps
+        return result
+
+
+class LoopMonitor:
+    """Warn when anything holds the event loop for more than 100 ms.
+
+    A helper thread pings the loop; a late answer means a handler held it.
+    The name of the last handler that started is logged with the delay.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, server: "HarnLanguageServer", period: float = 0.05) -> None:
+        import threading
+
+        self.loop = loop
+        self.server = server
+        self.period = period
+        self.stalls: list[tuple[str, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="harn-loop-monitor", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import threading
+
+        while not self._stop.wait(self.period):
+            answered = threading.Event()
+            sent = time.perf_counter()
+            try:
+                self.loop.call_soon_threadsafe(answered.set)
+            except RuntimeError:
+                return
+            if answered.wait(SLOW_HANDLER_SECONDS):
+                continue
+            answered.wait(30)
+            held = time.perf_counter() - sent
+            name = self.server.current_handler
+            self.stalls.append((name, held))
+            log.warning("event loop held for %.0f ms (last handler: %s)", held * 1000, name)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def timed(name: str, server: "HarnLanguageServer", fn: Callable) -> Callable:
+    """Record which handler runs, for the loop monitor's warning."""
+    if asyncio.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def async_wrapper(*args, **kwargs):
+            server.current_handler = name
+            return await fn(*args, **kwargs)
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        server.current_handler = name
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+class HarnLanguageServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("harn-ls", __version__, protocol_cls=HarnProtocol)
+        self.settings = Settings()
+        self.trusted: bool = True
+        self.projects: dict[str, Project] = {}
+        self.served: dict[str, tuple[str, str]] = {}  # harn-state URI -> (project root, text sha1)
+        self.published: dict[str, set[str]] = {}  # project root -> file paths with diagnostics
+        self.background: set[asyncio.Task] = set()
+        self.client_caps: types.ClientCapabilities | None = None
+        self.current_handler = "-"
+        self.monitor: LoopMonitor | None = None
+
+    def handler(self, method: str, options: Any = None) -> Callable:
+        """`@server.feature` plus the handler name the loop monitor reports."""
+        def decorator(fn: Callable) -> Callable:
+            wrapped = timed(method, self, fn)
+            if options is None:
+                return self.feature(method)(wrapped)
+            return self.feature(method, options)(wrapped)
+        return decorator
+
+    # ------------------------------------------------------------- helpers
+    def spawn(self, coro, name: str) -> asyncio.Task:
+        """Run a background task whose failure is logged instead of lost."""
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self.background.add(task)
+
+        def _done(t: asyncio.Task) -> None:
+            self.background.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("background task %s failed", name, exc_info=t.exception())
+        task.add_done_callback(_done)
+        return task
+
+    def render_settings(self) -> RenderSettings:
+        return RenderSettings(show_private=self.settings.transcripts.showPrivate,
+                              min_confidence=self.settings.facts.minConfidence)
+
+    def project_for_path(self, path: str) -> Project | None:
+        best = None
+        for proj in self.projects.values():
+            root = proj.root
+            if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+                if best is None or len(root) > len(best.root):
+                    best = proj
+        return best
+
+    def project_for_uri(self, uri: str) -> Project | None:
+        if uri.startswith("file:"):
+            path = to_fs_path(uri)
+            return self.project_for_path(path) if path else None
+        return None
+
+    def default_project(self) -> Project | None:
+        return next(iter(self.projects.values()), None)
+
+    def supports(self, dotted: str) -> bool:
+        obj: Any = self.client_caps
+        for part in dotted.split("."):
+            if obj is None:
+                return False
+            obj = getattr(obj, part, None)
+        return bool(obj)
+
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    # ------------------------------------------------------------ projects
+    async def add_folder(self, path: str) -> None:
+        path = os.path.abspath(path)
+        if path in self.projects:
+            return
+        proj = Project(path, self.on_changes)
+        self.projects[path] = proj
+        await proj.load()
+        proj.start_watching()
+        log.info("loaded %s in %.0f ms", proj.root, proj.load_seconds * 1000)
+        await self.on_changes(proj, ChangeSet(rescanned=True, kinds={"memory", "facts", "pattern", "checkpoints",
+                                                                     "skills", "runs", "sessions", "roots"}))
+
+    def remove_folder(self, path: str) -> None:
+        proj = self.projects.pop(os.path.abspath(path), None)
+        if proj is not None:
+            proj.close()
+
+    # -------------------------------------------------------- change fan-out
+    async def on_changes(self, proj: Project, changes: ChangeSet) -> None:
+        from harn_ls.lsp import diagnostics, documents, tree
+
+        await diagnostics.publish(self, proj)
+        await documents.refresh_changed(self, proj, changes)
+        if self.supports("workspace.code_lens.refresh_support"):
+            self.spawn(self._refresh_lenses(), "codeLens/refresh")
+        for view in tree.views_for(changes):
+            self.protocol.notify(P.TREE_CHANGED, {"view": view})
+        await self.send_status(proj)
+
+    async def _refresh_lenses(self) -> None:
+        try:
+            await self.workspace_code_lens_refresh_async(None)
+        except Exception as exc:  # clients may refuse; nothing to recover
+            log.debug("codeLens/refresh: %s", exc)
+
+    async def send_status(self, proj: Project) -> None:
+        def _status() -> dict:
+            ws = proj.ws
+            return {"root": ws.root, "counts": ws.counts(), "problems": len(ws.problems()), "watching": proj.watching,
+                    "hasState": os.path.isdir(ws.paths.state_root) or os.path.isdir(ws.paths.run_root)}
+        self.protocol.notify(P.STATUS, await proj.run(_status))
+
+    async def pull_configuration(self) -> None:
+        if not self.supports("workspace.configuration"):
+            return
+        try:
+            result = await self.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section="harnState")]))
+        except Exception as exc:
+            log.debug("workspace/configuration failed: %s", exc)
+            return
+        if result and isinstance(result[0], dict):
+            self.settings, errors = parse_settings(result[0], self.settings)
+            for e in errors:
+                log.warning(e)
+
+
+def _log_to_client(server: HarnLanguageServer) -> None:
+    class _Handler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                kind = types.MessageType.Error if record.levelno >= logging.ERROR else (
+                    types.MessageType.Warning if record.levelno >= logging.WARNING else types.MessageType.Log)
+                server.window_log_message(types.LogMessageParams(type=kind, message=self.format(record)))
+            except Exception:
+                pass
+    handler = _Handler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+
+
+def create_server() -> HarnLanguageServer:
+    server = HarnLanguageServer()
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: HarnLanguageServer, params: types.InitializeParams) -> None:
+        ls.client_caps = params.capabilities
+        settings, trusted, errors = from_initialization_options(params.initialization_options)
+        ls.settings = settings
+        ls.trusted = trusted if trusted is not None else settings.trustedByDefault
+        for e in errors:
+            log.warning(e)
+        folders = [to_fs_path(f.uri) for f in (params.workspace_folders or [])]
+        if not folders and params.root_uri:
+            folders = [to_fs_path(params.root_uri)]
+        elif not folders and params.root_path:
+            folders = [params.root_path]
+        ls._pending_folders = [f for f in folders if f]
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: HarnLanguageServer, params: types.InitializedParams) -> None:
+        if ls.monitor is None:
+            ls.monitor = LoopMonitor(asyncio.get_running_loop(), ls)
+        await ls.pull_configuration()
+        for folder in getattr(ls, "_pending_folders", []):
+            await ls.add_folder(folder)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    async def folders_changed(ls: HarnLanguageServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        for f in params.event.removed:
+            ls.remove_folder(to_fs_path(f.uri))
+        for f in params.event.added:
+            await ls.add_folder(to_fs_path(f.uri))
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def config_changed(ls: HarnLanguageServer, params: types.DidChangeConfigurationParams) -> None:
+        raw = params.settings
+        if isinstance(raw, dict) and isinstance(raw.get("harnState"), dict):
+            ls.settings, errors = parse_settings(raw["harnState"], ls.settings)
+            for e in errors:
+                log.warning(e)
+        else:
+            await ls.pull_configuration()
+        if ls.supports("workspace.code_lens.refresh_support"):
+            ls.spawn(ls._refresh_lenses(), "codeLens/refresh")
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: HarnLanguageServer, params: Any) -> None:
+        for proj in list(ls.projects.values()):
+            proj.close()
+
+    from harn_ls.lsp import code_actions, code_lens, commands, diagnostics, documents, hover, symbols, tree
+
+    for module in (documents, hover, code_lens, diagnostics, tree, symbols, code_actions, commands):
+        module.register(server)
+    return server
+
+
+def run_server(tcp: str | None = None) -> int:
+    server = create_server()
+    _log_to_client(server)
+    if tcp:
+        host, _, port = tcp.rpartition(":")
+        server.start_tcp(host or "127.0.0.1", int(port))
+    else:
+        server.start_io()
+    return 0
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()

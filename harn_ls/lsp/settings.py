@@ -1,0 +1,103 @@
+"""Typed settings (`harnState.*`) from initializationOptions and workspace/configuration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import cattrs
+
+
+@attrs.define
+class ProbeSettings:
+    timeoutSeconds: float = 30.0
+    storeFacts: bool = True
+
+
+@attrs.define
+class FactSettings:
+    minConfidence: float = 0.0
+
+
+@attrs.define
+class CodeLensSettings:
+    facts: bool = True
+    checkpoints: bool = True
+
+
+@attrs.define
+class TranscriptSettings:
+    showPrivate: bool = False
+
+
+@attrs.define
+class Settings:
+    harnPath: str = "harn"
+    skillRoot: str = ".claude/skills"
+    probes: ProbeSettings = attrs.Factory(ProbeSettings)
+    facts: FactSettings = attrs.Factory(FactSettings)
+    codeLens: CodeLensSettings = attrs.Factory(CodeLensSettings)
+    transcripts: TranscriptSettings = attrs.Factory(TranscriptSettings)
+    trustedByDefault: bool = True  # for clients that say nothing about workspace trust
+
+
+_converter = cattrs.Converter(forbid_extra_keys=False)
+
+
+def _expand_dotted(raw: dict) -> dict:
+    """Accept both nested objects and VS Code style dotted keys (`probes.timeoutSeconds`)."""
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        target = out
+        parts = str(key).split(".")
+        for part in parts[:-1]:
+            target = target.setdefault(part, {})
+            if not isinstance(target, dict):
+                break
+        else:
+            if isinstance(value, dict) and isinstance(target.get(parts[-1]), dict):
+                target[parts[-1]].update(value)
+            else:
+                target[parts[-1]] = value
+    return out
+
+
+def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, list[str]]:
+    """Merge `raw` over `base`; returns the settings and a list of ignored bad values."""
+    base_dict = _converter.unstructure(base or Settings())
+    errors: list[str] = []
+    if not isinstance(raw, dict):
+        return _converter.structure(base_dict, Settings), errors
+    raw = _expand_dotted(raw)
+    for key, value in raw.items():
+        if key not in base_dict:
+            continue
+        if isinstance(base_dict[key], dict) and isinstance(value, dict):
+            for sub, v in value.items():
+                if sub in base_dict[key]:
+                    candidate = {**base_dict, key: {**base_dict[key], sub: v}}
+                    try:
+                        _converter.structure(candidate, Settings)
+                        base_dict = candidate
+                    except Exception:
+                        errors.append(f"harnState.{key}.{sub}: ignored invalid value {v!r}")
+        elif not isinstance(base_dict[key], dict):
+            candidate = {**base_dict, key: value}
+            try:
+                _converter.structure(candidate, Settings)
+                base_dict = candidate
+            except Exception:
+                errors.append(f"harnState.{key}: ignored invalid value {value!r}")
+    return _converter.structure(base_dict, Settings), errors
+
+
+def from_initialization_options(options: Any) -> tuple[Settings, bool | None, list[str]]:
+    """`{settings: {harnState: {...}}, workspaceTrusted}` or `{harnState: {...}}` or the bare object."""
+    if not isinstance(options, dict):
+        return Settings(), None, []
+    trusted = options.get("workspaceTrusted")
+    raw = options.get("settings", options)
+    if isinstance(raw, dict) and "harnState" in raw:
+        raw = raw["harnState"]
+    settings, errors = parse_settings(raw)
+    return settings, (trusted if isinstance(trusted, bool) else None), errors

@@ -1,0 +1,200 @@
+"""Sidebar data: `harn/tree` {view, parent?, page?} -> {items, nextPage?}; `harn/treeChanged` after changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harn_ls.lsp import protocol as P
+from harn_ls.render import make_uri
+from harn_ls.render.markdown import short_text
+
+_VIEW_KINDS = {
+    "runs": {"runs"},
+    "checkpoints": {"checkpoints"},
+    "memory": {"memory", "facts"},
+    "skills": {"skills", "pattern"},
+}
+
+
+def views_for(changes) -> list[str]:
+    if changes.rescanned:
+        return list(P.TREE_VIEWS)
+    return [v for v, kinds in _VIEW_KINDS.items() if kinds & changes.kinds]
+
+
+def _item(id: str, label: str, *, description: str = "", tooltip: str = "", icon: str = "", uri: str | None = None,
+          context: str = "group", children: bool = False, data: dict | None = None) -> dict:
+    out: dict[str, Any] = {"id": id, "label": label, "description": description, "tooltip": tooltip or label,
+                           "icon": icon, "contextValue": context, "hasChildren": children}
+    if uri:
+        out["uri"] = uri
+        out["command"] = {"title": "Open", "command": P.CMD_OPEN, "arguments": [uri]}
+    if data:
+        out["data"] = data
+    return out
+
+
+def _runs(ws, parent: str | None) -> list[dict]:
+    if parent is None:
+        runs = sorted(ws.runs.values(), key=lambda r: (str(r.started_at or ""), r.id), reverse=True)
+        items = [_item(f"run:{r.id}", r.workflow_name or r.id, description=f"{r.status or '?'} · {r.started_at or ''}",
+                       tooltip=r.id, icon="history", uri=make_uri("runs", r.id), context="run",
+                       children=bool(r.transcripts), data={"id": r.id}) for r in runs]
+        workers = [e for e in ws.transcripts.values() if e.run_id is None]
+        if workers:
+            items.append(_item("workers", "Worker transcripts", description=str(len(workers)), icon="person", children=True))
+        return items
+    if parent == "workers":
+        entries = [(tid, e) for tid, e in ws.transcripts.items() if e.run_id is None]
+    elif parent.startswith("run:"):
+        entries = [(tid, e) for tid, e in ws.transcripts.items() if e.run_id == parent[4:]]
+    else:
+        return []
+    return [_item(f"tr:{tid}", tid, description=f"{len(e.transcript.messages)} messages", icon="comment-discussion",
+                  uri=make_uri("transcripts", tid), context="transcript", data={"id": tid}) for tid, e in sorted(entries)]
+
+
+def _checkpoints(ws, parent: str | None) -> list[dict]:
+    if parent is None:
+        return [_item(f"ckpt:{name}", name, description=("unreadable" if cf.retry else f"{len(cf.entries)} stage(s)"),
+                      icon="database", uri=make_uri("checkpoints", name), context="checkpointFile",
+                      children=bool(cf.entries), data={"pipeline": name}) for name, cf in sorted(ws.checkpoints.items())]
+    if parent.startswith("ckpt:"):
+        name = parent[5:]
+        cf = ws.checkpoints.get(name)
+        if cf is None:
+            return []
+        out = []
+        for key in sorted(cf.entries):
+            e = cf.entries[key]
+            desc = f"keyed {e.fingerprint[:15]}…" if e.keyed and e.fingerprint else ("completed (nil)" if e.value is None else "plain")
+            out.append(_item(f"stage:{name}/{key}", key, description=desc, icon="check", uri=make_uri("checkpoints", name),
+                             context="checkpointStage", data={"pipeline": name, "key": key}))
+        return out
+    return []
+
+
+def _memory(ws, parent: str | None, min_conf: float) -> list[dict]:
+    if parent is None:
+        items = [_item("facts", "Facts", description=str(len(ws.facts)), icon="lightbulb", children=bool(ws.facts))]
+        for ns, space in sorted(ws.memory.items()):
+            items.append(_item(f"ns:{ns}", ns, description=f"{len(space.active)} records · {space.config.get('backend')}",
+                               icon="archive", uri=make_uri("memory", ns), context="namespace",
+                               children=bool(space.active), data={"namespace": ns}))
+        return items
+    if parent == "facts":
+        kinds: dict[str, int] = {}
+        for f in ws.facts.values():
+            kinds[f.kind] = kinds.get(f.kind, 0) + 1
+        return [_item(f"fk:{k}", k, description=str(n), icon="symbol-class", children=True) for k, n in sorted(kinds.items())]
+    if parent.startswith("fk:"):
+        kind = parent[3:]
+        facts = sorted((f for f in ws.facts.values() if f.kind == kind and f.confidence >= min_conf),
+                       key=lambda f: (-f.confidence, f.id))
+        return [_item(f"fact:{f.id}", short_text(f.claim, 70), description=f"{f.confidence:g}", tooltip=f.claim,
+                      icon="lightbulb", uri=make_uri("facts", f.id), context="fact", data={"id": f.id}) for f in facts]
+    if parent.startswith("ns:"):
+        ns = parent[3:]
+        space = ws.memory.get(ns)
+        if space is None:
+            return []
+        out = []
+        for r in reversed(space.records()):
+            fact = ws.facts.get((ns, r.seq))
+            out.append(_item(f"rec:{ns}:{r.seq}", r.key, description=r.stored_at, tooltip=short_text(r.text, 300),
+                             icon="note", uri=make_uri("facts", fact.id) if fact else make_uri("memory", ns),
+                             context="fact" if fact else "memoryRecord",
+                             data={"id": fact.id} if fact else {"namespace": ns, "id": r.id}))
+        return out
+    return []
+
+
+def _skills(ws, parent: str | None, show_suppressed: bool) -> list[dict]:
+    from harn_ls.formats.pattern_learning import is_suppressed
+    from harn_ls.workspace import utc_now_iso
+
+    if parent is None:
+        pending = ws.pending_proposals()
+        items = [_item("proposals", "Pending proposals", description=str(len(pending)), icon="sparkle", children=True)]
+        if ws.pattern is not None and ws.pattern.state is not None and not ws.pattern.state.enabled:
+            items[0]["description"] += " · learning disabled"
+        if ws.skills is not None:
+            layers: dict[str, int] = {}
+            for s in ws.skills.skills + ws.skills.shadowed:
+                layers[s.layer] = layers.get(s.layer, 0) + 1
+            for layer, n in layers.items():
+                items.append(_item(f"layer:{layer}", layer, description=str(n), icon="folder-library", context="skillLayer",
+                                   children=True))
+        return items
+    if parent == "proposals":
+        now = utc_now_iso()
+        out = []
+        for p in ws.pending_proposals(include_suppressed=True):
+            suppressed = is_suppressed(p.id, ws.pattern.state, now)
+            if suppressed and not show_suppressed:
+                continue
+            desc = f"{p.kind} · support {p.support}" + (" · suppressed" if suppressed else "")
+            out.append(_item(f"proposal:{p.id}", p.title or p.name, description=desc, tooltip=p.description or p.name,
+                             icon="sparkle", uri=make_uri("proposals", p.id),
+                             context="proposal.suppressed" if suppressed else "proposal", data={"id": p.id}))
+        return out
+    if parent.startswith("layer:") and ws.skills is not None:
+        layer = parent[6:]
+        out = []
+        for s in ws.skills.skills + ws.skills.shadowed:
+            if s.layer != layer:
+                continue
+            bits = []
+            if s.signature is not None:
+                bits.append(s.signature.status)
+            if s.shadowed_by:
+                bits.append(f"shadowed by {s.shadowed_by}")
+            if not s.loadable:
+                bits.append("not loadable")
+            out.append(_item(f"skill:{layer}:{s.id}", s.id, description=" · ".join(bits), tooltip=s.short or s.description,
+                             icon="book", uri=make_uri("skills", s.id), context="skill", data={"id": s.id}))
+        return out
+    return []
+
+
+def tree_items(ws, view: str, parent: str | None, *, min_conf: float = 0.0, show_suppressed: bool = False) -> list[dict]:
+    if view == "runs":
+        return _runs(ws, parent)
+    if view == "checkpoints":
+        return _checkpoints(ws, parent)
+    if view == "memory":
+        return _memory(ws, parent, min_conf)
+    if view == "skills":
+        return _skills(ws, parent, show_suppressed)
+    raise ValueError(f"unknown view {view!r}")
+
+
+def _get(params: Any, name: str, default=None):
+    if isinstance(params, dict):
+        return params.get(name, default)
+    return getattr(params, name, default)
+
+
+def register(server) -> None:
+    @server.handler(P.TREE)
+    async def tree(ls, params):
+        view = _get(params, "view")
+        parent = _get(params, "parent")
+        page = _get(params, "page", 0) or 0
+        show_suppressed = bool(_get(params, "showSuppressed", False))
+        if view not in P.TREE_VIEWS:
+            from pygls.exceptions import JsonRpcInvalidParams
+
+            raise JsonRpcInvalidParams(f"unknown view {view!r}; expected one of {', '.join(P.TREE_VIEWS)}")
+        proj = ls.default_project()
+        if proj is None or proj.ws is None:
+            return {"items": []}
+        min_conf = ls.settings.facts.minConfidence
+        items = await proj.run(lambda: tree_items(proj.ws, view, parent, min_conf=min_conf, show_suppressed=show_suppressed))
+        size = P.TREE_PAGE_SIZE
+        start = int(page) * size
+        out: dict[str, Any] = {"items": items[start:start + size]}
+        if start + size < len(items):
+            out["nextPage"] = int(page) + 1
+            out["total"] = len(items)
+        return out

@@ -1,0 +1,99 @@
+"""Markdown for every `harn-state:` document, shared by the server and the CLI.
+
+A URI only names things in the loaded model (a namespace, a fact id, a run
+id); nothing here opens a path taken from a URI, so `harn-state:` cannot be
+used to read arbitrary files.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+SCHEME = "harn-state"
+MAX_RESPONSE_BYTES = 1_000_000
+
+
+class UriError(ValueError):
+    """The URI is malformed or names nothing in this project."""
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    show_private: bool = False
+    min_confidence: float = 0.0
+    page_size: int = 200  # list pages (memory records)
+    transcript_window_bytes: int = 200_000
+    include_suppressed: bool = False
+
+
+@dataclass(frozen=True)
+class StateUri:
+    kind: str  # index runs transcripts checkpoints memory facts proposals skills sessions recall
+    name: str  # "" for index / recall
+    query: dict[str, str]
+
+    def page(self) -> int:
+        try:
+            return max(0, int(self.query.get("page", "0")))
+        except ValueError:
+            return 0
+
+
+_KINDS = ("runs", "transcripts", "checkpoints", "memory", "facts", "proposals", "skills", "sessions")
+_SAFE_NAME = re.compile(r"^[^\x00-\x1f\x7f]+$")
+
+
+def parse_uri(uri: str) -> StateUri:
+    parts = urlsplit(uri)
+    if parts.scheme != SCHEME:
+        raise UriError(f"not a {SCHEME}: URI: {uri}")
+    path = unquote(parts.path)
+    query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+    if parts.netloc:  # harn-state://x/... — treat the authority as the first segment
+        path = "/" + parts.netloc + path
+    if path in ("/index.md", "/", ""):
+        return StateUri("index", "", query)
+    if path == "/recall.md":
+        return StateUri("recall", "", query)
+    if not path.startswith("/") or not path.endswith(".md"):
+        raise UriError(f"unknown document: {uri}")
+    head, _, rest = path[1:-3].partition("/")
+    if head not in _KINDS or not rest:
+        raise UriError(f"unknown document: {uri}")
+    segments = rest.split("/")
+    if any(s in ("", ".", "..") for s in segments) or not _SAFE_NAME.match(rest):
+        raise UriError(f"refused: {uri} (path segments must not be empty, '.', '..' or control characters)")
+    if head != "memory" and len(segments) != 1:
+        raise UriError(f"unknown document: {uri}")
+    return StateUri(head, rest, query)
+
+
+def make_uri(kind: str, name: str = "", **query: str) -> str:
+    if kind == "index":
+        base = f"{SCHEME}:/index.md"
+    elif kind == "recall":
+        base = f"{SCHEME}:/recall.md"
+    else:
+        base = f"{SCHEME}:/{kind}/{quote(name, safe='/:@-_.~')}.md"
+    q = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in query.items() if v not in (None, ""))
+    return base + ("?" + q if q else "")
+
+
+def render_uri(ws, uri: str, settings: RenderSettings | None = None) -> str:
+    from harn_ls.render import documents
+
+    settings = settings or RenderSettings()
+    target = parse_uri(uri)
+    text = documents.render(ws, target, settings)
+    return cap_bytes(text)
+
+
+def cap_bytes(text: str, limit: int = MAX_RESPONSE_BYTES) -> str:
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    note = "\n\n> harn-ls: this document was cut at 1 MB; open a narrower page.\n"
+    cut = data[: limit - len(note.encode())].decode("utf-8", errors="ignore")
+    return cut + note

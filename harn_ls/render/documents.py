@@ -1,0 +1,494 @@
+"""One renderer per `harn-state:` document kind."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from harn_ls.render import RenderSettings, StateUri, UriError, make_uri
+from harn_ls.render.markdown import cell, fence, human_bytes, inline, pretty_json, short_text, summarize_value
+
+
+def render(ws, target: StateUri, settings: RenderSettings) -> str:
+    fn = _RENDERERS[target.kind]
+    return fn(ws, target, settings)
+
+
+def _link(label: str, uri: str) -> str:
+    return f"[{label.replace('[', '(').replace(']', ')')}]({uri.replace(' ', '%20').replace(')', '%29')})"
+
+
+def _rel(ws, path: str) -> str:
+    rel = ws.relpath(path) if path else None
+    return rel if rel is not None else path
+
+
+# ------------------------------------------------------------------ index
+def index(ws, target: StateUri, settings: RenderSettings) -> str:
+    c = ws.counts()
+    p = ws.paths
+    out = [f"# Harn state — {os.path.basename(ws.root) or ws.root}", ""]
+    out.append("| root | path |\n|---|---|")
+    for label, path in (("project", p.project_root), ("state", p.state_root), ("runs", p.run_root),
+                        ("memory", p.memory_root), ("pattern learning memory", p.pattern_memory_root)):
+        exists = "" if os.path.isdir(path) else " *(missing)*"
+        out.append(f"| {label} | {inline(path)}{exists} |")
+    out.append("")
+    out.append("| what | count |\n|---|---|")
+    for k, v in c.items():
+        out.append(f"| {k} | {v} |")
+    out.append("")
+
+    problems = ws.problems()
+    out.append(f"## Problems ({len(problems)})")
+    if not problems:
+        out.append("\nNone found.")
+    else:
+        out.append("")
+        out.append("| file | line | code | message |\n|---|---|---|---|")
+        for pr in problems[:500]:
+            out.append(f"| {inline(_rel(ws, pr.path))} | {pr.line} | {pr.code} | {cell(pr.message)} |")
+        if len(problems) > 500:
+            out.append(f"\n…and {len(problems) - 500} more (see `harn-ls inspect`).")
+    out.append("")
+
+    pending = ws.pending_proposals(include_suppressed=True)
+    out.append(f"## Pending skill proposals ({len(ws.pending_proposals())})")
+    if ws.pattern is not None and ws.pattern.state is not None and not ws.pattern.state.enabled:
+        out.append("\n> **Pattern learning is disabled** (`enabled: false` in the state record): Harn records no new proposals.")
+    if ws.migration_needed:
+        out.append("\n> Legacy Burin pattern-learning streams found and not migrated yet — run *Harn State: Migrate pattern learning*.")
+    from harn_ls.formats.pattern_learning import is_suppressed
+    from harn_ls.workspace import utc_now_iso
+
+    now = utc_now_iso()
+    shown = 0
+    for prop in pending:
+        suppressed = is_suppressed(prop.id, ws.pattern.state, now)
+        if suppressed and not settings.include_suppressed:
+            continue
+        shown += 1
+        extra = f" — suppressed until {ws.pattern.state.suppressed_until.get(prop.id)}" if suppressed else ""
+        out.append(f"- {_link(prop.title or prop.name, make_uri('proposals', prop.id))} · {prop.kind} · support {prop.support}{extra}")
+    hidden = len(pending) - shown
+    if hidden:
+        out.append(f"- *{hidden} suppressed proposal(s) hidden* — {_link('show them', make_uri('index', suppressed='1'))}")
+    if not pending:
+        out.append("\nNone.")
+    out.append("")
+
+    out.append(f"## Checkpoints ({len(ws.checkpoints)})")
+    for name in sorted(ws.checkpoints):
+        cf = ws.checkpoints[name]
+        keyed = sum(1 for e in cf.entries.values() if e.keyed)
+        out.append(f"- {_link(name, make_uri('checkpoints', name))} — {len(cf.entries)} stage(s), {keyed} keyed"
+                   + (" — **unreadable, Harn would start empty**" if cf.retry else ""))
+    out.append("")
+
+    out.append(f"## Memory ({len(ws.memory)} namespaces)")
+    for ns in sorted(ws.memory):
+        space = ws.memory[ns]
+        out.append(f"- {_link(ns, make_uri('memory', ns))} — {len(space.active)} active, {len(space.forgotten)} forgotten id(s), backend {space.config.get('backend')}")
+    out.append("")
+
+    out.append(f"## Facts ({len(ws.facts)})")
+    for fact in sorted(ws.facts.values(), key=lambda f: (-f.confidence, f.id))[:200]:
+        if fact.confidence < settings.min_confidence:
+            continue
+        out.append(f"- {_link(short_text(fact.claim, 90), make_uri('facts', fact.id))} · {fact.kind} · {fact.confidence:g}")
+    out.append("")
+
+    if ws.skills is not None:
+        out.append(f"## Skills ({len(ws.skills.skills)}, {len(ws.skills.shadowed)} shadowed)")
+        for sk in ws.skills.skills:
+            sig = f" · signature {sk.signature.status}" if sk.signature is not None else ""
+            out.append(f"- {_link(sk.id, make_uri('skills', sk.id))} · {sk.layer}{sig}")
+        out.append("")
+
+    out.append(f"## Runs ({len(ws.runs)})")
+    for run in sorted(ws.runs.values(), key=lambda r: (str(r.started_at or ""), r.id), reverse=True)[:200]:
+        out.append(f"- {_link(run.id, make_uri('runs', run.id))} · {run.status or '?'} · {run.workflow_name or ''}")
+    out.append("")
+    if ws.sessions is not None:
+        out.append(f"## Sessions ({len(ws.sessions.sessions)})")
+        for s in ws.sessions.sessions[:200]:
+            out.append(f"- {_link(s.title or s.id, make_uri('sessions', s.id))} · {s.status} · {s.event_count} event(s)")
+        out.append("")
+    out.append(f"Search memory: {_link('recall', make_uri('recall', q=''))}")
+    return "\n".join(out) + "\n"
+
+
+def _index(ws, target, settings):
+    if target.query.get("suppressed") == "1":
+        settings = RenderSettings(**{**settings.__dict__, "include_suppressed": True})
+    return index(ws, target, settings)
+
+
+# ------------------------------------------------------------ checkpoints
+def checkpoints(ws, target: StateUri, settings: RenderSettings) -> str:
+    cf = ws.checkpoints.get(target.name)
+    if cf is None:
+        return (f"# Checkpoints — {target.name}\n\nNo checkpoint file `.harn/checkpoints/{target.name}.json`: "
+                "no stage of this pipeline is cached.\n")
+    out = [f"# Checkpoints — {target.name}", "", f"File: {inline(_rel(ws, cf.path))} · {human_bytes(cf.size)}", ""]
+    if cf.retry:
+        out.append("> **This file cannot be parsed.** Harn treats it as empty on its next run and overwrites it; "
+                   "if an agent is writing it right now, it will be re-read in a moment.\n")
+    for pr in cf.problems:
+        out.append(f"> {pr.code} (line {pr.line}): {pr.message}")
+    out.append("| stage | kind | fingerprint | value |\n|---|---|---|---|")
+    for key in sorted(cf.entries):
+        e = cf.entries[key]
+        kind = "keyed" if e.keyed else "plain"
+        fp = inline(e.fingerprint[:15] + "…") if e.fingerprint else ""
+        value = e.value.get("value") if e.keyed and isinstance(e.value, dict) else e.value
+        preview = "completed (nil)" if value is None else inline(short_text(pretty_json(value, 200), 80))
+        out.append(f"| {inline(key)} | {kind} | {fp} | {preview} |")
+    out.append("")
+    for key in sorted(cf.entries):
+        e = cf.entries[key]
+        out.append(f"## {cell(key)}")
+        if e.keyed:
+            out.append(f"Keyed stage · fingerprint {inline(e.fingerprint)}")
+        out.append(fence(pretty_json(e.value), "json"))
+    return "\n".join(out) + "\n"
+
+
+# ----------------------------------------------------------------- memory
+def memory(ws, target: StateUri, settings: RenderSettings) -> str:
+    space = ws.memory.get(target.name)
+    if space is None:
+        raise UriError(f"no memory namespace {target.name!r}")
+    page = target.page()
+    records = space.records()
+    records.reverse()  # newest first
+    size = settings.page_size
+    start = page * size
+    chunk = records[start:start + size]
+    cfg = space.config
+    out = [f"# Memory — {target.name}", "",
+           f"File: {inline(_rel(ws, space.path))} · {space.event_count} event(s) · {len(records)} active · "
+           f"{len(space.forgotten)} forgotten id(s)", "",
+           f"Config (last `open`): backend **{cfg.get('backend')}**, model hint {inline(cfg.get('embed_model_hint'))}, "
+           f"weights bm25 {cfg.get('bm25_weight')} / cosine {cfg.get('cosine_weight')}"
+           + (f", dim {cfg.get('embed_dim')}" if cfg.get("embed_dim") is not None else ""), ""]
+    nav = []
+    if page > 0:
+        nav.append(_link("← newer", make_uri("memory", target.name, page=str(page - 1))))
+    if start + size < len(records):
+        nav.append(_link("older →", make_uri("memory", target.name, page=str(page + 1))))
+    if nav:
+        out.append(f"Page {page + 1} of {(len(records) + size - 1) // size} · " + " · ".join(nav) + "\n")
+    out.append("| key | tags | stored at | text |\n|---|---|---|---|")
+    for r in chunk:
+        fact = ws.facts.get((target.name, r.seq))
+        key = _link(r.key, make_uri("facts", fact.id)) if fact is not None else inline(r.key)
+        out.append(f"| {key} | {cell(', '.join(r.tags[:6]))}{'…' if len(r.tags) > 6 else ''} | {cell(r.stored_at)} | {cell(short_text(r.text, 100))} |")
+    if space.hidden:
+        out.append("\n## Hidden forever by an earlier tombstone")
+        out.append("These records were stored with an id that a `forget` event had already listed; Harn never shows them again.\n")
+        for r in space.hidden[:100]:
+            out.append(f"- line {r.line_no}: {inline(r.key)} ({inline(r.id)})")
+    if space.forgets:
+        out.append(f"\n## Forget events ({len(space.forgets)})")
+        for fe in space.forgets[-50:]:
+            out.append(f"- line {fe['_line']}: predicate {inline(short_text(pretty_json(fe.get('predicate')), 80))} → "
+                       f"{len(fe.get('forgotten_ids') or [])} id(s) at {fe.get('forgotten_at')}")
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------ facts
+def facts(ws, target: StateUri, settings: RenderSettings) -> str:
+    fact = ws.facts_by_id.get(target.name)
+    if fact is None:
+        raise UriError(f"no fact {target.name!r} (it may have been invalidated)")
+    from harn_ls.staleness import fact_staleness
+
+    out = [f"# Fact — {short_text(fact.claim, 100)}", "",
+           f"| | |\n|---|---|\n| id | {inline(fact.id)} |\n| kind | {fact.kind} |\n| confidence | {fact.confidence:g} |\n"
+           f"| asserted at | {cell(fact.asserted_at)} |\n| namespace | {_link(fact.namespace, make_uri('memory', fact.namespace))} |\n"
+           f"| memory key | {inline(fact.memory_key)} |\n| stored at | {cell(fact.stored_at)} |", ""]
+    out.append("## Claim\n")
+    out.append(fact.claim)
+    out.append("\n## Evidence\n")
+    if not fact.evidence:
+        out.append("None.")
+    for ev in fact.evidence:
+        line = f"- **{ev.kind}** {inline(ev.ref)}"
+        if ev.range is not None:
+            status = fact_staleness(ws.root, ev)
+            uri = "file://" + os.path.join(ws.root, ev.range.path) + f"#L{ev.range.start}"
+            line += f" → {_link(f'{ev.range.path}:{ev.range.start}-{ev.range.end}', uri)} · {status.label}"
+        elif ev.kind == "trace_ref" and ev.ref in ws.runs:
+            line += f" → {_link('run', make_uri('runs', ev.ref))}"
+        out.append(line)
+        if ev.snippet:
+            out.append(fence(ev.snippet).replace("\n", "\n  ").rstrip() + "\n")
+    if fact.valid_until:
+        out.append("\n## Valid until\n")
+        out.append(fence(pretty_json(fact.valid_until), "json"))
+    out.append("\n## Provenance\n")
+    out.append(fence(pretty_json(fact.provenance), "json"))
+    return "\n".join(out) + "\n"
+
+
+# -------------------------------------------------------------- proposals
+def proposals(ws, target: StateUri, settings: RenderSettings) -> str:
+    prop = ws.proposal(target.name)
+    if prop is None:
+        raise UriError(f"no pending proposal {target.name!r} (accepted, rejected or refreshed away)")
+    from harn_ls.actions.proposals import planned_files
+    from harn_ls.formats.pattern_learning import is_suppressed
+    from harn_ls.workspace import utc_now_iso
+
+    out = [f"# Proposal — {prop.title or prop.name}", ""]
+    if is_suppressed(prop.id, ws.pattern.state, utc_now_iso()):
+        out.append(f"> Suppressed until {ws.pattern.state.suppressed_until.get(prop.id)} (rejected earlier).\n")
+    out.append("| | |\n|---|---|")
+    for label, value in (("id", inline(prop.id)), ("name", inline(prop.name)), ("kind", prop.kind), ("source", prop.source),
+                         ("support", prop.support), ("created", cell(prop.created_at)), ("last seen", cell(prop.last_seen_at))):
+        out.append(f"| {label} | {value} |")
+    out.append("")
+    if prop.description:
+        out.append(f"{prop.description}\n")
+    if prop.when_to_use:
+        out.append(f"**When to use:** {prop.when_to_use}\n")
+    if prop.sample_prompts:
+        out.append("## Sample prompts\n")
+        out.extend(f"- {cell(p)}" for p in prop.sample_prompts)
+        out.append("")
+    if prop.tool_sequence:
+        out.append("## Tool sequence\n")
+        out.append(" → ".join(inline(t) for t in prop.tool_sequence) + "\n")
+    if getattr(prop, "evidence_ids", None):
+        out.append("## Evidence\n")
+        out.extend(f"- {inline(e)}" for e in prop.evidence_ids)
+        out.append("")
+    try:
+        plan = planned_files(ws, prop)
+    except Exception as exc:  # a hostile proposal still renders, with the refusal shown
+        out.append(f"## Accept is refused\n\n{cell(exc)}\n")
+        return "\n".join(out) + "\n"
+    out.append("## What Accept writes\n")
+    for f in plan.files:
+        status = " — **a different file already exists here**" if f.conflict else (" — identical file already exists" if f.identical else "")
+        out.append(f"### {inline(_rel(ws, f.path))}{status}\n")
+        out.append(fence(f.text, f.lang))
+    out.append(f"Then one memory `forget` event with predicate {inline(plan.forget_predicate)} is appended to "
+               f"{inline(_rel(ws, plan.events_path))}.\n")
+    return "\n".join(out) + "\n"
+
+
+# ----------------------------------------------------------------- skills
+def skills(ws, target: StateUri, settings: RenderSettings) -> str:
+    inv = ws.skills
+    matches = [s for s in (inv.skills if inv else []) if s.id == target.name]
+    shadowed = [s for s in (inv.shadowed if inv else []) if s.id == target.name]
+    if not matches and not shadowed:
+        raise UriError(f"no skill {target.name!r}")
+    sk = matches[0] if matches else shadowed[0]
+    out = [f"# Skill — {sk.id}", "", "| | |\n|---|---|",
+           f"| layer | {sk.layer} |", f"| file | {inline(_rel(ws, sk.path))} |",
+           f"| short | {cell(sk.short)} |", f"| description | {cell(sk.description)} |",
+           f"| when to use | {cell(sk.when_to_use)} |", f"| sha256 | {inline(sk.sha256)} |"]
+    if sk.signature is not None:
+        sig = sk.signature
+        out.append(f"| signature | **{sig.status}**" + (f" · signer {inline(sig.signer_fingerprint[:16] + '…')}" if sig.signer_fingerprint else "")
+                   + (f" · {cell(sig.error)}" if sig.error else "") + " |")
+    out.append(f"| loadable by Harn | {'yes' if sk.loadable else '**no**'} |")
+    out.append("")
+    if shadowed and matches:
+        out.append("## Shadowed copies\n")
+        for s in shadowed:
+            out.append(f"- {s.layer}: {inline(_rel(ws, s.path))} (hidden by the {sk.layer} layer)")
+        out.append("")
+    if sk.unknown_fields:
+        out.append("Unknown frontmatter fields (Harn warns and ignores them): " + ", ".join(inline(u) for u in sk.unknown_fields) + "\n")
+    for pr in sk.problems:
+        out.append(f"> {pr.code}: {pr.message}")
+    out.append("\n## Frontmatter\n")
+    out.append(fence(pretty_json(sk.fields), "json"))
+    out.append("## Body\n")
+    out.append(fence(sk.body, "markdown"))
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------- runs
+def runs(ws, target: StateUri, settings: RenderSettings) -> str:
+    run = ws.runs.get(target.name)
+    if run is None:
+        raise UriError(f"no run {target.name!r}")
+    out = [f"# Run — {run.id}", "", "| | |\n|---|---|",
+           f"| status | {cell(run.status)} |", f"| workflow | {cell(run.workflow_name or run.workflow_id)} |",
+           f"| started | {cell(run.started_at)} |", f"| finished | {cell(run.finished_at)} |",
+           f"| file | {inline(_rel(ws, run.path))} · {human_bytes(run.size)} |", ""]
+    for pr in run.problems:
+        out.append(f"> {pr.code}: {pr.message}")
+    if run.usage:
+        out.append("## Usage\n")
+        out.append("| | |\n|---|---|")
+        for k, v in run.usage.items():
+            out.append(f"| {cell(k)} | {cell(v if not isinstance(v, (dict, list)) else short_text(pretty_json(v), 80))} |")
+        out.append("")
+    if run.stages:
+        out.append(f"## Stages ({len(run.stages)})\n")
+        out.append("| stage | kind | status | outcome | attempts |\n|---|---|---|---|---|")
+        for st in run.stages:
+            if not isinstance(st, dict):
+                continue
+            attempts = st.get("attempts") if isinstance(st.get("attempts"), list) else []
+            out.append(f"| {cell(st.get('node_id') or st.get('id'))} | {cell(st.get('kind'))} | {cell(st.get('status'))} | "
+                       f"{cell(st.get('outcome'))} | {len(attempts)} |")
+        out.append("")
+    out.append(f"## Transcripts ({len(run.transcripts)})\n")
+    for tr in run.transcripts:
+        out.append(f"- {_link(tr.id, make_uri('transcripts', tr.id))} — {len(tr.messages)} message(s), {len(tr.events)} event(s)")
+    if run.llm_transcript_path:
+        out.append(f"\nLLM turn log: {inline(_rel(ws, run.llm_transcript_path))}")
+    return "\n".join(out) + "\n"
+
+
+def _event_block(i: int, ev, show_private: bool) -> tuple[str, bool]:
+    """Markdown for one transcript event, and whether it was hidden as private."""
+    private = ev.is_private or ev.kind == "private_reasoning"
+    if private and not show_private:
+        return (f"**#{i + 1} · {cell(ev.role or '')} · {cell(ev.kind)}** — *private reasoning hidden "
+                "(setting `harnState.transcripts.showPrivate`)*\n"), True
+    text = ev.harn_text if show_private else ev.visible_text
+    if private and show_private and not text:
+        text = ev.text or " ".join(str(b.get("text", "")) for b in ev.blocks if isinstance(b, dict))
+    head = f"**#{i + 1} · {cell(ev.role or '')} · {cell(ev.kind)}**"
+    if ev.visibility and ev.visibility != "public":
+        head += f" *({ev.visibility})*"
+    block = head + "\n\n" + fence(summarize_value(text or "", 4000))
+    comp = ev.compaction
+    if comp is not None:
+        block += (f"\nCompaction: {comp.archived_messages} message(s) archived, "
+                  f"~{comp.estimated_tokens_before} → ~{comp.estimated_tokens_after} tokens ({cell(comp.mode or comp.strategy or '')})\n")
+    elif isinstance(ev.metadata, dict) and ev.metadata:
+        block += "\n" + fence(pretty_json(ev.metadata, 500), "json")
+    return block, False
+
+
+def _message_events(tr):
+    from harn_ls.formats.transcripts import TranscriptEvent, blocks_visibility, normalize_block
+
+    out = []
+    for i, m in enumerate(tr.messages):
+        if not isinstance(m, dict):
+            continue
+        role = m.get("role") if isinstance(m.get("role"), str) else None
+        content = m.get("content")
+        blocks = [normalize_block(b, role) for b in content] if isinstance(content, list) else []
+        text = content if isinstance(content, str) else ""
+        out.append(TranscriptEvent(i, None, "message", role, blocks_visibility(blocks, role) if blocks else "public",
+                                   text, blocks, None, m))
+    return out
+
+
+def transcripts(ws, target: StateUri, settings: RenderSettings) -> str:
+    entry = ws.transcripts.get(target.name)
+    if entry is None:
+        raise UriError(f"no transcript {target.name!r}")
+    tr = entry.transcript
+    items = tr.events if tr.events else _message_events(tr)
+    rendered: list[str] = []
+    hidden_private = 0
+    for i, ev in enumerate(items):
+        block, hidden = _event_block(i, ev, settings.show_private)
+        hidden_private += hidden
+        rendered.append(block)
+    # Windows are cut from the newest end by rendered size; page 0 is the newest.
+    windows: list[list[str]] = []
+    current: list[str] = []
+    size = 0
+    for block in reversed(rendered):
+        b = len(block.encode("utf-8"))
+        if current and size + b > settings.transcript_window_bytes:
+            windows.append(current)
+            current, size = [], 0
+        current.append(block)
+        size += b
+    if current or not windows:
+        windows.append(current)
+    page = min(target.page(), len(windows) - 1)
+    window = list(reversed(windows[page]))
+    out = [f"# Transcript — {tr.id}", ""]
+    if entry.run_id:
+        out.append(f"Run: {_link(entry.run_id, make_uri('runs', entry.run_id))}")
+    out.append(f"Source: {inline(_rel(ws, entry.path))} · state {cell(tr.state or '?')} · "
+               f"{len(tr.messages)} message(s) · {len(tr.events)} event(s) · {len(tr.assets)} asset(s)")
+    if hidden_private:
+        out.append(f"\n{hidden_private} private reasoning event(s) hidden.")
+    if tr.summary:
+        out.append("\n## Summary\n")
+        out.append(str(tr.summary))
+    if tr.budget is not None:
+        out.append("\n## Transcript budget\n")
+        out.append(fence(pretty_json(tr.budget, 500), "json"))
+    nav = []
+    if page + 1 < len(windows):
+        nav.append(_link("← earlier", make_uri("transcripts", tr.id, page=str(page + 1))))
+    if page > 0:
+        nav.append(_link("newer →", make_uri("transcripts", tr.id, page=str(page - 1))))
+    out.append(f"\n## Events — window {page + 1} of {len(windows)} (newest window first)" + (" · " + " · ".join(nav) if nav else "") + "\n")
+    out.extend(window)
+    if tr.assets:
+        out.append(f"\n## Assets ({len(tr.assets)})\n")
+        for a in tr.assets[:200]:
+            out.append(f"- {cell(a.name or a.id)} · {cell(a.kind)} · {cell(a.mime_type or '')} {inline(a.storage_path or '')}")
+    if isinstance(tr.metadata, dict) and tr.metadata:
+        out.append("\n## Metadata\n")
+        out.append(fence(pretty_json(tr.metadata, 500), "json"))
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------- sessions
+def sessions(ws, target: StateUri, settings: RenderSettings) -> str:
+    from harn_ls.formats.session_store import read_session_events
+
+    snap = ws.sessions
+    session = next((s for s in (snap.sessions if snap else []) if s.id == target.name), None)
+    if session is None:
+        raise UriError(f"no session {target.name!r}")
+    out = [f"# Session — {session.title or session.id}", "", "| | |\n|---|---|"]
+    for label in ("id", "status", "session_type", "model", "persona", "cwd", "created_at", "updated_at", "event_count"):
+        out.append(f"| {label} | {cell(getattr(session, label, ''))} |")
+    out.append("")
+    events = read_session_events(ws.paths.session_store, session.id, limit=500)
+    out.append(f"## Events ({len(events)})\n")
+    for ev in events:
+        out.append(f"**{cell(ev.event_id)} · {cell(ev.kind)}{(':' + ev.custom_kind) if getattr(ev, 'custom_kind', None) else ''} · "
+                   f"{cell(ev.actor)} · {cell(ev.ts)}**\n")
+        out.append(fence(pretty_json(ev.payload, 1000), "json"))
+    return "\n".join(out) + "\n"
+
+
+# ----------------------------------------------------------------- recall
+def recall(ws, target: StateUri, settings: RenderSettings) -> str:
+    from harn_ls.render.recall import render_recall_markdown
+
+    query = target.query.get("q", "")
+    ns = target.query.get("ns") or None
+    try:
+        k = int(target.query.get("k", "10"))
+    except ValueError:
+        k = 10
+    if ns is not None and ns not in ws.memory:
+        raise UriError(f"no memory namespace {ns!r}")
+    result = ws.recall.recall(query, k=k, namespace=ns, explain=True)
+    return render_recall_markdown(result, query, ns)
+
+
+_RENDERERS = {
+    "index": _index,
+    "checkpoints": checkpoints,
+    "memory": memory,
+    "facts": facts,
+    "proposals": proposals,
+    "skills": skills,
+    "runs": runs,
+    "transcripts": transcripts,
+    "sessions": sessions,
+    "recall": recall,
+}

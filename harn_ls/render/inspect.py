@@ -1,0 +1,124 @@
+"""`harn-ls inspect`: everything found in a project, as JSON or a readable summary."""
+
+from __future__ import annotations
+
+import os
+
+from harn_ls.formats.pattern_learning import is_suppressed
+
+
+def inspect_json(ws) -> dict:
+    from harn_ls.workspace import utc_now_iso
+
+    p = ws.paths
+    now = utc_now_iso()
+    pattern = ws.pattern
+    pending = pattern.pending if pattern else []
+    state = pattern.state if pattern else None
+    skills_by_layer: dict[str, list[dict]] = {}
+    if ws.skills is not None:
+        for sk in ws.skills.skills + ws.skills.shadowed:
+            skills_by_layer.setdefault(sk.layer, []).append({
+                "id": sk.id, "path": ws.relpath(sk.path) or sk.path, "shadowed_by": sk.shadowed_by,
+                "signature": sk.signature.status if sk.signature is not None else None, "loadable": sk.loadable,
+            })
+    problems = [pr.to_json() | {"path": ws.relpath(pr.path) or pr.path} for pr in ws.problems()]
+    return {
+        "roots": {
+            "project": p.project_root, "state": p.state_root, "runs": p.run_root, "memory": p.memory_root,
+            "pattern_memory": p.pattern_memory_root,
+            "skills": [{"layer": r.layer, "path": r.path, "exists": os.path.isdir(r.path)} for r in p.skill_roots],
+        },
+        "counts": ws.counts(),
+        "checkpoints": [
+            {"pipeline": name, "path": ws.relpath(cf.path), "retry": cf.retry,
+             "stages": [{"key": e.key, "keyed": e.keyed, "fingerprint": e.fingerprint} for e in cf.entries.values()]}
+            for name, cf in sorted(ws.checkpoints.items())
+        ],
+        "memory": [
+            {"namespace": ns, "path": ws.relpath(s.path), "events": s.event_count, "active": len(s.active),
+             "forgotten_ids": len(s.forgotten), "hidden_by_tombstone": len(s.hidden), "config": s.config}
+            for ns, s in sorted(ws.memory.items())
+        ],
+        "facts": [
+            {"id": f.id, "kind": f.kind, "claim": f.claim, "confidence": f.confidence, "namespace": f.namespace,
+             "ranges": [f"{e.range.path}:{e.range.start}-{e.range.end}" for e in f.evidence if e.range is not None]}
+            for f in sorted(ws.facts.values(), key=lambda f: f.id)
+        ],
+        "pattern_learning": {
+            "observations": len(pattern.observations) if pattern else 0,
+            "pending": [
+                {"id": pr.id, "name": pr.name, "kind": pr.kind, "source": pr.source, "support": pr.support,
+                 "suppressed": is_suppressed(pr.id, state, now)}
+                for pr in pending
+            ],
+            "state": None if state is None else {"enabled": state.enabled, "suppressed_until": state.suppressed_until,
+                                                 "updated_at": state.updated_at},
+            "legacy_streams": sorted(ws.legacy_streams),
+            "migration_needed": ws.migration_needed,
+        },
+        "skills": skills_by_layer,
+        "runs": [
+            {"id": r.id, "status": r.status, "path": ws.relpath(r.path), "transcripts": [t.id for t in r.transcripts]}
+            for r in sorted(ws.runs.values(), key=lambda r: r.id)
+        ],
+        "transcripts": sorted(ws.transcripts),
+        "sessions": None if ws.sessions is None else {
+            "schema_version": ws.sessions.schema_version,
+            "sessions": [{"id": s.id, "title": s.title, "status": s.status, "events": s.event_count} for s in ws.sessions.sessions],
+        },
+        "problems": problems,
+    }
+
+
+def inspect_text(ws) -> str:
+    data = inspect_json(ws)
+    c = data["counts"]
+    out = [f"harn-ls: {data['roots']['project']}", ""]
+    out.append("roots")
+    for label in ("state", "runs", "memory", "pattern_memory"):
+        path = data["roots"][label]
+        out.append(f"  {label:<15} {path}{'' if os.path.isdir(path) else '  (missing)'}")
+    out.append("")
+    out.append(f"checkpoints      {c['checkpoints']} file(s), {c['checkpointKeys']} stage(s)")
+    for cp in data["checkpoints"]:
+        keyed = sum(1 for s in cp["stages"] if s["keyed"])
+        out.append(f"  {cp['pipeline']:<20} {len(cp['stages'])} stage(s), {keyed} keyed" + ("  UNREADABLE" if cp["retry"] else ""))
+    out.append(f"memory           {c['namespaces']} namespace(s), {c['records']} active record(s)")
+    for m in data["memory"]:
+        out.append(f"  {m['namespace']:<28} {m['active']:>5} active {m['events']:>6} events  backend {m['config'].get('backend')}")
+    out.append(f"facts            {c['facts']}")
+    for f in data["facts"][:12]:
+        rng = f" @ {f['ranges'][0]}" if f["ranges"] else ""
+        out.append(f"  {f['confidence']:<5g} {f['kind']:<12} {f['claim'][:60]}{rng}")
+    pl = data["pattern_learning"]
+    visible = [p for p in pl["pending"] if not p["suppressed"]]
+    out.append(f"pattern learning {pl['observations']} observation(s), {len(visible)} pending proposal(s)"
+               f" (+{len(pl['pending']) - len(visible)} suppressed)")
+    for p in pl["pending"]:
+        out.append(f"  {p['id']:<24} {p['kind']:<14} support {p['support']:<3} {p['name']}" + ("  [suppressed]" if p["suppressed"] else ""))
+    if pl["migration_needed"]:
+        out.append("  legacy Burin streams found, not migrated")
+    n_sk = sum(len(v) for v in data["skills"].values())
+    out.append(f"skills           {c['skills']} loaded, {n_sk} file(s) in {len(data['skills'])} layer(s)")
+    for layer, items in data["skills"].items():
+        for s in items:
+            extra = []
+            if s["signature"]:
+                extra.append(f"signature {s['signature']}")
+            if s["shadowed_by"]:
+                extra.append(f"shadowed by {s['shadowed_by']}")
+            if not s["loadable"]:
+                extra.append("not loadable")
+            out.append(f"  {layer:<9} {s['id']:<28} {', '.join(extra)}")
+    out.append(f"runs             {c['runs']} run(s), {c['transcripts']} transcript(s)")
+    for r in data["runs"]:
+        out.append(f"  {r['id']:<44} {r['status'] or '?'}")
+    ss = data["sessions"]
+    out.append(f"sessions         {c['sessions']}" + (f" (schema v{ss['schema_version']})" if ss else " (no session store)"))
+    out.append("")
+    probs = data["problems"]
+    out.append(f"problems         {len(probs)}")
+    for pr in probs:
+        out.append(f"  {pr['path']}:{pr['line']}: {pr['severity']} {pr['code']}: {pr['message']}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,735 @@
+"""Live watching of a Harn project's on-disk state (harn-formats §K.1).
+
+No pygls here: the language server and `harn-ls watch` both drive this.
+
+Two pieces:
+
+* `KeyedDebouncer` — per-key coalescing with a trailing debounce and a max
+  wait, flushed from one background thread.
+* `StateWatcher` — a watchdog observer over `ProjectPaths.watch_roots()`,
+  mapping events to file paths, dropping the files Harn rewrites as scratch
+  (§K.1 ignore list), re-arming roots that appear, vanish or get replaced,
+  and turning observer trouble (inotify queue overflow, a crashed emitter)
+  into a full rescan.
+
+`on_batch(paths, rescan)` contract:
+  * `(paths, False)` — these files changed (created, modified, deleted or
+    renamed to/from); re-read them.
+  * `(paths, True)` with paths non-empty — as above, plus some entries are
+    directories that were created, deleted or renamed (or a root appeared or
+    vanished): rescan those directories.
+  * `(set(), True)` — events were lost; rescan everything.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import threading
+import time
+from typing import Callable, Hashable, Iterable
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers.api import BaseObserver, ObservedWatch
+from watchdog.observers.polling import PollingObserver
+
+from .paths import ProjectPaths
+
+try:  # inotify exists on Linux only; elsewhere we poll.
+    from watchdog.observers.inotify import InotifyEmitter, InotifyObserver
+except Exception:  # pragma: no cover - non-Linux
+    InotifyEmitter = None  # type: ignore[assignment,misc]
+    InotifyObserver = None  # type: ignore[assignment,misc]
+
+log = logging.getLogger(__name__)
+
+__all__ = ["KeyedDebouncer", "StateWatcher", "is_ignored_name"]
+
+
+# ---------------------------------------------------------------------------
+# Debouncer
+# ---------------------------------------------------------------------------
+
+
+class KeyedDebouncer:
+    """Coalesce `touch(key)` calls and hand due keys to `callback` in batches.
+
+    A key is due `debounce` seconds after its last touch, but never later than
+    `max_wait` after its first touch since the previous flush (so a file that
+    is appended to continuously still flushes about once per `max_wait`).
+
+    Each flush makes one `callback(keys)` call with every due key, plus:
+      * keys due within `slack` seconds (saves a wake-up a few ms later), and
+      * keys that have already been pending for at least `debounce` — when we
+        are flushing anyway, riding along keeps the callback count near
+        "one per max_wait" during a burst over many files instead of one per
+        file whose first touch happened a little later.
+
+    Callbacks run one at a time (on the background thread, or on the caller of
+    `flush_now`), in touch order of their batches. A callback that raises is
+    logged and does not stop the debouncer.
+
+    With `start=False` no thread runs; call `pump()` yourself (tests with a
+    fake `clock`).
+    """
+
+    def __init__(
+        self,
+        callback: Callable[[set], None],
+        debounce: float = 0.15,
+        max_wait: float = 1.0,
+        *,
+        slack: float = 0.02,
+        clock: Callable[[], float] = time.monotonic,
+        start: bool = True,
+        name: str = "harn-ls-debounce",
+    ) -> None:
+        if debounce < 0 or max_wait < debounce:
+            raise ValueError("need 0 <= debounce <= max_wait")
+        self._callback = callback
+        self.debounce = debounce
+        self.max_wait = max_wait
+        self.slack = slack
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        # Serialises callbacks and keeps batch order = extraction order.
+        self._cb_lock = threading.Lock()
+        self._first: dict[Hashable, float] = {}
+        self._last: dict[Hashable, float] = {}
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        if start:
+            self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+            self._thread.start()
+
+    # -- public -----------------------------------------------------------
+
+    def touch(self, key: Hashable) -> None:
+        now = self._clock()
+        with self._lock:
+            if self._closed:
+                return
+            was_empty = not self._first
+            self._first.setdefault(key, now)
+            self._last[key] = now
+            # A newly pending key is never due earlier than any key already
+            # pending (its due time is now + debounce, theirs <= that), so the
+            # thread only needs waking when it was idle.
+            if was_empty:
+                self._cond.notify()
+
+    def touch_many(self, keys: Iterable[Hashable]) -> None:
+        now = self._clock()
+        with self._lock:
+            if self._closed:
+                return
+            was_empty = not self._first
+            for key in keys:
+                self._first.setdefault(key, now)
+                self._last[key] = now
+            if was_empty and self._first:
+                self._cond.notify()
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._first)
+
+    def pump(self) -> float | None:
+        """Flush what is due now; return the next deadline (clock time) or None."""
+        with self._cb_lock:
+            with self._lock:
+                batch, deadline = self._take_due(self._clock())
+            if batch:
+                self._deliver(batch)
+        return deadline
+
+    def flush_now(self) -> None:
+        """Deliver everything pending immediately (in the calling thread)."""
+        with self._cb_lock:
+            with self._lock:
+                batch = set(self._first)
+                self._first.clear()
+                self._last.clear()
+            if batch:
+                self._deliver(batch)
+
+    def close(self, flush: bool = False) -> None:
+        """Stop the thread (joins it). Pending keys are dropped unless `flush`."""
+        if flush:
+            self.flush_now()
+        with self._lock:
+            self._closed = True
+            self._first.clear()
+            self._last.clear()
+            self._cond.notify_all()
+        t = self._thread
+        if t is not None and t is not threading.current_thread():
+            t.join()
+
+    # -- internals ----------------------------------------------------------
+
+    def _due_at(self, key: Hashable) -> float:
+        return min(self._last[key] + self.debounce, self._first[key] + self.max_wait)
+
+    def _take_due(self, now: float) -> tuple[set, float | None]:
+        """Under self._lock: remove and return due keys, and the next deadline."""
+        if not self._first:
+            return set(), None
+        horizon = now + self.slack
+        batch = {k for k in self._first if self._due_at(k) <= horizon}
+        if batch:
+            ride = now - self.debounce
+            batch.update(k for k, first in self._first.items() if first <= ride)
+            for k in batch:
+                del self._first[k]
+                del self._last[k]
+        deadline = min((self._due_at(k) for k in self._first), default=None)
+        return batch, deadline
+
+    def _deliver(self, batch: set) -> None:
+        try:
+            self._callback(batch)
+        except Exception:
+            log.exception("debounced callback failed")
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while not self._closed and not self._first:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                delay = min(self._due_at(k) for k in self._first) - self._clock()
+                if delay > self.slack:
+                    # Only close() or the first key after idle notify us, and a
+                    # new key is never due before existing ones, so sleeping to
+                    # the earliest deadline cannot miss anything (no busy spin).
+                    self._cond.wait(delay)
+                    continue
+            self.pump()
+
+
+# ---------------------------------------------------------------------------
+# Ignore rules (§K.1)
+# ---------------------------------------------------------------------------
+
+
+def is_ignored_name(name: str) -> bool:
+    """Scratch files Harn writes next to real state; never worth a refresh."""
+    return (
+        name.endswith(".tmp")  # run records (§G) and other atomic-rename temps
+        or ".agent_state_tmp" in name
+        or name == ".agent_state_meta"
+        or name.endswith(".harn-init.lock")
+        or name.endswith("-shm")  # SQLite shared memory: changes on every read
+    )
+
+
+# Marker keys for the debouncer (tuples never collide with str paths).
+_RESCAN = ("<rescan>",)
+_FULL = ("<full-rescan>",)
+
+# Events we ask the kernel for. No open/close/access/attrib: reading state
+# files ourselves must not feed back into the watcher, and a smaller mask
+# keeps the inotify queue from overflowing.
+_ROOT_FILTER = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
+_WALK_CAP = 20000  # files reported one by one when a root appears; beyond, rescan only
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _is_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root + os.sep)
+
+
+def _is_watch_limit(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EMFILE)
+
+
+if InotifyEmitter is not None:
+
+    class _HookedInotifyEmitter(InotifyEmitter):  # type: ignore[misc,valid-type]
+        """Inotify emitter that tells us about queue overflows and crashes.
+
+        watchdog 7 handles IN_Q_OVERFLOW internally (it rebuilds recursive
+        watches and logs a warning) but emits no event for it, so we hook the
+        watch group's `on_queue_overflow`. An exception escaping
+        `queue_events` would silently end the emitter thread; we stop it
+        cleanly instead, and the supervisor re-arms the watch.
+        """
+
+        def __init__(self, event_queue, watch, *, harn_on_overflow=None, harn_on_error=None, **kw):
+            super().__init__(event_queue, watch, **kw)
+            self._harn_on_overflow = harn_on_overflow
+            self._harn_on_error = harn_on_error
+
+        def on_thread_start(self) -> None:
+            super().on_thread_start()
+            group = getattr(self, "_inotify", None)
+            hook = self._harn_on_overflow
+            if group is None or hook is None or not hasattr(group, "on_queue_overflow"):
+                if hook is not None:
+                    _install_overflow_log_hook(hook)
+                return
+            original = group.on_queue_overflow
+
+            def on_queue_overflow() -> None:
+                try:
+                    original()
+                finally:
+                    hook()
+
+            # InotifyFD calls callback.on_queue_overflow(); an instance attribute
+            # shadows the method.
+            group.on_queue_overflow = on_queue_overflow
+
+        def queue_events(self, timeout, **kw) -> None:
+            try:
+                super().queue_events(timeout, **kw)
+            except Exception:
+                log.exception("inotify emitter for %s failed; re-arming", self.watch.path)
+                # End this emitter cleanly (its watch state is suspect); the
+                # supervisor replaces it and a full rescan covers the gap.
+                self.stop()
+                if self._harn_on_error is not None:
+                    self._harn_on_error()
+
+    class _HookedInotifyObserver(InotifyObserver):  # type: ignore[misc,valid-type]
+        def __init__(self, on_overflow: Callable[[], None], on_error: Callable[[], None]) -> None:
+            super().__init__()
+            self._emitter_class = _HookedInotifyEmitter
+            self._emitter_kwargs = dict(self._emitter_kwargs, harn_on_overflow=on_overflow, harn_on_error=on_error)
+
+
+class _OverflowLogHook(logging.Handler):
+    """Fallback if watchdog's internals change: its overflow warning is a log line."""
+
+    def __init__(self, hook: Callable[[], None]) -> None:
+        super().__init__(logging.WARNING)
+        self._hook = hook
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "overflow" in record.getMessage().lower():
+            self._hook()
+
+
+def _install_overflow_log_hook(hook: Callable[[], None]) -> None:
+    lg = logging.getLogger("watchdog.observers.inotify_c")
+    if not any(isinstance(h, _OverflowLogHook) and h._hook == hook for h in lg.handlers):
+        lg.addHandler(_OverflowLogHook(hook))
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, fn: Callable[[FileSystemEvent], None]) -> None:
+        self._fn = fn
+
+    def dispatch(self, event: FileSystemEvent) -> None:
+        try:
+            self._fn(event)
+        except Exception:  # never kill the observer thread
+            log.exception("watch handler failed on %r", event)
+
+
+# ---------------------------------------------------------------------------
+# StateWatcher
+# ---------------------------------------------------------------------------
+
+
+class StateWatcher:
+    """Watch a project's state roots and report coalesced changes.
+
+    * Each existing root of `paths.watch_roots()` gets a recursive watch.
+    * The project root, and the nearest existing ancestor of each missing
+      root, get a non-recursive "anchor" watch so a root that appears later
+      (`.harn/` from a first run, `.harn-runs/`) is picked up: it is then
+      watched recursively and reported with `rescan=True` together with the
+      files already in it.
+    * A root that is deleted or replaced (`rm -rf .harn`, `mv .harn x`) is
+      reported with `rescan=True` and re-armed when it comes back.
+    * `harn.toml` in the project root is reported (roots may have changed).
+    * Inotify queue overflow or a crashed emitter → `on_batch(set(), True)`.
+    * If inotify cannot be used (watch/instance limit), fall back to polling
+      when `poll_fallback` (the default), with a warning.
+
+    `on_batch` runs on the debouncer thread; keep it short or hand off.
+    """
+
+    def __init__(
+        self,
+        paths: ProjectPaths,
+        on_batch: Callable[[set[str], bool], None],
+        debounce: float = 0.15,
+        max_wait: float = 1.0,
+        *,
+        poll_fallback: bool = True,
+        force_polling: bool = False,
+        poll_interval: float = 1.0,
+        health_interval: float = 1.0,
+    ) -> None:
+        self.paths = paths
+        self._on_batch = on_batch
+        self._poll_fallback = poll_fallback
+        self._force_polling = force_polling or InotifyObserver is None
+        self._poll_interval = poll_interval
+        self._health_interval = health_interval
+        self._project_root = os.path.abspath(paths.project_root)
+        self._harn_toml = os.path.join(self._project_root, "harn.toml")
+        self._roots: tuple[str, ...] = tuple(os.path.abspath(r) for r in paths.watch_roots())
+        # Longest first, so a path maps to its innermost root.
+        self._roots_by_len = sorted(self._roots, key=len, reverse=True)
+        self._memory_roots = tuple(
+            {os.path.abspath(paths.memory_root), os.path.abspath(paths.pattern_memory_root)}
+        )
+        self._debouncer = KeyedDebouncer(self._flush, debounce, max_wait, start=False)
+        self._lock = threading.Lock()  # guards watch bookkeeping; never taken in event handlers
+        self._observer: BaseObserver | None = None
+        self._root_watches: dict[str, tuple[ObservedWatch, tuple[int, int] | None]] = {}
+        self._anchor_watches: dict[str, tuple[ObservedWatch, tuple[int, int] | None]] = {}
+        # Roots without a live watch; replaced wholesale so handlers read it lock-free.
+        self._missing: frozenset[str] = frozenset(self._roots)
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._supervisor: threading.Thread | None = None
+        self._started = False
+        self._stopped = False
+        self.polling = False
+        self.overflows = 0  # how many overflow/error signals were seen (diagnostics)
+        self._last_overflow_warning = 0.0
+
+    # -- public -----------------------------------------------------------
+
+    @property
+    def watching(self) -> bool:
+        obs = self._observer
+        return self._started and not self._stopped and obs is not None and obs.is_alive()
+
+    @property
+    def roots_watched(self) -> list[str]:
+        with self._lock:
+            return sorted(self._root_watches)
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        self._debouncer = KeyedDebouncer(self._flush, self._debouncer.debounce, self._debouncer.max_wait)
+        with self._lock:
+            self._observer = self._new_observer()
+            self._observer.start()
+            self._reconcile_locked(initial=True)
+        self._supervisor = threading.Thread(target=self._supervise, name="harn-ls-watch", daemon=True)
+        self._supervisor.start()
+
+    def stop(self) -> None:
+        if not self._started or self._stopped:
+            return
+        self._stopped = True
+        self._stopping.set()
+        self._wake.set()
+        if self._supervisor is not None and self._supervisor is not threading.current_thread():
+            self._supervisor.join()
+        with self._lock:
+            obs, self._observer = self._observer, None
+            self._root_watches.clear()
+            self._anchor_watches.clear()
+        if obs is not None:
+            obs.stop()
+            if obs is not threading.current_thread():
+                obs.join(timeout=5)
+        self._debouncer.close()
+
+    def flush_now(self) -> None:
+        """Deliver pending changes now (e.g. before a CLI exits)."""
+        self._debouncer.flush_now()
+
+    def __enter__(self) -> "StateWatcher":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- event side (observer / inotify threads; must not take self._lock) --
+
+    def _root_of(self, path: str) -> str | None:
+        for r in self._roots_by_len:
+            if _is_within(path, r):
+                return r
+        return None
+
+    def _ignored(self, path: str) -> bool:
+        if is_ignored_name(os.path.basename(path)):
+            return True
+        root = self._root_of(path)
+        if root is None:
+            return False
+        rel = path[len(root) + 1 :].split(os.sep) if path != root else []
+        if any(".agent_state_tmp" in p or p == ".agent_state_meta" for p in rel[:-1]):
+            return True
+        for mem in self._memory_roots:
+            if path != mem and _is_within(path, mem):
+                if "vectors" in path[len(mem) + 1 :].split(os.sep):
+                    return True  # embedding cache (§C.6): bulky, not shown
+        return False
+
+    def _affects_roots(self, path: str) -> bool:
+        """Is `path` a root or an ancestor of one (so it may make roots appear/vanish)?"""
+        return any(_is_within(r, path) for r in self._roots)
+
+    def _on_root_event(self, event: FileSystemEvent) -> None:
+        src = os.fsdecode(event.src_path)
+        dest = os.fsdecode(getattr(event, "dest_path", "") or "")
+        if event.is_directory:
+            if not isinstance(event, (DirCreatedEvent, DirDeletedEvent, DirMovedEvent)):
+                return
+            touched = [p for p in (src, dest) if p and not self._ignored(p)]
+            if touched:
+                self._debouncer.touch_many([*touched, _RESCAN])
+            if any(self._affects_roots(p) or any(_is_within(m, p) for m in self._missing) for p in (src, dest) if p):
+                self._wake.set()  # a root (or a missing root's ancestor) changed
+            return
+        if isinstance(event, (FileCreatedEvent, FileModifiedEvent, FileDeletedEvent, FileMovedEvent)):
+            touched = [p for p in (src, dest) if p and not self._ignored(p)]
+            if touched:
+                self._debouncer.touch_many(touched)
+
+    def _on_anchor_event(self, event: FileSystemEvent) -> None:
+        src = os.fsdecode(event.src_path)
+        dest = os.fsdecode(getattr(event, "dest_path", "") or "")
+        for p in (src, dest):
+            if not p:
+                continue
+            if event.is_directory:
+                if self._affects_roots(p):
+                    self._wake.set()
+            elif p == self._harn_toml:
+                self._debouncer.touch(p)
+
+    def _on_overflow(self) -> None:
+        # Every watch group hears about one overflow; warn once per burst.
+        self.overflows += 1
+        now = time.monotonic()
+        if now - self._last_overflow_warning > 1.0:
+            self._last_overflow_warning = now
+            log.warning("file events were lost (inotify queue overflow); requesting a full rescan")
+        self._debouncer.touch(_FULL)
+
+    def _on_emitter_error(self) -> None:
+        self.overflows += 1
+        self._debouncer.touch(_FULL)
+        self._wake.set()
+
+    def _flush(self, keys: set) -> None:
+        if _FULL in keys:
+            self._on_batch(set(), True)
+            return
+        rescan = _RESCAN in keys
+        paths = {k for k in keys if isinstance(k, str)}
+        if paths or rescan:
+            self._on_batch(paths, rescan)
+
+    # -- supervisor side ----------------------------------------------------
+
+    def _supervise(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.wait(self._health_interval)
+            self._wake.clear()
+            if self._stopping.is_set():
+                return
+            try:
+                with self._lock:
+                    if self._observer is None:
+                        return
+                    self._reconcile_locked(initial=False)
+            except Exception:
+                log.exception("watch supervisor failed; retrying")
+                self._debouncer.touch(_FULL)
+
+    def _new_observer(self) -> BaseObserver:
+        if self._force_polling or self.polling:
+            self.polling = True
+            return PollingObserver(timeout=self._poll_interval)
+        try:
+            return _HookedInotifyObserver(self._on_overflow, self._on_emitter_error)
+        except OSError as exc:
+            if not (self._poll_fallback and _is_watch_limit(exc)):
+                raise
+            log.warning("inotify unavailable (%s); falling back to polling every %.1fs", exc, self._poll_interval)
+            self.polling = True
+            return PollingObserver(timeout=self._poll_interval)
+
+    def _switch_to_polling_locked(self, exc: OSError) -> None:
+        log.warning(
+            "inotify watch limit reached (%s); falling back to polling every %.1fs "
+            "(raise fs.inotify.max_user_watches to avoid this)",
+            exc,
+            self._poll_interval,
+        )
+        old = self._observer
+        self.polling = True
+        self._root_watches.clear()
+        self._anchor_watches.clear()
+        self._observer = self._new_observer()
+        self._observer.start()
+        if old is not None:
+            old.stop()
+            old.join(timeout=5)
+        self._debouncer.touch(_FULL)  # anything between the two observers is lost
+
+    def _schedule_locked(self, path: str, recursive: bool) -> ObservedWatch | None:
+        """Schedule a watch; None if the path vanished meanwhile."""
+        assert self._observer is not None
+        handler = _Handler(self._on_root_event if recursive else self._on_anchor_event)
+        for _attempt in range(2):
+            try:
+                return self._observer.schedule(handler, path, recursive=recursive, event_filter=_ROOT_FILTER)
+            except OSError as exc:
+                if _is_watch_limit(exc) and self._poll_fallback and not self.polling:
+                    self._switch_to_polling_locked(exc)
+                    continue
+                if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                    return None
+                raise
+        return None
+
+    def _unschedule_locked(self, watch: ObservedWatch) -> None:
+        if self._observer is None:
+            return
+        try:
+            self._observer.unschedule(watch)
+        except (KeyError, RuntimeError):
+            pass  # already gone (emitter stopped itself, observer replaced)
+
+    def _watch_healthy_locked(self, path: str, watch: ObservedWatch, ident) -> bool:
+        obs = self._observer
+        if obs is None:
+            return False
+        alive = any(
+            e.watch == watch and e.is_alive() and not e.stopped_event.is_set() for e in list(obs.emitters)
+        )
+        # Same inode: a renamed-away root keeps its watch but reports old paths.
+        return alive and ident is not None and _identity(path) == ident
+
+    def _reconcile_locked(self, initial: bool) -> None:
+        """Bring watches in line with what exists on disk, reporting changes."""
+        if self._observer is None:
+            return
+        if not self._observer.is_alive():
+            log.warning("watch observer died; restarting it")
+            self._root_watches.clear()
+            self._anchor_watches.clear()
+            self._observer = self._new_observer()
+            self._observer.start()
+            self._debouncer.touch(_FULL)
+
+        lost: set[str] = set()
+        appeared: set[str] = set()
+        for path, (watch, ident) in list(self._root_watches.items()):
+            if not self._watch_healthy_locked(path, watch, ident):
+                self._unschedule_locked(watch)
+                del self._root_watches[path]
+                lost.add(path)
+        for path, (watch, ident) in list(self._anchor_watches.items()):
+            if not self._watch_healthy_locked(path, watch, ident):
+                self._unschedule_locked(watch)
+                del self._anchor_watches[path]
+
+        # Loop until stable: a directory may appear between our check and the
+        # anchor watch that would have reported it.
+        for _round in range(8):
+            changed = False
+            for root in self._roots:
+                if root in self._root_watches or self._covered_locked(root):
+                    continue
+                if os.path.isdir(root):
+                    ident = _identity(root)
+                    watch = self._schedule_locked(root, recursive=True)
+                    if watch is not None:
+                        self._root_watches[root] = (watch, ident)
+                        changed = True
+                        if not initial or _round > 0:
+                            appeared.add(root)
+            wanted = self._wanted_anchors_locked()
+            for path in list(self._anchor_watches):
+                if path not in wanted:
+                    self._unschedule_locked(self._anchor_watches.pop(path)[0])
+            for path in wanted:
+                if path not in self._anchor_watches:
+                    ident = _identity(path)
+                    watch = self._schedule_locked(path, recursive=False)
+                    if watch is not None:
+                        self._anchor_watches[path] = (watch, ident)
+                        changed = True
+            if not changed:
+                break
+        self._missing = frozenset(r for r in self._roots if r not in self._root_watches and not self._covered_locked(r))
+
+        for root in sorted(lost - appeared):
+            log.info("watched root went away: %s", root)
+        for root in sorted(lost | appeared):
+            self._debouncer.touch_many([root, _RESCAN])
+        for root in sorted(appeared):
+            self._report_tree(root)
+
+    def _covered_locked(self, root: str) -> bool:
+        """Inside another root that already has a recursive watch."""
+        return any(w != root and _is_within(root, w) for w in self._root_watches)
+
+    def _wanted_anchors_locked(self) -> set[str]:
+        wanted: set[str] = set()
+        if os.path.isdir(self._project_root) and not any(
+            _is_within(self._project_root, w) for w in self._root_watches
+        ):
+            wanted.add(self._project_root)
+        for root in self._roots:
+            if root in self._root_watches or self._covered_locked(root):
+                continue
+            anc = os.path.dirname(root)
+            while anc and not os.path.isdir(anc):
+                parent = os.path.dirname(anc)
+                if parent == anc:
+                    break
+                anc = parent
+            if anc and os.path.isdir(anc) and not any(_is_within(anc, w) for w in self._root_watches):
+                wanted.add(anc)
+        return wanted
+
+    def _report_tree(self, root: str) -> None:
+        """Report files already inside a root that just appeared (written before our watch)."""
+        found: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if not self._ignored(os.path.join(dirpath, d))]
+            for name in filenames:
+                p = os.path.join(dirpath, name)
+                if not self._ignored(p):
+                    found.append(p)
+            if len(found) > _WALK_CAP:
+                return  # the root + rescan flag already cover it
+        self._debouncer.touch_many(found)

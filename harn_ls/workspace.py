@@ -1,0 +1,550 @@
+"""The in-memory model of one Harn project.
+
+`Workspace.load(path)` reads everything once; `apply(paths)` re-reads only
+what changed: new bytes of a JSONL log from its last offset, the one
+checkpoint file, the skill layers, one run record. Every query the server,
+the CLI and the renderers need lives here. No pygls, no writes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from harn_ls import paths as paths_mod
+from harn_ls.formats import checkpoints as ckpt_fmt
+from harn_ls.formats import facts as facts_fmt
+from harn_ls.formats import pattern_learning as pl_fmt
+from harn_ls.formats import runs as runs_fmt
+from harn_ls.formats import session_store as ss_fmt
+from harn_ls.formats import skills as skills_fmt
+from harn_ls.formats.jsonl import JsonlTail
+from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, MemoryRecord, namespace_of
+from harn_ls.formats.problems import Problem
+from harn_ls.recall import RecallEngine
+
+PATTERN_NAMESPACE = "project/pattern-learning"
+EVENTS_FILE = "events.jsonl"
+
+
+@dataclass
+class ChangeSet:
+    kinds: set[str] = field(default_factory=set)  # memory facts pattern checkpoints skills runs sessions roots
+    namespaces: set[str] = field(default_factory=set)
+    pipelines: set[str] = field(default_factory=set)
+    fact_files: set[str] = field(default_factory=set)  # project-relative source files whose facts changed
+    problem_paths: set[str] = field(default_factory=set)  # state files whose problem list may have changed
+    runs: set[str] = field(default_factory=set)
+    rescanned: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.kinds)
+
+    def merge(self, other: "ChangeSet") -> None:
+        for name in ("kinds", "namespaces", "pipelines", "fact_files", "problem_paths", "runs"):
+            getattr(self, name).update(getattr(other, name))
+        self.rescanned = self.rescanned or other.rescanned
+
+    def to_json(self) -> dict:
+        return {
+            "kinds": sorted(self.kinds),
+            "namespaces": sorted(self.namespaces),
+            "pipelines": sorted(self.pipelines),
+            "fact_files": sorted(self.fact_files),
+            "runs": sorted(self.runs),
+            "rescanned": self.rescanned,
+        }
+
+
+@dataclass
+class TranscriptEntry:
+    transcript: object  # formats.transcripts.Transcript
+    run_id: str | None
+    path: str
+
+
+def _is_under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+class Workspace:
+    def __init__(self, paths: paths_mod.ProjectPaths) -> None:
+        self.paths = paths
+        self.root = paths.project_root
+        self.memory: dict[str, MemoryNamespace] = {}
+        self._tails: dict[str, JsonlTail] = {}
+        self._ns_path: dict[str, str] = {}  # namespace -> events.jsonl path
+        self.checkpoints: dict[str, ckpt_fmt.CheckpointFile] = {}
+        self.facts: dict[tuple[str, int], facts_fmt.Fact] = {}  # (namespace, seq) -> fact
+        self.facts_by_id: dict[str, facts_fmt.Fact] = {}
+        self.facts_by_file: dict[str, set[tuple[str, int]]] = {}
+        self._fact_problems: dict[tuple[str, int], list[Problem]] = {}
+        self.pattern: pl_fmt.PatternLearning | None = None
+        self.legacy_streams: dict[str, str] = {}
+        self.migration_needed = False
+        self.skills: skills_fmt.SkillInventory | None = None
+        self.runs: dict[str, runs_fmt.RunRecord] = {}
+        self._run_paths: dict[str, str] = {}  # path -> run id
+        self.workers: dict[str, object] = {}
+        self.transcripts: dict[str, TranscriptEntry] = {}
+        self.sessions: ss_fmt.SessionStoreSnapshot | None = None
+        self.recall = RecallEngine()
+        self.loaded_at = 0.0
+        self.generation = 0  # bumped on every change, used to cache rendered text
+
+    # ------------------------------------------------------------------ load
+    @classmethod
+    def load(cls, path: str, env: Mapping[str, str] | None = None, home: str | None = None) -> "Workspace":
+        ws = cls(paths_mod.resolve(path, env=env, home=home))
+        ws.rescan()
+        return ws
+
+    def rescan(self) -> ChangeSet:
+        """Read everything from scratch (also the recovery path after watcher overflow)."""
+        self.memory.clear()
+        self._tails.clear()
+        self._ns_path.clear()
+        self.facts.clear()
+        self.facts_by_id.clear()
+        self.facts_by_file.clear()
+        self._fact_problems.clear()
+        self.recall = RecallEngine()
+        self.checkpoints.clear()
+        self.runs.clear()
+        self._run_paths.clear()
+        self.transcripts.clear()
+        self.workers.clear()
+        changes = ChangeSet(rescanned=True)
+        changes.kinds.update({"memory", "facts", "pattern", "checkpoints", "skills", "runs", "sessions", "roots"})
+        for ns, path in self._discover_namespaces().items():
+            self._load_namespace(ns, path, changes)
+        self._refresh_pattern(changes)
+        self._scan_checkpoints(changes)
+        self._refresh_skills(changes)
+        self._scan_runs(changes)
+        self._refresh_sessions(changes)
+        self.loaded_at = time.time()
+        self.generation += 1
+        return changes
+
+    def _discover_namespaces(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for root in self._memory_roots():
+            if not os.path.isdir(root):
+                continue
+            for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+                dirnames[:] = sorted(d for d in dirnames if d != "vectors")
+                if EVENTS_FILE in filenames:
+                    ns = namespace_of(root, os.path.join(dirpath, EVENTS_FILE))
+                    if root == self.paths.pattern_memory_root and root != self.paths.memory_root and ns != PATTERN_NAMESPACE:
+                        continue
+                    if root == self.paths.memory_root and ns == PATTERN_NAMESPACE and self._pattern_root_differs():
+                        continue
+                    found[ns] = os.path.join(dirpath, EVENTS_FILE)
+        return found
+
+    def _pattern_root_differs(self) -> bool:
+        return os.path.normpath(self.paths.pattern_memory_root) != os.path.normpath(self.paths.memory_root)
+
+    def _memory_roots(self) -> list[str]:
+        roots = [self.paths.memory_root]
+        if self._pattern_root_differs():
+            roots.append(self.paths.pattern_memory_root)
+        return roots
+
+    # ---------------------------------------------------------------- memory
+    def _load_namespace(self, ns: str, path: str, changes: ChangeSet) -> None:
+        if not self.paths.is_inside_project(path) and _is_under(path, self.root):
+            return  # a symlink out of the project: never followed
+        self._ns_path[ns] = path
+        self.memory[ns] = MemoryNamespace(ns, path)
+        self._tails[path] = JsonlTail(path)
+        self._read_namespace(ns, changes)
+
+    def _read_namespace(self, ns: str, changes: ChangeSet) -> None:
+        path = self._ns_path[ns]
+        tail = self._tails[path]
+        space = self.memory[ns]
+        for batch in tail.iter_batches():
+            if batch.reset:
+                self._drop_namespace_derived(ns, changes)
+                space = self.memory[ns] = MemoryNamespace(ns, path)
+            if batch.missing:
+                self._drop_namespace_derived(ns, changes)
+                del self.memory[ns]
+                del self._ns_path[ns]
+                del self._tails[path]
+                changes.kinds.add("memory")
+                changes.namespaces.add(ns)
+                changes.problem_paths.add(path)
+                return
+            if not batch.lines:
+                continue
+            delta = space.apply_lines(batch.lines)
+            self._apply_delta(ns, delta, changes)
+        changes.problem_paths.add(path)
+
+    def _drop_namespace_derived(self, ns: str, changes: ChangeSet) -> None:
+        space = self.memory.get(ns)
+        if space is None:
+            return
+        self._apply_delta(ns, MemoryDelta(removed=space.records()), changes)
+
+    def _apply_delta(self, ns: str, delta: MemoryDelta, changes: ChangeSet) -> None:
+        if not delta:
+            return
+        changes.kinds.add("memory")
+        changes.namespaces.add(ns)
+        self.recall.apply(ns, delta)
+        if delta.config_changed:
+            self.recall.set_config(ns, self.memory[ns].config)
+        path = self._ns_path.get(ns, "")
+        for record in delta.removed:
+            fact = self.facts.pop((ns, record.seq), None)
+            self._fact_problems.pop((ns, record.seq), None)
+            if fact is not None:
+                changes.kinds.add("facts")
+                self._unindex_fact(fact, (ns, record.seq), changes)
+        for record in delta.added:
+            if not _looks_like_fact(record):
+                continue
+            fact, problems = facts_fmt.fact_from_record(record, self.root, path)
+            if problems:
+                self._fact_problems[(ns, record.seq)] = problems
+            if fact is None:
+                continue
+            changes.kinds.add("facts")
+            self.facts[(ns, record.seq)] = fact
+            self._index_fact(fact, (ns, record.seq), changes)
+
+    def _index_fact(self, fact, key, changes: ChangeSet) -> None:
+        self.facts_by_id[fact.id] = fact
+        for ev in fact.evidence:
+            if ev.range is not None:
+                self.facts_by_file.setdefault(ev.range.path, set()).add(key)
+                changes.fact_files.add(ev.range.path)
+
+    def _unindex_fact(self, fact, key, changes: ChangeSet) -> None:
+        current = self.facts_by_id.get(fact.id)
+        if current is fact:
+            del self.facts_by_id[fact.id]
+            for other_key, other in self.facts.items():  # duplicate ids: the last remaining wins
+                if other.id == fact.id:
+                    self.facts_by_id[fact.id] = other
+        for ev in fact.evidence:
+            if ev.range is not None:
+                keys = self.facts_by_file.get(ev.range.path)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del self.facts_by_file[ev.range.path]
+                changes.fact_files.add(ev.range.path)
+
+    def _refresh_pattern(self, changes: ChangeSet) -> None:
+        space = self.memory.get(PATTERN_NAMESPACE)
+        path = self._ns_path.get(PATTERN_NAMESPACE, os.path.join(self.paths.pattern_learning_dir, EVENTS_FILE))
+        records = space.records() if space is not None else []
+        self.pattern = pl_fmt.project_pattern_learning(records, path)
+        self.legacy_streams = pl_fmt.legacy_stream_paths(self.paths.state_root)
+        self.migration_needed = pl_fmt.needs_migration(self.paths.state_root, self.paths.pattern_learning_dir)
+        changes.kinds.add("pattern")
+        changes.problem_paths.add(path)
+
+    # ----------------------------------------------------------- checkpoints
+    def _scan_checkpoints(self, changes: ChangeSet) -> None:
+        d = self.paths.checkpoint_dir
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            names = []
+        for name in names:
+            if name.endswith(".json"):
+                self._read_checkpoint(os.path.join(d, name), changes)
+
+    def _read_checkpoint(self, path: str, changes: ChangeSet) -> None:
+        pipeline = os.path.basename(path)[: -len(".json")]
+        changes.kinds.add("checkpoints")
+        changes.pipelines.add(pipeline)
+        changes.problem_paths.add(path)
+        if not os.path.lexists(path) or not self.paths.is_inside_project(path):
+            self.checkpoints.pop(pipeline, None)
+            return
+        self.checkpoints[pipeline] = ckpt_fmt.read_checkpoint_file(path)
+
+    # ---------------------------------------------------------------- skills
+    def _refresh_skills(self, changes: ChangeSet) -> None:
+        old = self.skills
+        self.skills = skills_fmt.discover_skills(self.paths, self.paths.trusted_signers_dir)
+        changes.kinds.add("skills")
+        for inv in (old, self.skills):
+            if inv is not None:
+                for s in list(inv.skills) + list(inv.shadowed):
+                    changes.problem_paths.add(s.path)
+
+    # ------------------------------------------------------------------ runs
+    def _scan_runs(self, changes: ChangeSet) -> None:
+        d = self.paths.run_root
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            names = []
+        for name in names:
+            if name.endswith(".json"):
+                self._read_run(os.path.join(d, name), changes)
+        pg = os.path.join(d, "playground")
+        if os.path.isdir(pg):
+            for job in sorted(os.listdir(pg)):
+                p = os.path.join(pg, job, "run.json")
+                if os.path.isfile(p):
+                    self._read_run(p, changes)
+        wd = self.paths.worker_dir
+        try:
+            wnames = sorted(os.listdir(wd))
+        except OSError:
+            wnames = []
+        for name in wnames:
+            if name.endswith(".json"):
+                self._read_worker(os.path.join(wd, name), changes)
+
+    def _forget_run_path(self, path: str) -> None:
+        run_id = self._run_paths.pop(path, None)
+        if run_id is None:
+            return
+        self.runs.pop(run_id, None)
+        for tid in [t for t, e in self.transcripts.items() if e.path == path]:
+            del self.transcripts[tid]
+
+    def _read_run(self, path: str, changes: ChangeSet) -> None:
+        changes.kinds.add("runs")
+        changes.problem_paths.add(path)
+        self._forget_run_path(path)
+        if not os.path.isfile(path) or not self.paths.is_inside_project(path) and _is_under(path, self.root):
+            return
+        run = runs_fmt.read_run_record(path)
+        self.runs[run.id] = run
+        self._run_paths[path] = run.id
+        changes.runs.add(run.id)
+        for tr in run.transcripts:
+            self.transcripts[tr.id] = TranscriptEntry(tr, run.id, path)
+
+    def _read_worker(self, path: str, changes: ChangeSet) -> None:
+        changes.kinds.add("runs")
+        for tid in [t for t, e in self.transcripts.items() if e.path == path]:
+            del self.transcripts[tid]
+        self.workers.pop(path, None)
+        if not os.path.isfile(path):
+            return
+        snap = runs_fmt.read_worker_snapshot(path)
+        self.workers[path] = snap
+        tr = getattr(snap, "transcript", None)
+        if tr is not None:
+            self.transcripts[tr.id] = TranscriptEntry(tr, None, path)
+
+    # -------------------------------------------------------------- sessions
+    def _refresh_sessions(self, changes: ChangeSet) -> None:
+        path = self.paths.session_store
+        changes.kinds.add("sessions")
+        changes.problem_paths.add(path)
+        self.sessions = ss_fmt.read_session_store(path) if os.path.isfile(path) else None
+
+    # ----------------------------------------------------------------- apply
+    def apply(self, changed: Iterable[str]) -> ChangeSet:
+        """Bring the model up to date with the given changed paths (files or dirs)."""
+        changes = ChangeSet()
+        paths = self.paths
+        need_skills = need_pattern = need_sessions = False
+        for raw in sorted(set(changed)):
+            path = os.path.abspath(raw)
+            base = os.path.basename(path)
+            if path == os.path.join(self.root, "harn.toml"):
+                return self.rescan()
+            if os.path.isdir(path) or (not os.path.exists(path) and "." not in base):
+                # A directory appeared, vanished or was renamed: rescan what can live below it.
+                if any(_is_under(path, r) or _is_under(r, path) for r in self._memory_roots()):
+                    self._rescan_namespaces(changes)
+                    need_pattern = True
+                if _is_under(paths.checkpoint_dir, path) or _is_under(path, paths.checkpoint_dir):
+                    self._rescan_checkpoints(changes)
+                if any(_is_under(path, r.path) or _is_under(r.path, path) for r in paths.skill_roots):
+                    need_skills = True
+                if _is_under(path, paths.run_root) or _is_under(paths.run_root, path) or _is_under(path, paths.worker_dir):
+                    self._rescan_runs(changes)
+                if _is_under(paths.state_root, path) or _is_under(path, paths.state_root):
+                    need_sessions = need_pattern = True
+                continue
+            if base == EVENTS_FILE and any(_is_under(path, r) for r in self._memory_roots()) \
+                    and f"{os.sep}vectors{os.sep}" not in path:
+                ns = self._namespace_for(path)
+                if ns is None:
+                    continue
+                if ns in self._ns_path and self._ns_path[ns] == path:
+                    self._read_namespace(ns, changes)
+                elif os.path.isfile(path):
+                    self._load_namespace(ns, path, changes)
+                if ns == PATTERN_NAMESPACE:
+                    need_pattern = True
+                continue
+            if os.path.dirname(path) == paths.checkpoint_dir and base.endswith(".json"):
+                self._read_checkpoint(path, changes)
+                continue
+            if any(_is_under(path, r.path) for r in paths.skill_roots):
+                need_skills = True
+                continue
+            if _is_under(path, paths.run_root):
+                if base.endswith(".json") and (os.path.dirname(path) == paths.run_root or base == "run.json"):
+                    self._read_run(path, changes)
+                elif base == "llm_transcript.jsonl":
+                    changes.kinds.add("runs")
+                continue
+            if os.path.dirname(path) == paths.worker_dir and base.endswith(".json"):
+                self._read_worker(path, changes)
+                continue
+            if base.startswith("session-store.sqlite"):
+                need_sessions = True
+                continue
+            if _is_under(path, paths.legacy_session_store_dir) or base == pl_fmt.MIGRATION_MARKER:
+                need_pattern = True
+        if PATTERN_NAMESPACE in changes.namespaces:
+            need_pattern = True
+        if need_pattern:
+            self._refresh_pattern(changes)
+        if need_skills:
+            self._refresh_skills(changes)
+        if need_sessions:
+            self._refresh_sessions(changes)
+        if changes:
+            self.generation += 1
+        return changes
+
+    def _namespace_for(self, path: str) -> str | None:
+        for root in self._memory_roots():
+            if _is_under(path, root):
+                ns = namespace_of(root, path)
+                if root == self.paths.memory_root and ns == PATTERN_NAMESPACE and self._pattern_root_differs():
+                    return None
+                if root != self.paths.memory_root and ns != PATTERN_NAMESPACE:
+                    continue
+                return ns
+        return None
+
+    def _rescan_namespaces(self, changes: ChangeSet) -> None:
+        found = self._discover_namespaces()
+        for ns in list(self.memory):
+            if found.get(ns) != self._ns_path.get(ns):
+                self._drop_namespace_derived(ns, changes)
+                path = self._ns_path.pop(ns)
+                self._tails.pop(path, None)
+                del self.memory[ns]
+                changes.kinds.add("memory")
+                changes.namespaces.add(ns)
+                changes.problem_paths.add(path)
+        for ns, path in found.items():
+            if ns in self.memory:
+                self._read_namespace(ns, changes)
+            else:
+                self._load_namespace(ns, path, changes)
+
+    def _rescan_checkpoints(self, changes: ChangeSet) -> None:
+        for pipeline, cf in list(self.checkpoints.items()):
+            if not os.path.exists(cf.path):
+                self._read_checkpoint(cf.path, changes)
+        self._scan_checkpoints(changes)
+
+    def _rescan_runs(self, changes: ChangeSet) -> None:
+        for path in list(self._run_paths):
+            if not os.path.exists(path):
+                self._read_run(path, changes)
+        for path in list(self.workers):
+            if not os.path.exists(path):
+                self._read_worker(path, changes)
+        self._scan_runs(changes)
+
+    # --------------------------------------------------------------- queries
+    def namespace_path(self, ns: str) -> str | None:
+        return self._ns_path.get(ns)
+
+    def facts_for_file(self, rel_path: str) -> list:
+        keys = self.facts_by_file.get(rel_path, ())
+        return [self.facts[k] for k in sorted(keys, key=lambda k: (k[0], k[1])) if k in self.facts]
+
+    def relpath(self, abs_path: str) -> str | None:
+        """Project-relative POSIX path, or None when outside the project."""
+        p = os.path.abspath(abs_path)
+        if not _is_under(p, self.root):
+            return None
+        return os.path.relpath(p, self.root).replace(os.sep, "/")
+
+    def pending_proposals(self, include_suppressed: bool = False, now: str | None = None) -> list:
+        if self.pattern is None:
+            return []
+        now = now or utc_now_iso()
+        out = []
+        for p in self.pattern.pending:
+            if not include_suppressed and pl_fmt.is_suppressed(p.id, self.pattern.state, now):
+                continue
+            out.append(p)
+        return out
+
+    def proposal(self, proposal_id: str):
+        if self.pattern is None:
+            return None
+        for p in self.pattern.pending:
+            if p.id == proposal_id:
+                return p
+        return None
+
+    def problems(self) -> list[Problem]:
+        out: list[Problem] = []
+        for ns, space in sorted(self.memory.items()):
+            out.extend(space.problems)
+            torn = self._tails[self._ns_path[ns]].torn_problem()
+            if torn is not None:
+                out.append(torn)
+        for plist in self._fact_problems.values():
+            out.extend(plist)
+        if self.pattern is not None:
+            out.extend(self.pattern.problems)
+        for cf in self.checkpoints.values():
+            out.extend(cf.problems)
+        if self.skills is not None:
+            out.extend(self.skills.problems)
+        for run in self.runs.values():
+            out.extend(run.problems)
+        if self.sessions is not None:
+            out.extend(self.sessions.problems)
+        return out
+
+    def problems_by_path(self) -> dict[str, list[Problem]]:
+        out: dict[str, list[Problem]] = {}
+        for p in self.problems():
+            out.setdefault(p.path, []).append(p)
+        return out
+
+    def counts(self) -> dict[str, int]:
+        active = sum(len(s.active) for s in self.memory.values())
+        pending = self.pending_proposals()
+        return {
+            "checkpoints": len(self.checkpoints),
+            "checkpointKeys": sum(len(c.entries) for c in self.checkpoints.values()),
+            "namespaces": len(self.memory),
+            "records": active,
+            "facts": len(self.facts),
+            "proposals": len(pending),
+            "skills": len(self.skills.skills) if self.skills else 0,
+            "runs": len(self.runs),
+            "transcripts": len(self.transcripts),
+            "sessions": len(self.sessions.sessions) if self.sessions else 0,
+        }
+
+
+def _looks_like_fact(record: MemoryRecord) -> bool:
+    v = record.value
+    return isinstance(v, dict) and v.get("schema") == "harn.fact.v1"
+
+
+def utc_now_iso() -> str:
+    """`date_now_iso()` format: milliseconds and Z."""
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"

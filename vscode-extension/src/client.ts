@@ -1,0 +1,162 @@
+// Owns the one LanguageClient: start, stop, restart; wires the custom notifications.
+import * as vscode from 'vscode';
+import {
+  ExecuteCommandRequest, LanguageClient, LanguageClientOptions, ServerOptions, State, TransportKind,
+} from 'vscode-languageclient/node';
+import { isFailure, resolveLaunch } from './launch';
+import {
+  ClientCommands, InitializationOptions, Methods, SCHEME, StatusParams, TreeChangedParams, TreeParams, TreeResult,
+} from './protocol';
+
+export interface ConnectionEvents {
+  onTreeChanged(params: TreeChangedParams): void;
+  onStatus(params: StatusParams): void;
+  onStarting(): void;
+  onRunning(): void;
+  onFailed(reason: string): void;
+}
+
+/** A plain-object copy of the harnState.* settings (nested like the JSON settings). */
+export function harnSettings(scope?: vscode.Uri): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(vscode.workspace.getConfiguration('harnState', scope)));
+}
+
+export class Connection implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private ready: Promise<LanguageClient | undefined> = Promise.resolve(undefined);
+  private queue: Promise<void> = Promise.resolve();
+  private disposed = false;
+
+  constructor(private readonly log: vscode.LogOutputChannel, private readonly events: ConnectionEvents) {}
+
+  /** The running client, waiting for a start in progress; undefined when it is not running. */
+  async running(): Promise<LanguageClient | undefined> {
+    const c = await this.ready;
+    return c && c.state === State.Running ? c : undefined;
+  }
+
+  async request<R>(method: string, params: unknown): Promise<R> {
+    const c = await this.running();
+    if (!c) { throw new Error('harn-ls is not running'); }
+    return c.sendRequest<R>(method, params);
+  }
+
+  tree(params: TreeParams): Promise<TreeResult | undefined> {
+    return this.request<TreeResult | undefined>(Methods.tree, params);
+  }
+
+  /** workspace/executeCommand with one object argument, as the server's commands take. */
+  async execute<R = unknown>(command: string, args: Record<string, unknown>): Promise<R> {
+    const c = await this.running();
+    if (!c) { throw new Error('harn-ls is not running'); }
+    return c.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] }) as Promise<R>;
+  }
+
+  start(): Promise<void> { return this.enqueue(() => this.doStart()); }
+  stop(): Promise<void> { return this.enqueue(() => this.doStop()); }
+  restart(): Promise<void> { return this.enqueue(async () => { await this.doStop(); await this.doStart(); }); }
+
+  private enqueue(op: () => Promise<void>): Promise<void> {
+    const next = this.queue.then(op, op);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async doStart(): Promise<void> {
+    if (this.disposed) { return; }
+    let settle!: (c: LanguageClient | undefined) => void;
+    this.ready = new Promise(r => { settle = r; });
+    this.events.onStarting();
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    if (!folder) {
+      this.log.info('No folder is open: harn-ls is not started.');
+      settle(undefined);
+      this.events.onFailed('no folder is open');
+      return;
+    }
+    const plan = await resolveLaunch(folder, this.log);
+    if (isFailure(plan)) {
+      this.log.error(`${plan.error} Tried: ${plan.tried.join(', ') || '(nothing)'}`);
+      settle(undefined);
+      this.events.onFailed('harn_ls is not installed');
+      void this.notifyMissing(plan.error);
+      return;
+    }
+    this.log.info(`Starting harn-ls: ${plan.command} ${plan.args.join(' ')} (from ${plan.source}; cwd ${plan.cwd ?? '-'})`);
+    const serverOptions: ServerOptions = {
+      command: plan.command,
+      args: plan.args,
+      transport: TransportKind.stdio,
+      options: { cwd: plan.cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
+    };
+    const initializationOptions: InitializationOptions = {
+      settings: { harnState: harnSettings(folder.uri) },
+      workspaceTrusted: vscode.workspace.isTrusted,
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: 'file' }, { scheme: SCHEME }],
+      workspaceFolder: folder,
+      outputChannel: this.log,
+      traceOutputChannel: this.log,
+      initializationOptions,
+      synchronize: { configurationSection: 'harnState' },
+    };
+    const client = new LanguageClient('harnState', 'Harn State', serverOptions, clientOptions);
+    client.onNotification(Methods.treeChanged, (p: TreeChangedParams) => this.events.onTreeChanged(p));
+    client.onNotification(Methods.status, (p: StatusParams) => this.events.onStatus(p));
+    client.onDidChangeState(e => {
+      if (e.newState === State.Stopped && this.client === client && !this.disposed) {
+        this.events.onFailed('the server stopped');
+      }
+    });
+    this.client = client;
+    try {
+      await client.start();
+      this.log.info('harn-ls is running.');
+      settle(client);
+      this.events.onRunning();
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      this.log.error(`harn-ls failed to start: ${msg}`);
+      settle(undefined);
+      this.events.onFailed(msg);
+      void vscode.window.showErrorMessage(`Harn State: harn-ls failed to start (${msg}).`, 'Show Log', 'Open Settings')
+        .then(pick => this.handlePick(pick));
+    }
+  }
+
+  private async doStop(): Promise<void> {
+    const c = this.client;
+    this.client = undefined;
+    this.ready = Promise.resolve(undefined);
+    if (!c) { return; }
+    try {
+      if (c.isRunning()) { await c.stop(5000); }
+    } catch (e) {
+      this.log.warn(`Stopping harn-ls: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    try { await c.dispose(2000); } catch { /* already gone */ }
+  }
+
+  private async notifyMissing(detail: string): Promise<void> {
+    const pick = await vscode.window.showErrorMessage(
+      `Harn State: ${detail} Install it into your interpreter (\`python -m pip install harn-ls\`) ` +
+      'or set "harnState.server.path" to a Python that has it (or to the harn-ls program).',
+      'Open Settings', 'Show Log',
+    );
+    this.handlePick(pick);
+  }
+
+  private handlePick(pick: string | undefined): void {
+    if (pick === 'Open Settings') {
+      void vscode.commands.executeCommand('workbench.action.openSettings', 'harnState.server');
+    } else if (pick === 'Show Log') {
+      void vscode.commands.executeCommand(ClientCommands.showLog);
+    }
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true;
+    await this.stop();
+  }
+}

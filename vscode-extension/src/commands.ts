@@ -1,0 +1,233 @@
+// Palette, tree-menu and inline commands. Each one gathers arguments in the UI
+// and forwards to a server command (workspace/executeCommand); the server acts.
+import * as vscode from 'vscode';
+import type { Connection } from './client';
+import { ClientCommands, Context, INDEX_URI, ServerCommands, TreeItemData, ViewName } from './protocol';
+import type { Node, Trees } from './trees';
+
+/** Opens a harn-state: (or any) document as Markdown, so it renders readable. */
+export async function openDocument(uri: string | vscode.Uri, preview = true): Promise<vscode.TextEditor> {
+  const u = typeof uri === 'string' ? vscode.Uri.parse(uri, true) : uri;
+  let doc = await vscode.workspace.openTextDocument(u);
+  if (doc.languageId !== 'markdown' && u.scheme !== 'file') {
+    doc = await vscode.languages.setTextDocumentLanguage(doc, 'markdown');
+  }
+  return vscode.window.showTextDocument(doc, { preview });
+}
+
+type ItemArg = Node | TreeItemData | string | { id?: string } | undefined;
+
+function itemOf(arg: ItemArg): TreeItemData | undefined {
+  if (!arg || typeof arg === 'string') { return undefined; }
+  if ((arg as Node).kind === 'item') { return (arg as Extract<Node, { kind: 'item' }>).item; }
+  if ((arg as TreeItemData).label !== undefined && (arg as TreeItemData).id !== undefined) { return arg as TreeItemData; }
+  return undefined;
+}
+
+const KIND_PREFIX = /^(proposal|proposal\.suppressed|proposals?|fact|facts|checkpointStage|stage|skill|run|transcript|record|memoryRecord):/;
+
+/** The id a server command wants for a tree item: item.data.id, else its id without a "kind:" prefix. */
+export function idOf(arg: ItemArg): string | undefined {
+  if (typeof arg === 'string') { return arg; }
+  const item = itemOf(arg);
+  if (!item) { return typeof (arg as { id?: unknown })?.id === 'string' ? (arg as { id: string }).id : undefined; }
+  const fromData = item.data?.id;
+  if (typeof fromData === 'string') { return fromData; }
+  return item.id.replace(KIND_PREFIX, '');
+}
+
+/** {pipeline, key} for a checkpoint-stage item. */
+export function stageOf(arg: ItemArg): { pipeline: string; key: string } | undefined {
+  const item = itemOf(arg);
+  const raw = arg as { pipeline?: unknown; key?: unknown } | undefined;
+  if (!item && raw && typeof raw.pipeline === 'string' && typeof raw.key === 'string') {
+    return { pipeline: raw.pipeline, key: raw.key };
+  }
+  if (!item) { return undefined; }
+  const d = item.data ?? {};
+  if (typeof d.pipeline === 'string' && typeof d.key === 'string') { return { pipeline: d.pipeline, key: d.key }; }
+  // harn-state:/checkpoints/<pipeline>.md?key=<key>  or  ...#<key>
+  if (item.uri) {
+    const u = vscode.Uri.parse(item.uri);
+    const m = /^\/checkpoints\/(.+)\.md$/.exec(u.path);
+    const q = new URLSearchParams(u.query);
+    const key = q.get('key') ?? (u.fragment ? u.fragment : undefined);
+    if (m && key) { return { pipeline: m[1], key }; }
+  }
+  // id "checkpointStage:<pipeline>:<key>" / "<pipeline>\u0000<key>" / parent pipeline + own key
+  const id = item.id.replace(KIND_PREFIX, '');
+  for (const sep of ['\u0000', '::', '#']) {
+    const i = id.indexOf(sep);
+    if (i > 0) { return { pipeline: id.slice(0, i), key: id.slice(i + sep.length) }; }
+  }
+  const node = arg as Node;
+  if (node && (node as { kind?: string }).kind === 'item' && node.kind === 'item' && node.parent) {
+    const parentId = node.parent.item.id.replace(/^(checkpointFile|checkpoints?|pipeline):/, '');
+    return { pipeline: parentId, key: id };
+  }
+  const i = id.indexOf(':');
+  return i > 0 ? { pipeline: id.slice(0, i), key: id.slice(i + 1) } : undefined;
+}
+
+function describeResult(result: unknown): string | undefined {
+  if (!result || typeof result !== 'object') { return typeof result === 'string' ? result : undefined; }
+  const r = result as Record<string, unknown>;
+  for (const k of ['message', 'summary']) { if (typeof r[k] === 'string') { return r[k] as string; } }
+  for (const k of ['path', 'skill_path', 'skillPath', 'written']) { if (typeof r[k] === 'string') { return `wrote ${r[k]}`; } }
+  return undefined;
+}
+
+export function registerCommands(
+  context: vscode.ExtensionContext,
+  conn: Connection,
+  trees: Trees,
+  log: vscode.LogOutputChannel,
+): void {
+  const run = (what: string, fn: (...args: any[]) => Promise<unknown>) => async (...args: any[]) => {
+    try {
+      return await fn(...args);
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      log.error(`${what}: ${msg}`);
+      void vscode.window.showErrorMessage(`Harn State: ${what} failed: ${msg}`);
+      return undefined;
+    }
+  };
+
+  const pickItem = async (view: ViewName, contextValue: string, placeHolder: string): Promise<string | undefined> => {
+    const items = await trees.collect(view, contextValue);
+    if (!items.length) {
+      void vscode.window.showInformationMessage(`Harn State: nothing to choose (${placeHolder.toLowerCase()}).`);
+      return undefined;
+    }
+    const pick = await vscode.window.showQuickPick(
+      items.map(it => ({ label: it.label, description: it.description, detail: it.tooltip?.split('\n')[0], it })),
+      { placeHolder, matchOnDescription: true, matchOnDetail: true },
+    );
+    return pick ? idOf(pick.it) : undefined;
+  };
+
+  const reg = (id: string, what: string, fn: (...args: any[]) => Promise<unknown>) =>
+    context.subscriptions.push(vscode.commands.registerCommand(id, run(what, fn)));
+
+  context.subscriptions.push(
+    vscode.commands.registerCommand(ClientCommands.showLog, () => log.show(true)),
+    vscode.commands.registerCommand(ClientCommands.restartServer, () => conn.restart()),
+  );
+
+  reg(ClientCommands.openDocument, 'Open', async (uri: string | vscode.Uri) => openDocument(uri));
+  reg(ClientCommands.openIndex, 'Open index', async () => openDocument(INDEX_URI));
+
+  reg(ClientCommands.openItem, 'Open', async (arg: ItemArg) => {
+    const item = itemOf(arg);
+    if (item?.uri) { return openDocument(item.uri); }
+    if (item?.command) { return vscode.commands.executeCommand(item.command.command, ...(item.command.arguments ?? [])); }
+    return undefined;
+  });
+
+  reg(ClientCommands.rescan, 'Rescan', async () => {
+    await conn.execute(ServerCommands.rescan, {});
+    trees.refreshAll();
+  });
+
+  reg(ClientCommands.recall, 'Recall', async (query?: string, namespace?: string) => {
+    if (typeof query !== 'string' || !query.trim()) {
+      query = await vscode.window.showInputBox({
+        title: 'Harn State: Recall Memory',
+        prompt: 'Search the agent\'s memory with Harn\'s own ranking',
+        placeHolder: 'e.g. retry policy for flaky tests',
+        ignoreFocusOut: true,
+      });
+    }
+    if (!query || !query.trim()) { return undefined; }
+    const args: Record<string, unknown> = { query: query.trim() };
+    if (typeof namespace === 'string' && namespace) { args.namespace = namespace; }
+    const res = await conn.execute<{ uri?: string } | string>(ServerCommands.recall, args);
+    const uri = typeof res === 'string' ? res : res?.uri;
+    if (!uri) { throw new Error('the server returned no document'); }
+    return openDocument(uri, false);
+  });
+
+  reg(ClientCommands.probeTypecheck, 'Typecheck probe', async () => {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor) { throw new Error('open a file and select the code to probe'); }
+    const doc = editor.document;
+    const sel = editor.selection.isEmpty
+      ? new vscode.Range(doc.lineAt(0).range.start, doc.lineAt(doc.lineCount - 1).range.end)
+      : editor.selection;
+    if (doc.isDirty) { await doc.save(); }
+    const range = {
+      start: { line: sel.start.line, character: sel.start.character },
+      end: { line: sel.end.line, character: sel.end.character },
+    };
+    const result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: 'Harn State: running typecheck probe…', cancellable: false },
+      () => conn.execute<Record<string, unknown> | undefined>(ServerCommands.probeTypecheck, { uri: doc.uri.toString(), range }),
+    );
+    const n = Array.isArray(result?.diagnostics) ? (result!.diagnostics as unknown[]).length : undefined;
+    const msg = describeResult(result) ?? (n !== undefined ? `${n} diagnostic${n === 1 ? '' : 's'}` : 'done');
+    log.info(`Typecheck probe on ${doc.uri.toString()} ${sel.start.line + 1}:${sel.start.character + 1}-${sel.end.line + 1}:${sel.end.character + 1}: ${msg}`);
+    void vscode.window.setStatusBarMessage(`Harn probe: ${msg}`, 8000);
+    return result;
+  });
+
+  reg(ClientCommands.acceptProposal, 'Accept proposal', async (arg?: ItemArg) => {
+    const id = idOf(arg) ?? await pickItem('skills', Context.proposal, 'Pending proposal to accept');
+    if (!id) { return undefined; }
+    const res = await conn.execute(ServerCommands.acceptProposal, { id });
+    trees.refresh('skills');
+    trees.refresh('memory');
+    void vscode.window.showInformationMessage(`Harn State: accepted proposal ${id}${describeResult(res) ? ` — ${describeResult(res)}` : ''}.`);
+    return res;
+  });
+
+  reg(ClientCommands.rejectProposal, 'Reject proposal', async (arg?: ItemArg, daysArg?: number) => {
+    const id = idOf(arg) ?? await pickItem('skills', Context.proposal, 'Pending proposal to reject');
+    if (!id) { return undefined; }
+    let days = typeof daysArg === 'number' ? daysArg : undefined;
+    if (days === undefined) {
+      const input = await vscode.window.showInputBox({
+        title: `Reject proposal ${id}`,
+        prompt: 'Suppress this proposal for how many days?',
+        value: '14',
+        validateInput: v => (/^\d+$/.test(v.trim()) && Number(v) > 0 ? undefined : 'A whole number of days, at least 1'),
+      });
+      if (input === undefined) { return undefined; }
+      days = Number(input.trim());
+    }
+    const res = await conn.execute(ServerCommands.rejectProposal, { id, days });
+    trees.refresh('skills');
+    void vscode.window.showInformationMessage(`Harn State: rejected proposal ${id} for ${days} days.`);
+    return res;
+  });
+
+  reg(ClientCommands.invalidateFact, 'Invalidate fact', async (arg?: ItemArg) => {
+    const id = idOf(arg);
+    if (!id) { throw new Error('choose a fact in the Memory & Facts view'); }
+    const label = itemOf(arg)?.label ?? id;
+    const ok = await vscode.window.showWarningMessage(
+      `Invalidate the fact "${label}"? Harn will no longer use it.`, { modal: true }, 'Invalidate');
+    if (ok !== 'Invalidate') { return undefined; }
+    const res = await conn.execute(ServerCommands.invalidateFact, { id });
+    trees.refresh('memory');
+    return res;
+  });
+
+  reg(ClientCommands.forgetCheckpointStage, 'Forget checkpoint stage', async (arg?: ItemArg) => {
+    const stage = stageOf(arg);
+    if (!stage) { throw new Error('choose a stage in the Checkpoints view'); }
+    const ok = await vscode.window.showWarningMessage(
+      `Forget stage "${stage.key}" of pipeline "${stage.pipeline}"? The next run recomputes it.`, { modal: true }, 'Forget');
+    if (ok !== 'Forget') { return undefined; }
+    const res = await conn.execute(ServerCommands.forgetCheckpointStage, stage);
+    trees.refresh('checkpoints');
+    return res;
+  });
+
+  reg(ClientCommands.migratePatternLearning, 'Migrate pattern-learning state', async () => {
+    const res = await conn.execute(ServerCommands.migratePatternLearning, {});
+    trees.refreshAll();
+    void vscode.window.showInformationMessage(`Harn State: ${describeResult(res) ?? 'pattern-learning state migrated'}.`);
+    return res;
+  });
+}

@@ -1,0 +1,84 @@
+// Harn State: a thin VS Code client of the harn-ls language server.
+// The server reads the project and does every action; this side shows views and forwards commands.
+import * as vscode from 'vscode';
+import { Connection } from './client';
+import { registerCommands } from './commands';
+import { onPythonInterpreterChange } from './launch';
+import { StatusBar } from './status';
+import { Trees } from './trees';
+
+let connection: Connection | undefined;
+
+/** Sets `harnState.noState` when no workspace folder has a .harn/ directory (drives the welcome view). */
+async function updateNoState(): Promise<void> {
+  let found = false;
+  for (const folder of vscode.workspace.workspaceFolders ?? []) {
+    try {
+      const st = await vscode.workspace.fs.stat(vscode.Uri.joinPath(folder.uri, '.harn'));
+      if (st.type & vscode.FileType.Directory) { found = true; break; }
+    } catch { /* absent */ }
+  }
+  await vscode.commands.executeCommand('setContext', 'harnState.noState', !found);
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const log = vscode.window.createOutputChannel('Harn State', { log: true });
+  const status = new StatusBar();
+  context.subscriptions.push(log, status);
+
+  let trees: Trees | undefined;
+  const conn = new Connection(log, {
+    onTreeChanged: p => trees?.onTreeChanged(p),
+    onStatus: p => status.update(p),
+    onStarting: () => {
+      status.starting();
+      void vscode.commands.executeCommand('setContext', 'harnState.serverFailed', false);
+    },
+    onRunning: () => {
+      void vscode.commands.executeCommand('setContext', 'harnState.serverFailed', false);
+      trees?.refreshAll();
+    },
+    onFailed: reason => {
+      status.failed(reason);
+      void vscode.commands.executeCommand('setContext', 'harnState.serverFailed', true);
+      trees?.refreshAll();
+    },
+  });
+  connection = conn;
+  trees = new Trees(p => conn.tree(p));
+  context.subscriptions.push(trees, { dispose: () => void conn.dispose() });
+  registerCommands(context, conn, trees, log);
+
+  await updateNoState();
+  const watcher = vscode.workspace.createFileSystemWatcher('**/.harn', false, true, false);
+  context.subscriptions.push(
+    watcher,
+    watcher.onDidCreate(() => void updateNoState()),
+    watcher.onDidDelete(() => void updateNoState()),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => { void updateNoState(); void conn.restart(); }),
+    vscode.workspace.onDidChangeConfiguration(e => {
+      if (e.affectsConfiguration('harnState.server')) {
+        log.info('harnState.server settings changed: restarting harn-ls.');
+        void conn.restart();
+      }
+    }),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      log.info('Workspace trusted: restarting harn-ls with probes enabled.');
+      void conn.restart();
+    }),
+  );
+  void onPythonInterpreterChange(() => {
+    const set = vscode.workspace.getConfiguration('harnState').get<string>('server.path');
+    if (!set) {
+      log.info('Python interpreter changed: restarting harn-ls.');
+      void conn.restart();
+    }
+  }).then(d => { if (d) { context.subscriptions.push(d); } });
+
+  void conn.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await connection?.dispose();
+  connection = undefined;
+}

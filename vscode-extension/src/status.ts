@@ -1,0 +1,80 @@
+// Status bar item fed by the server's harn/status notification; click opens the index.
+import * as vscode from 'vscode';
+import { ClientCommands, StatusParams } from './protocol';
+
+/** Counts shown in the bar itself, in this order, when the server reports them. */
+const SHOWN: Array<[string, string]> = [
+  ['runs', 'run'],
+  ['facts', 'fact'],
+  ['proposals', 'proposal'],
+  ['pending', 'proposal'],
+  ['skills', 'skill'],
+];
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+export class StatusBar implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem('harnState.status', vscode.StatusBarAlignment.Left, 10);
+
+  constructor() {
+    this.item.name = 'Harn State';
+    this.item.command = ClientCommands.openIndex;
+    this.starting();
+  }
+
+  starting(): void {
+    this.item.text = '$(loading~spin) Harn';
+    this.item.tooltip = 'Harn State: starting harn-ls…';
+    this.item.backgroundColor = undefined;
+    this.item.show();
+  }
+
+  failed(reason: string): void {
+    this.item.text = '$(error) Harn';
+    this.item.tooltip = `Harn State: harn-ls is not running — ${reason}`;
+    this.item.command = ClientCommands.showLog;
+    this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.errorBackground');
+    this.item.show();
+  }
+
+  update(status: StatusParams): void {
+    const counts = status?.counts ?? {};
+    const problems = Array.isArray(status?.problems) ? status.problems.length : Number(status?.problems ?? 0);
+    const parts: string[] = [];
+    const seen = new Set<string>();
+    for (const [key, word] of SHOWN) {
+      const n = counts[key];
+      if (typeof n === 'number' && !seen.has(word)) {
+        parts.push(plural(n, word));
+        seen.add(word);
+      }
+    }
+    const icon = status?.watching ? '$(eye)' : '$(eye-closed)';
+    let text = `${icon} Harn`;
+    if (parts.length) { text += ` ${parts.join(' · ')}`; }
+    if (problems) { text += ` $(warning) ${problems}`; }
+    this.item.text = text;
+    this.item.command = ClientCommands.openIndex;
+    this.item.backgroundColor = problems ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+
+    const md = new vscode.MarkdownString(undefined, true);
+    md.appendMarkdown(`**Harn State** — ${status?.watching ? 'watching for changes' : 'not watching'}\n\n`);
+    if (status?.root) { md.appendMarkdown(`Root: \`${status.root}\`\n\n`); }
+    const rows = Object.entries(counts);
+    if (rows.length) {
+      md.appendMarkdown('| | |\n|---|---:|\n');
+      for (const [k, v] of rows) { md.appendMarkdown(`| ${k} | ${v} |\n`); }
+      md.appendMarkdown('\n');
+    }
+    md.appendMarkdown(problems ? `$(warning) ${plural(problems, 'data problem')}\n\n` : 'No data problems\n\n');
+    md.appendMarkdown('Click to open the index.');
+    this.item.tooltip = md;
+    this.item.show();
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
+}
