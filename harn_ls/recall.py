@@ -463,6 +463,8 @@ class NamespaceIndex:
             if len(cand) * 2 > n:
                 break  # candidates are most records: scoring everything is cheaper
             rest = sum(ub[t] for t in terms[j:])
+            if rest >= 0.7 * max(ub[t] for t in terms[:j]):
+                continue  # the k-th best candidate cannot beat `rest`: skip a futile scoring pass
             scores = self._scores_on(q, cand, n, avgdl)
             if len(scores) >= k:
                 kth = heapq.nlargest(k, scores.values())[-1]

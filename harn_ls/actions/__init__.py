@@ -123,3 +123,76 @@ def remove_file(project_root: str, path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+# -- ids and clocks shared by the actions (appended; the primitives above are unchanged) --
+
+import secrets as _secrets
+import threading as _threading
+import time as _time
+from datetime import datetime as _datetime, timezone as _timezone
+
+_uuid7_lock = _threading.Lock()
+_uuid7_last = [0, 0]  # [unix ms, 74 random/counter bits] of the previous id
+
+
+def uuid7(now_ns: int | None = None) -> str:
+    """A UUIDv7 (hyphenated lowercase) like Rust's `Uuid::now_v7()`.
+
+    48-bit Unix milliseconds, then 74 random bits. Ids made in the same (or an
+    earlier, if the clock stepped back) millisecond reuse the previous
+    timestamp and bump the random part, so ids from one process sort in
+    creation order.
+    """
+    ms = (now_ns if now_ns is not None else _time.time_ns()) // 1_000_000
+    with _uuid7_lock:
+        if ms <= _uuid7_last[0]:
+            ms = _uuid7_last[0]
+            bits = (_uuid7_last[1] + 1 + _secrets.randbits(16)) & ((1 << 74) - 1)
+        else:
+            bits = _secrets.randbits(74)
+        _uuid7_last[0], _uuid7_last[1] = ms, bits
+    rand_a, rand_b = bits >> 62, bits & ((1 << 62) - 1)
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | rand_a << 64 | 0b10 << 62 | rand_b
+    return str(uuid.UUID(int=value))
+
+
+def now_ns(now: "int | str | _datetime | None" = None) -> int:
+    """Nanoseconds since the epoch: `now` as given (datetime, ISO string or ns), else the clock."""
+    if now is None:
+        return _time.time_ns()
+    if isinstance(now, int) and not isinstance(now, bool):
+        return now
+    if isinstance(now, str):
+        now = _datetime.fromisoformat(now.replace("Z", "+00:00"))
+    if isinstance(now, _datetime):
+        if now.tzinfo is None:
+            now = now.replace(tzinfo=_timezone.utc)
+        delta = now - _datetime(1970, 1, 1, tzinfo=_timezone.utc)
+        return (delta.days * 86400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
+    raise TypeError(f"cannot use {type(now).__name__} as a timestamp")
+
+
+def _utc_seconds(ns: int) -> tuple[str, int]:
+    secs, frac = divmod(ns, 1_000_000_000)
+    return _time.strftime("%Y-%m-%dT%H:%M:%S", _time.gmtime(secs)), frac
+
+
+def rfc3339_nanos(ns: int) -> str:
+    """chrono's `Utc::now().to_rfc3339()`: `+00:00`, fraction of 0/3/6/9 digits (AutoSi)."""
+    base, frac = _utc_seconds(ns)
+    if frac == 0:
+        digits = ""
+    elif frac % 1_000_000 == 0:
+        digits = f".{frac // 1_000_000:03d}"
+    elif frac % 1000 == 0:
+        digits = f".{frac // 1000:06d}"
+    else:
+        digits = f".{frac:09d}"
+    return base + digits + "+00:00"
+
+
+def iso_millis(ns: int) -> str:
+    """Harn's `date_now_iso()`: milliseconds (truncated) and `Z`."""
+    base, frac = _utc_seconds(ns)
+    return f"{base}.{frac // 1_000_000:03d}Z"

@@ -45,7 +45,7 @@ _IGNORED_BY_HARN = "Harn silently treats an unparseable checkpoint file as empty
 @dataclass(slots=True)
 class CheckpointEntry:
     key: str
-    value: Any
+    value: Any  # the stage result for keyed records (record["value"]), else the raw value
     keyed: bool  # a well-formed keyed-stage record
     fingerprint: str | None  # only for keyed records
     line: int  # 1-based line of the key in the file (0 when unknown)

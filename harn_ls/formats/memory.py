@@ -80,6 +80,18 @@ class MemoryDelta:
     removed: list[MemoryRecord] = field(default_factory=list)
     config_changed: bool = False
 
+    def add(self, record: MemoryRecord) -> None:
+        self.added.append(record)
+
+    def remove(self, record: MemoryRecord) -> None:
+        # Net out records added earlier in this same delta, so consumers can apply
+        # `removed` then `added` without resurrecting anything.
+        for i in range(len(self.added) - 1, -1, -1):
+            if self.added[i] is record:
+                del self.added[i]
+                return
+        self.removed.append(record)
+
     def __bool__(self) -> bool:
         return bool(self.added or self.removed or self.config_changed)
 
@@ -177,7 +189,7 @@ class MemoryNamespace:
             return
         self.active[seq] = record
         self._by_id.setdefault(rid, []).append(seq)
-        delta.added.append(record)
+        delta.add(record)
 
     def _forget(self, event: dict, line_no: int, delta: MemoryDelta) -> None:
         ids = event.get("forgotten_ids", [])
@@ -191,7 +203,7 @@ class MemoryNamespace:
                 continue
             self.forgotten.add(rid)
             for seq in self._by_id.pop(rid, ()):
-                delta.removed.append(self.active.pop(seq))
+                delta.remove(self.active.pop(seq))
 
     def _update(self, event: dict, line_no: int, delta: MemoryDelta) -> None:
         rid = _str(event, "id")
@@ -224,8 +236,8 @@ class MemoryNamespace:
         new = replace(old, **changes)
         self.active[old.seq] = new
         self.last_event_at = changes["updated_at"] or self.last_event_at
-        delta.removed.append(old)
-        delta.added.append(new)
+        delta.remove(old)
+        delta.add(new)
 
     def _open(self, event: dict, line_no: int, delta: MemoryDelta) -> None:
         backend = event.get("backend")

@@ -517,7 +517,7 @@ def _parse_detailed(yaml_text: str) -> _Parsed:
         problem = exc.problem or exc.context or "syntax error"
         result.errors.append(_Issue(CODE_YAML, f"invalid SKILL.md YAML: {problem}", mark.line if mark else None))
         return result
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, ValueError, TypeError) as exc:
         result.errors.append(_Issue(CODE_YAML, f"invalid SKILL.md YAML: {exc}", None))
         return result
 
@@ -525,11 +525,13 @@ def _parse_detailed(yaml_text: str) -> _Parsed:
     # that early return) does not demand `short`.
     if root is None or (isinstance(root, ScalarNode) and root.tag == "tag:yaml.org,2002:null"):
         return result
-    if not isinstance(root, MappingNode):
+    if not isinstance(root, MappingNode) or root.tag != "tag:yaml.org,2002:map":
+        # An explicitly tagged mapping (`!thing {...}`, `!!set`) is a Tagged value to serde_yaml.
+        kind = _node_kind(root) if not isinstance(root, MappingNode) else "tagged"
         result.errors.append(
             _Issue(
                 CODE_NOT_MAPPING,
-                f'SKILL.md frontmatter must be a YAML mapping, got "{_node_kind(root)}"',
+                f'SKILL.md frontmatter must be a YAML mapping, got "{kind}"',
                 root.start_mark.line,
             )
         )
@@ -570,6 +572,10 @@ def _parse_detailed(yaml_text: str) -> _Parsed:
             result.errors.append(
                 _Issue(CODE_YAML, f"invalid SKILL.md YAML: {exc.problem or exc}", mark.line if mark else line)
             )
+            continue
+        except Exception as exc:  # noqa: BLE001 — PyYAML's constructors raise ValueError/AttributeError
+            # on hostile explicit tags (`!!int abc`, `!!timestamp x`, 5000-digit ints); never let it escape.
+            result.errors.append(_Issue(CODE_YAML, f"invalid SKILL.md YAML: cannot build value: {exc}", line))
             continue
         normalised, error = _check_field(canonical, raw_key, value)
         result.key_lines[canonical] = line
@@ -634,6 +640,10 @@ def fingerprint_for_public_key(raw_key: bytes) -> str:
     return hashlib.sha256(raw_key).hexdigest()
 
 
+class _TooLarge(ValueError):
+    pass
+
+
 def _read_bounded(path: str, limit: int) -> bytes:
     """Read a regular file up to `limit` bytes; raise OSError/ValueError otherwise."""
     info = os.stat(path)
@@ -642,7 +652,7 @@ def _read_bounded(path: str, limit: int) -> bytes:
     with open(path, "rb") as fh:
         data = fh.read(limit + 1)
     if len(data) > limit:
-        raise ValueError(f"larger than {limit} bytes")
+        raise _TooLarge(f"larger than {limit} bytes")
     return data
 
 
@@ -866,16 +876,16 @@ def parse_skill_file(
         return skill
     try:
         data = _read_bounded(path, MAX_SKILL_BYTES)
-    except ValueError as exc:
-        large = "larger than" in str(exc)
+    except _TooLarge:
+        # We cannot tell what Harn does with it, so it is not counted as loadable.
         problems.append(
-            Problem(
-                path, 0, CODE_TOO_LARGE if large else CODE_UNREADABLE,
-                f"harn-ls does not parse SKILL.md files over 1 MB; whether Harn loads it is not checked"
-                if large else f"SKILL.md is {exc}; {skip_word}",
-                Severity.WARNING if large else Severity.ERROR,
-            )
+            Problem(path, 0, CODE_TOO_LARGE,
+                    "harn-ls does not parse SKILL.md files over 1 MB; whether Harn loads it is not checked",
+                    Severity.WARNING)
         )
+        return skill
+    except ValueError as exc:  # not a regular file (directory, FIFO, device)
+        problems.append(Problem(path, 0, CODE_UNREADABLE, f"SKILL.md is {exc}; {skip_word}", Severity.ERROR))
         return skill
     except OSError as exc:
         problems.append(
@@ -997,13 +1007,12 @@ def _signature_problems(skill: Skill, require_line: int) -> list[Problem]:
 class SkillInventory:
     skills: list[Skill]  # winners (sorted by id) plus entries that do not compete: unloadable, claude/burin
     shadowed: list[Skill]  # losers, each with shadowed_by set
-    problems: list[Problem]  # found while walking roots (symlinks, disabled layers)
+    # Every problem: those found while walking roots (symlinks, disabled
+    # layers) followed by each skill's own (also kept on `Skill.problems`).
+    problems: list[Problem]
 
     def all_problems(self) -> list[Problem]:
-        out = list(self.problems)
-        for skill in self.skills + self.shadowed:
-            out.extend(skill.problems)
-        return out
+        return list(self.problems)
 
     def get(self, skill_id: str) -> Skill | None:
         for skill in self.skills:
@@ -1160,6 +1169,8 @@ def discover_skills(
                 shadowed.append(skill)
     shown = sorted(list(winners.values()) + others + pattern_skills,
                    key=lambda s: (s.id, _display_rank(s.layer)))
+    for skill in shown + shadowed:
+        problems.extend(skill.problems)
     return SkillInventory(shown, shadowed, problems)
 
 

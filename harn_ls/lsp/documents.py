@@ -46,6 +46,9 @@ async def render(ls, uri: str) -> str:
         text = await proj.run(lambda: render_uri(proj.ws, uri, settings))
     except UriError as exc:
         text = f"# Not found\n\n{exc}\n"
+    except Exception as exc:  # a renderer bug must not take the document (or the server) down
+        log.exception("rendering %s failed", uri)
+        text = f"# harn-ls could not render this document\n\n{type(exc).__name__}: {exc}\n"
     from harn_ls.lsp.server import text_hash
 
     ls.served[uri] = (proj.root, text_hash(text))

@@ -2,7 +2,7 @@
 // and forwards to a server command (workspace/executeCommand); the server acts.
 import * as vscode from 'vscode';
 import type { Connection } from './client';
-import { ClientCommands, Context, INDEX_URI, ServerCommands, TreeItemData, ViewName } from './protocol';
+import { ClientCommands, Context, INDEX_URI, SCHEME, ServerCommands, TreeItemData, ViewName } from './protocol';
 import type { Node, Trees } from './trees';
 
 /** Opens a harn-state: (or any) document as Markdown, so it renders readable. */
@@ -61,12 +61,29 @@ export function stageOf(arg: ItemArg): { pipeline: string; key: string } | undef
     if (i > 0) { return { pipeline: id.slice(0, i), key: id.slice(i + sep.length) }; }
   }
   const node = arg as Node;
-  if (node && (node as { kind?: string }).kind === 'item' && node.kind === 'item' && node.parent) {
+  if (typeof node === 'object' && node.kind === 'item' && node.parent) {
     const parentId = node.parent.item.id.replace(/^(checkpointFile|checkpoints?|pipeline):/, '');
     return { pipeline: parentId, key: id };
   }
   const i = id.indexOf(':');
   return i > 0 ? { pipeline: id.slice(0, i), key: id.slice(i + 1) } : undefined;
+}
+
+/** The fenced block under the "### <path>" heading of a proposal document. */
+export function proposedFile(markdown: string, ...paths: string[]): string | undefined {
+  const lines = markdown.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const h = /^###\s+`?([^`]+?)`?(\s+—.*)?$/.exec(lines[i]);
+    if (!h || !paths.some(p => p === h[1] || p.endsWith('/' + h[1]))) { continue; }
+    let j = i + 1;
+    while (j < lines.length && !/^(`{3,}|~{3,})/.test(lines[j])) { j++; }
+    if (j >= lines.length) { return undefined; }
+    const marker = /^(`{3,}|~{3,})/.exec(lines[j])![1];
+    const body: string[] = [];
+    for (j++; j < lines.length && lines[j].trim() !== marker; j++) { body.push(lines[j]); }
+    return body.join('\n') + '\n';
+  }
+  return undefined;
 }
 
 function describeResult(result: unknown): string | undefined {
@@ -94,6 +111,18 @@ export function registerCommands(
     }
   };
 
+  /** Server actions answer {ok, message, ...}; the server itself shows their messages. */
+  const outcome = (what: string, res: unknown): boolean => {
+    const r = res as { ok?: boolean; message?: string } | undefined;
+    if (r && r.ok === false) {
+      log.warn(`${what}: ${r.message ?? 'refused'}`);
+      void vscode.window.setStatusBarMessage(`Harn State: ${what} — ${r.message ?? 'refused'}`, 8000);
+      return false;
+    }
+    log.info(`${what}: ${describeResult(res) ?? 'done'}`);
+    return true;
+  };
+
   const pickItem = async (view: ViewName, contextValue: string, placeHolder: string): Promise<string | undefined> => {
     const items = await trees.collect(view, contextValue);
     if (!items.length) {
@@ -116,6 +145,24 @@ export function registerCommands(
   );
 
   reg(ClientCommands.openDocument, 'Open', async (uri: string | vscode.Uri) => openDocument(uri));
+  reg(ClientCommands.open, 'Open', async (uri: string | vscode.Uri) => openDocument(uri));
+
+  // "Compare with existing": the SKILL.md on disk vs the one Accept would write
+  // (taken from the proposal document's "What Accept writes" section).
+  const proposed = new Map<string, string>();
+  context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider('harn-state-proposed', {
+    provideTextDocumentContent: uri => proposed.get(uri.toString()) ?? '',
+  }));
+  reg(ClientCommands.compareWithExisting, 'Compare with existing', async (arg: { id?: string; path?: string }) => {
+    if (!arg?.id || !arg.path) { throw new Error('needs {id, path}'); }
+    const existing = vscode.Uri.file(arg.path);
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(`${SCHEME}:/proposals/${encodeURIComponent(arg.id)}.md`));
+    const text = proposedFile(doc.getText(), vscode.workspace.asRelativePath(existing, false), arg.path);
+    if (text === undefined) { throw new Error(`the proposal document shows no file for ${arg.path}`); }
+    const right = vscode.Uri.from({ scheme: 'harn-state-proposed', path: `/${arg.id}/${existing.path.split('/').pop()}` });
+    proposed.set(right.toString(), text);
+    return vscode.commands.executeCommand('vscode.diff', existing, right, `${vscode.workspace.asRelativePath(existing)} ↔ proposal ${arg.id}`);
+  });
   reg(ClientCommands.openIndex, 'Open index', async () => openDocument(INDEX_URI));
 
   reg(ClientCommands.openItem, 'Open', async (arg: ItemArg) => {
@@ -126,7 +173,8 @@ export function registerCommands(
   });
 
   reg(ClientCommands.rescan, 'Rescan', async () => {
-    await conn.execute(ServerCommands.rescan, {});
+    const res = await conn.execute(ServerCommands.rescan, {});
+    outcome('rescan', res);
     trees.refreshAll();
   });
 
@@ -175,9 +223,7 @@ export function registerCommands(
     const id = idOf(arg) ?? await pickItem('skills', Context.proposal, 'Pending proposal to accept');
     if (!id) { return undefined; }
     const res = await conn.execute(ServerCommands.acceptProposal, { id });
-    trees.refresh('skills');
-    trees.refresh('memory');
-    void vscode.window.showInformationMessage(`Harn State: accepted proposal ${id}${describeResult(res) ? ` — ${describeResult(res)}` : ''}.`);
+    if (outcome(`accept proposal ${id}`, res)) { trees.refresh('skills'); }
     return res;
   });
 
@@ -196,8 +242,7 @@ export function registerCommands(
       days = Number(input.trim());
     }
     const res = await conn.execute(ServerCommands.rejectProposal, { id, days });
-    trees.refresh('skills');
-    void vscode.window.showInformationMessage(`Harn State: rejected proposal ${id} for ${days} days.`);
+    if (outcome(`reject proposal ${id} for ${days} days`, res)) { trees.refresh('skills'); }
     return res;
   });
 
@@ -209,7 +254,7 @@ export function registerCommands(
       `Invalidate the fact "${label}"? Harn will no longer use it.`, { modal: true }, 'Invalidate');
     if (ok !== 'Invalidate') { return undefined; }
     const res = await conn.execute(ServerCommands.invalidateFact, { id });
-    trees.refresh('memory');
+    if (outcome(`invalidate fact ${id}`, res)) { trees.refresh('memory'); }
     return res;
   });
 
@@ -220,14 +265,13 @@ export function registerCommands(
       `Forget stage "${stage.key}" of pipeline "${stage.pipeline}"? The next run recomputes it.`, { modal: true }, 'Forget');
     if (ok !== 'Forget') { return undefined; }
     const res = await conn.execute(ServerCommands.forgetCheckpointStage, stage);
-    trees.refresh('checkpoints');
+    if (outcome(`forget stage ${stage.pipeline}/${stage.key}`, res)) { trees.refresh('checkpoints'); }
     return res;
   });
 
   reg(ClientCommands.migratePatternLearning, 'Migrate pattern-learning state', async () => {
     const res = await conn.execute(ServerCommands.migratePatternLearning, {});
-    trees.refreshAll();
-    void vscode.window.showInformationMessage(`Harn State: ${describeResult(res) ?? 'pattern-learning state migrated'}.`);
+    if (outcome('migrate pattern-learning state', res)) { trees.refreshAll(); }
     return res;
   });
 }

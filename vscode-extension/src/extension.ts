@@ -29,7 +29,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   let trees: Trees | undefined;
   const conn = new Connection(log, {
     onTreeChanged: p => trees?.onTreeChanged(p),
-    onStatus: p => status.update(p),
+    onStatus: p => {
+      status.update(p);
+      if (p && p.hasState === false) { void vscode.commands.executeCommand('setContext', 'harnState.noState', true); }
+      else if (p && p.hasState === true) { void vscode.commands.executeCommand('setContext', 'harnState.noState', false); }
+    },
     onStarting: () => {
       status.starting();
       void vscode.commands.executeCommand('setContext', 'harnState.serverFailed', false);

@@ -29,6 +29,10 @@ export const ClientCommands = {
   openIndex: 'harnState.openIndex',
   openItem: 'harnState.openItem',
   openDocument: 'harnState.openDocument',
+  /** Used by the server in tree items and code lenses: open a harn-state: URI (string argument). */
+  open: 'harnState.open',
+  /** Used by the server's "Compare with existing" code action: {id, path}. */
+  compareWithExisting: 'harnState.compareWithExisting',
   loadMore: 'harnState.loadMore',
   rescan: 'harnState.ui.rescan',
   recall: 'harnState.ui.recall',
@@ -101,6 +105,8 @@ export interface StatusParams {
   counts?: Record<string, number>;
   problems?: number | unknown[];
   watching?: boolean;
+  /** False when the project has no .harn/ (nor run) directory. */
+  hasState?: boolean;
 }
 
 /** The harnState.* settings sent in initializationOptions. */

@@ -1,0 +1,110 @@
+"""pytest-lsp fixtures: the real `harn-ls serve` over stdio on a temporary copy of the sample project."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "fixtures" / "sample-project"
+HARN_DOUBLE = REPO / "tests" / "harn_test_double.py"
+
+
+def copy_sample(dest: Path) -> Path:
+    target = dest / "sample-project"
+    shutil.copytree(SAMPLE, target, symlinks=True)
+    return target
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return copy_sample(tmp_path)
+
+
+class Recorder:
+    """Collects server->client traffic the tests wait for."""
+
+    def __init__(self, client: LanguageClient) -> None:
+        self.client = client
+        self.tree_changed: list[dict] = []
+        self.status: list[dict] = []
+        self.content_refresh: list[str] = []
+        self.lens_refresh = 0
+
+    @property
+    def shown(self) -> list[str]:
+        return [m.message for m in self.client.messages]
+
+    @property
+    def show_document(self) -> list[str]:
+        return [d.uri for d in self.client.shown_documents]
+
+    async def wait_for(self, predicate, timeout: float = 10.0) -> None:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not predicate():
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError("timed out waiting for the server")
+            await asyncio.sleep(0.02)
+
+
+def _as_dict(obj):
+    if hasattr(obj, "_asdict"):
+        return {k: _as_dict(v) for k, v in obj._asdict().items()}
+    if isinstance(obj, (list, tuple)):
+        return [_as_dict(v) for v in obj]
+    return obj
+
+
+def make_client_fixture(init_options: dict | None = None):
+    @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "harn_ls", "serve"]))
+    async def lsp(lsp_client: LanguageClient, project: Path):
+        rec = Recorder(lsp_client)
+
+        @lsp_client.feature("harn/treeChanged")
+        def _tree_changed(params):
+            rec.tree_changed.append(_as_dict(params))
+
+        @lsp_client.feature("harn/status")
+        def _status(params):
+            rec.status.append(_as_dict(params))
+
+        @lsp_client.feature(types.WORKSPACE_TEXT_DOCUMENT_CONTENT_REFRESH)
+        def _refresh(params):
+            rec.content_refresh.append(params.uri)
+            return None
+
+        @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+        def _lens_refresh(params):
+            rec.lens_refresh += 1
+            return None
+
+        caps = pytest_lsp.client_capabilities("visual-studio-code")
+        lsp_client.init_result = await lsp_client.initialize_session(types.InitializeParams(
+            capabilities=caps,
+            root_uri=project.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=project.as_uri(), name="sample")],
+            initialization_options=init_options or {"settings": {"harnState": {"harnPath": str(HARN_DOUBLE)}},
+                                                    "workspaceTrusted": True},
+        ))
+        await rec.wait_for(lambda: rec.status, 20)
+        lsp_client.rec = rec
+        lsp_client.project = project
+        yield
+        await lsp_client.shutdown_session()
+
+    return lsp
+
+
+def open_file(client: LanguageClient, path: Path, language: str = "python") -> str:
+    uri = path.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id=language, version=1, text=path.read_text())))
+    return uri
