@@ -9,7 +9,6 @@ _CALL = re.compile(
     r'\b(?P<fn>checkpoint_stage_keyed_retry|checkpoint_stage_keyed|checkpoint_stage_retry|checkpoint_stage|checkpoint)'
     r'\s*\(\s*"(?P<name>(?:[^"\\\n]|\\.)*)"'
 )
-_COMMENT = re.compile(r"//[^\n]*")
 
 
 @dataclass(frozen=True)
@@ -33,14 +32,52 @@ def _utf16_len(s: str) -> int:
     return len(s.encode("utf-16-le")) // 2
 
 
+def _blank_comments(text: str) -> str:
+    """Replace `//` and `/* */` comments with spaces (same length), leaving string literals alone."""
+    out = list(text)
+    i, n = 0, len(text)
+    in_str = False
+    while i < n:
+        c = text[i]
+        if in_str:
+            if c == "\\":
+                i += 2
+                continue
+            if c == '"' or c == "\n":
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c == "/" and i + 1 < n and text[i + 1] == "/":
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            for k in range(i, j):
+                out[k] = " "
+            i = j
+            continue
+        elif c == "/" and i + 1 < n and text[i + 1] == "*":
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            for k in range(i, j):
+                if out[k] != "\n":
+                    out[k] = " "
+            i = j
+            continue
+        i += 1
+    return "".join(out)
+
+
 def find_checkpoint_calls(text: str) -> list[CheckpointCall]:
+    code = _blank_comments(text)
+    line_starts = [0]
+    for i, c in enumerate(text):
+        if c == "\n":
+            line_starts.append(i + 1)
+    import bisect
+
     out = []
-    for lineno, line in enumerate(text.splitlines()):
-        code = line
-        m_comment = _COMMENT.search(line)
-        if m_comment and '"' not in line[: m_comment.start()].replace('\\"', ""):
-            code = line[: m_comment.start()]
-        for m in _CALL.finditer(code):
-            start = _utf16_len(line[: m.start("fn")])
-            out.append(CheckpointCall(m.group("fn"), _unescape(m.group("name")), lineno, start, start + _utf16_len(m.group("fn"))))
+    for m in _CALL.finditer(code):
+        pos = m.start("fn")
+        line = bisect.bisect_right(line_starts, pos) - 1
+        col = _utf16_len(text[line_starts[line]:pos])
+        out.append(CheckpointCall(m.group("fn"), _unescape(m.group("name")), line, col, col + _utf16_len(m.group("fn"))))
     return out

@@ -69,6 +69,12 @@ class KeyedDebouncer:
     `max_wait` after its first touch since the previous flush (so a file that
     is appended to continuously still flushes about once per `max_wait`).
 
+    Flushes are at least `min_interval` apart (default debounce / 2): when
+    many files are each touched once at staggered times (a slow writer walking
+    500 files), their deadlines differ by a few ms each; the floor turns that
+    trickle into a handful of batches at the cost of <= min_interval extra
+    latency, and only while a previous batch was just delivered.
+
     Each flush makes one `callback(keys)` call with every due key, plus:
       * keys due within `slack` seconds (saves a wake-up a few ms later), and
       * keys that have already been pending for at least `debounce` — when we
@@ -91,6 +97,7 @@ class KeyedDebouncer:
         max_wait: float = 1.0,
         *,
         slack: float = 0.02,
+        min_interval: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         start: bool = True,
         name: str = "harn-ls-debounce",
@@ -101,6 +108,8 @@ class KeyedDebouncer:
         self.debounce = debounce
         self.max_wait = max_wait
         self.slack = slack
+        self.min_interval = debounce / 2 if min_interval is None else min_interval
+        self._last_flush = float("-inf")
         self._clock = clock
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -163,6 +172,8 @@ class KeyedDebouncer:
                 batch = set(self._first)
                 self._first.clear()
                 self._last.clear()
+                if batch:
+                    self._last_flush = self._clock()
             if batch:
                 self._deliver(batch)
 
@@ -184,11 +195,20 @@ class KeyedDebouncer:
     def _due_at(self, key: Hashable) -> float:
         return min(self._last[key] + self.debounce, self._first[key] + self.max_wait)
 
+    def _next_wake(self) -> float | None:
+        """Under self._lock: when the next flush may happen (None if idle)."""
+        if not self._first:
+            return None
+        earliest = min(self._due_at(k) for k in self._first)
+        return max(earliest, self._last_flush + self.min_interval)
+
     def _take_due(self, now: float) -> tuple[set, float | None]:
         """Under self._lock: remove and return due keys, and the next deadline."""
         if not self._first:
             return set(), None
         horizon = now + self.slack
+        if horizon < self._last_flush + self.min_interval:
+            return set(), self._next_wake()
         batch = {k for k in self._first if self._due_at(k) <= horizon}
         if batch:
             ride = now - self.debounce
@@ -196,8 +216,8 @@ class KeyedDebouncer:
             for k in batch:
                 del self._first[k]
                 del self._last[k]
-        deadline = min((self._due_at(k) for k in self._first), default=None)
-        return batch, deadline
+            self._last_flush = now
+        return batch, self._next_wake()
 
     def _deliver(self, batch: set) -> None:
         try:
@@ -212,11 +232,12 @@ class KeyedDebouncer:
                     self._cond.wait()
                 if self._closed:
                     return
-                delay = min(self._due_at(k) for k in self._first) - self._clock()
+                wake = self._next_wake()
+                delay = (wake if wake is not None else self._clock()) - self._clock()
                 if delay > self.slack:
                     # Only close() or the first key after idle notify us, and a
                     # new key is never due before existing ones, so sleeping to
-                    # the earliest deadline cannot miss anything (no busy spin).
+                    # the next wake-up cannot miss anything (no busy spin).
                     self._cond.wait(delay)
                     continue
             self.pump()

@@ -1,0 +1,158 @@
+"""Import Burin's legacy pattern-learning streams once (harn-formats §E.4, seed "Migration").
+
+Only on request: reading a project never migrates (the seed: "Read operations
+never migrate or write"). Order, as Harn's `pattern_learning_ensure_migrated`:
+import, then write the marker `.burin-session-store-migrated-v1.json` inside
+the namespace. All memory events go out in ONE append; the marker is written
+afterwards, atomically and exclusively (a second migration racing us loses).
+
+Decisions where Harn's code is not known exactly:
+* Records already active (or tombstoned) are not stored again, so re-running
+  after a crash between the append and the marker adds nothing twice.
+* The new state merges the namespace's current `suppressed_until` with the
+  legacy one (the later timestamp wins), so nothing suppressed becomes
+  visible again; `enabled` comes from the legacy state.
+* Prompts are normalized as `pl_observation_from_input` is described
+  (§E.2): whitespace collapsed, PEM private keys and `token=`-style secrets
+  redacted; tool names slugified, empty and `load-skill` dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+
+from harn_ls.actions import ActionFailed, append_lines, atomic_write, iso_millis, now_ns
+from harn_ls.actions.proposals import (
+    NAMESPACE,
+    _confine,
+    _ids_with_key,
+    _refresh,
+    forget_event,
+    pattern_store_event,
+)
+from harn_ls.formats import pattern_learning as pl_fmt
+from harn_ls.formats.checkpoints import render_checkpoint_json
+from harn_ls.formats.harn_json import serde_compact
+
+_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?-----END [A-Z0-9 ]*PRIVATE KEY-----", re.DOTALL)
+_SECRET = re.compile(r"(?i)\b(api_key|api-key|apikey|token|secret|password|credential)\s*[:=]\s*[^\s,;]+")
+
+
+def normalize_prompt(prompt: str) -> str:
+    text = _PEM.sub("<redacted-private-key>", prompt)
+    text = " ".join(text.split())
+    return _SECRET.sub(lambda m: f"{m.group(1)}=<redacted>", text)
+
+
+def normalize_tools(tools: list[str]) -> list[str]:
+    out = []
+    for tool in tools:
+        slug = pl_fmt.slugify(tool)
+        if slug and slug != "load-skill":
+            out.append(slug)
+    return out
+
+
+def migrate_pattern_learning(ws, now=None) -> dict:
+    paths = ws.paths
+    marker = pl_fmt.migration_marker_path(paths.pattern_learning_dir)
+    if os.path.lexists(marker):
+        return {"migrated": False, "message": "already migrated (the marker exists); nothing written",
+                "marker_path": marker}
+    legacy = pl_fmt.read_legacy_streams(paths.state_root)
+    if not legacy.paths:
+        return {"migrated": False, "message": "no legacy Burin pattern-learning streams; nothing written"}
+
+    t = now_ns(now)
+    now_iso = iso_millis(t)
+    events_path = _refresh(ws, NAMESPACE)
+    root = _confine(ws, events_path)
+    _confine(ws, marker)
+    space = ws.memory.get(NAMESPACE)
+    active_ids = {r.id for r in space.records()} if space is not None else set()
+    tombstoned = set(space.forgotten) if space is not None else set()
+    events: list[dict] = []
+    counts = {"observations": 0, "proposals": 0, "state": 0, "skipped": 0}
+
+    for obs in legacy.observations:
+        prompt = normalize_prompt(obs.prompt)
+        if not prompt:  # HARN-PATTERN-001: Harn refuses an empty prompt
+            counts["skipped"] += 1
+            continue
+        oid = obs.id or str(uuid.uuid4())
+        if oid in active_ids or oid in tombstoned:
+            counts["skipped"] += 1
+            continue
+        value = pl_fmt.pattern_record_value({
+            "id": oid, "session_id": obs.session_id, "prompt": prompt,
+            "tool_sequence": normalize_tools(obs.tool_sequence), "observed_at": obs.observed_at or now_iso,
+            "source_id": obs.source_id, "run_id": obs.run_id, "evidence_kind": obs.evidence_kind,
+        }, "observation")
+        events.append(pattern_store_event(NAMESPACE, oid, f"observation:{oid}", value, now_iso, "observation"))
+        active_ids.add(oid)
+        counts["observations"] += 1
+
+    for prop in legacy.proposals:
+        if _ids_with_key(space, f"pending:{prop.id}"):
+            counts["skipped"] += 1
+            continue
+        record = {
+            "id": prop.id, "kind": prop.kind or "skill", "source": prop.source, "name": prop.name,
+            "title": prop.title, "description": prop.description, "when_to_use": prop.when_to_use,
+            "body": prop.body, "support": prop.support, "sample_prompts": list(prop.sample_prompts),
+            "tool_sequence": list(prop.tool_sequence),
+            "created_at": prop.created_at or legacy.generated_at or now_iso,
+            "last_seen_at": prop.last_seen_at or legacy.generated_at or now_iso,
+        }
+        if prop.evidence_ids:
+            record["evidence_ids"] = list(prop.evidence_ids)
+        if prop.curator_session_id:
+            record["curator_session_id"] = prop.curator_session_id
+        if prop.artifact:
+            record["artifact"] = prop.artifact
+        value = pl_fmt.pattern_record_value(record, "pending")
+        rid = pl_fmt.pending_record_id(prop.id, now_iso, str(uuid.uuid4()))
+        events.append(pattern_store_event(NAMESPACE, rid, f"pending:{prop.id}", value, now_iso, "pending"))
+        counts["proposals"] += 1
+
+    if legacy.state is not None:
+        current = ws.pattern.state if ws.pattern is not None else pl_fmt.PatternState()
+        merged = dict(current.suppressed_until)
+        for pid, until in legacy.state.suppressed_until.items():
+            if pid not in merged or until > merged[pid]:
+                merged[pid] = until
+        unchanged = current.record is not None and current.enabled == legacy.state.enabled \
+            and current.suppressed_until == merged
+        if unchanged:
+            counts["skipped"] += 1
+        else:
+            value = pl_fmt.pattern_record_value(
+                {"enabled": legacy.state.enabled, "suppressed_until": merged, "updated_at": now_iso}, "state")
+            events.append(forget_event(NAMESPACE, {"key": "state"}, _ids_with_key(space, "state"), t))
+            events.append(pattern_store_event(NAMESPACE, pl_fmt.state_record_id(now_iso, str(uuid.uuid4())),
+                                              "state", value, now_iso, "state"))
+            counts["state"] = 1
+
+    if events:
+        append_lines(root, events_path, [serde_compact(e) for e in events])
+    marker_text = render_checkpoint_json({"migrated_at": now_iso, "schema": pl_fmt.SCHEMA})
+    try:
+        atomic_write(root, marker, marker_text, exclusive=True)
+    except ActionFailed:
+        # Someone else finished a migration meanwhile; our events were deduplicated against theirs
+        # only up to our re-read, which is the best Harn itself does.
+        ws.apply([events_path, marker])
+        raise
+    ws.apply([events_path, marker])
+    return {
+        "migrated": True,
+        "message": (f"Imported {counts['observations']} observation(s), {counts['proposals']} proposal(s)"
+                    + (" and the state" if counts["state"] else "") + " from Burin's legacy streams"),
+        "counts": counts,
+        "events_path": events_path,
+        "marker_path": marker,
+        "legacy_paths": dict(legacy.paths),
+        "problems": [p.message for p in legacy.problems],
+    }

@@ -1,0 +1,96 @@
+"""Recall results as Markdown (`harn-state:/recall.md?q=...&ns=...`) and as CLI JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harn_ls.recall import Hit, RecallResult
+
+
+def _num(x: float) -> str:
+    return f"{x:.6f}".rstrip("0").rstrip(".") if x else "0"
+
+
+def _md(text: str) -> str:
+    """Escape what would break a table cell or inline code."""
+    return str(text).replace("|", "\\|").replace("\n", " ").replace("`", "'")
+
+
+def _config_lines(name: str | None, config: dict) -> list[str]:
+    backend = config.get("backend", "bm25")
+    parts = [f"backend **{backend}**", f"model hint `{_md(config.get('embed_model_hint', 'default'))}`"]
+    if config.get("embed_dim") is not None:
+        parts.append(f"dim {config['embed_dim']}")
+    parts.append(f"weights bm25 {_num(float(config.get('bm25_weight', 0.5)))} / cosine "
+                 f"{_num(float(config.get('cosine_weight', 0.5)))}")
+    prefix = f"- `{_md(name)}`: " if name else "- "
+    return [prefix + ", ".join(parts)]
+
+
+def _explain_table(hit: Hit) -> list[str]:
+    ex = hit.explain
+    if ex is None:
+        return []
+    out = ["", "| term | × | tf | df | idf | BM25 part | key boost | tag boost |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for t in ex.terms:
+        out.append(f"| `{_md(t.term)}` | {t.count} | {t.tf} | {t.df} | {_num(t.idf)} | {_num(t.contribution)} | "
+                   f"{_num(t.key_boost)} | {_num(t.tag_boost)} |")
+    out.append(f"| **total** | | | | | {_num(ex.bm25)} | {_num(ex.key_boost)} | {_num(ex.tag_boost)} |")
+    out.append("")
+    out.append(f"dl {ex.dl}, avgdl {_num(ex.avgdl)}, N {ex.n_docs}; lexical score = BM25 + boosts = {_num(ex.lexical)}")
+    if ex.cosine is not None and ex.lexical_norm is None:
+        out.append(f"semantic score = cosine = {_num(ex.cosine)}")
+    elif ex.lexical_norm is not None:
+        out.append(f"hybrid score = {_num(ex.bm25_weight or 0)} × {_num(ex.lexical_norm)} (lexical / max(1, best lexical))"
+                   f" + {_num(ex.cosine_weight or 0)} × {_num(ex.cosine or 0)} (cosine) = {_num(hit.score)}")
+    return out
+
+
+def render_recall_markdown(result: RecallResult, query: str, namespace: str | None) -> str:
+    where = f"`{_md(namespace)}`" if namespace else "all namespaces"
+    lines = [f"# Recall: {_md(query) or '(empty query)'}", "",
+             f"{where} · mode **{result.mode}** · k {result.k} · query tokens: "
+             + (", ".join(f"`{_md(t)}`" for t in result.query_terms) or "none (newest first)"), ""]
+    lines.append("## Namespace config")
+    lines.append("")
+    if result.namespaces:
+        for name, outcome in result.namespaces.items():
+            lines += _config_lines(name if not namespace else None, outcome.config)
+            if outcome.note:
+                lines.append(f"  - ⚠ {_md(outcome.note)}")
+    elif result.config is not None:
+        lines += _config_lines(None, result.config)
+    if result.note and not result.namespaces:
+        lines.append(f"- ⚠ {_md(result.note)}")
+    lines += ["", "## Results", ""]
+    if not result.hits:
+        lines.append("_No record scores above 0 for this query (Harn drops those)._"
+                     if result.query_terms else "_No active records._")
+    for rank, hit in enumerate(result.hits, 1):
+        tags = ", ".join(f"`{_md(t)}`" for t in hit.tags) or "no tags"
+        ns = f" · `{_md(hit.namespace)}`" if not namespace else ""
+        lines.append(f"### {rank}. `{_md(hit.key)}` — score {_num(hit.score)}")
+        lines.append("")
+        lines.append(f"id `{_md(hit.id)}`{ns} · stored {_md(hit.stored_at)} · seq {hit.seq} · {tags} · "
+                     f"[open](harn-state:/memory/{hit.namespace}.md)")
+        text = hit.record.text
+        if text:
+            preview = text if len(text) <= 300 else text[:300] + "…"
+            lines += ["", "> " + _md(preview)]
+        lines += _explain_table(hit)
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def recall_json(result: RecallResult) -> list[dict]:
+    out: list[dict[str, Any]] = []
+    for hit in result.hits:
+        item: dict[str, Any] = {
+            "id": hit.id, "key": hit.key, "namespace": hit.namespace, "score": hit.score,
+            "stored_at": hit.stored_at, "tags": list(hit.tags), "sequence": hit.seq,
+        }
+        if hit.explain is not None:
+            item["explain"] = hit.explain.to_json()
+        out.append(item)
+    return out
