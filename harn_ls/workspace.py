@@ -182,6 +182,8 @@ class Workspace:
                 return
             if not batch.lines:
                 continue
+            changes.kinds.add("memory")  # even bad lines change the problem list
+            changes.namespaces.add(ns)
             delta = space.apply_lines(batch.lines)
             self._apply_delta(ns, delta, changes)
         changes.problem_paths.add(path)

@@ -27,6 +27,8 @@ def search_symbols(ws, query: str) -> list[types.WorkspaceSymbol]:
     if q:
         result = ws.recall.recall(query, k=100)
         for hit in result.hits:
+            if hit.namespace == "project/pattern-learning":
+                continue  # pattern-learning bookkeeping; proposals are listed by name below
             fact = ws.facts.get((hit.namespace, hit.seq))
             if fact is not None:
                 rng = next((e.range for e in fact.evidence if e.range is not None), None)

@@ -1,0 +1,486 @@
+"""Typecheck probes on a snippet, run the way std/agent/probe runs them (harn-formats §D.6, §I).
+
+The snippet (a selection, or the whole file) goes to a temporary
+`harn-probe-<uuid>.harn` in a fresh system temp directory -- never under
+`.harn/`, so the watcher and Harn itself never see it -- and
+`<harn> check <tmp> --json` runs as an argument list (no shell), in its own
+session so that a timeout or a cancel kills the whole process group. The temp
+directory is removed in a `finally`, also on cancellation.
+
+The `harn.probe.v1` envelope and the auto-stored observation fact are rebuilt
+with `formats.probes` exactly as probe.harn does, with one deliberate
+difference: the fact gets an extra `file_range` evidence item pointing at the
+probed lines, so the fact shows on that code. That item is part of the fact id
+seed, so the id differs from the one Harn's own probe would store for the
+same snippet.
+
+`command` is Harn's literal `"<harn> check <snippet> --json"` (probe.harn joins
+the binary with the placeholder `<snippet>`, not the temp path), with the
+configured harn path substituted as `options.harn_binary` would be.
+
+The checker runs with the project root as its working directory, so a
+cwd-discovered `harn.toml` (e.g. `[check] strict`) applies as it would for a
+probe started from the project.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from harn_ls import paths as paths_mod
+from harn_ls.actions import ActionFailed, append_lines, ensure_inside, iso_millis, rfc3339_nanos, uuid7
+from harn_ls.formats import facts as F
+from harn_ls.formats import probes as P
+from harn_ls.formats.harn_json import serde_compact
+
+KIND = "typecheck"
+SOURCE = "harn-probe"
+NAMESPACE = "project/facts"
+MAX_CAPTURE = 32 * 1024 * 1024  # bytes kept per stream; the rest is drained and dropped
+DRAIN_GRACE = 2.0  # seconds to wait for pipes after exit (an escaped grandchild may hold them)
+MISSING_BINARY = ("harn binary not found: {path!r}. Install Harn or point the `harnState.harnPath` setting "
+                  "(CLI: `--harn BIN`) at the harn executable.")
+
+Pos = tuple[int, int]  # 0-based line, UTF-16 column (LSP)
+Range = tuple[Pos, Pos]
+
+
+# -- ranges ------------------------------------------------------------------------------
+
+_BREAK_RE = re.compile(r"\r\n|\r|\n")
+
+
+def _line_starts(text: str) -> list[int]:
+    """Code-point offsets where lines start; LSP line breaks only (not str.splitlines')."""
+    return [0] + [m.end() for m in _BREAK_RE.finditer(text)]
+
+
+def _utf16_len(s: str) -> int:
+    return len(s) + sum(1 for ch in s if ord(ch) > 0xFFFF)
+
+
+def _line_end(text: str, starts: list[int], line: int) -> int:
+    """Offset of the end of `line`'s content (before its line break)."""
+    end = starts[line + 1] if line + 1 < len(starts) else len(text)
+    while end > starts[line] and text[end - 1] in "\r\n":
+        end -= 1
+    return end
+
+
+def position_to_offset(text: str, starts: list[int], pos: Pos) -> int:
+    """LSP position -> code-point offset; clamps past-the-end lines and columns like editors do."""
+    line, col = pos
+    if line < 0:
+        return 0
+    if line >= len(starts):
+        return len(text)
+    start, end = starts[line], _line_end(text, starts, line)
+    units = 0
+    i = start
+    while i < end and units < col:
+        units += 2 if ord(text[i]) > 0xFFFF else 1
+        i += 1
+    return i
+
+
+def offset_to_position(text: str, starts: list[int], offset: int) -> Pos:
+    import bisect
+
+    line = bisect.bisect_right(starts, offset) - 1
+    return line, _utf16_len(text[starts[line]:offset])
+
+
+def whole_range(text: str) -> Range:
+    starts = _line_starts(text)
+    return (0, 0), offset_to_position(text, starts, len(text))
+
+
+@dataclass(frozen=True)
+class CliRange:
+    """`--range L:C-L:C` (1-based lines, 1-based columns in characters, end = cursor position,
+    i.e. exclusive) or `--range L-L` (whole lines, inclusive)."""
+
+    start_line: int
+    start_col: int | None
+    end_line: int
+    end_col: int | None
+
+    def to_lsp(self, text: str) -> Range:
+        starts = _line_starts(text)
+
+        def pos(line1: int, col1: int | None, *, end: bool) -> Pos:
+            line = line1 - 1
+            if line >= len(starts):
+                return offset_to_position(text, starts, len(text))
+            if col1 is None:
+                if not end:
+                    return line, 0
+                nxt = starts[line + 1] if line + 1 < len(starts) else len(text)  # after the line break
+                return offset_to_position(text, starts, nxt)
+            offset = min(starts[line] + col1 - 1, _line_end(text, starts, line))
+            return offset_to_position(text, starts, offset)
+
+        return pos(self.start_line, self.start_col, end=False), pos(self.end_line, self.end_col, end=True)
+
+
+_RANGE_RE = re.compile(r"^\s*(\d+)(?::(\d+))?\s*-\s*(\d+)(?::(\d+))?\s*$")
+
+
+def parse_range_arg(value: str) -> CliRange:
+    m = _RANGE_RE.match(value or "")
+    if m is None or (m.group(2) is None) != (m.group(4) is None):
+        raise ValueError(f"--range must be L:C-L:C or L-L (1-based), got {value!r}")
+    sl, sc, el, ec = (int(g) if g is not None else None for g in m.groups())
+    if sl < 1 or el < 1 or (sc is not None and sc < 1) or (ec is not None and ec < 1):
+        raise ValueError(f"--range lines and columns start at 1, got {value!r}")
+    if (el, ec or 0) < (sl, sc or 0):
+        raise ValueError(f"--range ends before it starts: {value!r}")
+    return CliRange(sl, sc, el, ec)
+
+
+def range_from_lsp(obj: Any) -> Range | None:
+    """`{start: {line, character}, end: {...}}` (a dict or an lsprotocol Range) -> Range."""
+    if obj is None:
+        return None
+    try:
+        start = obj["start"] if isinstance(obj, dict) else obj.start
+        end = obj["end"] if isinstance(obj, dict) else obj.end
+        get = (lambda p, k: p[k]) if isinstance(start, dict) else getattr
+        rng = ((int(get(start, "line")), int(get(start, "character"))),
+               (int(get(end, "line")), int(get(end, "character"))))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise ActionFailed(f"refused: not a range: {obj!r}") from None
+    if min(rng[0] + rng[1]) < 0:
+        raise ActionFailed(f"refused: negative position in range {obj!r}")
+    return rng if rng[0] <= rng[1] else (rng[1], rng[0])
+
+
+@dataclass(frozen=True)
+class Selection:
+    snippet: str
+    range: Range  # normalized (clamped) document range of the snippet
+    start_offset: int  # code-point offset of the snippet in the document
+
+
+def select(text: str, rng: Range | None) -> Selection:
+    starts = _line_starts(text)
+    if rng is None:
+        return Selection(text, whole_range(text), 0)
+    a = position_to_offset(text, starts, rng[0])
+    b = position_to_offset(text, starts, rng[1])
+    a, b = min(a, b), max(a, b)
+    return Selection(text[a:b], (offset_to_position(text, starts, a), offset_to_position(text, starts, b)), a)
+
+
+def file_range_lines(rng: Range) -> tuple[int, int]:
+    """1-based inclusive lines a range covers; a selection ending at column 0 stops on the line before."""
+    (sl, _), (el, ec) = rng
+    end = el if (ec == 0 and el > sl) else el + 1
+    return sl + 1, max(sl + 1, end)
+
+
+class SpanMapper:
+    """Byte offsets into the snippet -> LSP positions in the original document."""
+
+    def __init__(self, selection: Selection) -> None:
+        self._mapper = P.ByteOffsetMapper(selection.snippet)
+        self._origin = selection.range[0]
+
+    def position(self, byte_offset: int) -> Pos:
+        line, col = self._mapper.position(byte_offset)
+        oline, ocol = self._origin
+        # Only the snippet's first line shares its document line with text before the selection.
+        return (oline + line, ocol + col) if line == 0 else (oline + line, col)
+
+
+# -- outcome -------------------------------------------------------------------------------
+
+
+@dataclass
+class ProbeDiagnostic:
+    range: Range  # in the original document
+    severity: str  # error | warning | info
+    message: str
+    code: str | None = None
+    help: str | None = None
+    check_source: str = ""  # Harn's diagnostic source (type, lint, ...)
+    source: str = SOURCE
+
+
+@dataclass
+class ProcessResult:
+    stdout: str
+    stderr: str
+    exit_code: int | None  # None when killed by a signal (Rust's ExitStatus::code())
+    timed_out: bool
+    duration_ms: int
+    pid: int
+
+
+@dataclass
+class ProbeOutcome:
+    envelope: dict
+    outcome: str
+    diagnostics: list[ProbeDiagnostic]
+    summary_line: str
+    fact_id: str | None
+    events_path: str | None
+    file_path: str
+    range: Range
+    snippet: str
+    file_range: str | None = None
+    event: dict | None = None  # the memory store event appended (None when not stored)
+    store_error: str | None = None
+    timed_out: bool = False
+    process: ProcessResult | None = None
+    temp_path: str = ""
+    issues: list[str] = field(default_factory=list)  # contract deviations in harn's output
+
+    def diagnostics_text(self) -> list[str]:
+        out = []
+        for d in self.diagnostics:
+            (line, col), _ = d.range
+            code = f" {d.code}" if d.code else ""
+            out.append(f"{self.file_path}:{line + 1}:{col + 1}: {d.severity}{code}: {d.message}")
+            if d.help:
+                out.append(f"    help: {d.help}")
+        if self.store_error:
+            out.append(f"fact not stored: {self.store_error}")
+        return out
+
+
+# -- running harn ------------------------------------------------------------------------------
+
+
+def resolve_harn(harn_path: str) -> str:
+    """The executable to run; ActionFailed (one message naming the setting) when there is none."""
+    path = (harn_path or "").strip() or "harn"
+    if os.sep in path or (os.altsep and os.altsep in path):
+        full = os.path.abspath(os.path.expanduser(path))
+        if os.path.isfile(full) and os.access(full, os.X_OK):
+            return full
+        raise ActionFailed(MISSING_BINARY.format(path=path))
+    found = shutil.which(path)
+    if found is None:
+        raise ActionFailed(MISSING_BINARY.format(path=path))
+    return found
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def _drain(stream: asyncio.StreamReader | None, sink: bytearray) -> None:
+    if stream is None:
+        return
+    while True:
+        chunk = await stream.read(65536)
+        if not chunk:
+            return
+        room = MAX_CAPTURE - len(sink)
+        if room > 0:
+            sink += chunk[:room]
+
+
+async def run_process(argv: list[str], *, cwd: str | None, timeout: float) -> ProcessResult:
+    """Run argv (never through a shell) in a new session; kill its process group on timeout/cancel."""
+    started = time.monotonic()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, cwd=cwd, start_new_session=True)
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        raise ActionFailed(MISSING_BINARY.format(path=argv[0]) + f" ({exc.strerror or exc})") from None
+    except OSError as exc:  # ENOEXEC and friends: not something we can run
+        raise ActionFailed(MISSING_BINARY.format(path=argv[0]) + f" ({exc})") from None
+    out, err = bytearray(), bytearray()
+    readers = [asyncio.ensure_future(_drain(proc.stdout, out)), asyncio.ensure_future(_drain(proc.stderr, err))]
+    timed_out = False
+    try:
+        try:
+            await asyncio.wait_for(proc.wait(), timeout=max(0.001, float(timeout)))
+        except asyncio.TimeoutError:
+            timed_out = True
+            _kill_group(proc.pid)
+            await proc.wait()
+        duration_ms = int((time.monotonic() - started) * 1000)
+        _done, pending = await asyncio.wait(readers, timeout=DRAIN_GRACE)
+        if pending:  # a straggler in the group still holds the pipes
+            _kill_group(proc.pid)
+            await asyncio.wait(pending, timeout=DRAIN_GRACE)
+    except BaseException:
+        # Cancelled (or failed) while harn runs: nothing of it may outlive us.
+        _kill_group(proc.pid)
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await asyncio.shield(proc.wait())
+        raise
+    finally:
+        for r in readers:
+            r.cancel()
+    code = proc.returncode
+    return ProcessResult(
+        stdout=out.decode("utf-8", "replace"),
+        stderr=err.decode("utf-8", "replace"),
+        exit_code=None if timed_out or code is None or code < 0 else code,
+        timed_out=timed_out,
+        duration_ms=duration_ms,
+        pid=proc.pid,
+    )
+
+
+# -- the probe ----------------------------------------------------------------------------------
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _summary_line(outcome: str, res: ProcessResult, env: P.CheckEnvelope | None, n_err: int, n_warn: int,
+                  timeout: float) -> str:
+    if res.timed_out:
+        return f"typecheck timed out after {timeout:g} s"
+    if env is None:
+        return f"typecheck {outcome}: no JSON envelope from harn check (exit {res.exit_code if res.exit_code is not None else '?'})"
+    if env.summary is None and env.error:
+        return f"typecheck {outcome}: harn check refused the input ({env.error.get('code')}: {env.error.get('message')})"
+    counts = []
+    if n_err:
+        counts.append(_plural(n_err, "error"))
+    if n_warn:
+        counts.append(_plural(n_warn, "warning"))
+    return f"typecheck {outcome}" + (": " + ", ".join(counts) if counts else "")
+
+
+def _convert_diagnostics(env: P.CheckEnvelope | None, tmp_path: str, sel: Selection) -> list[ProbeDiagnostic]:
+    if env is None:
+        return []
+    mapper = SpanMapper(sel)
+    out = []
+    for f in env.files:
+        ours = os.path.basename(f.path) == os.path.basename(tmp_path)
+        for d in f.diagnostics:
+            if ours and d.span is not None:
+                rng = (mapper.position(d.span[0]), mapper.position(d.span[1]))
+                message = d.message
+            else:
+                # No location (or another file): pin it to the start of the probed range.
+                rng = (sel.range[0], sel.range[0])
+                message = d.message if ours else f"{f.path}: {d.message}"
+            out.append(ProbeDiagnostic(range=rng, severity=d.severity, message=message, code=d.code,
+                                       help=d.help, check_source=d.source))
+    return out
+
+
+def _events_target(project_root: str, memory_root: str) -> tuple[str, str]:
+    """(events.jsonl of project/facts, the root the write is confined to)."""
+    path = os.path.join(memory_root, *NAMESPACE.split("/"), "events.jsonl")
+    root = os.path.abspath(project_root)
+    mem = os.path.abspath(memory_root)
+    inside = mem == root or mem.startswith(root.rstrip(os.sep) + os.sep)
+    return path, (root if inside else mem)  # HARN_MEMORY_ROOT outside the project: confine to it
+
+
+def build_fact_event(body: str, outcome: str, observed: str, command: str, file_range: str | None,
+                     asserted_at: str, stored_at: str) -> dict:
+    """The memory store event of the observation fact (Harn's probe fact + our file_range item)."""
+    fact_input = P.probe_fact_input(KIND, body, outcome, observed, command=command)
+    if file_range:
+        fact_input["evidence"].append({"kind": "file_range", "ref": file_range})
+    envelope = F.normalize_fact(fact_input, {"asserted_at": asserted_at})
+    return F.fact_store_event(envelope, NAMESPACE, stored_at)
+
+
+async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng: Range | None, harn_path: str,
+                              timeout: float, store: bool = True, now: str | None = None,
+                              memory_root: str | None = None) -> ProbeOutcome:
+    """Probe `rng` of `text` (the content of `file_path`; whole text when rng is None).
+
+    Cancelling the awaiting task kills harn's process group and removes the
+    temp file before CancelledError propagates. `now` (ISO string) pins
+    asserted_at and stored_at, as probe.harn's `options.now` does.
+    """
+    sel = select(text, rng)
+    if F.rust_trim(sel.snippet) == "":
+        raise ActionFailed("HARN-PROBE-004: nothing to probe: the selection is empty or only whitespace")
+    binary = resolve_harn(harn_path)
+    harn_display_path = (harn_path or "").strip() or "harn"
+    command = f"{harn_display_path} check <snippet> --json"  # probe.harn's literal command text
+
+    tmpdir = tempfile.mkdtemp(prefix="harn-ls-probe-")
+    tmp_path = os.path.join(tmpdir, f"harn-probe-{uuid7()}.harn")
+    try:
+        with open(tmp_path, "wb") as fh:
+            fh.write(sel.snippet.encode("utf-8", "surrogatepass"))
+        res = await run_process([binary, "check", tmp_path, "--json"], cwd=project_root, timeout=timeout)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+    counts = P.typecheck_counts(res.stdout)
+    outcome = P.typecheck_outcome(counts, success=res.exit_code == 0, timed_out=res.timed_out)
+    observed = P.typecheck_observed_for(counts, outcome)
+    evidence = P.probe_evidence(KIND, sel.snippet, observed, command=command, stdout=res.stdout, stderr=res.stderr,
+                                exit_code=res.exit_code, duration_ms=res.duration_ms, timed_out=res.timed_out)
+    env = P.parse_check_envelope(res.stdout)
+    diagnostics = _convert_diagnostics(env, tmp_path, sel)
+    n_err = sum(1 for d in diagnostics if d.severity == "error")
+    n_warn = sum(1 for d in diagnostics if d.severity == "warning")
+
+    if now is not None:
+        asserted_at = stored_at = now
+    else:
+        ns = time.time_ns()
+        asserted_at, stored_at = iso_millis(ns), rfc3339_nanos(ns)
+
+    abs_file = os.path.abspath(file_path)
+    rel = os.path.relpath(abs_file, os.path.abspath(project_root)).replace(os.sep, "/")
+    lines = file_range_lines(sel.range)
+    file_range = None if rel.startswith("../") or rel == ".." else f"{rel}:{lines[0]}-{lines[1]}"
+
+    fact_id = events_path = event = store_error = None
+    if store:
+        mem_root = memory_root or paths_mod.resolve(project_root).memory_root
+        events_path, confine = _events_target(project_root, mem_root)
+        try:
+            event = build_fact_event(sel.snippet, outcome, observed, command, file_range, asserted_at, stored_at)
+            ensure_inside(confine, events_path)
+            append_lines(confine, events_path, [serde_compact(event)])
+            fact_id = event["id"]
+        except (ActionFailed, F.FactError, OSError) as exc:
+            # Harn's probe also carries on without fact_id when store_fact fails.
+            store_error, event = str(exc), None
+
+    envelope = P.probe_envelope(KIND, outcome, observed, evidence, asserted_at, fact_id=fact_id)
+    return ProbeOutcome(
+        envelope=envelope, outcome=outcome, diagnostics=diagnostics,
+        summary_line=_summary_line(outcome, res, env, n_err, n_warn, timeout),
+        fact_id=fact_id, events_path=events_path if fact_id else None, file_path=file_path, range=sel.range,
+        snippet=sel.snippet, file_range=file_range, event=event, store_error=store_error,
+        timed_out=res.timed_out, process=res, temp_path=tmp_path, issues=list(env.issues) if env else [],
+    )
+
+
+def run_typecheck_probe_cli(file: str, rng: CliRange | Range | None, harn: str | None = None, store: bool = True,
+                            timeout: float = 30.0, now: str | None = None) -> ProbeOutcome:
+    """Sync wrapper for `harn-ls probe typecheck FILE`: reads the saved file, finds the project root."""
+    abs_file = os.path.abspath(file)
+    try:
+        with open(abs_file, "rb") as fh:
+            text = fh.read().decode("utf-8", "replace")
+    except OSError as exc:
+        raise ActionFailed(f"cannot read {file}: {exc.strerror or exc}") from None
+    lsp_range = rng.to_lsp(text) if isinstance(rng, CliRange) else rng
+    root = paths_mod.find_project_root(abs_file)
+    return asyncio.run(run_typecheck_probe(root, abs_file, text, lsp_range, harn or "harn", timeout,
+                                           store=store, now=now))

@@ -1,0 +1,297 @@
+"""`harnState.probeTypecheck {uri, range?}`: run a typecheck probe on an editor selection.
+
+The runner is `harn_ls.actions.probes`; this module adds what the editor
+needs around it: the trust gate, work-done progress, cancellation, the
+`harn-probe` diagnostics on the probed document, and keeping those
+diagnostics honest while the document is edited.
+
+Cancellation. pygls 2 runs `workspace/executeCommand` through a generator
+builtin: a `$/cancelRequest` cancels only that builtin's bookkeeping future
+(the client gets its "cancelled" response) and never the asyncio task of the
+command handler. So the handler watches that future itself, and the
+progress token's cancel future (`window/workDoneProgress/cancel`), and
+cancels the probe sub-task, which kills harn's process group and removes the
+temp file.
+
+Diagnostics. Probe diagnostics live in `ls.probe_diagnostics[uri]` (a list of
+`types.Diagnostic`); `lsp.diagnostics.publish` merges them with the state
+problems it publishes for the same file, and this module merges the other way.
+They are dropped when an edit touches the probed range (edits before it shift
+them), when the probe is re-run on that document, and when the range's text no
+longer matches what was probed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from dataclasses import dataclass
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from harn_ls.actions import ActionFailed, uuid7
+from harn_ls.actions import probes as runner
+
+log = logging.getLogger(__name__)
+
+UNTRUSTED = ("Typecheck probes are disabled: this workspace is not trusted (they run the harn binary "
+             "on your code). Trust the workspace to enable them.")
+_SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "info": types.DiagnosticSeverity.Information,
+}
+
+
+@dataclass
+class ProbeState:
+    range: runner.Range  # document range of the probed snippet (kept up to date across edits)
+    snippet: str
+
+
+def _ensure_maps(ls) -> None:
+    if not hasattr(ls, "probe_diagnostics"):
+        ls.probe_diagnostics = {}  # uri -> list[types.Diagnostic]
+    if not hasattr(ls, "probe_states"):
+        ls.probe_states = {}  # uri -> ProbeState
+
+
+def diagnostics_for_path(ls, path: str) -> list[types.Diagnostic]:
+    """Probe diagnostics for a file path (for `lsp.diagnostics.publish` to merge)."""
+    out: list[types.Diagnostic] = []
+    for uri, diags in getattr(ls, "probe_diagnostics", {}).items():
+        with contextlib.suppress(Exception):
+            if to_fs_path(uri) == path:
+                out.extend(diags)
+    return out
+
+
+def to_lsp_diagnostic(d: runner.ProbeDiagnostic) -> types.Diagnostic:
+    (sl, sc), (el, ec) = d.range
+    message = d.message + (f"\nhelp: {d.help}" if d.help else "")
+    return types.Diagnostic(
+        range=types.Range(start=types.Position(line=sl, character=sc), end=types.Position(line=el, character=ec)),
+        message=message,
+        severity=_SEVERITY.get(d.severity, types.DiagnosticSeverity.Error),
+        code=d.code,
+        source=runner.SOURCE,
+        data={"checkSource": d.check_source} if d.check_source else None,
+    )
+
+
+async def publish(ls, uri: str) -> None:
+    """Publish the probe diagnostics of `uri` merged with harn-ls' own problems on that file."""
+    from harn_ls.lsp.diagnostics import to_diagnostic
+
+    _ensure_maps(ls)
+    path = to_fs_path(uri)
+    proj = ls.project_for_uri(uri)
+    state: list[types.Diagnostic] = []
+    if proj is not None and proj.ws is not None and path:
+        problems = await proj.run(lambda: proj.ws.problems_by_path().get(path, []))
+        state = [to_diagnostic(p) for p in problems[:1000]]
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+        uri=uri, diagnostics=state + list(ls.probe_diagnostics.get(uri, []))))
+
+
+def _clear(ls, uri: str) -> bool:
+    _ensure_maps(ls)
+    ls.probe_states.pop(uri, None)
+    return ls.probe_diagnostics.pop(uri, None) is not None
+
+
+# -- edits ---------------------------------------------------------------------------------
+
+
+def _shift(pos: runner.Pos, cs: runner.Pos, ce: runner.Pos, new_text: str) -> runner.Pos:
+    """Where `pos` (at or after the replaced range's end `ce`) lands after replacing cs..ce with new_text."""
+    segments = runner._BREAK_RE.split(new_text)
+    n_breaks = len(segments) - 1
+    last = runner._utf16_len(segments[-1])
+    end_line = cs[0] + n_breaks
+    end_char = (cs[1] + last) if n_breaks == 0 else last
+    if pos[0] == ce[0]:
+        return end_line, end_char + (pos[1] - ce[1])
+    return pos[0] + (end_line - ce[0]), pos[1]
+
+
+def _shift_diag(d: types.Diagnostic, cs, ce, text) -> None:
+    for attr in ("start", "end"):
+        p = getattr(d.range, attr)
+        nl, nc = _shift((p.line, p.character), cs, ce, text)
+        setattr(d.range, attr, types.Position(line=nl, character=nc))
+
+
+def apply_changes(ls, uri: str, changes, current_text: str | None) -> bool:
+    """Track one didChange for the probed range; True when the diagnostics changed (need publishing)."""
+    _ensure_maps(ls)
+    st = ls.probe_states.get(uri)
+    if st is None:
+        return False
+    moved = False
+    for ch in changes:
+        rng = getattr(ch, "range", None)
+        if rng is None:  # whole-document replacement: decided by the text check below
+            continue
+        cs, ce = (rng.start.line, rng.start.character), (rng.end.line, rng.end.character)
+        start, end = st.range
+        if cs >= end:  # entirely after the probed code
+            continue
+        if ce <= start:  # entirely before: shift the range and its diagnostics
+            st.range = (_shift(start, cs, ce, ch.text), _shift(end, cs, ce, ch.text))
+            for d in ls.probe_diagnostics.get(uri, []):
+                _shift_diag(d, cs, ce, ch.text)
+            moved = True
+            continue
+        return _clear(ls, uri)  # the edit touches the probed code
+    if current_text is not None and runner.select(current_text, st.range).snippet != st.snippet:
+        return _clear(ls, uri)
+    return moved
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+def _request_future(ls):
+    """The bookkeeping future pygls cancels on `$/cancelRequest` for this executeCommand request."""
+    try:
+        msg_id = ls.protocol.msg_id
+        return ls.protocol._request_futures.get(msg_id) if msg_id is not None else None
+    except Exception:  # private pygls detail; without it only progress-cancel works
+        return None
+
+
+async def _begin_progress(ls, title: str, message: str) -> str | None:
+    if not ls.supports("window.work_done_progress"):
+        return None
+    token = f"harn-probe-{uuid7()}"
+    try:
+        await ls.work_done_progress.create_async(token)
+    except Exception as exc:
+        log.debug("workDoneProgress/create refused: %s", exc)
+        return None
+    ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, message=message, cancellable=True))
+    return token
+
+
+def _end_progress(ls, token: str | None, message: str) -> None:
+    if token is None:
+        return
+    with contextlib.suppress(Exception):
+        ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+    ls.work_done_progress.tokens.pop(token, None)
+
+
+def _fail(ls, message: str, kind=types.MessageType.Error) -> dict:
+    ls.show(message, kind)
+    return {"ok": False, "message": message}
+
+
+async def run_probe_command(ls, args: dict) -> dict:
+    """Run a typecheck probe on `{uri, range?}`; returns {ok, outcome, summary, factId, envelope}."""
+    _ensure_maps(ls)
+    if not ls.trusted:
+        return _fail(ls, UNTRUSTED, types.MessageType.Warning)
+    uri = args.get("uri") if isinstance(args, dict) else None
+    if not isinstance(uri, str) or not uri.startswith("file:"):
+        return _fail(ls, "probeTypecheck needs {uri} of a file")
+    path = to_fs_path(uri)
+    proj = ls.project_for_uri(uri) or ls.default_project()
+    if proj is None or proj.ws is None:
+        return _fail(ls, "no Harn project is open")
+    try:
+        rng = runner.range_from_lsp(args.get("range"))
+        doc = ls.workspace.get_text_document(uri)
+        text = doc.source
+    except ActionFailed as exc:
+        return _fail(ls, str(exc))
+    except OSError as exc:
+        return _fail(ls, f"cannot read {path}: {exc.strerror or exc}")
+    version = doc.version
+
+    # A re-run replaces the previous result on this document.
+    if _clear(ls, uri):
+        await publish(ls, uri)
+
+    settings = ls.settings
+    where = os.path.basename(path) + ("" if rng is None else f":{rng[0][0] + 1}")
+    token = await _begin_progress(ls, "Harn typecheck probe", f"harn check {where}")
+    probe_task = asyncio.ensure_future(runner.run_typecheck_probe(
+        proj.root, path, text, rng, settings.harnPath, settings.probes.timeoutSeconds,
+        store=settings.probes.storeFacts, memory_root=proj.ws.paths.memory_root))
+
+    def _cancel_probe(fut) -> None:
+        if fut.cancelled() and not probe_task.done():
+            probe_task.get_loop().call_soon_threadsafe(probe_task.cancel)
+
+    watched = [f for f in (_request_future(ls), ls.work_done_progress.tokens.get(token) if token else None) if f]
+    for fut in watched:
+        fut.add_done_callback(_cancel_probe)
+    try:
+        outcome = await probe_task
+    except asyncio.CancelledError:
+        me = asyncio.current_task()
+        if me is not None and me.cancelling():  # we are being torn down (shutdown): let the probe clean up
+            probe_task.cancel()
+            with contextlib.suppress(BaseException):
+                await probe_task
+            raise
+        _end_progress(ls, token, "cancelled")
+        token = None
+        ls.show("typecheck probe cancelled")
+        return {"ok": False, "outcome": "cancelled", "message": "typecheck probe cancelled"}
+    except ActionFailed as exc:
+        return _fail(ls, str(exc))
+    finally:
+        for fut in watched:
+            with contextlib.suppress(Exception):
+                fut.remove_done_callback(_cancel_probe)
+        _end_progress(ls, token, "done")
+
+    notes = []
+    current = ls.workspace.get_text_document(uri)
+    if current.version != version and runner.select(current.source, outcome.range).snippet != outcome.snippet:
+        notes.append("the document changed while the probe ran; diagnostics not shown")
+    else:
+        ls.probe_diagnostics[uri] = [to_lsp_diagnostic(d) for d in outcome.diagnostics]
+        ls.probe_states[uri] = ProbeState(range=outcome.range, snippet=outcome.snippet)
+        await publish(ls, uri)
+
+    if outcome.events_path:
+        await proj.apply_now([outcome.events_path])
+        fid = outcome.fact_id
+        if not await proj.run(lambda: fid in proj.ws.facts_by_id):
+            notes.append(f"fact {fid} is stored but hidden: an earlier forget tombstoned this id (Harn hides it too)")
+    if outcome.store_error:
+        notes.append(f"fact not stored: {outcome.store_error}")
+    summary = outcome.summary_line
+    kind = types.MessageType.Info if outcome.outcome == "pass" else types.MessageType.Warning
+    ls.show(summary + "".join(f" ({n})" for n in notes), kind)
+    return {
+        "ok": True,
+        "outcome": outcome.outcome,
+        "summary": summary,
+        "factId": outcome.fact_id,
+        "envelope": outcome.envelope,
+        "diagnostics": len(outcome.diagnostics),
+        "notes": notes,
+    }
+
+
+def register(server) -> None:
+    _ensure_maps(server)
+
+    @server.handler(types.TEXT_DOCUMENT_DID_CHANGE)
+    async def did_change(ls, params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if uri not in getattr(ls, "probe_states", {}):
+            return
+        try:
+            text = ls.workspace.get_text_document(uri).source
+        except Exception:
+            text = None
+        if apply_changes(ls, uri, params.content_changes, text):
+            await publish(ls, uri)
