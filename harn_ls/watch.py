@@ -83,7 +83,7 @@ class KeyedDebouncer:
         file whose first touch happened a little later.
 
     Callbacks run one at a time (on the background thread, or on the caller of
-    `flush_now`), in touch order of their batches. A callback that raises is
+    `flush_now`), in the order their batches were taken. A callback that raises is
     logged and does not stop the debouncer.
 
     With `start=False` no thread runs; call `pump()` yourself (tests with a
@@ -461,10 +461,14 @@ class StateWatcher:
             return
         self._started = True
         self._debouncer = KeyedDebouncer(self._flush, self._debouncer.debounce, self._debouncer.max_wait)
-        with self._lock:
-            self._observer = self._new_observer()
-            self._observer.start()
-            self._reconcile_locked(initial=True)
+        try:
+            with self._lock:
+                self._observer = self._new_observer()
+                self._observer.start()
+                self._reconcile_locked(initial=True)
+        except BaseException:
+            self.stop()  # don't leave the observer / debouncer threads behind
+            raise
         self._supervisor = threading.Thread(target=self._supervise, name="harn-ls-watch", daemon=True)
         self._supervisor.start()
 

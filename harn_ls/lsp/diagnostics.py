@@ -29,6 +29,8 @@ def to_diagnostic(problem) -> types.Diagnostic:
 
 
 async def publish(ls, proj) -> None:
+    from harn_ls.lsp.probe import diagnostics_for_path  # typecheck-probe results on the same file are kept
+
     by_path = await proj.run(lambda: proj.ws.problems_by_path())
     before = ls.published.get(proj.root, set())
     now = set()
@@ -36,10 +38,11 @@ async def publish(ls, proj) -> None:
         if not path:
             continue
         now.add(path)
-        diags = [to_diagnostic(p) for p in problems[:1000]]
+        diags = [to_diagnostic(p) for p in problems[:1000]] + diagnostics_for_path(ls, path)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=from_fs_path(path), diagnostics=diags))
     for path in before - now:
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=from_fs_path(path), diagnostics=[]))
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=from_fs_path(path),
+                                                                         diagnostics=diagnostics_for_path(ls, path)))
     ls.published[proj.root] = now
 
 

@@ -285,7 +285,9 @@ def register(server) -> None:
     _ensure_maps(server)
 
     @server.handler(types.TEXT_DOCUMENT_DID_CHANGE)
-    async def did_change(ls, params: types.DidChangeTextDocumentParams) -> None:
+    def did_change(ls, params: types.DidChangeTextDocumentParams) -> None:
+        # Synchronous on purpose: pygls applies each didChange before calling us, and an async
+        # handler would run later, against text that further edits have already changed.
         uri = params.text_document.uri
         if uri not in getattr(ls, "probe_states", {}):
             return
@@ -294,4 +296,4 @@ def register(server) -> None:
         except Exception:
             text = None
         if apply_changes(ls, uri, params.content_changes, text):
-            await publish(ls, uri)
+            ls.spawn(publish(ls, uri), "probe diagnostics")

@@ -289,9 +289,9 @@ def create_server() -> HarnLanguageServer:
         for proj in list(ls.projects.values()):
             proj.close()
 
-    from harn_ls.lsp import code_actions, code_lens, commands, diagnostics, documents, hover, symbols, tree
+    from harn_ls.lsp import code_actions, code_lens, commands, diagnostics, documents, hover, probe, symbols, tree
 
-    for module in (documents, hover, code_lens, diagnostics, tree, symbols, code_actions, commands):
+    for module in (documents, hover, code_lens, diagnostics, tree, symbols, code_actions, commands, probe):
         module.register(server)
     return server
 

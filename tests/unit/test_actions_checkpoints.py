@@ -1,0 +1,131 @@
+"""forget_stage: atomic rewrite of a checkpoint file in Harn's pretty format (harn-formats §B)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from harn_ls.actions import ActionFailed
+from harn_ls.actions.checkpoints import forget_stage, recently_modified
+from harn_ls.workspace import Workspace
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "sample-project"
+
+# review.json without "lint", written out by hand: serde_json pretty, 2 spaces, no final newline
+EXPECTED_REVIEW = """{
+  "collect_diff": "diff --git a/src/billing/invoice.py b/src/billing/invoice.py\\n-LATE_FEE_RATE = Decimal(\\"0.015\\")\\n+LATE_FEE_RATE = Decimal(\\"0.02\\")\\n",
+  "reviewed_pr": 481,
+  "summarize": {
+    "fingerprint": "sha256:817f11e99c260fde091e13b8a99b9d2d2e97ed0efb08472e3feaedd829e032b9",
+    "schema": "harn.checkpoint_stage.keyed.v1",
+    "value": "Raises the late fee from 1.5% to 2%. Customer-facing: update the terms page and the dunning emails."
+  }
+}"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    dest = tmp_path / "project"
+    shutil.copytree(FIXTURE, dest, symlinks=True)
+    (tmp_path / "outside").mkdir()
+    return dest
+
+
+def snapshot(root: Path) -> dict:
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            out[str(p.relative_to(root))] = os.readlink(p) if p.is_symlink() else (None if p.is_dir() else p.read_bytes())
+    return out
+
+
+def test_forget_stage_exact_text(project):
+    ws = Workspace.load(str(project))
+    path = project / ".harn/checkpoints/review.json"
+    result = forget_stage(ws, "review", "lint", expect_mtime=ws.checkpoints["review"].mtime)
+    assert path.read_text() == EXPECTED_REVIEW
+    assert result["remaining"] == ["collect_diff", "reviewed_pr", "summarize"]
+    assert "lint" not in ws.checkpoints["review"].entries  # live model updated
+    cold = Workspace.load(str(project))
+    assert list(cold.checkpoints["review"].entries) == ["collect_diff", "reviewed_pr", "summarize"]
+    assert cold.checkpoints["review"].entries["summarize"].keyed
+    assert not cold.checkpoints["review"].problems
+    assert not [n for n in os.listdir(path.parent) if n.endswith(".tmp")]
+
+
+def test_forget_keyed_stage_and_last_key(project):
+    ws = Workspace.load(str(project))
+    for key in ("clean", "fetch", "prepare", "processed_ids"):
+        forget_stage(ws, "ingest", key)
+    assert (project / ".harn/checkpoints/ingest.json").read_text() == '{\n  "upload": null\n}'
+    forget_stage(ws, "ingest", "upload")
+    assert (project / ".harn/checkpoints/ingest.json").read_text() == "{}"
+
+
+def test_nested_order_kept_as_loaded(project):
+    path = project / ".harn/checkpoints/odd.json"
+    path.write_text('{"b": {"z": 1, "a": [1.0, {"y": null, "x": "\\u00e9"}]}, "a": 1, "c": 1e400}'.replace("1e400", "2"))
+    ws = Workspace.load(str(project))
+    forget_stage(ws, "odd", "a")
+    # Harn re-saves what it loaded: top-level sorted, nested as in the file, floats as serde writes them
+    assert path.read_text() == ('{\n  "b": {\n    "z": 1,\n    "a": [\n      1.0,\n      {\n        "y": null,\n'
+                                '        "x": "é"\n      }\n    ]\n  },\n  "c": 2\n}')
+
+
+@pytest.mark.parametrize("pipeline", ["", ".", "..", "../review", "a/b", "review\n", "rev\x00iew", "a\\b"])
+def test_bad_pipeline_names_refused(project, tmp_path, pipeline):
+    ws = Workspace.load(str(project))
+    before = snapshot(tmp_path)
+    with pytest.raises(ActionFailed, match="refused"):
+        forget_stage(ws, pipeline, "lint")
+    assert snapshot(tmp_path) == before
+
+
+def test_refusals_leave_file_untouched(project, tmp_path):
+    ws = Workspace.load(str(project))
+    path = project / ".harn/checkpoints/review.json"
+    before = snapshot(tmp_path)
+    with pytest.raises(ActionFailed, match="no stage"):
+        forget_stage(ws, "review", "nope")
+    with pytest.raises(ActionFailed, match="does not exist"):
+        forget_stage(ws, "missing", "lint")
+    with pytest.raises(ActionFailed, match="changed since"):
+        forget_stage(ws, "review", "lint", expect_mtime=ws.checkpoints["review"].mtime - 10)
+    assert snapshot(tmp_path) == before
+    # caught mid-write by Harn (truncate + write): refuse, never "repair"
+    text = path.read_text()
+    for partial in ("", text[:40], "[1, 2]"):
+        path.write_text(partial)
+        before = snapshot(tmp_path)
+        with pytest.raises(ActionFailed, match="refused"):
+            forget_stage(ws, "review", "lint")
+        assert snapshot(tmp_path) == before
+
+
+def test_symlinked_checkpoint_refused(project, tmp_path):
+    outside = tmp_path / "outside" / "x.json"
+    outside.write_text('{"a": 1, "b": 2}')
+    os.symlink(outside, project / ".harn/checkpoints/x.json")
+    ws = Workspace.load(str(project))
+    before = snapshot(tmp_path)
+    with pytest.raises(ActionFailed, match="refused"):
+        forget_stage(ws, "x", "a")
+    assert snapshot(tmp_path) == before
+
+
+def test_recently_modified(project):
+    ws = Workspace.load(str(project))
+    path = project / ".harn/checkpoints/review.json"
+    os.utime(path, (time.time() - 60, time.time() - 60))
+    assert not recently_modified(ws, "review")
+    assert recently_modified(ws, "review", seconds=120)
+    os.utime(path, None)
+    assert recently_modified(ws, "review")
+    assert not recently_modified(ws, "missing")
+    with pytest.raises(ActionFailed):
+        recently_modified(ws, "../review")
