@@ -199,9 +199,11 @@ class Workspace:
             return
         changes.kinds.add("memory")
         changes.namespaces.add(ns)
-        self.recall.apply(ns, delta)
-        if delta.config_changed:
-            self.recall.set_config(ns, self.memory[ns].config)
+        space = self.memory.get(ns)
+        if space is not None:
+            self.recall.sync_namespace(space, delta)
+        else:
+            self.recall.apply(ns, delta)
         path = self._ns_path.get(ns, "")
         for record in delta.removed:
             fact = self.facts.pop((ns, record.seq), None)
