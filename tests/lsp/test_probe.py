@@ -35,12 +35,26 @@ def write_and_open(client, text: str = DOC) -> tuple[Path, str]:
     return path, open_file(client, path, "harn")
 
 
-async def probe_action(client, uri: str, rng: types.Range) -> types.CodeAction:
-    actions = await client.text_document_code_action_async(types.CodeActionParams(
+async def probe_action(client, uri: str, rng: types.Range) -> dict:
+    """The probe code action, read raw: lsprotocol's client-side converter turns a CodeAction in the
+    `(Command | CodeAction)[]` result into a Command (it tries Command first), losing its command."""
+    from pygls.protocol.json_rpc import JsonRPCResponseMessage
+
+    msg_id = f"code-action-{time.monotonic_ns()}"
+    fut = client.protocol.send_request_async(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=uri), range=rng,
-        context=types.CodeActionContext(diagnostics=[])))
-    print("ACTIONS", actions)
-    return next(a for a in actions or [] if a.title == "Run typecheck probe on selection")
+        context=types.CodeActionContext(diagnostics=[])), msg_id=msg_id)
+    client.protocol._result_types[msg_id] = JsonRPCResponseMessage  # keep the result untyped
+    actions = [_plain(a) for a in (await fut or [])]
+    return next(a for a in actions if a["title"] == "Run typecheck probe on selection")
+
+
+def _plain(obj):
+    if hasattr(obj, "_asdict"):
+        return {k: _plain(v) for k, v in obj._asdict().items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
 
 
 def probe_diags(client, uri: str) -> list[types.Diagnostic]:
@@ -53,9 +67,10 @@ async def test_selection_probe_diagnostics_fact_and_hover(client):
     # selection starts mid-line, after multi-byte characters, and ends mid-line 2
     sel = types.Range(start=pos(1, utf16(line1[:line1.index("let x")])), end=pos(2, 7))
     action = await probe_action(client, uri, sel)
-    assert action.command.command == "harnState.probeTypecheck"
+    assert action["kind"] == "source.harnState.probe"
+    assert action["command"]["command"] == "harnState.probeTypecheck"
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command=action.command.command, arguments=action.command.arguments))
+        command=action["command"]["command"], arguments=action["command"]["arguments"]))
     result = result._asdict() if hasattr(result, "_asdict") else result
     assert result["ok"] is True and result["outcome"] == "fail"
     assert result["summary"] == "typecheck fail: 1 error"
@@ -104,7 +119,7 @@ async def test_rerun_replaces_and_warning_passes(client):
     action = await probe_action(client, uri, types.Range(start=pos(1, 0), end=pos(2, 0)))
     for _ in range(2):
         result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-            command=action.command.command, arguments=action.command.arguments))
+            command=action["command"]["command"], arguments=action["command"]["arguments"]))
         assert result.outcome == "pass" and result.summary == "typecheck pass: 1 warning"
     await client.rec.wait_for(lambda: len(probe_diags(client, uri)) == 1, 10)
     assert probe_diags(client, uri)[0].severity == types.DiagnosticSeverity.Warning
