@@ -47,7 +47,7 @@ def register(server) -> None:
     async def code_lens(ls, params: types.CodeLensParams):
         uri = params.text_document.uri
         if uri.startswith(P.SCHEME + ":"):
-            return proposal_lenses(uri)
+            return await proposal_lenses(ls, uri)
         proj = ls.project_for_uri(uri)
         if proj is None or proj.ws is None:
             return []
@@ -109,17 +109,17 @@ def register(server) -> None:
         return lens
 
 
-def proposal_lenses(uri: str) -> list[types.CodeLens]:
+async def proposal_lenses(ls, uri: str) -> list[types.CodeLens]:
+    """The same Accept / Reject / Compare choices as the code actions, at the top of the document."""
+    from harn_ls.lsp.code_actions import _proposal_actions
+
     try:
         target = parse_uri(uri)
     except UriError:
         return []
-    if target.kind != "proposals":
+    proj = ls.default_project()
+    if target.kind != "proposals" or proj is None or proj.ws is None:
         return []
-    pid = target.name
-    return [
-        types.CodeLens(range=_TOP, command=types.Command(title="Accept skill", command=P.CMD_ACCEPT, arguments=[{"id": pid}]),
-                       data={"t": "proposal"}),
-        types.CodeLens(range=_TOP, command=types.Command(title="Reject for 14 days", command=P.CMD_REJECT,
-                                                         arguments=[{"id": pid, "days": 14}]), data={"t": "proposal"}),
-    ]
+    skill_root = ls.settings.skillRoot
+    actions = await proj.run(lambda: _proposal_actions(proj.ws, target.name, skill_root))
+    return [types.CodeLens(range=_TOP, command=a.command, data={"t": "proposal"}) for a in actions]

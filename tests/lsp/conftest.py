@@ -63,10 +63,27 @@ def _as_dict(obj):
     return obj
 
 
+def _fix_code_action_union(client: LanguageClient) -> None:
+    """lsprotocol structures any result item that has a `command` key as a Command, so a
+    CodeAction carrying a command loses its kind and data. Decide as VS Code does: a
+    Command has a string `command`."""
+    from typing import Union
+
+    converter = client.protocol._converter
+
+    def hook(obj, _):
+        if isinstance(obj.get("command"), str):
+            return converter.structure(obj, types.Command)
+        return converter.structure(obj, types.CodeAction)
+
+    converter.register_structure_hook(Union[types.Command, types.CodeAction], hook)
+
+
 def make_client_fixture(init_options: dict | None = None):
     @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "harn_ls", "serve"]))
     async def lsp(lsp_client: LanguageClient, project: Path):
         rec = Recorder(lsp_client)
+        _fix_code_action_union(lsp_client)
 
         @lsp_client.feature("harn/treeChanged")
         def _tree_changed(params):

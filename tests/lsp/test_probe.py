@@ -41,9 +41,10 @@ async def probe_action(client, uri: str, rng: types.Range) -> dict:
     from pygls.protocol.json_rpc import JsonRPCResponseMessage
 
     msg_id = f"code-action-{time.monotonic_ns()}"
-    fut = client.protocol.send_request_async(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionParams(
+    fut = asyncio.ensure_future(client.protocol.send_request_async(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=uri), range=rng,
-        context=types.CodeActionContext(diagnostics=[])), msg_id=msg_id)
+        context=types.CodeActionContext(diagnostics=[])), msg_id=msg_id))
+    await asyncio.sleep(0)  # the request is written (and its result type registered) in the first step
     client.protocol._result_types[msg_id] = JsonRPCResponseMessage  # keep the result untyped
     actions = [_plain(a) for a in (await fut or [])]
     return next(a for a in actions if a["title"] == "Run typecheck probe on selection")
@@ -71,7 +72,7 @@ async def test_selection_probe_diagnostics_fact_and_hover(client):
     assert action["command"]["command"] == "harnState.probeTypecheck"
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command=action["command"]["command"], arguments=action["command"]["arguments"]))
-    result = result._asdict() if hasattr(result, "_asdict") else result
+    result = _plain(result)
     assert result["ok"] is True and result["outcome"] == "fail"
     assert result["summary"] == "typecheck fail: 1 error"
     fact_id = result["factId"]
@@ -120,7 +121,8 @@ async def test_rerun_replaces_and_warning_passes(client):
     for _ in range(2):
         result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
             command=action["command"]["command"], arguments=action["command"]["arguments"]))
-        assert result.outcome == "pass" and result.summary == "typecheck pass: 1 warning"
+        result = _plain(result)
+        assert result["outcome"] == "pass" and result["summary"] == "typecheck pass: 1 warning"
     await client.rec.wait_for(lambda: len(probe_diags(client, uri)) == 1, 10)
     assert probe_diags(client, uri)[0].severity == types.DiagnosticSeverity.Warning
 
@@ -149,8 +151,9 @@ async def test_cancel_request_kills_probe(client):
     path, uri = write_and_open(client, "pipeline main() {\n  // HARN_DOUBLE_HANG\n}\n")
     before = set(_double_processes())
     msg_id = "probe-cancel-1"
-    fut = client.protocol.send_request_async(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
-        command="harnState.probeTypecheck", arguments=[{"uri": uri}]), msg_id=msg_id)
+    fut = asyncio.ensure_future(client.protocol.send_request_async(types.WORKSPACE_EXECUTE_COMMAND,
+                                types.ExecuteCommandParams(command="harnState.probeTypecheck",
+                                                           arguments=[{"uri": uri}]), msg_id=msg_id))
     running: dict[int, str] = {}
 
     def started() -> bool:
@@ -194,7 +197,8 @@ async def test_untrusted_workspace_refuses(untrusted):
     before = events.read_bytes()
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="harnState.probeTypecheck", arguments=[{"uri": uri}]))
-    assert result.ok is False and "not trusted" in result.message
+    result = _plain(result)
+    assert result["ok"] is False and "not trusted" in result["message"]
     assert any("not trusted" in m for m in client.rec.shown)
     assert events.read_bytes() == before
     assert not probe_diags(client, uri)
