@@ -29,10 +29,21 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE.parent / "fixtures"))
 sys.path.insert(0, str(HERE))
 
-import generate as fx  # noqa: E402  fixtures/generate.py (imported as a module, nothing runs)
+
+def _load_fixtures():
+    """fixtures/generate.py as a module (its name clashes with this file's)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("harn_fixtures_generate", HERE.parent / "fixtures" / "generate.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+fx = _load_fixtures()
 from bench_recall import make_vocab  # noqa: E402
 
 from harn_ls.formats.harn_json import serde_compact, stringify  # noqa: E402
@@ -167,7 +178,10 @@ def plain_events(log: EventLog, n: int, rng: random.Random, words: Words, clock:
             log.add(fx.forget_event(fx.uuid7(clock[0], f"{label} forget {i}"), ns, pred, ids, at))
         else:
             rid = fx.uuid7(clock[0], f"{label} {i}")
-            key = "/".join(w.lower() for w in words.take(2)) + f"-{i}"
+            # descriptive slugs, as agents choose them ("debug/stripe-sandbox"); a few carry a number
+            key = "/".join(w.lower() for w in words.take(rng.randint(2, 3)))
+            if rng.random() < 0.1:
+                key += f"-{rng.randint(2, 400)}"
             if rng.random() < 0.35:
                 value = words.sentence(10, 70)
             else:

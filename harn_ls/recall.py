@@ -30,6 +30,7 @@ import math
 import os
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from itertools import compress
 from operator import add
@@ -242,10 +243,10 @@ def _tie_sort(hits: list[Hit]) -> list[Hit]:
 class _Doc:
     __slots__ = ("record", "ntokens", "terms", "vec_hash")
 
-    def __init__(self, record: MemoryRecord, ntokens: int, terms: tuple[str, ...]) -> None:
+    def __init__(self, record: MemoryRecord, ntokens: int, terms: tuple[str, ...] | None = None) -> None:
         self.record = record
         self.ntokens = ntokens
-        self.terms = terms  # distinct terms, to undo the postings in O(doc tokens)
+        self.terms = terms  # unused (None): remove() re-tokenizes the record
         self.vec_hash: str | None = None  # sha256 of the searchable text, computed lazily
 
 
@@ -300,34 +301,41 @@ class NamespaceIndex:
             self.remove(seq)
         tokens = tokenize(searchable_text(record))
         dl = max(1, len(tokens))
-        tf: dict[str, int] = {}
-        for t in tokens:
-            tf[t] = tf.get(t, 0) + 1
         postings = self.postings
-        canon = self._canon
-        terms = []
-        for t, n in tf.items():
-            t = _intern(t)
-            terms.append(t)
-            v = (n << 32) | dl
-            v = canon.setdefault(v, v)
-            p = postings.get(t)
+        get = postings.get
+        canon = self._canon.setdefault
+        v1 = (1 << 32) | dl
+        v1 = canon(v1, v1)  # most terms occur once in a record
+        # Counter counts in C; the doc keeps no term list (remove() re-tokenizes the
+        # record instead): that list cost ~60 pointers per record and an intern per token.
+        for t, n in Counter(tokens).items():
+            if n == 1:
+                v = v1
+            else:
+                v = (n << 32) | dl
+                v = canon(v, v)
+            p = get(t)
             if p is None:
                 postings[t] = {seq: v}
             else:
                 p[seq] = v
         key_terms = set(tokenize(record.key))
         tag_terms = {t for tag in record.tags for t in tokenize(tag)}
-        for t in key_terms | tag_terms:
-            self.boosts.setdefault(_intern(t), {})[seq] = _BOOST[(t in key_terms, t in tag_terms)]
-        self.docs[seq] = _Doc(record, len(tokens), tuple(terms))
+        if key_terms or tag_terms:
+            boosts = self.boosts
+            for t in key_terms | tag_terms:
+                b = boosts.get(t)
+                if b is None:
+                    boosts[t] = b = {}
+                b[seq] = _BOOST[(t in key_terms, t in tag_terms)]
+        self.docs[seq] = _Doc(record, len(tokens), None)
         self.total_tokens += len(tokens)
 
     def remove(self, seq: int) -> MemoryRecord | None:
         doc = self.docs.pop(seq, None)
         if doc is None:
             return None
-        for t in doc.terms:
+        for t in set(tokenize(searchable_text(doc.record))):  # the same terms add() indexed
             p = self.postings[t]
             del p[seq]
             if not p:

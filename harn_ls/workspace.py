@@ -8,6 +8,7 @@ the CLI and the renderers need lives here. No pygls, no writes.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from dataclasses import dataclass, field
@@ -103,6 +104,19 @@ class Workspace:
 
     def rescan(self) -> ChangeSet:
         """Read everything from scratch (also the recovery path after watcher overflow)."""
+        # A load allocates millions of long-lived objects (records, postings); the
+        # cyclic GC would rescan all of them again and again while they are being
+        # built (about half of the load time on 100k events). Nothing built here
+        # is cyclic garbage, so collection waits until the load is done.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._rescan()
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def _rescan(self) -> ChangeSet:
         self.memory.clear()
         self._tails.clear()
         self._ns_path.clear()
@@ -193,6 +207,7 @@ class Workspace:
         if space is None:
             return
         self._apply_delta(ns, MemoryDelta(removed=space.records()), changes)
+        self.recall.drop(ns)  # a vanished or reset log leaves no (empty) index behind, as a cold load would
 
     def _apply_delta(self, ns: str, delta: MemoryDelta, changes: ChangeSet) -> None:
         if not delta:
@@ -338,7 +353,7 @@ class Workspace:
         for tid in [t for t, e in self.transcripts.items() if e.path == path]:
             del self.transcripts[tid]
         self.workers.pop(path, None)
-        if not os.path.isfile(path):
+        if not os.path.isfile(path) or self._leaves_project(path):
             return
         snap = runs_fmt.read_worker_snapshot(path)
         self.workers[path] = snap
@@ -351,7 +366,7 @@ class Workspace:
         path = self.paths.session_store
         changes.kinds.add("sessions")
         changes.problem_paths.add(path)
-        self.sessions = ss_fmt.read_session_store(path) if os.path.isfile(path) else None
+        self.sessions = ss_fmt.read_session_store(path) if os.path.isfile(path) and not self._leaves_project(path) else None
 
     # ----------------------------------------------------------------- apply
     def apply(self, changed: Iterable[str]) -> ChangeSet:
@@ -364,7 +379,7 @@ class Workspace:
             base = os.path.basename(path)
             if path == os.path.join(self.root, "harn.toml"):
                 return self.rescan()
-            if os.path.isdir(path) or (not os.path.exists(path) and "." not in base):
+            if os.path.isdir(path) or (not os.path.exists(path) and ("." not in base or self._was_directory(path))):
                 # A directory appeared, vanished or was renamed: rescan what can live below it.
                 if any(_is_under(path, r) or _is_under(r, path) for r in self._memory_roots()):
                     self._rescan_namespaces(changes)
@@ -373,7 +388,8 @@ class Workspace:
                     self._rescan_checkpoints(changes)
                 if any(_is_under(path, r.path) or _is_under(r.path, path) for r in paths.skill_roots):
                     need_skills = True
-                if _is_under(path, paths.run_root) or _is_under(paths.run_root, path) or _is_under(path, paths.worker_dir):
+                if _is_under(path, paths.run_root) or _is_under(paths.run_root, path) or _is_under(path, paths.worker_dir) \
+                        or _is_under(paths.worker_dir, path):
                     self._rescan_runs(changes)
                 if _is_under(paths.state_root, path) or _is_under(path, paths.state_root):
                     need_sessions = need_pattern = True
@@ -421,6 +437,20 @@ class Workspace:
         if changes:
             self.generation += 1
         return changes
+
+    def _leaves_project(self, path: str) -> bool:
+        """Inside the project by name but outside once symlinks are resolved: never followed.
+        (A root the environment puts outside the project, HARN_STATE_DIR=/elsewhere, is not affected.)"""
+        return _is_under(os.path.abspath(path), self.root) and not self.paths.is_inside_project(path)
+
+    def _was_directory(self, path: str) -> bool:
+        """A vanished path with a dot in its name (`.harn`, `notes.v2`) was a directory if something we
+        loaded, or one of the roots, lived below it."""
+        p = self.paths
+        known = [*self._ns_path.values(), *(cf.path for cf in self.checkpoints.values()), *self._run_paths,
+                 *self.workers, *self._memory_roots(), p.checkpoint_dir, p.run_root, p.state_root, p.worker_dir,
+                 *(r.path for r in p.skill_roots)]
+        return any(k != path and _is_under(k, path) for k in known)
 
     def _namespace_for(self, path: str) -> str | None:
         for root in self._memory_roots():

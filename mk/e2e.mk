@@ -6,7 +6,7 @@
 #               (installs code-server, chromium and playwright-core itself; cached in ~/.cache/harn-ls-e2e)
 #
 # E2E_PYTHON: the interpreter that runs harn-ls (needs its dependencies; the checkout is put on
-# PYTHONPATH). E2E_VENV_DEPS: a target of the top-level Makefile that bootstraps that venv.
+# PYTHONPATH). E2E_VENV_DEPS: the top-level target that bootstraps that venv ($(STAMP) there).
 
 EXT_DIR        := vscode-extension
 VSIX           := $(EXT_DIR)/harn-state.vsix
@@ -14,7 +14,7 @@ EXT_SOURCES    := $(wildcard $(EXT_DIR)/src/*.ts) $(wildcard $(EXT_DIR)/media/*)
                   $(EXT_DIR)/package.json $(EXT_DIR)/tsconfig.json $(EXT_DIR)/README.md \
                   $(EXT_DIR)/LICENSE $(EXT_DIR)/.vscodeignore
 E2E_PYTHON     ?= $(CURDIR)/.venv/bin/python
-E2E_VENV_DEPS  ?=
+E2E_VENV_DEPS  ?= $(STAMP)
 
 .PHONY: vsix e2e e2e-setup
 

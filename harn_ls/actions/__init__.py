@@ -64,6 +64,7 @@ def atomic_write(project_root: str, path: str, data: bytes | str, *, exclusive: 
         data = data.encode("utf-8")
     directory = os.path.dirname(path) or "."
     make_dirs(project_root, directory)
+    _sweep_stale_temps(directory, os.path.basename(path))
     tmp = os.path.join(directory, f".{os.path.basename(path)}.harn-ls-{uuid.uuid4().hex}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
@@ -86,6 +87,26 @@ def atomic_write(project_root: str, path: str, data: bytes | str, *, exclusive: 
             pass
         raise
     _fsync_dir(directory)
+
+
+def _sweep_stale_temps(directory: str, base: str, older_than: float = 600.0) -> None:
+    """Remove our own temp files that a killed writer left behind (never anyone else's)."""
+    import time
+
+    prefix = f".{base}.harn-ls-"
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    cutoff = time.time() - older_than
+    for name in names:
+        if name.startswith(prefix) and name.endswith(".tmp"):
+            p = os.path.join(directory, name)
+            try:
+                if os.lstat(p).st_mtime < cutoff:
+                    os.unlink(p)
+            except OSError:
+                pass
 
 
 def append_lines(project_root: str, path: str, lines: list[str]) -> int:

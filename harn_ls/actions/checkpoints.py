@@ -15,16 +15,28 @@ import time
 
 import orjson
 
-from harn_ls.actions import ActionFailed, atomic_write
+from harn_ls.actions import ActionFailed, atomic_write, ensure_inside
 from harn_ls.actions.proposals import _check_segment, _inside
 from harn_ls.formats.checkpoints import render_checkpoint_json
 
 _MAX_CHECKPOINT_BYTES = 256 * 1024 * 1024
 
 
+def _root_for(ws) -> str:
+    """The project, or the state root when HARN_STATE_DIR puts it elsewhere: writes stay inside it."""
+    state = os.path.abspath(ws.paths.state_root)
+    root = os.path.abspath(ws.root)
+    return root if state == root or state.startswith(root.rstrip(os.sep) + os.sep) else state
+
+
 def checkpoint_path(ws, pipeline: str) -> str:
     _check_segment(pipeline, "pipeline name")
-    return _inside(ws, os.path.join(ws.paths.checkpoint_dir, pipeline + ".json"))
+    path = os.path.join(ws.paths.checkpoint_dir, pipeline + ".json")
+    root = _root_for(ws)
+    if root == os.path.abspath(ws.root):
+        return _inside(ws, path)
+    ensure_inside(root, path)
+    return path
 
 
 def recently_modified(ws, pipeline: str, seconds: float = 5) -> bool:
@@ -65,7 +77,7 @@ def forget_stage(ws, pipeline: str, key: str, expect_mtime: float | None = None)
     del mapping[key]
     # Harn re-saves a loaded file with top-level keys sorted and nested values as loaded.
     text = render_checkpoint_json(mapping, sort_nested=False)
-    atomic_write(ws.root, path, text)
+    atomic_write(_root_for(ws), path, text)
     ws.apply([path])
     new_mtime = os.stat(path).st_mtime
     return {

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harn_ls import paths as paths_mod
-from harn_ls.actions import ActionFailed, append_lines, ensure_inside, iso_millis, rfc3339_nanos, uuid7
+from harn_ls.actions import ActionFailed, append_lines, iso_millis, rfc3339_nanos, uuid7
 from harn_ls.formats import facts as F
 from harn_ls.formats import probes as P
 from harn_ls.formats.harn_json import serde_compact
@@ -292,6 +292,22 @@ async def _drain(stream: asyncio.StreamReader | None, sink: bytearray) -> None:
             sink += chunk[:room]
 
 
+async def _exited(proc, wait_task: asyncio.Future, limit: float | None) -> bool:
+    """Wait until harn itself has exited (True) or `limit` seconds pass (False).
+
+    Not just `proc.wait()`: before Python 3.12 that also waits for the pipes
+    to close, so a descendant that escaped the process group while holding
+    stdout would block it forever. The returncode is polled as well.
+    """
+    deadline = None if limit is None else time.monotonic() + limit
+    while proc.returncode is None:
+        step = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
+        if step <= 0:
+            return False
+        await asyncio.wait({wait_task}, timeout=step)
+    return True
+
+
 async def run_process(argv: list[str], *, cwd: str | None, timeout: float) -> ProcessResult:
     """Run argv (never through a shell) in a new session; kill its process group on timeout/cancel."""
     started = time.monotonic()
@@ -305,14 +321,13 @@ async def run_process(argv: list[str], *, cwd: str | None, timeout: float) -> Pr
         raise ActionFailed(MISSING_BINARY.format(path=argv[0]) + f" ({exc})") from None
     out, err = bytearray(), bytearray()
     readers = [asyncio.ensure_future(_drain(proc.stdout, out)), asyncio.ensure_future(_drain(proc.stderr, err))]
+    wait_task = asyncio.ensure_future(proc.wait())
     timed_out = False
     try:
-        try:
-            await asyncio.wait_for(proc.wait(), timeout=max(0.001, float(timeout)))
-        except asyncio.TimeoutError:
+        if not await _exited(proc, wait_task, max(0.001, float(timeout))):
             timed_out = True
             _kill_group(proc.pid)
-            await proc.wait()
+            await _exited(proc, wait_task, None)  # SIGKILL: prompt
         duration_ms = int((time.monotonic() - started) * 1000)
         _done, pending = await asyncio.wait(readers, timeout=DRAIN_GRACE)
         if pending:  # a straggler in the group still holds the pipes
@@ -324,11 +339,15 @@ async def run_process(argv: list[str], *, cwd: str | None, timeout: float) -> Pr
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
-            await asyncio.shield(proc.wait())
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(_exited(proc, wait_task, 5.0))
         raise
     finally:
-        for r in readers:
-            r.cancel()
+        for task in (*readers, wait_task):
+            task.cancel()
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:  # release pipes an escaped descendant may still hold
+            transport.close()
     code = proc.returncode
     return ProcessResult(
         stdout=out.decode("utf-8", "replace"),
@@ -454,8 +473,9 @@ async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng:
         events_path, confine = _events_target(project_root, mem_root)
         try:
             event = build_fact_event(sel.snippet, outcome, observed, command, file_range, asserted_at, stored_at)
-            ensure_inside(confine, events_path)
-            append_lines(confine, events_path, [serde_compact(event)])
+            line = serde_compact(event)
+            # fsync off the event loop (the server's loop must not stall on disk)
+            await asyncio.get_running_loop().run_in_executor(None, append_lines, confine, events_path, [line])
             fact_id = event["id"]
         except (ActionFailed, F.FactError, OSError) as exc:
             # Harn's probe also carries on without fact_id when store_fact fails.

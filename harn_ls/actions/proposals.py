@@ -416,9 +416,6 @@ def accept_proposal(ws, proposal_id: str, skill_root: str | None = None, now=Non
     if conflicts:
         raise ActionFailed("refused: a different file already exists at " + ", ".join(conflicts)
                            + "; compare it with the proposal instead")
-    space = _space(ws, namespace)
-    append_lines(_confine(ws, events_path), events_path, [serde_compact(forget_event(space.namespace, {"key": f"pending:{prop.id}"}, _ids_with_key(space, f"pending:{prop.id}"), t))])
-    import time; time.sleep(0.003)
     written, unchanged = [], []
     for f in plan.files:  # proposal.json is last: it marks a complete staging
         if f.identical:
@@ -430,6 +427,7 @@ def accept_proposal(ws, proposal_id: str, skill_root: str | None = None, now=Non
     space = _space(ws, namespace)
     ns_name = space.namespace if space is not None else namespace
     event = forget_event(ns_name, {"key": f"pending:{prop.id}"}, _ids_with_key(space, f"pending:{prop.id}"), t)
+    append_lines(_confine(ws, events_path), events_path, [serde_compact(event)])
     ws.apply(written + [events_path])
     rel = os.path.relpath(plan.skill_path, ws.root).replace(os.sep, "/")
     what = "staged under " + os.path.relpath(os.path.dirname(plan.files[0].path), ws.root).replace(os.sep, "/") \

@@ -17,6 +17,8 @@ import hashlib
 from decimal import Decimal
 from typing import Any
 
+from orjson import dumps as _orjson_dumps
+
 _HEX = "0123456789abcdef"
 
 
@@ -124,6 +126,17 @@ def stringify(value: Any) -> str:
 
 def serde_compact(value: Any) -> str:
     """`serde_json::to_string`: compact, keys in given order, ryu floats."""
+    # Fast path: orjson writes the same bytes as serde_json (same escapes, raw
+    # UTF-8, ryu shortest floats) except that it spells positive exponents `e+`.
+    # Anything orjson refuses (big ints, non-str keys, other types) or any text
+    # containing "e+" (perhaps such a float) goes through the exact encoder.
+    try:
+        text = _orjson_dumps(value).decode("utf-8")
+    except (TypeError, ValueError):
+        pass
+    else:
+        if "e+" not in text:
+            return text
     out: list[str] = []
     _encode(value, out, harn=False)
     return "".join(out)

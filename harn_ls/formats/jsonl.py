@@ -25,6 +25,8 @@ CODE_INVALID_UTF8 = "HL-JSONL-002"
 CODE_NOT_OBJECT = "HL-JSONL-003"
 CODE_TORN_LINE = "HL-JSONL-004"
 CODE_UNREADABLE = "HL-JSONL-005"
+CODE_LINE_TOO_LONG = "HL-JSONL-006"
+MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer "line" (say a run of NULs after a crash) is skipped, never buffered
 
 
 @dataclass(slots=True)
@@ -91,20 +93,34 @@ class JsonlTail:
             fh.seek(self.offset)
             carry = b""
             first = True
+            skipped = -1  # >= 0: bytes of an over-long line consumed so far (not kept)
             while True:
                 chunk = fh.read(self._chunk)
                 if not chunk:
                     break
+                if skipped >= 0:
+                    nl = chunk.find(b"\n")
+                    if nl < 0:
+                        skipped += len(chunk)
+                        continue
+                    batch = JsonlBatch(lines=[self._skip_line(skipped + nl + 1)], reset=reset and first)
+                    first = False
+                    yield batch
+                    skipped = -1
+                    chunk = chunk[nl + 1:]
                 data = carry + chunk
                 cut = data.rfind(b"\n")
                 if cut < 0:
-                    carry = data
+                    if len(data) > MAX_LINE_BYTES:
+                        skipped, carry = len(data), b""
+                    else:
+                        carry = data
                     continue
                 complete, carry = data[: cut + 1], data[cut + 1 :]
                 batch = JsonlBatch(lines=self._parse(complete), reset=reset and first)
                 first = False
                 yield batch
-            self.torn_bytes = len(carry)
+            self.torn_bytes = skipped if skipped >= 0 else len(carry)
             if first:
                 yield JsonlBatch(reset=reset)
 
@@ -128,6 +144,15 @@ class JsonlTail:
             "it is ignored until a writer finishes it — Harn skips it the same way only if it is never completed",
             Severity.INFO,
         )
+
+    def _skip_line(self, length: int) -> JsonlLine:
+        """Account for an over-long line of `length` bytes (newline included) at the current offset."""
+        self.line_no += 1
+        line = JsonlLine(self.line_no, self.offset, None, Problem(self.path, self.line_no, CODE_LINE_TOO_LONG,
+            f"line is {length - 1} bytes long, over the {MAX_LINE_BYTES}-byte limit; skipped without reading it into memory "
+            "(Harn refuses to read this log until it is fixed)", Severity.ERROR))
+        self.offset += length
+        return line
 
     def _parse(self, data: bytes) -> list[JsonlLine]:
         out: list[JsonlLine] = []

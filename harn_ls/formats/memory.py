@@ -79,18 +79,32 @@ class MemoryDelta:
     added: list[MemoryRecord] = field(default_factory=list)
     removed: list[MemoryRecord] = field(default_factory=list)
     config_changed: bool = False
+    # id() of the records in `added` (kept alive by the list, so ids are stable), and
+    # of those netted out since the last `compact()`: a cold load of a big log applies
+    # thousands of updates/forgets per batch, and a linear search per removal was quadratic.
+    _added_ids: set = field(default_factory=set, repr=False, compare=False)
+    _netted: set = field(default_factory=set, repr=False, compare=False)
 
     def add(self, record: MemoryRecord) -> None:
         self.added.append(record)
+        self._added_ids.add(id(record))
 
     def remove(self, record: MemoryRecord) -> None:
         # Net out records added earlier in this same delta, so consumers can apply
         # `removed` then `added` without resurrecting anything.
-        for i in range(len(self.added) - 1, -1, -1):
-            if self.added[i] is record:
-                del self.added[i]
-                return
+        key = id(record)
+        if key in self._added_ids:
+            self._added_ids.discard(key)
+            self._netted.add(key)  # still listed in `added` until compact()
+            return
         self.removed.append(record)
+
+    def compact(self) -> None:
+        """Drop netted-out records from `added` (apply_lines calls this before returning)."""
+        if self._netted:
+            netted = self._netted
+            self.added[:] = [r for r in self.added if id(r) not in netted]
+            self._netted = set()
 
     def __bool__(self) -> bool:
         return bool(self.added or self.removed or self.config_changed)
@@ -138,6 +152,7 @@ class MemoryNamespace:
                 self.problems.append(line.problem)
                 continue
             self._apply_event(line.value, line.line_no, delta)
+        delta.compact()
         return delta
 
     def _problem(self, line_no: int, code: str, message: str, severity: Severity = Severity.WARNING) -> None:
@@ -176,8 +191,11 @@ class MemoryNamespace:
                 Severity.ERROR)
             return
         self.last_event_at = stored_at
+        value = event["value"]
+        if text == value:
+            text = value  # a string value is its own text (§C.2): keep one copy, not two
         record = MemoryRecord(
-            id=rid, namespace=self.namespace, key=key, value=event["value"], text=text, tags=tuple(tags),
+            id=rid, namespace=self.namespace, key=key, value=value, text=text, tags=tuple(tags),
             stored_at=stored_at, seq=seq, line_no=line_no, provenance=event.get("provenance"),
             status=_str(event, "status"), scope=_str(event, "scope"), flags=dict(flags),
         )

@@ -63,7 +63,9 @@ def parse_uri(uri: str) -> StateUri:
     if head not in _KINDS or not rest:
         raise UriError(f"unknown document: {uri}")
     segments = rest.split("/")
-    if any(s in ("", ".", "..") for s in segments) or not _SAFE_NAME.match(rest):
+    # Backslashes count as separators here (Harn's namespace rule, Windows paths): `a\..\b` is refused too.
+    if any(s in ("", ".", "..") for s in segments) or any(s in (".", "..") for s in rest.replace("\\", "/").split("/")) \
+            or not _SAFE_NAME.match(rest):
         raise UriError(f"refused: {uri} (path segments must not be empty, '.', '..' or control characters)")
     if head != "memory" and len(segments) != 1:
         raise UriError(f"unknown document: {uri}")

@@ -147,7 +147,7 @@ async function gotoLine(page, line, col = 1) {
   await page.keyboard.press('Control+G');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ timeout: 10_000 });
-  await input.fill(`${line}:${col}`);
+  await input.fill(`:${line}:${col}`);
   await page.keyboard.press('Enter');
   await sleep(200);
 }
@@ -159,6 +159,7 @@ async function main() {
   fs.mkdirSync(SHOTS, { recursive: true });
   for (const f of fs.readdirSync(SHOTS)) if (f.endsWith('.png')) fs.rmSync(path.join(SHOTS, f));
   const fx = fixture.load(WS);
+  const probeTarget = writeProbeTarget();
   log(`fixture: ${fx.runs.length} runs, ${fx.transcripts.length} transcripts, ${fx.pipelines.length} checkpoint files, ` +
       `${fx.namespaces.length} namespaces, ${fx.facts.length} file facts, ${fx.proposals.length} proposals, ${fx.skills.length} skills`);
 
@@ -195,9 +196,11 @@ async function main() {
           const texts = (await rowTexts(page, view)).map(norm);
           return texts.length && texts.some(t => tokens.some(tok => t.includes(tok))) ? texts : undefined;
         };
-        let texts = await waitFor(async () => (await rowTexts(page, view)).length > 0 && (await rowTexts(page, view)), `rows in ${VIEW_TITLES[view]}`, 45_000);
-        if (!(await seen())) { await expandRows(page, view); await sleep(500); }
-        texts = await waitFor(seen, `a fixture item in ${VIEW_TITLES[view]} (rows: ${JSON.stringify(texts).slice(0, 300)})`, 15_000);
+        await waitFor(async () => (await rowTexts(page, view)).length > 0, `rows in ${VIEW_TITLES[view]}`, 45_000);
+        // Groups (e.g. "Pending proposals", skill layers) hold the fixture's items: open them as needed.
+        const texts = await waitFor(async () => (await seen()) || (await expandRows(page, view), undefined),
+          `a fixture item in ${VIEW_TITLES[view]}`, 30_000, 500)
+          .catch(async e => { throw new Error(`${e.message}; rows: ${JSON.stringify(await rowTexts(page, view)).slice(0, 300)}`); });
         summary.push(`${view}: ${texts.length} rows`);
         await shot(page, `view-${view}`);
       }
@@ -220,7 +223,7 @@ async function main() {
         await page.keyboard.press('Control+K');
         await page.keyboard.press('Control+I');
         hoverText = await waitFor(async () => {
-          const all = await activeEditor(page).locator('.monaco-hover-content').allInnerTexts();
+          const all = await page.locator('.monaco-editor .monaco-hover-content').allInnerTexts();
           return all.map(norm).find(t => claims.some(c => t.includes(c)));
         }, `a hover showing a fact claim on ${fact.file}:${fact.start}`, 10_000).catch(e => { if (attempt === 2) throw e; });
       }
@@ -232,7 +235,8 @@ async function main() {
       if (!fx.transcripts.length) throw new Error('the fixture has no transcript');
       await focusView(page, 'runs');
       await waitFor(async () => (await rows(page, 'runs').count()) > 0, 'rows in Runs', 20_000);
-      const isTranscriptRow = t => /transcript/i.test(t) || fx.transcripts.some(tr => tr.id && t.includes(String(tr.id).slice(0, 8)));
+      const ids = fx.transcripts.map(tr => String(tr.id || '')).filter(id => id.length >= 8);
+      const isTranscriptRow = t => ids.some(id => t.includes(id.slice(0, 13)));
       let row;
       for (let depth = 0; depth < 3 && !row; depth++) {
         const texts = await rowTexts(page, 'runs');
@@ -323,20 +327,88 @@ async function main() {
     });
 
     await check(page, 'typecheck probe on a selection shows diagnostics', async () => {
-      const target = probeTarget(fx);
+      const target = probeTarget;
       await quickOpen(page, target.file);
+      const squiggles = () => activeEditor(page).locator('.squiggly-error, .squiggly-warning, .squiggly-info, .squiggly-hint').count();
+      await sleep(1000);
+      const before = await squiggles();
+      if (before) throw new Error(`${target.file} has ${before} diagnostics before the probe`);
       await gotoLine(page, target.start, 1);
       for (let i = target.start; i < target.end; i++) await page.keyboard.press('Shift+ArrowDown');
       await page.keyboard.press('Shift+End');
+      await shot(page, 'probe-selection');
       await runCommand(page, 'Harn State: Run Typecheck Probe on Selection');
-      await waitFor(async () => (await activeEditor(page).locator('.squiggly-error, .squiggly-warning, .squiggly-info, .squiggly-hint').count()) > 0,
-        `diagnostic squiggles in ${target.file}`, 45_000);
+      await waitFor(async () => (await squiggles()) > 0, `diagnostic squiggles in ${target.file}`, 45_000);
       await page.keyboard.press('Control+Shift+M');
       const problems = await waitFor(async () => {
-        const t = await page.locator('.markers-panel .monaco-list-row').allInnerTexts();
-        return t.length ? t : undefined;
-      }, 'rows in the Problems panel', 15_000);
-      return `${problems.length} problem rows, first: "${problems[0].replace(/\s+/g, ' ').slice(0, 100)}"`;
+        const t = (await page.locator('.markers-panel .monaco-list-row').allInnerTexts()).map(x => x.replace(/\s+/g, ' ').trim());
+        return t.find(x => /HARN-TYP-001/.test(x) && new RegExp(`Ln ${target.start}, Col`).test(x));
+      }, `the HARN-TYP-001 type error on line ${target.start} in the Problems panel`, 15_000);
+      return `"${problems}"`;
+    });
+
+    await check(page, 'a server that cannot start explains the fix; fixing the setting restarts it', async () => {
+      // Through the Settings UI, as a user would (code-server does not watch settings.json on disk).
+      const setServerPath = async value => {
+        const input = page.locator('.settings-editor [data-key="harnState.server.path"] input').first();
+        if (!(await input.isVisible().catch(() => false))) {
+          await runCommand(page, 'Preferences: Open Remote Settings');
+          const search = page.locator('.settings-editor .settings-header .suggest-input-container textarea, .settings-editor .settings-header input').first();
+          await search.waitFor({ timeout: 15_000 });
+          await search.fill('@id:harnState.server.path');
+          await input.waitFor({ timeout: 15_000 });
+        }
+        const before = await input.inputValue();
+        await input.fill(value);
+        await input.press('Tab');
+        return before;
+      };
+      const item = page.locator('.statusbar-item', { hasText: /^\s*Harn\b/ }).first();
+      const original = await setServerPath('/nonexistent/python3');
+      if (!original) throw new Error('harnState.server.path is not set in the Remote settings');
+      let message;
+      try {
+        const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'harn_ls' }).first();
+        await toast.waitFor({ timeout: 30_000 });
+        message = (await toast.innerText()).replace(/\s+/g, ' ').trim();
+        await shot(page, 'server-missing');
+        if (!/pip install harn-ls/.test(message) || !/harnState\.server\.path/.test(message)) throw new Error(`the notification gives no fix: "${message}"`);
+      } finally {
+        await setServerPath(original);
+      }
+      const text = await waitFor(async () => {
+        const t = (await item.innerText().catch(() => '')).trim();
+        return /\d+ runs?/.test(t) ? t : undefined;
+      }, 'the server to come back after the setting was restored', 30_000);
+      await page.keyboard.press('Control+W');
+      await focusView(page, 'runs');
+      await waitFor(async () => (await rowTexts(page, 'runs')).some(t => fx.runs.some(r => r.tokens.some(tok => norm(t).includes(norm(tok))))),
+        'runs in the view after the restart', 20_000);
+      return `notification "${message.slice(0, 90)}…", then status "${text}"`;
+    });
+
+    await check(page, 'Restart Server command brings the views back', async () => {
+      await runCommand(page, 'Harn State: Restart Server');
+      const item = page.locator('.statusbar-item', { hasText: /^\s*Harn\b/ }).first();
+      await sleep(500);
+      await waitFor(async () => /\d+ runs?/.test(await item.innerText().catch(() => '')), 'the status bar counts after the restart', 30_000);
+      await focusView(page, 'skills');
+      const texts = await waitFor(async () => { const t = await rowTexts(page, 'skills'); return t.length ? t : undefined; }, 'rows in Skills & Proposals', 20_000);
+      return `${texts.length} skill rows`;
+    });
+
+    await check(page, 'welcome view when the folder has no .harn', async () => {
+      const empty = path.join(TMP, 'no-state');
+      fs.mkdirSync(empty, { recursive: true });
+      fs.writeFileSync(path.join(empty, 'notes.txt'), 'no agent state here\n');
+      const url = new URL(CS_URL);
+      url.searchParams.set('folder', empty);
+      await page.goto(url.toString(), { waitUntil: 'domcontentloaded', timeout: 60_000 });
+      await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60_000 });
+      await openHarnContainer(page);
+      const welcome = pane(page, 'runs').locator('.welcome-view-content');
+      await waitFor(async () => /no `?\.harn\/?`? directory/i.test(await welcome.innerText().catch(() => '')), 'the welcome text in Runs & Transcripts', 30_000);
+      return `"${(await welcome.innerText()).split('\n')[0]}"`;
     });
   } finally {
     const passed = results.filter(r => r.ok).length;
@@ -354,27 +426,23 @@ async function main() {
   }
 }
 
-/** Where to run the probe: a .harn source if the project has one, else a fact's file. */
-function probeTarget(fx) {
-  const harnFiles = [];
-  const visit = (dir, depth) => {
-    let ents = [];
-    try { ents = fs.readdirSync(dir, { withFileTypes: true }); } catch { return; }
-    for (const e of ents) {
-      if (e.name.startsWith('.') || e.name === 'node_modules') continue;
-      const p = path.join(dir, e.name);
-      if (e.isDirectory() && depth < 4) visit(p, depth + 1);
-      else if (e.isFile() && e.name.endsWith('.harn')) harnFiles.push(path.relative(WS, p));
-    }
-  };
-  visit(WS, 0);
-  if (harnFiles.length) {
-    harnFiles.sort();
-    const lines = fs.readFileSync(path.join(WS, harnFiles[0]), 'utf8').split('\n').length;
-    return { file: harnFiles[0], start: 1, end: Math.max(1, Math.min(lines - 1, 4)) };
-  }
-  if (fx.facts.length) return { file: fx.facts[0].file, start: fx.facts[0].start, end: fx.facts[0].end };
-  throw new Error('no source file to probe');
+/**
+ * The probe target: a small .harn file written into the project copy, with one
+ * line the harn test double reports as a type error (tests/harn_test_double.py:
+ * `let <name>: int = "<text>"`). The selection covers that line only.
+ */
+const PROBE_FILE = 'pipelines/e2e_probe.harn';
+function writeProbeTarget() {
+  const text = [
+    '// Written by the VS Code e2e: a snippet to typecheck before trusting it.',
+    'pipeline e2e_probe(task) {',
+    '  let total: int = "forty-two"',
+    '  log(total)',
+    '}',
+    '',
+  ].join('\n');
+  fs.writeFileSync(path.join(WS, PROBE_FILE), text);
+  return { file: PROBE_FILE, start: 3, end: 3 };
 }
 
 main().catch(e => {

@@ -65,6 +65,18 @@ function load(ws) {
     }
   }
 
+  // Worker snapshots (.harn/workers/<id>.json) carry transcripts too.
+  try {
+    for (const n of fs.readdirSync(path.join(harn, 'workers')).filter(n => n.endsWith('.json')).sort()) {
+      const w = readJson(path.join(harn, 'workers', n));
+      const t = w && w.transcript;
+      if (!t || typeof t !== 'object') continue;
+      const texts = [...(t.messages || []).map(messageText), ...(t.events || []).map(e => e.text || '')]
+        .map(s => s.replace(/\s+/g, ' ').trim()).filter(s => s.length >= 8);
+      fx.transcripts.push({ id: t.id, run: null, summary: t.summary, texts });
+    }
+  } catch { /* none */ }
+
   // Checkpoints (.harn/checkpoints/<pipeline>.json).
   try {
     for (const n of fs.readdirSync(path.join(harn, 'checkpoints')).filter(n => n.endsWith('.json')).sort()) {

@@ -12,6 +12,7 @@
 #   E2E_HARN        harn test double            (tests/harn_test_double.py)
 #   E2E_SERVER_ARGS JSON array for harnState.server.args (default: none = -m harn_ls serve)
 #   E2E_KEEP=1      keep the temp dir (workspace copy, logs) for inspection
+#   E2E_DRIVER      another Playwright script to run instead of tests/e2e/e2e.js (development)
 #   HARN_E2E_CACHE  where code-server is cached (~/.cache/harn-ls-e2e)
 # Screenshots go to tests/e2e/screenshots/. Exit status: 0 only if every check passed.
 set -euo pipefail
@@ -68,10 +69,12 @@ EOF
 chmod +x "$HARN_DOUBLE" 2>/dev/null || true
 
 # code-server's own state: fresh user data and extensions dirs, quiet settings.
-mkdir -p "$D/user/User" "$D/ext"
-"$PY" - "$D/user/User/settings.json" "$PY" "$SERVER_ARGS" <<'EOF'
+# harnState.server.* is machine-scoped: in code-server (a remote window) it lives in
+# the Remote ("Machine") settings, next to the machine it names.
+mkdir -p "$D/user/User" "$D/user/Machine" "$D/ext"
+"$PY" - "$D/user" "$PY" "$SERVER_ARGS" <<'EOF'
 import json, sys
-path, python, args = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+root, python, args = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 json.dump({
     "workbench.startupEditor": "none",
     "security.workspace.trust.enabled": False,
@@ -86,10 +89,13 @@ json.dump({
     "editor.hover.delay": 150,
     "window.commandCenter": False,
     "chat.commandCenter.enabled": False,
+    "typescript.validate.enable": False,
+    "javascript.validate.enable": False,
+}, open(f"{root}/User/settings.json", "w"), indent=2)
+json.dump({
     "harnState.server.path": python,
     "harnState.server.args": args,
-    "harnState.trace.server": "messages",
-}, open(path, "w"), indent=2)
+}, open(f"{root}/Machine/settings.json", "w"), indent=2)
 EOF
 echo "bind-addr: 127.0.0.1:0
 auth: none
@@ -117,7 +123,7 @@ t_boot=$(date +%s)
 mkdir -p "$HERE/screenshots"
 rc=0
 CS_URL="http://127.0.0.1:$PORT/?folder=$WS" WS="$WS" TMP_DIR="$D" SHOTS="$HERE/screenshots" \
-  EXT_LOG_ROOT="$D/user/logs" setsid timeout 420 node "$HERE/e2e.js" &
+  EXT_LOG_ROOT="$D/user/logs" setsid timeout 420 node "${E2E_DRIVER:-$HERE/e2e.js}" &
 DRIVER_PGID=$!
 wait "$DRIVER_PGID" || rc=$?
 DRIVER_PGID=""

@@ -80,8 +80,7 @@ def summary(ws) -> dict:
     for p in ws.problems():
         probs.setdefault(p.path, []).append((p.line, p.code))
     out["problems"] = {k: sorted(v) for k, v in sorted(probs.items())}
-    out["recall"] = {ns: len(ix) for ns, ix in sorted(getattr(ws.recall, "indexes", {}).items())} \
-        if hasattr(ws.recall, "indexes") else None
+    out["recall"] = {ns: (len(ix), _canon(ix.config)) for ns, ix in sorted(ws.recall.indexes.items())}
     out["counts"] = ws.counts()
     return out
 

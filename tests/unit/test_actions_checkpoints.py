@@ -129,3 +129,13 @@ def test_recently_modified(project):
     assert not recently_modified(ws, "missing")
     with pytest.raises(ActionFailed):
         recently_modified(ws, "../review")
+
+
+def test_state_dir_outside_project(project, tmp_path):
+    """HARN_STATE_DIR elsewhere: the checkpoint is rewritten there, still confined to that root."""
+    state = tmp_path / "state"
+    shutil.copytree(project / ".harn", state)
+    ws = Workspace.load(str(project), env={"HARN_STATE_DIR": str(state)})
+    forget_stage(ws, "review", "lint")
+    assert (state / "checkpoints/review.json").read_text() == EXPECTED_REVIEW
+    assert "lint" in (project / ".harn/checkpoints/review.json").read_text()

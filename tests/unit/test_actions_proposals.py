@@ -612,3 +612,18 @@ def test_reject_unknown_refused(project, tmp_path):
     with pytest.raises(ActionFailed, match="no longer pending"):
         P.reject_proposal(ws, "prompt-000000000000", now=NOW_NS)
     assert snapshot(tmp_path) == before
+
+
+def test_state_dir_outside_project(project, tmp_path):
+    """Pattern learning follows HARN_STATE_DIR (§E.1); the skill still goes into the project."""
+    state = tmp_path / "state"
+    shutil.copytree(project / ".harn", state)
+    env = {"HARN_STATE_DIR": str(state)}
+    ws = Workspace.load(str(project), env=env)
+    P.accept_proposal(ws, RECONCILE, now=NOW_NS)
+    P.reject_proposal(ws, TOOLS, now=NOW_NS)
+    assert (project / ".claude/skills/learned-reconcile-stripe-payouts-ledger/SKILL.md").read_bytes() == EXPECTED_RECONCILE.encode()
+    assert (project / LOG).read_text() == (FIXTURE / LOG).read_text()  # the project's own log untouched
+    cold = Workspace.load(str(project), env=env)
+    assert cold.proposal(RECONCILE) is None and cold.proposal(TOOLS) is None
+    assert cold.pattern.state.suppressed_until[TOOLS] == "2026-05-26T09:14:03.512Z"

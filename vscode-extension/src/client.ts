@@ -1,7 +1,7 @@
 // Owns the one LanguageClient: start, stop, restart; wires the custom notifications.
 import * as vscode from 'vscode';
 import {
-  ExecuteCommandRequest, LanguageClient, LanguageClientOptions, ServerOptions, State, TransportKind,
+  DidChangeConfigurationNotification, ExecuteCommandRequest, LanguageClient, LanguageClientOptions, ServerOptions, State, TransportKind,
 } from 'vscode-languageclient/node';
 import { isFailure, resolveLaunch } from './launch';
 import {
@@ -24,6 +24,7 @@ export function harnSettings(scope?: vscode.Uri): Record<string, unknown> {
 export class Connection implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private ready: Promise<LanguageClient | undefined> = Promise.resolve(undefined);
+  private settleReady: ((c: LanguageClient | undefined) => void) | undefined;
   private queue: Promise<void> = Promise.resolve();
   private disposed = false;
 
@@ -41,8 +42,10 @@ export class Connection implements vscode.Disposable {
     return c.sendRequest<R>(method, params);
   }
 
-  tree(params: TreeParams): Promise<TreeResult | undefined> {
-    return this.request<TreeResult | undefined>(Methods.tree, params);
+  /** Tree children; none while the server is not running (the views then show their welcome text). */
+  async tree(params: TreeParams): Promise<TreeResult | undefined> {
+    const c = await this.running();
+    return c ? c.sendRequest<TreeResult | undefined>(Methods.tree, params) : undefined;
   }
 
   /** workspace/executeCommand with one object argument, as the server's commands take. */
@@ -52,9 +55,37 @@ export class Connection implements vscode.Disposable {
     return c.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] }) as Promise<R>;
   }
 
-  start(): Promise<void> { return this.enqueue(() => this.doStart()); }
-  stop(): Promise<void> { return this.enqueue(() => this.doStop()); }
-  restart(): Promise<void> { return this.enqueue(async () => { await this.doStop(); await this.doStart(); }); }
+  /**
+   * Tells a running server that harnState.* settings changed (it pulls them with
+   * workspace/configuration or reads them from the payload). Sent here rather than by
+   * vscode-languageclient's `synchronize`, which races with the restart that a change
+   * of harnState.server.* causes and then tries to start the stopping client again.
+   */
+  async notifyConfiguration(): Promise<void> {
+    const c = this.client;
+    if (!c || !c.isRunning()) { return; }
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    try {
+      await c.sendNotification(DidChangeConfigurationNotification.type, { settings: { harnState: harnSettings(folder?.uri) } });
+    } catch (e) {
+      this.log.warn(`workspace/didChangeConfiguration: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  start(): Promise<void> { this.arm(); return this.enqueue(() => this.doStart()); }
+  stop(): Promise<void> { return this.enqueue(async () => { await this.doStop(); this.settle(undefined); }); }
+  restart(): Promise<void> { this.arm(); return this.enqueue(async () => { await this.doStop(); await this.doStart(); }); }
+
+  /** From now until the next start settles, requests wait for that start instead of failing. */
+  private arm(): void {
+    if (!this.settleReady) { this.ready = new Promise(r => { this.settleReady = r; }); }
+  }
+
+  private settle(c: LanguageClient | undefined): void {
+    const s = this.settleReady;
+    this.settleReady = undefined;
+    if (s) { s(c); } else { this.ready = Promise.resolve(c); }
+  }
 
   private enqueue(op: () => Promise<void>): Promise<void> {
     const next = this.queue.then(op, op);
@@ -63,9 +94,8 @@ export class Connection implements vscode.Disposable {
   }
 
   private async doStart(): Promise<void> {
-    if (this.disposed) { return; }
-    let settle!: (c: LanguageClient | undefined) => void;
-    this.ready = new Promise(r => { settle = r; });
+    if (this.disposed) { this.settle(undefined); return; }
+    const settle = (c: LanguageClient | undefined) => this.settle(c);
     this.events.onStarting();
     const folder = vscode.workspace.workspaceFolders?.[0];
     if (!folder) {
@@ -99,7 +129,12 @@ export class Connection implements vscode.Disposable {
       outputChannel: this.log,
       traceOutputChannel: this.log,
       initializationOptions,
-      synchronize: { configurationSection: 'harnState' },
+      uriConverters: {
+        // VS Code's default form percent-encodes '=' and '&' in a query
+        // (harn-state:/recall.md?q%3Dx%26ns%3Dy); send harn-state: URIs as written.
+        code2Protocol: uri => (uri.scheme === SCHEME ? uri.toString(true) : uri.toString()),
+        protocol2Code: value => vscode.Uri.parse(value),
+      },
     };
     const client = new LanguageClient('harnState', 'Harn State', serverOptions, clientOptions);
     client.onNotification(Methods.treeChanged, (p: TreeChangedParams) => this.events.onTreeChanged(p));
@@ -128,7 +163,6 @@ export class Connection implements vscode.Disposable {
   private async doStop(): Promise<void> {
     const c = this.client;
     this.client = undefined;
-    this.ready = Promise.resolve(undefined);
     if (!c) { return; }
     try {
       if (c.isRunning()) { await c.stop(5000); }

@@ -209,7 +209,7 @@ export function registerCommands(
       end: { line: sel.end.line, character: sel.end.character },
     };
     const result = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: 'Harn State: running typecheck probe…', cancellable: false },
+      { location: vscode.ProgressLocation.Window, title: 'Harn typecheck probe' },
       () => conn.execute<Record<string, unknown> | undefined>(ServerCommands.probeTypecheck, { uri: doc.uri.toString(), range }),
     );
     const n = Array.isArray(result?.diagnostics) ? (result!.diagnostics as unknown[]).length : undefined;

@@ -8,6 +8,16 @@ import { StatusBar } from './status';
 import { Trees } from './trees';
 
 let connection: Connection | undefined;
+let noState = false;
+let onNoStateChange: () => void = () => undefined;
+
+function setNoState(value: boolean): void {
+  void vscode.commands.executeCommand('setContext', 'harnState.noState', value);
+  if (value !== noState) {
+    noState = value;
+    onNoStateChange();
+  }
+}
 
 /** Sets `harnState.noState` when no workspace folder has a .harn/ directory (drives the welcome view). */
 async function updateNoState(): Promise<void> {
@@ -18,7 +28,7 @@ async function updateNoState(): Promise<void> {
       if (st.type & vscode.FileType.Directory) { found = true; break; }
     } catch { /* absent */ }
   }
-  await vscode.commands.executeCommand('setContext', 'harnState.noState', !found);
+  setNoState(!found);
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -31,8 +41,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     onTreeChanged: p => trees?.onTreeChanged(p),
     onStatus: p => {
       status.update(p);
-      if (p && p.hasState === false) { void vscode.commands.executeCommand('setContext', 'harnState.noState', true); }
-      else if (p && p.hasState === true) { void vscode.commands.executeCommand('setContext', 'harnState.noState', false); }
+      if (typeof p?.hasState === 'boolean') { setNoState(!p.hasState); }
     },
     onStarting: () => {
       status.starting();
@@ -49,7 +58,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     },
   });
   connection = conn;
-  trees = new Trees(p => conn.tree(p));
+  trees = new Trees(p => conn.tree(p), () => noState);
+  onNoStateChange = () => trees?.refreshAll();
   context.subscriptions.push(trees, { dispose: () => void conn.dispose() });
   registerCommands(context, conn, trees, log);
 
@@ -64,6 +74,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (e.affectsConfiguration('harnState.server')) {
         log.info('harnState.server settings changed: restarting harn-ls.');
         void conn.restart();
+      } else if (e.affectsConfiguration('harnState')) {
+        void conn.notifyConfiguration();
+        if (e.affectsConfiguration('harnState.facts') || e.affectsConfiguration('harnState.transcripts')) { trees?.refreshAll(); }
       }
     }),
     vscode.workspace.onDidGrantWorkspaceTrust(() => {

@@ -59,7 +59,7 @@ class ViewProvider implements vscode.TreeDataProvider<Node> {
   private pagesWanted = new Map<string, number>();
   private byItemId = new Map<string, ItemNode>();
 
-  constructor(readonly view: ViewName, private readonly request: TreeRequester) {}
+  constructor(readonly view: ViewName, private readonly request: TreeRequester, private readonly hidden: () => boolean) {}
 
   getTreeItem(node: Node): vscode.TreeItem {
     if (node.kind === 'more') {
@@ -105,6 +105,8 @@ class ViewProvider implements vscode.TreeDataProvider<Node> {
 
   async getChildren(parent?: Node): Promise<Node[]> {
     if (parent && parent.kind !== 'item') { return []; }
+    // An empty root lets the welcome content (no .harn/) show instead of empty groups.
+    if (!parent && this.hidden()) { return []; }
     const key = parent?.key ?? '';
     const cached = this.cache.get(key);
     if (cached) { return cached.nodes; }
@@ -183,9 +185,9 @@ export class Trees implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   readonly views = new Map<ViewName, vscode.TreeView<Node>>();
 
-  constructor(private readonly request: TreeRequester) {
+  constructor(private readonly request: TreeRequester, hidden: () => boolean = () => false) {
     for (const view of VIEWS) {
-      const provider = new ViewProvider(view, request);
+      const provider = new ViewProvider(view, request, hidden);
       this.providers.set(view, provider);
       const tv = vscode.window.createTreeView(viewId(view), { treeDataProvider: provider, showCollapseAll: view !== 'checkpoints' });
       this.views.set(view, tv);

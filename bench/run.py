@@ -1,0 +1,619 @@
+"""`make bench`: measure harn-ls on a large synthetic Harn project against the budgets in design.md.
+
+    python bench/run.py [--quick]
+
+Generates bench/out/large (100k events) and bench/out/small (1k events) with
+bench/generate.py when missing, then measures (every figure is the median of
+repeated runs, with min and max):
+
+* cold `Workspace.load` of the whole project, each run in a fresh process,
+  vs a bare orjson parse of the same JSONL bytes in that process (ratio);
+* incremental: append 1 / 10 / 100 events to the busiest namespace's
+  events.jsonl, time `ws.apply([path])` until the model reflects them, at 1k
+  and at 100k events (ratio);
+* through the real server (`python -m harn_ls serve` over stdio, driven by
+  the minimal JSON-RPC client below): hover and code lens (+ resolve) on the
+  source file with the most facts, p50/p95; file written -> `harn/treeChanged`
+  or `workspace/textDocumentContent/refresh` at the client, p50/p95; bytes of
+  the largest response when opening the 10 MB transcript; the server's peak RSS;
+* recall top-10 over the loaded workspace, p50/p95, and rank-bm25 on the same
+  records (queries and helpers from bench/bench_recall.py).
+
+Prints a table and writes bench/results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import queue
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+import orjson  # noqa: E402
+
+import bench_recall  # noqa: E402
+from harn_ls.formats.harn_json import serde_compact  # noqa: E402
+
+OUT = HERE / "out"
+BUDGETS = {
+    "load_ratio": 2.0,
+    "apply_ms": 5.0,
+    "apply_ratio": 1.5,
+    "hover_p95_ms": 10.0,
+    "lens_p95_ms": 10.0,
+    "recall_p95_ms": 20.0,
+    "notify_p95_ms": 300.0,
+    "largest_response_bytes": 1_000_000,
+    "rss_ratio": 3.0,
+}
+
+
+# ----------------------------------------------------------------------------- helpers
+def summary(values: list[float]) -> dict:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def pcts(values: list[float]) -> dict:
+    return {"p50": statistics.median(values), "p95": bench_recall._pct(values, 0.95), "min": min(values),
+            "max": max(values), "n": len(values)}
+
+
+def ensure_generated(size: str) -> Path:
+    dest = OUT / size
+    if not (dest / "bench-manifest.json").is_file():
+        print(f"generating {dest} ...", flush=True)
+        subprocess.run([sys.executable, str(HERE / "generate.py"), str(dest), "--size", size], check=True)
+    return dest
+
+
+def log_files(root: Path) -> list[Path]:
+    return sorted((root / ".harn" / "memory").rglob("events.jsonl"))
+
+
+def disk_bytes(root: Path) -> dict:
+    mem = sum(p.stat().st_size for p in log_files(root))
+    runs = sum(p.stat().st_size for p in (root / ".harn-runs").glob("*.json"))
+    ckpt = sum(p.stat().st_size for p in (root / ".harn" / "checkpoints").glob("*.json"))
+    return {"memory_logs": mem, "run_records": runs, "checkpoints": ckpt, "total": mem + runs + ckpt}
+
+
+def scratch_copy(src: Path, writable: list[str]) -> Path:
+    """A hard-linked copy of a project (cheap), with real copies of the files we will append to."""
+    dest = Path(tempfile.mkdtemp(prefix="harn-bench-")) / src.name
+    shutil.copytree(src, dest, copy_function=os.link)
+    for rel in writable:
+        p = dest / rel
+        p.unlink()
+        shutil.copyfile(src / rel, p)
+    return dest
+
+
+def settle_gc() -> None:
+    """What the server does after loading a project (Project.load): freeze the loaded model."""
+    gc.freeze()
+
+
+# ----------------------------------------------------------------------------- cold load
+COLD_CHILD = r"""
+import gc, glob, json, os, resource, sys, time
+sys.path.insert(0, sys.argv[2])
+import orjson
+root = sys.argv[1]
+files = sorted(glob.glob(os.path.join(root, '.harn', 'memory', '**', 'events.jsonl'), recursive=True))
+def bare():
+    n = 0
+    for p in files:
+        with open(p, 'rb') as fh:
+            for line in fh.read().split(b'\n'):
+                if line:
+                    orjson.loads(line); n += 1
+    return n
+bare_s = []
+for _ in range(3):
+    t = time.perf_counter(); n = bare(); bare_s.append(time.perf_counter() - t)
+gc.collect()
+from harn_ls.workspace import Workspace
+rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t = time.perf_counter()
+ws = Workspace.load(root)
+load = time.perf_counter() - t
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"load_s": load, "bare_s": min(bare_s), "lines": n, "rss_kb": rss, "rss_before_kb": rss0,
+                  "records": ws.counts()["records"], "facts": len(ws.facts)}))
+"""
+
+
+def bench_cold(root: Path, repeats: int) -> dict:
+    runs = []
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", COLD_CHILD, str(root), str(ROOT)], check=True,
+                             capture_output=True, text=True)
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    load = [r["load_s"] for r in runs]
+    bare = [r["bare_s"] for r in runs]
+    ratio = [r["load_s"] / r["bare_s"] for r in runs]
+    return {"load_s": summary(load), "bare_orjson_s": summary(bare), "ratio": summary(ratio),
+            "lines": runs[0]["lines"], "records": runs[0]["records"], "facts": runs[0]["facts"],
+            "rss_kb": summary([r["rss_kb"] for r in runs]), "rss_before_load_kb": summary([r["rss_before_kb"] for r in runs])}
+
+
+# ----------------------------------------------------------------------------- incremental
+class Appender:
+    """New events for one namespace, in Harn's line format: mostly stores, some updates and forgets."""
+
+    def __init__(self, ns: str, ws, seed: int) -> None:
+        self.ns = ns
+        self.rng = random.Random(seed)
+        self.words = bench_recall.make_vocab(random.Random(seed), 2000)
+        self.live = [r.id for r in ws.memory[ns].records()][-2000:]
+        self.n = 0
+
+    def lines(self, k: int) -> bytes:
+        out = []
+        for _ in range(k):
+            self.n += 1
+            at = f"2026-06-01T00:{self.n // 60 % 60:02d}:{self.n % 60:02d}.{self.n:09d}+00:00"[:35]
+            r = self.rng.random()
+            if r < 0.08 and self.live:
+                ev = {"type": "update", "id": self.rng.choice(self.live), "namespace": self.ns,
+                      "tags": ["note"], "updated_at": at}
+            elif r < 0.12 and len(self.live) > 10:
+                rid = self.live.pop(self.rng.randrange(len(self.live)))
+                ev = {"type": "forget", "id": f"bench-forget-{self.n}", "namespace": self.ns,
+                      "predicate": {"id": rid}, "forgotten_ids": [rid], "forgotten_at": at}
+            else:
+                rid = f"bench-append-{self.n:08d}"
+                text = " ".join(self.rng.choices(self.words, k=self.rng.randint(10, 50)))
+                value = {"text": text, "confidence": 0.5, "source": "chat"}
+                ev = {"type": "store", "id": rid, "namespace": self.ns, "key": f"appended/{self.n}", "value": value,
+                      "text": serde_compact(value), "tags": ["note"], "stored_at": at}
+                self.live.append(rid)
+            out.append(serde_compact(ev) + "\n")
+        return "".join(out).encode()
+
+
+def append(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def bench_incremental(ws, path: Path, ns: str, repeats: int) -> dict:
+    app = Appender(ns, ws, seed=len(ws.memory[ns].records()))
+    out = {}
+    for k in (1, 10, 100):
+        times = []
+        for _ in range(repeats):
+            before = ws.memory[ns].event_count
+            append(path, app.lines(k))
+            t0 = time.perf_counter()
+            ws.apply([str(path)])
+            dt = time.perf_counter() - t0
+            assert ws.memory[ns].event_count == before + k, "apply did not reflect the appended events"
+            times.append(dt * 1000)
+        out[str(k)] = pcts(times)
+    return out
+
+
+# ----------------------------------------------------------------------------- recall
+def bench_recall_ws(ws, seed: int, n_queries: int, bm25_queries: int) -> dict:
+    gen_vocab = bench_recall.make_vocab(random.Random(seed), 20_000)  # the generator's vocabulary, same order
+    cum, total = [], 0.0
+    for rank in range(1, len(gen_vocab) + 1):
+        total += 1.0 / rank**bench_recall.ZIPF_S
+        cum.append(total)
+    queries = bench_recall.make_queries(random.Random(seed + 7), gen_vocab, cum, n_queries)
+    engine = ws.recall
+    lat, lat_ns = [], []
+    busiest = max(ws.memory, key=lambda n: len(ws.memory[n].active))
+    for q in queries:
+        t0 = time.perf_counter()
+        engine.recall(q, k=10)
+        lat.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        engine.recall(q, k=10, namespace=busiest)
+        lat_ns.append((time.perf_counter() - t0) * 1000)
+    out = {"records": sum(len(ix) for ix in engine.indexes.values()), "all_namespaces_ms": pcts(lat),
+           "busiest_namespace": busiest, "busiest_records": len(engine.indexes[busiest]),
+           "busiest_namespace_ms": pcts(lat_ns)}
+    try:
+        from rank_bm25 import BM25Okapi
+    except ImportError:
+        return out
+    records = [d.record for d in engine.indexes[busiest].docs.values()]
+    corpus = [bench_recall.tokenize(bench_recall.searchable_text(r)) for r in records]
+    bm = BM25Okapi(corpus, k1=bench_recall.K1 if hasattr(bench_recall, "K1") else 1.2, b=0.75)
+    blat = []
+    for q in queries[:bm25_queries]:
+        qt = bench_recall.tokenize(q)
+        t0 = time.perf_counter()
+        scores = bm.get_scores(qt)
+        sorted(range(len(scores)), key=scores.__getitem__, reverse=True)[:10]
+        blat.append((time.perf_counter() - t0) * 1000)
+    out["rank_bm25_busiest_namespace_ms"] = pcts(blat)
+    del bm, corpus
+    return out
+
+
+# ----------------------------------------------------------------------------- LSP client
+class Client:
+    """Minimal JSON-RPC client for `harn-ls serve` over stdio; answers server requests with null."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "harn_ls", "serve"], cwd=str(ROOT),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.next_id = 0
+        self.pending: dict[int, queue.Queue] = {}
+        self.notes: queue.Queue = queue.Queue()
+        self.lock = threading.Lock()
+        self.largest_message = 0
+        self.sizes: dict[int, int] = {}
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _send(self, msg: dict) -> None:
+        body = orjson.dumps(msg)
+        with self.lock:
+            self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self.proc.stdin.flush()
+
+    def _read(self) -> None:
+        f = self.proc.stdout
+        while True:
+            length = None
+            while True:
+                line = f.readline()
+                if not line:
+                    return
+                line = line.strip()
+                if not line:
+                    break
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            body = f.read(length)
+            t = time.perf_counter()
+            msg = orjson.loads(body)
+            if "id" in msg and "method" in msg:  # a request from the server
+                self._send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+                continue
+            if "id" in msg:
+                self.sizes[msg["id"]] = len(body)
+                self.largest_message = max(self.largest_message, len(body))
+                q = self.pending.pop(msg["id"], None)
+                if q is not None:
+                    q.put((t, msg))
+                continue
+            self.notes.put((t, msg))
+
+    def request(self, method: str, params, timeout: float = 120.0) -> tuple[float, dict, int]:
+        self.next_id += 1
+        rid = self.next_id
+        q: queue.Queue = queue.Queue()
+        self.pending[rid] = q
+        t0 = time.perf_counter()
+        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        t1, msg = q.get(timeout=timeout)
+        if "error" in msg:
+            raise RuntimeError(f"{method}: {msg['error']}")
+        return (t1 - t0) * 1000, msg.get("result"), self.sizes.pop(rid, 0)
+
+    def notify(self, method: str, params) -> None:
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def wait_note(self, methods: set[str], timeout: float) -> tuple[float, dict] | None:
+        end = time.perf_counter() + timeout
+        while True:
+            left = end - time.perf_counter()
+            if left <= 0:
+                return None
+            try:
+                t, msg = self.notes.get(timeout=left)
+            except queue.Empty:
+                return None
+            if msg.get("method") in methods:
+                return t, msg
+
+    def drain(self) -> None:
+        while True:
+            try:
+                self.notes.get_nowait()
+            except queue.Empty:
+                return
+
+    def peak_rss_kb(self) -> int:
+        with open(f"/proc/{self.proc.pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+        return 0
+
+    def close(self) -> None:
+        try:
+            self.request("shutdown", None, timeout=10)
+            self.notify("exit", None)
+            self.proc.wait(timeout=10)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def busiest_source(ws) -> tuple[str, list[tuple[int, int]]]:
+    rel = max(ws.facts_by_file, key=lambda p: len(ws.facts_by_file[p]))
+    ranges = sorted({(ev.range.start, ev.range.end) for f in ws.facts_for_file(rel) for ev in f.evidence
+                     if ev.range is not None and ev.range.path == rel})
+    return rel, ranges
+
+
+def bench_server(project: Path, events_path: Path, ns: str, rel: str, ranges, big_transcript: str,
+                 big_run: str, hovers: int, notifies: int) -> dict:
+    uri_root = project.as_uri()
+    c = Client(project)
+    out: dict = {}
+    try:
+        t0 = time.perf_counter()
+        c.request("initialize", {"processId": os.getpid(), "rootUri": uri_root,
+                                 "workspaceFolders": [{"uri": uri_root, "name": "bench"}],
+                                 "capabilities": {"workspace": {"configuration": False,
+                                                                "codeLens": {"refreshSupport": True}}}})
+        c.notify("initialized", {})
+        if c.wait_note({"harn/status"}, 300) is None:
+            raise RuntimeError("server never reported harn/status")
+        out["server_load_s"] = time.perf_counter() - t0
+        time.sleep(0.5)
+        c.drain()
+        file_uri = (project / rel).as_uri()
+        text = (project / rel).read_text()
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": file_uri, "languageId": "python", "version": 1,
+                                                           "text": text}})
+        rng = random.Random(5)
+        # warm-up (first call pays for reading the source file)
+        c.request("textDocument/hover", {"textDocument": {"uri": file_uri}, "position": {"line": 0, "character": 0}})
+        hov = []
+        for _ in range(hovers):
+            s, e = rng.choice(ranges)
+            ms, res, _ = c.request("textDocument/hover", {"textDocument": {"uri": file_uri},
+                                                           "position": {"line": rng.randint(s, e) - 1, "character": 4}})
+            assert res is not None, "hover on a fact range returned nothing"
+            hov.append(ms)
+        out["hover_ms"] = pcts(hov)
+        lens, resolve, full = [], [], []
+        n_lenses = 0
+        for i in range(max(10, hovers // 10)):
+            ms, lenses, size = c.request("textDocument/codeLens", {"textDocument": {"uri": file_uri}})
+            lens.append(ms)
+            n_lenses = len(lenses)
+            total = ms
+            pick = lenses if i == 0 else rng.sample(lenses, min(20, len(lenses)))
+            for item in pick:
+                rms, res, _ = c.request("codeLens/resolve", item)
+                assert res.get("command"), "resolved lens without a command"
+                resolve.append(rms)
+                total += rms
+            if i == 0:
+                full.append(total)
+        out["code_lens_ms"] = pcts(lens)
+        out["code_lens_resolve_ms"] = pcts(resolve)
+        out["code_lens_count"] = n_lenses
+        out["code_lens_all_resolved_ms"] = full[0]
+        # largest response: the 10 MB transcript and its run, first page and every page
+        docs = {}
+        for name, uri in (("transcript", f"harn-state:/transcripts/{big_transcript}.md"),
+                          ("run", f"harn-state:/runs/{big_run}.md")):
+            ms, res, size = c.request("workspace/textDocumentContent", {"uri": uri})
+            docs[name] = {"ms": ms, "bytes": size, "text_chars": len(res["text"])}
+        ms, res, size = c.request("workspace/textDocumentContent", {"uri": "harn-state:/index.md"})
+        docs["index"] = {"ms": ms, "bytes": size}
+        out["documents"] = docs
+        # file written -> notification (debounce included); keep the transcript open so refresh may come too
+        time.sleep(0.5)
+        c.drain()
+        app_lines = _append_lines(ns, notifies)
+        lat = []
+        for i in range(notifies):
+            t0 = time.perf_counter()
+            append(events_path, app_lines[i])
+            got = c.wait_note({"harn/treeChanged", "workspace/textDocumentContent/refresh"}, 10)
+            if got is None:
+                raise RuntimeError("no notification within 10 s of an append")
+            lat.append((got[0] - t0) * 1000)
+            time.sleep(0.4)
+            c.drain()
+        out["notify_ms"] = pcts(lat)
+        out["largest_message_bytes"] = c.largest_message
+        out["server_peak_rss_kb"] = c.peak_rss_kb()
+    finally:
+        c.close()
+    return out
+
+
+def _append_lines(ns: str, n: int) -> list[bytes]:
+    out = []
+    for i in range(n):
+        value = {"text": f"note {i} written while the editor watches", "confidence": 0.9, "source": "chat"}
+        ev = {"type": "store", "id": f"bench-notify-{i:05d}", "namespace": ns, "key": f"notify/{i}", "value": value,
+              "text": serde_compact(value), "tags": ["note"], "stored_at": f"2026-06-02T00:00:{i % 60:02d}.000000000+00:00"}
+        out.append((serde_compact(ev) + "\n").encode())
+    return out
+
+
+# ----------------------------------------------------------------------------- main
+def machine() -> dict:
+    cpu = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"nproc": os.cpu_count(), "cpu": cpu, "python": platform.python_version(),
+            "platform": platform.platform(), "loadavg_at_start": os.getloadavg()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions (for a smoke run)")
+    args = ap.parse_args(argv)
+    started = time.perf_counter()
+    rep = 2 if args.quick else 3
+    large, small = ensure_generated("large"), ensure_generated("small")
+    manifest = json.loads((large / "bench-manifest.json").read_text())
+    ns = manifest["busiest_namespace"]
+    ns_rel = f".harn/memory/{ns}/events.jsonl"
+    results: dict = {"machine": machine(), "budgets": BUDGETS, "project": manifest,
+                     "disk_bytes": {"large": disk_bytes(large), "small": disk_bytes(small)}}
+
+    print("cold load ...", flush=True)
+    results["cold_load"] = {"large": bench_cold(large, rep), "small": bench_cold(small, 5)}
+
+    from harn_ls.workspace import Workspace
+
+    print("incremental + recall (in process) ...", flush=True)
+    inc = {}
+    ws_large = None
+    for size, src in (("small", small), ("large", large)):
+        proj = scratch_copy(src, [ns_rel])
+        ws = Workspace.load(str(proj))
+        settle_gc()
+        inc[size] = {"events": sum(s.event_count for s in ws.memory.values()),
+                     "batches": bench_incremental(ws, proj / ns_rel, ns, 20 if args.quick else 50)}
+        if size == "large":
+            ws_large = ws
+            results["recall"] = bench_recall_ws(ws, manifest["seed"], 100 if args.quick else 200, 10 if args.quick else 20)
+        shutil.rmtree(proj.parent, ignore_errors=True)
+    inc["ratio_large_small"] = {k: inc["large"]["batches"][k]["p50"] / inc["small"]["batches"][k]["p50"]
+                                for k in ("1", "10", "100")}
+    results["incremental"] = inc
+
+    rel, ranges = busiest_source(ws_large)
+    big_run = max(ws_large.runs.values(), key=lambda r: r.size or 0)
+    big_tr = big_run.transcripts[0].id
+    results["busiest_source"] = {"path": rel, "facts": len(ws_large.facts_by_file[rel]), "ranges": len(ranges)}
+    results["big_transcript"] = {"run": big_run.id, "transcript": big_tr, "run_record_bytes": big_run.size}
+    del ws_large, ws
+    gc.unfreeze()
+    gc.collect()
+
+    print("server over stdio ...", flush=True)
+    proj = scratch_copy(large, [ns_rel])
+    try:
+        results["server"] = bench_server(proj, proj / ns_rel, ns, rel, ranges, big_tr, big_run.id,
+                                         100 if args.quick else 300, 10 if args.quick else 30)
+    finally:
+        shutil.rmtree(proj.parent, ignore_errors=True)
+    results["runtime_s"] = time.perf_counter() - started
+    results["verdict"] = verdict(results)
+    (HERE / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    print()
+    print(table(results))
+    return 0
+
+
+def verdict(r: dict) -> dict:
+    cold = r["cold_load"]["large"]
+    inc = r["incremental"]
+    srv = r["server"]
+    worst_apply = max(inc["large"]["batches"][k]["p50"] for k in ("1", "10", "100"))
+    worst_ratio = max(inc["ratio_large_small"].values())
+    logs = r["disk_bytes"]["large"]["total"]
+    rss_ratio = srv["server_peak_rss_kb"] * 1024 / logs
+    checks = {
+        "cold load / bare orjson": (cold["ratio"]["median"], BUDGETS["load_ratio"]),
+        "apply <=100 events, ms (worst p50 at 100k)": (worst_apply, BUDGETS["apply_ms"]),
+        "apply 100k/1k ratio (worst)": (worst_ratio, BUDGETS["apply_ratio"]),
+        "hover p95 ms": (srv["hover_ms"]["p95"], BUDGETS["hover_p95_ms"]),
+        "code lens p95 ms": (srv["code_lens_ms"]["p95"], BUDGETS["lens_p95_ms"]),
+        "code lens resolve p95 ms": (srv["code_lens_resolve_ms"]["p95"], BUDGETS["lens_p95_ms"]),
+        "recall top-10 p95 ms": (r["recall"]["all_namespaces_ms"]["p95"], BUDGETS["recall_p95_ms"]),
+        "file written -> notified p95 ms": (srv["notify_ms"]["p95"], BUDGETS["notify_p95_ms"]),
+        "largest response bytes": (srv["largest_message_bytes"], BUDGETS["largest_response_bytes"]),
+        "server peak RSS / on-disk bytes": (rss_ratio, BUDGETS["rss_ratio"]),
+    }
+    return {k: {"value": v, "budget": b, "met": v <= b} for k, (v, b) in checks.items()}
+
+
+def _f(v: float) -> str:
+    return f"{v:.3g}" if abs(v) < 100 else f"{v:,.0f}"
+
+
+def table(r: dict) -> str:
+    rows = []
+    cold = r["cold_load"]
+    for size in ("small", "large"):
+        c = cold[size]
+        rows.append((f"cold Workspace.load ({size}, {c['lines']} lines)", "s", c["load_s"], ""))
+        rows.append((f"bare orjson parse of the JSONL ({size})", "s", c["bare_orjson_s"], ""))
+        rows.append((f"load / orjson ratio ({size})", "x", c["ratio"], "<= 2x" if size == "large" else ""))
+    for size in ("small", "large"):
+        inc = r["incremental"][size]
+        for k, v in inc["batches"].items():
+            rows.append((f"apply {k:>3} appended events at {inc['events']:,} events", "ms p50/p95",
+                         (v["p50"], v["p95"], v["min"], v["max"]), "<= 5 ms" if size == "large" else ""))
+    for k, v in r["incremental"]["ratio_large_small"].items():
+        rows.append((f"apply {k} events: 100k / 1k (p50)", "x", v, "<= 1.5x"))
+    srv = r["server"]
+    bs = r["busiest_source"]
+    for key, label in (("hover_ms", f"hover over stdio ({bs['facts']} facts on file)"),
+                       ("code_lens_ms", f"codeLens over stdio ({srv['code_lens_count']} lenses)"),
+                       ("code_lens_resolve_ms", "codeLens/resolve over stdio")):
+        v = srv[key]
+        rows.append((label, "ms p50/p95", (v["p50"], v["p95"], v["min"], v["max"]), "p95 <= 10 ms"))
+    rc = r["recall"]
+    v = rc["all_namespaces_ms"]
+    rows.append((f"recall top-10, all namespaces ({rc['records']:,} records)", "ms p50/p95",
+                 (v["p50"], v["p95"], v["min"], v["max"]), "<= 20 ms"))
+    v = rc["busiest_namespace_ms"]
+    rows.append((f"recall top-10, {rc['busiest_namespace']} ({rc['busiest_records']:,})", "ms p50/p95",
+                 (v["p50"], v["p95"], v["min"], v["max"]), ""))
+    if "rank_bm25_busiest_namespace_ms" in rc:
+        v = rc["rank_bm25_busiest_namespace_ms"]
+        rows.append((f"rank-bm25 get_scores+top10, same namespace", "ms p50/p95",
+                     (v["p50"], v["p95"], v["min"], v["max"]), "(reference)"))
+    v = srv["notify_ms"]
+    rows.append(("file written -> harn/treeChanged at client", "ms p50/p95", (v["p50"], v["p95"], v["min"], v["max"]),
+                 "p95 <= 300 ms"))
+    d = srv["documents"]
+    rows.append((f"open 10 MB transcript (textDocumentContent)", "bytes", d["transcript"]["bytes"], "<= 1 MB"))
+    rows.append(("largest response of the whole session", "bytes", srv["largest_message_bytes"], "<= 1 MB"))
+    logs = r["disk_bytes"]["large"]
+    rows.append((f"server peak RSS (on-disk {logs['total'] / 1e6:.0f} MB: logs {logs['memory_logs'] / 1e6:.0f} + "
+                 f"runs {logs['run_records'] / 1e6:.0f})", "MB", srv["server_peak_rss_kb"] / 1024,
+                 f"{srv['server_peak_rss_kb'] * 1024 / logs['total']:.2f}x (<= 3x)"))
+    lines = [f"{'measure':<62} {'unit':<11} {'median / p50':>12} {'min':>9} {'max':>9} {'p95':>9}  budget"]
+    for label, unit, val, budget in rows:
+        if isinstance(val, dict):
+            cols = (_f(val["median"]), _f(val["min"]), _f(val["max"]), "")
+        elif isinstance(val, tuple):
+            cols = (_f(val[0]), _f(val[2]), _f(val[3]), _f(val[1]))
+        else:
+            cols = (_f(val), "", "", "")
+        lines.append(f"{label:<62} {unit:<11} {cols[0]:>12} {cols[1]:>9} {cols[2]:>9} {cols[3]:>9}  {budget}")
+    lines.append("")
+    for k, v in r["verdict"].items():
+        lines.append(f"{'MET ' if v['met'] else 'MISS'} {k}: {_f(v['value'])} (budget {_f(v['budget'])})")
+    m = r["machine"]
+    lines.append(f"\nmachine: {m['nproc']} cores, {m['cpu']}, Python {m['python']}; bench runtime {r['runtime_s']:.0f} s")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
