@@ -241,7 +241,7 @@ def bench_recall_ws(ws, seed: int, n_queries: int, bm25_queries: int) -> dict:
         return out
     records = [d.record for d in engine.indexes[busiest].docs.values()]
     corpus = [bench_recall.tokenize(bench_recall.searchable_text(r)) for r in records]
-    bm = BM25Okapi(corpus, k1=bench_recall.K1 if hasattr(bench_recall, "K1") else 1.2, b=0.75)
+    bm = BM25Okapi(corpus, k1=1.2, b=0.75)  # as bench_recall.bench_size
     blat = []
     for q in queries[:bm25_queries]:
         qt = bench_recall.tokenize(q)

@@ -200,6 +200,8 @@ class Workspace:
             changes.namespaces.add(ns)
             delta = space.apply_lines(batch.lines)
             self._apply_delta(ns, delta, changes)
+        if ns not in self.recall.indexes:  # every namespace has an index, even an empty one, however it was read
+            self.recall.set_config(ns, space.config, os.path.dirname(path))
         changes.problem_paths.add(path)
 
     def _drop_namespace_derived(self, ns: str, changes: ChangeSet) -> None:

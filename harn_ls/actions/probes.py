@@ -26,6 +26,7 @@ probe started from the project.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
 import re
@@ -260,6 +261,20 @@ class ProbeOutcome:
 
 # -- running harn ------------------------------------------------------------------------------
 
+# Probes in flight, for the exit hook: if the process exits while a probe runs (the client sends
+# `exit` right after `shutdown`, and the loop dies before our `finally` blocks run), their process
+# groups are killed and their temp dirs removed at interpreter exit.
+_ACTIVE_GROUPS: set[int] = set()
+_ACTIVE_DIRS: set[str] = set()
+
+
+@atexit.register
+def _cleanup_at_exit() -> None:
+    for pgid in list(_ACTIVE_GROUPS):
+        _kill_group(pgid)
+    for d in list(_ACTIVE_DIRS):
+        shutil.rmtree(d, ignore_errors=True)
+
 
 def resolve_harn(harn_path: str) -> str:
     """The executable to run; ActionFailed (one message naming the setting) when there is none."""
@@ -319,6 +334,7 @@ async def run_process(argv: list[str], *, cwd: str | None, timeout: float) -> Pr
         raise ActionFailed(MISSING_BINARY.format(path=argv[0]) + f" ({exc.strerror or exc})") from None
     except OSError as exc:  # ENOEXEC and friends: not something we can run
         raise ActionFailed(MISSING_BINARY.format(path=argv[0]) + f" ({exc})") from None
+    _ACTIVE_GROUPS.add(proc.pid)
     out, err = bytearray(), bytearray()
     readers = [asyncio.ensure_future(_drain(proc.stdout, out)), asyncio.ensure_future(_drain(proc.stderr, err))]
     wait_task = asyncio.ensure_future(proc.wait())
@@ -343,6 +359,7 @@ async def run_process(argv: list[str], *, cwd: str | None, timeout: float) -> Pr
                 await asyncio.shield(_exited(proc, wait_task, 5.0))
         raise
     finally:
+        _ACTIVE_GROUPS.discard(proc.pid)
         for task in (*readers, wait_task):
             task.cancel()
         transport = getattr(proc, "_transport", None)
@@ -439,12 +456,14 @@ async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng:
 
     tmpdir = tempfile.mkdtemp(prefix="harn-ls-probe-")
     tmp_path = os.path.join(tmpdir, f"harn-probe-{uuid7()}.harn")
+    _ACTIVE_DIRS.add(tmpdir)
     try:
         with open(tmp_path, "wb") as fh:
             fh.write(sel.snippet.encode("utf-8", "surrogatepass"))
         res = await run_process([binary, "check", tmp_path, "--json"], cwd=project_root, timeout=timeout)
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
+        _ACTIVE_DIRS.discard(tmpdir)
 
     counts = P.typecheck_counts(res.stdout)
     outcome = P.typecheck_outcome(counts, success=res.exit_code == 0, timed_out=res.timed_out)

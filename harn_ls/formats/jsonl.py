@@ -148,11 +148,14 @@ class JsonlTail:
     def _skip_line(self, length: int) -> JsonlLine:
         """Account for an over-long line of `length` bytes (newline included) at the current offset."""
         self.line_no += 1
-        line = JsonlLine(self.line_no, self.offset, None, Problem(self.path, self.line_no, CODE_LINE_TOO_LONG,
-            f"line is {length - 1} bytes long, over the {MAX_LINE_BYTES}-byte limit; skipped without reading it into memory "
-            "(Harn refuses to read this log until it is fixed)", Severity.ERROR))
+        line = JsonlLine(self.line_no, self.offset, None, self._too_long(length - 1))
         self.offset += length
         return line
+
+    def _too_long(self, length: int) -> Problem:
+        return Problem(self.path, self.line_no, CODE_LINE_TOO_LONG,
+            f"line is {length} bytes long, over the {MAX_LINE_BYTES}-byte limit; skipped without reading it into memory "
+            "(Harn refuses to read this log until it is fixed)", Severity.ERROR)
 
     def _parse(self, data: bytes) -> list[JsonlLine]:
         out: list[JsonlLine] = []
@@ -165,6 +168,9 @@ class JsonlTail:
             self.line_no += 1
             offset = base + start
             start = nl + 1
+            if len(raw) > MAX_LINE_BYTES:  # the same verdict whether the line arrived whole or in pieces
+                out.append(JsonlLine(self.line_no, offset, None, self._too_long(len(raw))))
+                continue
             if raw.endswith(b"\r"):
                 raw = raw[:-1]
             if not raw.strip():

@@ -15,15 +15,36 @@ class FactSpan:
     anchor: Anchor
 
 
+_CACHE_ATTR = "_lsp_fact_spans"
+_CACHE_MAX = 64
+
+
 def fact_spans(ws, abs_path: str, min_confidence: float) -> list[FactSpan]:
-    """Every (fact, file_range evidence) pair on this file, anchored against the saved file."""
+    """Every (fact, file_range evidence) pair on this file, anchored against the saved file.
+
+    Cached per workspace until its model changes (generation) or the file does
+    (source_lines hands back a new list): a code lens request and then one
+    resolve per lens all need the spans of the whole file, which on a file
+    with hundreds of facts cost milliseconds each time."""
     rel = ws.relpath(abs_path)
     if rel is None:
         return []
-    facts = ws.facts_for_file(rel)
-    if not facts:
+    if rel not in ws.facts_by_file:
         return []
     lines = source_lines(os.path.join(ws.root, rel))
+    cache = ws.__dict__.setdefault(_CACHE_ATTR, {})
+    key = (rel, min_confidence)
+    hit = cache.get(key)
+    if hit is not None and hit[0] == ws.generation and hit[1] is lines and lines is not None:
+        return hit[2]
+    out = _spans(ws.facts_for_file(rel), rel, lines, min_confidence)
+    if len(cache) >= _CACHE_MAX:
+        cache.clear()
+    cache[key] = (ws.generation, lines, out)
+    return out
+
+
+def _spans(facts, rel: str, lines, min_confidence: float) -> list[FactSpan]:
     out = []
     for fact in facts:
         if fact.confidence < min_confidence:

@@ -34,10 +34,37 @@ def _item(id: str, label: str, *, description: str = "", tooltip: str = "", icon
     return out
 
 
+def display_time(value) -> str:
+    """Run records mix RFC 3339 strings and epoch seconds (as numbers or strings); show one form."""
+    import time as _time
+
+    if value is None or value == "":
+        return ""
+    s = str(value)
+    try:
+        secs = float(s)
+    except ValueError:
+        return s.replace("T", " ")[:19]
+    if secs > 1e12:  # milliseconds
+        secs /= 1000
+    return _time.strftime("%Y-%m-%d %H:%M:%S", _time.gmtime(secs))
+
+
+def _sort_time(value) -> str:
+    return display_time(value)
+
+
+def _has_state(ws) -> bool:
+    import os
+
+    p = ws.paths
+    return any(os.path.isdir(d) for d in (p.state_root, p.run_root, p.memory_root)) or bool(ws.skills and ws.skills.skills)
+
+
 def _runs(ws, parent: str | None) -> list[dict]:
     if parent is None:
-        runs = sorted(ws.runs.values(), key=lambda r: (str(r.started_at or ""), r.id), reverse=True)
-        items = [_item(f"run:{r.id}", r.workflow_name or r.id, description=f"{r.status or '?'} · {r.started_at or ''}",
+        runs = sorted(ws.runs.values(), key=lambda r: (_sort_time(r.started_at), r.id), reverse=True)
+        items = [_item(f"run:{r.id}", r.workflow_name or r.id, description=f"{r.status or '?'} · {display_time(r.started_at)}",
                        tooltip=r.id, icon="history", uri=make_uri("runs", r.id), context="run",
                        children=bool(r.transcripts), data={"id": r.id}) for r in runs]
         workers = [e for e in ws.transcripts.values() if e.run_id is None]
@@ -158,6 +185,8 @@ def _skills(ws, parent: str | None, show_suppressed: bool) -> list[dict]:
 
 
 def tree_items(ws, view: str, parent: str | None, *, min_conf: float = 0.0, show_suppressed: bool = False) -> list[dict]:
+    if parent is None and not _has_state(ws):
+        return []  # lets the client show its welcome content
     if view == "runs":
         return _runs(ws, parent)
     if view == "checkpoints":

@@ -50,7 +50,10 @@ def parse_uri(uri: str) -> StateUri:
     if parts.scheme != SCHEME:
         raise UriError(f"not a {SCHEME}: URI: {uri}")
     path = unquote(parts.path)
-    query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+    raw_query = parts.query
+    if "=" not in raw_query and "%3d" in raw_query.lower():
+        raw_query = unquote(raw_query)  # VS Code encodes the whole query of a custom-scheme URI
+    query = {k: v[-1] for k, v in parse_qs(raw_query, keep_blank_values=True).items()}
     if parts.netloc:  # harn-state://x/... — treat the authority as the first segment
         path = "/" + parts.netloc + path
     if path in ("/index.md", "/", ""):

@@ -269,6 +269,13 @@ def proposals(ws, target: StateUri, settings: RenderSettings) -> str:
     except Exception as exc:  # a hostile proposal still renders, with the refusal shown
         out.append(f"## Accept is refused\n\n{cell(exc)}\n")
         return "\n".join(out) + "\n"
+    wanted = target.query.get("file")
+    if wanted:
+        # The raw text Accept would write to one file (for a client-side diff).
+        for f in plan.files:
+            if _rel(ws, f.path) == wanted:
+                return f.text
+        raise UriError(f"proposal {prop.id} writes no file {wanted!r}")
     out.append("## What Accept writes\n")
     for f in plan.files:
         status = " — **a different file already exists here**" if f.conflict else (" — identical file already exists" if f.identical else "")

@@ -99,12 +99,10 @@ async function rowTexts(page, view) {
 
 /** Expand every collapsed row currently shown in a view (one level). */
 async function expandRows(page, view, filter) {
-  const n = await rows(page, view).count();
-  for (let i = 0; i < n; i++) {
-    const row = rows(page, view).nth(i);
-    if ((await row.getAttribute('aria-expanded')) !== 'false') continue;
-    if (filter && !filter(await row.innerText())) continue;
-    await row.locator('.monaco-tl-twistie').click();
+  const snap = await rows(page, view).evaluateAll(els => els.map(el => ({ text: el.innerText, collapsed: el.getAttribute('aria-expanded') === 'false' })));
+  for (let i = snap.length - 1; i >= 0; i--) {  // bottom-up: expanding a row does not move the rows above it
+    if (!snap[i].collapsed || (filter && !filter(snap[i].text))) continue;
+    await rows(page, view).nth(i).locator('.monaco-tl-twistie').click({ timeout: 3000 }).catch(() => {});
     await sleep(300);
   }
 }
@@ -292,14 +290,16 @@ async function main() {
       if (!candidates.length) throw new Error('the fixture has no pending skill proposal');
       await focusView(page, 'skills');
       await waitFor(async () => (await rows(page, 'skills').count()) > 0, 'rows in Skills & Proposals', 20_000);
-      const isProposal = async row => (await row.locator('.action-label[aria-label^="Accept Proposal"]').count()) > 0;
+      // One atomic snapshot of the rendered rows (rows re-render while the tree refreshes).
+      const snapshot = () => rows(page, 'skills').evaluateAll(els => els.map(el => ({
+        text: el.innerText, proposal: !!el.querySelector('.action-label[aria-label^="Accept Proposal"]'),
+      })));
+      const matches = (text, p) => [p.name, p.title, p.id].filter(Boolean).some(tok => norm(text).includes(norm(tok)));
       const findRow = async () => {
-        const n = await rows(page, 'skills').count();
-        for (let i = 0; i < n; i++) {
-          const row = rows(page, 'skills').nth(i);
-          const t = norm(await row.innerText());
-          const p = candidates.find(c => [c.name, c.title, c.id].filter(Boolean).some(tok => t.includes(norm(tok))));
-          if (p && await isProposal(row)) return { row, p };
+        const snap = await snapshot();
+        for (let i = 0; i < snap.length; i++) {
+          const p = snap[i].proposal && candidates.find(c => matches(snap[i].text, c));
+          if (p) return { row: rows(page, 'skills').nth(i), p };
         }
         return undefined;
       };
@@ -314,14 +314,10 @@ async function main() {
       await waitFor(() => fs.existsSync(skillFile), `${path.relative(WS, skillFile)} on disk`, 20_000);
       const head = fs.readFileSync(skillFile, 'utf8');
       if (!head.startsWith(`---\nname: ${p.name}\n`)) throw new Error(`SKILL.md does not start with the frontmatter name: ${JSON.stringify(head.slice(0, 80))}`);
+      // Gone from the pending proposals, while the other pending proposals are still listed.
       await waitFor(async () => {
-        const n = await rows(page, 'skills').count();
-        for (let i = 0; i < n; i++) {
-          const r = rows(page, 'skills').nth(i);
-          const t = norm(await r.innerText());
-          if ([p.name, p.title].filter(Boolean).some(tok => t.includes(norm(tok))) && await isProposal(r)) return false;
-        }
-        return true;
+        const snap = await snapshot();
+        return !snap.some(r => r.proposal && matches(r.text, p)) && snap.some(r => r.proposal);
       }, `proposal ${p.id} to leave the pending proposals`, 15_000);
       return `${p.id} → ${path.relative(WS, skillFile)}`;
     });

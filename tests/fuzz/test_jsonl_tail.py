@@ -7,7 +7,7 @@ import os
 import tempfile
 
 import orjson
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from harn_ls.formats import jsonl
@@ -21,7 +21,7 @@ def reference(data: bytes) -> list[tuple[int, str]]:
     out = []
     lines = data.split(b"\n")[:-1]  # the part after the last newline is torn
     for n, raw in enumerate(lines, 1):
-        if len(raw) + 1 - 1 > LIMIT and len(raw) > LIMIT:
+        if len(raw) > LIMIT:
             out.append((n, jsonl.CODE_LINE_TOO_LONG))
             continue
         if raw.endswith(b"\r"):
@@ -55,6 +55,8 @@ def test_tail_matches_reference(monkeypatch):
     @FUZZ
     @given(parts=st.lists(piece, max_size=40), cuts=st.lists(st.integers(0, 600), max_size=6),
            chunk=st.integers(1, 64))
+    @example(parts=[b"z" * 50, b"\n", b"{}", b"\n"], cuts=[], chunk=64)  # a long line that fits in one chunk
+    @example(parts=[b"z" * 50, b"\n", b"{}", b"\n"], cuts=[3, 20], chunk=4)  # ...and one that arrives in pieces
     def run(parts, cuts, chunk):
         data = b"".join(parts)
         fd, path = tempfile.mkstemp(prefix="harn-ls-tail-")

@@ -13,6 +13,7 @@ from tests.lsp.conftest import make_client_fixture, open_file
 
 client = make_client_fixture()
 untrusted = make_client_fixture({"settings": {"harnState": {"harnPath": "/nonexistent/harn"}}, "workspaceTrusted": False})
+nobinary = make_client_fixture({"settings": {"harnState": {"harnPath": "/nonexistent/harn"}}, "workspaceTrusted": True})
 
 REL = "pipelines/probe_target.harn"
 DOC = ('pipeline main() {\n'
@@ -199,3 +200,13 @@ async def test_untrusted_workspace_refuses(untrusted):
     assert any("not trusted" in m for m in client.rec.shown)
     assert events.read_bytes() == before
     assert not probe_diags(client, uri)
+
+
+async def test_missing_binary_one_clear_message(nobinary):
+    client = nobinary
+    path, uri = write_and_open(client)
+    result = _plain(await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="harnState.probeTypecheck", arguments=[{"uri": uri}])))
+    assert result["ok"] is False and "harnState.harnPath" in result["message"]
+    await client.rec.wait_for(lambda: any("harnState.harnPath" in m for m in client.rec.shown), 5)
+    assert len([m for m in client.rec.shown if "harnState.harnPath" in m]) == 1
