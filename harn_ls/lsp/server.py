@@ -41,6 +41,19 @@ class HarnProtocol(LanguageServerProtocol):
         result.capabilities.workspace = ws_caps
         return result
 
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args):
+        # pygls iterates its live request dict while cancelling, which fails when a
+        # cancelled handler (e.g. a running probe) removes itself meanwhile.
+        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        current_id = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current_id and not future.done():
+                future.cancel()
+        self._shutdown = True
+        return None
+
 
 class LoopMonitor:
     """Warn when anything holds the event loop for more than 100 ms.
