@@ -23,10 +23,11 @@ from harn_ls.formats import session_store as ss_fmt
 from harn_ls.formats import skills as skills_fmt
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, MemoryRecord, namespace_of
-from harn_ls.formats.problems import Problem
+from harn_ls.formats.problems import Problem, Severity
 from harn_ls.recall import RecallEngine
 
 PATTERN_NAMESPACE = "project/pattern-learning"
+CODE_LEGACY_NOT_MIGRATED = "HL-PAT-010"
 EVENTS_FILE = "events.jsonl"
 
 
@@ -542,6 +543,12 @@ class Workspace:
             out.extend(plist)
         if self.pattern is not None:
             out.extend(self.pattern.problems)
+        if self.migration_needed:
+            for kind, path in sorted(self.legacy_streams.items()):
+                out.append(Problem(path, 1, CODE_LEGACY_NOT_MIGRATED,
+                                   "legacy Burin pattern-learning stream is not migrated yet; Harn imports it on its next "
+                                   "pattern-learning call (run `Harn State: Migrate pattern learning` to do it now)",
+                                   Severity.INFO))
         for cf in self.checkpoints.values():
             out.extend(cf.problems)
         if self.skills is not None:

@@ -64,7 +64,7 @@ def _wanted(context: types.CodeActionContext, kind: str) -> bool:
 
 def register(server) -> None:
     @server.handler(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-        code_action_kinds=[P.KIND_ACCEPT, P.KIND_REJECT, P.KIND_COMPARE, P.KIND_PROBE], resolve_provider=False))
+        code_action_kinds=[P.KIND_ACCEPT, P.KIND_REJECT, P.KIND_COMPARE, P.KIND_PROBE, P.KIND_MIGRATE], resolve_provider=False))
     async def code_action(ls, params: types.CodeActionParams):
         uri = params.text_document.uri
         skill_root = ls.settings.skillRoot
@@ -90,6 +90,13 @@ def register(server) -> None:
                 pid = proposal_at_line(proj.ws, path, line)
                 return _proposal_actions(proj.ws, pid, skill_root) if pid else []
             out.extend(await proj.run(_acts))
+        if os.path.basename(path).startswith("burin.agent_context.pattern_learning.") and path.endswith(".jsonl") \
+                and _wanted(params.context, P.KIND_MIGRATE):
+            if await proj.run(lambda: proj.ws.migration_needed):
+                out.append(types.CodeAction(
+                    title="Migrate legacy pattern learning into .harn/memory", kind=P.KIND_MIGRATE,
+                    command=types.Command(title="Migrate pattern learning", command=P.CMD_MIGRATE, arguments=[{}]),
+                    data={}))
         if path.endswith(".harn") and _wanted(params.context, P.KIND_PROBE):
             r = params.range
             empty = r.start == r.end

@@ -78,10 +78,12 @@ class Project:
 
         def _apply() -> ChangeSet:
             ws = self.ws
-            changes = ws.rescan() if rescan and not paths else ws.apply(paths)
-            if rescan and paths:
-                # A directory changed: apply() rescans what lives below it.
-                pass
+            try:
+                # With paths, apply() itself rescans what lives below a changed directory.
+                changes = ws.rescan() if rescan and not paths else ws.apply(paths)
+            except Exception:
+                log.exception("applying changes failed; rescanning the project")
+                changes = ws.rescan()
             self.last_batch_at = time.time()
             return changes
 
@@ -91,7 +93,7 @@ class Project:
             try:
                 changes = f.result()
             except Exception:
-                log.exception("applying changes failed; rescanning")
+                log.exception("rescan failed")
                 changes = None
             if changes:
                 asyncio.run_coroutine_threadsafe(self._notify(changes), self._loop)

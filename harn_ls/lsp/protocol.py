@@ -23,6 +23,7 @@ KIND_ACCEPT = "source.harnState.accept"
 KIND_REJECT = "source.harnState.reject"
 KIND_COMPARE = "source.harnState.compare"
 KIND_PROBE = "source.harnState.probe"
+KIND_MIGRATE = "source.harnState.migrate"
 
 TREE_VIEWS = ("runs", "checkpoints", "memory", "skills")
 TREE_PAGE_SIZE = 200
