@@ -401,16 +401,22 @@ def _ids_with_key(space, key: str) -> list[str]:
 
 # ---------------------------------------------------------------- accept / reject
 
-def accept_proposal(ws, proposal_id: str, skill_root: str | None = None, now=None, *,
-                    namespace: str = NAMESPACE) -> dict:
-    """Write the proposal's file(s), then append one `forget` of its pending record."""
-    t = now_ns(now)
+def _pending_or_refuse(ws, proposal_id: str, namespace: str):
+    """Re-read the pattern log, then the proposal if it is still pending (someone else may have acted)."""
     _check_segment(proposal_id, "proposal id")
     events_path = _refresh(ws, namespace)
     prop = _find_pending(ws, proposal_id, namespace)
     if prop is None:
         raise ActionFailed(f"refused: proposal {proposal_id} is no longer pending "
                            "(accepted, rejected or refreshed away by someone else)")
+    return events_path, prop
+
+
+def accept_proposal(ws, proposal_id: str, skill_root: str | None = None, now=None, *,
+                    namespace: str = NAMESPACE) -> dict:
+    """Write the proposal's file(s), then append one `forget` of its pending record."""
+    t = now_ns(now)
+    events_path, prop = _pending_or_refuse(ws, proposal_id, namespace)
     plan = planned_files(ws, prop, skill_root, now=t, namespace=namespace)
     conflicts = [f.path for f in plan.files if f.conflict]
     if conflicts:
@@ -451,12 +457,7 @@ def reject_proposal(ws, proposal_id: str, days: int = 14, now=None, *, namespace
     if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_REJECT_DAYS:
         raise ActionFailed(f"refused: days must be a whole number from 1 to {MAX_REJECT_DAYS}")
     t = now_ns(now)
-    _check_segment(proposal_id, "proposal id")
-    events_path = _refresh(ws, namespace)
-    prop = _find_pending(ws, proposal_id, namespace)
-    if prop is None:
-        raise ActionFailed(f"refused: proposal {proposal_id} is no longer pending "
-                           "(accepted, rejected or refreshed away by someone else)")
+    events_path, prop = _pending_or_refuse(ws, proposal_id, namespace)
     view = _pattern_view(ws, namespace)
     space = _space(ws, namespace)
     ns_name = space.namespace if space is not None else namespace

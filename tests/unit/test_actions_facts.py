@@ -12,6 +12,7 @@ import pytest
 from harn_ls.actions import ActionFailed
 from harn_ls.actions.facts import invalidate_fact
 from harn_ls.workspace import Workspace
+from tests.helpers.tree import snapshot
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "sample-project"
 LOG = ".harn/memory/project/facts/events.jsonl"
@@ -26,13 +27,6 @@ def project(tmp_path: Path) -> Path:
     return dest
 
 
-def snapshot(root: Path) -> dict:
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            out[str(p.relative_to(root))] = os.readlink(p) if p.is_symlink() else (None if p.is_dir() else p.read_bytes())
-    return out
 
 
 def test_invalidate_appends_exact_forget(project):

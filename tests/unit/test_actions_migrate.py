@@ -12,6 +12,7 @@ import pytest
 
 from harn_ls.actions.migrate import migrate_pattern_learning, normalize_prompt, normalize_tools
 from harn_ls.workspace import Workspace
+from tests.helpers.tree import snapshot
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 LOG = ".harn/memory/project/pattern-learning/events.jsonl"
@@ -28,13 +29,6 @@ def legacy(tmp_path: Path) -> Path:
     return dest
 
 
-def snapshot(root: Path) -> dict:
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            out[str(p.relative_to(root))] = None if p.is_dir() else p.read_bytes()
-    return out
 
 
 def events(project: Path) -> list[dict]:

@@ -21,6 +21,7 @@ from harn_ls.actions import proposals as P
 from harn_ls.formats import pattern_learning as pl
 from harn_ls.formats.problems import Severity
 from harn_ls.workspace import Workspace
+from tests.helpers.tree import snapshot
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "sample-project"
 LOG = ".harn/memory/project/pattern-learning/events.jsonl"
@@ -103,20 +104,6 @@ def project(tmp_path: Path) -> Path:
     return dest
 
 
-def snapshot(root: Path) -> dict:
-    """Every entry under root: files by content, links by target, dirs by presence."""
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            rel = str(p.relative_to(root))
-            if p.is_symlink():
-                out[rel] = ("link", os.readlink(p))
-            elif p.is_dir():
-                out[rel] = ("dir",)
-            else:
-                out[rel] = ("file", p.read_bytes())
-    return out
 
 
 def log_lines(project: Path, rel: str = LOG) -> list[str]:
