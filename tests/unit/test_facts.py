@@ -14,7 +14,7 @@ from harn_ls.formats.jsonl import read_all
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.problems import Severity
 
-SAMPLES = Path("/work/shared/harn-samples")
+from tests.helpers.samples import SAMPLES  # noqa: E402
 ID_VECTORS = SAMPLES / "id-vectors.json"
 ROOT = "/proj"
 EVENTS = "/proj/.harn/memory/project/facts/events.jsonl"

@@ -10,7 +10,7 @@ import pytest
 from harn_ls.formats import facts as F
 from harn_ls.formats import probes as P
 
-SAMPLES = Path("/work/shared/harn-samples")
+from tests.helpers.samples import SAMPLES  # noqa: E402
 ID_VECTORS = SAMPLES / "id-vectors.json"
 CHECK_VECTORS = SAMPLES / "check-json-vectors.json"
 LINT_FIXTURES = SAMPLES / "lint-json/crates/harn-cli/src/commands/check/lint_json_fixtures"

@@ -26,9 +26,7 @@ from harn_ls.recall import (
 )
 from harn_ls.render.recall import recall_json, render_recall_markdown
 
-SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "harn-samples"
-if not SAMPLES.exists():  # repo checked out elsewhere
-    SAMPLES = Path("/work/shared/harn-samples")
+from tests.helpers.samples import SAMPLES  # noqa: E402
 VECTORS = {v["id"]: v for v in json.loads((SAMPLES / "recall-vectors.json").read_text())["vectors"]}
 ID_VECTORS = {v["id"]: v for v in json.loads((SAMPLES / "id-vectors.json").read_text())["vectors"]}
 

@@ -14,7 +14,7 @@ from harn_ls.formats import runs, transcripts
 from harn_ls.formats.runs import list_run_records, read_run_record, read_worker_snapshot
 from harn_ls.formats.transcripts import read_llm_transcript, transcript_from_value
 
-SAMPLES = Path("/work/shared/harn-samples")
+from tests.helpers.samples import SAMPLES  # noqa: E402
 PERSONAS = SAMPLES / "run-records/examples/personas/runs"
 LLM_DIR = SAMPLES / "llm-transcripts/crates/harn-cli/tests/fixtures/prefix_stability/stable-agent-loop"
 

@@ -19,7 +19,7 @@ from harn_ls.formats import skills as sk
 from harn_ls.formats.problems import Severity
 from harn_ls.paths import ProjectPaths, SkillLayerRoot, resolve
 
-SAMPLES = Path(os.environ.get("HARN_SAMPLES", "/work/shared/harn-samples"))
+from tests.helpers.samples import SAMPLES  # noqa: E402
 VECTORS_PATH = SAMPLES / "skill-vectors.json"
 
 pytestmark = pytest.mark.skipif(not VECTORS_PATH.is_file(), reason="harn-samples not available")
