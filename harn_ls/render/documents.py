@@ -101,7 +101,7 @@ def index(ws, target: StateUri, settings: RenderSettings) -> str:
     if ws.skills is not None:
         out.append(f"## Skills ({len(ws.skills.skills)}, {len(ws.skills.shadowed)} shadowed)")
         for sk in ws.skills.skills:
-            sig = f" · signature {sk.signature.status}" if sk.signature is not None else ""
+            sig = f" · signature {sk.signature.status}" if sk.signature is not None and sk.signature.status != "missing_signature" else ""
             out.append(f"- {_link(sk.id, make_uri('skills', sk.id))} · {sk.layer}{sig}")
         out.append("")
 
@@ -368,6 +368,20 @@ def _event_block(i: int, ev, show_private: bool) -> tuple[str, bool]:
     if ev.visibility and ev.visibility != "public":
         head += f" *({ev.visibility})*"
     block = head + "\n\n" + fence(summarize_value(text or "", 4000))
+    for b in ev.blocks:
+        # Harn's own text shows only `<tool_call:NAME>`; the reader wants the arguments and output.
+        if not isinstance(b, dict) or (b.get("visibility") == "private" and not show_private):
+            continue
+        if b.get("type") == "tool_call":
+            args = b.get("arguments", b.get("input", b.get("args")))
+            block += f"\nTool call {inline(b.get('name') or '?')}" + (f" {inline(b.get('id'))}" if b.get("id") else "") + "\n"
+            if args is not None:
+                block += fence(pretty_json(args, 2000), "json")
+        elif b.get("type") == "tool_result":
+            body = b.get("text", b.get("content", b.get("output")))
+            block += f"\nTool result {inline(b.get('name') or '?')}" + (" *(error)*" if b.get("is_error") else "") + "\n"
+            if body is not None:
+                block += fence(summarize_value(body if isinstance(body, str) else pretty_json(body, 2000), 4000))
     comp = ev.compaction
     if comp is not None:
         block += (f"\nCompaction: {comp.archived_messages} message(s) archived, "

@@ -104,7 +104,7 @@ def inspect_text(ws) -> str:
     for layer, items in data["skills"].items():
         for s in items:
             extra = []
-            if s["signature"]:
+            if s["signature"] and s["signature"] != "missing_signature":
                 extra.append(f"signature {s['signature']}")
             if s["shadowed_by"]:
                 extra.append(f"shadowed by {s['shadowed_by']}")
