@@ -215,7 +215,8 @@ def register(server) -> None:
             from pygls.exceptions import JsonRpcInvalidParams
 
             raise JsonRpcInvalidParams(f"unknown view {view!r}; expected one of {', '.join(P.TREE_VIEWS)}")
-        proj = ls.default_project()
+        root = _get(params, "root")
+        proj = ls.projects.get(root) if root else ls.default_project()
         if proj is None or proj.ws is None:
             return {"items": []}
         min_conf = ls.settings.facts.minConfidence
