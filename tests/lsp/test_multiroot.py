@@ -1,0 +1,58 @@
+"""Two workspace folders: one Workspace each, hovers routed by file, status per root."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from tests.lsp.conftest import REPO, SAMPLE, _as_dict
+
+LEGACY = REPO / "fixtures" / "legacy-project"
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "harn_ls", "serve"]))
+async def client(lsp_client: LanguageClient, tmp_path: Path):
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    shutil.copytree(SAMPLE, a)
+    shutil.copytree(LEGACY, b)
+    statuses: list[dict] = []
+
+    @lsp_client.feature("harn/status")
+    def _status(params):
+        statuses.append(_as_dict(params))
+
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=pytest_lsp.client_capabilities("neovim"),
+        workspace_folders=[types.WorkspaceFolder(uri=a.as_uri(), name="a"), types.WorkspaceFolder(uri=b.as_uri(), name="b")]))
+    lsp_client.statuses, lsp_client.a, lsp_client.b = statuses, a, b
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_each_folder_has_its_own_model(client):
+    import asyncio
+
+    for _ in range(200):
+        if {s["root"] for s in client.statuses} >= {str(client.a), str(client.b)}:
+            break
+        await asyncio.sleep(0.05)
+    by_root = {s["root"]: s for s in client.statuses}
+    assert by_root[str(client.a)]["counts"]["facts"] == 7
+    assert by_root[str(client.b)]["counts"]["facts"] == 0
+    tree_b = await client.protocol.send_request_async("harn/tree", {"view": "checkpoints", "root": str(client.b)})
+    assert list(tree_b.items) == []
+    tree_a = await client.protocol.send_request_async("harn/tree", {"view": "checkpoints", "root": str(client.a)})
+    assert len(tree_a.items) == 2
+    uri = (client.a / "src/billing/invoice.py").as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=(client.a / "src/billing/invoice.py").read_text())))
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=27, character=0)))
+    assert hover is not None and "rounded to cents" in hover.contents.value
