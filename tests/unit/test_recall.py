@@ -569,3 +569,149 @@ def test_cross_check_rank_bm25():
         assert got.keys() == expected.keys()
         for rid, s in got.items():
             assert abs(s - expected[rid]) < 1e-9
+
+
+# ---------------------------------------------------------------------------
+# numpy-backed index: analysis, bulk build, merges and compaction change nothing
+# ---------------------------------------------------------------------------
+
+from collections import Counter  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+
+from harn_ls import recall as recall_mod  # noqa: E402
+from harn_ls.recall import NamespaceIndex, analyze  # noqa: E402
+
+
+@contextmanager
+def tiny_thresholds():
+    """Merge, compact and batch at every opportunity, so those paths run on small corpora."""
+    saved = (recall_mod._OVERFLOW_MIN, recall_mod._DEAD_MIN, recall_mod._BATCH_MIN)
+    recall_mod._OVERFLOW_MIN, recall_mod._DEAD_MIN, recall_mod._BATCH_MIN = 3, 1, 2
+    try:
+        yield
+    finally:
+        recall_mod._OVERFLOW_MIN, recall_mod._DEAD_MIN, recall_mod._BATCH_MIN = saved
+
+
+TEXTS = WORDS + ['quote " inside', "back\\slash", "tab\there", "new\nline", "ctl\x01x", "naïve Ünïcode", "ab", "A",
+                 "9z", "e\u0301", "𝔘𝔫𝔦", "x_y", "Ⓐb", "٣٤"]
+texts = st.lists(st.sampled_from(TEXTS), max_size=6).map(" ".join)
+any_values = st.one_of(texts, st.builds(lambda t, n: {"text": t, "n": n}, texts, st.integers(-5, 5)),
+                       st.lists(texts, max_size=3), st.integers(-100, 100), st.none(), st.booleans())
+
+
+@settings(max_examples=300, deadline=None)
+@given(key=texts, value=any_values, text=st.one_of(st.none(), texts), tags=st.lists(texts, max_size=3))
+def test_analyze_equals_counting_the_tokens_of_the_searchable_text(key, value, text, tags):
+    r = MemoryRecord(id="m", namespace="t", key=key, value=value, text=value_text(value) if text is None else text,
+                     tags=tuple(tags), stored_at="s", seq=0, line_no=1)
+    counts, n = analyze(r)
+    tokens = tokenize(searchable_text(r))
+    assert n == len(tokens)
+    assert {t: v & recall_mod._TF_MASK for t, v in counts.items()} == Counter(tokens)
+    key_t, tag_t = set(tokenize(r.key)), {x for tag in r.tags for x in tokenize(tag)}
+    for t, v in counts.items():
+        assert bool(v & recall_mod._KEY_FLAG) == (t in key_t) and bool(v & recall_mod._TAG_FLAG) == (t in tag_t)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches=st.lists(st.lists(event, min_size=1, max_size=6), min_size=1, max_size=8),
+       queries=st.lists(st.tuples(word_lists, st.integers(-2, 120)), min_size=1, max_size=4))
+def test_differential_with_constant_merging_and_compaction(batches, queries):
+    with tiny_thresholds():
+        test_differential_incremental_vs_reference.hypothesis.inner_test(batches, queries)
+
+
+def _corpus(n: int, seed: int) -> list[dict]:
+    import random
+
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(300)]
+    weights = [1 / (i + 1) for i in range(300)]
+    return [store(f"r{i}", rng.choice(vocab[:40]) + f"-{i % 7}",
+                  rng.choice([" ".join(rng.choices(vocab, weights, k=rng.randint(0, 30))),
+                              {"text": " ".join(rng.choices(vocab, weights, k=rng.randint(1, 20))), "n": i}]),
+                  tags=rng.sample(vocab[:15], rng.randint(0, 2)), stored_at=f"2026-01-{1 + i % 5:02d}T00:00:00Z")
+            for i in range(n)]
+
+
+def _answers(engine: RecallEngine, ns: str, queries: list[str]) -> list:
+    out = []
+    for q in queries:
+        for k in (1, 3, 10, 100):
+            res = engine.recall(q, k=k, namespace=ns, explain=True)
+            out.append([(h.id, h.score, h.explain) for h in res.hits])
+    return out
+
+
+def test_bulk_build_merges_and_compaction_match_one_by_one_adds():
+    import random
+
+    rng = random.Random(11)
+    events = _corpus(1500, 5)
+    rids = [e["id"] for e in events]
+    # updates and forgets in between: dead slots, stale postings, renumbering, terms whose df drops to 0
+    for i in range(0, 1500, 3):
+        events.append(update(rids[i], value=f"w{rng.randint(0, 299)} w{rng.randint(0, 299)} fresh{i}"))
+    events.append(forget(rng.sample(rids, 700)))
+    queries = ["w0", "w1 w2 w3", "w0 w0 w299", "w5 w17", "fresh3 w0", "w250 w251 w252 w253", "w10 w11 w12"]
+
+    one = Live()  # one event per batch: single adds, removes, no merge until the overflow is big
+    for e in events:
+        one.feed(e)
+    many = Live()
+    many.feed(*events)  # one big batch: the vectorised paths
+    with tiny_thresholds():
+        tiny = Live()  # merging and renumbering constantly
+        for i in range(0, len(events), 37):
+            tiny.feed(*events[i:i + 37])
+    cold = RecallEngine()
+    cold.load("t", one.mem.records())
+
+    want = _answers(one.engine, "t", queries)
+    assert want[0] and any(len(a) == 100 for a in want)
+    for other in (many.engine, tiny.engine, cold):
+        assert _answers(other, "t", queries) == want
+    idx = one.engine.indexes["t"]
+    stats = (idx.stats(), [idx.df(t) for t in ("w0", "w1", "fresh3", "w299")])
+    idx.compact()
+    assert (idx.stats(), [idx.df(t) for t in ("w0", "w1", "fresh3", "w299")]) == stats
+    assert _answers(one.engine, "t", queries) == want
+    for query in queries[:3]:  # and the spec itself
+        got = [(h.id, h.score) for h in one.recall(query, k=10).hits]
+        ref = reference_recall(one.mem.records(), query, 10)
+        assert [g[0] for g in got] == [r[0] for r in ref]
+        assert all(abs(a[1] - b[1]) <= 1e-9 for a, b in zip(got, ref))
+
+
+def test_compaction_renumbers_slots_and_forgets_dead_terms():
+    with tiny_thresholds():
+        idx = NamespaceIndex("n")
+        recs = [MemoryRecord(id=f"r{i}", namespace="n", key=f"k{i}", value=f"common uniq{i}", text=f"common uniq{i}",
+                             tags=("tg",) if i % 2 else (), stored_at=f"2026-01-0{1 + i % 3}", seq=i, line_no=i + 1)
+                for i in range(40)]
+        idx.add_many(recs)
+        for r in recs[:30]:
+            idx.remove(r.seq)
+        idx.compact()
+        assert len(idx) == 10 and idx._nslots == 10 and idx._ndead == 0
+        assert "uniq3" not in idx._tid and idx.df("uniq35") == 1 and idx.df("common") == 10
+        assert sorted(idx.docs[s].slot for s in idx.docs) == list(range(10))
+        assert set(idx.postings["common"]) == set(range(30, 40))
+        assert idx.boosts["tg"] == {s: 0.25 for s in range(31, 40, 2)}
+        top = idx.top_lexical(["common"], 3)
+        # untagged records are shorter and score higher; equal scores: stored_at desc, then seq desc
+        assert [seq for _, seq in top] == [38, 32, 34] and top[0][0] == top[2][0] > idx.top_lexical(["common"], 10)[-1][0]
+
+
+def test_vectorised_scores_are_bit_identical_to_the_scalar_formula():
+    live = Live()
+    live.feed(*_corpus(800, 9))
+    idx = live.engine.indexes["t"]
+    n, avgdl = idx.stats()
+    for q in (["w0"], ["w1", "w0", "w1"], ["w3", "w40", "w0", "w7"]):
+        got = idx.lexical_scores(q)
+        assert got
+        for seq, score in got.items():
+            ex = idx.explain(seq, q)  # the scalar formula, in Harn's order
+            assert score == ex.lexical and ex.n_docs == n and ex.avgdl == avgdl
