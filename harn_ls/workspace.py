@@ -60,11 +60,44 @@ class ChangeSet:
         }
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
+class TranscriptSummary:
+    """What lists need of a transcript; the transcript itself is read back from its file on demand."""
+
+    id: str
+    message_count: int
+    event_count: int
+    asset_count: int
+
+
 class TranscriptEntry:
-    transcript: object  # formats.transcripts.Transcript
-    run_id: str | None
-    path: str
+    """A transcript found in a run record or worker snapshot.
+
+    Run-record transcripts are not kept in memory (they are most of a busy project's
+    bytes); `transcript` re-reads the record, through a small cache, when a document
+    needs the full text.
+    """
+
+    __slots__ = ("id", "run_id", "path", "message_count", "event_count", "asset_count", "_held", "_ws")
+
+    def __init__(self, transcript, run_id: str | None, path: str, ws: "Workspace | None" = None, keep: bool = True) -> None:
+        self.id = transcript.id
+        self.run_id = run_id
+        self.path = path
+        self.message_count = len(transcript.messages)
+        self.event_count = len(transcript.events)
+        self.asset_count = len(transcript.assets)
+        self._held = transcript if keep else None
+        self._ws = ws
+
+    @property
+    def transcript(self):
+        if self._held is not None:
+            return self._held
+        return self._ws._load_run_transcript(self.path, self.id) if self._ws is not None else None
+
+    def summary(self) -> TranscriptSummary:
+        return TranscriptSummary(self.id, self.message_count, self.event_count, self.asset_count)
 
 
 def _is_under(path: str, root: str) -> bool:
@@ -91,6 +124,7 @@ class Workspace:
         self._run_paths: dict[str, str] = {}  # path -> run id
         self.workers: dict[str, object] = {}
         self.transcripts: dict[str, TranscriptEntry] = {}
+        self._transcript_cache: dict[tuple, object] = {}
         self.sessions: ss_fmt.SessionStoreSnapshot | None = None
         self.recall = RecallEngine()
         self.loaded_at = 0.0
@@ -345,11 +379,29 @@ class Workspace:
         if not os.path.isfile(path) or not self.paths.is_inside_project(path) and _is_under(path, self.root):
             return
         run = runs_fmt.read_run_record(path)
+        entries = [TranscriptEntry(tr, run.id, path, self, keep=False) for tr in run.transcripts]
+        _slim_run(run, [e.summary() for e in entries])
         self.runs[run.id] = run
         self._run_paths[path] = run.id
         changes.runs.add(run.id)
-        for tr in run.transcripts:
-            self.transcripts[tr.id] = TranscriptEntry(tr, run.id, path)
+        for entry in entries:
+            self.transcripts[entry.id] = entry
+
+    def _load_run_transcript(self, path: str, transcript_id: str):
+        """Full transcript from its run record, re-read on demand (a few records are cached)."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        key = (path, st.st_mtime_ns, st.st_size)
+        cache = self._transcript_cache
+        run = cache.get(key)
+        if run is None:
+            run = runs_fmt.read_run_record(path)
+            cache[key] = run
+            while len(cache) > 4:
+                cache.pop(next(iter(cache)))
+        return next((t for t in run.transcripts if t.id == transcript_id), None)
 
     def _read_worker(self, path: str, changes: ChangeSet) -> None:
         changes.kinds.add("runs")
@@ -362,7 +414,7 @@ class Workspace:
         self.workers[path] = snap
         tr = getattr(snap, "transcript", None)
         if tr is not None:
-            self.transcripts[tr.id] = TranscriptEntry(tr, None, path)
+            self.transcripts[tr.id] = TranscriptEntry(tr, None, path, self)
 
     # -------------------------------------------------------------- sessions
     def _refresh_sessions(self, changes: ChangeSet) -> None:
@@ -580,6 +632,25 @@ class Workspace:
             "transcripts": len(self.transcripts),
             "sessions": len(self.sessions.sessions) if self.sessions else 0,
         }
+
+
+_STAGE_SUMMARY_KEYS = ("id", "node_id", "kind", "status", "outcome", "branch", "started_at", "finished_at")
+
+
+def _slim_run(run, summaries: list[TranscriptSummary]) -> None:
+    """Keep what lists and the run document show; drop the parsed record (transcripts, artifacts)."""
+    run.transcripts = summaries
+    slim = []
+    for st in run.stages:
+        if isinstance(st, dict):
+            d = {k: st[k] for k in _STAGE_SUMMARY_KEYS if k in st and not isinstance(st[k], (dict, list))}
+            attempts = st.get("attempts")
+            d["attempts"] = [None] * len(attempts) if isinstance(attempts, list) else []
+            slim.append(d)
+    run.stages = slim
+    if isinstance(run.usage, dict):
+        run.usage = {k: v for k, v in run.usage.items() if not isinstance(v, (dict, list)) or len(str(v)) < 500}
+    run.data = None
 
 
 def _looks_like_fact(record: MemoryRecord) -> bool:

@@ -77,7 +77,7 @@ def _runs(ws, parent: str | None) -> list[dict]:
         entries = [(tid, e) for tid, e in ws.transcripts.items() if e.run_id == parent[4:]]
     else:
         return []
-    return [_item(f"tr:{tid}", tid, description=f"{len(e.transcript.messages)} messages", icon="comment-discussion",
+    return [_item(f"tr:{tid}", tid, description=f"{e.message_count} messages", icon="comment-discussion",
                   uri=make_uri("transcripts", tid), context="transcript", data={"id": tid}) for tid, e in sorted(entries)]
 
 

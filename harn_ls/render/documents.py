@@ -349,7 +349,7 @@ def runs(ws, target: StateUri, settings: RenderSettings) -> str:
         out.append("")
     out.append(f"## Transcripts ({len(run.transcripts)})\n")
     for tr in run.transcripts:
-        out.append(f"- {_link(tr.id, make_uri('transcripts', tr.id))} — {len(tr.messages)} message(s), {len(tr.events)} event(s)")
+        out.append(f"- {_link(tr.id, make_uri('transcripts', tr.id))} — {tr.message_count} message(s), {tr.event_count} event(s)")
     if run.llm_transcript_path:
         out.append(f"\nLLM turn log: {inline(_rel(ws, run.llm_transcript_path))}")
     return "\n".join(out) + "\n"
@@ -412,6 +412,8 @@ def transcripts(ws, target: StateUri, settings: RenderSettings) -> str:
     if entry is None:
         raise UriError(f"no transcript {target.name!r}")
     tr = entry.transcript
+    if tr is None:
+        raise UriError(f"transcript {target.name!r} is no longer in {_rel(ws, entry.path)}")
     items = tr.events if tr.events else _message_events(tr)
     rendered: list[str] = []
     hidden_private = 0
