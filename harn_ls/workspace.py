@@ -126,7 +126,7 @@ class Workspace:
         self.transcripts: dict[str, TranscriptEntry] = {}
         self._transcript_cache: dict[tuple, object] = {}
         self.sessions: ss_fmt.SessionStoreSnapshot | None = None
-        self.recall = RecallEngine()
+        self._recall: RecallEngine | None = None
         self.loaded_at = 0.0
         self.generation = 0  # bumped on every change, used to cache rendered text
 
@@ -159,7 +159,7 @@ class Workspace:
         self.facts_by_id.clear()
         self.facts_by_file.clear()
         self._fact_problems.clear()
-        self.recall = RecallEngine()
+        self._recall = None
         self.checkpoints.clear()
         self.runs.clear()
         self._run_paths.clear()
@@ -235,8 +235,9 @@ class Workspace:
             changes.namespaces.add(ns)
             delta = space.apply_lines(batch.lines)
             self._apply_delta(ns, delta, changes)
-        if ns not in self.recall.indexes:  # every namespace has an index, even an empty one, however it was read
-            self.recall.set_config(ns, space.config, os.path.dirname(path))
+        if self._recall is not None and ns not in self._recall.indexes:
+            # every namespace has an index, even an empty one, however it was read
+            self._recall.set_config(ns, space.config, os.path.dirname(path))
         changes.problem_paths.add(path)
 
     def _drop_namespace_derived(self, ns: str, changes: ChangeSet) -> None:
@@ -244,18 +245,20 @@ class Workspace:
         if space is None:
             return
         self._apply_delta(ns, MemoryDelta(removed=space.records()), changes)
-        self.recall.drop(ns)  # a vanished or reset log leaves no (empty) index behind, as a cold load would
+        if self._recall is not None:
+            self._recall.drop(ns)  # a vanished or reset log leaves no (empty) index behind, as a cold load would
 
     def _apply_delta(self, ns: str, delta: MemoryDelta, changes: ChangeSet) -> None:
         if not delta:
             return
         changes.kinds.add("memory")
         changes.namespaces.add(ns)
-        space = self.memory.get(ns)
-        if space is not None:
-            self.recall.sync_namespace(space, delta)
-        else:
-            self.recall.apply(ns, delta)
+        if self._recall is not None:
+            space = self.memory.get(ns)
+            if space is not None:
+                self._recall.sync_namespace(space, delta)
+            else:
+                self._recall.apply(ns, delta)
         path = self._ns_path.get(ns, "")
         for record in delta.removed:
             fact = self.facts.pop((ns, record.seq), None)
@@ -549,6 +552,47 @@ class Workspace:
             if not os.path.exists(path):
                 self._read_worker(path, changes)
         self._scan_runs(changes)
+
+    # --------------------------------------------------------------- recall
+    @property
+    def recall(self) -> RecallEngine:
+        """The recall index, built on first use (inspect and hovers never need it) and
+        kept up to date incrementally from then on."""
+        if self._recall is None:
+            engine = RecallEngine()
+            for ns, space in self.memory.items():
+                records = space.records()
+                if records:
+                    engine.sync_namespace(space, MemoryDelta(added=records))
+                else:
+                    engine.set_config(ns, space.config, os.path.dirname(space.path))
+            self._recall = engine
+        return self._recall
+
+    @property
+    def recall_ready(self) -> bool:
+        return self._recall is not None
+
+    def recall_build_steps(self, chunk: int = 500) -> list:
+        """The recall build cut into short steps, so a server can interleave hovers with it.
+        Each step takes the engine being built; `adopt_recall` installs it if nothing changed."""
+        steps = []
+        for ns, space in self.memory.items():
+            records = space.records()
+            if not records:
+                steps.append(lambda e, ns=ns, space=space: e.set_config(ns, space.config, os.path.dirname(space.path)))
+            for i in range(0, len(records), chunk):
+                part = records[i:i + chunk]
+                steps.append(lambda e, space=space, part=part: e.sync_namespace(space, MemoryDelta(added=part)))
+        return steps
+
+    def adopt_recall(self, engine: RecallEngine, generation: int) -> bool:
+        if self._recall is not None:
+            return True
+        if generation != self.generation:
+            return False
+        self._recall = engine
+        return True
 
     # --------------------------------------------------------------- queries
     def namespace_path(self, ns: str) -> str | None:

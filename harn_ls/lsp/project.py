@@ -106,6 +106,41 @@ class Project:
         except Exception:
             log.exception("publishing changes failed")
 
+    async def warm_recall(self, attempts: int = 3) -> None:
+        """Build the recall index in short steps on the project thread, so hovers and lenses
+        are served in between; restart if the memory changed meanwhile, and after a few
+        restarts just build it in one go."""
+        from harn_ls.recall import RecallEngine
+
+        for _ in range(attempts):
+            generation, steps = await self.run(lambda: (self.ws.generation, self.ws.recall_build_steps()))
+            engine = RecallEngine()
+            aborted = False
+            for step in steps:
+                def _step(step=step) -> bool:
+                    if self.ws.generation != generation:
+                        return False
+                    step(engine)
+                    return True
+                if not await self.run(_step):
+                    aborted = True
+                    break
+            if not aborted and await self.run(lambda: self.ws.adopt_recall(engine, generation)):
+                await self.run(_freeze_heap)
+                return
+            await asyncio.sleep(0.3)
+        await self.run(lambda: self.ws.recall)
+        await self.run(_freeze_heap)
+
+
+def _freeze_heap() -> None:
+    """Move the long-lived model out of the collector's view, so no full collection
+    (about a second on a big project) lands in the middle of a hover later."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
     async def apply_now(self, paths) -> ChangeSet:
         """Apply changes we made ourselves (an action wrote files) without waiting for the watcher."""
         changes = await self.run(lambda: self.ws.apply(paths))

@@ -191,6 +191,12 @@ class HarnLanguageServer(LanguageServer):
         log.info("loaded %s in %.0f ms", proj.root, proj.load_seconds * 1000)
         await self.on_changes(proj, ChangeSet(rescanned=True, kinds={"memory", "facts", "pattern", "checkpoints",
                                                                      "skills", "runs", "sessions", "roots"}))
+        # Build the recall index now, after everything is shown, so the first search is warm.
+        self.spawn(self._warm_then_report(proj), "recall index warm-up")
+
+    async def _warm_then_report(self, proj: Project) -> None:
+        await proj.warm_recall()
+        await self.send_status(proj)
 
     def remove_folder(self, path: str) -> None:
         proj = self.projects.pop(os.path.abspath(path), None)
@@ -219,6 +225,7 @@ class HarnLanguageServer(LanguageServer):
         def _status() -> dict:
             ws = proj.ws
             return {"root": ws.root, "counts": ws.counts(), "problems": len(ws.problems()), "watching": proj.watching,
+                    "recallReady": ws.recall_ready,
                     "hasState": os.path.isdir(ws.paths.state_root) or os.path.isdir(ws.paths.run_root)}
         self.protocol.notify(P.STATUS, await proj.run(_status))
 
