@@ -132,15 +132,6 @@ class Project:
         await self.run(lambda: self.ws.recall)
         await self.run(_freeze_heap)
 
-
-def _freeze_heap() -> None:
-    """Move the long-lived model out of the collector's view, so no full collection
-    (about a second on a big project) lands in the middle of a hover later."""
-    import gc
-
-    gc.collect()
-    gc.freeze()
-
     async def apply_now(self, paths) -> ChangeSet:
         """Apply changes we made ourselves (an action wrote files) without waiting for the watcher."""
         changes = await self.run(lambda: self.ws.apply(paths))
@@ -160,3 +151,12 @@ def _freeze_heap() -> None:
             except Exception:
                 log.exception("stopping watcher")
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _freeze_heap() -> None:
+    """Move the long-lived model out of the collector's view, so no full collection
+    (about a second on a big project) lands in the middle of a hover later."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
