@@ -68,14 +68,24 @@ def render_recall_markdown(result: RecallResult, query: str, namespace: str | No
         lines.append("_No record scores above 0 for this query (Harn drops those)._"
                      if result.query_terms else "_No active records._")
     for rank, hit in enumerate(result.hits, 1):
-        tags = ", ".join(f"`{_md(t)}`" for t in hit.tags) or "no tags"
+        shown = hit.tags[:5]
+        tags = ", ".join(f"`{_md(t)}`" for t in shown) or "no tags"
+        if len(hit.tags) > len(shown):
+            tags += f" +{len(hit.tags) - len(shown)} more"
         ns = f" · `{_md(hit.namespace)}`" if not namespace else ""
+        value = hit.record.value
+        is_fact = isinstance(value, dict) and value.get("schema") == "harn.fact.v1" and isinstance(value.get("claim"), str)
+        target = f"harn-state:/facts/{hit.id}.md" if is_fact else f"harn-state:/memory/{hit.namespace}.md"
         lines.append(f"### {rank}. `{_md(hit.key)}` — score {_num(hit.score)}")
         lines.append("")
         lines.append(f"id `{_md(hit.id)}`{ns} · stored {_md(hit.stored_at)} · seq {hit.seq} · {tags} · "
-                     f"[open](harn-state:/memory/{hit.namespace}.md)")
+                     f"[open]({target})")
         text = hit.record.text
-        if text:
+        if is_fact:
+            # A fact's text is its whole envelope as JSON; the claim is what a person reads.
+            lines += ["", f"> **{_md(str(value.get('kind', 'fact')))}** {_md(value['claim'])} "
+                          f"(confidence {value.get('confidence')})"]
+        elif text:
             preview = text if len(text) <= 300 else text[:300] + "…"
             lines += ["", "> " + _md(preview)]
         lines += _explain_table(hit)
