@@ -179,12 +179,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_inspect)
 
-    s = sub.add_parser("show", help="print a harn-state: document")
+    s = sub.add_parser("show", help="print a harn-state: document", usage="harn-ls show [PATH] URI [--show-private]")
     s.add_argument("args", nargs="+", metavar="[PATH] URI")
     s.add_argument("--show-private", action="store_true", help="include private reasoning in transcripts")
     s.set_defaults(func=cmd_show)
 
-    s = sub.add_parser("recall", help="Harn-parity memory recall")
+    s = sub.add_parser("recall", help="Harn-parity memory recall",
+                       usage="harn-ls recall [PATH] QUERY [--namespace NS] [-k K] [--explain] [--json]")
     s.add_argument("args", nargs="+", metavar="[PATH] QUERY")
     s.add_argument("--namespace", "-n")
     s.add_argument("-k", type=int, default=5)
@@ -192,7 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_recall)
 
-    s = sub.add_parser("proposals", help="list / accept / reject learned-skill proposals")
+    s = sub.add_parser("proposals", help="list / accept / reject learned-skill proposals",
+                       usage="harn-ls proposals [PATH] list|accept ID|reject ID [--days N] [--all] [--skill-root DIR] [--json]")
     s.add_argument("args", nargs="+", metavar="[PATH] list|accept ID|reject ID")
     s.add_argument("--days", type=int, default=14)
     s.add_argument("--all", action="store_true", help="include suppressed proposals")

@@ -73,7 +73,7 @@ def register(server) -> None:
                 target = parse_uri(uri)
             except UriError:
                 return []
-            proj = ls.default_project()
+            proj = ls.project_holding(target.kind, target.name, target.query.get("root"))
             if target.kind != "proposals" or proj is None or proj.ws is None:
                 return []
             acts = await proj.run(lambda: _proposal_actions(proj.ws, target.name, skill_root))

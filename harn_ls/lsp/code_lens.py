@@ -117,7 +117,7 @@ async def proposal_lenses(ls, uri: str) -> list[types.CodeLens]:
         target = parse_uri(uri)
     except UriError:
         return []
-    proj = ls.default_project()
+    proj = ls.project_holding(target.kind, target.name, target.query.get("root"))
     if target.kind != "proposals" or proj is None or proj.ws is None:
         return []
     skill_root = ls.settings.skillRoot

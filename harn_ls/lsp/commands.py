@@ -24,10 +24,10 @@ def _arg(args: Any) -> dict:
     return args if isinstance(args, dict) else {}
 
 
-async def _run_action(ls, fn, *fn_args, **fn_kwargs) -> dict:
+async def _run_action(ls, fn, *fn_args, _where: tuple = ("", "", None), **fn_kwargs) -> dict:
     from harn_ls.actions import ActionFailed
 
-    proj = ls.default_project()
+    proj = ls.project_holding(*_where)
     if proj is None or proj.ws is None:
         return {"ok": False, "message": "no Harn project is open"}
     try:
@@ -48,7 +48,8 @@ def register(server) -> None:
         a = _arg(args)
         if not a.get("id"):
             return {"ok": False, "message": "acceptProposal needs {id}"}
-        result = await _run_action(ls, accept_proposal, str(a["id"]), skill_root=a.get("skillRoot") or ls.settings.skillRoot)
+        result = await _run_action(ls, accept_proposal, str(a["id"]), skill_root=a.get("skillRoot") or ls.settings.skillRoot,
+                                   _where=("proposals", str(a["id"]), a.get("root")))
         if result.get("ok"):
             ls.show(result.get("message", "accepted"))
             skill = result.get("skill_path")
@@ -68,7 +69,8 @@ def register(server) -> None:
             days = int(a.get("days", 14))
         except (TypeError, ValueError):
             return {"ok": False, "message": "days must be a whole number"}
-        result = await _run_action(ls, reject_proposal, str(a["id"]), days=days)
+        result = await _run_action(ls, reject_proposal, str(a["id"]), days=days,
+                                   _where=("proposals", str(a["id"]), a.get("root")))
         if result.get("ok"):
             ls.show(result.get("message", "rejected"))
         return result
@@ -80,7 +82,7 @@ def register(server) -> None:
         a = _arg(args)
         if not a.get("id"):
             return {"ok": False, "message": "invalidateFact needs {id}"}
-        result = await _run_action(ls, invalidate_fact, str(a["id"]))
+        result = await _run_action(ls, invalidate_fact, str(a["id"]), _where=("facts", str(a["id"]), a.get("root")))
         if result.get("ok"):
             ls.show(result.get("message", "fact invalidated"))
         return result
@@ -93,7 +95,7 @@ def register(server) -> None:
         pipeline, key = a.get("pipeline"), a.get("key")
         if not pipeline or key is None:
             return {"ok": False, "message": "forgetCheckpointStage needs {pipeline, key}"}
-        proj = ls.default_project()
+        proj = ls.project_holding("checkpoints", str(pipeline), a.get("root"))
         if proj is None or proj.ws is None:
             return {"ok": False, "message": "no Harn project is open"}
         mtime = await proj.run(lambda: os.stat(proj.ws.checkpoints[pipeline].path).st_mtime if pipeline in proj.ws.checkpoints else None)
@@ -108,7 +110,8 @@ def register(server) -> None:
                     choice = None
                 if choice is None or choice.title != "Forget":
                     return {"ok": False, "message": "cancelled"}
-        result = await _run_action(ls, do_forget, str(pipeline), str(key), expect_mtime=mtime)
+        result = await _run_action(ls, do_forget, str(pipeline), str(key), expect_mtime=mtime,
+                                   _where=("checkpoints", str(pipeline), a.get("root")))
         if result.get("ok"):
             ls.show(result.get("message", f"forgot stage {key}"))
         return result
@@ -117,7 +120,10 @@ def register(server) -> None:
     async def migrate(ls, args):
         from harn_ls.actions.migrate import migrate_pattern_learning
 
-        result = await _run_action(ls, migrate_pattern_learning)
+        a = _arg(args)
+        proj = next((p for p in ls.projects.values() if p.ws is not None and p.ws.migration_needed), None)
+        result = await _run_action(ls, migrate_pattern_learning,
+                                   _where=("", "", a.get("root") or (proj.folder_path if proj else None)))
         if result.get("ok"):
             ls.show(result.get("message", "pattern learning migrated"))
         return result

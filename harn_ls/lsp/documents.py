@@ -28,10 +28,7 @@ _AFFECTS = {
 
 def _project_for_state_uri(ls, uri: str):
     target = parse_uri(uri)
-    root = target.query.get("root")
-    if root and root in ls.projects:
-        return ls.projects[root], target
-    return ls.default_project(), target
+    return ls.project_holding(target.kind, target.name, target.query.get("root")), target
 
 
 async def render(ls, uri: str) -> str:
@@ -63,8 +60,8 @@ def register(server) -> None:
 
 async def refresh_changed(ls, proj, changes) -> None:
     """Ask the client to re-fetch the documents it has open whose text really changed."""
-    if not ls.served:
-        return
+    if not ls.served or not ls.supports("workspace.text_document_content"):
+        return  # a client that did not declare the capability has no refresh handler
     from harn_ls.lsp.server import text_hash
 
     settings = ls.render_settings()

@@ -165,6 +165,22 @@ class HarnLanguageServer(LanguageServer):
             return self.project_for_path(path) if path else None
         return None
 
+    def project_holding(self, kind: str, name: str, root: str | None = None) -> Project | None:
+        """In a multi-root workspace, the folder whose state has this proposal / fact /
+        pipeline / document; `root` (a folder path) wins when the client gives one."""
+        if root:
+            for proj in self.projects.values():
+                if root in (proj.folder_path, proj.root):
+                    return proj
+        if len(self.projects) > 1 and name:
+            for proj in self.projects.values():
+                ws = proj.ws
+                if ws is None:
+                    continue
+                if _holds(ws, kind, name):
+                    return proj
+        return self.default_project()
+
     def default_project(self) -> Project | None:
         return next(iter(self.projects.values()), None)
 
@@ -242,6 +258,27 @@ class HarnLanguageServer(LanguageServer):
             self.settings, errors = parse_settings(result[0], self.settings)
             for e in errors:
                 log.warning(e)
+
+
+def _holds(ws, kind: str, name: str) -> bool:
+    """Cheap membership tests (dict lookups); called on the event loop only for multi-root."""
+    if kind == "proposals":
+        return ws.pattern is not None and any(p.id == name for p in ws.pattern.pending)
+    if kind == "facts":
+        return name in ws.facts_by_id
+    if kind == "checkpoints":
+        return name in ws.checkpoints
+    if kind == "memory":
+        return name in ws.memory
+    if kind == "runs":
+        return name in ws.runs
+    if kind == "transcripts":
+        return name in ws.transcripts
+    if kind == "skills":
+        return ws.skills is not None and any(s.id == name for s in ws.skills.skills + ws.skills.shadowed)
+    if kind == "sessions":
+        return ws.sessions is not None and any(s.id == name for s in ws.sessions.sessions)
+    return False
 
 
 def _log_to_client(server: HarnLanguageServer) -> None:

@@ -494,9 +494,9 @@ def recall(ws, target: StateUri, settings: RenderSettings) -> str:
     query = target.query.get("q", "")
     ns = target.query.get("ns") or None
     try:
-        k = int(target.query.get("k", "10"))
+        k = int(target.query.get("k", "5"))  # Harn's default, as the CLI
     except ValueError:
-        k = 10
+        k = 5
     if ns is not None and ns not in ws.memory:
         raise UriError(f"no memory namespace {ns!r}")
     result = ws.recall.recall(query, k=k, namespace=ns, explain=True)

@@ -104,6 +104,8 @@ def make_client_fixture(init_options: dict | None = None):
             return None
 
         caps = pytest_lsp.client_capabilities("visual-studio-code")
+        # vscode-languageclient 11 declares this (LSP 3.18); pytest-lsp's older VS Code snapshot does not.
+        caps.workspace.text_document_content = types.TextDocumentContentClientCapabilities(dynamic_registration=True)
         lsp_client.init_result = await lsp_client.initialize_session(types.InitializeParams(
             capabilities=caps,
             root_uri=project.as_uri(),

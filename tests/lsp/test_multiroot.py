@@ -20,8 +20,8 @@ LEGACY = REPO / "fixtures" / "legacy-project"
 async def client(lsp_client: LanguageClient, tmp_path: Path):
     a = tmp_path / "a"
     b = tmp_path / "b"
-    shutil.copytree(SAMPLE, a)
-    shutil.copytree(LEGACY, b)
+    shutil.copytree(LEGACY, a)  # the first folder (the default) has no proposals, facts or checkpoints
+    shutil.copytree(SAMPLE, b)
     statuses: list[dict] = []
 
     @lsp_client.feature("harn/status")
@@ -44,15 +44,24 @@ async def test_each_folder_has_its_own_model(client):
             break
         await asyncio.sleep(0.05)
     by_root = {s["root"]: s for s in client.statuses}
-    assert by_root[str(client.a)]["counts"]["facts"] == 7
-    assert by_root[str(client.b)]["counts"]["facts"] == 0
-    tree_b = await client.protocol.send_request_async("harn/tree", {"view": "checkpoints", "root": str(client.b)})
-    assert list(tree_b.items) == []
+    assert by_root[str(client.b)]["counts"]["facts"] == 7
+    assert by_root[str(client.a)]["counts"]["facts"] == 0
     tree_a = await client.protocol.send_request_async("harn/tree", {"view": "checkpoints", "root": str(client.a)})
-    assert len(tree_a.items) == 2
-    uri = (client.a / "src/billing/invoice.py").as_uri()
+    assert list(tree_a.items) == []
+    tree_b = await client.protocol.send_request_async("harn/tree", {"view": "checkpoints", "root": str(client.b)})
+    assert len(tree_b.items) == 2
+    # documents and commands find the folder that holds the proposal, not just the first folder
+    doc = await client.workspace_text_document_content_async(
+        types.TextDocumentContentParams(uri="harn-state:/proposals/prompt-2629ccc60808.md"))
+    assert doc.text.startswith("# Proposal")
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="harnState.acceptProposal", arguments=[{"id": "prompt-2629ccc60808"}]))
+    assert result["ok"] is True, result
+    assert (client.b / ".claude/skills/learned-reconcile-stripe-payouts-ledger/SKILL.md").is_file()
+    assert not (client.a / ".claude").exists()
+    uri = (client.b / "src/billing/invoice.py").as_uri()
     client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-        uri=uri, language_id="python", version=1, text=(client.a / "src/billing/invoice.py").read_text())))
+        uri=uri, language_id="python", version=1, text=(client.b / "src/billing/invoice.py").read_text())))
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=27, character=0)))
     assert hover is not None and "rounded to cents" in hover.contents.value
