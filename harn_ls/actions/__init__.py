@@ -109,6 +109,114 @@ def _sweep_stale_temps(directory: str, base: str, older_than: float = 600.0) -> 
                 pass
 
 
+STAGING_SUFFIX = ".staging"
+_STAGING_MARK = ".harn-ls-"
+
+
+def staging_name(target_base: str) -> str:
+    """The hidden sibling a directory is built in before it is renamed into place."""
+    return f".{target_base}{_STAGING_MARK}{uuid.uuid4().hex}{STAGING_SUFFIX}"
+
+
+def is_staging_name(name: str) -> bool:
+    return name.startswith(".") and _STAGING_MARK in name and name.endswith(STAGING_SUFFIX)
+
+
+def sweep_stale_staging(directory: str, base: str, older_than: float = 600.0) -> int:
+    """Remove our own staging directories for `base` that a killed writer left behind.
+
+    Only `.<base>.harn-ls-<hex>.staging` directories (never symlinks, never anyone
+    else's) whose mtime is older than `older_than` seconds; returns how many went.
+    """
+    import shutil
+    import stat
+    import time
+
+    prefix = f".{base}{_STAGING_MARK}"
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    cutoff = time.time() - older_than
+    removed = 0
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(STAGING_SUFFIX)):
+            continue
+        p = os.path.join(directory, name)
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_mtime < cutoff:
+            shutil.rmtree(p, ignore_errors=True)  # fd-based on Linux: does not follow links inside
+            removed += 1
+    return removed
+
+
+def _check_rel(rel: str) -> list[str]:
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts) \
+            or any(ord(ch) < 0x20 or ord(ch) == 0x7F or ch == "\\" for ch in rel):
+        raise ActionFailed(f"refused: {rel!r} is not a plain relative path inside the folder")
+    return parts
+
+
+def atomic_write_dir(project_root: str, target_dir: str, files: dict[str, bytes | str]) -> None:
+    """Create `target_dir` holding exactly `files` ('/'-separated relative paths), all or nothing.
+
+    Everything is written (and fsynced) into a fresh hidden sibling
+    `.<name>.harn-ls-<uuid>.staging`, which is then renamed onto `target_dir`
+    with one rename(2): a reader -- or a crash -- sees no folder or the
+    complete one. The target must not exist (an empty directory is replaced,
+    as rename(2) does); a non-empty one is refused and nothing is written.
+    A staging folder left by a killed writer is swept once it is 10 minutes old.
+    """
+    import errno
+    import shutil
+
+    ensure_inside(project_root, target_dir)
+    target_dir = os.path.abspath(target_dir)
+    parent, base = os.path.split(target_dir)
+    if not base:
+        raise ActionFailed(f"refused: {target_dir} has no folder name")
+    rels = [(_check_rel(rel), data) for rel, data in files.items()]
+    make_dirs(project_root, parent)
+    sweep_stale_staging(parent, base)
+    staging = os.path.join(parent, staging_name(base))
+    ensure_inside(project_root, staging)
+    os.mkdir(staging, 0o755)
+    try:
+        dirs = {staging}
+        for parts, data in rels:
+            if isinstance(data, str):
+                data = data.encode("utf-8")
+            directory = staging
+            for part in parts[:-1]:
+                directory = os.path.join(directory, part)
+                if directory not in dirs:
+                    os.mkdir(directory, 0o755)
+                    dirs.add(directory)
+            path = os.path.join(directory, parts[-1])
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        for directory in sorted(dirs, key=len, reverse=True):  # entries durable before the rename
+            _fsync_dir(directory)
+        ensure_inside(project_root, target_dir)  # re-check: a racing symlink swap is refused too
+        try:
+            os.rename(staging, target_dir)
+        except OSError as exc:
+            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
+                raise ActionFailed(f"refused: {target_dir} already exists; nothing was written") from None
+            raise
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _fsync_dir(parent)
+
+
 def append_lines(project_root: str, path: str, lines: list[str]) -> int:
     """Append whole lines with one write; returns the byte offset the lines start at.
 

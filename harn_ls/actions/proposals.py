@@ -3,7 +3,9 @@
 Accept (§E.3): write the file(s) first, then append one memory `forget` event
 with predicate `{"key": "pending:<id>"}`. A crash between the two leaves a
 written skill and a still-pending proposal; accepting again then succeeds,
-because an identical file at the target is not a conflict.
+because an identical file at the target is not a conflict. Executable kinds
+stage their whole candidate folder in a hidden sibling and rename it into
+place, so the folder is absent or complete, never half-staged.
 
 Reject (§E.3, §E.2): forget `{"key": "pending:<id>"}`, forget `{"key":
 "state"}`, store a fresh state record with `suppressed_until[<id>]` = now +
@@ -32,6 +34,7 @@ from harn_ls.actions import (
     ActionFailed,
     append_lines,
     atomic_write,
+    atomic_write_dir,
     ensure_inside,
     iso_millis,
     now_ns,
@@ -71,6 +74,7 @@ class Plan:
     skill_path: str = ""  # the SKILL.md among `files`
     harn_layer: bool = False  # skill root is a Harn loader layer: `short:` was added
     namespace: str = NAMESPACE
+    candidate_dir: str = ""  # executable kinds: the folder staged as a whole
 
 
 # ---------------------------------------------------------------- validation
@@ -341,7 +345,7 @@ def planned_files(ws, proposal, skill_root: str | None = None, *, now=None, name
     if conflict and _is_own_staging_record(pj_path, pid):
         conflict, replaceable = False, True
     files.append(PlannedFile(pj_path, pj_text, "json", conflict, identical, replaceable))
-    return Plan(files, predicate, events_path, skill_path=skill_path, namespace=namespace)
+    return Plan(files, predicate, events_path, skill_path=skill_path, namespace=namespace, candidate_dir=candidate)
 
 
 def _is_own_staging_record(path: str, pid: str) -> bool:
@@ -423,13 +427,16 @@ def accept_proposal(ws, proposal_id: str, skill_root: str | None = None, now=Non
         raise ActionFailed("refused: a different file already exists at " + ", ".join(conflicts)
                            + "; compare it with the proposal instead")
     written, unchanged = [], []
-    for f in plan.files:  # proposal.json is last: it marks a complete staging
-        if f.identical:
-            unchanged.append(f.path)
-            continue
-        # exclusive: if someone created the file since we looked, refuse rather than overwrite it
-        atomic_write(ws.root, f.path, f.text, exclusive=not f.replaceable)
-        written.append(f.path)
+    if plan.candidate_dir:
+        written, unchanged = _stage_candidate(ws, plan)
+    else:
+        for f in plan.files:
+            if f.identical:
+                unchanged.append(f.path)
+                continue
+            # exclusive: if someone created the file since we looked, refuse rather than overwrite it
+            atomic_write(ws.root, f.path, f.text, exclusive=not f.replaceable)
+            written.append(f.path)
     space = _space(ws, namespace)
     ns_name = space.namespace if space is not None else namespace
     event = forget_event(ns_name, {"key": f"pending:{prop.id}"}, _ids_with_key(space, f"pending:{prop.id}"), t)
@@ -450,6 +457,45 @@ def accept_proposal(ws, proposal_id: str, skill_root: str | None = None, now=Non
         "skill_path": plan.skill_path,
         "skill_uri": Path(plan.skill_path).as_uri(),
     }
+
+
+def _stage_candidate(ws, plan: Plan) -> tuple[list[str], list[str]]:
+    """Stage an executable proposal's folder all or nothing.
+
+    No folder (or an empty one) yet: every file goes into a hidden staging
+    folder next to it, which one rename(2) moves into place, so a crash
+    leaves no candidate folder or a complete one (plus, at worst, a hidden
+    `.<id>.harn-ls-<uuid>.staging` that a later stage sweeps after 10 min).
+    A folder that is already there must hold every planned file with the
+    planned bytes (a crash after staging, before the forget); then nothing is
+    written except our own earlier proposal.json, replaced atomically with the
+    new `staged_at`. Anything else is refused, nothing written.
+    """
+    candidate = plan.candidate_dir
+    try:
+        st = os.lstat(candidate)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise ActionFailed(f"refused: {candidate} is a symlink; harn-ls does not write through links")
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise ActionFailed(f"refused: {candidate} exists and is not a folder")
+    if st is None or not os.listdir(candidate):
+        files = {os.path.relpath(f.path, candidate).replace(os.sep, "/"): f.text for f in plan.files}
+        atomic_write_dir(ws.root, candidate, files)
+        return [f.path for f in plan.files], []
+    missing = [f.path for f in plan.files if not f.identical and not f.replaceable]
+    if missing:
+        raise ActionFailed(f"refused: {candidate} is an incomplete staging (missing " + ", ".join(missing)
+                           + "); remove the folder and accept again")
+    written, unchanged = [], []
+    for f in plan.files:
+        if f.identical:
+            unchanged.append(f.path)
+        else:  # our own earlier proposal.json: the folder stays complete across this replace
+            atomic_write(ws.root, f.path, f.text)
+            written.append(f.path)
+    return written, unchanged
 
 
 def reject_proposal(ws, proposal_id: str, days: int = 14, now=None, *, namespace: str = NAMESPACE) -> dict:
