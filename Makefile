@@ -24,6 +24,7 @@ test: $(STAMP) clients-deps
 
 fuzz: $(STAMP)
 	HARN_LS_FUZZ_EXAMPLES=20000 $(PY) -m pytest -q tests/fuzz
+	HARN_LS_FAULT_KILLS=1000 $(PY) -m pytest -q -p no:cacheprovider tests/fault
 
 bench: $(STAMP)
 	$(PY) bench/run.py

@@ -16,7 +16,11 @@ log = logging.getLogger(__name__)
 
 
 def _arg(args: Any) -> dict:
-    """Commands take one object argument; accept it bare or as a namedtuple."""
+    """Commands take one object argument; accept it bare or as a namedtuple.
+
+    Handlers are declared `(ls, *args)`: pygls 2 spreads `arguments` over the handler's
+    parameters, so a fixed `args` parameter made a call with no arguments (or two) an
+    InvalidParams error instead of `{ok: false, message}`."""
     if isinstance(args, (list, tuple)) and args and not hasattr(args, "_asdict"):
         args = args[0]
     if hasattr(args, "_asdict"):
@@ -42,7 +46,7 @@ async def _run_action(ls, fn, *fn_args, _where: tuple = ("", "", None), **fn_kwa
 
 def register(server) -> None:
     @server.command(P.CMD_ACCEPT)
-    async def accept(ls, args):
+    async def accept(ls, *args):
         from harn_ls.actions.proposals import accept_proposal
 
         a = _arg(args)
@@ -59,7 +63,7 @@ def register(server) -> None:
         return result
 
     @server.command(P.CMD_REJECT)
-    async def reject(ls, args):
+    async def reject(ls, *args):
         from harn_ls.actions.proposals import reject_proposal
 
         a = _arg(args)
@@ -76,7 +80,7 @@ def register(server) -> None:
         return result
 
     @server.command(P.CMD_INVALIDATE_FACT)
-    async def invalidate(ls, args):
+    async def invalidate(ls, *args):
         from harn_ls.actions.facts import invalidate_fact
 
         a = _arg(args)
@@ -88,18 +92,23 @@ def register(server) -> None:
         return result
 
     @server.command(P.CMD_FORGET_STAGE)
-    async def forget_stage(ls, args):
+    async def forget_stage(ls, *args):
+        from harn_ls.actions import ActionFailed
         from harn_ls.actions.checkpoints import forget_stage as do_forget, recently_modified
 
         a = _arg(args)
         pipeline, key = a.get("pipeline"), a.get("key")
-        if not pipeline or key is None:
+        if not pipeline or not isinstance(pipeline, str) or key is None:
             return {"ok": False, "message": "forgetCheckpointStage needs {pipeline, key}"}
         proj = ls.project_holding("checkpoints", str(pipeline), a.get("root"))
         if proj is None or proj.ws is None:
             return {"ok": False, "message": "no Harn project is open"}
         mtime = await proj.run(lambda: os.stat(proj.ws.checkpoints[pipeline].path).st_mtime if pipeline in proj.ws.checkpoints else None)
-        if not a.get("confirmed") and await proj.run(lambda: recently_modified(proj.ws, pipeline)):
+        try:  # checkpoint_path() refuses a pipeline name that is not one path segment
+            recent = await proj.run(lambda: recently_modified(proj.ws, pipeline))
+        except ActionFailed as exc:
+            return {"ok": False, "message": str(exc)}
+        if not a.get("confirmed") and recent:
             if ls.supports("window.show_message") or True:
                 try:
                     choice = await ls.window_show_message_request_async(types.ShowMessageRequestParams(
@@ -117,7 +126,7 @@ def register(server) -> None:
         return result
 
     @server.command(P.CMD_MIGRATE)
-    async def migrate(ls, args):
+    async def migrate(ls, *args):
         from harn_ls.actions.migrate import migrate_pattern_learning
 
         a = _arg(args)
@@ -129,20 +138,20 @@ def register(server) -> None:
         return result
 
     @server.command(P.CMD_RECALL)
-    async def recall(ls, args):
+    async def recall(ls, *args):
         a = _arg(args)
         query = str(a.get("query", ""))
         ns = a.get("namespace") or None
         return {"uri": make_uri("recall", q=query, ns=ns or "")}
 
     @server.command(P.CMD_RESCAN)
-    async def rescan(ls, args):
+    async def rescan(ls, *args):
         for proj in ls.projects.values():
             await proj.rescan()
         return {"ok": True, "counts": {p.root: p.ws.counts() for p in ls.projects.values() if p.ws is not None}}
 
     @server.command(P.CMD_PROBE)
-    async def probe(ls, args):
+    async def probe(ls, *args):
         from harn_ls.lsp.probe import run_probe_command
 
         return await run_probe_command(ls, _arg(args))

@@ -340,6 +340,13 @@ def create_server() -> HarnLanguageServer:
             await ls.pull_configuration()
         if ls.supports("workspace.code_lens.refresh_support"):
             ls.spawn(ls._refresh_lenses(), "codeLens/refresh")
+        # Settings change what documents show (minConfidence, showPrivate): re-fetch the open ones that differ.
+        from harn_ls.lsp import documents
+
+        every = ChangeSet(kinds={"memory", "facts", "pattern", "checkpoints", "skills", "runs", "sessions"})
+        for proj in list(ls.projects.values()):
+            if proj.ws is not None:
+                await documents.refresh_changed(ls, proj, every)
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: HarnLanguageServer, params: Any) -> None:

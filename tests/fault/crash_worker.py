@@ -10,7 +10,7 @@ Modes:
   crash_worker.py SAMPLE LEGACY   run the sequence once ("ready" after loading, "done" at the end)
   crash_worker.py --serve         fork server: imports everything once, then for each stdin line
                                   `run SAMPLE LEGACY` forks a child that prints `loaded <pid>`,
-                                  runs the sequence and prints `done`; the server prints
+                                  `step <i>` as each step starts, and `done` at the end; the server prints
                                   `exit <status>` once the child is gone (killed or not). Forking
                                   an already-imported interpreter keeps a kill round at a few ms
                                   instead of a fresh interpreter's ~250 ms.
@@ -74,13 +74,15 @@ def _probe_done(ws) -> bool:
                for ev in fact.evidence)
 
 
-def run(sample: str, legacy: str, ready=None, after_step=None) -> None:
+def run(sample: str, legacy: str, ready=None, after_step=None, before_step=None) -> None:
     ws = Workspace.load(sample)
     legacy_ws = Workspace.load(legacy)
     if ready is not None:
         ready()
-    for step in STEPS:
+    for i, step in enumerate(STEPS):
         kind = step[0]
+        if before_step is not None:
+            before_step(i)
         if kind == "accept":
             if ws.proposal(step[1]) is not None:
                 P.accept_proposal(ws, step[1], skill_root=step[2], now=NOW)
@@ -125,7 +127,8 @@ def serve() -> None:
         if pid == 0:  # child: the process that gets killed
             code = 0
             try:
-                run(cmd[1], cmd[2], ready=lambda: _say(f"loaded {os.getpid()}\n"))
+                run(cmd[1], cmd[2], ready=lambda: _say(f"loaded {os.getpid()}\n"),
+                    before_step=lambda i: _say(f"step {i}\n"))
                 _say("done\n")
             except BaseException:
                 traceback.print_exc()

@@ -203,19 +203,32 @@ class ForkServer:
         self.proc.stdin.flush()
         word, pid = self._line().split()
         assert word == "loaded", word
+        self.done, self.step, self.status, self.stamps = False, -1, None, {}
         return int(pid)
 
-    def finish(self) -> tuple[bool, int]:
-        """(the sequence printed `done`, the child's exit status: -9 when killed)."""
-        done = False
-        while True:
-            line = self._line()
-            if line == "done":
-                done = True
-            elif line.startswith("exit "):
-                return done, int(line.split()[1])
-            else:
-                raise AssertionError(f"fork server: {line}")
+    def _next(self) -> None:
+        line = self._line()
+        if line == "done":
+            self.done = True
+        elif line.startswith("step "):
+            self.step = int(line.split()[1])
+            self.stamps[self.step] = time.perf_counter()
+        elif line.startswith("exit "):
+            self.status = int(line.split()[1])
+        else:
+            raise AssertionError(f"fork server: {line}")
+
+    def wait_step(self, k: int) -> bool:
+        """Block until the child starts step k (True) or is gone (False)."""
+        while self.status is None and self.step < k:
+            self._next()
+        return self.status is None and self.step == k
+
+    def finish(self) -> tuple[bool, int, int]:
+        """(the sequence printed `done`, the child's exit status: -9 when killed, last step started)."""
+        while self.status is None:
+            self._next()
+        return self.done, self.status, self.step
 
     def close(self) -> None:
         self.proc.stdin.close()
@@ -270,34 +283,57 @@ def test_kill_at_random_points(reference, tmp_path, capsys):
     rng = random.Random(SEED)
     server = ForkServer()
     try:
-        # calibrate: how long the whole sequence takes once the workspaces are loaded
-        calib = tmp_path / "calib"
-        fresh_copy(calib)
-        server.start(calib)
-        start = time.perf_counter()
-        done, status = server.finish()
-        span = max(time.perf_counter() - start, 0.005)
-        assert done and status == 0
-        shutil.rmtree(calib)
+        # calibrate: how long each step takes once the workspaces are loaded (slowest of 3 runs)
+        durations = [0.0] * len(W.STEPS)
+        for c in range(3):
+            calib = tmp_path / f"calib{c}"
+            fresh_copy(calib)
+            server.start(calib)
+            done, status, _ = server.finish()
+            end = time.perf_counter()
+            assert done and status == 0
+            stamps = [server.stamps[k] for k in range(len(W.STEPS))] + [end]
+            for k in range(len(W.STEPS)):
+                durations[k] = max(durations[k], stamps[k + 1] - stamps[k])
+            shutil.rmtree(calib)
+        span = sum(durations)
 
         outcomes: Counter = Counter()
+        during: Counter = Counter()  # the step a kill interrupted
+        windows: Counter = Counter()
         temps_left = killed = 0
         started = time.perf_counter()
         for i in range(KILLS):
             case = tmp_path / f"k{i}"
             fresh_copy(case)
             pid = server.start(case)
-            time.sleep(rng.uniform(0, span))
+            # 4 kills in 5 aim at one step, taking the steps in turn (so the fast ones are hit as
+            # often as the slow probe), at a uniform moment within it; the 5th anywhere in the sequence
+            if i % 5 != 4:
+                k = (i - i // 5) % len(W.STEPS)
+                server.wait_step(k)
+                time.sleep(rng.uniform(0, durations[k]))
+            else:
+                time.sleep(rng.uniform(0, span))
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            done, status = server.finish()
+            done, status, step = server.finish()
             assert status in (0, -signal.SIGKILL), f"kill {i}: worker failed with status {status}"
             killed += status == -signal.SIGKILL
+            if status == -signal.SIGKILL:
+                during[f"{step}:{W.STEPS[step][0]}" if step >= 0 else "load"] += 1
             outcome = check_after_kill(case, reference)
             outcomes[outcome] += 1
-            temps_left += len(files(case)[1])
+            temps = files(case)[1]
+            temps_left += len(temps)
+            # the windows this test exists for, counted so a run shows they were really hit
+            windows["staging folder left, no candidate"] += any(is_staging_name(Path(t).name) for t in temps) \
+                and not (case / CRYSTAL / W.CURATED).exists()
+            windows["candidate complete, forget not appended"] += (case / CRYSTAL / W.CURATED).exists() \
+                and Workspace.load(str(case / "sample")).proposal(W.CURATED) is not None
+            windows["migrated events, no marker"] += bool(log_lines(case, LEGACY_LOG)) and not (case / MARKER).exists()
             # a reader sees no new errors even on the crashed state (Harn would load it)
             assert {k: v["errors"] for k, v in semantic(case).items()} == \
                 {k: v["errors"] for k, v in reference["init_sem"].items()}
@@ -315,5 +351,7 @@ def test_kill_at_random_points(reference, tmp_path, capsys):
     with capsys.disabled():
         print(f"\n[fault] {KILLS} SIGKILLs sent, {killed} landed mid-sequence (seed {SEED}, sequence "
               f"{span * 1000:.0f} ms, {time.perf_counter() - started:.1f} s): {dict(outcomes)}; "
-              f"temp files/staging dirs left behind: {temps_left}; all recovered")
+              f"temp files/staging dirs left behind: {temps_left}; all recovered\n"
+              f"[fault] crash windows hit: {dict(windows)}\n"
+              f"[fault] kills by step: {dict(sorted(during.items(), key=lambda kv: int(kv[0].split(':')[0]) if kv[0] != 'load' else -1))}")
     assert sum(outcomes.values()) == KILLS

@@ -261,3 +261,18 @@ async def test_show_private_switched_live(client):
         settings={"harnState": {"transcripts": {"showPrivate": True}}}))
     await client.rec.wait_for(lambda: client.rec.lens_refresh > before, 5)
     assert PRIVATE_TEXT in await content(client, uri)
+
+
+async def test_config_change_refreshes_open_documents(client):
+    """An open index lists facts by minConfidence; raising it live asks the client to re-fetch."""
+    from lsprotocol import types as t
+
+    uri = "harn-state:/index.md"
+    before = (await client.workspace_text_document_content_async(t.TextDocumentContentParams(uri=uri))).text
+    assert "Duplicate invoices come from retried webhook" in before
+    client.rec.content_refresh.clear()
+    client.workspace_did_change_configuration(t.DidChangeConfigurationParams(
+        settings={"harnState": {"facts": {"minConfidence": 0.5}}}))
+    await client.rec.wait_for(lambda: uri in client.rec.content_refresh, 10)
+    after = (await client.workspace_text_document_content_async(t.TextDocumentContentParams(uri=uri))).text
+    assert "Duplicate invoices come from retried webhook" not in after

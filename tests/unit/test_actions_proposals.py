@@ -383,6 +383,161 @@ def test_executable_reaccept_replaces_own_staging_record_only(project, tmp_path)
     assert snapshot(tmp_path) == before
 
 
+def test_executable_staging_is_one_rename_of_a_complete_folder(project, monkeypatch):
+    import harn_ls.actions as A
+
+    ws = Workspace.load(str(project))
+    plan = P.planned_files(ws, ws.proposal(CURATED), now=NOW_NS)
+    cand = project / ".burin/crystallization" / CURATED
+    renames = []
+    real_rename = os.rename
+
+    def spy(src, dst):
+        # at the moment of the rename every planned file is complete in the hidden staging folder
+        src_s, dst_s = str(src), str(dst)
+        if dst_s == str(cand):
+            assert not cand.exists()
+            assert os.path.basename(src_s).startswith(f".{CURATED}.harn-ls-") and src_s.endswith(".staging")
+            assert os.path.dirname(src_s) == str(cand.parent)
+            for f in plan.files:
+                assert Path(src_s, os.path.relpath(f.path, cand)).read_text() == f.text
+            renames.append(src_s)
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(A.os, "rename", spy)
+    result = P.accept_proposal(ws, CURATED, now=NOW_NS)
+    assert len(renames) == 1 and not os.path.exists(renames[0])
+    assert result["written"] == [f.path for f in plan.files]
+    assert sorted(os.listdir(cand.parent)) == [CURATED]  # no staging left behind
+
+
+@pytest.mark.parametrize("fail_at", [1, 2, 3, 4, 5])
+def test_executable_staging_failure_leaves_no_folder(project, tmp_path, monkeypatch, fail_at):
+    """An error at any write (or at the rename) leaves no candidate folder, no staging and no event."""
+    import harn_ls.actions as A
+
+    ws = Workspace.load(str(project))
+    before = snapshot(tmp_path)
+    calls = {"n": 0}
+    real_fsync, real_rename = os.fsync, os.rename
+
+    def failing(real):
+        def call(*args):
+            calls["n"] += 1
+            if calls["n"] == fail_at:
+                raise OSError(28, "No space left on device")
+            return real(*args)
+        return call
+
+    # fsync of files 1-4 fail for fail_at 1..4; fail_at 5 lets them pass and fails the rename
+    monkeypatch.setattr(A.os, "fsync", failing(real_fsync) if fail_at < 5 else real_fsync)
+    if fail_at == 5:
+        calls["n"] = 4
+        monkeypatch.setattr(A.os, "rename", failing(real_rename))
+    with pytest.raises(OSError, match="No space"):
+        P.accept_proposal(ws, CURATED, now=NOW_NS)
+    monkeypatch.undo()
+    after = snapshot(tmp_path)
+    created = set(after) - set(before)
+    assert all(p.endswith(".burin/crystallization") for p in created) or not created, created
+    assert {k: v for k, v in after.items() if k in before} == before
+    assert not (project / ".burin/crystallization" / CURATED).exists()
+    assert Workspace.load(str(project)).proposal(CURATED) is not None
+
+
+def test_stale_staging_folders_are_swept_fresh_ones_kept(project):
+    parent = project / ".burin/crystallization"
+    stale = parent / f".{CURATED}.harn-ls-{'a' * 32}.staging"
+    fresh = parent / f".{CURATED}.harn-ls-{'b' * 32}.staging"
+    foreign = parent / f".{CURATED}.someone-else.staging"
+    for d in (stale, fresh, foreign):
+        (d / "sub").mkdir(parents=True)
+        (d / "sub" / "x").write_text("half")
+    old = 1_000_000_000
+    os.utime(stale, (old, old))
+    os.utime(foreign, (old, old))
+    ws = Workspace.load(str(project))
+    P.accept_proposal(ws, CURATED, now=NOW_NS)
+    assert not stale.exists()  # ours and older than 10 minutes
+    assert fresh.exists() and foreign.exists()  # maybe a live writer / not ours
+    assert (parent / CURATED / "proposal.json").is_file()
+
+
+def test_existing_complete_identical_candidate_writes_nothing(project):
+    ws = Workspace.load(str(project))
+    plan = P.planned_files(ws, ws.proposal(CURATED), now=NOW_NS)
+    for f in plan.files:  # a crash after the rename, before the forget
+        Path(f.path).parent.mkdir(parents=True, exist_ok=True)
+        Path(f.path).write_text(f.text)
+    before = log_lines(project)
+    result = P.accept_proposal(ws, CURATED, now=NOW_NS)
+    assert result["written"] == [] and result["unchanged"] == [f.path for f in plan.files]
+    (event,) = appended(project, before)
+    assert event["predicate"] == {"key": f"pending:{CURATED}"}
+
+
+def test_existing_empty_candidate_folder_is_staged(project):
+    cand = project / ".burin/crystallization" / CURATED
+    cand.mkdir(parents=True)
+    ws = Workspace.load(str(project))
+    result = P.accept_proposal(ws, CURATED, now=NOW_NS)
+    assert len(result["written"]) == 4 and all(Path(p).is_file() for p in result["written"])
+
+
+def test_incomplete_candidate_folder_refused_nothing_written(project, tmp_path):
+    ws = Workspace.load(str(project))
+    plan = P.planned_files(ws, ws.proposal(CURATED), now=NOW_NS)
+    for f in plan.files[:2]:  # half-staged by something else (or an old writer)
+        Path(f.path).parent.mkdir(parents=True, exist_ok=True)
+        Path(f.path).write_text(f.text)
+    before = snapshot(tmp_path)
+    with pytest.raises(ActionFailed, match="incomplete staging"):
+        P.accept_proposal(ws, CURATED, now=NOW_NS)
+    assert snapshot(tmp_path) == before
+
+
+def test_candidate_folder_appearing_meanwhile_is_not_overwritten(project, tmp_path, monkeypatch):
+    import harn_ls.actions as A
+
+    cand = project / ".burin/crystallization" / CURATED
+    real_rename = os.rename
+
+    def racing(src, dst):
+        if str(dst) == str(cand):  # someone else stages the folder just before our rename
+            cand.mkdir()
+            (cand / "theirs.txt").write_text("keep")
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(A.os, "rename", racing)
+    ws = Workspace.load(str(project))
+    with pytest.raises(ActionFailed, match="already exists"):
+        P.accept_proposal(ws, CURATED, now=NOW_NS)
+    assert sorted(os.listdir(cand)) == ["theirs.txt"]
+    assert sorted(os.listdir(cand.parent)) == [CURATED]  # our staging folder is gone
+    assert Workspace.load(str(project)).proposal(CURATED) is not None
+
+
+def test_symlinked_candidate_folder_refused(project, tmp_path):
+    parent = project / ".burin/crystallization"
+    parent.mkdir(parents=True)
+    (project / "elsewhere").mkdir()
+    os.symlink(project / "elsewhere", parent / CURATED)
+    ws = Workspace.load(str(project))
+    before = snapshot(tmp_path)
+    with pytest.raises(ActionFailed, match="refused"):
+        P.accept_proposal(ws, CURATED, now=NOW_NS)
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("rel", ["../x", "/abs", "a//b", "a/./b", "a\\b", "a\nb", ""])
+def test_atomic_write_dir_refuses_odd_paths(tmp_path, rel):
+    from harn_ls.actions import atomic_write_dir
+
+    with pytest.raises(ActionFailed, match="refused"):
+        atomic_write_dir(str(tmp_path), str(tmp_path / "cand"), {rel: "x"})
+    assert os.listdir(tmp_path) == []
+
+
 # ---------------------------------------------------------------- hostile proposals
 
 HOSTILE_NAMES = ["../../x", "/etc/cron.d/x", "learned\nname", "learned-x\x00", "", "Learned-Upper", ".."]
