@@ -114,6 +114,7 @@ class Workspace:
         self.checkpoints: dict[str, ckpt_fmt.CheckpointFile] = {}
         self.facts: dict[tuple[str, int], facts_fmt.Fact] = {}  # (namespace, seq) -> fact
         self.facts_by_id: dict[str, facts_fmt.Fact] = {}
+        self._fact_keys_by_id: dict[str, list[tuple[str, int]]] = {}  # duplicate ids: the last one shown
         self.facts_by_file: dict[str, set[tuple[str, int]]] = {}
         self._fact_problems: dict[tuple[str, int], list[Problem]] = {}
         self.pattern: pl_fmt.PatternLearning | None = None
@@ -157,6 +158,7 @@ class Workspace:
         self._ns_path.clear()
         self.facts.clear()
         self.facts_by_id.clear()
+        self._fact_keys_by_id.clear()
         self.facts_by_file.clear()
         self._fact_problems.clear()
         self._recall = None
@@ -280,18 +282,23 @@ class Workspace:
 
     def _index_fact(self, fact, key, changes: ChangeSet) -> None:
         self.facts_by_id[fact.id] = fact
+        self._fact_keys_by_id.setdefault(fact.id, []).append(key)
         for ev in fact.evidence:
             if ev.range is not None:
                 self.facts_by_file.setdefault(ev.range.path, set()).add(key)
                 changes.fact_files.add(ev.range.path)
 
     def _unindex_fact(self, fact, key, changes: ChangeSet) -> None:
-        current = self.facts_by_id.get(fact.id)
-        if current is fact:
-            del self.facts_by_id[fact.id]
-            for other_key, other in self.facts.items():  # duplicate ids: the last remaining wins
-                if other.id == fact.id:
-                    self.facts_by_id[fact.id] = other
+        keys = self._fact_keys_by_id.get(fact.id, [])
+        if key in keys:
+            keys.remove(key)
+        if self.facts_by_id.get(fact.id) is fact:
+            if keys:  # duplicate ids: the last remaining one is shown
+                self.facts_by_id[fact.id] = self.facts[keys[-1]]
+            else:
+                del self.facts_by_id[fact.id]
+        if not keys:
+            self._fact_keys_by_id.pop(fact.id, None)
         for ev in fact.evidence:
             if ev.range is not None:
                 keys = self.facts_by_file.get(ev.range.path)
