@@ -351,8 +351,42 @@ def runs(ws, target: StateUri, settings: RenderSettings) -> str:
     for tr in run.transcripts:
         out.append(f"- {_link(tr.id, make_uri('transcripts', tr.id))} — {tr.message_count} message(s), {tr.event_count} event(s)")
     if run.llm_transcript_path:
-        out.append(f"\nLLM turn log: {inline(_rel(ws, run.llm_transcript_path))}")
+        out.append(f"\n## LLM calls\n\nTurn log: {inline(_rel(ws, run.llm_transcript_path))}\n")
+        out.extend(_llm_calls(run.llm_transcript_path))
     return "\n".join(out) + "\n"
+
+
+LLM_LOG_MAX_BYTES = 32 * 1024 * 1024
+
+
+def _llm_calls(path: str) -> list[str]:
+    """One row per provider call, rebuilt from `llm_transcript.jsonl` (read only when shown)."""
+    import os
+
+    from harn_ls.formats.transcripts import read_llm_transcript
+
+    try:
+        if os.path.getsize(path) > LLM_LOG_MAX_BYTES:
+            return [f"The turn log is larger than {human_bytes(LLM_LOG_MAX_BYTES)}; not summarised here."]
+    except OSError:
+        return ["The turn log is gone."]
+    log = read_llm_transcript(path)
+    if not log.steps:
+        return ["No provider calls recorded yet."]
+    rows = ["| # | iteration | model | in tokens | out tokens | ms | tool calls | reply |", "|---|---|---|---|---|---|---|---|"]
+    for i, step in enumerate(log.steps[:500], 1):
+        resp = step.response or {}
+        req = step.request or {}
+        calls = resp.get("tool_calls") if isinstance(resp.get("tool_calls"), list) else []
+        names = ", ".join(str(c.get("name", "?")) for c in calls if isinstance(c, dict))
+        rows.append(f"| {i} | {cell(step.iteration)} | {cell(resp.get('model') or req.get('model'))} | "
+                    f"{cell(resp.get('input_tokens'))} | {cell(resp.get('output_tokens'))} | {cell(resp.get('response_ms'))} | "
+                    f"{cell(names)} | {cell(short_text(resp.get('text'), 60))} |")
+    if len(log.steps) > 500:
+        rows.append(f"\n…and {len(log.steps) - 500} more calls.")
+    for pr in log.problems[:20]:
+        rows.append(f"\n> {pr.code} (line {pr.line}): {pr.message}")
+    return rows
 
 
 def _event_block(i: int, ev, show_private: bool) -> tuple[str, bool]:

@@ -82,3 +82,12 @@ def test_watch_prints_a_line_per_batch(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_run_document_summarises_llm_calls():
+    proc = run("show", str(SAMPLE), "harn-state:/runs/run_019dfd98-73c0-704c-9bb0-e3d1289d2568.md")
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert "## LLM calls" in text
+    rows = [line for line in text.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
+    assert len(rows) == 2 and "claude-sonnet-4-5" in rows[0] and "read_file" in rows[0]
