@@ -28,7 +28,8 @@ def _unescape(s: str) -> str:
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(1), m.group(1)), s)
 
 
-def _utf16_len(s: str) -> int:
+def utf16_len(s: str) -> int:
+    """Length in UTF-16 code units (LSP's default column unit)."""
     return len(s.encode("utf-16-le")) // 2
 
 
@@ -78,6 +79,6 @@ def find_checkpoint_calls(text: str) -> list[CheckpointCall]:
     for m in _CALL.finditer(code):
         pos = m.start("fn")
         line = bisect.bisect_right(line_starts, pos) - 1
-        col = _utf16_len(text[line_starts[line]:pos])
-        out.append(CheckpointCall(m.group("fn"), _unescape(m.group("name")), line, col, col + _utf16_len(m.group("fn"))))
+        col = utf16_len(text[line_starts[line]:pos])
+        out.append(CheckpointCall(m.group("fn"), _unescape(m.group("name")), line, col, col + utf16_len(m.group("fn"))))
     return out

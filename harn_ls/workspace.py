@@ -100,6 +100,15 @@ class TranscriptEntry:
         return TranscriptSummary(self.id, self.message_count, self.event_count, self.asset_count)
 
 
+def _json_files(directory: str) -> list[str]:
+    """`*.json` directly in a directory, sorted; none when it does not exist (yet)."""
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    return [os.path.join(directory, n) for n in names if n.endswith(".json")]
+
+
 def _is_under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -320,14 +329,8 @@ class Workspace:
 
     # ----------------------------------------------------------- checkpoints
     def _scan_checkpoints(self, changes: ChangeSet) -> None:
-        d = self.paths.checkpoint_dir
-        try:
-            names = sorted(os.listdir(d))
-        except OSError:
-            names = []
-        for name in names:
-            if name.endswith(".json"):
-                self._read_checkpoint(os.path.join(d, name), changes)
+        for path in _json_files(self.paths.checkpoint_dir):
+            self._read_checkpoint(path, changes)
 
     def _read_checkpoint(self, path: str, changes: ChangeSet) -> None:
         pipeline = os.path.basename(path)[: -len(".json")]
@@ -352,27 +355,16 @@ class Workspace:
     # ------------------------------------------------------------------ runs
     def _scan_runs(self, changes: ChangeSet) -> None:
         d = self.paths.run_root
-        try:
-            names = sorted(os.listdir(d))
-        except OSError:
-            names = []
-        for name in names:
-            if name.endswith(".json"):
-                self._read_run(os.path.join(d, name), changes)
+        for path in _json_files(d):
+            self._read_run(path, changes)
         pg = os.path.join(d, "playground")
         if os.path.isdir(pg):
             for job in sorted(os.listdir(pg)):
                 p = os.path.join(pg, job, "run.json")
                 if os.path.isfile(p):
                     self._read_run(p, changes)
-        wd = self.paths.worker_dir
-        try:
-            wnames = sorted(os.listdir(wd))
-        except OSError:
-            wnames = []
-        for name in wnames:
-            if name.endswith(".json"):
-                self._read_worker(os.path.join(wd, name), changes)
+        for path in _json_files(self.paths.worker_dir):
+            self._read_worker(path, changes)
 
     def _forget_run_path(self, path: str) -> None:
         run_id = self._run_paths.pop(path, None)
@@ -567,12 +559,8 @@ class Workspace:
         kept up to date incrementally from then on."""
         if self._recall is None:
             engine = RecallEngine()
-            for ns, space in self.memory.items():
-                records = space.records()
-                if records:
-                    engine.sync_namespace(space, MemoryDelta(added=records))
-                else:
-                    engine.set_config(ns, space.config, os.path.dirname(space.path))
+            for step in self.recall_build_steps(chunk=0):
+                step(engine)
             self._recall = engine
         return self._recall
 
@@ -581,15 +569,17 @@ class Workspace:
         return self._recall is not None
 
     def recall_build_steps(self, chunk: int = 500) -> list:
-        """The recall build cut into short steps, so a server can interleave hovers with it.
-        Each step takes the engine being built; `adopt_recall` installs it if nothing changed."""
+        """The recall build cut into short steps (chunk=0: one step per namespace), so a server
+        can interleave hovers with it. Each step takes the engine being built; `adopt_recall`
+        installs it if nothing changed meanwhile."""
         steps = []
         for ns, space in self.memory.items():
             records = space.records()
             if not records:
                 steps.append(lambda e, ns=ns, space=space: e.set_config(ns, space.config, os.path.dirname(space.path)))
-            for i in range(0, len(records), chunk):
-                part = records[i:i + chunk]
+            size = chunk or len(records) or 1
+            for i in range(0, len(records), size):
+                part = records[i:i + size]
                 steps.append(lambda e, space=space, part=part: e.sync_namespace(space, MemoryDelta(added=part)))
         return steps
 
@@ -619,7 +609,7 @@ class Workspace:
     def pending_proposals(self, include_suppressed: bool = False, now: str | None = None) -> list:
         if self.pattern is None:
             return []
-        now = now or utc_now_iso()
+        now = now or facts_fmt.date_now_iso()
         out = []
         for p in self.pattern.pending:
             if not include_suppressed and pl_fmt.is_suppressed(p.id, self.pattern.state, now):
@@ -707,9 +697,3 @@ def _slim_run(run, summaries: list[TranscriptSummary]) -> None:
 def _looks_like_fact(record: MemoryRecord) -> bool:
     v = record.value
     return isinstance(v, dict) and v.get("schema") == "harn.fact.v1"
-
-
-def utc_now_iso() -> str:
-    """`date_now_iso()` format: milliseconds and Z."""
-    t = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"

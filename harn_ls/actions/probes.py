@@ -42,6 +42,7 @@ from harn_ls.actions import ActionFailed, append_lines, iso_millis, rfc3339_nano
 from harn_ls.formats import facts as F
 from harn_ls.formats import probes as P
 from harn_ls.formats.harn_json import serde_compact
+from harn_ls.harn_source import utf16_len
 
 KIND = "typecheck"
 SOURCE = "harn-probe"
@@ -63,10 +64,6 @@ _BREAK_RE = re.compile(r"\r\n|\r|\n")
 def _line_starts(text: str) -> list[int]:
     """Code-point offsets where lines start; LSP line breaks only (not str.splitlines')."""
     return [0] + [m.end() for m in _BREAK_RE.finditer(text)]
-
-
-def _utf16_len(s: str) -> int:
-    return len(s) + sum(1 for ch in s if ord(ch) > 0xFFFF)
 
 
 def _line_end(text: str, starts: list[int], line: int) -> int:
@@ -97,7 +94,7 @@ def offset_to_position(text: str, starts: list[int], offset: int) -> Pos:
     import bisect
 
     line = bisect.bisect_right(starts, offset) - 1
-    return line, _utf16_len(text[starts[line]:offset])
+    return line, utf16_len(text[starts[line]:offset])
 
 
 def whole_range(text: str) -> Range:

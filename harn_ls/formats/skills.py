@@ -43,6 +43,7 @@ from yaml.reader import Reader
 from yaml.resolver import BaseResolver
 from yaml.scanner import Scanner
 
+from .pattern_learning import slugify  # Harn's one slug rule (skill and tool names)
 from .problems import Problem, Severity
 
 # --------------------------------------------------------------------------
@@ -1181,14 +1182,6 @@ def _display_rank(layer: str) -> int:
 
 # --------------------------------------------------------------------------
 # Names and the learned-skill writer (§E.3)
-
-_SLUG_RUN = re.compile(r"[^a-z0-9]+")
-
-
-def slugify(name: str) -> str:
-    """Harn's skill slug: lowercase, runs of `[^a-z0-9]` -> `-`, `-` trimmed."""
-    return _SLUG_RUN.sub("-", name.lower()).strip("-")
-
 
 def is_valid_skill_name(name: str) -> bool:
     """Harn accepts a name only when it is non-empty and already its own slug."""

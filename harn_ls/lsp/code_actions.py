@@ -45,6 +45,21 @@ def _proposal_actions(ws, proposal_id: str, skill_root: str) -> list[types.CodeA
     return actions
 
 
+async def proposal_document_actions(ls, uri: str) -> list[types.CodeAction]:
+    """Accept / Reject / Compare for a `harn-state:/proposals/<id>.md` document (actions and lenses)."""
+    try:
+        target = parse_uri(uri)
+    except UriError:
+        return []
+    if target.kind != "proposals":
+        return []
+    proj = ls.project_holding(target.kind, target.name, target.query.get("root"))
+    if proj is None or proj.ws is None:
+        return []
+    skill_root = ls.settings.skillRoot
+    return await proj.run(lambda: _proposal_actions(proj.ws, target.name, skill_root))
+
+
 def proposal_at_line(ws, events_path: str, line: int) -> str | None:
     """The pending proposal whose store event is on this 1-based line of the pattern log."""
     if ws.pattern is None:
@@ -69,15 +84,7 @@ def register(server) -> None:
         uri = params.text_document.uri
         skill_root = ls.settings.skillRoot
         if uri.startswith(P.SCHEME + ":"):
-            try:
-                target = parse_uri(uri)
-            except UriError:
-                return []
-            proj = ls.project_holding(target.kind, target.name, target.query.get("root"))
-            if target.kind != "proposals" or proj is None or proj.ws is None:
-                return []
-            acts = await proj.run(lambda: _proposal_actions(proj.ws, target.name, skill_root))
-            return [a for a in acts if _wanted(params.context, a.kind)]
+            return [a for a in await proposal_document_actions(ls, uri) if _wanted(params.context, a.kind)]
         proj = ls.project_for_uri(uri)
         if proj is None or proj.ws is None:
             return []

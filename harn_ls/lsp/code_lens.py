@@ -12,7 +12,7 @@ from pygls.uris import to_fs_path
 from harn_ls.harn_source import find_checkpoint_calls
 from harn_ls.lsp import protocol as P
 from harn_ls.lsp.facts_view import fact_spans, group_by_range
-from harn_ls.render import UriError, make_uri, parse_uri
+from harn_ls.render import make_uri
 
 _TOP = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
 
@@ -113,15 +113,7 @@ def register(server) -> None:
 
 async def proposal_lenses(ls, uri: str) -> list[types.CodeLens]:
     """The same Accept / Reject / Compare choices as the code actions, at the top of the document."""
-    from harn_ls.lsp.code_actions import _proposal_actions
+    from harn_ls.lsp.code_actions import proposal_document_actions
 
-    try:
-        target = parse_uri(uri)
-    except UriError:
-        return []
-    proj = ls.project_holding(target.kind, target.name, target.query.get("root"))
-    if target.kind != "proposals" or proj is None or proj.ws is None:
-        return []
-    skill_root = ls.settings.skillRoot
-    actions = await proj.run(lambda: _proposal_actions(proj.ws, target.name, skill_root))
+    actions = await proposal_document_actions(ls, uri)
     return [types.CodeLens(range=_TOP, command=a.command, data={"t": "proposal"}) for a in actions]

@@ -28,7 +28,8 @@ def _arg(args: Any) -> dict:
     return args if isinstance(args, dict) else {}
 
 
-async def _run_action(ls, fn, *fn_args, _where: tuple = ("", "", None), **fn_kwargs) -> dict:
+async def _run_action(ls, fn, *fn_args, _where: tuple = ("", "", None), _done: str = "done", **fn_kwargs) -> dict:
+    """Run an action on the project thread, apply what it wrote, and tell the user how it went."""
     from harn_ls.actions import ActionFailed
 
     proj = ls.project_holding(*_where)
@@ -41,6 +42,7 @@ async def _run_action(ls, fn, *fn_args, _where: tuple = ("", "", None), **fn_kwa
         return {"ok": False, "message": str(exc)}
     written = [p for p in result.get("written", []) if isinstance(p, str)]
     await proj.apply_now(written + result.get("touched", []))
+    ls.show(result.get("message", _done))
     return {"ok": True, **result}
 
 
@@ -53,9 +55,8 @@ def register(server) -> None:
         if not a.get("id"):
             return {"ok": False, "message": "acceptProposal needs {id}"}
         result = await _run_action(ls, accept_proposal, str(a["id"]), skill_root=a.get("skillRoot") or ls.settings.skillRoot,
-                                   _where=("proposals", str(a["id"]), a.get("root")))
+                                   _where=("proposals", str(a["id"]), a.get("root")), _done="accepted")
         if result.get("ok"):
-            ls.show(result.get("message", "accepted"))
             skill = result.get("skill_path")
             if skill and ls.supports("window.show_document"):
                 ls.spawn(ls.window_show_document_async(types.ShowDocumentParams(uri=from_fs_path(skill), take_focus=True)),
@@ -74,9 +75,7 @@ def register(server) -> None:
         except (TypeError, ValueError):
             return {"ok": False, "message": "days must be a whole number"}
         result = await _run_action(ls, reject_proposal, str(a["id"]), days=days,
-                                   _where=("proposals", str(a["id"]), a.get("root")))
-        if result.get("ok"):
-            ls.show(result.get("message", "rejected"))
+                                   _where=("proposals", str(a["id"]), a.get("root")), _done="rejected")
         return result
 
     @server.command(P.CMD_INVALIDATE_FACT)
@@ -86,9 +85,8 @@ def register(server) -> None:
         a = _arg(args)
         if not a.get("id"):
             return {"ok": False, "message": "invalidateFact needs {id}"}
-        result = await _run_action(ls, invalidate_fact, str(a["id"]), _where=("facts", str(a["id"]), a.get("root")))
-        if result.get("ok"):
-            ls.show(result.get("message", "fact invalidated"))
+        result = await _run_action(ls, invalidate_fact, str(a["id"]), _where=("facts", str(a["id"]), a.get("root")),
+                                   _done="fact invalidated")
         return result
 
     @server.command(P.CMD_FORGET_STAGE)
@@ -109,20 +107,17 @@ def register(server) -> None:
         except ActionFailed as exc:
             return {"ok": False, "message": str(exc)}
         if not a.get("confirmed") and recent:
-            if ls.supports("window.show_message") or True:
-                try:
-                    choice = await ls.window_show_message_request_async(types.ShowMessageRequestParams(
-                        type=types.MessageType.Warning,
-                        message=f"{pipeline}.json changed in the last few seconds — an agent may be running. Forget stage {key!r} anyway?",
-                        actions=[types.MessageActionItem(title="Forget"), types.MessageActionItem(title="Cancel")]))
-                except Exception:
-                    choice = None
-                if choice is None or choice.title != "Forget":
-                    return {"ok": False, "message": "cancelled"}
+            try:
+                choice = await ls.window_show_message_request_async(types.ShowMessageRequestParams(
+                    type=types.MessageType.Warning,
+                    message=f"{pipeline}.json changed in the last few seconds — an agent may be running. Forget stage {key!r} anyway?",
+                    actions=[types.MessageActionItem(title="Forget"), types.MessageActionItem(title="Cancel")]))
+            except Exception:
+                choice = None
+            if choice is None or choice.title != "Forget":
+                return {"ok": False, "message": "cancelled"}
         result = await _run_action(ls, do_forget, str(pipeline), str(key), expect_mtime=mtime,
-                                   _where=("checkpoints", str(pipeline), a.get("root")))
-        if result.get("ok"):
-            ls.show(result.get("message", f"forgot stage {key}"))
+                                   _where=("checkpoints", str(pipeline), a.get("root")), _done=f"forgot stage {key}")
         return result
 
     @server.command(P.CMD_MIGRATE)
@@ -132,9 +127,8 @@ def register(server) -> None:
         a = _arg(args)
         proj = next((p for p in ls.projects.values() if p.ws is not None and p.ws.migration_needed), None)
         result = await _run_action(ls, migrate_pattern_learning,
-                                   _where=("", "", a.get("root") or (proj.folder_path if proj else None)))
-        if result.get("ok"):
-            ls.show(result.get("message", "pattern learning migrated"))
+                                   _where=("", "", a.get("root") or (proj.folder_path if proj else None)),
+                                   _done="pattern learning migrated")
         return result
 
     @server.command(P.CMD_RECALL)

@@ -28,22 +28,36 @@ def to_diagnostic(problem) -> types.Diagnostic:
     )
 
 
-async def publish(ls, proj) -> None:
-    from harn_ls.lsp.probe import diagnostics_for_path  # typecheck-probe results on the same file are kept
+def send(ls, path: str, problems) -> None:
+    """One file's diagnostics: harn-ls' problems plus any typecheck-probe results kept for it."""
+    from harn_ls.lsp.probe import diagnostics_for_path
 
+    diags = [to_diagnostic(p) for p in problems[:1000]] + diagnostics_for_path(ls, path)
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=from_fs_path(path), diagnostics=diags))
+
+
+async def publish(ls, proj) -> int:
+    """After a change batch: send only the files whose problem list changed, and clear vanished ones.
+    Returns the number of problems (for `harn/status`)."""
     by_path = await proj.run(lambda: proj.ws.problems_by_path())
-    before = ls.published.get(proj.root, set())
-    now = set()
+    before = ls.published.get(proj.root, {})
+    now: dict[str, tuple] = {}
     for path, problems in by_path.items():
         if not path:
             continue
-        now.add(path)
-        diags = [to_diagnostic(p) for p in problems[:1000]] + diagnostics_for_path(ls, path)
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=from_fs_path(path), diagnostics=diags))
-    for path in before - now:
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=from_fs_path(path),
-                                                                         diagnostics=diagnostics_for_path(ls, path)))
+        now[path] = tuple(problems[:1000])  # Problems are frozen dataclasses: comparable as they are
+        if before.get(path) != now[path]:
+            send(ls, path, now[path])
+    for path in before.keys() - now.keys():
+        send(ls, path, ())
     ls.published[proj.root] = now
+    return sum(len(p) for p in by_path.values())
+
+
+async def publish_file(ls, proj, path: str) -> None:
+    """Re-send one file (after its probe diagnostics changed)."""
+    problems = await proj.run(lambda: proj.ws.problems_by_path().get(path, [])) if proj is not None else []
+    send(ls, path, problems)
 
 
 def register(server) -> None:

@@ -34,6 +34,7 @@ from pygls.uris import to_fs_path
 
 from harn_ls.actions import ActionFailed, uuid7
 from harn_ls.actions import probes as runner
+from harn_ls.harn_source import utf16_len
 
 log = logging.getLogger(__name__)
 
@@ -84,17 +85,13 @@ def to_lsp_diagnostic(d: runner.ProbeDiagnostic) -> types.Diagnostic:
 
 async def publish(ls, uri: str) -> None:
     """Publish the probe diagnostics of `uri` merged with harn-ls' own problems on that file."""
-    from harn_ls.lsp.diagnostics import to_diagnostic
+    from harn_ls.lsp.diagnostics import publish_file
 
     _ensure_maps(ls)
     path = to_fs_path(uri)
-    proj = ls.project_for_uri(uri)
-    state: list[types.Diagnostic] = []
-    if proj is not None and proj.ws is not None and path:
-        problems = await proj.run(lambda: proj.ws.problems_by_path().get(path, []))
-        state = [to_diagnostic(p) for p in problems[:1000]]
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-        uri=uri, diagnostics=state + list(ls.probe_diagnostics.get(uri, []))))
+    if path:
+        proj = ls.project_for_uri(uri)
+        await publish_file(ls, proj if proj is not None and proj.ws is not None else None, path)
 
 
 def _clear(ls, uri: str) -> bool:
@@ -110,7 +107,7 @@ def _shift(pos: runner.Pos, cs: runner.Pos, ce: runner.Pos, new_text: str) -> ru
     """Where `pos` (at or after the replaced range's end `ce`) lands after replacing cs..ce with new_text."""
     segments = runner._BREAK_RE.split(new_text)
     n_breaks = len(segments) - 1
-    last = runner._utf16_len(segments[-1])
+    last = utf16_len(segments[-1])
     end_line = cs[0] + n_breaks
     end_char = (cs[1] + last) if n_breaks == 0 else last
     if pos[0] == ce[0]:

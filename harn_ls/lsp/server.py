@@ -118,7 +118,7 @@ class HarnLanguageServer(LanguageServer):
         self.trusted: bool = True
         self.projects: dict[str, Project] = {}
         self.served: dict[str, tuple[str, str]] = {}  # harn-state URI -> (project root, text sha1)
-        self.published: dict[str, set[str]] = {}  # project root -> file paths with diagnostics
+        self.published: dict[str, dict[str, tuple]] = {}  # project root -> file path -> problems last sent
         self.background: set[asyncio.Task] = set()
         self.client_caps: types.ClientCapabilities | None = None
         self.current_handler = "-"
@@ -223,13 +223,13 @@ class HarnLanguageServer(LanguageServer):
     async def on_changes(self, proj: Project, changes: ChangeSet) -> None:
         from harn_ls.lsp import diagnostics, documents, tree
 
-        await diagnostics.publish(self, proj)
+        n_problems = await diagnostics.publish(self, proj)
         await documents.refresh_changed(self, proj, changes)
         if self.supports("workspace.code_lens.refresh_support"):
             self.spawn(self._refresh_lenses(), "codeLens/refresh")
         for view in tree.views_for(changes):
             self.protocol.notify(P.TREE_CHANGED, {"view": view})
-        await self.send_status(proj)
+        await self.send_status(proj, n_problems)
 
     async def _refresh_lenses(self) -> None:
         try:
@@ -237,10 +237,11 @@ class HarnLanguageServer(LanguageServer):
         except Exception as exc:  # clients may refuse; nothing to recover
             log.debug("codeLens/refresh: %s", exc)
 
-    async def send_status(self, proj: Project) -> None:
+    async def send_status(self, proj: Project, n_problems: int | None = None) -> None:
         def _status() -> dict:
             ws = proj.ws
-            return {"root": ws.root, "counts": ws.counts(), "problems": len(ws.problems()), "watching": proj.watching,
+            problems = n_problems if n_problems is not None else len(ws.problems())
+            return {"root": ws.root, "counts": ws.counts(), "problems": problems, "watching": proj.watching,
                     "recallReady": ws.recall_ready,
                     "hasState": os.path.isdir(ws.paths.state_root) or os.path.isdir(ws.paths.run_root)}
         self.protocol.notify(P.STATUS, await proj.run(_status))

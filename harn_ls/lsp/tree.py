@@ -50,10 +50,6 @@ def display_time(value) -> str:
     return _time.strftime("%Y-%m-%d %H:%M:%S", _time.gmtime(secs))
 
 
-def _sort_time(value) -> str:
-    return display_time(value)
-
-
 def _has_state(ws) -> bool:
     import os
 
@@ -63,7 +59,7 @@ def _has_state(ws) -> bool:
 
 def _runs(ws, parent: str | None) -> list[dict]:
     if parent is None:
-        runs = sorted(ws.runs.values(), key=lambda r: (_sort_time(r.started_at), r.id), reverse=True)
+        runs = sorted(ws.runs.values(), key=lambda r: (display_time(r.started_at), r.id), reverse=True)
         items = [_item(f"run:{r.id}", r.workflow_name or r.id, description=f"{r.status or '?'} · {display_time(r.started_at)}",
                        tooltip=r.id, icon="history", uri=make_uri("runs", r.id), context="run",
                        children=bool(r.transcripts), data={"id": r.id}) for r in runs]
@@ -138,7 +134,7 @@ def _memory(ws, parent: str | None, min_conf: float) -> list[dict]:
 
 def _skills(ws, parent: str | None, show_suppressed: bool) -> list[dict]:
     from harn_ls.formats.pattern_learning import is_suppressed
-    from harn_ls.workspace import utc_now_iso
+    from harn_ls.formats.facts import date_now_iso
 
     if parent is None:
         pending = ws.pending_proposals()
@@ -154,7 +150,7 @@ def _skills(ws, parent: str | None, show_suppressed: bool) -> list[dict]:
                                    children=True))
         return items
     if parent == "proposals":
-        now = utc_now_iso()
+        now = date_now_iso()
         out = []
         for p in ws.pending_proposals(include_suppressed=True):
             suppressed = is_suppressed(p.id, ws.pattern.state, now)

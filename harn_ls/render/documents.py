@@ -59,9 +59,9 @@ def index(ws, target: StateUri, settings: RenderSettings) -> str:
     if ws.migration_needed:
         out.append("\n> Legacy Burin pattern-learning streams found and not migrated yet — run *Harn State: Migrate pattern learning*.")
     from harn_ls.formats.pattern_learning import is_suppressed
-    from harn_ls.workspace import utc_now_iso
+    from harn_ls.formats.facts import date_now_iso
 
-    now = utc_now_iso()
+    now = date_now_iso()
     shown = 0
     for prop in pending:
         suppressed = is_suppressed(prop.id, ws.pattern.state, now)
@@ -239,10 +239,10 @@ def proposals(ws, target: StateUri, settings: RenderSettings) -> str:
         raise UriError(f"no pending proposal {target.name!r} (accepted, rejected or refreshed away)")
     from harn_ls.actions.proposals import planned_files
     from harn_ls.formats.pattern_learning import is_suppressed
-    from harn_ls.workspace import utc_now_iso
+    from harn_ls.formats.facts import date_now_iso
 
     out = [f"# Proposal — {prop.title or prop.name}", ""]
-    if is_suppressed(prop.id, ws.pattern.state, utc_now_iso()):
+    if is_suppressed(prop.id, ws.pattern.state, date_now_iso()):
         out.append(f"> Suppressed until {ws.pattern.state.suppressed_until.get(prop.id)} (rejected earlier).\n")
     out.append("| | |\n|---|---|")
     for label, value in (("id", inline(prop.id)), ("name", inline(prop.name)), ("kind", prop.kind), ("source", prop.source),

@@ -8,10 +8,10 @@ from harn_ls.formats.pattern_learning import is_suppressed
 
 
 def inspect_json(ws) -> dict:
-    from harn_ls.workspace import utc_now_iso
+    from harn_ls.formats.facts import date_now_iso
 
     p = ws.paths
-    now = utc_now_iso()
+    now = date_now_iso()
     pattern = ws.pattern
     pending = pattern.pending if pattern else []
     state = pattern.state if pattern else None
