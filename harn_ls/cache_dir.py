@@ -1,0 +1,48 @@
+"""Where harn-ls keeps what it remembers between runs: always outside the project.
+
+Reads never write into the project, so every cache (the state cache, checkpoint
+history) lives under one user-level folder, one sub-folder per project keyed by
+the project's real path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Mapping
+
+
+def cache_enabled(env: Mapping[str, str] | None = None) -> bool:
+    """False when `HARN_LS_CACHE=off` (or 0/false/no)."""
+    env = os.environ if env is None else env
+    return env.get("HARN_LS_CACHE", "").strip().lower() not in {"off", "0", "false", "no"}
+
+
+def cache_root(env: Mapping[str, str] | None = None) -> str:
+    """`$HARN_LS_CACHE_DIR`, else `$XDG_CACHE_HOME/harn-ls`, else `~/.cache/harn-ls`."""
+    env = os.environ if env is None else env
+    explicit = env.get("HARN_LS_CACHE_DIR", "").strip()
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    xdg = env.get("XDG_CACHE_HOME", "").strip()
+    if xdg and os.path.isabs(xdg):
+        return os.path.join(xdg, "harn-ls")
+    return os.path.join(os.path.expanduser("~"), ".cache", "harn-ls")
+
+
+def project_key(project_root: str) -> str:
+    """Folder name for one project: readable basename plus a hash of its real path."""
+    real = os.path.realpath(project_root)
+    digest = hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    base = "".join(c if c.isalnum() or c in "-_." else "_" for c in os.path.basename(real))[:40] or "root"
+    return f"{base}-{digest}"
+
+
+def project_cache_dir(project_root: str, env: Mapping[str, str] | None = None) -> str:
+    """The cache folder of one project (not created here). Never inside the project."""
+    folder = os.path.join(cache_root(env), project_key(project_root))
+    real_root = os.path.realpath(project_root)
+    real_folder = os.path.realpath(folder)
+    if real_folder == real_root or real_folder.startswith(real_root.rstrip(os.sep) + os.sep):
+        raise ValueError(f"cache folder {folder} would be inside the project {project_root}")
+    return folder
