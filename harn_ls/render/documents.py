@@ -205,7 +205,7 @@ def facts(ws, target: StateUri, settings: RenderSettings) -> str:
     from harn_ls.staleness import fact_staleness
 
     out = [f"# Fact — {short_text(fact.claim, 100)}", "",
-           f"| | |\n|---|---|\n| id | {inline(fact.id)} |\n| kind | {fact.kind} |\n| confidence | {fact.confidence:g} |\n"
+           f"| field | value |\n|---|---|\n| id | {inline(fact.id)} |\n| kind | {fact.kind} |\n| confidence | {fact.confidence:g} |\n"
            f"| asserted at | {cell(fact.asserted_at)} |\n| namespace | {_link(fact.namespace, make_uri('memory', fact.namespace))} |\n"
            f"| memory key | {inline(fact.memory_key)} |\n| stored at | {cell(fact.stored_at)} |", ""]
     out.append("## Claim\n")
@@ -244,7 +244,7 @@ def proposals(ws, target: StateUri, settings: RenderSettings) -> str:
     out = [f"# Proposal — {prop.title or prop.name}", ""]
     if is_suppressed(prop.id, ws.pattern.state, date_now_iso()):
         out.append(f"> Suppressed until {ws.pattern.state.suppressed_until.get(prop.id)} (rejected earlier).\n")
-    out.append("| | |\n|---|---|")
+    out.append("| field | value |\n|---|---|")
     for label, value in (("id", inline(prop.id)), ("name", inline(prop.name)), ("kind", prop.kind), ("source", prop.source),
                          ("support", prop.support), ("created", cell(prop.created_at)), ("last seen", cell(prop.last_seen_at))):
         out.append(f"| {label} | {value} |")
@@ -294,7 +294,7 @@ def skills(ws, target: StateUri, settings: RenderSettings) -> str:
     if not matches and not shadowed:
         raise UriError(f"no skill {target.name!r}")
     sk = matches[0] if matches else shadowed[0]
-    out = [f"# Skill — {sk.id}", "", "| | |\n|---|---|",
+    out = [f"# Skill — {sk.id}", "", "| field | value |\n|---|---|",
            f"| layer | {sk.layer} |", f"| file | {inline(_rel(ws, sk.path))} |",
            f"| short | {cell(sk.short)} |", f"| description | {cell(sk.description)} |",
            f"| when to use | {cell(sk.when_to_use)} |", f"| sha256 | {inline(sk.sha256)} |"]
@@ -325,7 +325,7 @@ def runs(ws, target: StateUri, settings: RenderSettings) -> str:
     run = ws.runs.get(target.name)
     if run is None:
         raise UriError(f"no run {target.name!r}")
-    out = [f"# Run — {run.id}", "", "| | |\n|---|---|",
+    out = [f"# Run — {run.id}", "", "| field | value |\n|---|---|",
            f"| status | {cell(run.status)} |", f"| workflow | {cell(run.workflow_name or run.workflow_id)} |",
            f"| started | {cell(run.started_at)} |", f"| finished | {cell(run.finished_at)} |",
            f"| file | {inline(_rel(ws, run.path))} · {human_bytes(run.size)} |", ""]
@@ -333,7 +333,7 @@ def runs(ws, target: StateUri, settings: RenderSettings) -> str:
         out.append(f"> {pr.code}: {pr.message}")
     if run.usage:
         out.append("## Usage\n")
-        out.append("| | |\n|---|---|")
+        out.append("| field | value |\n|---|---|")
         for k, v in run.usage.items():
             out.append(f"| {cell(k)} | {cell(v if not isinstance(v, (dict, list)) else short_text(pretty_json(v), 80))} |")
         out.append("")
@@ -508,7 +508,7 @@ def sessions(ws, target: StateUri, settings: RenderSettings) -> str:
     session = next((s for s in (snap.sessions if snap else []) if s.id == target.name), None)
     if session is None:
         raise UriError(f"no session {target.name!r}")
-    out = [f"# Session — {session.title or session.id}", "", "| | |\n|---|---|"]
+    out = [f"# Session — {session.title or session.id}", "", "| field | value |\n|---|---|"]
     for label in ("id", "status", "session_type", "model", "persona", "cwd", "created_at", "updated_at", "event_count"):
         out.append(f"| {label} | {cell(getattr(session, label, ''))} |")
     out.append("")

@@ -4,10 +4,21 @@ import * as vscode from 'vscode';
 import type { Connection } from './client';
 import { ClientCommands, Context, INDEX_URI, SCHEME, ServerCommands, TreeItemData, ViewName } from './protocol';
 import type { Node, Trees } from './trees';
+import { openAsSetting, PreviewPanels } from './preview';
 
-/** Opens a harn-state: (or any) document as Markdown, so it renders readable. */
-export async function openDocument(uri: string | vscode.Uri, preview = true): Promise<vscode.TextEditor> {
+let panels: PreviewPanels | undefined;
+
+/** Opens a harn-state: document rendered (setting harnState.documents.openAs), any other as Markdown source. */
+export async function openDocument(uri: string | vscode.Uri, preview = true): Promise<unknown> {
   const u = typeof uri === 'string' ? vscode.Uri.parse(uri, true) : uri;
+  if (u.scheme === SCHEME && panels && openAsSetting() === 'preview') {
+    return panels.show(u);
+  }
+  return openSource(u, preview);
+}
+
+/** Opens a document as Markdown source in a text editor. */
+export async function openSource(u: vscode.Uri, preview = true): Promise<vscode.TextEditor> {
   let doc = await vscode.workspace.openTextDocument(u);
   if (doc.languageId !== 'markdown' && u.scheme !== 'file') {
     doc = await vscode.languages.setTextDocumentLanguage(doc, 'markdown');
@@ -138,6 +149,13 @@ export function registerCommands(
 
   const reg = (id: string, what: string, fn: (...args: any[]) => Promise<unknown>) =>
     context.subscriptions.push(vscode.commands.registerCommand(id, run(what, fn)));
+
+  panels = new PreviewPanels(u => openSource(u, false), log);
+  context.subscriptions.push(panels);
+  reg(ClientCommands.openSource, 'Open source', async (uri?: string | vscode.Uri) => {
+    const u = uri ? (typeof uri === 'string' ? vscode.Uri.parse(uri, true) : uri) : vscode.window.activeTextEditor?.document.uri;
+    return u ? openSource(u, false) : undefined;
+  });
 
   context.subscriptions.push(
     vscode.commands.registerCommand(ClientCommands.showLog, () => log.show(true)),

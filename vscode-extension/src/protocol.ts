@@ -29,6 +29,8 @@ export const ClientCommands = {
   openIndex: 'harnState.openIndex',
   openItem: 'harnState.openItem',
   openDocument: 'harnState.openDocument',
+  /** Open a harn-state: document as Markdown source (whatever harnState.documents.openAs says). */
+  openSource: 'harnState.openSource',
   /** Used by the server in tree items and code lenses: open a harn-state: URI (string argument). */
   open: 'harnState.open',
   /** Used by the server's "Compare with existing" code action: {id, path}. */
