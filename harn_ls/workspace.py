@@ -391,6 +391,11 @@ class Workspace:
 
     def _load_run_transcript(self, path: str, transcript_id: str):
         """Full transcript from its run record, re-read on demand (a few records are cached)."""
+        run = self.full_run_record(path)
+        return next((t for t in run.transcripts if t.id == transcript_id), None) if run is not None else None
+
+    def full_run_record(self, path: str):
+        """The whole parsed run record (stages with usage, tool recordings…), re-read on demand; a few are cached."""
         try:
             st = os.stat(path)
         except OSError:
@@ -403,7 +408,7 @@ class Workspace:
             cache[key] = run
             while len(cache) > 4:
                 cache.pop(next(iter(cache)))
-        return next((t for t in run.transcripts if t.id == transcript_id), None)
+        return run
 
     def _read_worker(self, path: str, changes: ChangeSet) -> None:
         changes.kinds.add("runs")

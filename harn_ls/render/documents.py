@@ -329,6 +329,10 @@ def runs(ws, target: StateUri, settings: RenderSettings) -> str:
            f"| status | {cell(run.status)} |", f"| workflow | {cell(run.workflow_name or run.workflow_id)} |",
            f"| started | {cell(run.started_at)} |", f"| finished | {cell(run.finished_at)} |",
            f"| file | {inline(_rel(ws, run.path))} · {human_bytes(run.size)} |", ""]
+    from harn_ls.render import timeline
+
+    full = ws.full_run_record(run.path) if hasattr(ws, "full_run_record") else None
+    out.extend(timeline.section(full if full is not None and full.ok else run))
     for pr in run.problems:
         out.append(f"> {pr.code}: {pr.message}")
     if run.usage:
