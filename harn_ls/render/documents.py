@@ -455,8 +455,11 @@ def transcripts(ws, target: StateUri, settings: RenderSettings) -> str:
     items = tr.events if tr.events else _message_events(tr)
     rendered: list[str] = []
     hidden_private = 0
+    from harn_ls.render import conversation
+
+    ctx = conversation.context_for(ws, entry, tr, settings.show_private)
     for i, ev in enumerate(items):
-        block, hidden = _event_block(i, ev, settings.show_private)
+        block, hidden = conversation.render_event(i, ev, ctx)
         hidden_private += hidden
         rendered.append(block)
     # Windows are cut from the newest end by rendered size; page 0 is the newest.

@@ -88,8 +88,7 @@ def md_text(text) -> str:
 
 
 def html_text(text) -> str:
-    """Data text inside our own HTML (e.g. <details>): every markup character an entity."""
+    """Data text inside our own one-line HTML (e.g. <details>): markup characters as entities, no raw line breaks."""
     s = "" if text is None else str(text)
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;").replace("'", "&#39;")
-    # Markdown still runs inside <summary> lines after a blank line; neutralise its punctuation too.
-    return re.sub(r"([\\`*_\[\]|~!#])", lambda m: f"&#{ord(m.group(1))};", s)
+    return s.replace("\r\n", "&#10;").replace("\n", "&#10;").replace("\r", "&#10;")
