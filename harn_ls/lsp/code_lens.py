@@ -105,7 +105,13 @@ def register(server) -> None:
                 return cf, (cf.entries.get(data["stage"]) if cf is not None else None)
 
             cf, entry = await proj.run(_entry)
-            lens.command = types.Command(title=checkpoint_lens_title(entry, cf), command=P.CMD_OPEN,
+            title = checkpoint_lens_title(entry, cf)
+            from harn_ls.render.checkpoint_history import last_change
+
+            change = await proj.run(lambda: last_change(proj.ws, data["pipeline"]))
+            if change is not None and (change.changed(data["stage"]) or data["stage"] in change.removed):
+                title += " · changed since the last run"
+            lens.command = types.Command(title=title, command=P.CMD_OPEN,
                                          arguments=[make_uri("checkpoints", data["pipeline"])])
             return lens
         return lens

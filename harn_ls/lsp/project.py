@@ -52,9 +52,21 @@ class Project:
             # reach, or every full collection walks millions of objects (~1 s on a
             # 100k-event project) in the middle of some hover or watcher batch.
             gc.freeze()
+            self._keep_checkpoint_history(None)
             return ChangeSet(rescanned=True, kinds={"roots"})
 
         return await self.run(_load)
+
+    def _keep_checkpoint_history(self, pipelines) -> None:
+        """Record each checkpoint file's current version in the history kept outside the project (project thread)."""
+        from harn_ls.history import CheckpointHistory, record_workspace
+
+        try:
+            if getattr(self.ws, "checkpoint_history", None) is None:
+                self.ws.checkpoint_history = CheckpointHistory.for_project(self.root)
+            record_workspace(self.ws, pipelines)
+        except Exception:  # history is a convenience: never let it break loading or a batch
+            log.exception("keeping checkpoint history failed")
 
     def start_watching(self) -> None:
         from harn_ls.watch import StateWatcher
@@ -85,6 +97,8 @@ class Project:
                 log.exception("applying changes failed; rescanning the project")
                 changes = ws.rescan()
             self.last_batch_at = time.time()
+            if "checkpoints" in changes.kinds:
+                self._keep_checkpoint_history(None if changes.rescanned else changes.pipelines)
             return changes
 
         fut = self._pool.submit(_apply)

@@ -93,8 +93,40 @@ def _checkpoints(ws, parent: str | None) -> list[dict]:
             desc = f"keyed {e.fingerprint[:15]}…" if e.keyed and e.fingerprint else ("completed (nil)" if e.value is None else "plain")
             out.append(_item(f"stage:{name}/{key}", key, description=desc, icon="check", uri=make_uri("checkpoints", name),
                              context="checkpointStage", data={"pipeline": name, "key": key}))
+        out.extend(_checkpoint_history_node(ws, name))
         return out
+    if parent.startswith("ckhist:"):
+        return _checkpoint_versions(ws, parent[7:])
     return []
+
+
+def _checkpoint_history_node(ws, name: str) -> list[dict]:
+    hist = getattr(ws, "checkpoint_history", None)
+    versions = hist.versions(name) if hist is not None else []
+    if not versions:
+        return []
+    return [_item(f"ckhist:{name}", "History", description=f"{len(versions)} version(s)", icon="history",
+                  children=True, context="checkpointHistory", data={"pipeline": name})]
+
+
+def _checkpoint_versions(ws, name: str) -> list[dict]:
+    from datetime import datetime, timezone
+
+    hist = getattr(ws, "checkpoint_history", None)
+    versions = hist.versions(name) if hist is not None else []
+    out = []
+    for i in range(len(versions) - 1, -1, -1):
+        v = versions[i]
+        prev = versions[i - 1].n if i > 0 else None
+        when = datetime.fromtimestamp(v.seen_at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        data = {"pipeline": name, "version": v.n}
+        if prev is not None:
+            data["previous"] = prev
+            data["previousUri"] = make_uri("checkpoints", name, version=str(prev))
+        out.append(_item(f"ckver:{name}/{v.n}", f"version {v.n}", description=when + (" · newest" if i == len(versions) - 1 else ""),
+                         icon="git-commit", uri=make_uri("checkpoints", name, version=str(v.n)),
+                         context="checkpointVersion" if prev is not None else "checkpointVersion.first", data=data))
+    return out
 
 
 def _memory(ws, parent: str | None, min_conf: float) -> list[dict]:

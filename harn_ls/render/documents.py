@@ -126,6 +126,18 @@ def _index(ws, target, settings):
 
 # ------------------------------------------------------------ checkpoints
 def checkpoints(ws, target: StateUri, settings: RenderSettings) -> str:
+    from harn_ls.render import checkpoint_history
+
+    if target.query.get("version"):
+        try:
+            n = int(target.query["version"])
+        except ValueError:
+            raise UriError(f"version must be a number: {target.query['version']!r}") from None
+        return checkpoint_history.version_document(ws, target.name, n)
+    return _checkpoints_current(ws, target, settings) + "\n".join(checkpoint_history.history_section(ws, target.name))
+
+
+def _checkpoints_current(ws, target: StateUri, settings: RenderSettings) -> str:
     cf = ws.checkpoints.get(target.name)
     if cf is None:
         return (f"# Checkpoints — {target.name}\n\nNo checkpoint file `.harn/checkpoints/{target.name}.json`: "

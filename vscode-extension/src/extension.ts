@@ -2,10 +2,11 @@
 // The server reads the project and does every action; this side shows views and forwards commands.
 import * as vscode from 'vscode';
 import { Connection } from './client';
-import { registerCommands } from './commands';
+import { openDocument, registerCommands } from './commands';
 import { onPythonInterpreterChange } from './launch';
 import { StatusBar } from './status';
 import { Trees } from './trees';
+import { registerViewCommands } from './views';
 
 let connection: Connection | undefined;
 let noState = false;
@@ -62,6 +63,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   onNoStateChange = () => trees?.refreshAll();
   context.subscriptions.push(trees, { dispose: () => void conn.dispose() });
   registerCommands(context, conn, trees, log);
+  registerViewCommands(context, trees, log, uri => openDocument(uri));
 
   await updateNoState();
   const watcher = vscode.workspace.createFileSystemWatcher('**/.harn', false, true, false);

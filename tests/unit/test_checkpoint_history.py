@@ -1,0 +1,132 @@
+"""Checkpoint history: kept outside the project, deduplicated, bounded; version and history documents; lens hint."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from harn_ls.history import CheckpointHistory, record_workspace
+from harn_ls.lsp.tree import tree_items
+from harn_ls.render import UriError, render_uri
+from harn_ls.render.checkpoint_history import diff, last_change, parse
+from harn_ls.workspace import Workspace
+
+FP_A = "sha256:" + "a" * 64
+FP_B = "sha256:" + "b" * 64
+
+
+def keyed(fp, value):
+    return {"fingerprint": fp, "schema": "harn.checkpoint_stage.keyed.v1", "value": value}
+
+
+def harn_bytes(mapping) -> bytes:
+    return json.dumps(dict(sorted(mapping.items())), indent=2).encode()
+
+
+@pytest.fixture
+def proj(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARN_LS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("HARN_LS_CACHE", raising=False)
+    p = tmp_path / "proj"
+    (p / ".harn" / "checkpoints").mkdir(parents=True)
+    (p / "harn.toml").write_text("")
+    return p
+
+
+def files_under(path):
+    return sorted(os.path.join(r, f) for r, _d, fs in os.walk(path) for f in fs)
+
+
+def test_versions_are_deduplicated_and_kept_outside_the_project(proj, tmp_path):
+    before = files_under(proj)
+    h = CheckpointHistory(str(proj))
+    assert h.folder.startswith(str(tmp_path / "cache"))
+    v1 = harn_bytes({"fetch": "rows", "plan": keyed(FP_A, 1)})
+    v2 = harn_bytes({"fetch": "rows", "plan": keyed(FP_B, 2)})
+    assert h.record("ingest", v1) == 1
+    assert h.record("ingest", v1) is None  # same as the newest: not a version
+    assert h.record("ingest", v2) == 2
+    assert h.record("ingest", v1) == 3  # back to the first content: a new version, same object
+    objects = os.listdir(os.path.join(h._dir("ingest"), "objects"))
+    assert len(objects) == 2
+    assert [v.n for v in h.versions("ingest")] == [1, 2, 3]
+    assert h.read("ingest", 2) == v2 and h.read("ingest", 3) == v1
+    assert files_under(proj) == before  # nothing written inside the project
+
+
+def test_history_refuses_a_folder_inside_the_project(proj):
+    with pytest.raises(ValueError):
+        CheckpointHistory(str(proj), folder=str(proj / ".harn" / "history"))
+
+
+def test_bounds_per_pipeline_and_total_bytes(proj, tmp_path):
+    h = CheckpointHistory(str(proj), max_versions=3, max_bytes=10_000)
+    for i in range(10):
+        h.record("a", harn_bytes({"s": i}))
+    assert [v.n for v in h.versions("a")] == [8, 9, 10]
+    assert len(os.listdir(os.path.join(h._dir("a"), "objects"))) == 3
+    big = CheckpointHistory(str(proj), folder=str(tmp_path / "cache2"), max_versions=100, max_bytes=5_000)
+    for i in range(20):
+        big.record("p1", harn_bytes({"s": "x" * 900 + str(i)}))
+        big.record("p2", harn_bytes({"t": "y" * 900 + str(i)}))
+    assert big.total_bytes() <= 5_000
+    # the newest version of each pipeline survives
+    assert big.read("p1", big.versions("p1")[-1].n) == harn_bytes({"s": "x" * 900 + "19"})
+    assert big.read("p2", big.versions("p2")[-1].n) == harn_bytes({"t": "y" * 900 + "19"})
+
+
+def test_tampered_object_is_not_served(proj):
+    h = CheckpointHistory(str(proj))
+    h.record("a", harn_bytes({"s": 1}))
+    v = h.versions("a")[0]
+    with open(os.path.join(h._dir("a"), "objects", f"{v.sha256}.json"), "wb") as fh:
+        fh.write(b'{"s": 666}')
+    assert h.read("a", 1) is None
+
+
+def test_diff_names_added_removed_value_and_fingerprint():
+    old = parse("p", harn_bytes({"gone": 1, "same": 2, "val": 3, "fp": keyed(FP_A, 1)}))
+    new = parse("p", harn_bytes({"same": 2, "val": 4, "fp": keyed(FP_B, 1), "new": None}))
+    d = diff(old, new)
+    assert (d.added, d.removed, d.value_changed, d.fingerprint_changed) == (["new"], ["gone"], ["val"], ["fp"])
+
+
+def test_documents_tree_and_lens_hint_from_the_workspace(proj):
+    path = proj / ".harn" / "checkpoints" / "ingest.json"
+    path.write_bytes(harn_bytes({"fetch": "rows", "plan": keyed(FP_A, 1)}))
+    ws = Workspace.load(str(proj), env={}, home=str(proj.parent / "home"))
+    ws.checkpoint_history = CheckpointHistory.for_project(str(proj))
+    assert record_workspace(ws) == [("ingest", 1)]
+    assert last_change(ws, "ingest") is None
+    path.write_bytes(harn_bytes({"fetch": "rows", "plan": keyed(FP_B, 1), "clean": [1]}))
+    ws.apply({str(path)})
+    assert record_workspace(ws, {"ingest"}) == [("ingest", 2)]
+    assert record_workspace(ws, {"ingest"}) == []
+    change = last_change(ws, "ingest")
+    assert change.changed("plan") and change.changed("clean") and not change.changed("fetch")
+
+    doc = render_uri(ws, "harn-state:/checkpoints/ingest.md")
+    assert "## History (2 version(s) kept)" in doc
+    assert "[2](harn-state:/checkpoints/ingest.md?version=2)" in doc
+    assert "added: clean; fingerprint changed: plan" in doc
+    v1 = render_uri(ws, "harn-state:/checkpoints/ingest.md?version=1")
+    v2 = render_uri(ws, "harn-state:/checkpoints/ingest.md?version=2")
+    assert FP_A in v1 and FP_B in v2 and "## clean" in v2 and "## clean" not in v1
+    with pytest.raises(UriError):
+        render_uri(ws, "harn-state:/checkpoints/ingest.md?version=9")
+
+    stages = tree_items(ws, "checkpoints", "ckpt:ingest")
+    hist = [i for i in stages if i["contextValue"] == "checkpointHistory"]
+    assert hist and hist[0]["description"] == "2 version(s)"
+    versions = tree_items(ws, "checkpoints", hist[0]["id"])
+    assert [v["label"] for v in versions] == ["version 2", "version 1"]
+    assert versions[0]["contextValue"] == "checkpointVersion"
+    assert versions[0]["data"]["previousUri"] == "harn-state:/checkpoints/ingest.md?version=1"
+    assert versions[1]["contextValue"] == "checkpointVersion.first"
+
+
+def test_cache_off_means_no_history(proj, monkeypatch):
+    monkeypatch.setenv("HARN_LS_CACHE", "off")
+    assert CheckpointHistory.for_project(str(proj)) is None

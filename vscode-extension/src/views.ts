@@ -1,0 +1,82 @@
+// Comparisons: checkpoint versions (History node) and two runs, as vscode.diff of
+// harn-state: documents the server renders in a stable, comparable shape.
+import * as vscode from 'vscode';
+import type { Node, Trees } from './trees';
+import { SCHEME, TreeItemData } from './protocol';
+
+export const ViewCommands = {
+  compareCheckpointWithPrevious: 'harnState.ui.compareCheckpointWithPrevious',
+  compareRun: 'harnState.ui.compareRun',
+} as const;
+
+function itemOf(arg: unknown): TreeItemData | undefined {
+  const node = arg as Node | undefined;
+  if (node && typeof node === 'object' && (node as { kind?: string }).kind === 'item') {
+    return (node as Extract<Node, { kind: 'item' }>).item;
+  }
+  const it = arg as TreeItemData | undefined;
+  return it && typeof it === 'object' && typeof it.id === 'string' ? it : undefined;
+}
+
+const enc = (s: string) => encodeURIComponent(s);
+
+export function runDocUri(id: string, normalized = true): vscode.Uri {
+  return vscode.Uri.parse(`${SCHEME}:/runs/${enc(id)}.md${normalized ? '?normalized=1' : ''}`, true);
+}
+
+export function compareUri(a: string, b: string): vscode.Uri {
+  return vscode.Uri.parse(`${SCHEME}:/compare/${enc(a)}/${enc(b)}.md`, true);
+}
+
+export function registerViewCommands(
+  context: vscode.ExtensionContext,
+  trees: Trees,
+  log: vscode.LogOutputChannel,
+  open: (uri: vscode.Uri) => Promise<unknown>,
+): void {
+  const reg = (id: string, what: string, fn: (...args: any[]) => Promise<unknown>) =>
+    context.subscriptions.push(vscode.commands.registerCommand(id, async (...args: any[]) => {
+      try {
+        return await fn(...args);
+      } catch (e) {
+        const msg = e instanceof Error ? e.message : String(e);
+        log.error(`${what}: ${msg}`);
+        void vscode.window.showErrorMessage(`Harn State: ${what} failed: ${msg}`);
+        return undefined;
+      }
+    }));
+
+  reg(ViewCommands.compareCheckpointWithPrevious, 'Compare with previous', async (arg?: unknown) => {
+    const item = itemOf(arg);
+    const d = item?.data ?? {};
+    const prev = typeof d.previousUri === 'string' ? d.previousUri : undefined;
+    if (!item?.uri || !prev) { throw new Error('choose a checkpoint version (not the first) under History in the Checkpoints view'); }
+    const title = `${String(d.pipeline ?? 'checkpoints')}: version ${String(d.previous ?? '?')} ↔ ${String(d.version ?? '?')}`;
+    return vscode.commands.executeCommand('vscode.diff', vscode.Uri.parse(prev, true), vscode.Uri.parse(item.uri, true), title);
+  });
+
+  const pickRun = async (placeHolder: string, exclude?: string): Promise<string | undefined> => {
+    const runs = (await trees.collect('runs', 'run', 0)).filter(r => (r.data?.id ?? r.id) !== exclude);
+    if (!runs.length) {
+      void vscode.window.showInformationMessage('Harn State: no other run to compare with.');
+      return undefined;
+    }
+    const pick = await vscode.window.showQuickPick(
+      runs.map(r => ({ label: r.label, description: r.description, detail: r.tooltip, id: String(r.data?.id ?? r.id.replace(/^run:/, '')) })),
+      { placeHolder, matchOnDescription: true, matchOnDetail: true },
+    );
+    return pick?.id;
+  };
+
+  reg(ViewCommands.compareRun, 'Compare runs', async (arg?: unknown, other?: string) => {
+    const item = itemOf(arg);
+    const a = typeof arg === 'string' ? arg
+      : (typeof item?.data?.id === 'string' ? item.data.id as string : item?.id.replace(/^run:/, ''))
+        ?? await pickRun('First run to compare');
+    if (!a) { return undefined; }
+    const b = typeof other === 'string' ? other : await pickRun(`Compare ${a} with…`, a);
+    if (!b) { return undefined; }
+    await vscode.commands.executeCommand('vscode.diff', runDocUri(a), runDocUri(b), `Run ${a} ↔ ${b}`);
+    return open(compareUri(a, b));
+  });
+}
