@@ -23,6 +23,7 @@ _AFFECTS = {
     "transcripts": {"runs"},
     "sessions": {"sessions"},
     "recall": {"memory"},
+    "compare": {"runs"},
 }
 
 

@@ -41,7 +41,7 @@ class StateUri:
             return 0
 
 
-_KINDS = ("runs", "transcripts", "checkpoints", "memory", "facts", "proposals", "skills", "sessions")
+_KINDS = ("runs", "transcripts", "checkpoints", "memory", "facts", "proposals", "skills", "sessions", "compare")
 _SAFE_NAME = re.compile(r"^[^\x00-\x1f\x7f]+$")
 
 
@@ -70,7 +70,9 @@ def parse_uri(uri: str) -> StateUri:
     if any(s in ("", ".", "..") for s in segments) or any(s in (".", "..") for s in rest.replace("\\", "/").split("/")) \
             or not _SAFE_NAME.match(rest):
         raise UriError(f"refused: {uri} (path segments must not be empty, '.', '..' or control characters)")
-    if head != "memory" and len(segments) != 1:
+    if head == "compare" and len(segments) != 2:
+        raise UriError(f"unknown document: {uri} (expected compare/<runA>/<runB>.md)")
+    if head not in ("memory", "compare") and len(segments) != 1:
         raise UriError(f"unknown document: {uri}")
     return StateUri(head, rest, query)
 

@@ -337,6 +337,10 @@ def runs(ws, target: StateUri, settings: RenderSettings) -> str:
     run = ws.runs.get(target.name)
     if run is None:
         raise UriError(f"no run {target.name!r}")
+    if target.query.get("normalized") == "1":
+        from harn_ls.render.compare import normalized_document
+
+        return normalized_document(ws, run.id)
     out = [f"# Run — {run.id}", "", "| field | value |\n|---|---|",
            f"| status | {cell(run.status)} |", f"| workflow | {cell(run.workflow_name or run.workflow_id)} |",
            f"| started | {cell(run.started_at)} |", f"| finished | {cell(run.finished_at)} |",
@@ -567,4 +571,12 @@ _RENDERERS = {
     "transcripts": transcripts,
     "sessions": sessions,
     "recall": recall,
+    "compare": lambda ws, target, settings: _compare(ws, target),
 }
+
+
+def _compare(ws, target: StateUri) -> str:
+    from harn_ls.render.compare import compare_document
+
+    a, _, b = target.name.partition("/")
+    return compare_document(ws, a, b)
