@@ -61,9 +61,38 @@ def cmd_show(args) -> int:
     path, (uri,) = _split_path_and_rest(args.args, 1)
     ws = _project(path)
     try:
-        sys.stdout.write(render_uri(ws, uri, RenderSettings(show_private=args.show_private)))
+        text = render_uri(ws, uri, RenderSettings(show_private=args.show_private))
     except UriError as exc:
         raise UsageError(str(exc)) from None
+    _write_document(text, args.format)
+    return 0
+
+
+def _write_document(text: str, fmt: str) -> None:
+    """text: Markdown without picture lines (the tables carry the same numbers); md: as served; svg: the pictures."""
+    from harn_ls.render.svg import extract_pictures, strip_pictures
+
+    if fmt == "svg":
+        pictures = extract_pictures(text)
+        if not pictures:
+            raise UsageError("this document has no picture (pictures: run timelines, memory growth, recall score bars)")
+        sys.stdout.write(pictures[0] + "\n")
+    elif fmt == "md":
+        sys.stdout.write(text)
+    else:
+        sys.stdout.write(strip_pictures(text))
+
+
+def cmd_compare(args) -> int:
+    from harn_ls.render import UriError, make_uri, render_uri
+
+    path, run_a, run_b = args.path, args.run_a, args.run_b
+    ws = _project(path)
+    try:
+        text = render_uri(ws, make_uri("compare", f"{run_a}/{run_b}"))
+    except UriError as exc:
+        raise UsageError(str(exc)) from None
+    _write_document(text, args.format)
     return 0
 
 
@@ -78,7 +107,9 @@ def cmd_recall(args) -> int:
     if args.json:
         _dump(recall_json(result))
     else:
-        sys.stdout.write(render_recall_markdown(result, query, args.namespace))
+        from harn_ls.render.svg import strip_pictures
+
+        sys.stdout.write(strip_pictures(render_recall_markdown(result, query, args.namespace)))
     return 0
 
 
@@ -179,10 +210,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_inspect)
 
-    s = sub.add_parser("show", help="print a harn-state: document", usage="harn-ls show [PATH] URI [--show-private]")
+    s = sub.add_parser("show", help="print a harn-state: document", usage="harn-ls show [PATH] URI [--show-private] [--format text|md|svg]")
     s.add_argument("args", nargs="+", metavar="[PATH] URI")
     s.add_argument("--show-private", action="store_true", help="include private reasoning in transcripts")
+    s.add_argument("--format", choices=("text", "md", "svg"), default="text",
+                   help="text: Markdown without pictures (default); md: with inline SVG pictures; svg: the document's picture")
     s.set_defaults(func=cmd_show)
+
+    s = sub.add_parser("compare", help="compare two runs: stages, status, durations, tokens, where the conversations diverge",
+                       usage="harn-ls compare PATH RUN_A RUN_B [--format text|md]")
+    s.add_argument("path")
+    s.add_argument("run_a")
+    s.add_argument("run_b")
+    s.add_argument("--format", choices=("text", "md"), default="text")
+    s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("recall", help="Harn-parity memory recall",
                        usage="harn-ls recall [PATH] QUERY [--namespace NS] [-k K] [--explain] [--json]")

@@ -49,8 +49,18 @@ async def render(ls, uri: str) -> str:
         text = f"# harn-ls could not render this document\n\n{type(exc).__name__}: {exc}\n"
     from harn_ls.lsp.server import text_hash
 
+    text = for_client(ls, text)
     ls.served[uri] = (proj.root, text_hash(text))
     return text
+
+
+def for_client(ls, text: str) -> str:
+    """Drop picture lines for clients that show documents as plain text (see server.initialize)."""
+    if getattr(ls, "pictures", True):
+        return text
+    from harn_ls.render.svg import strip_pictures
+
+    return strip_pictures(text)
 
 
 def register(server) -> None:
@@ -88,7 +98,7 @@ async def refresh_changed(ls, proj, changes) -> None:
                 text = render_uri(proj.ws, uri, settings)
             except UriError as exc:
                 text = f"# Not found\n\n{exc}\n"
-            new = text_hash(text)
+            new = text_hash(for_client(ls, text))
             if new != digest:
                 out.append(uri)
         return out

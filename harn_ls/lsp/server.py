@@ -6,6 +6,8 @@ tree, symbols, code_actions, commands); each exposes `register(server)`.
 
 from __future__ import annotations
 
+import re
+
 import asyncio
 import functools
 import hashlib
@@ -303,6 +305,10 @@ def create_server() -> HarnLanguageServer:
     @server.feature(types.INITIALIZE)
     def initialize(ls: HarnLanguageServer, params: types.InitializeParams) -> None:
         ls.client_caps = params.capabilities
+        # Pictures (inline SVG) only for editors that render our documents (VS Code and its forks);
+        # Neovim and other plain-text readers get the same document without the picture lines.
+        name = params.client_info.name if params.client_info is not None else ""
+        ls.pictures = bool(re.search(r"code|codium|cursor|windsurf", name or "", re.I))
         settings, trusted, errors = from_initialization_options(params.initialization_options)
         ls.settings = settings
         ls.trusted = trusted if trusted is not None else settings.trustedByDefault

@@ -184,6 +184,10 @@ def memory(ws, target: StateUri, settings: RenderSettings) -> str:
            f"Config (last `open`): backend **{cfg.get('backend')}**, model hint {inline(cfg.get('embed_model_hint'))}, "
            f"weights bm25 {cfg.get('bm25_weight')} / cosine {cfg.get('cosine_weight')}"
            + (f", dim {cfg.get('embed_dim')}" if cfg.get("embed_dim") is not None else ""), ""]
+    if page == 0:
+        from harn_ls.render.memory_charts import namespace_section
+
+        out.extend(namespace_section(space))
     nav = []
     if page > 0:
         nav.append(_link("← newer", make_uri("memory", target.name, page=str(page - 1))))

@@ -67,6 +67,9 @@ def render_recall_markdown(result: RecallResult, query: str, namespace: str | No
     if not result.hits:
         lines.append("_No record scores above 0 for this query (Harn drops those)._"
                      if result.query_terms else "_No active records._")
+    from harn_ls.render.memory_charts import score_bar, score_segments
+
+    top = max((sum(v for _, v, _ in score_segments(h)) for h in result.hits), default=0.0)
     for rank, hit in enumerate(result.hits, 1):
         shown = hit.tags[:5]
         tags = ", ".join(f"`{_md(t)}`" for t in shown) or "no tags"
@@ -78,6 +81,7 @@ def render_recall_markdown(result: RecallResult, query: str, namespace: str | No
         target = f"harn-state:/facts/{hit.id}.md" if is_fact else f"harn-state:/memory/{hit.namespace}.md"
         lines.append(f"### {rank}. `{_md(hit.key)}` — score {_num(hit.score)}")
         lines.append("")
+        lines += [score_bar(hit, top), ""]
         lines.append(f"id `{_md(hit.id)}`{ns} · stored {_md(hit.stored_at)} · seq {hit.seq} · {tags} · "
                      f"[open]({target})")
         text = hit.record.text
