@@ -6,6 +6,7 @@ const fs = require('fs');
 const path = require('path');
 const { chromium } = require('playwright-core');
 const fixture = require('./fixture');
+const views = require('./views_checks');
 
 const CS_URL = process.env.CS_URL;
 const WS = process.env.WS;
@@ -161,6 +162,7 @@ async function main() {
   log(`fixture: ${fx.runs.length} runs, ${fx.transcripts.length} transcripts, ${fx.pipelines.length} checkpoint files, ` +
       `${fx.namespaces.length} namespaces, ${fx.facts.length} file facts, ${fx.proposals.length} proposals, ${fx.skills.length} skills`);
 
+  views.presetSourceDocuments(WS);
   const userDataDir = fs.mkdtempSync(path.join(TMP, 'chromium-'));
   const ctx = await chromium.launchPersistentContext(userDataDir, {
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -282,6 +284,8 @@ async function main() {
         `the query "${query}" in the recall document`, 15_000);
       return `query "${query}", ${text.split('\n').length} lines shown`;
     });
+
+    await views.viewChecks({ page, check, shot, waitFor, sleep, log, WS, focusView, rows, rowTexts, expandRows, runCommand });
 
     await check(page, 'accepting a proposal writes SKILL.md and removes it from the view', async () => {
       const skillRoot = '.claude/skills';
