@@ -16,10 +16,18 @@ function presetSourceDocuments(ws) {
   fs.writeFileSync(file, JSON.stringify(settings, null, 2));
 }
 
-/** The rendered document's frame: VS Code nests the webview's content in two iframes. */
-function previewFrame(page) {
-  return page.frameLocator('.part.editor .editor-group-container.active iframe.webview.ready').first()
-    .frameLocator('iframe#active-frame');
+/**
+ * The rendered document's frame. Webviews live in an overlay layer of the workbench (not
+ * inside the editor part), two iframes deep; our page marks its <body> with data-source.
+ */
+async function previewFrame(page, uriPart, waitFor) {
+  return waitFor(async () => {
+    for (const f of page.frames()) {
+      const src = await f.evaluate(() => (document.body && document.body.dataset && document.body.dataset.source) || '').catch(() => '');
+      if (src && src.includes(uriPart)) return f;
+    }
+    return undefined;
+  }, `the rendered view of ${uriPart}`, 30_000, 500);
 }
 
 async function setOpenAs(h, value) {
@@ -31,7 +39,8 @@ async function setOpenAs(h, value) {
   const select = page.locator('.settings-editor [data-key="harnState.documents.openAs"] select').first();
   await select.waitFor({ timeout: 15_000 });
   await select.selectOption(value);
-  await h.sleep(500);
+  await h.waitFor(async () => (await select.inputValue()) === value, `the setting to read ${value}`, 5_000);
+  await h.sleep(2000);  // the configuration change reaches the extension host asynchronously
   await page.keyboard.press('Control+W');  // close the settings editor
 }
 
@@ -80,7 +89,7 @@ async function checks(h, runs, withLlm) {
     await setOpenAs(h, 'preview');
     const rec = withLlm.rec;
     await clickRow(h, 'runs', t => t.includes(rec.workflow_name || rec.id), `run ${rec.id}`);
-    const frame = previewFrame(page);
+    const frame = await previewFrame(page, `/runs/${rec.id}.md`, waitFor);
     const bars = frame.locator('svg g.bar');
     const n = await waitFor(async () => { const c = await bars.count(); return c >= rec.stages.length ? c : undefined; },
       `timeline bars for the ${rec.stages.length} stages of ${rec.id}`, 30_000);
@@ -95,7 +104,7 @@ async function checks(h, runs, withLlm) {
     const tr = withLlm.rec.transcript || (withLlm.rec.stages || []).map(s => s && s.transcript).find(Boolean);
     if (!tr || !tr.id) throw new Error('the run has no transcript');
     await clickRow(h, 'runs', t => t.includes(String(tr.id).slice(0, 13)), `transcript ${tr.id}`);
-    const frame = previewFrame(page);
+    const frame = await previewFrame(page, `/transcripts/${tr.id}.md`, waitFor);
     const call = frame.locator('details', { has: frame.locator('summary', { hasText: 'Tool call' }) }).first();
     await call.waitFor({ timeout: 30_000 });
     if (await call.getAttribute('open') !== null) throw new Error('the tool call is not folded');
@@ -134,7 +143,7 @@ async function checks(h, runs, withLlm) {
     await diff.waitFor({ timeout: 20_000 });
     const added = await waitFor(async () => {
       const t = (await diff.locator('.editor.modified .view-lines').innerText().catch(() => '')).replace(/\u00a0/g, ' ');
-      return t.includes('e2e_history_stage') ? t : undefined;
+      return t.replace(/\\/g, '').includes('e2e_history_stage') ? t : undefined;
     }, 'the new stage in the right side of the diff', 15_000);
     await shot(page, 'checkpoint-history-diff');
     return `${pipeline}: diff shows the added stage (${added.split('\n').length} lines)`;
@@ -152,7 +161,7 @@ async function checks(h, runs, withLlm) {
     };
     await pick(a.id);
     await pick(b.id);
-    const frame = previewFrame(page);
+    const frame = await previewFrame(page, `/compare/`, waitFor);
     const title = await waitFor(async () => {
       const t = await frame.locator('h1').first().innerText().catch(() => '');
       return /Compare runs/.test(t) ? t : undefined;
