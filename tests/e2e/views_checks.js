@@ -40,8 +40,19 @@ async function setOpenAs(h, value) {
   await select.waitFor({ timeout: 15_000 });
   await select.selectOption(value);
   await h.waitFor(async () => (await select.inputValue()) === value, `the setting to read ${value}`, 5_000);
-  await h.sleep(2000);  // the configuration change reaches the extension host asynchronously
+  await h.sleep(1000);
   await page.keyboard.press('Control+W');  // close the settings editor
+  if (value !== 'preview') { return; }
+  // The change reaches the extension host asynchronously: open the index until it comes up rendered.
+  const end = Date.now() + 30_000;
+  for (;;) {
+    await runCommand(page, 'Harn State: Open Index');
+    const frame = await previewFrame(page, '/index.md', (fn, what) => h.waitFor(fn, what, 3_000, 300)).catch(() => undefined);
+    await page.keyboard.press('Control+W');
+    if (frame) { return; }
+    if (Date.now() > end) { throw new Error('harnState.documents.openAs = preview did not take effect'); }
+    await h.sleep(1500);
+  }
 }
 
 function runRecords(ws) {
