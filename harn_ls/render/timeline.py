@@ -225,17 +225,22 @@ def build(run, llm_log=None, *, max_bars: int = MAX_BARS) -> Timeline:
 
 
 def _mark_critical(bars: list[Bar]) -> None:
-    timed = [b for b in bars if b.start_ms is not None]
+    """Walk back from the bar that ends last through the bar that ended latest before each one started."""
+    import bisect
+
+    timed = sorted((b for b in bars if b.start_ms is not None), key=lambda b: (b.end_ms, b.start_ms))
     if not timed:
         return
-    cur = max(timed, key=lambda b: (b.end_ms, b.start_ms))
-    seen = 0
-    while cur is not None and seen < len(timed):
+    ends = [b.end_ms for b in timed]
+    eps = 1.0  # ms: stages that touch count as one after the other
+    i = len(timed) - 1
+    while i >= 0:
+        cur = timed[i]
         cur.critical = True
-        seen += 1
-        eps = 1.0  # ms: stages that touch count as one after the other
-        before = [b for b in timed if not b.critical and b.end_ms <= cur.start_ms + eps]
-        cur = max(before, key=lambda b: (b.end_ms, b.start_ms)) if before else None
+        j = bisect.bisect_right(ends, cur.start_ms + eps) - 1
+        while j >= 0 and (timed[j].critical or j >= i):
+            j -= 1
+        i = j
 
 
 def aggregate(bars: list[Bar], span_ms: float, max_bars: int) -> list[Bar]:
