@@ -373,11 +373,13 @@ def to_svg(tl: Timeline, title: str = "") -> str:
             tag += f" · {fmt_int(b.tokens_in) or '?'}→{fmt_int(b.tokens_out) or '?'} tok"
         if b.cached:
             tag += " · cached"
-        tx = x + w + 4
-        anchor = "start"
+        tx, anchor, color = x + w + 4, "start", "#555"
         if tx > WIDTH - 150:
-            tx, anchor = x - 4, "end"
-        parts.append(f'<text x="{num(tx)}" y="{y + 12}" fill="#555" text-anchor="{anchor}">{esc(tag)}</text></g>')
+            if x - LABEL_W >= 150:
+                tx, anchor = x - 4, "end"  # left of the bar
+            else:
+                tx, color = x + 4, "#ffffff"  # inside a bar that spans the plot
+        parts.append(f'<text x="{num(tx)}" y="{y + 12}" fill="{color}" text-anchor="{anchor}">{esc(tag)}</text></g>')
     parts.append("</svg>")
     return "".join(parts)
 
