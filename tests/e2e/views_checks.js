@@ -179,6 +179,12 @@ async function checks(h, runs, withLlm) {
     }, 'the comparison summary', 30_000);
     const stagesText = await frame.locator('p', { hasText: 'Added in B' }).first().innerText();
     await shot(page, 'run-compare-summary');
+    // a harn-state: link inside the rendered view opens that document, rendered
+    await frame.locator('a', { hasText: 'normalized A' }).first().click();
+    const normalized = await previewFrame(page, `/runs/${a.id}.md?normalized=1`, waitFor);
+    await normalized.locator('h1', { hasText: 'normalized' }).first().waitFor({ timeout: 15_000 });
+    await shot(page, 'run-normalized-from-link');
+    await page.locator('.part.editor .tab', { hasText: 'compare:' }).first().click();
     // the side-by-side diff of the normalized documents is the tab before
     const diffTab = page.locator('.part.editor .tab', { hasText: '↔' }).first();
     await diffTab.click();
