@@ -109,7 +109,7 @@ def register(server) -> None:
             from harn_ls.render.checkpoint_history import last_change
 
             change = await proj.run(lambda: last_change(proj.ws, data["pipeline"]))
-            if change is not None and (change.changed(data["stage"]) or data["stage"] in change.removed):
+            if entry is not None and change is not None and change.changed(data["stage"]):
                 title += " · changed since the last run"
             lens.command = types.Command(title=title, command=P.CMD_OPEN,
                                          arguments=[make_uri("checkpoints", data["pipeline"])])

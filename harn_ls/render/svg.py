@@ -60,8 +60,20 @@ def picture(svg: str, alt: str = "") -> str:
 
 def strip_pictures(markdown: str) -> str:
     """The document for plain-text readers: picture lines removed (their tables stay)."""
-    return "\n".join(line for line in markdown.split("\n") if not line.startswith(PICTURE_PREFIX)) \
-        if PICTURE_PREFIX in markdown else markdown
+    if PICTURE_PREFIX not in markdown:
+        return markdown
+    out: list[str] = []
+    skip_blank = False
+    for line in markdown.split("\n"):
+        if line.startswith(PICTURE_PREFIX):
+            skip_blank = True  # the blank line that followed the picture goes with it
+            continue
+        if skip_blank and not line.strip():
+            skip_blank = False
+            continue
+        skip_blank = False
+        out.append(line)
+    return "\n".join(out)
 
 
 def extract_pictures(markdown: str) -> list[str]:
