@@ -46,13 +46,18 @@ function isHarnLsProgram(p: string): boolean {
   return /^harn-ls(\.exe|\.cmd)?$/i.test(path.basename(p));
 }
 
-function onPath(name: string): string | undefined {
+/** Every executable `name` on PATH, in PATH order (relative entries skipped: they would mean the folder). */
+function allOnPath(name: string): string[] {
+  const out: string[] = [];
   for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (!dir || !path.isAbsolute(dir)) { continue; }  // a relative PATH entry would be the folder
+    if (!dir || !path.isAbsolute(dir)) { continue; }
     const full = path.join(dir, name);
-    try { fs.accessSync(full, fs.constants.X_OK); return full; } catch { /* next */ }
+    try {
+      fs.accessSync(full, fs.constants.X_OK);
+      if (fs.statSync(full).isFile() && !out.includes(full)) { out.push(full); }
+    } catch { /* next */ }
   }
-  return undefined;
+  return out;
 }
 
 function inside(child: string, parent: string): boolean {
@@ -66,7 +71,7 @@ function inside(child: string, parent: string): boolean {
  * both paths count.
  */
 export function programInFolder(program: string, folders: readonly string[]): string | undefined {
-  const found = path.isAbsolute(program) ? program : onPath(program);
+  const found = path.isAbsolute(program) ? program : allOnPath(program)[0];
   if (!found) { return undefined; }
   const candidates = [path.resolve(found)];
   try { candidates.push(fs.realpathSync(found)); } catch { /* missing: nothing runs */ }
@@ -215,13 +220,18 @@ export async function resolveLaunch(
     return { error: `harnState.server.path is ${program}, but harn_ls cannot be imported by it.`, tried: [program] };
   }
 
+  /** The first `name` on PATH that may run here (in an untrusted workspace: not inside a folder). */
+  const firstOnPath = (name: string): string | undefined => allOnPath(name).find(p => allowed(p, `${name} on PATH`));
+
   const candidates: Array<[string, string]> = [];
   const fromPythonExt = await pythonExtensionInterpreter(folder?.uri);
-  if (fromPythonExt) { candidates.push([fromPythonExt, 'the Python extension\'s interpreter']); }
-  candidates.push(['python3', 'python3 on PATH']);
+  if (fromPythonExt && allowed(fromPythonExt, 'the Python extension\'s interpreter')) {
+    candidates.push([fromPythonExt, 'the Python extension\'s interpreter']);
+  }
+  const python3 = firstOnPath('python3');
+  if (python3) { candidates.push([python3, 'python3 on PATH']); }
   const usable: Array<[string, string, [number, number]]> = [];
   for (const [python, source] of candidates) {
-    if (!allowed(python, source)) { continue; }
     tried.push(python);
     const info = await probePython(python, cwd, log);
     if (!info) { continue; }
@@ -230,8 +240,8 @@ export async function resolveLaunch(
     }
     usable.push([python, source, info.version]);
   }
-  const exe = onPath('harn-ls');
-  if (exe && allowed(exe, 'harn-ls on PATH')) {
+  const exe = firstOnPath('harn-ls');
+  if (exe) {
     return { command: exe, args: setArgs.length ? setArgs : HARN_LS_ARGS, cwd, source: 'harn-ls on PATH' };
   }
   const bundle = bundledServer(extensionPath);
@@ -244,7 +254,7 @@ export async function resolveLaunch(
       log.info(`${python} is Python ${tag}; the bundled harn-ls is built for Python ${bundle.pythons.join(', ')}.`);
     }
     return {
-      error: `The bundled harn-ls needs Python ${bundle.pythons.join(', ')}, and none was found (tried the Python extension's interpreter and python3).`,
+      error: `The bundled harn-ls needs Python ${bundle.pythons.join(', ')}, and none was found (tried the Python extension's interpreter and python3 on PATH).`,
       tried,
     };
   }
