@@ -432,6 +432,17 @@ async function checkNoCodeFromTheFolderRan() {
 }
 checkNoCodeFromTheFolderRan.title = 'no code from the folder ran (shadow harn_ls/, pygls/, orjson.py)';
 
+async function checkRunsViewFills({ page, fx }) {
+  await focusView(page, 'runs');
+  const tokens = fx.runs.flatMap(r => r.tokens).filter(Boolean).map(norm);
+  const texts = await waitFor(async () => {
+    const t = (await rowTexts(page, 'runs')).map(norm);
+    return t.some(x => tokens.some(tok => x.includes(tok))) ? t : undefined;
+  }, 'a fixture run in Runs & Transcripts', 45_000);
+  return `${texts.length} rows`;
+}
+checkRunsViewFills.title = 'the Runs & Transcripts view fills';
+
 async function checkFolderInterpreterRefused() {
   const line = await waitFor(() => extensionLog().split('\n').find(l => /Not using python3 on PATH .*inside the workspace folder/.test(l)),
     'the log line refusing the python3 inside the untrusted folder', 30_000);
@@ -441,9 +452,26 @@ checkFolderInterpreterRefused.title = 'in Restricted Mode a python3 inside the f
 
 // Which checks run: `main` in the trusted run, `untrusted` in the Restricted Mode run (run.sh sets E2E_MODE).
 const SUITES = {
-  main: [checkFourViewsRenderWithItems, checkServerIsTheBundledOne, checkFactCodeLensAndHover, checkOpeningATranscriptShowsIts, checkStatusBarShowsCountsAnd, checkRecallMemoryOpensRankedResults, checkAcceptingAProposalWritesSkill, checkTypecheckProbeOnASelection, checkAServerThatCannotStart, checkRestartServerCommandBringsThe,
-    checkNoCodeFromTheFolderRan, checkWelcomeViewWhenTheFolder],
-  untrusted: [checkFourViewsRenderWithItems, checkServerIsTheBundledOne, checkFolderInterpreterRefused, checkNoCodeFromTheFolderRan],
+  main: [
+    checkFourViewsRenderWithItems,
+    checkServerIsTheBundledOne,
+    checkFactCodeLensAndHover,
+    checkOpeningATranscriptShowsIts,
+    checkStatusBarShowsCountsAnd,
+    checkRecallMemoryOpensRankedResults,
+    checkAcceptingAProposalWritesSkill,
+    checkTypecheckProbeOnASelection,
+    checkAServerThatCannotStart,
+    checkRestartServerCommandBringsThe,
+    checkNoCodeFromTheFolderRan,
+    checkWelcomeViewWhenTheFolder,  // last: it navigates to another folder
+  ],
+  untrusted: [
+    checkRunsViewFills,
+    checkServerIsTheBundledOne,
+    checkFolderInterpreterRefused,
+    checkNoCodeFromTheFolderRan,
+  ],
 };
 
 async function main() {
