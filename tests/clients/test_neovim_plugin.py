@@ -1,0 +1,92 @@
+"""The Neovim plugin (editors/neovim) driven in headless Neovim (Debian's 0.7.2) against the real server."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+SAMPLE = REPO / "fixtures" / "sample-project"
+PLUGIN = REPO / "editors" / "neovim"
+HARN_DOUBLE = REPO / "tests" / "harn_test_double.py"
+
+# In CI (`make test` installs Debian's neovim) a missing nvim is a failure, not a skip.
+pytestmark = pytest.mark.skipif(shutil.which("nvim") is None and not os.environ.get("CI"),
+                                reason="neovim is not installed (make test installs it)")
+
+
+def run_driver(tmp_path: Path) -> tuple[Path, dict]:
+    project = tmp_path / "sample-project"
+    shutil.copytree(SAMPLE, project, symlinks=True)
+    out = tmp_path / "result.json"
+    env = {**os.environ, "PROBE_OUT": str(out), "PROJECT": str(project), "PLUGIN_DIR": str(PLUGIN),
+           "HARN_LS_CMD": "\t".join([sys.executable, "-m", "harn_ls", "serve"]), "HARN_DOUBLE": str(HARN_DOUBLE),
+           "HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    (tmp_path / "home").mkdir()
+    try:
+        proc = subprocess.run(["timeout", "150", "nvim", "--headless", "--clean", "-c",
+                               f"luafile {HERE / 'nvim_plugin_driver.lua'}"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"headless Neovim did not finish: {exc}")
+    result = json.loads(out.read_text()) if out.exists() else {}
+    assert proc.returncode == 0, (f"driver failed in step {result.get('steps', ['?'])[-1]!r}: {result.get('error')}\n"
+                                  f"buffer {result.get('current_buffer')}:\n{result.get('current_text')}\n"
+                                  f"messages: {result.get('messages')}\nstderr: {proc.stderr[-2000:]}")
+    return project, result
+
+
+def test_neovim_plugin_end_to_end(tmp_path):
+    project, r = run_driver(tmp_path)
+    assert r["root"] == str(project)
+
+    # harn-state:/index.md through workspace/textDocumentContent, read-only markdown
+    assert r["index_name"] == "harn-state:///index.md"
+    assert r["index_text"].startswith("# Harn state — sample-project")
+    for name in ("[ingest](harn-state:/checkpoints/ingest.md)", "Reconcile Stripe Payouts Ledger", "agent/notes"):
+        assert name in r["index_text"]
+    assert (r["index_buftype"], r["index_filetype"], r["index_modifiable"]) == ("nofile", "markdown", False)
+    assert r["index_set_lines_ok"] is False and r["index_first_line"].startswith("# Harn state")
+
+    # refreshed after workspace/textDocumentContent/refresh (a memory event was appended)
+    assert r["refetched"] is True
+
+    # links: harn-state -> harn-state, harn-state -> file with a line
+    assert r["checkpoint_text"].startswith("# ") and "ingest" in r["checkpoint_text"]
+    assert r["file_link_line"] == 28
+
+    # code lenses shown (resolved) and runnable
+    assert r["lens_title"] == "1 fact · observation 0.9"
+    assert r["lens_count"] >= 1
+    assert r["lens_opened"].startswith("harn-state:/facts/fact_")
+
+    # recall with a URL-encoded query
+    assert r["recall_uri"] == "harn-state:/recall.md?q=money%20Decimal"
+    assert "style/money" in r["recall_text"]
+
+    # proposals: accept wrote the skill, reject hid the other; lists reflect both
+    selects = r["selects"]
+    first, second, third = selects[0]["items"], selects[2]["items"], selects[-1]["items"]
+    assert len(first) == 3 and any(i.startswith("Reconcile Stripe Payouts Ledger") for i in first)
+    assert len(second) == 2 and not any(i.startswith("Reconcile Stripe") for i in second)
+    assert len(third) == 1 and not any(i.startswith("Month-end close") for i in third)
+    skill = project / ".claude" / "skills" / "learned-reconcile-stripe-payouts-ledger" / "SKILL.md"
+    assert "name: learned-reconcile-stripe-payouts-ledger" in skill.read_text(encoding="utf-8")
+
+    # probe on a charwise selection after multi-byte text: the diagnostic lands on "oops"
+    line = r["probe_line"]
+    oops = line.encode("utf-8").index(b'"oops"')
+    assert [(d["lnum"], d["col"], d["end_col"]) for d in r["probe_diags"]] == [(1, oops, oops + len(b'"oops"'))]
+    # ... and the probe stored a fact about exactly the selected text
+    events = (project / ".harn" / "memory" / "project" / "facts" / "events.jsonl").read_text(encoding="utf-8")
+    fact = json.loads(events.splitlines()[-1])["value"]
+    assert fact["claim"] == 'probe typecheck `let x: int = "oops"` → fail'
+    assert {"kind": "file_range", "ref": "pipelines/probe_target.harn:2-2"} in fact["evidence"]
