@@ -90,3 +90,31 @@ def test_neovim_plugin_end_to_end(tmp_path):
     fact = json.loads(events.splitlines()[-1])["value"]
     assert fact["claim"] == 'probe typecheck `let x: int = "oops"` → fail'
     assert {"kind": "file_range", "ref": "pipelines/probe_target.harn:2-2"} in fact["evidence"]
+
+
+def test_neovim_plugin_helpers_and_hostile_links(tmp_path):
+    home = tmp_path / "home"
+    (home / ".harn").mkdir(parents=True)  # Harn's user-level folder: not a project marker
+    (home / "notes").mkdir()
+    (home / "work" / "proj" / ".harn").mkdir(parents=True)
+    (home / "work" / "proj" / "src").mkdir()
+    (home / "work" / "proj-evil").mkdir()
+    (home / "work" / "tomlproj" / "deep" / "er").mkdir(parents=True)
+    (home / "work" / "tomlproj" / "harn.toml").write_text("")
+    out = tmp_path / "units.json"
+    env = {**os.environ, "PROBE_OUT": str(out), "BASE": str(tmp_path), "PLUGIN_DIR": str(PLUGIN), "HOME": str(home),
+           "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    proc = subprocess.run(["timeout", "60", "nvim", "--headless", "--clean", "-c",
+                           f"luafile {HERE / 'nvim_plugin_units.lua'}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90)
+    r = json.loads(out.read_text()) if out.exists() else {}
+    assert proc.returncode == 0, (r.get("error"), proc.stderr[-2000:])
+    assert r["roots"] == {"home_harn_only": None, "project": str(home / "work" / "proj"),
+                          "toml": str(home / "work" / "tomlproj"), "evil": None}
+    assert r["urlencode"] == "a%20b%26c%3Dd%2F%C3%A9"
+    assert r["normalize"] == ["harn-state:/index.md?q=a%20b", "harn-state:/x.md", None]
+    assert r["links"] == ["harn-state:/facts/f1.md", "harn-state:/runs/r2.md", "harn-state:/skills/s.md", None,
+                          "file:///p/a.py#L3"]
+    assert r["utf16"] == [1, 2, 4, 5]
+    assert r["evil_name"] == str(home / 'evil|call writefile([], "') + str(tmp_path / 'marker') + '")'
+    assert r["evil_nl"] is None and r["marker"] is False

@@ -468,7 +468,7 @@ local pending_client -- client for the harn-state: buffer being read by BufReadC
 function M.open_state(uri, opts)
   opts = opts or {}
   local norm = M.normalize_uri(uri)
-  if not norm then
+  if not norm or norm:find('%c') then
     notify('not a harn-state: URI: ' .. tostring(uri), ERROR)
     return nil
   end
@@ -521,6 +521,10 @@ end
 --- Open a link target: a harn-state: URI, or a file: URI with an optional #L<line> fragment.
 function M.open_target(target, opts)
   opts = opts or {}
+  if type(target) ~= 'string' or target:find('%c') then
+    notify('refused a link with control characters', WARN)
+    return nil
+  end
   if M.normalize_uri(target) then
     return M.open_state(target, { client_id = opts.client_id or bvar(0, 'harn_client_id'), cmd = opts.cmd })
   end
@@ -544,11 +548,21 @@ end
 function M.link_at(line, col)
   local links = {}
   for close, target, stop in line:gmatch('()%]%(([^%s%)]+)%)()') do
-    -- label start: the last '[' before the closing bracket
-    local open = close
-    local i = line:sub(1, close - 1):match('.*()%[')
-    if i then
-      open = i
+    -- label start: the matching '[' (nested and backslash-escaped brackets allowed in the label)
+    local open, depth, i = close, 0, close - 1
+    while i >= 1 do
+      local c = line:sub(i, i)
+      if (c == '[' or c == ']') and line:sub(i - 1, i - 1) ~= '\\' then
+        if c == ']' then
+          depth = depth + 1
+        elseif depth == 0 then
+          open = i
+          break
+        else
+          depth = depth - 1
+        end
+      end
+      i = i - 1
     end
     table.insert(links, { s = open, e = stop, target = target })
   end
