@@ -18,7 +18,9 @@ end
 
 local function wait(ms, pred, what)
   local ok = vim.wait(ms, pred, 50)
-  assert(ok, 'timed out after ' .. ms .. ' ms waiting for ' .. what)
+  if not ok then
+    error('timed out after ' .. ms .. ' ms waiting for ' .. (type(what) == 'function' and what() or what), 2)
+  end
 end
 
 local function text(buf)
@@ -46,7 +48,10 @@ local function wait_state(uri_prefix, needle, what)
   wait(15000, function()
     local u = bvar(0, 'harn_state_uri')
     return u and u:sub(1, #uri_prefix) == uri_prefix and text(0):find(needle, 1, true) ~= nil
-  end, what .. ' (current buffer ' .. api.nvim_buf_get_name(0) .. ')')
+  end, function()
+    return what .. ' (current buffer ' .. api.nvim_buf_get_name(0) .. ', harn_state_uri ' .. tostring(bvar(0, 'harn_state_uri'))
+      .. ', first line ' .. tostring(api.nvim_buf_get_lines(0, 0, 1, false)[1]) .. ')'
+  end)
 end
 
 local ok, err = pcall(function()
@@ -138,9 +143,8 @@ local ok, err = pcall(function()
     end
     table.insert(seen, { prompt = opts.prompt, items = labels })
     local want = table.remove(picks, 1)
-    for _, it in ipairs(items) do
-      local label = type(it) == 'table' and it.label or it
-      if label == want then
+    for i, it in ipairs(items) do
+      if labels[i] == want or (type(it) == 'table' and it.label == want) then
         return on_choice(it)
       end
     end
@@ -150,6 +154,10 @@ local ok, err = pcall(function()
   vim.cmd('HarnProposals')
   local skill = project .. '/.claude/skills/learned-reconcile-stripe-payouts-ledger/SKILL.md'
   wait(15000, function() return vim.loop.fs_stat(skill) ~= nil end, 'Accept to write ' .. skill)
+  -- the server asks (window/showDocument) to show the written skill
+  local t0 = vim.loop.hrtime()
+  wait(15000, function() return api.nvim_buf_get_name(0) == skill end, function() return 'window/showDocument of ' .. skill .. ' (current ' .. api.nvim_buf_get_name(0) .. ')' end)
+  results.show_document_ms = (vim.loop.hrtime() - t0) / 1e6
   picks = { 'Month-end close workflow', 'Reject for 14 days' }
   wait(10000, function()
     vim.cmd('HarnProposals')
@@ -160,6 +168,28 @@ local ok, err = pcall(function()
     return vim.wait(2000, function() return #seen >= 5 and #seen[#seen].items == 1 end, 50)
   end, 'the proposal list without the rejected proposal')
   results.selects = seen
+
+  step('proposal document lenses: compare with existing')
+  local conflict = project .. '/.claude/skills/learned-grep-read-file-edit-file-run-tests/SKILL.md'
+  vim.fn.mkdir(vim.fn.fnamemodify(conflict, ':h'), 'p')
+  local cf = assert(io.open(conflict, 'w'))
+  cf:write('---\nname: learned-grep-read-file-edit-file-run-tests\nshort: hand-written\n---\n\nMine.\n')
+  cf:close()
+  vim.cmd('HarnOpen harn-state:/proposals/tools-7742da9fd499.md')
+  local pdoc = api.nvim_get_current_buf()
+  wait_state('harn-state:/proposals/tools-7742da9fd499.md', '## What Accept writes', 'the proposal document')
+  wait(15000, function() return #vim.lsp.codelens.get(pdoc) >= 2 end, 'Compare / Reject lenses on the proposal document')
+  results.proposal_lenses = vim.tbl_map(function(l) return l.command.title end, vim.lsp.codelens.get(pdoc))
+  api.nvim_win_set_cursor(0, { 1, 0 })
+  picks = { 'Compare with existing' }
+  vim.cmd('HarnLensRun')
+  wait(15000, function() return #api.nvim_tabpage_list_wins(0) == 2 end, 'the diff tab')
+  results.diff = {}
+  for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
+    local b = api.nvim_win_get_buf(win)
+    table.insert(results.diff, { name = api.nvim_buf_get_name(b), diff = vim.wo[win].diff, text = text(b) })
+  end
+  vim.cmd('tabclose')
 
   step('probe')
   local target = project .. '/pipelines/probe_target.harn'

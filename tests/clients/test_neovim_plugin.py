@@ -73,13 +73,24 @@ def test_neovim_plugin_end_to_end(tmp_path):
     assert "style/money" in r["recall_text"]
 
     # proposals: accept wrote the skill, reject hid the other; lists reflect both
-    selects = r["selects"]
-    first, second, third = selects[0]["items"], selects[2]["items"], selects[-1]["items"]
+    lists = [s["items"] for s in r["selects"] if s["prompt"] == "Harn proposals"]
+    first, second, third = lists[0], lists[1], lists[-1]
     assert len(first) == 3 and any(i.startswith("Reconcile Stripe Payouts Ledger") for i in first)
     assert len(second) == 2 and not any(i.startswith("Reconcile Stripe") for i in second)
     assert len(third) == 1 and not any(i.startswith("Month-end close") for i in third)
+    assert r["show_document_ms"] < 15000  # Accept showed the written skill (window/showDocument)
     skill = project / ".claude" / "skills" / "learned-reconcile-stripe-payouts-ledger" / "SKILL.md"
     assert "name: learned-reconcile-stripe-payouts-ledger" in skill.read_text(encoding="utf-8")
+
+    # a proposal document has Compare / Reject lenses; Compare diffs the file on disk with the proposed one
+    assert r["proposal_lenses"] == ["Compare with existing", "Reject for 14 days"]
+    by_name = {d["name"]: d for d in r["diff"]}
+    existing = str(project / ".claude" / "skills" / "learned-grep-read-file-edit-file-run-tests" / "SKILL.md")
+    proposed = "harn-proposed://tools-7742da9fd499/SKILL.md"
+    assert set(by_name) == {existing, proposed} and all(d["diff"] for d in r["diff"])
+    assert "Mine." in by_name[existing]["text"]
+    assert by_name[proposed]["text"].startswith("---\nname: learned-grep-read-file-edit-file-run-tests\n")
+    assert "# Repeated grep -> read-file -> edit-file -> run-tests workflow" in by_name[proposed]["text"]
 
     # probe on a charwise selection after multi-byte text: the diagnostic lands on "oops"
     line = r["probe_line"]

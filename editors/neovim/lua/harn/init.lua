@@ -747,15 +747,73 @@ local function register_client_commands()
     end
     M.open_target(target, { client_id = ctx and ctx.client_id })
   end
-  -- The file on disk next to the proposal that would replace it.
   vim.lsp.commands['harnState.compareWithExisting'] = function(command, ctx)
     local arg = command.arguments and command.arguments[1] or {}
-    if type(arg) ~= 'table' or not arg.id or not arg.path then
+    if type(arg) ~= 'table' or type(arg.id) ~= 'string' or type(arg.path) ~= 'string' then
       return notify('compareWithExisting needs {id, path}', ERROR)
     end
-    M.open_state(SCHEME .. ':/proposals/' .. M.urlencode(arg.id) .. '.md', { client_id = ctx and ctx.client_id })
-    vim.cmd('vsplit ' .. vim.fn.fnameescape(arg.path))
+    M.compare(arg.id, arg.path, ctx and ctx.client_id)
   end
+end
+
+--- The text of the file a proposal document shows under `### `<path>`` ("What Accept writes").
+function M.proposed_file(markdown, path)
+  local lines = split_lines(markdown)
+  for i, line in ipairs(lines) do
+    local rel = line:match('^###%s+`([^`]+)`') or line:match('^###%s+(%S+)')
+    if rel and (path == rel or path:sub(-#rel - 1) == '/' .. rel) then
+      local j = i + 1
+      while j <= #lines and not lines[j]:match('^```') and not lines[j]:match('^~~~') do
+        j = j + 1
+      end
+      if j > #lines then
+        return nil
+      end
+      local marker = lines[j]:match('^(```+)') or lines[j]:match('^(~~~+)')
+      local body = {}
+      for k = j + 1, #lines do
+        if vim.trim(lines[k]) == marker then
+          return table.concat(body, '\n') .. '\n'
+        end
+        table.insert(body, lines[k])
+      end
+      return nil
+    end
+  end
+  return nil
+end
+
+--- "Compare with existing": the file on disk and the one Accept would write, in a diff tab.
+function M.compare(id, path, client_id, cb)
+  client_id = get_client(client_id) and client_id or M.context_client()
+  if not client_id then
+    return
+  end
+  local uri = SCHEME .. ':/proposals/' .. M.urlencode(id) .. '.md'
+  M.request(client_id, 'workspace/textDocumentContent', { uri = uri }, function(err, result)
+    local text = not err and type(result) == 'table' and M.proposed_file(result.text or '', path)
+    if not text then
+      notify('the proposal document shows no file for ' .. path, ERROR)
+      return cb and cb(false)
+    end
+    if path:find('%c') then
+      return notify('refused a path with control characters', WARN)
+    end
+    vim.cmd('tabnew ' .. vim.fn.fnameescape(path))
+    vim.cmd('diffthis')
+    vim.cmd('vnew')
+    local buf = api.nvim_get_current_buf()
+    vim.bo[buf].buftype = 'nofile'
+    vim.bo[buf].bufhidden = 'wipe'
+    vim.bo[buf].swapfile = false
+    pcall(api.nvim_buf_set_name, buf, 'harn-proposed://' .. id .. '/' .. vim.fn.fnamemodify(path, ':t'))
+    set_text(buf, text)
+    vim.bo[buf].filetype = 'markdown'
+    vim.cmd('diffthis')
+    if cb then
+      cb(true)
+    end
+  end)
 end
 
 local function refresh_lenses(args)
