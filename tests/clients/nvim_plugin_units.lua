@@ -31,6 +31,15 @@ local ok, err = pcall(function()
   results.evil_name = vim.api.nvim_buf_get_name(0)
   results.evil_nl = harn.open_target('file://' .. base .. '/x\ncall writefile([], "' .. marker .. '")') or vim.NIL
   results.marker = vim.loop.fs_stat(marker) ~= nil
+  -- a server that dies at start: the document says so instead of loading forever
+  harn.setup({ cmd = { 'sh', '-c', 'exit 3' } })
+  vim.cmd('cd ' .. vim.fn.fnameescape(base .. '/home/work/proj'))
+  vim.cmd('HarnIndex')
+  local ok_wait = vim.wait(10000, function()
+    return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n'):find('exited (code 3', 1, true) ~= nil
+  end, 50)
+  results.dead_server = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+  assert(ok_wait, 'no exit message in the state buffer')
 end)
 results.error = (not ok) and tostring(err) or nil
 local f = assert(io.open(out_path, 'w'))

@@ -129,3 +129,4 @@ def test_neovim_plugin_helpers_and_hostile_links(tmp_path):
     assert r["utf16"] == [1, 2, 4, 5]
     assert r["evil_name"] == str(home / 'evil|call writefile([], "') + str(tmp_path / 'marker') + '")'
     assert r["evil_nl"] is None and r["marker"] is False
+    assert r["dead_server"].startswith("# harn-ls\n\nharn-ls for " + str(home / "work" / "proj") + " exited (code 3")

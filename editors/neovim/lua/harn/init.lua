@@ -35,6 +35,7 @@ M.config = vim.deepcopy(defaults)
 local clients = {}   -- project root -> client id
 local ready = {}     -- client id -> true once the server reported the project loaded (harn/status)
 local waiting = {}   -- client id -> callbacks to run when ready
+local failed = {}    -- project root -> true when the server could not be started (buffers stop retrying)
 M.status = {}        -- client id -> last harn/status params
 
 -- ---------------------------------------------------------------- helpers
@@ -245,10 +246,14 @@ local function server_cmd()
 end
 
 --- The client serving `root`, started if needed. Returns the client id or nil.
-function M.client_for_root(root)
+--- After a failed start only an explicit command (`retry`) tries again.
+function M.client_for_root(root, retry)
   local id = clients[root]
   if id and get_client(id) then
     return id
+  end
+  if failed[root] and not retry then
+    return nil
   end
   local settings = vim.deepcopy(M.config.settings or {})
   local init_options = { settings = { harnState = settings } }
@@ -265,23 +270,37 @@ function M.client_for_root(root)
     settings = { harnState = settings },
     init_options = init_options,
     handlers = vim.tbl_extend('force', fallback_handlers(), handlers),
-    on_exit = function(_, _, client_id)
+    on_exit = function(code, signal, client_id)
       ready[client_id] = nil
       waiting[client_id] = nil
       if clients[root] == client_id then
         clients[root] = nil
       end
+      if code ~= 0 or (signal or 0) ~= 0 then
+        vim.schedule(function()
+          local msg = string.format('harn-ls for %s exited (code %s, signal %s)', root, tostring(code), tostring(signal))
+          notify(msg, WARN)
+          for _, buf in ipairs(api.nvim_list_bufs()) do
+            if api.nvim_buf_is_loaded(buf) and bvar(buf, 'harn_state_uri') and bvar(buf, 'harn_client_id') == client_id then
+              M._set_text(buf, '# harn-ls\n\n' .. msg .. '. `:edit` this buffer to start it again.\n')
+            end
+          end
+        end)
+      end
     end,
   }
+  local ok
   if vim.lsp.start_client and not has('0.11') then
-    id = vim.lsp.start_client(config)
+    ok, id = pcall(vim.lsp.start_client, config)
   else
-    id = vim.lsp.start(config, { attach = false, reuse_client = function() return false end })
+    ok, id = pcall(vim.lsp.start, config, { attach = false, reuse_client = function() return false end })
   end
-  if not id then
-    notify('could not start ' .. table.concat(config.cmd, ' '), ERROR)
+  if not ok or not id then
+    failed[root] = true
+    notify('could not start `' .. table.concat(config.cmd, ' ') .. '` (set `cmd` in require("harn").setup)', WARN)
     return nil
   end
+  failed[root] = nil
   clients[root] = id
   return id
 end
@@ -327,9 +346,11 @@ function M.context_client(buf)
   if id then
     return id
   end
-  local root = M.find_root(vim.fn.getcwd())
+  local name = api.nvim_buf_get_name(buf)
+  local root = (vim.bo[buf].buftype == '' and name ~= '' and not name:match('^%a[%w+.-]*:') and M.find_root(name))
+    or M.find_root(vim.fn.getcwd())
   if root then
-    return M.client_for_root(root)
+    return M.client_for_root(root, true)
   end
   notify('no Harn project here (no .harn/ or harn.toml above the buffer or the working directory)', WARN)
   return nil
@@ -398,6 +419,8 @@ local function set_text(buf, text)
     pcall(api.nvim_win_set_cursor, win, { row, pos[2] })
   end
 end
+
+M._set_text = set_text
 
 -- Accept / Reject lenses of a proposal document (the server computes them from the URI).
 local function state_lenses(buf, uri, client_id)
