@@ -211,6 +211,19 @@ local ok, err = pcall(function()
   end, diags)
   results.probe_line = api.nvim_buf_get_lines(pbuf, 1, 2, false)[1]
 
+  step('probe, linewise')
+  api.nvim_win_set_cursor(0, { 3, 0 })
+  vim.cmd('normal! V\27')
+  vim.cmd("'<,'>HarnProbe") -- clean code: the earlier probe's diagnostics go away
+  local facts = project .. '/.harn/memory/project/facts/events.jsonl'
+  wait(20000, function()
+    local fh = io.open(facts)
+    local all = fh and fh:read('*a') or ''
+    if fh then fh:close() end
+    return all:find('probe typecheck `let y: int = 2`', 1, true) ~= nil
+  end, 'the linewise probe to store its fact')
+  results.probe_diags_after = #vim.tbl_filter(function(d) return d.source == 'harn-probe' end, vim.diagnostic.get(pbuf))
+
   for _, client in pairs(vim.lsp.get_active_clients()) do
     client.stop()
   end

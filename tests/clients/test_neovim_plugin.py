@@ -98,9 +98,14 @@ def test_neovim_plugin_end_to_end(tmp_path):
     assert [(d["lnum"], d["col"], d["end_col"]) for d in r["probe_diags"]] == [(1, oops, oops + len(b'"oops"'))]
     # ... and the probe stored a fact about exactly the selected text
     events = (project / ".harn" / "memory" / "project" / "facts" / "events.jsonl").read_text(encoding="utf-8")
-    fact = json.loads(events.splitlines()[-1])["value"]
+    fact = json.loads(events.splitlines()[-2])["value"]
     assert fact["claim"] == 'probe typecheck `let x: int = "oops"` → fail'
     assert {"kind": "file_range", "ref": "pipelines/probe_target.harn:2-2"} in fact["evidence"]
+    # a linewise probe of the clean line 3 passes and replaces the diagnostics
+    fact = json.loads(events.splitlines()[-1])["value"]
+    assert fact["claim"] == "probe typecheck `let y: int = 2` → pass"
+    assert {"kind": "file_range", "ref": "pipelines/probe_target.harn:3-3"} in fact["evidence"]
+    assert r["probe_diags_after"] == 0
 
 
 def test_neovim_plugin_helpers_and_hostile_links(tmp_path):
