@@ -79,6 +79,8 @@ local ok, err = pcall(function()
   local wrote = pcall(api.nvim_buf_set_lines, index, 0, 1, false, { 'edited' })
   results.index_set_lines_ok = wrote
   results.index_first_line = api.nvim_buf_get_lines(index, 0, 1, false)[1]
+  results.statusline = harn.statusline()
+  results.statusline_expr = vim.api.nvim_eval_statusline("%{v:lua.require'harn'.statusline()}", { fillchar = ' ' }).str
 
   step('refresh')
   local fetches = bvar(index, 'harn_state_fetches')

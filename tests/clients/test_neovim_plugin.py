@@ -56,6 +56,8 @@ def test_neovim_plugin_end_to_end(tmp_path):
     assert (r["index_buftype"], r["index_filetype"], r["index_modifiable"]) == ("nofile", "markdown", False)
     assert r["index_set_lines_ok"] is False and r["index_first_line"].startswith("# Harn state")
 
+    assert r["statusline"] == r["statusline_expr"] == "harn 7 facts · 3 proposals · 3 runs · 7 problems"
+
     # refreshed after workspace/textDocumentContent/refresh (a memory event was appended)
     assert r["refetched"] is True
 

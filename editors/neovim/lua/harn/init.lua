@@ -311,6 +311,10 @@ function M.attach(buf)
   if not api.nvim_buf_is_valid(buf) or vim.bo[buf].buftype ~= '' then
     return nil
   end
+  local known = bvar(buf, 'harn_client_id')
+  if get_client(known) and vim.lsp.buf_is_attached(buf, known) then
+    return known
+  end
   local name = api.nvim_buf_get_name(buf)
   if name == '' or name:match('^%a[%w+.-]*:') then -- unnamed, or a URI-named buffer (fugitive://, harn-state:)
     return nil
@@ -656,6 +660,24 @@ local function proposal_action(client_id, action, id, cb)
   end)
 end
 
+--- All items of a `harn/tree` node, following its pages (at most 50 pages of 200).
+function M.tree_items(client_id, view, parent, cb)
+  local all = {}
+  local function page(n)
+    M.request(client_id, 'harn/tree', { view = view, parent = parent, page = n }, function(err, result)
+      if err then
+        return cb(err, all)
+      end
+      vim.list_extend(all, type(result) == 'table' and result.items or {})
+      if type(result) == 'table' and type(result.nextPage) == 'number' and result.nextPage > n and n < 49 then
+        return page(result.nextPage)
+      end
+      cb(nil, all)
+    end)
+  end
+  page(0)
+end
+
 --- List pending proposals (harn/tree, view skills) and accept / reject one.
 --- With `action` ('accept' | 'reject') and `id`, act on that proposal directly.
 function M.proposals(action, id, cb)
@@ -666,13 +688,13 @@ function M.proposals(action, id, cb)
   if action and id then
     return proposal_action(client_id, action, id, cb)
   end
-  M.request(client_id, 'harn/tree', { view = 'skills', parent = 'proposals' }, function(err, result)
+  M.tree_items(client_id, 'skills', 'proposals', function(err, all)
     if err then
       notify('harn/tree: ' .. (err.message or vim.inspect(err)), ERROR)
       return
     end
     local items = {}
-    for _, item in ipairs(type(result) == 'table' and result.items or {}) do
+    for _, item in ipairs(all) do
       if type(item.data) == 'table' and item.data.id and item.contextValue == 'proposal' then
         table.insert(items, item)
       end
@@ -755,6 +777,25 @@ function M.probe(opts, cb)
         end
       end, buf)
   end)
+end
+
+--- A short status-line text for the current buffer's project, e.g. `harn 7 facts · 3 proposals · 2 problems`.
+function M.statusline()
+  local st = M.status[bvar(api.nvim_get_current_buf(), 'harn_client_id') or -1]
+  if type(st) ~= 'table' then
+    return ''
+  end
+  local counts = type(st.counts) == 'table' and st.counts or {}
+  local parts = {}
+  for _, key in ipairs({ 'facts', 'proposals', 'runs' }) do
+    if tonumber(counts[key]) then
+      table.insert(parts, counts[key] .. ' ' .. key)
+    end
+  end
+  if tonumber(st.problems) and st.problems > 0 then
+    table.insert(parts, st.problems .. ' problems')
+  end
+  return 'harn ' .. table.concat(parts, ' · ')
 end
 
 function M.lens_run()
