@@ -193,6 +193,21 @@ local ok, err = pcall(function()
   end
   vim.cmd('tabclose')
 
+  step('proposals: reject by id')
+  vim.cmd('HarnProposals reject tools-7742da9fd499')
+  local left
+  wait(15000, function()
+    harn.tree_items(harn.context_client(), 'skills', 'proposals', function(_, items)
+      left = vim.tbl_filter(function(i) return i.contextValue == 'proposal' end, items)
+    end)
+    return vim.wait(2000, function() return left ~= nil and #left == 0 end, 50)
+  end, function() return 'no pending proposal left (still ' .. vim.inspect(left) .. ')' end)
+
+  step(':edit harn-state:///...')
+  vim.cmd('edit harn-state:///runs/run_019dfd98-73c0-704c-9bb0-e3d1289d2568.md')
+  wait_state('harn-state:/runs/run_019dfd98-73c0-704c-9bb0-e3d1289d2568.md', 'ingest', 'the run document opened with :edit')
+  results.run_doc_modifiable = vim.bo.modifiable
+
   step('probe')
   local target = project .. '/pipelines/probe_target.harn'
   local pf = assert(io.open(target, 'w'))

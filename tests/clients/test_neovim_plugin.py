@@ -94,6 +94,8 @@ def test_neovim_plugin_end_to_end(tmp_path):
     assert by_name[proposed]["text"].startswith("---\nname: learned-grep-read-file-edit-file-run-tests\n")
     assert "# Repeated grep -> read-file -> edit-file -> run-tests workflow" in by_name[proposed]["text"]
 
+    assert r["run_doc_modifiable"] is False  # `:edit harn-state:///runs/<id>.md` went through BufReadCmd
+
     # probe on a charwise selection after multi-byte text: the diagnostic lands on "oops"
     line = r["probe_line"]
     oops = line.encode("utf-8").index(b'"oops"')
