@@ -60,13 +60,13 @@ def cap_text(s: Any, max_bytes: int, more_link: str | None = None) -> str:
     head, dropped = cut_utf8(text, max_bytes)
     if not dropped:
         return text
-    tail = " " + more_bytes(dropped) + (f" (full view: {more_link})" if more_link else "")
-    room = max_bytes - utf8_len(tail)
+    link = f" (full view: {more_link})" if more_link else ""
+    # Room for the marker with the largest count it could show (the count only shrinks as the head grows).
+    room = max_bytes - utf8_len(" " + more_bytes(utf8_len(text)) + link)
     if room <= 0:
-        return cut_utf8(tail.strip(), max_bytes)[0]
+        return cut_utf8(more_bytes(utf8_len(text)), max_bytes)[0]
     head, dropped = cut_utf8(text, room)
-    tail = " " + more_bytes(dropped) + (f" (full view: {more_link})" if more_link else "")
-    return head + tail
+    return head + " " + more_bytes(dropped) + link
 
 
 def one_line(s: Any, max_bytes: int = LABEL_BYTES) -> str:
@@ -79,7 +79,7 @@ def one_line(s: Any, max_bytes: int = LABEL_BYTES) -> str:
     if len(prefix) == len(text):
         return cap_text(flat, max_bytes)
     total = utf8_len(text)
-    marker_room = len(" " + more_bytes(total))
+    marker_room = utf8_len(" " + more_bytes(total))
     head, _ = cut_utf8(flat, max(0, max_bytes - marker_room))
     return head + " " + more_bytes(total - utf8_len(head))
 
