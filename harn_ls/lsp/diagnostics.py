@@ -34,6 +34,8 @@ def within_budget(diags: list, limit: int = MAX_RESPONSE_BYTES) -> list:
     in a last diagnostic (each message is already capped at `MESSAGE_BYTES`)."""
     out, total = [], 400
     for n, d in enumerate(diags):
+        if utf8_len(d.message) > MESSAGE_BYTES:  # probe results come from `harn check` output
+            d.message = cap_text(d.message, MESSAGE_BYTES)
         total += utf8_len(d.message) + utf8_len(str(d.code or "")) + 200
         if total > limit:
             rest = len(diags) - n

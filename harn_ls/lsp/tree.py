@@ -6,7 +6,7 @@ from typing import Any
 
 from harn_ls.lsp import protocol as P
 from harn_ls.render import make_uri
-from harn_ls.render.limits import DESCRIPTION_BYTES, LABEL_BYTES, MAX_RESPONSE_BYTES, TOOLTIP_BYTES, one_line, utf8_len
+from harn_ls.render.limits import DESCRIPTION_BYTES, LABEL_BYTES, MAX_RESPONSE_BYTES, TOOLTIP_BYTES, one_line
 from harn_ls.render.markdown import capped_markdown, short_text
 
 # One page of items fits in one response: each item at most this many bytes as JSON.

@@ -7,8 +7,8 @@ from typing import Any
 
 from harn_ls.render import RenderSettings, StateUri, UriError, make_uri
 from harn_ls.render.limits import DOC_VALUE_BYTES, MAX_RESPONSE_BYTES, utf8_len
-from harn_ls.render.markdown import (capped_fence, capped_markdown, cell, code_cell, escape_markdown, fence, file_link,
-                                     human_bytes, inline, link, pretty_json, short_text, summarize_value)
+from harn_ls.render.markdown import (capped_fence, capped_markdown, cell, code_cell, file_link, human_bytes, inline, link,
+                                     pretty_json, short_text)
 
 
 def render(ws, target: StateUri, settings: RenderSettings) -> str:

@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 import orjson
 
-from harn_ls.render.limits import DOC_LINE_BYTES, DOC_VALUE_BYTES, cut_utf8, more_bytes, utf8_len
+from harn_ls.render.limits import DOC_LINE_BYTES, DOC_VALUE_BYTES, cut_utf8, more_bytes
 
 _B64 = re.compile(r"^[A-Za-z0-9+/=\s]{512,}$")
 LONG_STRING = 2000

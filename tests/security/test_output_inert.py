@@ -128,6 +128,7 @@ def test_extension_never_trusts_data_markdown():
     for name, text in src.items():
         assert not re.search(r"isTrusted\s*[:=]\s*true", text), name
         assert not re.search(r"supportHtml\s*[:=]\s*true", text), name
+        assert "enabledCommands" not in text, name
     compare = src["commands.ts"]
     # Compare opens the server's raw ?file= document; nothing parses a rendered proposal any more
     assert "?file=" in compare or "file=${" in compare
