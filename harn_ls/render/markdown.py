@@ -33,13 +33,17 @@ _B64 = re.compile(r"^[A-Za-z0-9+/=\s]{512,}$")
 LONG_STRING = 2000
 
 # ASCII punctuation that can start or take part in Markdown structure in CommonMark, GFM or the
-# renderers VS Code uses (marked for hovers, markdown-it + linkify for the preview): emphasis, code,
-# links and images, autolinks (`:` of a scheme, `.` of a domain), HTML and entities, tables,
-# headings and setext underlines, lists, quotes, thematic breaks, strikethrough, theme icons `$(x)`.
+# renderers VS Code uses (marked for hovers, markdown-it + linkify + math for the preview): emphasis,
+# code, links and images, autolinks (`:` of a scheme, `.` of a domain), HTML and entities, tables,
+# headings and setext underlines, lists, quotes, thematic breaks, strikethrough, math, theme icons.
 MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~=:$&")
-_ESCAPES = {ch: "\\" + ch for ch in MARKDOWN_SPECIAL}
+# Escaped wherever they are: they open or close inline structure anywhere in a line.
+_ALWAYS = frozenset("\\`*{}[]<>|~$")
+# Escaped at the start of a line only: block markers (heading, list, quote, setext, break, fence).
+_LINE_START = frozenset("#+-=!")
 _LEADING = {" ": "&#32;", "\t": "&#9;"}
 _ENTITIES = {"&#32;": " ", "&#9;": "\t", "&#13;": "\r"}
+_ORDERED = re.compile(r"^\d{1,9}[.)]")
 
 
 def _escape_line(line: str) -> str:
@@ -49,12 +53,42 @@ def _escape_line(line: str) -> str:
     while i < len(line) and line[i] in _LEADING:
         out.append(_LEADING[line[i]])
         i += 1
-    rest = line[i:]
-    out.append(rest.translate(_TRANSLATE))
+    first = i
+    ordered = _ORDERED.match(line, first)
+    n = len(line)
+    for j in range(first, n):
+        ch = line[j]
+        if ch in _ALWAYS:
+            out.append("\\" + ch)
+            continue
+        if ch == "\r":
+            out.append("&#13;")
+            continue
+        if ch not in MARKDOWN_SPECIAL:
+            out.append(ch)
+            continue
+        nxt = line[j + 1] if j + 1 < n else ""
+        prev = line[j - 1] if j > first else ""
+        if j == first and ch in _LINE_START:
+            esc = True
+        elif ordered is not None and j == ordered.end() - 1:
+            esc = True  # "1." / "1)" would start an ordered list
+        elif ch == "_":
+            esc = not (prev.isalnum() and nxt.isalnum())  # intraword `_` never opens or closes emphasis
+        elif ch == ".":
+            esc = nxt.isalnum()  # breaks domains (www.x.y, x.com, a@b.c) for every autolinker
+        elif ch == ":":
+            esc = nxt == "/"  # breaks scheme autolinks (https://)
+        elif ch == "&":
+            esc = nxt.isalnum() or nxt == "#"  # an entity (&lt; &#60;) would show another character
+        elif ch in "()":
+            esc = True  # link destinations, and "1)" lists
+        elif ch == "!":
+            esc = nxt == "["
+        else:
+            esc = False  # # + - = mid-line: plain text
+        out.append("\\" + ch if esc else ch)
     return "".join(out)
-
-
-_TRANSLATE = str.maketrans({**_ESCAPES, "\r": "&#13;"})
 
 
 def escape_markdown(text: Any) -> str:

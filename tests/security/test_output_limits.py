@@ -60,7 +60,7 @@ def test_fact_document_cuts_the_claim_and_points_at_its_line(hostile):
     assert utf8_len(text) <= 100_000  # before: cut only by the 1 MB backstop, in the middle of the claim
     m = re.search(r"\*… ([\d,]+) more bytes\* — the whole value is in \[([^\]]+)\]\((file://[^)]+)\)", text)
     assert m, text[-2000:]
-    assert m.group(2).startswith("\\.harn/memory/project/facts/events\\.jsonl\\:")
+    assert m.group(2).startswith("\\.harn/memory/project/facts/events\\.jsonl:")
     assert m.group(3).endswith("#L" + m.group(2).rsplit(":", 1)[1])
 
 

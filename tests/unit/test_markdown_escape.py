@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,29 +22,33 @@ markdownish = st.lists(_ALPHABET, max_size=60).map("".join)
 
 
 def assert_inert_escape(out: str) -> None:
-    """Every Markdown-significant character is escaped, no line starts with a blank, no raw CR."""
+    """No character of `out` can take part in Markdown structure unless it is backslash-escaped:
+    inline delimiters never appear bare, a line never starts with a blank or a block marker, no
+    domain, scheme or entity survives, `_` is bare only inside a word."""
     assert "\r" not in out
-    i = 0
-    line_start = True
-    while i < len(out):
-        ch = out[i]
-        if line_start:
-            assert ch not in " \t", repr(out)
-        line_start = False
-        if ch == "\\":
-            assert i + 1 < len(out) and (out[i + 1] in MARKDOWN_SPECIAL or out[i + 1] == "\n"), repr(out[i:i + 5])
-            line_start = out[i + 1] == "\n"
-            i += 2
-            continue
-        if ch == "&":
-            ent = next((e for e in ("&#32;", "&#9;", "&#13;") if out.startswith(e, i)), None)
-            assert ent is not None, repr(out[i:i + 6])
-            i += len(ent)
-            continue
-        assert ch not in MARKDOWN_SPECIAL, (ch, repr(out))
-        if ch == "\n":
-            line_start = True
-        i += 1
+    for line in out.split("\n"):
+        assert not line.startswith((" ", "\t")), repr(line)
+        assert not re.match(r"[#+\-=>]|\d{1,9}[.)]", line), repr(line)
+        i = 0
+        while line.startswith(("&#32;", "&#9;"), i):
+            i += 5 if line.startswith("&#32;", i) else 4
+        while i < len(line):
+            ch, nxt = line[i], line[i + 1:i + 2]
+            prev = line[i - 1:i]
+            if ch == "\\":
+                assert nxt in MARKDOWN_SPECIAL or not nxt, repr(line[i:i + 5])  # not nxt: a hard line break
+                i += 2
+                continue
+            assert ch not in "`*{}[]<>|~$()", (ch, line)
+            if ch == "_":
+                assert prev.isalnum() and nxt.isalnum(), line
+            if ch == ".":
+                assert not nxt.isalnum(), line
+            if ch == ":":
+                assert nxt != "/", line
+            if ch == "&":
+                assert line.startswith("&#13;", i) or not (nxt.isalnum() or nxt == "#"), line
+            i += 1
 
 
 @settings(max_examples=400, deadline=None)
@@ -94,14 +100,14 @@ def test_spoofed_claim_shows_no_structure():
     assert unescape_markdown(out) == SPOOF
     assert_no_live_markup(out)
     lines = out.split("\n")
-    assert "---" not in lines and "\\-\\-\\-" in lines  # the thematic break is text
+    assert "---" not in lines and "\\---" in lines  # the thematic break is text
     assert not any(line.startswith(("#", ">", "- ", "1.", "|", "```", "    ")) for line in lines)
     assert "**observation**" not in out and "\\*\\*observation\\*\\*" in out
 
 
 def test_links_only_to_our_targets():
     md = link("x](command:evil) [y", "harn-state:/facts/a b).md")
-    assert md.startswith("[x\\]\\(command\\:evil\\) \\[y](harn-state:/facts/a%20b%29.md)")
+    assert md == "[x\\]\\(command:evil\\) \\[y](harn-state:/facts/a%20b%29.md)"
     for bad in ("command:workbench.action.terminal.new", "https://evil.example", "javascript:x"):
         try:
             link("x", bad)
