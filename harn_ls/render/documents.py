@@ -7,8 +7,8 @@ from typing import Any
 
 from harn_ls.render import RenderSettings, StateUri, UriError, make_uri
 from harn_ls.render.limits import DOC_VALUE_BYTES, MAX_RESPONSE_BYTES, utf8_len
-from harn_ls.render.markdown import (capped_fence, capped_markdown, cell, code_cell, file_link, human_bytes, inline, link,
-                                     pretty_json, short_text)
+from harn_ls.render.markdown import (capped_fence, capped_markdown, cell, code_cell, fence, file_link, human_bytes, inline,
+                                     link, pretty_json, short_text, summarize_value)
 
 
 def render(ws, target: StateUri, settings: RenderSettings) -> str:
@@ -449,7 +449,7 @@ def _event_block(i: int, ev, show_private: bool) -> tuple[str, bool]:
     head = f"**#{i + 1} · {cell(ev.role or '')} · {cell(ev.kind)}**"
     if ev.visibility and ev.visibility != "public":
         head += f" *({cell(ev.visibility)})*"
-    block = head + "\n\n" + capped_fence(text or "", "", 4000)
+    block = head + "\n\n" + fence(summarize_value(text or "", 4000))  # base64 blobs summarised, long text cut
     for b in ev.blocks[:200]:
         # Harn's own text shows only `<tool_call:NAME>`; the reader wants the arguments and output.
         if not isinstance(b, dict) or (b.get("visibility") == "private" and not show_private):
@@ -463,7 +463,7 @@ def _event_block(i: int, ev, show_private: bool) -> tuple[str, bool]:
             body = b.get("text", b.get("content", b.get("output")))
             block += f"\nTool result {inline(b.get('name') or '?')}" + (" *(error)*" if b.get("is_error") else "") + "\n"
             if body is not None:
-                block += capped_fence(body if isinstance(body, str) else pretty_json(body, 2000), "", 4000)
+                block += fence(summarize_value(body if isinstance(body, str) else pretty_json(body, 2000), 4000))
     comp = ev.compaction
     if comp is not None:
         block += (f"\nCompaction: {cell(comp.archived_messages)} message(s) archived, "

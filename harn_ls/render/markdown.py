@@ -5,10 +5,12 @@ skill name may be written to look like harn-ls' own structure, to link to a
 `command:` URI, to load a remote image or to carry HTML. Data is therefore never
 pasted into Markdown as it is:
 
-- `escape_markdown(text)` -- prose (claims, descriptions): every Markdown-significant
-  character is backslash-escaped, line starts cannot open a block (heading, list,
-  quote, fence, indented code, table, thematic break), no HTML, no autolink. Lossless:
-  `unescape_markdown(escape_markdown(s)) == s`.
+- `escape_markdown(text)` -- prose (claims, descriptions): every character that could
+  take part in Markdown structure where it stands is backslash-escaped (inline delimiters
+  always, block markers at a line start, `.`/`:`/`&`/`_` where they would make a domain, a
+  scheme, an entity or emphasis), so line starts cannot open a block (heading, list, quote,
+  fence, indented code, table, thematic break), and there is no HTML, link or autolink.
+  Lossless: `unescape_markdown(escape_markdown(s)) == s`.
 - `cell(text)` -- the same on one line (table cells, list items, headings).
 - `inline(text)` / `code_cell(text)` -- an identifier as a code span (outside / inside a table).
 - `fence(text, lang)` -- a block of data (JSON, file text) in a fence it cannot close.
