@@ -148,7 +148,8 @@ class HarnLanguageServer(LanguageServer):
 
     def render_settings(self) -> RenderSettings:
         return RenderSettings(show_private=self.settings.transcripts.showPrivate,
-                              min_confidence=self.settings.facts.minConfidence)
+                              min_confidence=self.settings.facts.minConfidence,
+                              skill_root=self.settings.skillRoot or None)
 
     def project_for_path(self, path: str) -> Project | None:
         best = None

@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from harn_ls.render.limits import MAX_RESPONSE_BYTES, cap_response
+
 SCHEME = "harn-state"
-MAX_RESPONSE_BYTES = 1_000_000
 
 
 class UriError(ValueError):
@@ -26,6 +27,7 @@ class RenderSettings:
     page_size: int = 200  # list pages (memory records)
     transcript_window_bytes: int = 200_000
     include_suppressed: bool = False
+    skill_root: str | None = None  # where Accept writes a skill (setting `harnState.skillRoot`); None = default
 
 
 @dataclass(frozen=True)
@@ -96,9 +98,8 @@ def render_uri(ws, uri: str, settings: RenderSettings | None = None) -> str:
 
 
 def cap_bytes(text: str, limit: int = MAX_RESPONSE_BYTES) -> str:
-    data = text.encode("utf-8")
-    if len(data) <= limit:
-        return text
-    note = "\n\n> harn-ls: this document was cut at 1 MB; open a narrower page.\n"
-    cut = data[: limit - len(note.encode())].decode("utf-8", errors="ignore")
-    return cut + note
+    """A whole document: at most `limit` bytes. Renderers cut each value well below this
+    (see `render.limits`); this is the backstop for a document made of very many values."""
+    note = ("\n\n> harn-ls: this document was cut at 1 MB (every response is at most 1 MB); "
+            "open a narrower page.\n")
+    return cap_response(text, limit, note)
