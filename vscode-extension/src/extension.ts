@@ -37,6 +37,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(log, status);
 
   let trees: Trees | undefined;
+  log.info(`Harn State ${context.extension.packageJSON.version ?? ''} (${context.extensionPath})`);
   const conn = new Connection(log, {
     onTreeChanged: p => trees?.onTreeChanged(p),
     onStatus: p => {
@@ -56,7 +57,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       void vscode.commands.executeCommand('setContext', 'harnState.serverFailed', true);
       trees?.refreshAll();
     },
-  });
+  }, context.extensionPath);
   connection = conn;
   trees = new Trees(p => conn.tree(p), () => noState);
   onNoStateChange = () => trees?.refreshAll();
