@@ -14,7 +14,7 @@ from harn_ls import cache_dir
 from harn_ls.formats import hitl as hitl_fmt
 from harn_ls.formats import state_files as sf
 from harn_ls.formats.event_logs import LogView, discover
-from harn_ls.formats.problems import Problem
+from harn_ls.formats.problems import Problem, Severity
 
 STATE_FILE_KINDS = ("store", "workflows", "receipts", "worktrees", "crystallization", "locks", "embed")
 
@@ -55,12 +55,34 @@ class ExtraState:
                 "worktrees": os.path.join(s, "worktrees"), "crystallization": self.crystallization_dir,
                 "agent-run-writers": os.path.join(s, "agent-run-writers"), "checkpoints": os.path.join(s, "checkpoints")}
 
+    # ------------------------------------------------------------------ safety
+    def _leaves(self, path: str) -> bool:
+        """Inside the project by name but elsewhere once symlinks are resolved: never read."""
+        root = self.paths.project_root
+        return _under(os.path.abspath(path), root) and not self.paths.is_inside_project(path)
+
+    def _refuse(self, kind: str, path: str) -> bool:
+        if os.path.lexists(path) and self._leaves(path):
+            self._problems.setdefault(kind, []).append(Problem(path, 0, "HL-SEC-001",
+                "symlink leads out of the project; not followed", Severity.WARNING))
+            return True
+        return False
+
+    def _refresh_log(self, view: LogView, now_ms: int | None = None) -> bool:
+        self._problems.pop("log:" + view.label, None)
+        if self._refuse("log:" + view.label, view.path) or self._refuse("log:" + view.label, view.path + "-wal"):
+            changed = bool(view.summary.topics or view.requests)
+            view.summary.topics.clear()
+            view.requests.clear()
+            return changed
+        return view.refresh(now_ms=now_ms)
+
     # ------------------------------------------------------------------ load
     def rescan(self) -> set[str]:
         kinds = set()
         for name in self.logs:
             self.logs[name] = LogView(self.logs[name].loc, copy_dir=self.logs[name].copy_dir)
-            self.logs[name].refresh()
+            self._refresh_log(self.logs[name])
         kinds.add("events")
         for k in STATE_FILE_KINDS:
             self._read(k)
@@ -72,6 +94,14 @@ class ExtraState:
         s = self.paths.state_root
         d = self._dirs()
         probs: list[Problem] = []
+        self._problems[kind] = probs
+        guard = {"store": [os.path.join(s, "store.json"), os.path.join(self.paths.project_root, ".harn", "orchestrator", "store.json")],
+                 "workflows": [d["workflows"]], "receipts": [d["receipts"]], "worktrees": [d["worktrees"]],
+                 "crystallization": [d["crystallization"]], "locks": [d["checkpoints"], d["agent-run-writers"]],
+                 "embed": [self.paths.memory_root]}.get(kind, [])
+        if any(self._refuse(kind, g) for g in guard):
+            self._clear(kind)
+            return
         if kind == "store":
             self.store = sf.read_store(os.path.join(s, "store.json"))
             self.orchestrator_store = sf.read_store(os.path.join(self.paths.project_root, ".harn", "orchestrator", "store.json"))
@@ -90,7 +120,14 @@ class ExtraState:
             self.locks = sf.read_locks(s)
         elif kind == "embed":
             self.embed = sf.read_embed_cache(self.paths.memory_root, probs)
-        self._problems[kind] = probs
+
+    def _clear(self, kind: str) -> None:
+        empty = {"store": ("store", None), "workflows": ("mailboxes", []), "receipts": ("receipts", []),
+                 "worktrees": ("worktrees", []), "crystallization": ("candidates", []), "locks": ("locks", []),
+                 "embed": ("embed", [])}[kind]
+        setattr(self, empty[0], empty[1])
+        if kind == "store":
+            self.orchestrator_store = None
 
     # ----------------------------------------------------------------- apply
     def classify(self, path: str) -> set[str]:
@@ -130,7 +167,7 @@ class ExtraState:
                 view = self.logs.get(t[4:])
                 if view is not None:
                     before = {r.request_id: r.state for r in view.requests.values()}
-                    if view.refresh(now_ms=now):
+                    if self._refresh_log(view, now_ms=now):
                         kinds.add("events")
                     if before != {r.request_id: r.state for r in view.requests.values()}:
                         kinds.update(("events", "hitl"))

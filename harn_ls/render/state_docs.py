@@ -31,7 +31,8 @@ _PROVENANCE = "harn.provenance."
 
 
 def _link(label: str, uri: str) -> str:
-    return f"[{label.replace('[', '(').replace(']', ')').replace(chr(10), ' ')}]({uri.replace(' ', '%20').replace(')', '%29')})"
+    text = cell(label).replace("[", "(").replace("]", ")").replace("`", "'").replace("<", "&lt;")
+    return f"[{text}]({uri.replace(' ', '%20').replace(')', '%29')})"
 
 
 def _rel(ws, path: str) -> str:

@@ -200,3 +200,31 @@ def test_store_receipt_worktrees_documents(proj):
     wt = render_uri(ws, "harn-state:/worktrees.md")
     assert "| `shop/worker_1` |  | ⚠ stale: its git metadata is gone" in wt
     assert "receipt-019df23b" in wt
+
+
+def test_symlinks_out_of_the_project_are_not_followed(tmp_path, monkeypatch):
+    """A cloned repo whose .harn entries point at a sibling folder (proj-evil) must not be read."""
+    monkeypatch.setenv("HARN_LS_CACHE_DIR", str(tmp_path / "cache"))
+    evil = tmp_path / "proj-evil"
+    (evil / "receipts").mkdir(parents=True)
+    shutil.copy(CONSTRUCTED / "events.sqlite", evil / "events.sqlite")
+    shutil.copy(CONSTRUCTED / "store.json", evil / "store.json")
+    shutil.copy(CONSTRUCTED / "receipts" / f"{RECEIPT}.json", evil / "receipts" / f"{RECEIPT}.json")
+    (evil / "wt").mkdir()
+    root = tmp_path / "proj"
+    harn = root / ".harn"
+    harn.mkdir(parents=True)
+    (root / "harn.toml").write_text("")
+    os.symlink(evil / "events.sqlite", harn / "events.sqlite")
+    os.symlink(evil / "store.json", harn / "store.json")
+    os.symlink(evil / "receipts", harn / "receipts")
+    os.symlink(evil / "wt", harn / "worktrees")
+    ws = Workspace.load(str(root))
+    c = ws.counts()
+    assert (c["eventTopics"], c["hitlPending"], c["receipts"], c["worktrees"]) == (0, 0, 0, 0)
+    assert ws.extra.store is None
+    refused = sorted(os.path.basename(p.path) for p in ws.problems() if p.code == "HL-SEC-001")
+    assert refused == ["events.sqlite", "receipts", "store.json", "worktrees"]
+    assert sorted(os.listdir(evil)) == ["events.sqlite", "receipts", "store.json", "wt"]  # nothing created there
+    with pytest.raises(UriError):
+        render_uri(ws, "harn-state:/events/hitl.approvals.md")
