@@ -31,7 +31,7 @@ class ExtraState:
             copy_dir = os.path.join(cache_dir.project_cache_dir(root, env), "wal-copies")
         except ValueError:
             copy_dir = None
-        self.logs: dict[str, LogView] = {loc.label: LogView(loc, copy_dir=copy_dir)
+        self.logs: dict[str, LogView] = {loc.label: LogView(loc, copy_dir=copy_dir, root=root)
                                          for loc in discover(paths.state_root, root)}
         self.store: sf.Store | None = None
         self.orchestrator_store: sf.Store | None = None
@@ -81,7 +81,7 @@ class ExtraState:
     def rescan(self) -> set[str]:
         kinds = set()
         for name in self.logs:
-            self.logs[name] = LogView(self.logs[name].loc, copy_dir=self.logs[name].copy_dir)
+            self.logs[name] = LogView(self.logs[name].loc, copy_dir=self.logs[name].copy_dir, root=self.logs[name].root)
             self._refresh_log(self.logs[name])
         kinds.add("events")
         for k in STATE_FILE_KINDS:

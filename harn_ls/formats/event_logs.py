@@ -59,6 +59,7 @@ def discover(state_root: str, project_root: str) -> list[LogLocation]:
 class LogView:
     loc: LogLocation
     copy_dir: str | None = None
+    root: str | None = None  # the project: the log's real path must stay inside it
     summary: LogSummary = field(default_factory=LogSummary)
     hitl_events: dict[str, list[Event]] = field(default_factory=dict)  # topic -> events (id order)
     waitpoints: dict[str, dict] = field(default_factory=dict)  # request id -> latest waitpoint payload
@@ -83,7 +84,7 @@ class LogView:
 
     def backend(self):
         if self._backend is None:
-            self._backend = (SqliteEventLog(self.loc.path, self.copy_dir) if self.loc.backend == "sqlite"
+            self._backend = (SqliteEventLog(self.loc.path, self.copy_dir, self.root) if self.loc.backend == "sqlite"
                              else FileEventLog(self.loc.path))
         return self._backend
 

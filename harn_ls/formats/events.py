@@ -32,18 +32,18 @@ import re
 import shutil
 import sqlite3
 import tempfile
-import time
-import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import orjson
 
+from harn_ls.formats import sqlite_safe
 from harn_ls.formats.problems import Problem, Severity
 
 BUSY_TIMEOUT_S = 1.0
 QUERY_DEADLINE_S = 2.0
 MAX_TOPICS = 10_000
+MAX_ROWS = 20_000  # per statement (every query also has its own LIMIT)
 MAX_CONSUMERS = 10_000
 PAGE_MAX = 1000
 MAX_PAYLOAD_BYTES = 4 * 1024 * 1024  # a bigger payload is shown as a note, not parsed
@@ -160,64 +160,35 @@ def make_event(path: str, topic: str, event_id: int, kind: Any, payload: Any, he
 # =====================================================================================================================
 # SQLite backend
 # =====================================================================================================================
-def _is_wal_header(path: str) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(20)
-    except OSError:
-        return False
-    return len(head) == 20 and head[:16] == b"SQLite format 3\x00" and (head[18] == 2 or head[19] == 2)
-
-
-class _Deadline:
-    """Progress handler: interrupts a statement that runs past the deadline."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.until = time.monotonic() + seconds
-
-    def reset(self) -> None:
-        self.until = time.monotonic() + self.seconds
-
-    def __call__(self) -> int:
-        return 1 if time.monotonic() > self.until else 0
-
-
 class SqliteEventLog:
     """One `events.sqlite`. Cheap to construct; every method opens and closes its own connection."""
 
     backend = "sqlite"
 
-    def __init__(self, path: str, copy_dir: str | None = None) -> None:
+    def __init__(self, path: str, copy_dir: str | None = None, root: str | None = None) -> None:
         self.path = path
+        self.root = root  # when given, the file's real path must stay inside it
         self.copy_dir = copy_dir  # where a -wal without -shm is copied to be read (outside the project)
         self.exists = os.path.isfile(path)
 
     # ------------------------------------------------------------ connections
-    def _connect(self, problems: list[Problem]) -> tuple[sqlite3.Connection, str | None, _Deadline] | None:
-        path = self.path
-        wal, shm = path + "-wal", path + "-shm"
+    def _connect(self, problems: list[Problem]) -> tuple[sqlite3.Connection, str | None] | None:
+        """A locked-down read-only connection (formats/sqlite_safe.py); a `-wal` without its `-shm`
+        is read from a copy in the cache folder, since opening it in place would create the `-shm`."""
         tmp = None
-        quoted = urllib.parse.quote(os.path.abspath(path))
-        if os.path.exists(wal):
-            if not os.path.exists(shm):
-                tmp = self._copy_for_read(problems)
-                if tmp is None:
-                    return None
-                # our own copy: opened read-write so SQLite replays the copied WAL (immutable would skip it)
-                uri = f"file:{urllib.parse.quote(os.path.join(tmp, 'events.sqlite'))}?mode=rw"
-            else:
-                uri = f"file:{quoted}?mode=ro"
-        elif _is_wal_header(path):
-            uri = f"file:{quoted}?mode=ro&immutable=1"  # no writer: nothing in a WAL to miss, nothing created
-        else:
-            uri = f"file:{quoted}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-        deadline = _Deadline(QUERY_DEADLINE_S)
-        conn.set_progress_handler(deadline, 1000)
-        conn.execute("PRAGMA trusted_schema = OFF")
-        conn.execute("PRAGMA query_only = ON")  # harmless on the copy: recovery of its WAL is not a query
-        return conn, tmp, deadline
+        target = self.path
+        if os.path.exists(self.path + "-wal") and not os.path.exists(self.path + "-shm"):
+            tmp = self._copy_for_read(problems)
+            if tmp is None:
+                return None
+            target = os.path.join(tmp, "events.sqlite")  # mode=ro there replays the copied WAL
+        try:
+            conn = sqlite_safe.open_readonly(target, None if tmp else self.root)
+        except BaseException:
+            if tmp:
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return conn, tmp
 
     def _copy_for_read(self, problems: list[Problem]) -> str | None:
         try:
@@ -243,7 +214,7 @@ class SqliteEventLog:
         return tmp
 
     def _run(self, problems: list[Problem], fn) -> Any:
-        """Open, run `fn(conn, query)`, close. SQLite errors become a Problem; returns None then."""
+        """Open, run `fn(query)`, close. SQLite errors and refusals become a Problem; returns None then."""
         if not os.path.isfile(self.path):
             return None
         opened = None
@@ -251,46 +222,57 @@ class SqliteEventLog:
             opened = self._connect(problems)
             if opened is None:
                 return None
-            conn, _, deadline = opened
+            conn = opened[0]
 
             def query(sql: str, args: tuple = ()) -> list:
-                deadline.reset()
-                return conn.execute(sql, args).fetchall()  # fetchall: never leave a statement open
+                # every statement: a deadline, a row cap, fully consumed (never a statement left open)
+                return sqlite_safe.query(conn, sql, args, QUERY_DEADLINE_S, MAX_ROWS)
 
-            self._check_schema(query, problems)
+            self._check_schema(conn, query, problems)
             return fn(query)
         except _SchemaRefused:
             return None
+        except sqlite_safe.SqliteRefused as exc:
+            problems.append(Problem(self.path, 0, CODE_OPEN, f"event log not read: {exc}", Severity.ERROR))
+            return None
         except sqlite3.Error as exc:
             msg = str(exc)
-            if "interrupted" in msg:
-                msg = f"a query ran past {QUERY_DEADLINE_S:g} s and was stopped"
             hint = ("it may be locked or mid-write — retried on the next change" if "locked" in msg or "busy" in msg
                     else "the database may be corrupt")
             problems.append(Problem(self.path, 0, CODE_OPEN, f"cannot read event log ({msg}); {hint}", Severity.ERROR))
             return None
         finally:
             if opened is not None:
-                opened[0].close()
+                sqlite_safe.close_quietly(opened[0])
                 if opened[1]:
                     shutil.rmtree(opened[1], ignore_errors=True)
 
-    def _check_schema(self, query, problems: list[Problem]) -> None:
-        rows = query("SELECT name, type FROM main.sqlite_master WHERE name IN "
-                     "('events','topic_heads','consumers',?) LIMIT 16", (SCHEMA_MARKER,))
-        types = {name: typ for name, typ in rows}
-        if types.get("events") != "table":
-            what = "a view" if types.get("events") == "view" else "missing"
-            problems.append(Problem(self.path, 0, CODE_SCHEMA,
-                f"table 'events' is {what}; not a Harn event log (nothing read)", Severity.ERROR))
+    def _check_schema(self, conn, query, problems: list[Problem]) -> None:
+        try:
+            cols = sqlite_safe.table_columns(conn, "events", QUERY_DEADLINE_S)
+        except sqlite_safe.SqliteDeadline:
+            raise
+        except sqlite_safe.SqliteRefused as exc:
+            problems.append(Problem(self.path, 0, CODE_SCHEMA, f"{exc}; not a Harn event log (nothing read)",
+                                    Severity.ERROR))
+            raise _SchemaRefused() from None
+        missing = {"topic", "event_id", "kind", "payload", "headers", "occurred_at_ms"} - set(cols)
+        if missing:
+            problems.append(Problem(self.path, 0, CODE_SCHEMA, f"table 'events' lacks {', '.join(sorted(missing))}; "
+                                    "not a Harn event log (nothing read)", Severity.ERROR))
             raise _SchemaRefused()
-        self._tables = {n for n, t in types.items() if t == "table"}
+        self._tables = {"events"}
         for name in ("topic_heads", "consumers"):
-            if types.get(name) == "view":
-                problems.append(Problem(self.path, 0, CODE_SCHEMA, f"'{name}' is a view, not a table; ignored",
-                                        Severity.WARNING))
+            try:
+                sqlite_safe.table_columns(conn, name, QUERY_DEADLINE_S)
+                self._tables.add(name)
+            except sqlite_safe.SqliteDeadline:
+                raise
+            except sqlite_safe.SqliteRefused as exc:
+                if "no table" not in str(exc):
+                    problems.append(Problem(self.path, 0, CODE_SCHEMA, f"{exc}; ignored", Severity.WARNING))
         self.schema_version = None
-        if types.get(SCHEMA_MARKER) == "table":
+        if sqlite_safe.object_kind(conn, SCHEMA_MARKER, QUERY_DEADLINE_S) == "table":
             row = query(f"SELECT version FROM main.{SCHEMA_MARKER} WHERE name = 'event_log' LIMIT 1")
             if row and isinstance(row[0][0], int):
                 self.schema_version = row[0][0]

@@ -383,3 +383,20 @@ def test_reader_tails_a_log_another_process_writes(tmp_path):
         proc.stdin.close()
         assert proc.wait(timeout=20) == 0  # the writer was never blocked into failing
     assert len(proc.stdout.read().split()) == n
+
+
+def test_recursive_view_as_topic_heads_is_never_evaluated(tmp_path):
+    """A cloned repo's events.sqlite whose topic_heads is an endless recursive view: ignored, fast."""
+    db = tmp_path / "events.sqlite"
+    conn = sqlite3.connect(db)
+    conn.executescript(W.DDL.replace("CREATE TABLE IF NOT EXISTS topic_heads (topic TEXT PRIMARY KEY, last_id INTEGER NOT NULL);",
+                                     "CREATE VIEW topic_heads AS WITH RECURSIVE r(topic, last_id) AS (SELECT 'x', 1 UNION ALL "
+                                     "SELECT topic, last_id + 1 FROM r) SELECT topic, last_id FROM r;"))
+    conn.execute("INSERT INTO events VALUES ('a.b', 1, 'k', '{}', '{}', 5)")
+    conn.commit()
+    conn.close()
+    t0 = time.monotonic()
+    v = _view(str(db))
+    assert time.monotonic() - t0 < 3
+    assert {t: i.last_id for t, i in v.summary.topics.items()} == {"a.b": 1}  # topics from the events table instead
+    assert any(p.code == ev_fmt.CODE_SCHEMA and "view" in p.message for p in v.problems())
