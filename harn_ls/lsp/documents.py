@@ -25,6 +25,11 @@ _AFFECTS = {
     "sessions": {"sessions"},
     "recall": {"memory"},
 }
+_AFFECTS.update({  # issue 16: event logs, HITL, the rest of .harn/
+    "events_index": {"events"}, "events": {"events"}, "hitl_index": {"events", "hitl"}, "hitl": {"events", "hitl"},
+    "store": {"store", "workflows", "locks", "embed"}, "receipts": {"receipts"},
+    "worktrees": {"worktrees", "crystallization", "receipts"}, "crystallization": {"crystallization"},
+})
 
 
 def _not_found(exc: Exception) -> str:

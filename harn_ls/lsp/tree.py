@@ -12,8 +12,10 @@ from harn_ls.render.markdown import capped_markdown, short_text
 # One page of items fits in one response: each item at most this many bytes as JSON.
 ITEM_BYTES = MAX_RESPONSE_BYTES // (P.TREE_PAGE_SIZE + 1)
 
+from harn_ls.lsp import tree_state
+
 _VIEW_KINDS = {
-    "runs": {"runs"},
+    "runs": {"runs"} | tree_state.KINDS,
     "checkpoints": {"checkpoints"},
     "memory": {"memory", "facts"},
     "skills": {"skills", "pattern"},
@@ -66,6 +68,8 @@ def _has_state(ws) -> bool:
 
 
 def _runs(ws, parent: str | None) -> list[dict]:
+    if parent is not None and parent.startswith(tree_state.PREFIXES):
+        return tree_state.children(ws, parent, _item)
     if parent is None:
         runs = sorted(ws.runs.values(), key=lambda r: (display_time(r.started_at), r.id), reverse=True)
         items = [_item(f"run:{r.id}", r.workflow_name or r.id, description=f"{r.status or '?'} · {display_time(r.started_at)}",
@@ -74,7 +78,7 @@ def _runs(ws, parent: str | None) -> list[dict]:
         workers = [e for e in ws.transcripts.values() if e.run_id is None]
         if workers:
             items.append(_item("workers", "Worker transcripts", description=str(len(workers)), icon="person", children=True))
-        return items
+        return tree_state.groups(ws, _item) + items + tree_state.llm_item(ws, _item)
     if parent == "workers":
         entries = [(tid, e) for tid, e in ws.transcripts.items() if e.run_id is None]
     elif parent.startswith("run:"):

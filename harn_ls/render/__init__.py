@@ -43,7 +43,11 @@ class StateUri:
             return 0
 
 
-_KINDS = ("runs", "transcripts", "checkpoints", "memory", "facts", "proposals", "skills", "sessions")
+_KINDS = ("runs", "transcripts", "checkpoints", "memory", "facts", "proposals", "skills", "sessions",
+          "events", "hitl", "receipts", "crystallization")
+# one-document kinds (issue 16): path -> kind
+_SINGLETONS = {"/events.md": "events_index", "/hitl.md": "hitl_index", "/store.md": "store", "/worktrees.md": "worktrees"}
+_SINGLETON_PATHS = {v: k for k, v in _SINGLETONS.items()}
 _SAFE_NAME = re.compile(r"^[^\x00-\x1f\x7f]+$")
 
 
@@ -62,6 +66,8 @@ def parse_uri(uri: str) -> StateUri:
         return StateUri("index", "", query)
     if path == "/recall.md":
         return StateUri("recall", "", query)
+    if path in _SINGLETONS:
+        return StateUri(_SINGLETONS[path], "", query)
     if not path.startswith("/") or not path.endswith(".md"):
         raise UriError(f"unknown document: {uri}")
     head, _, rest = path[1:-3].partition("/")
@@ -82,6 +88,8 @@ def make_uri(kind: str, name: str = "", **query: str) -> str:
         base = f"{SCHEME}:/index.md"
     elif kind == "recall":
         base = f"{SCHEME}:/recall.md"
+    elif kind in _SINGLETON_PATHS:
+        base = f"{SCHEME}:{_SINGLETON_PATHS[kind]}"
     else:
         base = f"{SCHEME}:/{kind}/{quote(name, safe='/:@-_.~')}.md"
     q = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in query.items() if v not in (None, ""))

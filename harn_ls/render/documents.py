@@ -134,6 +134,10 @@ def index(ws, target: StateUri, settings: RenderSettings) -> str:
         for s in ws.sessions.sessions[:200]:
             out.append(f"- {_link(s.title or s.id, make_uri('sessions', s.id))} · {cell(s.status)} · {cell(s.event_count)} event(s)")
         out.append("")
+    x = ws.extra  # issue 16: event logs, HITL, the rest of .harn/
+    out.append(f"## Activity\n\n- {_link(f'Waiting for you ({len(x.waiting())})', make_uri('hitl_index'))}"
+               f"\n- {_link('Event logs', make_uri('events_index'))} · {_link('Store, mailboxes, locks', make_uri('store'))}"
+               f" · {_link('Worktrees, candidates, receipts', make_uri('worktrees'))}\n")
     out.append(f"Search memory: {_link('recall', make_uri('recall', q=''))}")
     return "\n".join(out) + "\n"
 
@@ -598,3 +602,7 @@ _RENDERERS = {
     "sessions": sessions,
     "recall": recall,
 }
+
+from harn_ls.render import state_docs as _state_docs  # noqa: E402  (event logs, HITL, store, receipts, worktrees)
+
+_RENDERERS.update(_state_docs.RENDERERS)

@@ -2,7 +2,7 @@
 // and forwards to a server command (workspace/executeCommand); the server acts.
 import * as vscode from 'vscode';
 import type { Connection } from './client';
-import { ClientCommands, Context, INDEX_URI, SCHEME, ServerCommands, TreeItemData, ViewName } from './protocol';
+import { ClientCommands, Context, INDEX_URI, SCHEME, ServerCommands, TreeItemData, ViewName, WAITING_URI } from './protocol';
 import type { Node, Trees } from './trees';
 
 /** Opens a harn-state: (or any) document as Markdown, so it renders readable. */
@@ -164,6 +164,7 @@ export function registerCommands(
     return vscode.commands.executeCommand('vscode.diff', existing, right, `${vscode.workspace.asRelativePath(existing)} ↔ proposal ${arg.id}`);
   });
   reg(ClientCommands.openIndex, 'Open index', async () => openDocument(INDEX_URI));
+  reg(ClientCommands.openWaiting, 'Open requests waiting for you', async () => openDocument(WAITING_URI));
 
   reg(ClientCommands.openItem, 'Open', async (arg: ItemArg) => {
     const item = itemOf(arg);
@@ -272,6 +273,23 @@ export function registerCommands(
   reg(ClientCommands.migratePatternLearning, 'Migrate pattern-learning state', async () => {
     const res = await conn.execute(ServerCommands.migratePatternLearning, {});
     if (outcome('migrate pattern-learning state', res)) { trees.refreshAll(); }
+    return res;
+  });
+
+  reg(ClientCommands.resumeEscalation, 'Resume escalation', async (arg?: ItemArg) => {
+    const data = itemOf(arg)?.data;
+    const requestId = typeof data?.requestId === 'string' ? data.requestId : idOf(arg)?.replace(/^hitl:/, '');
+    if (!requestId) { throw new Error('choose an escalation under "Waiting for you" in the Runs view'); }
+    if (!vscode.workspace.isTrusted) { throw new Error('resuming runs the harn binary; trust this workspace first'); }
+    const reviewer = vscode.workspace.getConfiguration('harnState').get<string>('hitl.reviewer') || 'your user name';
+    const reason = await vscode.window.showInputBox({
+      title: `Resume escalation ${requestId}`,
+      prompt: `harn orchestrator resume records you as "${reviewer}" (setting harnState.hitl.reviewer). Reason (optional):`,
+      ignoreFocusOut: true,
+    });
+    if (reason === undefined) { return undefined; }
+    const res = await conn.execute(ServerCommands.resumeEscalation, { requestId, reason });
+    if (outcome(`resume escalation ${requestId}`, res)) { trees.refresh('runs'); }
     return res;
   });
 }
