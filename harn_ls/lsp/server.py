@@ -153,7 +153,8 @@ class HarnLanguageServer(LanguageServer):
 
     def render_settings(self) -> RenderSettings:
         return RenderSettings(show_private=self.settings.transcripts.showPrivate,
-                              min_confidence=self.settings.facts.minConfidence)
+                              min_confidence=self.settings.facts.minConfidence,
+                              skill_root=self.settings.skillRoot or None)
 
     def project_for_path(self, path: str) -> Project | None:
         best = None
@@ -235,6 +236,18 @@ class HarnLanguageServer(LanguageServer):
         for view in tree.views_for(changes):
             self.protocol.notify(P.TREE_CHANGED, {"view": view})
         await self.send_status(proj, n_problems)
+        if "hitl" in changes.kinds:
+            await self._announce_hitl(proj)
+
+    async def _announce_hitl(self, proj: Project) -> None:
+        """`harn/hitlArrived` for requests waiting for a human that were not there before (issue 16)."""
+        from harn_ls.render import make_uri
+
+        new = await proj.run(lambda: proj.ws.extra.take_new_requests())
+        if new:
+            self.protocol.notify(P.HITL_ARRIVED, {"root": proj.ws.root, "requests": [
+                {"requestId": r.request_id, "kind": r.kind, "prompt": r.prompt[:300], "agent": r.agent,
+                 "uri": make_uri("hitl", r.request_id)} for r in new]})
 
     async def _refresh_lenses(self) -> None:
         try:

@@ -451,6 +451,51 @@ async function checkFolderInterpreterRefused() {
 checkFolderInterpreterRefused.title = 'in Restricted Mode a python3 inside the folder is not used';
 
 // Which checks run: `main` in the trusted run, `untrusted` in the Restricted Mode run (run.sh sets E2E_MODE).
+/** Pending HITL approvals in the project's .harn/events.sqlite, read with Python's stdlib sqlite3
+ * (independently of harn-ls): *_requested events with no terminal event for their request id. */
+function pendingApprovals() {
+  const script = [
+    'import json, sqlite3, sys',
+    'c = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro&immutable=1", uri=True)',
+    'rows = c.execute("SELECT kind, payload, headers FROM events WHERE topic = \'hitl.approvals\' ORDER BY event_id").fetchall()',
+    'req, done = {}, set()',
+    'for kind, payload, headers in rows:',
+    '    p = json.loads(payload); rid = json.loads(headers).get("request_id") or p.get("request_id")',
+    '    if kind == "hitl.approval_requested": req[rid] = p["payload"].get("action")',
+    '    elif kind in ("hitl.approval_approved", "hitl.approval_denied", "hitl.timeout") or (kind == "hitl.response_received" and p.get("approved") is False): done.add(rid)',
+    'print(json.dumps([{"id": k, "action": v} for k, v in req.items() if k not in done]))',
+  ].join('\n');
+  const db = path.join(WS, '.harn', 'events.sqlite');
+  if (!fs.existsSync(db)) return [];
+  const out = require('child_process').execFileSync(process.env.E2E_PYTHON || 'python3', ['-c', script, db], { encoding: 'utf8' });
+  return JSON.parse(out);
+}
+
+async function checkPendingApproval({ page }) {
+  const pending = pendingApprovals();
+  if (!pending.length) throw new Error('the fixture has no pending approval in .harn/events.sqlite');
+  const item = page.locator('.statusbar-item', { hasText: /^\s*Harn\b/ }).first();
+  const bar = await waitFor(async () => {
+    const t = (await item.innerText().catch(() => '')).replace(/\s+/g, ' ').trim();
+    return new RegExp(`\\b${pending.length} waiting\\b`).test(t) ? t : undefined;
+  }, `"${pending.length} waiting" in the Harn status bar item`, 20_000);
+  await focusView(page, 'runs');
+  const groupText = await waitFor(async () => (await rowTexts(page, 'runs')).find(t => /^Waiting for you\b/.test(t)),
+    'a "Waiting for you" row in Runs & Transcripts', 20_000);
+  if (!groupText.includes(String(pending.length))) throw new Error(`the group row says "${groupText}", expected ${pending.length} pending`);
+  const wanted = pending.map(p => norm(p.action)).filter(Boolean);
+  const row = await waitFor(async () => {
+    const texts = (await rowTexts(page, 'runs')).map(norm);
+    const hit = texts.find(t => wanted.some(w => t.includes(w)));
+    if (hit) return hit;
+    await expandRows(page, 'runs', t => /^Waiting for you/.test(t.trim()));
+    return undefined;
+  }, `the pending approval (${wanted[0]}) under Waiting for you`, 20_000, 500);
+  await shot(page, 'waiting-for-you');
+  return `status "${bar}", row "${row.slice(0, 80)}"`;
+}
+checkPendingApproval.title = 'a pending approval shows under Waiting for you and in the status bar';
+
 const SUITES = {
   main: [
     checkFourViewsRenderWithItems,
@@ -458,6 +503,7 @@ const SUITES = {
     checkFactCodeLensAndHover,
     checkOpeningATranscriptShowsIts,
     checkStatusBarShowsCountsAnd,
+    checkPendingApproval,
     checkRecallMemoryOpensRankedResults,
     checkAcceptingAProposalWritesSkill,
     checkTypecheckProbeOnASelection,

@@ -5,12 +5,13 @@ import {
 } from 'vscode-languageclient/node';
 import { isFailure, resolveLaunch } from './launch';
 import {
-  ClientCommands, InitializationOptions, Methods, SCHEME, StatusParams, TreeChangedParams, TreeParams, TreeResult,
+  ClientCommands, HitlArrivedParams, InitializationOptions, Methods, SCHEME, StatusParams, TreeChangedParams, TreeParams, TreeResult,
 } from './protocol';
 
 export interface ConnectionEvents {
   onTreeChanged(params: TreeChangedParams): void;
   onStatus(params: StatusParams): void;
+  onHitlArrived?(params: HitlArrivedParams): void;
   onStarting(): void;
   onRunning(): void;
   onFailed(reason: string): void;
@@ -144,6 +145,7 @@ export class Connection implements vscode.Disposable {
     const client = new LanguageClient('harnState', 'Harn State', serverOptions, clientOptions);
     client.onNotification(Methods.treeChanged, (p: TreeChangedParams) => this.events.onTreeChanged(p));
     client.onNotification(Methods.status, (p: StatusParams) => this.events.onStatus(p));
+    client.onNotification(Methods.hitlArrived, (p: HitlArrivedParams) => this.events.onHitlArrived?.(p));
     client.onDidChangeState(e => {
       if (e.newState === State.Stopped && this.client === client && !this.disposed) {
         this.events.onFailed('the server stopped');
