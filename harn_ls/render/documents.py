@@ -131,6 +131,12 @@ def checkpoints(ws, target: StateUri, settings: RenderSettings) -> str:
         return (f"# Checkpoints — {target.name}\n\nNo checkpoint file `.harn/checkpoints/{target.name}.json`: "
                 "no stage of this pipeline is cached.\n")
     out = [f"# Checkpoints — {target.name}", "", f"File: {inline(_rel(ws, cf.path))} · {human_bytes(cf.size)}", ""]
+    from harn_ls.formats.checkpoints import running_now
+
+    running = running_now(cf.path)
+    if running:
+        out.append("> **Writing now**: a Harn process holds this checkpoint's lock "
+                   f"{inline(os.path.basename(cf.path)[:-5] + '.lock')}; *Forget stage* waits for it (up to 5 s).\n")
     if cf.retry:
         out.append("> **This file cannot be parsed.** Harn treats it as empty on its next run and overwrites it; "
                    "if an agent is writing it right now, it will be re-read in a moment.\n")
@@ -511,6 +517,10 @@ def sessions(ws, target: StateUri, settings: RenderSettings) -> str:
     out = [f"# Session — {session.title or session.id}", "", "| | |\n|---|---|"]
     for label in ("id", "status", "session_type", "model", "persona", "cwd", "created_at", "updated_at", "event_count"):
         out.append(f"| {label} | {cell(getattr(session, label, ''))} |")
+    from harn_ls.formats.locks import session_running
+
+    running = session_running(snap.path, session.id)  # Harn's writer lease, agent-run-writers/<blake3>.lock
+    out.append(f"| running now | {'yes: a Harn process holds its writer lease' if running else 'unknown' if running is None else 'no'} |")
     out.append("")
     events = read_session_events(ws.paths.session_store, session.id, limit=500)
     out.append(f"## Events ({len(events)})\n")
