@@ -26,6 +26,7 @@ class RenderSettings:
     page_size: int = 200  # list pages (memory records)
     transcript_window_bytes: int = 200_000
     include_suppressed: bool = False
+    skill_root: str | None = None  # harnState.skillRoot: where Accept writes (the preview shows the same)
 
 
 @dataclass(frozen=True)

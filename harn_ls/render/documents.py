@@ -271,7 +271,7 @@ def proposals(ws, target: StateUri, settings: RenderSettings) -> str:
         out.extend(f"- {inline(e)}" for e in prop.evidence_ids)
         out.append("")
     try:
-        plan = planned_files(ws, prop)
+        plan = planned_files(ws, prop, skill_root=settings.skill_root)
     except Exception as exc:  # a hostile proposal still renders, with the refusal shown
         out.append(f"## Accept is refused\n\n{cell(exc)}\n")
         return "\n".join(out) + "\n"
@@ -283,6 +283,8 @@ def proposals(ws, target: StateUri, settings: RenderSettings) -> str:
                 return f.text
         raise UriError(f"proposal {prop.id} writes no file {wanted!r}")
     out.append("## What Accept writes\n")
+    if plan.warning:
+        out.append(f"> **Warning:** {cell(plan.warning)}\n")
     for f in plan.files:
         status = " — **a different file already exists here**" if f.conflict else (" — identical file already exists" if f.identical else "")
         out.append(f"### {inline(_rel(ws, f.path))}{status}\n")

@@ -675,7 +675,7 @@ def test_reject_events_exact(project):
     assert store["key"] == "state"
     value = {"enabled": True, "record_kind": "state", "schema": "harn.pattern_learning.v1",
              "suppressed_until": {"prompt-0e59f51d1e7d": "2099-01-01T00:00:00Z",
-                                  "tools-7742da9fd499": "2026-05-26T09:14:03.512Z",
+                                  "tools-7742da9fd499": "2026-05-26T09:14:03.512+00:00",
                                   "tools-a7afd3ead6d8": "2026-05-21T10:20:11Z"},
              "updated_at": "2026-05-12T09:14:03.512Z"}
     assert store["value"] == value and list(store["value"]) == sorted(value)
@@ -683,12 +683,12 @@ def test_reject_events_exact(project):
     assert store["text"] == (
         '{"enabled":true,"record_kind":"state","schema":"harn.pattern_learning.v1",'
         '"suppressed_until":{"prompt-0e59f51d1e7d":"2099-01-01T00:00:00Z",'
-        '"tools-7742da9fd499":"2026-05-26T09:14:03.512Z","tools-a7afd3ead6d8":"2026-05-21T10:20:11Z"},'
+        '"tools-7742da9fd499":"2026-05-26T09:14:03.512+00:00","tools-a7afd3ead6d8":"2026-05-21T10:20:11Z"},'
         '"updated_at":"2026-05-12T09:14:03.512Z"}')
     assert store["tags"] == ["pattern_learning", "pattern_learning:state", "schema:harn.pattern_learning.v1"]
     assert store["stored_at"] == "2026-05-12T09:14:03.512Z"
     assert store["provenance"] == {"source": "harn.pattern_learning"}
-    assert result["suppressed_until"] == "2026-05-26T09:14:03.512Z"
+    assert result["suppressed_until"] == "2026-05-26T09:14:03.512+00:00"
 
 
 def test_reject_then_cold_read(project):
@@ -697,7 +697,7 @@ def test_reject_then_cold_read(project):
     assert ws.proposal(TOOLS) is None
     state = ws.pattern.state
     assert state.enabled is True and state.updated_at == NOW_MS
-    assert state.suppressed_until[TOOLS] == "2026-05-15T09:14:03.512Z"
+    assert state.suppressed_until[TOOLS] == "2026-05-15T09:14:03.512+00:00"
     assert len(ws.pattern.state_records) == 1  # the old state was forgotten
     # Harn's string compare: suppressed up to (not including) the exact instant
     assert pl.is_suppressed(TOOLS, state, "2026-05-15T09:14:03.511Z")
@@ -711,7 +711,7 @@ def test_reject_then_cold_read(project):
     assert TOOLS not in [p.id for p in ws.pending_proposals(now="2026-05-14T00:00:00.000Z")]
     assert TOOLS in [p.id for p in ws.pending_proposals(now="2026-05-16T00:00:00.000Z")]
     listed = {p["id"]: p for p in P.list_proposals(ws, include_suppressed=True, now="2026-05-14T00:00:00.000Z")}
-    assert listed[TOOLS]["suppressed_until"] == "2026-05-15T09:14:03.512Z"
+    assert listed[TOOLS]["suppressed_until"] == "2026-05-15T09:14:03.512+00:00"
     assert not [p for p in ws.problems() if p.severity == Severity.ERROR and "pattern-learning" in p.path]
 
 
@@ -768,4 +768,4 @@ def test_state_dir_outside_project(project, tmp_path):
     assert (project / LOG).read_text() == (FIXTURE / LOG).read_text()  # the project's own log untouched
     cold = Workspace.load(str(project), env=env)
     assert cold.proposal(RECONCILE) is None and cold.proposal(TOOLS) is None
-    assert cold.pattern.state.suppressed_until[TOOLS] == "2026-05-26T09:14:03.512Z"
+    assert cold.pattern.state.suppressed_until[TOOLS] == "2026-05-26T09:14:03.512+00:00"
