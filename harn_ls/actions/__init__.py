@@ -267,9 +267,15 @@ def atomic_write_dir(project_root: str, target_dir: str, files: dict[str, bytes 
     rels = [(_check_rel(rel), data) for rel, data in files.items()]
     make_dirs(project_root, parent)
     sweep_stale_staging(parent, base)
-    staging = os.path.join(parent, staging_name(base))
+    staging_base = staging_name(base)
+    staging = os.path.join(parent, staging_base)
     ensure_inside(project_root, staging)
-    os.mkdir(staging, NEW_DIR_MODE)
+    parent_fd = _open_dir_inside(project_root, parent)  # mkdir and the final rename go through this fd
+    try:
+        os.mkdir(staging_base, NEW_DIR_MODE, dir_fd=parent_fd)
+    except BaseException:
+        os.close(parent_fd)
+        raise
     try:
         dirs = {staging}
         for parts, data in rels:
@@ -291,15 +297,26 @@ def atomic_write_dir(project_root: str, target_dir: str, files: dict[str, bytes 
             _fsync_dir(directory)
         ensure_inside(project_root, target_dir)  # re-check: a racing symlink swap is refused too
         try:
-            os.rename(staging, target_dir)
+            st = os.stat(base, dir_fd=parent_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            raise ActionFailed(f"refused: {target_dir} is a symlink; harn-ls does not write through links")
+        try:
+            os.rename(staging_base, base, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
         except OSError as exc:
             if exc.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
                 raise ActionFailed(f"refused: {target_dir} already exists; nothing was written") from None
             raise
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        os.close(parent_fd)
         raise
-    _fsync_dir(parent)
+    try:
+        os.fsync(parent_fd)
+    except OSError:
+        pass
+    os.close(parent_fd)
 
 
 def append_lines(project_root: str, path: str, lines: list[str]) -> int:

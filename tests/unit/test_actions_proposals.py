@@ -139,6 +139,11 @@ def skill_proposal(pid: str, name: str, **extra) -> dict:
     return value
 
 
+def _full(path, dir_fd) -> str:
+    """The path a rename(2) argument names, also when it is relative to a directory fd."""
+    return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path) if dir_fd is not None else str(path)
+
+
 def assert_uuid7_at(value: str, at_ns: int) -> None:
     assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", value)
     assert int(value.replace("-", "")[:12], 16) == at_ns // 1_000_000  # time-ordered: 48-bit unix ms
@@ -392,9 +397,9 @@ def test_executable_staging_is_one_rename_of_a_complete_folder(project, monkeypa
     renames = []
     real_rename = os.rename
 
-    def spy(src, dst):
+    def spy(src, dst, **kw):
         # at the moment of the rename every planned file is complete in the hidden staging folder
-        src_s, dst_s = str(src), str(dst)
+        src_s, dst_s = _full(src, kw.get("src_dir_fd")), _full(dst, kw.get("dst_dir_fd"))
         if dst_s == str(cand):
             assert not cand.exists()
             assert os.path.basename(src_s).startswith(f".{CURATED}.harn-ls-") and src_s.endswith(".staging")
@@ -402,7 +407,7 @@ def test_executable_staging_is_one_rename_of_a_complete_folder(project, monkeypa
             for f in plan.files:
                 assert Path(src_s, os.path.relpath(f.path, cand)).read_text() == f.text
             renames.append(src_s)
-        return real_rename(src, dst)
+        return real_rename(src, dst, **kw)
 
     monkeypatch.setattr(A.os, "rename", spy)
     result = P.accept_proposal(ws, CURATED, now=NOW_NS)
@@ -422,11 +427,11 @@ def test_executable_staging_failure_leaves_no_folder(project, tmp_path, monkeypa
     real_fsync, real_rename = os.fsync, os.rename
 
     def failing(real):
-        def call(*args):
+        def call(*args, **kw):
             calls["n"] += 1
             if calls["n"] == fail_at:
                 raise OSError(28, "No space left on device")
-            return real(*args)
+            return real(*args, **kw)
         return call
 
     # fsync of files 1-4 fail for fail_at 1..4; fail_at 5 lets them pass and fails the rename
@@ -502,11 +507,11 @@ def test_candidate_folder_appearing_meanwhile_is_not_overwritten(project, tmp_pa
     cand = project / ".burin/crystallization" / CURATED
     real_rename = os.rename
 
-    def racing(src, dst):
-        if str(dst) == str(cand):  # someone else stages the folder just before our rename
+    def racing(src, dst, **kw):
+        if _full(dst, kw.get("dst_dir_fd")) == str(cand):  # someone else stages the folder just before our rename
             cand.mkdir()
             (cand / "theirs.txt").write_text("keep")
-        return real_rename(src, dst)
+        return real_rename(src, dst, **kw)
 
     monkeypatch.setattr(A.os, "rename", racing)
     ws = Workspace.load(str(project))
