@@ -115,20 +115,23 @@ def migrate_pattern_learning(ws, now=None) -> dict:
         events.append(pattern_store_event(NAMESPACE, rid, f"pending:{record['id']}", value, now_iso, "pending"))
         counts["proposals"] += 1
 
-    if legacy.state is not None:
-        current = ws.pattern.state if ws.pattern is not None else pl_fmt.PatternState()
-        merged = dict(legacy.state.suppressed_until)  # pl_replace_state: the legacy value replaces the current one
-        unchanged = current.record is not None and current.enabled == legacy.state.enabled \
-            and current.suppressed_until == merged
-        if unchanged:
-            counts["skipped"] += 1
-        else:
-            value = pl_fmt.pattern_record_value(
-                {"enabled": legacy.state.enabled, "suppressed_until": merged, "updated_at": now_iso}, "state")
-            events.append(forget_event(NAMESPACE, {"key": "state"}, _ids_with_key(space, "state"), t))
-            events.append(pattern_store_event(NAMESPACE, pl_fmt.state_record_id(now_iso, str(uuid.uuid4())),
-                                              "state", value, now_iso, "state"))
-            counts["state"] = 1
+    # pl_migrate_state always replaces the state: a missing legacy state stream reads as the
+    # fallback {enabled: true, suppressedUntil: {}} (pl_project_value).
+    legacy_state = legacy.state if legacy.state is not None else pl_fmt.PatternState()
+    current = ws.pattern.state if ws.pattern is not None else pl_fmt.PatternState()
+    merged = dict(legacy_state.suppressed_until)  # pl_replace_state: the legacy value replaces the current one
+    enabled = True if legacy_state.enabled is None else legacy_state.enabled
+    unchanged = current.record is not None and current.enabled == enabled \
+        and current.suppressed_until == merged
+    if unchanged:
+        counts["skipped"] += 1
+    else:
+        value = pl_fmt.pattern_record_value(
+            {"enabled": enabled, "suppressed_until": merged, "updated_at": now_iso}, "state")
+        events.append(forget_event(NAMESPACE, {"key": "state"}, _ids_with_key(space, "state"), t))
+        events.append(pattern_store_event(NAMESPACE, pl_fmt.state_record_id(now_iso, str(uuid.uuid4())),
+                                          "state", value, now_iso, "state"))
+        counts["state"] = 1
 
     if events:
         append_lines(root, events_path, [serde_compact(e) for e in events])

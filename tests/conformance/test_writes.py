@@ -407,3 +407,22 @@ def test_migration_records_and_marker(project):
     assert not cold.migration_needed
     assert cold.proposal("prompt-aaaaaaaaaaaa") is not None
     assert cold.pattern.state.enabled is False
+
+
+def test_migration_without_a_state_stream_replaces_the_state_as_harn_does(project):
+    """pl_migrate_state reads a missing stream as {enabled: true, suppressedUntil: {}} and replaces the state."""
+    ss = project / ".harn/session-store"
+    ss.mkdir(parents=True, exist_ok=True)
+    (ss / "burin.agent_context.pattern_learning.observations.jsonl").write_text(json.dumps({"payload": {
+        "operation": "upsert", "record": {"id": "obs-2", "prompt": "p", "observedAt": "2026-05-01T00:00:00.000Z"}}}) + "\n")
+    ws = Workspace.load(str(project))
+    state_ids = [r.id for r in ws.memory["project/pattern-learning"].by_key("state")]
+    assert state_ids and ws.pattern.state.suppressed_until  # the sample project has a suppression
+    log = project / LOG
+    before = log.read_bytes()
+    M.migrate_pattern_learning(ws, now=NOW_NS)
+    lines = appended_lines(log, before)
+    assert lines[-2] == harn_forget_line(lines[-2], "project/pattern-learning", {"key": "state"}, state_ids, NOW_RFC3339)
+    assert lines[-1] == harn_store_line(json.loads(lines[-1])["id"], "project/pattern-learning", "state", {
+        "enabled": True, "suppressed_until": {}, "updated_at": NOW_DATE_ISO}, "state", NOW_DATE_ISO)
+    assert Workspace.load(str(project)).pattern.state.suppressed_until == {}
