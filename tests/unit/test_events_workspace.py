@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -18,6 +19,13 @@ from tests.helpers.samples import SAMPLES
 CONSTRUCTED = SAMPLES / "constructed"
 pytestmark = pytest.mark.skipif(not CONSTRUCTED.is_dir(), reason="constructed harn-samples not found")
 RECEIPT = "receipt-019df23b-d93a-7ea5-b96a-7f4325c408b1"
+
+
+def plain(md: str) -> str:
+    """The Markdown with backslash escapes (render/markdown.py cell()) removed, for content checks."""
+    return re.sub(r"\\(.)", r"\1", md)
+
+
 APPROVAL = "hitl_approval_019df239-3a50-70ec-b125-6d1f4f8d67a3"
 ESCALATION = "hitl_escalation_019df239-8870-734b-beb2-7c1cb5a3169a"
 
@@ -117,7 +125,7 @@ def test_uris_parse_and_unknowns_are_refused(proj):
 
 def test_events_index_and_topic_pages(proj):
     ws = Workspace.load(str(proj))
-    idx = render_uri(ws, "harn-state:/events.md")
+    idx = plain(render_uri(ws, "harn-state:/events.md"))
     assert "orchestrator-pump.waitpoint.resumes" in idx and "| 4 | 1–4 |" in idx
     doc = render_uri(ws, "harn-state:/events/hitl.approvals.md")
     heads = [line for line in doc.splitlines() if line.startswith("### #")]
@@ -153,16 +161,16 @@ def test_event_pages_split_and_hostile_payload_is_fenced(proj):
 
 def test_hitl_documents(proj):
     ws = Workspace.load(str(proj))
-    idx = render_uri(ws, "harn-state:/hitl.md")
+    idx = plain(render_uri(ws, "harn-state:/hitl.md"))
     assert idx.startswith("# Waiting for you (3)") and "## Resolved (1)" in idx
-    ap = render_uri(ws, f"harn-state:/hitl/{APPROVAL}.md")
+    ap = plain(render_uri(ws, f"harn-state:/hitl/{APPROVAL}.md"))
     assert "| reviewers | alice, bob |" in ap and "| quorum so far | 0 of 2 |" in ap
     assert "run_019df237-4074-7e65-93fb-e8ad6535681b" in ap and "trace_019df239" in ap
     assert "## How to answer" in ap and "harn.hitl.respond" in ap and '"approved": true' in ap
-    esc = render_uri(ws, f"harn-state:/hitl/{ESCALATION}.md")
+    esc = plain(render_uri(ws, f"harn-state:/hitl/{ESCALATION}.md"))
     assert "never (escalations do not time out)" in esc
     assert f"harn orchestrator resume {ESCALATION} --reviewer <you> --state-dir .harn" in esc
-    done = render_uri(ws, "harn-state:/hitl/hitl_approval_019df237-6590-789f-8c58-97172ca41e44.md")
+    done = plain(render_uri(ws, "harn-state:/hitl/hitl_approval_019df237-6590-789f-8c58-97172ca41e44.md"))
     assert "**State: answered**" in done and "## How to answer" not in done and "| alice | True |" in done
 
 
