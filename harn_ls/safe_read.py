@@ -35,8 +35,11 @@ MB = 1024 * 1024
 # file cannot exhaust memory: parsed JSON costs up to ~20x its size.
 CHECKPOINT_CAP = 16 * MB        # one `.harn/checkpoints/<pipeline>.json`
 RUN_RECORD_CAP = 32 * MB        # one `.harn-runs/*.json` run record / worker snapshot
-MEMORY_LINE_CAP = 1 * MB        # one line of a memory `events.jsonl`
-MEMORY_LINE_MAX_CONTAINERS = 20_000  # JSON objects/arrays in one memory line (`{}`-flood attack)
+MEMORY_LINE_CAP = 16 * MB       # one line of a memory `events.jsonl` (longer lines are skipped unread)
+MAX_MEMORY_FACTOR = 20          # peak memory for parsing one file / line <= 20x its size
+_DICT_COST = 200                # bytes a parsed small dict costs in CPython (object + slot in its parent)
+_LIST_COST = 72                 # ... an empty list
+_SMALL_CONTAINERS = 256         # below this many containers the density rule does not apply
 SOURCE_FILE_CAP = 8 * MB        # a source file a fact's `file_range` points at
 SKILL_FILE_CAP = 1 * MB         # SKILL.md, signature envelopes, signer keys
 TRANSCRIPT_CAP = 64 * MB        # an `llm_transcript.jsonl` side file
@@ -141,6 +144,41 @@ def read_confined(path: str, root: str | None, cap: int, extra_roots: Iterable[s
         return data
     finally:
         os.close(fd)
+
+
+def json_density_problem(data: bytes) -> str | None:
+    """None when parsing `data` as JSON stays within MAX_MEMORY_FACTOR x its size, else the reason.
+
+    A line made of millions of `{}` costs ~72 bytes per 3 input bytes once parsed (~36x with the
+    rest). Every container needs a `{` or `[` byte, so counting them (inside strings too, which
+    only over-counts) bounds the cost before anything is parsed."""
+    dicts, lists = data.count(b"{"), data.count(b"[")
+    if dicts + lists <= _SMALL_CONTAINERS:
+        return None
+    cost = dicts * _DICT_COST + lists * _LIST_COST
+    budget = (MAX_MEMORY_FACTOR - 4) * len(data)  # leave room for the bytes, the decoded text, the strings
+    if cost <= budget:
+        return None
+    return (f"{dicts + lists} JSON objects/arrays in {mb(len(data))} MB would take about "
+            f"{cost // len(data)}x its size in memory (cap {MAX_MEMORY_FACTOR}x); not loaded")
+
+
+def open_regular(path: str) -> int:
+    """An fd for a regular file (O_NONBLOCK: a FIFO never blocks the open). Raises ReadRefused / OSError."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise ReadRefused(path, "not a regular file; not read", "not-regular") from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ReadRefused(path, "not a regular file (a device, FIFO, socket or directory); not read", "not-regular")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def regular_file_size(path: str) -> int | None:

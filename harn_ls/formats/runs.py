@@ -17,13 +17,14 @@ from typing import Any
 import orjson
 
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.safe_read import RUN_RECORD_CAP, ReadRefused, json_density_problem, read_confined
 from harn_ls.formats.transcripts import Transcript, transcript_from_value
 
 RUN_RECORD_TYPE = "run_record"
 LLM_TRANSCRIPT_NAME = "llm_transcript.jsonl"
 PLAYGROUND_DIR = "playground"
 PLAYGROUND_RUN_NAME = "run.json"
-MAX_RECORD_BYTES = 512 * 1024 * 1024  # beyond this we refuse rather than freeze the editor
+MAX_RECORD_BYTES = RUN_RECORD_CAP  # beyond this we refuse rather than freeze the editor (safe_read caps)
 
 CODE_UNREADABLE = "HL-RUN-001"
 CODE_INVALID_UTF8 = "HL-RUN-002"
@@ -116,22 +117,25 @@ def llm_sidecar_path(record_path: str) -> str:
     return os.path.join(os.path.dirname(record_path), f"{stem}-llm", LLM_TRANSCRIPT_NAME)
 
 
-def _load_object(path: str, problems: list[Problem], what: str) -> tuple[dict | None, bool, os.stat_result | None]:
+def _load_object(path: str, problems: list[Problem], what: str, root: str | None = None) -> tuple[dict | None, bool, os.stat_result | None]:
     """Read + parse once. Returns (object or None, retry, stat)."""
     try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if st.st_size > MAX_RECORD_BYTES:
-                problems.append(Problem(path, 0, CODE_TOO_LARGE,
-                    f"{what} is {st.st_size} bytes, over the {MAX_RECORD_BYTES}-byte viewer limit; not parsed", Severity.WARNING))
-                return None, False, st
-            raw = fh.read()
+        raw = read_confined(path, root, MAX_RECORD_BYTES)
+        st = os.stat(path)
+    except ReadRefused as exc:
+        code = CODE_TOO_LARGE if exc.kind == "too-large" else CODE_UNREADABLE
+        problems.append(Problem(path, 0, code, f"{what} {exc}", Severity.WARNING))
+        return None, False, None
     except FileNotFoundError:
         problems.append(Problem(path, 0, CODE_UNREADABLE, f"{what} disappeared before it could be read (renamed or deleted)", Severity.INFO))
         return None, True, None
     except OSError as exc:
         problems.append(Problem(path, 0, CODE_UNREADABLE, f"cannot read {what}: {exc.strerror}", Severity.ERROR))
         return None, False, None
+    dense = json_density_problem(raw)
+    if dense is not None:
+        problems.append(Problem(path, 0, CODE_TOO_LARGE, f"{what} {dense}", Severity.WARNING))
+        return None, False, st
     if not raw.strip():
         problems.append(Problem(path, 0, CODE_INVALID_JSON,
             f"{what} is empty — probably caught mid-write; it will be read again when it changes", Severity.WARNING))
