@@ -129,6 +129,7 @@ class Workspace:
         self.facts_by_file: dict[str, set[tuple[str, int]]] = {}
         self._fact_problems: dict[tuple[str, int], list[Problem]] = {}
         self._link_problems: dict[str, Problem] = {}  # path -> "symlink ... leaves the project; not followed"
+        self.watch_problems: list[Problem] = []  # set by whoever watches the project (root refused, budget)
         self.pattern: pl_fmt.PatternLearning | None = None
         self.legacy_streams: dict[str, str] = {}
         self.migration_needed = False
@@ -196,7 +197,7 @@ class Workspace:
     def _discover_namespaces(self) -> dict[str, str]:
         found: dict[str, str] = {}
         for root in self._memory_roots():
-            if not os.path.isdir(root):
+            if not os.path.isdir(root) or not self._root_ok(root):
                 continue
             for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
                 dirnames[:] = sorted(d for d in dirnames if d != "vectors")
@@ -336,7 +337,14 @@ class Workspace:
         changes.problem_paths.add(path)
 
     # ----------------------------------------------------------- checkpoints
+    def _root_ok(self, directory: str) -> bool:
+        """A state directory that leads out of the project (`.harn-runs -> /usr`) is not even listed;
+        `problems()` reports it (ProjectPaths.watch_refusals)."""
+        return self.paths.root_allowed(directory) is None
+
     def _scan_checkpoints(self, changes: ChangeSet) -> None:
+        if not self._root_ok(self.paths.checkpoint_dir):
+            return
         for path in _json_files(self.paths.checkpoint_dir):
             self._read_checkpoint(path, changes)
 
@@ -363,15 +371,15 @@ class Workspace:
     # ------------------------------------------------------------------ runs
     def _scan_runs(self, changes: ChangeSet) -> None:
         d = self.paths.run_root
-        for path in _json_files(d):
+        for path in (_json_files(d) if self._root_ok(d) else []):
             self._read_run(path, changes)
         pg = os.path.join(d, "playground")
-        if os.path.isdir(pg):
+        if self._root_ok(d) and os.path.isdir(pg):
             for job in sorted(os.listdir(pg)):
                 p = os.path.join(pg, job, "run.json")
                 if os.path.isfile(p):
                     self._read_run(p, changes)
-        for path in _json_files(self.paths.worker_dir):
+        for path in (_json_files(self.paths.worker_dir) if self._root_ok(self.paths.worker_dir) else []):
             self._read_worker(path, changes)
 
     def _forget_run_path(self, path: str) -> None:
@@ -669,6 +677,11 @@ class Workspace:
         if self.sessions is not None:
             out.extend(self.sessions.problems)
         out.extend(self._link_problems.values())
+        out.extend(self.watch_problems)
+        refused_by_config = {r for r, _ in self.paths.refused_roots}  # reported with the skills
+        for root, why in self.paths.watch_refusals():
+            if root not in refused_by_config and not any(p.path == root for p in self._link_problems.values()):
+                out.append(Problem(root, 0, CODE_LINK_OUT, why, Severity.WARNING))
         return out
 
     def problems_by_path(self) -> dict[str, list[Problem]]:
