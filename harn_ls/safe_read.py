@@ -43,6 +43,7 @@ _SMALL_CONTAINERS = 256         # below this many containers the density rule do
 SOURCE_FILE_CAP = 8 * MB        # a source file a fact's `file_range` points at
 SKILL_FILE_CAP = 1 * MB         # SKILL.md, signature envelopes, signer keys
 TRANSCRIPT_CAP = 64 * MB        # an `llm_transcript.jsonl` side file
+VECTOR_FILE_CAP = 4 * MB        # one cached embedding `vectors/<hint>/<hash>.json`
 
 
 class ReadRefused(OSError):

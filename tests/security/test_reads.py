@@ -259,3 +259,30 @@ def test_read_confined_refuses_a_symlink_swapped_in(tmp_path):
     with pytest.raises(safe_read.ReadRefused, match="too large"):
         (root / "b").write_bytes(b"x" * 101)
         safe_read.read_confined(str(root / "b"), str(root), 100)
+
+
+def test_llm_turn_log_symlinked_out_is_reported_not_read(tmp_path):
+    proj, evil = _proj(tmp_path)
+    (evil / "llm_transcript.jsonl").write_text('{"SECRET": 1}\n')
+    runs = proj / ".harn-runs"
+    runs.mkdir(exist_ok=True)
+    (runs / "r9.json").write_text('{"_type": "run_record", "id": "r9", "status": "complete"}')
+    (runs / "r9-llm").mkdir()
+    os.symlink(evil / "llm_transcript.jsonl", runs / "r9-llm" / "llm_transcript.jsonl")
+    run = runs_fmt.read_run_record(str(runs / "r9.json"))
+    assert run.llm_transcript_path is None
+    assert any("LLM turn log: symlink" in p.message and "leaves the project" in p.message for p in run.problems)
+    # A run id that walks out (`../../x`) never names a side file.
+    (runs / "r8.json").write_text('{"_type": "run_record", "id": "../../proj-evil/x", "status": "complete"}')
+    assert runs_fmt.read_run_record(str(runs / "r8.json")).llm_transcript_path is None
+
+
+def test_cached_vector_symlinked_to_dev_zero_is_not_read(tmp_path):
+    from harn_ls.recall import read_cached_vector
+
+    vdir = tmp_path / "proj" / ".harn" / "memory" / "project" / "vectors" / "hint"
+    vdir.mkdir(parents=True)
+    os.symlink("/dev/zero", vdir / ("a" * 64 + ".json"))
+    t0 = time.monotonic()
+    vec, why = read_cached_vector(str(vdir / ("a" * 64 + ".json")))
+    assert vec is None and why.startswith("unreadable cache file") and time.monotonic() - t0 < 1.0
