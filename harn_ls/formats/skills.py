@@ -29,7 +29,6 @@ import hashlib
 import json
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -658,15 +657,18 @@ class _TooLarge(ValueError):
 
 
 def _read_bounded(path: str, limit: int) -> bytes:
-    """Read a regular file up to `limit` bytes; raise OSError/ValueError otherwise."""
-    info = os.stat(path)
-    if not stat.S_ISREG(info.st_mode):
-        raise ValueError("not a regular file")
-    with open(path, "rb") as fh:
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise _TooLarge(f"larger than {limit} bytes")
-    return data
+    """Read a regular file up to `limit` bytes; raise OSError/ValueError otherwise.
+
+    Through safe_read: the open itself never blocks (a FIFO swapped in after a stat) and the type is
+    checked on the open file. Confinement is the caller's (`confine_to`)."""
+    from harn_ls.safe_read import ReadRefused, read_confined
+
+    try:
+        return read_confined(path, None, limit)
+    except ReadRefused as exc:
+        if exc.kind == "too-large":
+            raise _TooLarge(f"larger than {limit} bytes") from None
+        raise ValueError("not a regular file") from None
 
 
 def _load_envelope(raw: bytes) -> dict[str, str]:
