@@ -90,15 +90,15 @@ class ProjectPaths:
 
     def root_allowed(self, root: str) -> str | None:
         """None when harn-ls may watch/read `root`, else the reason (a symlink out of the project)."""
-        if root in self.env_roots:
+        if any(_inside_by_name(root, e) for e in self.env_roots if not _inside_by_name(e, self.project_root)):
+            return None  # the user's environment placed it (or its parent) outside the project on purpose
+        if self.is_inside_project(root):
             return None
-        if not self.is_inside_project(root):
-            if os.path.lexists(root) or _inside_by_name(root, self.project_root):
-                link = _first_link(root, self.project_root)
-                where = f"symlink {link} -> {_readlink(link)}" if link else root
-                return f"{where} leads outside the project; not watched or read"
-            return None if _inside_by_name(root, self.project_root) else f"{root} is outside the project; not watched"
-        return None
+        if _inside_by_name(root, self.project_root):
+            link = _first_link(root, self.project_root)
+            where = f"symlink {link} -> {_readlink(link)}" if link else root
+            return f"{where} leads outside the project; not watched or read"
+        return f"{root} is outside the project; not watched or read"
 
     def watch_refusals(self) -> list[tuple[str, str]]:
         """(root, reason) for every root left out of `watch_roots`, and every refused harn.toml root."""
