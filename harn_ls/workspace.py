@@ -16,6 +16,7 @@ from typing import Iterable, Mapping
 
 from harn_ls import paths as paths_mod
 from harn_ls import safe_read
+from harn_ls.extra_state import ExtraState
 from harn_ls.formats import checkpoints as ckpt_fmt
 from harn_ls.formats import facts as facts_fmt
 from harn_ls.formats import pattern_learning as pl_fmt
@@ -116,8 +117,9 @@ def _is_under(path: str, root: str) -> bool:
 
 
 class Workspace:
-    def __init__(self, paths: paths_mod.ProjectPaths) -> None:
+    def __init__(self, paths: paths_mod.ProjectPaths, env: Mapping[str, str] | None = None) -> None:
         self.paths = paths
+        self.extra = ExtraState(paths, env)  # event logs, HITL, store, receipts, worktrees, … (issue 16)
         self.root = paths.project_root
         self.memory: dict[str, MemoryNamespace] = {}
         self._tails: dict[str, JsonlTail] = {}
@@ -147,7 +149,7 @@ class Workspace:
     # ------------------------------------------------------------------ load
     @classmethod
     def load(cls, path: str, env: Mapping[str, str] | None = None, home: str | None = None) -> "Workspace":
-        ws = cls(paths_mod.resolve(path, env=env, home=home))
+        ws = cls(paths_mod.resolve(path, env=env, home=home), env)
         ws.rescan()
         return ws
 
@@ -190,6 +192,7 @@ class Workspace:
         self._refresh_skills(changes)
         self._scan_runs(changes)
         self._refresh_sessions(changes)
+        changes.kinds.update(self.extra.rescan())
         self.loaded_at = time.time()
         self.generation += 1
         return changes
@@ -448,6 +451,9 @@ class Workspace:
         changes = ChangeSet()
         paths = self.paths
         need_skills = need_pattern = need_sessions = False
+        extra_targets: set[str] = set()
+        for raw in sorted(set(changed)):
+            extra_targets |= self.extra.classify(os.path.abspath(raw))
         for raw in sorted(set(changed)):
             path = os.path.abspath(raw)
             base = os.path.basename(path)
@@ -508,6 +514,10 @@ class Workspace:
             self._refresh_skills(changes)
         if need_sessions:
             self._refresh_sessions(changes)
+        if extra_targets:
+            before = {p.path for p in self.extra.problems()}
+            changes.kinds.update(self.extra.apply(extra_targets))
+            changes.problem_paths |= before | {p.path for p in self.extra.problems()}
         if changes:
             self.generation += 1
         return changes
@@ -676,6 +686,7 @@ class Workspace:
             out.extend(run.problems)
         if self.sessions is not None:
             out.extend(self.sessions.problems)
+        out.extend(self.extra.problems())
         out.extend(self._link_problems.values())
         out.extend(self.watch_problems)
         refused_by_config = {r for r, _ in self.paths.refused_roots}  # reported with the skills
@@ -704,7 +715,7 @@ class Workspace:
             "runs": len(self.runs),
             "transcripts": len(self.transcripts),
             "sessions": len(self.sessions.sessions) if self.sessions else 0,
-        }
+        } | self.extra.counts()
 
 
 _STAGE_SUMMARY_KEYS = ("id", "node_id", "kind", "status", "outcome", "branch", "started_at", "finished_at")
