@@ -91,8 +91,7 @@ def register(server) -> None:
 
     @server.command(P.CMD_FORGET_STAGE)
     async def forget_stage(ls, *args):
-        from harn_ls.actions import ActionFailed
-        from harn_ls.actions.checkpoints import forget_stage as do_forget, recently_modified
+        from harn_ls.actions.checkpoints import forget_stage as do_forget
 
         a = _arg(args)
         pipeline, key = a.get("pipeline"), a.get("key")
@@ -102,20 +101,8 @@ def register(server) -> None:
         if proj is None or proj.ws is None:
             return {"ok": False, "message": "no Harn project is open"}
         mtime = await proj.run(lambda: os.stat(proj.ws.checkpoints[pipeline].path).st_mtime if pipeline in proj.ws.checkpoints else None)
-        try:  # checkpoint_path() refuses a pipeline name that is not one path segment
-            recent = await proj.run(lambda: recently_modified(proj.ws, pipeline))
-        except ActionFailed as exc:
-            return {"ok": False, "message": str(exc)}
-        if not a.get("confirmed") and recent:
-            try:
-                choice = await ls.window_show_message_request_async(types.ShowMessageRequestParams(
-                    type=types.MessageType.Warning,
-                    message=f"{pipeline}.json changed in the last few seconds — an agent may be running. Forget stage {key!r} anyway?",
-                    actions=[types.MessageActionItem(title="Forget"), types.MessageActionItem(title="Cancel")]))
-            except Exception:
-                choice = None
-            if choice is None or choice.title != "Forget":
-                return {"ok": False, "message": "cancelled"}
+        # The action takes Harn's checkpoint lock (waiting up to 5 s, as Harn does) and refuses
+        # with a clear message while a pipeline holds it: no guessing from modification times.
         result = await _run_action(ls, do_forget, str(pipeline), str(key), expect_mtime=mtime,
                                    _where=("checkpoints", str(pipeline), a.get("root")), _done=f"forgot stage {key}")
         return result
@@ -149,3 +136,54 @@ def register(server) -> None:
         from harn_ls.lsp.probe import run_probe_command
 
         return await run_probe_command(ls, _arg(args))
+
+    @server.command(P.CMD_RESUME)
+    async def resume(ls, *args):
+        return await resume_escalation_command(ls, _arg(args))
+
+
+UNTRUSTED_RESUME = ("Resuming an escalation runs the harn binary; this workspace is not trusted. "
+                    "Trust it, or run `harn orchestrator resume` yourself.")
+
+
+async def resume_escalation_command(ls, a: dict) -> dict:
+    """`harn orchestrator resume` for one escalation (§N.2): trusted workspaces only, argv only, the
+    --state-dir of the log the request lives in; the result shows when Harn's response event lands."""
+    import getpass
+
+    from harn_ls.actions import ActionFailed
+    from harn_ls.actions.hitl import RESUME_TIMEOUT_S, resume_argv
+    from harn_ls.actions.probes import run_process
+
+    if not ls.trusted:
+        ls.show(UNTRUSTED_RESUME, types.MessageType.Warning)
+        return {"ok": False, "message": UNTRUSTED_RESUME}
+    rid = a.get("requestId") or a.get("id")
+    if not isinstance(rid, str) or not rid:
+        return {"ok": False, "message": "resumeEscalation needs {requestId}"}
+    proj = next((p for p in ls.projects.values() if p.ws is not None and p.ws.extra.request(rid) is not None), None)
+    if proj is None:
+        return {"ok": False, "message": f"no escalation {rid} in the open projects"}
+    reviewer = ls.settings.hitl.reviewer.strip()
+    if not reviewer:
+        try:
+            reviewer = getpass.getuser()
+        except Exception:
+            reviewer = ""
+    reason = a.get("reason") if isinstance(a.get("reason"), str) else ""
+    try:
+        argv, view = await proj.run(lambda: resume_argv(proj.ws, rid, ls.settings.harnPath, reviewer, reason))
+        result = await run_process(argv, cwd=proj.root, timeout=RESUME_TIMEOUT_S)
+    except ActionFailed as exc:
+        ls.show(str(exc), types.MessageType.Error)
+        return {"ok": False, "message": str(exc)}
+    await proj.apply_now([view.path, view.path + "-wal"])
+    if result.timed_out or result.exit_code != 0:
+        err = (result.stderr.strip().splitlines() or ["(no message)"])[-1][:500]
+        msg = f"harn orchestrator resume failed ({'timed out' if result.timed_out else f'exit {result.exit_code}'}): {err}"
+        ls.show(msg, types.MessageType.Error)
+        return {"ok": False, "message": msg, "argv": argv[1:]}
+    state = await proj.run(lambda: (proj.ws.extra.request(rid) or (None,))[0])
+    msg = f"escalation {rid} resumed as {reviewer}" + (f" — now {state.state}" if state is not None else "")
+    ls.show(msg)
+    return {"ok": True, "message": msg, "state": state.state if state is not None else None, "argv": argv[1:]}

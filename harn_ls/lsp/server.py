@@ -13,6 +13,7 @@ import functools
 import hashlib
 import logging
 import os
+import sys
 import time
 from typing import Any, Callable
 
@@ -117,7 +118,12 @@ class HarnLanguageServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("harn-ls", __version__, protocol_cls=HarnProtocol)
         self.settings = Settings()
+        self._skill_root_warned: set[tuple[str, str]] = set()
         self.trusted: bool = True
+        # Fixed by the command line, never by a client: the harn binary (None = harnState.harnPath)
+        # and whether probes may run at all (serve --tcp without --allow-probes: no).
+        self.harn_override: str | None = None
+        self.probes_allowed: bool = True
         self.projects: dict[str, Project] = {}
         self.served: dict[str, tuple[str, str]] = {}  # harn-state URI -> (project root, text sha1)
         self.published: dict[str, dict[str, tuple]] = {}  # project root -> file path -> problems last sent
@@ -150,7 +156,8 @@ class HarnLanguageServer(LanguageServer):
 
     def render_settings(self) -> RenderSettings:
         return RenderSettings(show_private=self.settings.transcripts.showPrivate,
-                              min_confidence=self.settings.facts.minConfidence)
+                              min_confidence=self.settings.facts.minConfidence,
+                              skill_root=self.settings.skillRoot or None)
 
     def project_for_path(self, path: str) -> Project | None:
         best = None
@@ -207,10 +214,29 @@ class HarnLanguageServer(LanguageServer):
         await proj.load()
         proj.start_watching()
         log.info("loaded %s in %.0f ms", proj.root, proj.load_seconds * 1000)
+        await self.warn_skill_root(proj)
         await self.on_changes(proj, ChangeSet(rescanned=True, kinds={"memory", "facts", "pattern", "checkpoints",
                                                                      "skills", "runs", "sessions", "roots"}))
         # Build the recall index now, after everything is shown, so the first search is warm.
         self.spawn(self._warm_then_report(proj), "recall index warm-up")
+
+    async def warn_skill_root(self, proj: Project) -> None:
+        """Say once per (folder, skillRoot) when Accept would write where Harn's pattern learning never looks."""
+        from harn_ls.actions.proposals import skill_root_warning
+
+        if proj.ws is None:
+            return
+        warning = await proj.run(lambda: skill_root_warning(proj.ws, self.settings.skillRoot))
+        key = (proj.root, self.settings.skillRoot)
+        if not warning or key in self._skill_root_warned:
+            return
+        self._skill_root_warned.add(key)
+        log.warning("%s: %s", proj.root, warning)
+        try:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
+                                                             message=f"Harn State: {warning}"))
+        except Exception as exc:  # a client without window/showMessage still has the log and harn/status
+            log.debug("showMessage failed: %s", exc)
 
     async def _warm_then_report(self, proj: Project) -> None:
         await proj.warm_recall()
@@ -232,6 +258,18 @@ class HarnLanguageServer(LanguageServer):
         for view in tree.views_for(changes):
             self.protocol.notify(P.TREE_CHANGED, {"view": view})
         await self.send_status(proj, n_problems)
+        if "hitl" in changes.kinds:
+            await self._announce_hitl(proj)
+
+    async def _announce_hitl(self, proj: Project) -> None:
+        """`harn/hitlArrived` for requests waiting for a human that were not there before (issue 16)."""
+        from harn_ls.render import make_uri
+
+        new = await proj.run(lambda: proj.ws.extra.take_new_requests())
+        if new:
+            self.protocol.notify(P.HITL_ARRIVED, {"root": proj.ws.root, "requests": [
+                {"requestId": r.request_id, "kind": r.kind, "prompt": r.prompt[:300], "agent": r.agent,
+                 "uri": make_uri("hitl", r.request_id)} for r in new]})
 
     async def _refresh_lenses(self) -> None:
         try:
@@ -243,8 +281,11 @@ class HarnLanguageServer(LanguageServer):
         def _status() -> dict:
             ws = proj.ws
             problems = n_problems if n_problems is not None else len(ws.problems())
+            from harn_ls.actions.proposals import skill_root_warning
+
+            warning = skill_root_warning(ws, self.settings.skillRoot)
             return {"root": ws.root, "counts": ws.counts(), "problems": problems, "watching": proj.watching,
-                    "recallReady": ws.recall_ready,
+                    "recallReady": ws.recall_ready, "warnings": [warning] if warning else [],
                     "hasState": os.path.isdir(ws.paths.state_root) or os.path.isdir(ws.paths.run_root)}
         self.protocol.notify(P.STATUS, await proj.run(_status))
 
@@ -345,6 +386,9 @@ def create_server() -> HarnLanguageServer:
                 log.warning(e)
         else:
             await ls.pull_configuration()
+        for proj in [p for p in ls.projects.values() if p.ws is not None]:
+            await ls.warn_skill_root(proj)
+            await ls.send_status(proj)
         if ls.supports("workspace.code_lens.refresh_support"):
             ls.spawn(ls._refresh_lenses(), "codeLens/refresh")
         # Settings change what documents show (minConfidence, showPrivate): re-fetch the open ones that differ.
@@ -367,13 +411,21 @@ def create_server() -> HarnLanguageServer:
     return server
 
 
-def run_server(tcp: str | None = None) -> int:
+def run_server(tcp: tuple[str, int] | None = None, harn: str | None = None, allow_probes: bool = False) -> int:
+    """stdio, or TCP on a loopback (host, port) the CLI checked. Over TCP whoever reaches the
+    port is a client: the harn binary is only `harn` (from the command line / HARN_LS_HARN,
+    default `harn` on PATH), never harnState.harnPath, and probes need --allow-probes."""
     server = create_server()
     _log_to_client(server)
     if tcp:
-        host, _, port = tcp.rpartition(":")
-        server.start_tcp(host or "127.0.0.1", int(port))
+        server.harn_override = harn or "harn"
+        server.probes_allowed = allow_probes
+        sys.stderr.write(f"harn-ls: listening on {tcp[0]}:{tcp[1]} (probes {'on' if allow_probes else 'off'}, "
+                         f"harn = {server.harn_override})\n")
+        sys.stderr.flush()
+        server.start_tcp(tcp[0], tcp[1])
     else:
+        server.harn_override = harn
         server.start_io()
     return 0
 

@@ -21,8 +21,14 @@ def inspect_json(ws) -> dict:
             skills_by_layer.setdefault(sk.layer, []).append({
                 "id": sk.id, "path": ws.relpath(sk.path) or sk.path, "shadowed_by": sk.shadowed_by,
                 "signature": sk.signature.status if sk.signature is not None else None, "loadable": sk.loadable,
+                "signature_label": sk.signature.label if sk.signature is not None else None,
             })
     problems = [pr.to_json() | {"path": ws.relpath(pr.path) or pr.path} for pr in ws.problems()]
+    # "running": a Harn process holds the lock file right now (None: cannot tell on this system)
+    from harn_ls.formats.checkpoints import running_now
+    from harn_ls.formats.locks import read_flock_table, running_session_writers, session_running
+
+    locks = read_flock_table()
     return {
         "roots": {
             "project": p.project_root, "state": p.state_root, "runs": p.run_root, "memory": p.memory_root,
@@ -31,7 +37,7 @@ def inspect_json(ws) -> dict:
         },
         "counts": ws.counts(),
         "checkpoints": [
-            {"pipeline": name, "path": ws.relpath(cf.path), "retry": cf.retry,
+            {"pipeline": name, "path": ws.relpath(cf.path), "retry": cf.retry, "running": running_now(cf.path, locks),
              "stages": [{"key": e.key, "keyed": e.keyed, "fingerprint": e.fingerprint} for e in cf.entries.values()]}
             for name, cf in sorted(ws.checkpoints.items())
         ],
@@ -65,10 +71,18 @@ def inspect_json(ws) -> dict:
         "transcripts": sorted(ws.transcripts),
         "sessions": None if ws.sessions is None else {
             "schema_version": ws.sessions.schema_version,
-            "sessions": [{"id": s.id, "title": s.title, "status": s.status, "events": s.event_count} for s in ws.sessions.sessions],
+            "sessions": [{"id": s.id, "title": s.title, "status": s.status, "events": s.event_count,
+                          "running": session_running(ws.sessions.path, s.id, locks)} for s in ws.sessions.sessions],
+            "running_writers": running_session_writers(ws.sessions.path, locks),
         },
         "problems": problems,
-    }
+    } | _extra(ws)
+
+
+def _extra(ws) -> dict:
+    from harn_ls.render.state_docs import inspect_extra
+
+    return inspect_extra(ws)
 
 
 def inspect_text(ws) -> str:
@@ -83,7 +97,8 @@ def inspect_text(ws) -> str:
     out.append(f"checkpoints      {c['checkpoints']} file(s), {c['checkpointKeys']} stage(s)")
     for cp in data["checkpoints"]:
         keyed = sum(1 for s in cp["stages"] if s["keyed"])
-        out.append(f"  {cp['pipeline']:<20} {len(cp['stages'])} stage(s), {keyed} keyed" + ("  UNREADABLE" if cp["retry"] else ""))
+        out.append(f"  {cp['pipeline']:<20} {len(cp['stages'])} stage(s), {keyed} keyed" + ("  UNREADABLE" if cp["retry"] else "")
+                   + ("  WRITING NOW" if cp["running"] else ""))
     out.append(f"memory           {c['namespaces']} namespace(s), {c['records']} active record(s)")
     for m in data["memory"]:
         out.append(f"  {m['namespace']:<28} {m['active']:>5} active {m['events']:>6} events  backend {m['config'].get('backend')}")
@@ -105,7 +120,7 @@ def inspect_text(ws) -> str:
         for s in items:
             extra = []
             if s["signature"] and s["signature"] != "missing_signature":
-                extra.append(f"signature {s['signature']}")
+                extra.append(f"signature {s.get('signature_label') or s['signature']}")
             if s["shadowed_by"]:
                 extra.append(f"shadowed by {s['shadowed_by']}")
             if not s["loadable"]:
@@ -116,6 +131,9 @@ def inspect_text(ws) -> str:
         out.append(f"  {r['id']:<44} {r['status'] or '?'}")
     ss = data["sessions"]
     out.append(f"sessions         {c['sessions']}" + (f" (schema v{ss['schema_version']})" if ss else " (no session store)"))
+    from harn_ls.render.state_docs import inspect_extra_text
+
+    out.extend(inspect_extra_text(data))
     out.append("")
     probs = data["problems"]
     out.append(f"problems         {len(probs)}")
