@@ -157,7 +157,7 @@ def render_event(i: int, ev, ctx: Context) -> tuple[str, bool]:
     if ev.visibility and ev.visibility != "public":
         head += f" · *{md_text(ev.visibility)}*"
     if private and not ctx.show_private:
-        return head + "\n\n*Private reasoning hidden (setting `harnState.transcripts.showPrivate`).*\n", True
+        return head + "\n\n*🔒 private reasoning hidden (setting `harnState.transcripts.showPrivate`)*\n", True
 
     tin, tout = _tokens_of(ev)
     if role == "assistant" and ev.kind == "message":

@@ -85,12 +85,12 @@ def test_tool_calls_folded_and_all_data_escaped(tmp_path):
     result = ET.fromstring(details[1])
     assert result.find("pre").text.startswith(EVIL)
     assert "tokens in 1234 / out 56" in md
-    assert "Private reasoning hidden" in md and "secret plan" not in md
+    assert "private reasoning hidden" in md and "secret plan" not in md
 
 
 def test_private_reasoning_shown_with_setting(tmp_path):
     md = _render(tmp_path, _project(tmp_path, []), show_private=True)
-    assert "secret plan" in md and "Private reasoning hidden" not in md
+    assert "secret plan" in md and "private reasoning hidden" not in md
 
 
 def test_compaction_marker_says_what_was_archived(tmp_path):
