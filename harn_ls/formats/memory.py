@@ -133,6 +133,46 @@ class MemoryNamespace:
         self.event_count = 0
         self.last_event_at: str | None = None
 
+    # -- lazy state (restored from the state cache) ----------------------------
+    # A namespace restored from the cache starts with its summary only; the
+    # record-level state below is built on first access by `_loader`.
+    _LAZY = frozenset({"active", "_by_id", "forgotten", "hidden", "forgets"})
+
+    @classmethod
+    def restored(cls, namespace: str, path: str, summary: dict, problems: list[Problem], loader) -> "MemoryNamespace":
+        """A namespace whose records are built by `loader(ns)` when first needed (it sets
+        active, _by_id, forgotten, hidden and forgets); `summary` holds the rest."""
+        self = cls.__new__(cls)
+        self.namespace = namespace
+        self.path = path
+        self.seq = summary["seq"]
+        self.config = summary["config"]
+        self.open_event = summary["open_event"]
+        self.problems = problems
+        self.event_count = summary["event_count"]
+        self.last_event_at = summary["last_event_at"]
+        self._sizes = tuple(summary["sizes"])
+        self._loader = loader
+        return self
+
+    def __getattr__(self, name: str):
+        if name in MemoryNamespace._LAZY:
+            loader = self.__dict__.pop("_loader", None)
+            if loader is not None:
+                loader(self)
+                return self.__dict__[name]
+        raise AttributeError(name)
+
+    @property
+    def materialized(self) -> bool:
+        return "_loader" not in self.__dict__
+
+    def sizes(self) -> tuple[int, int, int]:
+        """(active records, forgotten ids, stores hidden by a tombstone), without building records."""
+        if not self.materialized:
+            return self._sizes
+        return len(self.active), len(self.forgotten), len(self.hidden)
+
     # -- queries -------------------------------------------------------------
     def records(self) -> list[MemoryRecord]:
         return list(self.active.values())
