@@ -517,7 +517,8 @@ class Workspace:
         path = self.paths.session_store
         changes.kinds.add("sessions")
         changes.problem_paths.add(path)
-        self.sessions = ss_fmt.read_session_store(path) if os.path.isfile(path) and not self._leaves_project(path) else None
+        # lexists: a FIFO, a device or a symlink out of the project is reported by the reader, never opened.
+        self.sessions = ss_fmt.read_session_store(path) if os.path.lexists(path) else None
 
     # ----------------------------------------------------------------- apply
     def apply(self, changed: Iterable[str]) -> ChangeSet:

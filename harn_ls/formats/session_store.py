@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from harn_ls.formats import sqlite_safe
 from harn_ls.formats.problems import Problem, Severity
 
 SCHEMA_NAME = "session_store"
@@ -33,7 +33,6 @@ MARKER_TABLE = "_harn_sqlite_schema_versions"
 LEGACY_MARKER_TABLE = "schema_version"  # v1/v2
 KNOWN_VERSIONS = (1, 2, 3, 4)
 LATEST_KNOWN_VERSION = 4
-BUSY_TIMEOUT_S = 1.0
 
 CODE_OPEN = "HL-SESS-001"
 CODE_NO_MARKER = "HL-SESS-002"
@@ -41,6 +40,12 @@ CODE_NEWER_SCHEMA = "HL-SESS-003"
 CODE_QUERY = "HL-SESS-004"
 CODE_BAD_JSON = "HL-SESS-005"
 CODE_OLD_SCHEMA = "HL-SESS-006"
+CODE_REFUSED = "HL-SESS-007"  # a view/virtual table/generated column, a deadline, a non-regular file
+CODE_TOO_MANY = "HL-SESS-008"
+
+QUERY_DEADLINE_S = 1.0  # per query: a hostile store yields a problem well within 2 s
+MAX_SESSIONS = 5_000
+MAX_EVENTS = 5_000
 
 SESSION_COLUMNS = (
     "id", "tenant_id", "persona", "parent_session_id", "title", "cwd", "model", "session_type", "project_scope",
@@ -126,49 +131,43 @@ class SessionStoreSnapshot:
     supported: bool = False  # the marker names a version this module was written for
 
 
-def _ro_uri(path: str) -> str:
-    quoted = urllib.parse.quote(os.path.abspath(path))
-    if os.path.exists(path + "-wal"):
-        return f"file:{quoted}?mode=ro"
-    if _is_wal_mode(path):
-        # Fully checkpointed WAL db with no writer: immutable avoids creating -wal/-shm.
-        return f"file:{quoted}?mode=ro&immutable=1"
-    return f"file:{quoted}?mode=ro"
-
-
-def _is_wal_mode(path: str) -> bool:
-    # Header bytes 18/19 are the write/read format versions: 2 = WAL.
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(20)
-    except OSError:
-        return False
-    return len(head) == 20 and head[:16] == b"SQLite format 3\x00" and (head[18] == 2 or head[19] == 2)
-
-
 def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(_ro_uri(path), uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-    return conn
+    return sqlite_safe.open_readonly(path, os.path.dirname(os.path.dirname(os.path.abspath(path))))
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in conn.execute("SELECT name FROM main.sqlite_master WHERE type IN ('table','view')")}
+    # Real tables only: a view (a recursive CTE can run forever) is never evaluated.
+    return sqlite_safe.real_tables(conn, QUERY_DEADLINE_S)
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
-    return [r[1] for r in conn.execute(f"PRAGMA main.table_info({table})")]
+    return sqlite_safe.table_columns(conn, table, QUERY_DEADLINE_S)
+
+
+def _q(conn: sqlite3.Connection, sql: str, params=(), max_rows: int = MAX_SESSIONS) -> list[tuple]:
+    return sqlite_safe.query(conn, sql, params, QUERY_DEADLINE_S, max_rows)
+
+
+def _missing_table(conn: sqlite3.Connection, name: str, path: str) -> Problem:
+    kind = sqlite_safe.object_kind(conn, name, QUERY_DEADLINE_S)
+    if kind is None:
+        return Problem(path, 0, CODE_QUERY, f"no '{name}' table", Severity.WARNING)
+    return Problem(path, 0, CODE_REFUSED, f"'{name}' is a {kind}, not a table; not evaluated (only real tables are read)",
+                   Severity.WARNING)
 
 
 def _schema_version(conn: sqlite3.Connection, tables: set[str], path: str, problems: list[Problem]) -> int | None:
     if MARKER_TABLE in tables:
-        row = conn.execute(f"SELECT version FROM main.{MARKER_TABLE} WHERE name = ?", (SCHEMA_NAME,)).fetchone()
+        rows = _q(conn, f"SELECT version FROM main.{MARKER_TABLE} WHERE name = ?", (SCHEMA_NAME,), 1)
+        row = rows[0] if rows else None
         if row is not None and isinstance(row[0], int):
             return row[0]
         problems.append(Problem(path, 0, CODE_NO_MARKER,
             f"{MARKER_TABLE} has no '{SCHEMA_NAME}' row; not a Harn session store (or mid-initialisation)", Severity.WARNING))
         return None
     if LEGACY_MARKER_TABLE in tables:
-        row = conn.execute(f"SELECT MAX(version) FROM main.{LEGACY_MARKER_TABLE}").fetchone()
+        rows = _q(conn, f"SELECT MAX(version) FROM main.{LEGACY_MARKER_TABLE}", (), 1)
+        row = rows[0] if rows else None
         if row is not None and isinstance(row[0], int):
             return row[0]
     problems.append(Problem(path, 0, CODE_NO_MARKER,
@@ -225,7 +224,7 @@ def _session_from_row(row: dict, path: str, problems: list[Problem]) -> Session:
 
 def read_session_store(path: str) -> SessionStoreSnapshot:
     """All sessions (newest update first). Never raises, never writes."""
-    snap = SessionStoreSnapshot(path=path, exists=os.path.isfile(path), schema_version=None)
+    snap = SessionStoreSnapshot(path=path, exists=os.path.lexists(path), schema_version=None)
     if not snap.exists:
         return snap
     problems = snap.problems
@@ -249,7 +248,7 @@ def read_session_store(path: str) -> SessionStoreSnapshot:
             else:
                 snap.supported = True
             if "sessions" not in tables:
-                problems.append(Problem(path, 0, CODE_QUERY, "no 'sessions' table", Severity.WARNING))
+                problems.append(_missing_table(conn, "sessions", path))
                 return snap
             present = set(_columns(conn, "sessions"))
             cols = [c for c in SESSION_COLUMNS if c in present]
@@ -257,12 +256,20 @@ def read_session_store(path: str) -> SessionStoreSnapshot:
                 problems.append(Problem(path, 0, CODE_QUERY, "'sessions' has no 'id' column", Severity.WARNING))
                 return snap
             order = "updated_at_ms DESC, id" if "updated_at_ms" in cols else "id"
-            cursor = conn.execute(f"SELECT {', '.join(cols)} FROM main.sessions ORDER BY {order}")
-            for values in cursor:
+            rows = _q(conn, f"SELECT {', '.join(cols)} FROM main.sessions ORDER BY {order} LIMIT ?",
+                      (MAX_SESSIONS + 1,), MAX_SESSIONS + 1)
+            if len(rows) > MAX_SESSIONS:
+                problems.append(Problem(path, 0, CODE_TOO_MANY,
+                    f"more than {MAX_SESSIONS} sessions; showing the {MAX_SESSIONS} most recently updated",
+                    Severity.INFORMATION))
+                rows = rows[:MAX_SESSIONS]
+            for values in rows:
                 snap.sessions.append(_session_from_row(dict(zip(cols, values)), path, problems))
         finally:
             if conn.in_transaction:
                 conn.execute("COMMIT")
+    except sqlite_safe.SqliteRefused as exc:
+        problems.append(Problem(path, 0, CODE_REFUSED, f"session store not read: {exc}", Severity.WARNING))
     except sqlite3.Error as exc:
         problems.append(Problem(path, 0, CODE_OPEN,
             f"cannot read session store ({exc}); it may be mid-write — retried on the next change", Severity.WARNING))
@@ -296,7 +303,7 @@ def read_session_events(path: str, session_id: str, limit: int = 500,
                         problems: list[Problem] | None = None) -> list[SessionEvent]:
     """The newest `limit` events of one session, oldest first. Never raises; errors go to `problems`."""
     sink = problems if problems is not None else []
-    if not os.path.isfile(path) or limit <= 0:
+    if not os.path.lexists(path) or limit <= 0:
         return []
     conn = None
     out: list[SessionEvent] = []
@@ -306,16 +313,22 @@ def read_session_events(path: str, session_id: str, limit: int = 500,
         try:
             tables = _tables(conn)
             version = _schema_version(conn, tables, path, sink)
-            if version is None or "session_events" not in tables:
+            if version is None:
+                return []
+            if "session_events" not in tables:
+                missing = _missing_table(conn, "session_events", path)
+                if missing.code == CODE_REFUSED:
+                    sink.append(missing)
                 return []
             present = set(_columns(conn, "session_events"))
             cols = [c for c in EVENT_COLUMNS if c in present]
             if "session_id" not in cols or "event_id" not in cols:
                 sink.append(Problem(path, 0, CODE_QUERY, "'session_events' lacks session_id/event_id", Severity.WARNING))
                 return []
-            rows = conn.execute(
+            limit = min(int(limit), MAX_EVENTS)
+            rows = _q(conn,
                 f"SELECT {', '.join(cols)} FROM main.session_events WHERE session_id = ? ORDER BY event_id DESC LIMIT ?",
-                (session_id, int(limit))).fetchall()
+                (session_id, limit), limit)
         finally:
             if conn.in_transaction:
                 conn.execute("COMMIT")
@@ -324,6 +337,8 @@ def read_session_events(path: str, session_id: str, limit: int = 500,
             if event.problem is not None:
                 sink.append(event.problem)
             out.append(event)
+    except sqlite_safe.SqliteRefused as exc:
+        sink.append(Problem(path, 0, CODE_REFUSED, f"session events not read: {exc}", Severity.WARNING))
     except sqlite3.Error as exc:
         sink.append(Problem(path, 0, CODE_OPEN,
             f"cannot read session events ({exc}); it may be mid-write — retried on the next change", Severity.WARNING))

@@ -1,0 +1,197 @@
+"""Reading SQLite files that come from an untrusted project: data, never code.
+
+A cloned repository can ship any `.sqlite` file. A database schema is code: a
+view can be a recursive CTE that never ends (and spills to a temp file until
+the disk is full), a trigger or a generated column runs expressions, a virtual
+table runs a module. Everything harn-ls reads from a project database goes
+through this module, which keeps these rules:
+
+* read-only: `mode=ro` URI (plus `immutable=1` only when no `-wal` sits next to
+  the file, so SQLite creates nothing beside it), `PRAGMA query_only=ON`;
+* `PRAGMA trusted_schema=OFF`: SQL functions from the schema are restricted to
+  innocuous ones;
+* real tables only: a name is read only if `sqlite_master` lists it with
+  `type='table'`, it is not a virtual table and none of its columns is a
+  generated column; views and triggers are never evaluated;
+* temp storage in memory (`temp_store=MEMORY`), never a temp file;
+* a deadline per query (`set_progress_handler`), a row limit per query, and a
+  cap on the size of any single value (`SQLITE_LIMIT_LENGTH`);
+* the file itself must be a regular file (a FIFO or a device is refused without
+  blocking) and, when a root is given, its real path must lie inside the root.
+
+Callers catch `SqliteRefused` (a clear, user-facing reason) and `sqlite3.Error`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import time
+import urllib.parse
+from typing import Any, Iterable, Sequence
+
+DEFAULT_DEADLINE_S = 1.0      # per query; a hostile file yields a problem well within 2 s
+DEFAULT_MAX_ROWS = 10_000     # per query
+MAX_VALUE_BYTES = 16 << 20    # any single TEXT/BLOB value (SQLITE_LIMIT_LENGTH)
+BUSY_TIMEOUT_S = 1.0
+_PROGRESS_OPS = 10_000        # VM instructions between deadline checks
+
+
+class SqliteRefused(Exception):
+    """The database (or a name in it) is not something we read; the message says why."""
+
+
+class SqliteDeadline(SqliteRefused):
+    """A query ran past its deadline and was interrupted."""
+
+
+def _is_wal_mode(path: str) -> bool:
+    # Header bytes 18/19 are the write/read format versions: 2 = WAL.
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        head = os.read(fd, 20)
+    finally:
+        os.close(fd)
+    return len(head) == 20 and head[:16] == b"SQLite format 3\x00" and (head[18] == 2 or head[19] == 2)
+
+
+def _ro_uri(path: str) -> str:
+    quoted = urllib.parse.quote(os.path.abspath(path))
+    if os.path.lexists(path + "-wal"):
+        # A writer is (or was) active: the -wal holds committed pages, so no `immutable`.
+        return f"file:{quoted}?mode=ro"
+    if _is_wal_mode(path):
+        # Fully checkpointed WAL db with no writer: immutable avoids creating -wal/-shm.
+        return f"file:{quoted}?mode=ro&immutable=1"
+    return f"file:{quoted}?mode=ro"
+
+
+def check_file(path: str, root: str | None = None) -> None:
+    """Raise SqliteRefused unless `path` is a regular file (inside `root`'s real path when given)."""
+    try:
+        st = os.stat(path)  # follows links: what SQLite would open
+    except OSError as exc:
+        raise SqliteRefused(f"cannot stat database: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise SqliteRefused("not a regular file (a FIFO, device or directory is never opened)")
+    if root is not None:
+        real = os.path.realpath(path)
+        real_root = os.path.realpath(root)
+        if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
+            raise SqliteRefused(f"resolves outside the project ({real}); not opened")
+
+
+def open_readonly(path: str, root: str | None = None) -> sqlite3.Connection:
+    """A locked-down read-only connection. Raises SqliteRefused or sqlite3.Error."""
+    check_file(path, root)
+    conn = sqlite3.connect(_ro_uri(path), uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                           check_same_thread=False)
+    try:
+        if hasattr(conn, "setlimit"):
+            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+            conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 1 << 20)
+            conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        conn.execute("PRAGMA trusted_schema=OFF")
+        conn.execute("PRAGMA query_only=ON")
+        conn.execute("PRAGMA temp_store=MEMORY")
+        conn.execute("PRAGMA cell_size_check=ON")
+    except Exception:
+        conn.close()
+        raise
+    return conn
+
+
+def _schema_rows(conn: sqlite3.Connection, deadline_s: float) -> list[tuple]:
+    # sqlite_master is a plain table: reading it evaluates nothing from the schema.
+    return query(conn, "SELECT type, name, sql FROM main.sqlite_master", (), deadline_s, 100_000, _schema=True)
+
+
+def real_tables(conn: sqlite3.Connection, deadline_s: float = DEFAULT_DEADLINE_S) -> set[str]:
+    """Names of ordinary tables (no views, no virtual tables)."""
+    out = set()
+    for kind, name, sql in _schema_rows(conn, deadline_s):
+        if kind == "table" and isinstance(name, str) and not _is_virtual(sql):
+            out.add(name)
+    return out
+
+
+def object_kind(conn: sqlite3.Connection, name: str, deadline_s: float = DEFAULT_DEADLINE_S) -> str | None:
+    """'table', 'virtual table', 'view', 'index', 'trigger' or None (absent) for a schema name."""
+    for kind, n, sql in _schema_rows(conn, deadline_s):
+        if n == name:
+            return "virtual table" if kind == "table" and _is_virtual(sql) else kind
+    return None
+
+
+def _is_virtual(sql: Any) -> bool:
+    return isinstance(sql, str) and sql.lstrip()[:20].upper().replace("  ", " ").startswith("CREATE VIRTUAL")
+
+
+def table_columns(conn: sqlite3.Connection, name: str, deadline_s: float = DEFAULT_DEADLINE_S) -> list[str]:
+    """Column names of a real table. Raises SqliteRefused for a view, a virtual table, a missing
+    name, or a table with generated columns (an expression from the schema would run on read)."""
+    kinds = {row[1]: (row[0], row[2]) for row in _schema_rows(conn, deadline_s)}
+    if name not in kinds:
+        raise SqliteRefused(f"no table '{name}'")
+    kind, sql = kinds[name]
+    if kind != "table":
+        raise SqliteRefused(f"'{name}' is a {kind}, not a table; not evaluated")
+    if _is_virtual(sql):
+        raise SqliteRefused(f"'{name}' is a virtual table; not read")
+    rows = query(conn, "SELECT name, hidden FROM pragma_table_xinfo(?)", (name,), deadline_s, 10_000, _schema=True)
+    if any(hidden for _, hidden in rows):
+        raise SqliteRefused(f"'{name}' has generated or hidden columns; not read")
+    return [r[0] for r in rows]
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def query(conn: sqlite3.Connection, sql: str, params: Sequence[Any] | dict = (),
+          deadline_s: float = DEFAULT_DEADLINE_S, max_rows: int = DEFAULT_MAX_ROWS,
+          *, _schema: bool = False) -> list[tuple]:
+    """Run one SELECT with a deadline and at most `max_rows` rows (extra rows are not fetched).
+
+    Raises SqliteDeadline when the deadline passes (the statement is interrupted), sqlite3.Error
+    otherwise. The caller is responsible for only naming tables checked with `table_columns`."""
+    end = time.monotonic() + deadline_s
+
+    def progress() -> int:
+        return 1 if time.monotonic() > end else 0
+
+    conn.set_progress_handler(progress, _PROGRESS_OPS)
+    try:
+        cursor = conn.execute(sql, params)
+        rows = cursor.fetchmany(max_rows) if max_rows > 0 else []
+        cursor.close()
+        return rows
+    except sqlite3.OperationalError as exc:
+        if time.monotonic() > end or "interrupted" in str(exc):
+            raise SqliteDeadline(f"query took longer than {deadline_s:g} s; interrupted") from None
+        raise
+    finally:
+        conn.set_progress_handler(None, 0)
+
+
+def close_quietly(conn: sqlite3.Connection | None) -> None:
+    if conn is None:
+        return
+    try:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+    except sqlite3.Error:
+        pass
+    conn.close()
+
+
+def iter_columns(present: Iterable[str], wanted: Sequence[str]) -> list[str]:
+    """`wanted` columns that exist, in `wanted` order (for forward-compatible SELECT lists)."""
+    have = set(present)
+    return [c for c in wanted if c in have]
