@@ -237,6 +237,20 @@ class StateCache:
             raise CacheInvalid(f"{desc['name']}: size or checksum differs")
         return data
 
+    def open_payload(self, desc: Any):
+        """An open payload file (checked later, when read); still readable if the folder is removed."""
+        if not isinstance(desc, dict) or not isinstance(desc.get("name"), str) or os.sep in desc["name"] \
+                or desc["name"].startswith("."):
+            raise CacheInvalid("bad payload description")
+        try:
+            fh = open(os.path.join(self.folder, desc["name"]), "rb")
+        except OSError as exc:
+            raise CacheInvalid(str(exc)) from None
+        if os.fstat(fh.fileno()).st_size != desc.get("size"):
+            fh.close()
+            raise CacheInvalid(f"{desc['name']}: size differs")
+        return fh
+
     def restore_namespace(self, ns: str, path: str, tail: "JsonlTail") -> tuple[MemoryNamespace, list] | None:
         """The cached namespace (records built lazily) and its facts [(seq, Fact or None, problems)],
         with `tail` set to continue after the cached offset; None when there is no valid entry."""
@@ -249,19 +263,25 @@ class StateCache:
             return None
         try:
             meta = orjson.loads(self.read_payload(e.get("meta")))
-            records = self.read_payload(e.get("records"))  # read now: the folder may vanish before it is parsed
             problems = [_problem_from_row(r) for r in meta["problems"]]
             facts = [(seq, None if f is None else _fact_from_row(f, ns), [_problem_from_row(p) for p in probs])
                      for seq, f, probs in meta["facts"]]
             summary = {k: meta[k] for k in ("seq", "event_count", "last_event_at", "config", "open_event", "sizes")}
+            records = self.open_payload(e.get("records"))  # open now: the folder may vanish before it is read
         except (CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             return None
 
-        def load(space: MemoryNamespace, data: bytes = records) -> None:
+        desc = e["records"]
+
+        def load(space: MemoryNamespace, fh=records) -> None:
             try:
+                with fh:
+                    data = fh.read()
+                if len(data) != desc["size"] or zlib.crc32(data) != desc["crc"]:
+                    raise CacheInvalid("records payload changed")
                 fill_namespace(space, data)
-            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-                _replay(space, v["offset"])
+            except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                _replay(space, v["offset"])  # the log's bytes up to the offset were checked unchanged
 
         space = MemoryNamespace.restored(ns, path, summary, problems, load)
         tail.offset = v["offset"]

@@ -260,8 +260,10 @@ def test_damaged_cache_is_never_trusted(project, cache_env, damage):
         (folder / MANIFEST).write_bytes(orjson.dumps(manifest))
     got, ws = warm(project)
     assert got == expected
-    if damage in ("truncate", "flip", "missing"):
+    if damage in ("truncate", "missing"):
         assert "agent/notes" not in ws._state_cache.hits  # that namespace was re-read from its log
+    # ("flip": the records payload is opened at load and checked when first read; a mismatch
+    # re-reads the log up to the cached offset instead)
     assert warm(project)[0] == expected
 
 
