@@ -214,10 +214,37 @@ def cmd_cache(args) -> int:
     return 0
 
 
+LOOPBACK_NAMES = ("localhost", "localhost.", "ip6-localhost")
+
+
+def _loopback_tcp(spec: str) -> tuple[str, int]:
+    """`HOST:PORT` (or `[::1]:PORT`, or `:PORT` for 127.0.0.1) whose host is loopback."""
+    import ipaddress
+
+    host, sep, port_s = spec.rpartition(":")
+    if not sep or not port_s.isdigit() or not 0 <= int(port_s) <= 65535:
+        raise UsageError(f"--tcp wants HOST:PORT, got {spec!r}")
+    host = host.strip("[]") or "127.0.0.1"
+    if host.lower() in LOOPBACK_NAMES:
+        return "127.0.0.1", int(port_s)
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise UsageError(f"serve --tcp binds loopback addresses only (127.0.0.1, ::1, localhost), not {host!r}: "
+                         "anyone who reaches the port talks to the server as you")
+    return host, int(port_s)
+
+
 def cmd_serve(args) -> int:
+    tcp = _loopback_tcp(args.tcp) if args.tcp else None
+    harn = args.harn or os.environ.get("HARN_LS_HARN") or None
+    if args.allow_probes and not tcp:
+        raise UsageError("--allow-probes is for serve --tcp (over stdio the client's workspace trust decides)")
     from harn_ls.lsp.server import run_server
 
-    return run_server(tcp=args.tcp)
+    return run_server(tcp=tcp, harn=harn, allow_probes=args.allow_probes)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -229,7 +256,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="run the language server")
     s.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (default)")
-    s.add_argument("--tcp", metavar="HOST:PORT")
+    s.add_argument("--tcp", metavar="HOST:PORT", help="listen on a loopback address instead (127.0.0.1, ::1, localhost)")
+    s.add_argument("--harn", metavar="PATH", default=None,
+                   help="the harn binary for typecheck probes (also $HARN_LS_HARN); over TCP the only source, "
+                        "client settings are ignored")
+    s.add_argument("--allow-probes", action="store_true",
+                   help="with --tcp: let clients run typecheck probes (off by default over TCP)")
     s.set_defaults(func=cmd_serve)
 
     s = sub.add_parser("inspect", help="everything found in the project, with problems")

@@ -71,6 +71,7 @@ class ProjectPaths:
         """Directories a watcher should follow (they may not exist yet)."""
         roots = [self.state_root, self.run_root, self.memory_root, self.pattern_memory_root, self.worker_dir]
         roots += [r.path for r in self.skill_roots if r.layer not in ("user", "system")]
+        roots.append(os.path.join(self.project_root, ".burin", "crystallization"))  # staged candidates (§O.5)
         out: list[str] = []
         for r in roots:
             if r and r not in out and not any(r.startswith(o + os.sep) for o in out):

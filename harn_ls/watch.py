@@ -518,6 +518,9 @@ class StateWatcher:
         rel = path[len(root) + 1 :].split(os.sep) if path != root else []
         if any(".agent_state_tmp" in p or p == ".agent_state_meta" for p in rel[:-1]):
             return True
+        wt = os.path.join(os.path.abspath(self.paths.state_root), "worktrees")
+        if _is_within(path, wt) and len(path[len(wt):].split(os.sep)) > 4:
+            return True  # inside an agent worktree checkout (§O.4): only its top levels matter
         for mem in self._memory_roots:
             if path != mem and _is_within(path, mem):
                 if "vectors" in path[len(mem) + 1 :].split(os.sep):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from harn_ls import paths as paths_mod
+from harn_ls.extra_state import ExtraState
 from harn_ls.formats import checkpoints as ckpt_fmt
 from harn_ls.formats import facts as facts_fmt
 from harn_ls.formats import pattern_learning as pl_fmt
@@ -125,8 +126,9 @@ def _is_under(path: str, root: str) -> bool:
 
 
 class Workspace:
-    def __init__(self, paths: paths_mod.ProjectPaths) -> None:
+    def __init__(self, paths: paths_mod.ProjectPaths, env: Mapping[str, str] | None = None) -> None:
         self.paths = paths
+        self.extra = ExtraState(paths, env)  # event logs, HITL, store, receipts, worktrees, … (issue 16)
         self.root = paths.project_root
         self.memory: dict[str, MemoryNamespace] = {}
         self._tails: dict[str, JsonlTail] = {}
@@ -163,7 +165,7 @@ class Workspace:
              cache: bool = False) -> "Workspace":
         """Read the project. With `cache`, namespaces whose logs the state cache still matches are
         restored from it (plus any appended bytes) instead of re-read; `save_cache()` writes it back."""
-        ws = cls(paths_mod.resolve(path, env=env, home=home))
+        ws = cls(paths_mod.resolve(path, env=env, home=home), env)
         if cache:
             from harn_ls.state_cache import StateCache
 
@@ -242,6 +244,7 @@ class Workspace:
         self._refresh_skills(changes)
         self._scan_runs(changes)
         self._refresh_sessions(changes)
+        changes.kinds.update(self.extra.rescan())
         self.loaded_at = time.time()
         self.generation += 1
         return changes
@@ -526,6 +529,9 @@ class Workspace:
         changes = ChangeSet()
         paths = self.paths
         need_skills = need_pattern = need_sessions = False
+        extra_targets: set[str] = set()
+        for raw in sorted(set(changed)):
+            extra_targets |= self.extra.classify(os.path.abspath(raw))
         for raw in sorted(set(changed)):
             path = os.path.abspath(raw)
             base = os.path.basename(path)
@@ -586,6 +592,10 @@ class Workspace:
             self._refresh_skills(changes)
         if need_sessions:
             self._refresh_sessions(changes)
+        if extra_targets:
+            before = {p.path for p in self.extra.problems()}
+            changes.kinds.update(self.extra.apply(extra_targets))
+            changes.problem_paths |= before | {p.path for p in self.extra.problems()}
         if changes:
             self.generation += 1
         return changes
@@ -774,6 +784,7 @@ class Workspace:
             out.extend(run.problems)
         if self.sessions is not None:
             out.extend(self.sessions.problems)
+        out.extend(self.extra.problems())
         return out
 
     def problems_by_path(self) -> dict[str, list[Problem]]:
@@ -796,7 +807,7 @@ class Workspace:
             "runs": len(self.runs),
             "transcripts": len(self.transcripts),
             "sessions": len(self.sessions.sessions) if self.sessions else 0,
-        }
+        } | self.extra.counts()
 
 
 _STAGE_SUMMARY_KEYS = ("id", "node_id", "kind", "status", "outcome", "branch", "started_at", "finished_at")

@@ -1,31 +1,51 @@
 # VS Code extension packaging and the end-to-end test in real VS Code (code-server).
 # Included from the top-level Makefile:  include mk/e2e.mk
 #
-#   make vsix   npm ci + typecheck + esbuild bundle + vsce package -> vscode-extension/harn-state.vsix
-#   make e2e    the VSIX in code-server 4.100.3 + Playwright/Chromium against the real harn-ls
+#   make vsix   one platform VSIX per VSIX_TARGETS entry: vscode-extension/harn-state-<target>.vsix,
+#               carrying harn-ls and its dependencies in bundled/libs (wheels for that platform and
+#               every BUNDLE_PYTHONS version; see vscode-extension/scripts/bundle_server.py)
+#   make e2e    the linux-x64 VSIX in code-server 4.100.3 + Playwright/Chromium, the server being
+#               the bundled one run by a python3 that has no harn_ls; then the shadow-module run
 #               (installs code-server, chromium and playwright-core itself; cached in ~/.cache/harn-ls-e2e)
 #
-# E2E_PYTHON: the interpreter that runs harn-ls (needs its dependencies; the checkout is put on
-# PYTHONPATH). E2E_VENV_DEPS: the top-level target that bootstraps that venv ($(STAMP) there).
+# E2E_PYTHON: the interpreter the e2e setup scripts use (not the server's).
 
 EXT_DIR        := vscode-extension
-VSIX           := $(EXT_DIR)/harn-state.vsix
+VSIX_TARGETS   := linux-x64
+BUNDLE_PYTHONS := 3.11 3.12 3.13 3.14
+VSIXES         := $(foreach t,$(VSIX_TARGETS),$(EXT_DIR)/harn-state-$(t).vsix)
+VSIX           := $(EXT_DIR)/harn-state-linux-x64.vsix
+HARN_WHEEL      = build/dist/harn_ls-$(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' harn_ls/__init__.py)-py3-none-any.whl
 EXT_SOURCES    := $(wildcard $(EXT_DIR)/src/*.ts) $(wildcard $(EXT_DIR)/media/*) \
                   $(EXT_DIR)/package.json $(EXT_DIR)/tsconfig.json $(EXT_DIR)/README.md \
                   $(EXT_DIR)/LICENSE $(EXT_DIR)/.vscodeignore
 E2E_PYTHON     ?= $(CURDIR)/.venv/bin/python
 E2E_VENV_DEPS  ?= $(STAMP)
 
-.PHONY: vsix e2e e2e-setup
+.PHONY: vsix e2e e2e-setup wheel
+# One bundled/libs at a time: targets are built one after the other.
+.NOTPARALLEL:
 
-vsix: $(VSIX)
+vsix: $(VSIXES)
+
+wheel: $(STAMP)
+	rm -rf build/dist
+	$(PY) -m build --no-isolation --outdir build/dist .
 
 $(EXT_DIR)/node_modules/.ci-stamp: $(EXT_DIR)/package-lock.json $(EXT_DIR)/package.json
 	cd $(EXT_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-$(VSIX): $(EXT_DIR)/node_modules/.ci-stamp $(EXT_SOURCES)
-	cd $(EXT_DIR) && npm run --silent typecheck && npm run --silent build && npm run --silent package
+$(EXT_DIR)/harn-state-%.vsix: $(EXT_DIR)/node_modules/.ci-stamp $(EXT_SOURCES) $(EXT_DIR)/bundled/tool/serve.py \
+		$(EXT_DIR)/scripts/bundle_server.py $(wildcard harn_ls/*.py harn_ls/*/*.py) pyproject.toml $(STAMP)
+	rm -rf build/dist
+	$(PY) -m build --wheel --no-isolation --outdir build/dist .
+	$(PY) $(EXT_DIR)/scripts/bundle_server.py --target $* --pythons $(BUNDLE_PYTHONS) --wheel $(HARN_WHEEL)
+	@# --allow-package-all-secrets: vsce's secret scan reads every byte of the ~250 MB of third-party
+	@# wheels in bundled/libs (15+ minutes on 2 cores); our own files are the bundle and the manifest.
+	cd $(EXT_DIR) && npm run --silent typecheck && npm run --silent build \
+	  && npx vsce package --no-yarn --no-dependencies --allow-package-all-secrets --target $* -o harn-state-$*.vsix
+	@ls -l $@ | awk '{printf "vsix: %s %.1f MB\n", $$9, $$5/1e6}'
 
 e2e-setup:
 	bash tests/e2e/setup.sh >/dev/null

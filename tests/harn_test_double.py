@@ -28,6 +28,16 @@ Documented situations (checked in this order):
 Errors and warnings combine (a file with both is status `error`). Diagnostic
 codes/messages are illustrative, as in §I.4; only the structure is Harn's.
 
+It also implements `harn orchestrator resume <REQUEST_ID> [--reviewer NAME] [--reason TEXT]
+[--json] [--state-dir DIR] [--manifest|--config PATH]` (harn-formats §N.2): it needs the
+manifest (default harn.toml in cwd) to exist, then appends to `<state-dir>/events.sqlite`
+(default .harn/orchestrator) exactly what `append_hitl_response` would for an escalation --
+`hitl.escalation_accepted` {request_id, accepted: true, reviewer, reason?, responded_at},
+then, if the waitpoint `waitpoint.state.<id>` is open, a `completed` waitpoint record and a
+`waitpoint.resume` on `waitpoint.resumes` -- with Harn's pragmas, one BEGIN IMMEDIATE per
+append and the provenance headers. Other request kinds: the response is written and the
+double stops (no quorum fold). Unknown waitpoint: exit 1 after the response (orphan, §P.3).
+
 Environment knobs (tests only):
   HARN_DOUBLE_PIDFILE  when set, the hang case writes "<own pid> <child pid>" there.
   HARN_DOUBLE_LOG      when set, every invocation appends its argv (JSON) there.
@@ -130,11 +140,125 @@ def check(target: str) -> int:
     return 0
 
 
+def _now_rfc3339() -> str:
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int((t % 1) * 1e9):09d}".rstrip("0") + "Z"
+
+
+def _append(conn, topic: str, kind: str, payload, headers: dict) -> int:
+    import hashlib
+
+    dumps = lambda v: json.dumps(v, ensure_ascii=False, separators=(",", ":"))  # noqa: E731
+    occurred = int(time.time() * 1000)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("INSERT OR IGNORE INTO topic_heads(topic, last_id) VALUES (?, 0)", (topic,))
+        conn.execute("UPDATE topic_heads SET last_id = last_id + 1 WHERE topic = ?", (topic,))
+        (eid,) = conn.execute("SELECT last_id FROM topic_heads WHERE topic = ?", (topic,)).fetchone()
+        prev = conn.execute("SELECT headers FROM events WHERE topic = ? AND event_id < ? ORDER BY event_id DESC LIMIT 1",
+                            (topic, eid)).fetchone()
+        hdrs = dict(headers)
+        hdrs["harn.provenance.schema"] = "harn-eventlog-provenance-v1"
+        if prev is not None:
+            hdrs["harn.provenance.prev_hash"] = json.loads(prev[0]).get("harn.provenance.record_hash", "")
+        wrapper = {"topic": topic, "event_id": eid, "kind": kind, "payload": payload,
+                   "headers": dict(sorted(hdrs.items())), "occurred_at_ms": occurred}
+        hdrs["harn.provenance.record_hash"] = "sha256:" + hashlib.sha256(dumps(wrapper).encode()).hexdigest()
+        conn.execute("INSERT INTO events(topic, event_id, kind, payload, headers, occurred_at_ms) VALUES (?,?,?,?,?,?)",
+                     (topic, eid, kind, dumps(payload).encode(), dumps(dict(sorted(hdrs.items()))), occurred))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return eid
+
+
+def orchestrator_resume(args: list[str]) -> int:
+    import sqlite3
+
+    opts = {"--reviewer": "manual", "--reason": None, "--state-dir": os.environ.get("HARN_ORCHESTRATOR_STATE_DIR")
+            or ".harn/orchestrator", "--manifest": os.environ.get("HARN_ORCHESTRATOR_MANIFEST") or "harn.toml"}
+    positional, as_json, i = [], False, 0
+    while i < len(args):
+        a = args[i]
+        if a == "--json":
+            as_json = True
+        elif a in ("--reviewer", "--reason", "--state-dir", "--manifest", "--config"):
+            if i + 1 >= len(args):
+                sys.stderr.write(f"error: a value is required for '{a} <VALUE>'\n")
+                return 2
+            opts["--manifest" if a == "--config" else a] = args[i + 1]
+            i += 1
+        elif a.startswith("-"):
+            sys.stderr.write(f"error: unexpected argument '{a}'\n")
+            return 2
+        else:
+            positional.append(a)
+        i += 1
+    if len(positional) != 1:
+        sys.stderr.write("error: exactly one <EVENT_ID> is required\n")
+        return 2
+    rid = positional[0]
+    if not os.path.isfile(opts["--manifest"]):
+        sys.stderr.write(f"error: manifest not found: {opts['--manifest']}\n")
+        return 1
+    m = re.match(r"^hitl_(question|approval|dual_control|escalation)_", rid)
+    if not m:
+        sys.stderr.write(f"error: unknown HITL request id '{rid}'\n")
+        return 1
+    kind = m.group(1)
+    state_dir = os.path.abspath(opts["--state-dir"])
+    os.makedirs(state_dir, exist_ok=True)
+    conn = sqlite3.connect(os.path.join(state_dir, "events.sqlite"), timeout=5.0, isolation_level=None)
+    conn.execute("PRAGMA busy_timeout = 5000")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.executescript(
+        "CREATE TABLE IF NOT EXISTS topic_heads (topic TEXT PRIMARY KEY, last_id INTEGER NOT NULL);"
+        "CREATE TABLE IF NOT EXISTS events (topic TEXT NOT NULL, event_id INTEGER NOT NULL, kind TEXT NOT NULL, "
+        "payload BLOB NOT NULL, headers TEXT NOT NULL, occurred_at_ms INTEGER NOT NULL, PRIMARY KEY (topic, event_id));"
+        "CREATE TABLE IF NOT EXISTS consumers (topic TEXT NOT NULL, consumer_id TEXT NOT NULL, cursor INTEGER NOT NULL, "
+        "updated_at_ms INTEGER NOT NULL, PRIMARY KEY (topic, consumer_id));")
+    responded_at = _now_rfc3339()
+    payload = {"request_id": rid, "accepted": True, "reviewer": opts["--reviewer"]}
+    if opts["--reason"] is not None:
+        payload["reason"] = opts["--reason"]
+    payload["responded_at"] = responded_at
+    topic = {"question": "hitl.questions", "approval": "hitl.approvals", "dual_control": "hitl.dual_control",
+             "escalation": "hitl.escalations"}[kind]
+    _append(conn, topic, "hitl.escalation_accepted" if kind == "escalation" else "hitl.response_received", payload,
+            {"request_id": rid})
+    wp_topic = "waitpoint.state." + re.sub(r"[^A-Za-z0-9._-]", "_", rid)
+    row = conn.execute("SELECT payload FROM events WHERE topic = ? ORDER BY event_id DESC LIMIT 1", (wp_topic,)).fetchone()
+    if row is None:
+        conn.close()
+        sys.stderr.write(f"error: waitpoint.complete: unknown waitpoint '{rid}'\n")
+        return 1
+    if kind == "escalation":
+        record = json.loads(row[0])
+        if record.get("status") == "open":
+            record.update({"status": "completed", "completed_at": _now_rfc3339(), "completed_by": opts["--reviewer"],
+                           "value": {"accepted": True, "reviewer": opts["--reviewer"], "reason": opts["--reason"],
+                                     "responded_at": responded_at}, "reason": opts["--reason"]})
+            _append(conn, wp_topic, "waitpoint.state", record, {"waitpoint_id": rid})
+            _append(conn, "waitpoint.resumes", "waitpoint.resume",
+                    {"waitpoint_id": rid, "requested_at": _now_rfc3339(), "reason": "waitpoint_changed"}, {})
+    conn.close()
+    if as_json:
+        _print({"request_id": rid, "reviewer": opts["--reviewer"], "reason": opts["--reason"], "accepted": True})
+    else:
+        sys.stdout.write(f"Resumed escalation:\n- request_id={rid}\n- reviewer={opts['--reviewer']}\n"
+                         f"- reason={opts['--reason'] or '-'}\n")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     log = os.environ.get("HARN_DOUBLE_LOG")
     if log:
         with open(log, "a") as fh:
             fh.write(json.dumps(argv) + "\n")
+    if argv[:2] == ["orchestrator", "resume"]:
+        return orchestrator_resume(argv[2:])
     if not argv or argv[0] != "check":
         sys.stderr.write("harn test double: only `harn check <target> --json` is implemented\n")
         return 2

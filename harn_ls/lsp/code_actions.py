@@ -10,7 +10,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from harn_ls.lsp import protocol as P
-from harn_ls.render import UriError, parse_uri
+from harn_ls.render import UriError, make_uri, parse_uri
 
 
 def _proposal_actions(ws, proposal_id: str, skill_root: str) -> list[types.CodeAction]:
@@ -31,7 +31,11 @@ def _proposal_actions(ws, proposal_id: str, skill_root: str) -> list[types.CodeA
             title=f"Compare with existing {os.path.relpath(conflict.path, ws.root)}",
             kind=P.KIND_COMPARE,
             command=types.Command(title="Compare with existing", command=P.CMD_COMPARE,
-                                  arguments=[{"id": proposal_id, "path": conflict.path}]),
+                                  # `uri`: the server's raw text of what Accept would write (the client
+                                  # diffs it as it is; it never parses the rendered document)
+                                  arguments=[{"id": proposal_id, "path": conflict.path,
+                                              "uri": make_uri("proposals", proposal_id,
+                                                              file=os.path.relpath(conflict.path, ws.root).replace(os.sep, "/"))}]),
             data={"id": proposal_id}))
     elif plan is not None:
         actions.append(types.CodeAction(

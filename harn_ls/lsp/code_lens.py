@@ -13,6 +13,7 @@ from harn_ls.harn_source import find_checkpoint_calls
 from harn_ls.lsp import protocol as P
 from harn_ls.lsp.facts_view import fact_spans, group_by_range
 from harn_ls.render import make_uri
+from harn_ls.render.limits import LABEL_BYTES, one_line
 
 _TOP = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
 
@@ -24,12 +25,12 @@ def _line_range(line: int, start: int = 0, end: int = 0) -> types.Range:
 def fact_lens_title(spans) -> str:
     n = len({s.fact.id for s in spans})
     best = max(spans, key=lambda s: s.fact.confidence)
-    title = f"{n} fact{'s' if n != 1 else ''} · {best.fact.kind} {best.fact.confidence:g}"
+    title = f"{n} fact{'s' if n != 1 else ''} · {one_line(best.fact.kind, 60)} {best.fact.confidence:g}"
     if any(s.anchor.state == "stale" for s in spans):
         title += " · may be stale"
     elif any(s.anchor.state == "moved" for s in spans):
         title += " · re-anchored"
-    return title
+    return title  # plain text (lens titles are not Markdown), every data part capped
 
 
 def checkpoint_lens_title(entry, cf) -> str:
@@ -38,7 +39,7 @@ def checkpoint_lens_title(entry, cf) -> str:
     if entry is None:
         return "not cached"
     if entry.keyed and entry.fingerprint:
-        return f"cached · keyed {entry.fingerprint[:15]}…"
+        return f"cached · keyed {one_line(entry.fingerprint[:15], 60)}…"
     return "cached"
 
 
@@ -116,4 +117,6 @@ async def proposal_lenses(ls, uri: str) -> list[types.CodeLens]:
     from harn_ls.lsp.code_actions import proposal_document_actions
 
     actions = await proposal_document_actions(ls, uri)
+    for a in actions:
+        a.command.title = one_line(a.command.title, LABEL_BYTES)
     return [types.CodeLens(range=_TOP, command=a.command, data={"t": "proposal"}) for a in actions]

@@ -149,3 +149,54 @@ def register(server) -> None:
         from harn_ls.lsp.probe import run_probe_command
 
         return await run_probe_command(ls, _arg(args))
+
+    @server.command(P.CMD_RESUME)
+    async def resume(ls, *args):
+        return await resume_escalation_command(ls, _arg(args))
+
+
+UNTRUSTED_RESUME = ("Resuming an escalation runs the harn binary; this workspace is not trusted. "
+                    "Trust it, or run `harn orchestrator resume` yourself.")
+
+
+async def resume_escalation_command(ls, a: dict) -> dict:
+    """`harn orchestrator resume` for one escalation (§N.2): trusted workspaces only, argv only, the
+    --state-dir of the log the request lives in; the result shows when Harn's response event lands."""
+    import getpass
+
+    from harn_ls.actions import ActionFailed
+    from harn_ls.actions.hitl import RESUME_TIMEOUT_S, resume_argv
+    from harn_ls.actions.probes import run_process
+
+    if not ls.trusted:
+        ls.show(UNTRUSTED_RESUME, types.MessageType.Warning)
+        return {"ok": False, "message": UNTRUSTED_RESUME}
+    rid = a.get("requestId") or a.get("id")
+    if not isinstance(rid, str) or not rid:
+        return {"ok": False, "message": "resumeEscalation needs {requestId}"}
+    proj = next((p for p in ls.projects.values() if p.ws is not None and p.ws.extra.request(rid) is not None), None)
+    if proj is None:
+        return {"ok": False, "message": f"no escalation {rid} in the open projects"}
+    reviewer = ls.settings.hitl.reviewer.strip()
+    if not reviewer:
+        try:
+            reviewer = getpass.getuser()
+        except Exception:
+            reviewer = ""
+    reason = a.get("reason") if isinstance(a.get("reason"), str) else ""
+    try:
+        argv, view = await proj.run(lambda: resume_argv(proj.ws, rid, ls.settings.harnPath, reviewer, reason))
+        result = await run_process(argv, cwd=proj.root, timeout=RESUME_TIMEOUT_S)
+    except ActionFailed as exc:
+        ls.show(str(exc), types.MessageType.Error)
+        return {"ok": False, "message": str(exc)}
+    await proj.apply_now([view.path, view.path + "-wal"])
+    if result.timed_out or result.exit_code != 0:
+        err = (result.stderr.strip().splitlines() or ["(no message)"])[-1][:500]
+        msg = f"harn orchestrator resume failed ({'timed out' if result.timed_out else f'exit {result.exit_code}'}): {err}"
+        ls.show(msg, types.MessageType.Error)
+        return {"ok": False, "message": msg, "argv": argv[1:]}
+    state = await proj.run(lambda: (proj.ws.extra.request(rid) or (None,))[0])
+    msg = f"escalation {rid} resumed as {reviewer}" + (f" — now {state.state}" if state is not None else "")
+    ls.show(msg)
+    return {"ok": True, "message": msg, "state": state.state if state is not None else None, "argv": argv[1:]}

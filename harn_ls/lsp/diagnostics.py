@@ -6,6 +6,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from harn_ls.formats.problems import Severity
+from harn_ls.render.limits import MAX_RESPONSE_BYTES, MESSAGE_BYTES, cap_text, utf8_len
 
 SOURCE = "harn-ls"
 _SEVERITY = {
@@ -21,18 +22,36 @@ def to_diagnostic(problem) -> types.Diagnostic:
     return types.Diagnostic(
         range=types.Range(start=types.Position(line=line, character=problem.column),
                           end=types.Position(line=end_line, character=10_000)),
-        message=problem.message,
+        message=cap_text(problem.message, MESSAGE_BYTES),  # plain text; data in it is quoted, never Markdown
         severity=_SEVERITY.get(problem.severity, types.DiagnosticSeverity.Warning),
         code=problem.code,
         source=SOURCE,
     )
 
 
+def within_budget(diags: list, limit: int = MAX_RESPONSE_BYTES) -> list:
+    """As many diagnostics as fit in one notification of at most `limit` bytes; the rest are counted
+    in a last diagnostic (each message is already capped at `MESSAGE_BYTES`)."""
+    out, total = [], 400
+    for n, d in enumerate(diags):
+        if utf8_len(d.message) > MESSAGE_BYTES:  # probe results come from `harn check` output
+            d.message = cap_text(d.message, MESSAGE_BYTES)
+        total += utf8_len(d.message) + utf8_len(str(d.code or "")) + 200
+        if total > limit:
+            rest = len(diags) - n
+            out.append(types.Diagnostic(range=out[-1].range if out else d.range, severity=types.DiagnosticSeverity.Information,
+                                        message=f"{rest} more problem(s) in this file not shown (see `harn-ls inspect`)",
+                                        code="HL-LIMIT-001", source=SOURCE))
+            break
+        out.append(d)
+    return out
+
+
 def send(ls, path: str, problems) -> None:
     """One file's diagnostics: harn-ls' problems plus any typecheck-probe results kept for it."""
     from harn_ls.lsp.probe import diagnostics_for_path
 
-    diags = [to_diagnostic(p) for p in problems[:1000]] + diagnostics_for_path(ls, path)
+    diags = within_budget([to_diagnostic(p) for p in problems[:1000]] + diagnostics_for_path(ls, path))
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=from_fs_path(path), diagnostics=diags))
 
 

@@ -8,6 +8,7 @@ from lsprotocol import types
 
 from harn_ls.lsp import protocol as P
 from harn_ls.render import UriError, parse_uri, render_uri
+from harn_ls.render.markdown import cell
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +25,16 @@ _AFFECTS = {
     "sessions": {"sessions"},
     "recall": {"memory"},
 }
+_AFFECTS.update({  # issue 16: event logs, HITL, the rest of .harn/
+    "events_index": {"events"}, "events": {"events"}, "hitl_index": {"events", "hitl"}, "hitl": {"events", "hitl"},
+    "store": {"store", "workflows", "locks", "embed"}, "receipts": {"receipts"},
+    "worktrees": {"worktrees", "crystallization", "receipts"}, "crystallization": {"crystallization"},
+})
+
+
+def _not_found(exc: Exception) -> str:
+    # The message can quote names from the URI or the data: escaped like any data.
+    return f"# Not found\n\n{cell(exc)}\n"
 
 
 def _project_for_state_uri(ls, uri: str):
@@ -35,17 +46,17 @@ async def render(ls, uri: str) -> str:
     try:
         proj, _target = _project_for_state_uri(ls, uri)
     except UriError as exc:
-        return f"# Not found\n\n{exc}\n"
+        return _not_found(exc)
     if proj is None or proj.ws is None:
         return "# harn-ls\n\nNo project is open yet.\n"
     settings = ls.render_settings()
     try:
         text = await proj.run(lambda: render_uri(proj.ws, uri, settings))
     except UriError as exc:
-        text = f"# Not found\n\n{exc}\n"
+        text = _not_found(exc)
     except Exception as exc:  # a renderer bug must not take the document (or the server) down
         log.exception("rendering %s failed", uri)
-        text = f"# harn-ls could not render this document\n\n{type(exc).__name__}: {exc}\n"
+        text = f"# harn-ls could not render this document\n\n{type(exc).__name__}: {cell(exc)}\n"
     from harn_ls.lsp.server import text_hash
 
     ls.served[uri] = (proj.root, text_hash(text))
@@ -86,7 +97,7 @@ async def refresh_changed(ls, proj, changes) -> None:
             try:
                 text = render_uri(proj.ws, uri, settings)
             except UriError as exc:
-                text = f"# Not found\n\n{exc}\n"
+                text = _not_found(exc)
             new = text_hash(text)
             if new != digest:
                 out.append(uri)

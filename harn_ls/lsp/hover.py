@@ -7,30 +7,46 @@ from pygls.uris import to_fs_path
 
 from harn_ls.lsp.facts_view import fact_spans
 from harn_ls.render import make_uri
-from harn_ls.render.markdown import cell, inline, short_text
+from harn_ls.render.limits import HOVER_FACTS, HOVER_VALUE_BYTES, MAX_RESPONSE_BYTES, cap_response
+from harn_ls.render.markdown import capped_markdown, cell, inline, link, short_text
+
+# Every string below that comes from the fact is escaped or a code span: a claim cannot
+# draw its own "**observation** · confidence" line, a link, an image or HTML. The hover is
+# sent as plain MarkupContent, which clients never treat as trusted (no command: links run).
+
+
+def _one_fact(s) -> str:
+    f = s.fact
+    stale = ""
+    if s.anchor.state == "stale":
+        stale = "\n\n⚠ **may be stale**: the evidence snippet is no longer in this range."
+    elif s.anchor.state == "moved":
+        stale = f"\n\n↪ re-anchored: recorded at lines {int(s.evidence.range.start)}-{int(s.evidence.range.end)}."
+    ev_lines = []
+    for ev in f.evidence[:10]:
+        ev_lines.append(f"- {cell(ev.kind, 60)} {inline(ev.ref, 300)}" + (f" — {inline(short_text(ev.snippet, 60))}" if ev.snippet else ""))
+    if len(f.evidence) > 10:
+        ev_lines.append(f"- … {len(f.evidence) - 10} more")
+    if isinstance(f.provenance, dict):
+        prov = ", ".join(f"{short_text(k, 40)}: {short_text(v, 40)}" for k, v in list(f.provenance.items())[:10])
+    else:
+        prov = short_text(f.provenance, 200)
+    uri = make_uri("facts", f.id)
+    return (f"**{cell(f.kind, 60)}** · confidence **{f.confidence:g}** · asserted {cell(f.asserted_at, 80)}\n\n"
+            f"{capped_markdown(f.claim, HOVER_VALUE_BYTES, link('open the fact', uri))}{stale}\n\n"
+            + "\n".join(ev_lines)
+            + (f"\n\nProvenance: {cell(prov, 600)}" if prov else "")
+            + f"\n\n{link('Open fact', uri)}")
 
 
 def hover_markdown(spans) -> str:
-    parts = []
-    for s in spans:
-        f = s.fact
-        stale = ""
-        if s.anchor.state == "stale":
-            stale = "\n\n⚠ **may be stale**: the evidence snippet is no longer in this range."
-        elif s.anchor.state == "moved":
-            stale = f"\n\n↪ re-anchored: recorded at lines {s.evidence.range.start}-{s.evidence.range.end}."
-        ev_lines = []
-        for ev in f.evidence:
-            ev_lines.append(f"- {ev.kind} {inline(ev.ref)}" + (f" — {inline(short_text(ev.snippet, 60))}" if ev.snippet else ""))
-        prov = ", ".join(f"{k}: {short_text(v, 40)}" for k, v in (f.provenance or {}).items()) if isinstance(f.provenance, dict) else str(f.provenance)
-        parts.append(
-            f"**{f.kind}** · confidence **{f.confidence:g}** · asserted {cell(f.asserted_at)}\n\n"
-            f"{f.claim}{stale}\n\n"
-            + "\n".join(ev_lines)
-            + (f"\n\nProvenance: {cell(prov)}" if prov else "")
-            + f"\n\n[Open fact]({make_uri('facts', f.id)})"
-        )
-    return "\n\n---\n\n".join(parts)
+    """The hover for the facts covering one position: at most `HOVER_FACTS` facts, each claim cut at
+    `HOVER_VALUE_BYTES`, the whole at most `MAX_RESPONSE_BYTES`."""
+    spans = sorted(spans, key=lambda s: -s.fact.confidence)
+    parts = [_one_fact(s) for s in spans[:HOVER_FACTS]]
+    if len(spans) > HOVER_FACTS:
+        parts.append(f"… and {len(spans) - HOVER_FACTS} more fact(s) on these lines (see the Memory & Facts view).")
+    return cap_response("\n\n---\n\n".join(parts), MAX_RESPONSE_BYTES)
 
 
 def register(server) -> None:

@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 
 UNTRUSTED = ("Typecheck probes are disabled: this workspace is not trusted (they run the harn binary "
              "on your code). Trust the workspace to enable them.")
+NOT_ALLOWED = ("Typecheck probes are disabled: this server listens on TCP and was not started with "
+               "--allow-probes.")
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
     "warning": types.DiagnosticSeverity.Warning,
@@ -190,6 +192,8 @@ def _fail(ls, message: str, kind=types.MessageType.Error) -> dict:
 async def run_probe_command(ls, args: dict) -> dict:
     """Run a typecheck probe on `{uri, range?}`; returns {ok, outcome, summary, factId, envelope}."""
     _ensure_maps(ls)
+    if not ls.probes_allowed:
+        return _fail(ls, NOT_ALLOWED, types.MessageType.Warning)
     if not ls.trusted:
         return _fail(ls, UNTRUSTED, types.MessageType.Warning)
     uri = args.get("uri") if isinstance(args, dict) else None
@@ -217,7 +221,8 @@ async def run_probe_command(ls, args: dict) -> dict:
     where = os.path.basename(path) + ("" if rng is None else f":{rng[0][0] + 1}")
     token = await _begin_progress(ls, "Harn typecheck probe", f"harn check {where}")
     probe_task = asyncio.ensure_future(runner.run_typecheck_probe(
-        proj.root, path, text, rng, settings.harnPath, settings.probes.timeoutSeconds,
+        proj.root, path, text, rng, ls.harn_override or settings.harnPath,
+        settings.probes.timeoutSeconds,
         store=settings.probes.storeFacts, memory_root=proj.ws.paths.memory_root))
 
     def _cancel_probe(fut) -> None:

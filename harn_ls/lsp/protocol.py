@@ -3,6 +3,7 @@
 TREE = "harn/tree"
 TREE_CHANGED = "harn/treeChanged"
 STATUS = "harn/status"
+HITL_ARRIVED = "harn/hitlArrived"  # {root, requests: [{requestId, kind, prompt, uri}]} — new requests waiting for a human
 
 SCHEME = "harn-state"
 
@@ -14,10 +15,11 @@ CMD_PROBE = "harnState.probeTypecheck"
 CMD_RECALL = "harnState.recall"
 CMD_MIGRATE = "harnState.migratePatternLearning"
 CMD_RESCAN = "harnState.rescan"
+CMD_RESUME = "harnState.resumeEscalation"  # {requestId, reason?}: `harn orchestrator resume` (trusted workspaces)
 CMD_OPEN = "harnState.open"  # client-side: open a harn-state: URI (lens / tree targets)
 CMD_COMPARE = "harnState.compareWithExisting"  # client-side diff of two URIs
 
-SERVER_COMMANDS = (CMD_ACCEPT, CMD_REJECT, CMD_INVALIDATE_FACT, CMD_FORGET_STAGE, CMD_PROBE, CMD_RECALL, CMD_MIGRATE, CMD_RESCAN)
+SERVER_COMMANDS = (CMD_ACCEPT, CMD_REJECT, CMD_INVALIDATE_FACT, CMD_FORGET_STAGE, CMD_PROBE, CMD_RECALL, CMD_MIGRATE, CMD_RESCAN, CMD_RESUME)
 
 KIND_ACCEPT = "source.harnState.accept"
 KIND_REJECT = "source.harnState.reject"

@@ -11,6 +11,7 @@ import functools
 import hashlib
 import logging
 import os
+import sys
 import time
 from typing import Any, Callable
 
@@ -116,6 +117,10 @@ class HarnLanguageServer(LanguageServer):
         super().__init__("harn-ls", __version__, protocol_cls=HarnProtocol)
         self.settings = Settings()
         self.trusted: bool = True
+        # Fixed by the command line, never by a client: the harn binary (None = harnState.harnPath)
+        # and whether probes may run at all (serve --tcp without --allow-probes: no).
+        self.harn_override: str | None = None
+        self.probes_allowed: bool = True
         self.projects: dict[str, Project] = {}
         self.served: dict[str, tuple[str, str]] = {}  # harn-state URI -> (project root, text sha1)
         self.published: dict[str, dict[str, tuple]] = {}  # project root -> file path -> problems last sent
@@ -148,7 +153,8 @@ class HarnLanguageServer(LanguageServer):
 
     def render_settings(self) -> RenderSettings:
         return RenderSettings(show_private=self.settings.transcripts.showPrivate,
-                              min_confidence=self.settings.facts.minConfidence)
+                              min_confidence=self.settings.facts.minConfidence,
+                              skill_root=self.settings.skillRoot or None)
 
     def project_for_path(self, path: str) -> Project | None:
         best = None
@@ -230,6 +236,18 @@ class HarnLanguageServer(LanguageServer):
         for view in tree.views_for(changes):
             self.protocol.notify(P.TREE_CHANGED, {"view": view})
         await self.send_status(proj, n_problems)
+        if "hitl" in changes.kinds:
+            await self._announce_hitl(proj)
+
+    async def _announce_hitl(self, proj: Project) -> None:
+        """`harn/hitlArrived` for requests waiting for a human that were not there before (issue 16)."""
+        from harn_ls.render import make_uri
+
+        new = await proj.run(lambda: proj.ws.extra.take_new_requests())
+        if new:
+            self.protocol.notify(P.HITL_ARRIVED, {"root": proj.ws.root, "requests": [
+                {"requestId": r.request_id, "kind": r.kind, "prompt": r.prompt[:300], "agent": r.agent,
+                 "uri": make_uri("hitl", r.request_id)} for r in new]})
 
     async def _refresh_lenses(self) -> None:
         try:
@@ -361,13 +379,21 @@ def create_server() -> HarnLanguageServer:
     return server
 
 
-def run_server(tcp: str | None = None) -> int:
+def run_server(tcp: tuple[str, int] | None = None, harn: str | None = None, allow_probes: bool = False) -> int:
+    """stdio, or TCP on a loopback (host, port) the CLI checked. Over TCP whoever reaches the
+    port is a client: the harn binary is only `harn` (from the command line / HARN_LS_HARN,
+    default `harn` on PATH), never harnState.harnPath, and probes need --allow-probes."""
     server = create_server()
     _log_to_client(server)
     if tcp:
-        host, _, port = tcp.rpartition(":")
-        server.start_tcp(host or "127.0.0.1", int(port))
+        server.harn_override = harn or "harn"
+        server.probes_allowed = allow_probes
+        sys.stderr.write(f"harn-ls: listening on {tcp[0]}:{tcp[1]} (probes {'on' if allow_probes else 'off'}, "
+                         f"harn = {server.harn_override})\n")
+        sys.stderr.flush()
+        server.start_tcp(tcp[0], tcp[1])
     else:
+        server.harn_override = harn
         server.start_io()
     return 0
 

@@ -31,6 +31,11 @@ class TranscriptSettings:
 
 
 @attrs.define
+class HitlSettings:
+    reviewer: str = ""  # the name `harn orchestrator resume --reviewer` records (empty: the OS user name)
+
+
+@attrs.define
 class Settings:
     harnPath: str = "harn"
     skillRoot: str = ".claude/skills"
@@ -38,6 +43,7 @@ class Settings:
     facts: FactSettings = attrs.Factory(FactSettings)
     codeLens: CodeLensSettings = attrs.Factory(CodeLensSettings)
     transcripts: TranscriptSettings = attrs.Factory(TranscriptSettings)
+    hitl: HitlSettings = attrs.Factory(HitlSettings)
     trustedByDefault: bool = True  # for clients that say nothing about workspace trust
 
 

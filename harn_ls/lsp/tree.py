@@ -6,10 +6,16 @@ from typing import Any
 
 from harn_ls.lsp import protocol as P
 from harn_ls.render import make_uri
-from harn_ls.render.markdown import short_text
+from harn_ls.render.limits import DESCRIPTION_BYTES, LABEL_BYTES, MAX_RESPONSE_BYTES, TOOLTIP_BYTES, one_line
+from harn_ls.render.markdown import capped_markdown, short_text
+
+# One page of items fits in one response: each item at most this many bytes as JSON.
+ITEM_BYTES = MAX_RESPONSE_BYTES // (P.TREE_PAGE_SIZE + 1)
+
+from harn_ls.lsp import tree_state
 
 _VIEW_KINDS = {
-    "runs": {"runs"},
+    "runs": {"runs"} | tree_state.KINDS,
     "checkpoints": {"checkpoints"},
     "memory": {"memory", "facts"},
     "skills": {"skills", "pattern"},
@@ -24,7 +30,11 @@ def views_for(changes) -> list[str]:
 
 def _item(id: str, label: str, *, description: str = "", tooltip: str = "", icon: str = "", uri: str | None = None,
           context: str = "group", children: bool = False, data: dict | None = None) -> dict:
-    out: dict[str, Any] = {"id": id, "label": label, "description": description, "tooltip": tooltip or label,
+    """A tree item. `label` and `description` are plain one-line text, capped; `tooltip` is Markdown
+    (the extension shows it as a MarkdownString), so data in it is escaped, and capped."""
+    out: dict[str, Any] = {"id": id, "label": one_line(label, LABEL_BYTES),
+                           "description": one_line(description, DESCRIPTION_BYTES),
+                           "tooltip": capped_markdown(tooltip or label, TOOLTIP_BYTES),
                            "icon": icon, "contextValue": context, "hasChildren": children}
     if uri:
         out["uri"] = uri
@@ -58,6 +68,8 @@ def _has_state(ws) -> bool:
 
 
 def _runs(ws, parent: str | None) -> list[dict]:
+    if parent is not None and parent.startswith(tree_state.PREFIXES):
+        return tree_state.children(ws, parent, _item)
     if parent is None:
         runs = sorted(ws.runs.values(), key=lambda r: (display_time(r.started_at), r.id), reverse=True)
         items = [_item(f"run:{r.id}", r.workflow_name or r.id, description=f"{r.status or '?'} · {display_time(r.started_at)}",
@@ -66,7 +78,7 @@ def _runs(ws, parent: str | None) -> list[dict]:
         workers = [e for e in ws.transcripts.values() if e.run_id is None]
         if workers:
             items.append(_item("workers", "Worker transcripts", description=str(len(workers)), icon="person", children=True))
-        return items
+        return tree_state.groups(ws, _item) + items + tree_state.llm_item(ws, _item)
     if parent == "workers":
         entries = [(tid, e) for tid, e in ws.transcripts.items() if e.run_id is None]
     elif parent.startswith("run:"):
@@ -184,14 +196,33 @@ def tree_items(ws, view: str, parent: str | None, *, min_conf: float = 0.0, show
     if parent is None and not _has_state(ws):
         return []  # lets the client show its welcome content
     if view == "runs":
-        return _runs(ws, parent)
-    if view == "checkpoints":
-        return _checkpoints(ws, parent)
-    if view == "memory":
-        return _memory(ws, parent, min_conf)
-    if view == "skills":
-        return _skills(ws, parent, show_suppressed)
-    raise ValueError(f"unknown view {view!r}")
+        items = _runs(ws, parent)
+    elif view == "checkpoints":
+        items = _checkpoints(ws, parent)
+    elif view == "memory":
+        items = _memory(ws, parent, min_conf)
+    elif view == "skills":
+        items = _skills(ws, parent, show_suppressed)
+    else:
+        raise ValueError(f"unknown view {view!r}")
+    return [_fit(it) for it in items]
+
+
+def _fit(item: dict) -> dict:
+    """An item whose ids (a run id, a namespace, a stage key: data, not cut because commands need
+    them whole) make it larger than `ITEM_BYTES` is replaced by a placeholder without actions."""
+    import hashlib
+
+    import orjson
+
+    size = len(orjson.dumps(item))
+    if size <= ITEM_BYTES:
+        return item
+    digest = hashlib.sha256(str(item.get("id")).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return {"id": f"toolarge:{digest}", "label": item["label"],
+            "description": f"not shown: {size:,} bytes of names (cap {ITEM_BYTES:,})",
+            "tooltip": "This entry's names are too long to send; see `harn-ls inspect`.",
+            "icon": "warning", "contextValue": "tooLarge", "hasChildren": False}
 
 
 def _get(params: Any, name: str, default=None):

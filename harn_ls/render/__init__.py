@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from harn_ls.render.limits import MAX_RESPONSE_BYTES, cap_response
+
 SCHEME = "harn-state"
-MAX_RESPONSE_BYTES = 1_000_000
 
 
 class UriError(ValueError):
@@ -26,6 +27,7 @@ class RenderSettings:
     page_size: int = 200  # list pages (memory records)
     transcript_window_bytes: int = 200_000
     include_suppressed: bool = False
+    skill_root: str | None = None  # where Accept writes a skill (setting `harnState.skillRoot`); None = default
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,11 @@ class StateUri:
             return 0
 
 
-_KINDS = ("runs", "transcripts", "checkpoints", "memory", "facts", "proposals", "skills", "sessions")
+_KINDS = ("runs", "transcripts", "checkpoints", "memory", "facts", "proposals", "skills", "sessions",
+          "events", "hitl", "receipts", "crystallization")
+# one-document kinds (issue 16): path -> kind
+_SINGLETONS = {"/events.md": "events_index", "/hitl.md": "hitl_index", "/store.md": "store", "/worktrees.md": "worktrees"}
+_SINGLETON_PATHS = {v: k for k, v in _SINGLETONS.items()}
 _SAFE_NAME = re.compile(r"^[^\x00-\x1f\x7f]+$")
 
 
@@ -60,6 +66,8 @@ def parse_uri(uri: str) -> StateUri:
         return StateUri("index", "", query)
     if path == "/recall.md":
         return StateUri("recall", "", query)
+    if path in _SINGLETONS:
+        return StateUri(_SINGLETONS[path], "", query)
     if not path.startswith("/") or not path.endswith(".md"):
         raise UriError(f"unknown document: {uri}")
     head, _, rest = path[1:-3].partition("/")
@@ -80,6 +88,8 @@ def make_uri(kind: str, name: str = "", **query: str) -> str:
         base = f"{SCHEME}:/index.md"
     elif kind == "recall":
         base = f"{SCHEME}:/recall.md"
+    elif kind in _SINGLETON_PATHS:
+        base = f"{SCHEME}:{_SINGLETON_PATHS[kind]}"
     else:
         base = f"{SCHEME}:/{kind}/{quote(name, safe='/:@-_.~')}.md"
     q = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in query.items() if v not in (None, ""))
@@ -96,9 +106,8 @@ def render_uri(ws, uri: str, settings: RenderSettings | None = None) -> str:
 
 
 def cap_bytes(text: str, limit: int = MAX_RESPONSE_BYTES) -> str:
-    data = text.encode("utf-8")
-    if len(data) <= limit:
-        return text
-    note = "\n\n> harn-ls: this document was cut at 1 MB; open a narrower page.\n"
-    cut = data[: limit - len(note.encode())].decode("utf-8", errors="ignore")
-    return cut + note
+    """A whole document: at most `limit` bytes. Renderers cut each value well below this
+    (see `render.limits`); this is the backstop for a document made of very many values."""
+    note = ("\n\n> harn-ls: this document was cut at 1 MB (every response is at most 1 MB); "
+            "open a narrower page.\n")
+    return cap_response(text, limit, note)

@@ -6,7 +6,9 @@ import os
 from typing import Any
 
 from harn_ls.render import RenderSettings, StateUri, UriError, make_uri
-from harn_ls.render.markdown import cell, fence, human_bytes, inline, pretty_json, short_text, summarize_value
+from harn_ls.render.limits import DOC_VALUE_BYTES, MAX_RESPONSE_BYTES, utf8_len
+from harn_ls.render.markdown import (capped_fence, capped_markdown, cell, code_cell, fence, file_link, human_bytes, inline,
+                                     link, pretty_json, short_text, summarize_value)
 
 
 def render(ws, target: StateUri, settings: RenderSettings) -> str:
@@ -15,7 +17,25 @@ def render(ws, target: StateUri, settings: RenderSettings) -> str:
 
 
 def _link(label: str, uri: str) -> str:
-    return f"[{label.replace('[', '(').replace(']', ')')}]({uri.replace(' ', '%20').replace(')', '%29')})"
+    return link(label, uri)
+
+
+def _source_link(ws, path: str, line: int | None = None) -> str:
+    """Where the whole of a cut value is: a link to its file (and line) inside the project."""
+    rel = ws.relpath(path) if path else None
+    if rel is None:
+        return "the whole value is in " + inline(path)
+    where = f"{rel}:{line}" if line else rel
+    return "the whole value is in " + file_link(where, os.path.join(ws.root, rel), line)
+
+
+def _json_block(value, limit: int = 2000, max_bytes: int = DOC_VALUE_BYTES // 4, more: str = "") -> str:
+    """A JSON value from data as a fenced block: long strings, lists and objects summarised, then cut."""
+    return capped_fence(pretty_json(value, limit), "json", max_bytes, more)
+
+
+def _problem_line(pr) -> str:
+    return f"> {cell(pr.code)} (line {int(pr.line)}): {cell(pr.message)}"
 
 
 def _rel(ws, path: str) -> str:
@@ -27,12 +47,12 @@ def _rel(ws, path: str) -> str:
 def index(ws, target: StateUri, settings: RenderSettings) -> str:
     c = ws.counts()
     p = ws.paths
-    out = [f"# Harn state — {os.path.basename(ws.root) or ws.root}", ""]
+    out = [f"# Harn state — {cell(os.path.basename(ws.root) or ws.root)}", ""]
     out.append("| root | path |\n|---|---|")
     for label, path in (("project", p.project_root), ("state", p.state_root), ("runs", p.run_root),
                         ("memory", p.memory_root), ("pattern learning memory", p.pattern_memory_root)):
         exists = "" if os.path.isdir(path) else " *(missing)*"
-        out.append(f"| {label} | {inline(path)}{exists} |")
+        out.append(f"| {label} | {code_cell(path)}{exists} |")
     out.append("")
     out.append("| what | count |\n|---|---|")
     for k, v in c.items():
@@ -47,7 +67,7 @@ def index(ws, target: StateUri, settings: RenderSettings) -> str:
         out.append("")
         out.append("| file | line | code | message |\n|---|---|---|---|")
         for pr in problems[:500]:
-            out.append(f"| {inline(_rel(ws, pr.path))} | {pr.line} | {pr.code} | {cell(pr.message)} |")
+            out.append(f"| {code_cell(_rel(ws, pr.path))} | {int(pr.line)} | {cell(pr.code)} | {cell(pr.message)} |")
         if len(problems) > 500:
             out.append(f"\n…and {len(problems) - 500} more (see `harn-ls inspect`).")
     out.append("")
@@ -68,8 +88,8 @@ def index(ws, target: StateUri, settings: RenderSettings) -> str:
         if suppressed and not settings.include_suppressed:
             continue
         shown += 1
-        extra = f" — suppressed until {ws.pattern.state.suppressed_until.get(prop.id)}" if suppressed else ""
-        out.append(f"- {_link(prop.title or prop.name, make_uri('proposals', prop.id))} · {prop.kind} · support {prop.support}{extra}")
+        extra = f" — suppressed until {cell(ws.pattern.state.suppressed_until.get(prop.id))}" if suppressed else ""
+        out.append(f"- {_link(prop.title or prop.name, make_uri('proposals', prop.id))} · {cell(prop.kind)} · support {cell(prop.support)}{extra}")
     hidden = len(pending) - shown
     if hidden:
         out.append(f"- *{hidden} suppressed proposal(s) hidden* — {_link('show them', make_uri('index', suppressed='1'))}")
@@ -88,32 +108,36 @@ def index(ws, target: StateUri, settings: RenderSettings) -> str:
     out.append(f"## Memory ({len(ws.memory)} namespaces)")
     for ns in sorted(ws.memory):
         space = ws.memory[ns]
-        out.append(f"- {_link(ns, make_uri('memory', ns))} — {len(space.active)} active, {len(space.forgotten)} forgotten id(s), backend {space.config.get('backend')}")
+        out.append(f"- {_link(ns, make_uri('memory', ns))} — {len(space.active)} active, {len(space.forgotten)} forgotten id(s), backend {cell(space.config.get('backend'))}")
     out.append("")
 
     out.append(f"## Facts ({len(ws.facts)})")
     for fact in sorted(ws.facts.values(), key=lambda f: (-f.confidence, f.id))[:200]:
         if fact.confidence < settings.min_confidence:
             continue
-        out.append(f"- {_link(short_text(fact.claim, 90), make_uri('facts', fact.id))} · {fact.kind} · {fact.confidence:g}")
+        out.append(f"- {_link(short_text(fact.claim, 90), make_uri('facts', fact.id))} · {cell(fact.kind)} · {fact.confidence:g}")
     out.append("")
 
     if ws.skills is not None:
         out.append(f"## Skills ({len(ws.skills.skills)}, {len(ws.skills.shadowed)} shadowed)")
         for sk in ws.skills.skills:
-            sig = f" · signature {sk.signature.status}" if sk.signature is not None and sk.signature.status != "missing_signature" else ""
-            out.append(f"- {_link(sk.id, make_uri('skills', sk.id))} · {sk.layer}{sig}")
+            sig = f" · signature {cell(sk.signature.status)}" if sk.signature is not None and sk.signature.status != "missing_signature" else ""
+            out.append(f"- {_link(sk.id, make_uri('skills', sk.id))} · {cell(sk.layer)}{sig}")
         out.append("")
 
     out.append(f"## Runs ({len(ws.runs)})")
     for run in sorted(ws.runs.values(), key=lambda r: (str(r.started_at or ""), r.id), reverse=True)[:200]:
-        out.append(f"- {_link(run.id, make_uri('runs', run.id))} · {run.status or '?'} · {run.workflow_name or ''}")
+        out.append(f"- {_link(run.id, make_uri('runs', run.id))} · {cell(run.status or '?')} · {cell(run.workflow_name or '')}")
     out.append("")
     if ws.sessions is not None:
         out.append(f"## Sessions ({len(ws.sessions.sessions)})")
         for s in ws.sessions.sessions[:200]:
-            out.append(f"- {_link(s.title or s.id, make_uri('sessions', s.id))} · {s.status} · {s.event_count} event(s)")
+            out.append(f"- {_link(s.title or s.id, make_uri('sessions', s.id))} · {cell(s.status)} · {cell(s.event_count)} event(s)")
         out.append("")
+    x = ws.extra  # issue 16: event logs, HITL, the rest of .harn/
+    out.append(f"## Activity\n\n- {_link(f'Waiting for you ({len(x.waiting())})', make_uri('hitl_index'))}"
+               f"\n- {_link('Event logs', make_uri('events_index'))} · {_link('Store, mailboxes, locks', make_uri('store'))}"
+               f" · {_link('Worktrees, candidates, receipts', make_uri('worktrees'))}\n")
     out.append(f"Search memory: {_link('recall', make_uri('recall', q=''))}")
     return "\n".join(out) + "\n"
 
@@ -128,29 +152,29 @@ def _index(ws, target, settings):
 def checkpoints(ws, target: StateUri, settings: RenderSettings) -> str:
     cf = ws.checkpoints.get(target.name)
     if cf is None:
-        return (f"# Checkpoints — {target.name}\n\nNo checkpoint file `.harn/checkpoints/{target.name}.json`: "
+        return (f"# Checkpoints — {cell(target.name)}\n\nNo checkpoint file {inline('.harn/checkpoints/' + target.name + '.json')}: "
                 "no stage of this pipeline is cached.\n")
-    out = [f"# Checkpoints — {target.name}", "", f"File: {inline(_rel(ws, cf.path))} · {human_bytes(cf.size)}", ""]
+    out = [f"# Checkpoints — {cell(target.name)}", "", f"File: {inline(_rel(ws, cf.path))} · {human_bytes(cf.size)}", ""]
     if cf.retry:
         out.append("> **This file cannot be parsed.** Harn treats it as empty on its next run and overwrites it; "
                    "if an agent is writing it right now, it will be re-read in a moment.\n")
     for pr in cf.problems:
-        out.append(f"> {pr.code} (line {pr.line}): {pr.message}")
+        out.append(_problem_line(pr))
     out.append("| stage | kind | fingerprint | value |\n|---|---|---|---|")
     for key in sorted(cf.entries):
         e = cf.entries[key]
         kind = "keyed" if e.keyed else "plain"
-        fp = inline(e.fingerprint[:15] + "…") if e.fingerprint else ""
+        fp = code_cell(e.fingerprint[:15] + "…") if e.fingerprint else ""
         value = e.value.get("value") if e.keyed and isinstance(e.value, dict) else e.value
-        preview = "completed (nil)" if value is None else inline(short_text(pretty_json(value, 200), 80))
-        out.append(f"| {inline(key)} | {kind} | {fp} | {preview} |")
+        preview = "completed (nil)" if value is None else code_cell(short_text(pretty_json(value, 200), 80))
+        out.append(f"| {code_cell(key)} | {kind} | {fp} | {preview} |")
     out.append("")
     for key in sorted(cf.entries):
         e = cf.entries[key]
         out.append(f"## {cell(key)}")
         if e.keyed:
             out.append(f"Keyed stage · fingerprint {inline(e.fingerprint)}")
-        out.append(fence(pretty_json(e.value), "json"))
+        out.append(capped_fence(pretty_json(e.value), "json", DOC_VALUE_BYTES, _source_link(ws, cf.path)))
     return "\n".join(out) + "\n"
 
 
@@ -166,12 +190,12 @@ def memory(ws, target: StateUri, settings: RenderSettings) -> str:
     start = page * size
     chunk = records[start:start + size]
     cfg = space.config
-    out = [f"# Memory — {target.name}", "",
+    out = [f"# Memory — {cell(target.name)}", "",
            f"File: {inline(_rel(ws, space.path))} · {space.event_count} event(s) · {len(records)} active · "
            f"{len(space.forgotten)} forgotten id(s)", "",
-           f"Config (last `open`): backend **{cfg.get('backend')}**, model hint {inline(cfg.get('embed_model_hint'))}, "
-           f"weights bm25 {cfg.get('bm25_weight')} / cosine {cfg.get('cosine_weight')}"
-           + (f", dim {cfg.get('embed_dim')}" if cfg.get("embed_dim") is not None else ""), ""]
+           f"Config (last `open`): backend **{cell(cfg.get('backend'))}**, model hint {inline(cfg.get('embed_model_hint'))}, "
+           f"weights bm25 {cell(cfg.get('bm25_weight'))} / cosine {cell(cfg.get('cosine_weight'))}"
+           + (f", dim {cell(cfg.get('embed_dim'))}" if cfg.get("embed_dim") is not None else ""), ""]
     nav = []
     if page > 0:
         nav.append(_link("← newer", make_uri("memory", target.name, page=str(page - 1))))
@@ -182,18 +206,19 @@ def memory(ws, target: StateUri, settings: RenderSettings) -> str:
     out.append("| key | tags | stored at | text |\n|---|---|---|---|")
     for r in chunk:
         fact = ws.facts.get((target.name, r.seq))
-        key = _link(r.key, make_uri("facts", fact.id)) if fact is not None else inline(r.key)
+        key = _link(r.key, make_uri("facts", fact.id)) if fact is not None else code_cell(r.key)
         out.append(f"| {key} | {cell(', '.join(r.tags[:6]))}{'…' if len(r.tags) > 6 else ''} | {cell(r.stored_at)} | {cell(short_text(r.text, 100))} |")
     if space.hidden:
         out.append("\n## Hidden forever by an earlier tombstone")
         out.append("These records were stored with an id that a `forget` event had already listed; Harn never shows them again.\n")
         for r in space.hidden[:100]:
-            out.append(f"- line {r.line_no}: {inline(r.key)} ({inline(r.id)})")
+            out.append(f"- line {int(r.line_no)}: {inline(r.key)} ({inline(r.id)})")
     if space.forgets:
         out.append(f"\n## Forget events ({len(space.forgets)})")
         for fe in space.forgets[-50:]:
-            out.append(f"- line {fe['_line']}: predicate {inline(short_text(pretty_json(fe.get('predicate')), 80))} → "
-                       f"{len(fe.get('forgotten_ids') or [])} id(s) at {fe.get('forgotten_at')}")
+            ids = fe.get("forgotten_ids")
+            out.append(f"- line {cell(fe.get('_line'))}: predicate {inline(short_text(pretty_json(fe.get('predicate')), 80))} → "
+                       f"{len(ids) if isinstance(ids, list) else 0} id(s) at {cell(fe.get('forgotten_at'))}")
     return "\n".join(out) + "\n"
 
 
@@ -204,31 +229,33 @@ def facts(ws, target: StateUri, settings: RenderSettings) -> str:
         raise UriError(f"no fact {target.name!r} (it may have been invalidated)")
     from harn_ls.staleness import fact_staleness
 
-    out = [f"# Fact — {short_text(fact.claim, 100)}", "",
-           f"| | |\n|---|---|\n| id | {inline(fact.id)} |\n| kind | {fact.kind} |\n| confidence | {fact.confidence:g} |\n"
+    space = ws.memory.get(fact.namespace)
+    where = _source_link(ws, space.path, fact.line_no) if space is not None else ""
+    out = [f"# Fact — {cell(short_text(fact.claim, 100))}", "",
+           f"| | |\n|---|---|\n| id | {code_cell(fact.id)} |\n| kind | {cell(fact.kind)} |\n| confidence | {fact.confidence:g} |\n"
            f"| asserted at | {cell(fact.asserted_at)} |\n| namespace | {_link(fact.namespace, make_uri('memory', fact.namespace))} |\n"
-           f"| memory key | {inline(fact.memory_key)} |\n| stored at | {cell(fact.stored_at)} |", ""]
+           f"| memory key | {code_cell(fact.memory_key)} |\n| stored at | {cell(fact.stored_at)} |", ""]
     out.append("## Claim\n")
-    out.append(fact.claim)
+    out.append(capped_markdown(fact.claim, DOC_VALUE_BYTES, where))
     out.append("\n## Evidence\n")
     if not fact.evidence:
         out.append("None.")
     for ev in fact.evidence:
-        line = f"- **{ev.kind}** {inline(ev.ref)}"
+        line = f"- **{cell(ev.kind)}** {inline(ev.ref)}"
         if ev.range is not None:
             status = fact_staleness(ws.root, ev)
-            uri = "file://" + os.path.join(ws.root, ev.range.path) + f"#L{ev.range.start}"
-            line += f" → {_link(f'{ev.range.path}:{ev.range.start}-{ev.range.end}', uri)} · {status.label}"
+            label = f"{ev.range.path}:{ev.range.start}-{ev.range.end}"
+            line += f" → {file_link(label, os.path.join(ws.root, ev.range.path), ev.range.start)} · {cell(status.label)}"
         elif ev.kind == "trace_ref" and ev.ref in ws.runs:
             line += f" → {_link('run', make_uri('runs', ev.ref))}"
         out.append(line)
         if ev.snippet:
-            out.append(fence(ev.snippet).replace("\n", "\n  ").rstrip() + "\n")
+            out.append(capped_fence(ev.snippet, "", DOC_VALUE_BYTES // 4, where).replace("\n", "\n  ").rstrip() + "\n")
     if fact.valid_until:
         out.append("\n## Valid until\n")
-        out.append(fence(pretty_json(fact.valid_until), "json"))
+        out.append(capped_fence(pretty_json(fact.valid_until), "json", DOC_VALUE_BYTES // 4, where))
     out.append("\n## Provenance\n")
-    out.append(fence(pretty_json(fact.provenance), "json"))
+    out.append(capped_fence(pretty_json(fact.provenance), "json", DOC_VALUE_BYTES // 4, where))
     return "\n".join(out) + "\n"
 
 
@@ -241,49 +268,74 @@ def proposals(ws, target: StateUri, settings: RenderSettings) -> str:
     from harn_ls.formats.pattern_learning import is_suppressed
     from harn_ls.formats.facts import date_now_iso
 
-    out = [f"# Proposal — {prop.title or prop.name}", ""]
+    wanted = target.query.get("file")
+    if wanted:
+        return proposal_file_text(ws, prop, wanted, settings.skill_root)
+    out = [f"# Proposal — {cell(prop.title or prop.name)}", ""]
     if is_suppressed(prop.id, ws.pattern.state, date_now_iso()):
-        out.append(f"> Suppressed until {ws.pattern.state.suppressed_until.get(prop.id)} (rejected earlier).\n")
+        out.append(f"> Suppressed until {cell(ws.pattern.state.suppressed_until.get(prop.id))} (rejected earlier).\n")
     out.append("| | |\n|---|---|")
-    for label, value in (("id", inline(prop.id)), ("name", inline(prop.name)), ("kind", prop.kind), ("source", prop.source),
-                         ("support", prop.support), ("created", cell(prop.created_at)), ("last seen", cell(prop.last_seen_at))):
+    for label, value in (("id", code_cell(prop.id)), ("name", code_cell(prop.name)), ("kind", cell(prop.kind)),
+                         ("source", cell(prop.source)), ("support", cell(prop.support)), ("created", cell(prop.created_at)),
+                         ("last seen", cell(prop.last_seen_at))):
         out.append(f"| {label} | {value} |")
     out.append("")
+    # Free text from the proposal is escaped: it cannot open a heading or a fence of its own, so it
+    # cannot pass itself off as the "What Accept writes" section below.
     if prop.description:
-        out.append(f"{prop.description}\n")
+        out.append("## Description\n")
+        out.append(capped_markdown(prop.description, DOC_VALUE_BYTES // 4) + "\n")
     if prop.when_to_use:
-        out.append(f"**When to use:** {prop.when_to_use}\n")
+        out.append("**When to use:** " + capped_markdown(prop.when_to_use, DOC_VALUE_BYTES // 4) + "\n")
     if prop.sample_prompts:
         out.append("## Sample prompts\n")
-        out.extend(f"- {cell(p)}" for p in prop.sample_prompts)
+        prompts = prop.sample_prompts if isinstance(prop.sample_prompts, list) else [prop.sample_prompts]
+        out.extend(f"- {cell(p)}" for p in prompts[:50])
         out.append("")
     if prop.tool_sequence:
         out.append("## Tool sequence\n")
-        out.append(" → ".join(inline(t) for t in prop.tool_sequence) + "\n")
+        tools = prop.tool_sequence if isinstance(prop.tool_sequence, list) else [prop.tool_sequence]
+        out.append(" → ".join(inline(t, 200) for t in tools[:100]) + "\n")
     if getattr(prop, "evidence_ids", None):
         out.append("## Evidence\n")
-        out.extend(f"- {inline(e)}" for e in prop.evidence_ids)
+        out.extend(f"- {inline(e)}" for e in list(prop.evidence_ids)[:100])
         out.append("")
     try:
-        plan = planned_files(ws, prop)
+        plan = planned_files(ws, prop, settings.skill_root)
     except Exception as exc:  # a hostile proposal still renders, with the refusal shown
         out.append(f"## Accept is refused\n\n{cell(exc)}\n")
         return "\n".join(out) + "\n"
-    wanted = target.query.get("file")
-    if wanted:
-        # The raw text Accept would write to one file (for a client-side diff).
-        for f in plan.files:
-            if _rel(ws, f.path) == wanted:
-                return f.text
-        raise UriError(f"proposal {prop.id} writes no file {wanted!r}")
     out.append("## What Accept writes\n")
     for f in plan.files:
         status = " — **a different file already exists here**" if f.conflict else (" — identical file already exists" if f.identical else "")
-        out.append(f"### {inline(_rel(ws, f.path))}{status}\n")
-        out.append(fence(f.text, f.lang))
+        rel = _rel(ws, f.path)
+        out.append(f"### {inline(rel)}{status}\n")
+        raw = _link("the exact text", make_uri("proposals", prop.id, file=rel))
+        out.append(capped_fence(f.text, f.lang, DOC_VALUE_BYTES, raw))
     out.append(f"Then one memory `forget` event with predicate {inline(plan.forget_predicate)} is appended to "
                f"{inline(_rel(ws, plan.events_path))}.\n")
     return "\n".join(out) + "\n"
+
+
+def proposal_file_text(ws, prop, wanted: str, skill_root: str | None = None) -> str:
+    """`?file=<path>`: the exact text Accept would write to that file (for a client-side diff).
+
+    Raw text, not Markdown: the client diffs it as it is and must never parse it out of the
+    rendered document (whose free text comes from the proposal)."""
+    from harn_ls.actions.proposals import planned_files
+
+    try:
+        plan = planned_files(ws, prop, skill_root)
+    except Exception as exc:
+        raise UriError(f"Accept is refused for proposal {prop.id}: {exc}") from None
+    for f in plan.files:
+        if _rel(ws, f.path) == wanted or f.path == wanted:
+            size = utf8_len(f.text)
+            if size > MAX_RESPONSE_BYTES:
+                raise UriError(f"proposal {prop.id} would write {size:,} bytes to {wanted}; harn-ls sends at most "
+                               f"{MAX_RESPONSE_BYTES:,} bytes, so it cannot be compared here")
+            return f.text
+    raise UriError(f"proposal {prop.id} writes no file {wanted!r}")
 
 
 # ----------------------------------------------------------------- skills
@@ -294,29 +346,29 @@ def skills(ws, target: StateUri, settings: RenderSettings) -> str:
     if not matches and not shadowed:
         raise UriError(f"no skill {target.name!r}")
     sk = matches[0] if matches else shadowed[0]
-    out = [f"# Skill — {sk.id}", "", "| | |\n|---|---|",
-           f"| layer | {sk.layer} |", f"| file | {inline(_rel(ws, sk.path))} |",
+    out = [f"# Skill — {cell(sk.id)}", "", "| | |\n|---|---|",
+           f"| layer | {cell(sk.layer)} |", f"| file | {code_cell(_rel(ws, sk.path))} |",
            f"| short | {cell(sk.short)} |", f"| description | {cell(sk.description)} |",
-           f"| when to use | {cell(sk.when_to_use)} |", f"| sha256 | {inline(sk.sha256)} |"]
+           f"| when to use | {cell(sk.when_to_use)} |", f"| sha256 | {code_cell(sk.sha256)} |"]
     if sk.signature is not None:
         sig = sk.signature
-        out.append(f"| signature | **{sig.status}**" + (f" · signer {inline(sig.signer_fingerprint[:16] + '…')}" if sig.signer_fingerprint else "")
+        out.append(f"| signature | **{cell(sig.status)}**" + (f" · signer {code_cell(sig.signer_fingerprint[:16] + '…')}" if sig.signer_fingerprint else "")
                    + (f" · {cell(sig.error)}" if sig.error else "") + " |")
     out.append(f"| loadable by Harn | {'yes' if sk.loadable else '**no**'} |")
     out.append("")
     if shadowed and matches:
         out.append("## Shadowed copies\n")
         for s in shadowed:
-            out.append(f"- {s.layer}: {inline(_rel(ws, s.path))} (hidden by the {sk.layer} layer)")
+            out.append(f"- {cell(s.layer)}: {inline(_rel(ws, s.path))} (hidden by the {cell(sk.layer)} layer)")
         out.append("")
     if sk.unknown_fields:
-        out.append("Unknown frontmatter fields (Harn warns and ignores them): " + ", ".join(inline(u) for u in sk.unknown_fields) + "\n")
+        out.append("Unknown frontmatter fields (Harn warns and ignores them): " + ", ".join(inline(u, 200) for u in list(sk.unknown_fields)[:50]) + "\n")
     for pr in sk.problems:
-        out.append(f"> {pr.code}: {pr.message}")
+        out.append(_problem_line(pr))
     out.append("\n## Frontmatter\n")
-    out.append(fence(pretty_json(sk.fields), "json"))
+    out.append(capped_fence(pretty_json(sk.fields), "json", DOC_VALUE_BYTES // 4, _source_link(ws, sk.path)))
     out.append("## Body\n")
-    out.append(fence(sk.body, "markdown"))
+    out.append(capped_fence(sk.body, "markdown", DOC_VALUE_BYTES, _source_link(ws, sk.path)))
     return "\n".join(out) + "\n"
 
 
@@ -325,22 +377,22 @@ def runs(ws, target: StateUri, settings: RenderSettings) -> str:
     run = ws.runs.get(target.name)
     if run is None:
         raise UriError(f"no run {target.name!r}")
-    out = [f"# Run — {run.id}", "", "| | |\n|---|---|",
+    out = [f"# Run — {cell(run.id)}", "", "| | |\n|---|---|",
            f"| status | {cell(run.status)} |", f"| workflow | {cell(run.workflow_name or run.workflow_id)} |",
            f"| started | {cell(run.started_at)} |", f"| finished | {cell(run.finished_at)} |",
-           f"| file | {inline(_rel(ws, run.path))} · {human_bytes(run.size)} |", ""]
+           f"| file | {code_cell(_rel(ws, run.path))} · {human_bytes(run.size)} |", ""]
     for pr in run.problems:
-        out.append(f"> {pr.code}: {pr.message}")
+        out.append(_problem_line(pr))
     if run.usage:
         out.append("## Usage\n")
         out.append("| | |\n|---|---|")
-        for k, v in run.usage.items():
+        for k, v in list(run.usage.items())[:200]:
             out.append(f"| {cell(k)} | {cell(v if not isinstance(v, (dict, list)) else short_text(pretty_json(v), 80))} |")
         out.append("")
     if run.stages:
         out.append(f"## Stages ({len(run.stages)})\n")
         out.append("| stage | kind | status | outcome | attempts |\n|---|---|---|---|---|")
-        for st in run.stages:
+        for st in run.stages[:1000]:
             if not isinstance(st, dict):
                 continue
             attempts = st.get("attempts") if isinstance(st.get("attempts"), list) else []
@@ -378,14 +430,14 @@ def _llm_calls(path: str) -> list[str]:
         resp = step.response or {}
         req = step.request or {}
         calls = resp.get("tool_calls") if isinstance(resp.get("tool_calls"), list) else []
-        names = ", ".join(str(c.get("name", "?")) for c in calls if isinstance(c, dict))
+        names = ", ".join(short_text(c.get("name", "?"), 60) for c in calls[:20] if isinstance(c, dict))
         rows.append(f"| {i} | {cell(step.iteration)} | {cell(resp.get('model') or req.get('model'))} | "
                     f"{cell(resp.get('input_tokens'))} | {cell(resp.get('output_tokens'))} | {cell(resp.get('response_ms'))} | "
                     f"{cell(names)} | {cell(short_text(resp.get('text'), 60))} |")
     if len(log.steps) > 500:
         rows.append(f"\n…and {len(log.steps) - 500} more calls.")
     for pr in log.problems[:20]:
-        rows.append(f"\n> {pr.code} (line {pr.line}): {pr.message}")
+        rows.append("\n" + _problem_line(pr))
     return rows
 
 
@@ -400,9 +452,9 @@ def _event_block(i: int, ev, show_private: bool) -> tuple[str, bool]:
         text = ev.text or " ".join(str(b.get("text", "")) for b in ev.blocks if isinstance(b, dict))
     head = f"**#{i + 1} · {cell(ev.role or '')} · {cell(ev.kind)}**"
     if ev.visibility and ev.visibility != "public":
-        head += f" *({ev.visibility})*"
-    block = head + "\n\n" + fence(summarize_value(text or "", 4000))
-    for b in ev.blocks:
+        head += f" *({cell(ev.visibility)})*"
+    block = head + "\n\n" + fence(summarize_value(text or "", 4000))  # base64 blobs summarised, long text cut
+    for b in ev.blocks[:200]:
         # Harn's own text shows only `<tool_call:NAME>`; the reader wants the arguments and output.
         if not isinstance(b, dict) or (b.get("visibility") == "private" and not show_private):
             continue
@@ -410,7 +462,7 @@ def _event_block(i: int, ev, show_private: bool) -> tuple[str, bool]:
             args = b.get("arguments", b.get("input", b.get("args")))
             block += f"\nTool call {inline(b.get('name') or '?')}" + (f" {inline(b.get('id'))}" if b.get("id") else "") + "\n"
             if args is not None:
-                block += fence(pretty_json(args, 2000), "json")
+                block += _json_block(args, 2000)
         elif b.get("type") == "tool_result":
             body = b.get("text", b.get("content", b.get("output")))
             block += f"\nTool result {inline(b.get('name') or '?')}" + (" *(error)*" if b.get("is_error") else "") + "\n"
@@ -418,10 +470,10 @@ def _event_block(i: int, ev, show_private: bool) -> tuple[str, bool]:
                 block += fence(summarize_value(body if isinstance(body, str) else pretty_json(body, 2000), 4000))
     comp = ev.compaction
     if comp is not None:
-        block += (f"\nCompaction: {comp.archived_messages} message(s) archived, "
-                  f"~{comp.estimated_tokens_before} → ~{comp.estimated_tokens_after} tokens ({cell(comp.mode or comp.strategy or '')})\n")
+        block += (f"\nCompaction: {cell(comp.archived_messages)} message(s) archived, "
+                  f"~{cell(comp.estimated_tokens_before)} → ~{cell(comp.estimated_tokens_after)} tokens ({cell(comp.mode or comp.strategy or '')})\n")
     elif isinstance(ev.metadata, dict) and ev.metadata:
-        block += "\n" + fence(pretty_json(ev.metadata, 500), "json")
+        block += "\n" + _json_block(ev.metadata, 500)
     return block, False
 
 
@@ -470,7 +522,7 @@ def transcripts(ws, target: StateUri, settings: RenderSettings) -> str:
         windows.append(current)
     page = min(target.page(), len(windows) - 1)
     window = list(reversed(windows[page]))
-    out = [f"# Transcript — {tr.id}", ""]
+    out = [f"# Transcript — {cell(tr.id)}", ""]
     if entry.run_id:
         out.append(f"Run: {_link(entry.run_id, make_uri('runs', entry.run_id))}")
     out.append(f"Source: {inline(_rel(ws, entry.path))} · state {cell(tr.state or '?')} · "
@@ -479,10 +531,11 @@ def transcripts(ws, target: StateUri, settings: RenderSettings) -> str:
         out.append(f"\n{hidden_private} private reasoning event(s) hidden.")
     if tr.summary:
         out.append("\n## Summary\n")
-        out.append(str(tr.summary))
+        out.append(capped_markdown(tr.summary if isinstance(tr.summary, str) else pretty_json(tr.summary), DOC_VALUE_BYTES // 4,
+                                   _source_link(ws, entry.path)))
     if tr.budget is not None:
         out.append("\n## Transcript budget\n")
-        out.append(fence(pretty_json(tr.budget, 500), "json"))
+        out.append(_json_block(tr.budget, 500))
     nav = []
     if page + 1 < len(windows):
         nav.append(_link("← earlier", make_uri("transcripts", tr.id, page=str(page + 1))))
@@ -496,7 +549,7 @@ def transcripts(ws, target: StateUri, settings: RenderSettings) -> str:
             out.append(f"- {cell(a.name or a.id)} · {cell(a.kind)} · {cell(a.mime_type or '')} {inline(a.storage_path or '')}")
     if isinstance(tr.metadata, dict) and tr.metadata:
         out.append("\n## Metadata\n")
-        out.append(fence(pretty_json(tr.metadata, 500), "json"))
+        out.append(_json_block(tr.metadata, 500))
     return "\n".join(out) + "\n"
 
 
@@ -508,16 +561,16 @@ def sessions(ws, target: StateUri, settings: RenderSettings) -> str:
     session = next((s for s in (snap.sessions if snap else []) if s.id == target.name), None)
     if session is None:
         raise UriError(f"no session {target.name!r}")
-    out = [f"# Session — {session.title or session.id}", "", "| | |\n|---|---|"]
+    out = [f"# Session — {cell(session.title or session.id)}", "", "| | |\n|---|---|"]
     for label in ("id", "status", "session_type", "model", "persona", "cwd", "created_at", "updated_at", "event_count"):
         out.append(f"| {label} | {cell(getattr(session, label, ''))} |")
     out.append("")
     events = read_session_events(ws.paths.session_store, session.id, limit=500)
     out.append(f"## Events ({len(events)})\n")
     for ev in events:
-        out.append(f"**{cell(ev.event_id)} · {cell(ev.kind)}{(':' + ev.custom_kind) if getattr(ev, 'custom_kind', None) else ''} · "
+        out.append(f"**{cell(ev.event_id)} · {cell(ev.kind)}{cell(':' + str(ev.custom_kind)) if getattr(ev, 'custom_kind', None) else ''} · "
                    f"{cell(ev.actor)} · {cell(ev.ts)}**\n")
-        out.append(fence(pretty_json(ev.payload, 1000), "json"))
+        out.append(_json_block(ev.payload, 1000))
     return "\n".join(out) + "\n"
 
 
@@ -549,3 +602,7 @@ _RENDERERS = {
     "sessions": sessions,
     "recall": recall,
 }
+
+from harn_ls.render import state_docs as _state_docs  # noqa: E402  (event logs, HITL, store, receipts, worktrees)
+
+_RENDERERS.update(_state_docs.RENDERERS)

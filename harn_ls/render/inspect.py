@@ -68,7 +68,13 @@ def inspect_json(ws) -> dict:
             "sessions": [{"id": s.id, "title": s.title, "status": s.status, "events": s.event_count} for s in ws.sessions.sessions],
         },
         "problems": problems,
-    }
+    } | _extra(ws)
+
+
+def _extra(ws) -> dict:
+    from harn_ls.render.state_docs import inspect_extra
+
+    return inspect_extra(ws)
 
 
 def inspect_text(ws) -> str:
@@ -116,6 +122,9 @@ def inspect_text(ws) -> str:
         out.append(f"  {r['id']:<44} {r['status'] or '?'}")
     ss = data["sessions"]
     out.append(f"sessions         {c['sessions']}" + (f" (schema v{ss['schema_version']})" if ss else " (no session store)"))
+    from harn_ls.render.state_docs import inspect_extra_text
+
+    out.extend(inspect_extra_text(data))
     out.append("")
     probs = data["problems"]
     out.append(f"problems         {len(probs)}")

@@ -5,25 +5,27 @@ from __future__ import annotations
 from typing import Any
 
 from harn_ls.recall import Hit, RecallResult
+from harn_ls.render import make_uri
+from harn_ls.render.markdown import cell, code_cell, inline, link
 
 
 def _num(x: float) -> str:
     return f"{x:.6f}".rstrip("0").rstrip(".") if x else "0"
 
 
-def _md(text: str) -> str:
-    """Escape what would break a table cell or inline code."""
-    return str(text).replace("|", "\\|").replace("\n", " ").replace("`", "'")
+def _md(text) -> str:
+    """Data as escaped one-line Markdown (queries, notes, claims)."""
+    return cell(text)
 
 
 def _config_lines(name: str | None, config: dict) -> list[str]:
     backend = config.get("backend", "bm25")
-    parts = [f"backend **{backend}**", f"model hint `{_md(config.get('embed_model_hint', 'default'))}`"]
+    parts = [f"backend **{_md(backend)}**", f"model hint {inline(config.get('embed_model_hint', 'default'))}"]
     if config.get("embed_dim") is not None:
-        parts.append(f"dim {config['embed_dim']}")
+        parts.append(f"dim {_md(config['embed_dim'])}")
     parts.append(f"weights bm25 {_num(float(config.get('bm25_weight', 0.5)))} / cosine "
                  f"{_num(float(config.get('cosine_weight', 0.5)))}")
-    prefix = f"- `{_md(name)}`: " if name else "- "
+    prefix = f"- {inline(name)}: " if name else "- "
     return [prefix + ", ".join(parts)]
 
 
@@ -34,7 +36,7 @@ def _explain_table(hit: Hit) -> list[str]:
     out = ["", "| term | × | tf | df | idf | BM25 part | key boost | tag boost |",
            "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for t in ex.terms:
-        out.append(f"| `{_md(t.term)}` | {t.count} | {t.tf} | {t.df} | {_num(t.idf)} | {_num(t.contribution)} | "
+        out.append(f"| {code_cell(t.term)} | {t.count} | {t.tf} | {t.df} | {_num(t.idf)} | {_num(t.contribution)} | "
                    f"{_num(t.key_boost)} | {_num(t.tag_boost)} |")
     out.append(f"| **total** | | | | | {_num(ex.bm25)} | {_num(ex.key_boost)} | {_num(ex.tag_boost)} |")
     out.append("")
@@ -48,10 +50,10 @@ def _explain_table(hit: Hit) -> list[str]:
 
 
 def render_recall_markdown(result: RecallResult, query: str, namespace: str | None) -> str:
-    where = f"`{_md(namespace)}`" if namespace else "all namespaces"
+    where = inline(namespace) if namespace else "all namespaces"
     lines = [f"# Recall: {_md(query) or '(empty query)'}", "",
              f"{where} · mode **{result.mode}** · k {result.k} · query tokens: "
-             + (", ".join(f"`{_md(t)}`" for t in result.query_terms) or "none (newest first)"), ""]
+             + (", ".join(inline(t, 200) for t in result.query_terms[:100]) or "none (newest first)"), ""]
     lines.append("## Namespace config")
     lines.append("")
     if result.namespaces:
@@ -69,22 +71,22 @@ def render_recall_markdown(result: RecallResult, query: str, namespace: str | No
                      if result.query_terms else "_No active records._")
     for rank, hit in enumerate(result.hits, 1):
         shown = hit.tags[:5]
-        tags = ", ".join(f"`{_md(t)}`" for t in shown) or "no tags"
+        tags = ", ".join(inline(t, 200) for t in shown) or "no tags"
         if len(hit.tags) > len(shown):
             tags += f" +{len(hit.tags) - len(shown)} more"
-        ns = f" · `{_md(hit.namespace)}`" if not namespace else ""
+        ns = f" · {inline(hit.namespace)}" if not namespace else ""
         value = hit.record.value
         is_fact = isinstance(value, dict) and value.get("schema") == "harn.fact.v1" and isinstance(value.get("claim"), str)
-        target = f"harn-state:/facts/{hit.id}.md" if is_fact else f"harn-state:/memory/{hit.namespace}.md"
-        lines.append(f"### {rank}. `{_md(hit.key)}` — score {_num(hit.score)}")
+        target = make_uri("facts", hit.id) if is_fact else make_uri("memory", hit.namespace)
+        lines.append(f"### {rank}. {inline(hit.key)} — score {_num(hit.score)}")
         lines.append("")
-        lines.append(f"id `{_md(hit.id)}`{ns} · stored {_md(hit.stored_at)} · seq {hit.seq} · {tags} · "
-                     f"[open]({target})")
+        lines.append(f"id {inline(hit.id)}{ns} · stored {_md(hit.stored_at)} · seq {hit.seq} · {tags} · "
+                     f"{link('open', target)}")
         text = hit.record.text
         if is_fact:
             # A fact's text is its whole envelope as JSON; the claim is what a person reads.
             lines += ["", f"> **{_md(str(value.get('kind', 'fact')))}** {_md(value['claim'])} "
-                          f"(confidence {value.get('confidence')})"]
+                          f"(confidence {_md(value.get('confidence'))})"]
         elif text:
             preview = text if len(text) <= 300 else text[:300] + "…"
             lines += ["", "> " + _md(preview)]

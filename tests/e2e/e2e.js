@@ -12,6 +12,11 @@ const WS = process.env.WS;
 const SHOTS = process.env.SHOTS || path.join(__dirname, 'screenshots');
 const TMP = process.env.TMP_DIR || require('os').tmpdir();
 const CHECK_TIMEOUT = 90_000;
+// Which suite runs (see SUITES): `main` (trusted folder) or `untrusted` (Restricted Mode).
+const MODE = process.env.E2E_MODE || 'main';
+// Shadow modules in the folder (harn_ls/, pygls/, orjson.py, a python3) write here when they run.
+const MARKERS = process.env.MARKERS || '';
+const EXT_LOG_ROOT = process.env.EXT_LOG_ROOT || '';
 
 const results = [];
 let summarized = false;
@@ -152,6 +157,369 @@ async function gotoLine(page, line, col = 1) {
 
 // ---- the checks --------------------------------------------------------------
 
+// ---- checks: one function per check, `title` is what the log prints -------------------
+
+async function checkFourViewsRenderWithItems({ page, fx, probeTarget }) {
+  await openHarnContainer(page);
+  const expect = {
+    runs: fx.runs.flatMap(r => r.tokens),
+    checkpoints: fx.pipelines.flatMap(p => [p.name, ...p.keys]),
+    memory: fx.namespaces.flatMap(n => [n.name, n.name.split('/').pop(), n.name.split('/')[0]]),
+    skills: [...fx.proposals.flatMap(p => [p.name, p.title, p.id]), ...fx.skills.map(s => s.name)],
+  };
+  const summary = [];
+  for (const view of Object.keys(VIEW_TITLES)) {
+    await focusView(page, view);
+    const tokens = expect[view].filter(Boolean).map(norm);
+    if (!tokens.length) throw new Error(`the fixture has nothing for the ${view} view`);
+    const seen = async () => {
+      const texts = (await rowTexts(page, view)).map(norm);
+      return texts.length && texts.some(t => tokens.some(tok => t.includes(tok))) ? texts : undefined;
+    };
+    await waitFor(async () => (await rowTexts(page, view)).length > 0, `rows in ${VIEW_TITLES[view]}`, 45_000);
+    // Groups (e.g. "Pending proposals", skill layers) hold the fixture's items: open them as needed.
+    const texts = await waitFor(async () => (await seen()) || (await expandRows(page, view), undefined),
+      `a fixture item in ${VIEW_TITLES[view]}`, 30_000, 500)
+      .catch(async e => { throw new Error(`${e.message}; rows: ${JSON.stringify(await rowTexts(page, view)).slice(0, 300)}`); });
+    summary.push(`${view}: ${texts.length} rows`);
+    await shot(page, `view-${view}`);
+  }
+  for (const view of Object.keys(VIEW_TITLES)) await expandPane(page, view);
+  return summary.join(', ');
+}
+checkFourViewsRenderWithItems.title = 'four views render with items from the fixture';
+
+async function checkFactCodeLensAndHover({ page, fx, probeTarget }) {
+  if (!fx.facts.length) throw new Error('the fixture has no fact with file_range evidence on an existing file');
+  const fact = [...fx.facts].sort((a, b) => (b.confidence || 0) - (a.confidence || 0))[0];
+  await quickOpen(page, fact.file);
+  const lens = await waitFor(async () => {
+    const texts = await activeEditor(page).locator('.codelens-decoration').allInnerTexts();
+    return texts.find(t => /fact|claim|observation|hypothesis|decision|constraint|confidence/i.test(t));
+  }, `a fact code lens in ${fact.file}`, 30_000);
+  const claims = fx.facts.filter(f => f.file === fact.file).map(f => norm(f.claim).slice(0, 24));
+  let hoverText;
+  for (let attempt = 0; attempt < 3 && !hoverText; attempt++) {
+    await gotoLine(page, fact.start, 1);
+    await page.keyboard.press('Control+K');
+    await page.keyboard.press('Control+I');
+    hoverText = await waitFor(async () => {
+      const all = await page.locator('.monaco-editor .monaco-hover-content').allInnerTexts();
+      return all.map(norm).find(t => claims.some(c => t.includes(c)));
+    }, `a hover showing a fact claim on ${fact.file}:${fact.start}`, 10_000).catch(e => { if (attempt === 2) throw e; });
+  }
+  await shot(page, 'fact-hover');
+  return `lens "${lens.trim()}", hover "${hoverText.slice(0, 80)}"`;
+}
+checkFactCodeLensAndHover.title = 'fact code lens and hover on a source file';
+
+async function checkOpeningATranscriptShowsIts({ page, fx, probeTarget }) {
+  if (!fx.transcripts.length) throw new Error('the fixture has no transcript');
+  await focusView(page, 'runs');
+  await waitFor(async () => (await rows(page, 'runs').count()) > 0, 'rows in Runs', 20_000);
+  const ids = fx.transcripts.map(tr => String(tr.id || '')).filter(id => id.length >= 8);
+  const isTranscriptRow = t => ids.some(id => t.includes(id.slice(0, 13)));
+  let row;
+  for (let depth = 0; depth < 3 && !row; depth++) {
+    const texts = await rowTexts(page, 'runs');
+    const i = texts.findIndex(isTranscriptRow);
+    if (i >= 0) { row = rows(page, 'runs').nth(i); break; }
+    await expandRows(page, 'runs');
+  }
+  if (!row) throw new Error(`no transcript row in Runs & Transcripts (rows: ${JSON.stringify(await rowTexts(page, 'runs')).slice(0, 300)})`);
+  const label = (await row.innerText()).replace(/\s+/g, ' ').trim();
+  await row.locator('.label-name, .monaco-icon-label').first().click();
+  await waitFor(async () => /\.md/.test(await activeTabLabel(page)), 'an editor tab for the transcript', 15_000);
+  const wanted = fx.transcripts.flatMap(t => [t.summary, ...t.texts]).filter(Boolean).map(s => norm(s).slice(0, 30));
+  const text = await waitFor(async () => {
+    const t = norm(await editorText(page));
+    return wanted.some(w => t.includes(w)) ? t : undefined;
+  }, `transcript text in the editor (tab "${await activeTabLabel(page)}")`, 15_000);
+  const lang = await page.locator('.statusbar-item[id="status.editor.mode"]').innerText().catch(() => '?');
+  if (!/markdown/i.test(lang)) throw new Error(`transcript document opened as "${lang}", not Markdown`);
+  return `row "${label}", tab "${await activeTabLabel(page)}", ${text.length} chars shown`;
+}
+checkOpeningATranscriptShowsIts.title = 'opening a transcript shows its text';
+
+async function checkStatusBarShowsCountsAnd({ page, fx, probeTarget }) {
+  const item = page.locator('.statusbar-item', { hasText: /^\s*Harn\b/ }).first();
+  const text = await waitFor(async () => {
+    const t = (await item.innerText().catch(() => '')).trim();
+    return /\d/.test(t) ? t : undefined;
+  }, 'the Harn status bar item with counts', 20_000);
+  await item.click();
+  await waitFor(async () => /index\.md/.test(await activeTabLabel(page)), 'index.md to open', 15_000);
+  await waitFor(async () => (await editorText(page)).trim().length > 20, 'index text', 10_000);
+  return `"${text}"`;
+}
+checkStatusBarShowsCountsAnd.title = 'status bar shows counts and opens the index';
+
+async function checkRecallMemoryOpensRankedResults({ page, fx, probeTarget }) {
+  const words = fx.facts.map(f => f.claim).concat(fx.proposals.map(p => p.title)).join(' ')
+    .toLowerCase().match(/[a-z]{5,}/g) || [];
+  const query = words[0] || 'test';
+  await runCommand(page, 'Harn State: Recall Memory');
+  const input = page.locator('.quick-input-widget input');
+  await waitFor(async () => (await input.getAttribute('placeholder') || '').includes('e.g.'), 'the recall input box', 10_000);
+  await input.fill(query);
+  await page.keyboard.press('Enter');
+  await waitFor(async () => /recall\.md/.test(await activeTabLabel(page)), 'recall.md to open', 20_000);
+  const text = await waitFor(async () => { const t = await editorText(page); return norm(t).includes(query) ? t : undefined; },
+    `the query "${query}" in the recall document`, 15_000);
+  return `query "${query}", ${text.split('\n').length} lines shown`;
+}
+checkRecallMemoryOpensRankedResults.title = 'recall memory opens ranked results';
+
+async function checkAcceptingAProposalWritesSkill({ page, fx, probeTarget }) {
+  const skillRoot = '.claude/skills';
+  const candidates = fx.proposals.filter(p => !p.suppressed && (p.kind === 'skill' || !p.kind) && p.name
+    && !fs.existsSync(path.join(WS, skillRoot, p.name, 'SKILL.md')));
+  if (!candidates.length) throw new Error('the fixture has no pending skill proposal');
+  await focusView(page, 'skills');
+  await waitFor(async () => (await rows(page, 'skills').count()) > 0, 'rows in Skills & Proposals', 20_000);
+  // One atomic snapshot of the rendered rows (rows re-render while the tree refreshes).
+  const snapshot = () => rows(page, 'skills').evaluateAll(els => els.map(el => ({
+    text: el.innerText, proposal: !!el.querySelector('.action-label[aria-label^="Accept Proposal"]'),
+  })));
+  const matches = (text, p) => [p.name, p.title, p.id].filter(Boolean).some(tok => norm(text).includes(norm(tok)));
+  const findRow = async () => {
+    const snap = await snapshot();
+    for (let i = 0; i < snap.length; i++) {
+      const p = snap[i].proposal && candidates.find(c => matches(snap[i].text, c));
+      if (p) return { row: rows(page, 'skills').nth(i), p };
+    }
+    return undefined;
+  };
+  let found = await findRow();
+  for (let depth = 0; depth < 2 && !found; depth++) { await expandRows(page, 'skills'); found = await findRow(); }
+  if (!found) throw new Error(`no pending-proposal row with an Accept button (rows: ${JSON.stringify(await rowTexts(page, 'skills')).slice(0, 300)})`);
+  const { row, p } = found;
+  await row.hover();
+  await shot(page, 'proposal-before-accept');
+  await row.locator('.action-label[aria-label^="Accept Proposal"]').click();
+  const skillFile = path.join(WS, skillRoot, p.name, 'SKILL.md');
+  await waitFor(() => fs.existsSync(skillFile), `${path.relative(WS, skillFile)} on disk`, 20_000);
+  const head = fs.readFileSync(skillFile, 'utf8');
+  if (!head.startsWith(`---\nname: ${p.name}\n`)) throw new Error(`SKILL.md does not start with the frontmatter name: ${JSON.stringify(head.slice(0, 80))}`);
+  // Gone from the pending proposals, while the other pending proposals are still listed.
+  await waitFor(async () => {
+    const snap = await snapshot();
+    return !snap.some(r => r.proposal && matches(r.text, p)) && snap.some(r => r.proposal);
+  }, `proposal ${p.id} to leave the pending proposals`, 15_000);
+  return `${p.id} → ${path.relative(WS, skillFile)}`;
+}
+checkAcceptingAProposalWritesSkill.title = 'accepting a proposal writes SKILL.md and removes it from the view';
+
+async function checkTypecheckProbeOnASelection({ page, fx, probeTarget }) {
+  const target = probeTarget;
+  await quickOpen(page, target.file);
+  const squiggles = () => activeEditor(page).locator('.squiggly-error, .squiggly-warning, .squiggly-info, .squiggly-hint').count();
+  await sleep(1000);
+  const before = await squiggles();
+  if (before) throw new Error(`${target.file} has ${before} diagnostics before the probe`);
+  await gotoLine(page, target.start, 1);
+  for (let i = target.start; i < target.end; i++) await page.keyboard.press('Shift+ArrowDown');
+  await page.keyboard.press('Shift+End');
+  await shot(page, 'probe-selection');
+  await runCommand(page, 'Harn State: Run Typecheck Probe on Selection');
+  await waitFor(async () => (await squiggles()) > 0, `diagnostic squiggles in ${target.file}`, 45_000);
+  await page.keyboard.press('Control+Shift+M');
+  const problems = await waitFor(async () => {
+    const t = (await page.locator('.markers-panel .monaco-list-row').allInnerTexts()).map(x => x.replace(/\s+/g, ' ').trim());
+    return t.find(x => /HARN-TYP-001/.test(x) && new RegExp(`Ln ${target.start}, Col`).test(x));
+  }, `the HARN-TYP-001 type error on line ${target.start} in the Problems panel`, 15_000);
+  return `"${problems}"`;
+}
+checkTypecheckProbeOnASelection.title = 'typecheck probe on a selection shows diagnostics';
+
+async function checkAServerThatCannotStart({ page, fx, probeTarget }) {
+  // Through the Settings UI, as a user would (code-server does not watch settings.json on disk).
+  const setServerPath = async value => {
+    const input = page.locator('.settings-editor [data-key="harnState.server.path"] input').first();
+    if (!(await input.isVisible().catch(() => false))) {
+      await runCommand(page, 'Preferences: Open Remote Settings');
+      const search = page.locator('.settings-editor .settings-header .suggest-input-container textarea, .settings-editor .settings-header input').first();
+      await search.waitFor({ timeout: 15_000 });
+      await search.fill('@id:harnState.server.path');
+      await input.waitFor({ timeout: 15_000 });
+    }
+    const before = await input.inputValue();
+    await input.fill(value);
+    await input.press('Tab');
+    return before;
+  };
+  const item = page.locator('.statusbar-item', { hasText: /^\s*Harn\b/ }).first();
+  const original = await setServerPath('/nonexistent/python3');  // '' when the bundled server runs
+  let message;
+  try {
+    const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'harn_ls' }).first();
+    await toast.waitFor({ timeout: 30_000 });
+    message = (await toast.innerText()).replace(/\s+/g, ' ').trim();
+    await shot(page, 'server-missing');
+    if (!/pip install harn-ls/.test(message) || !/harnState\.server\.path/.test(message)) throw new Error(`the notification gives no fix: "${message}"`);
+  } finally {
+    await setServerPath(original);
+  }
+  const text = await waitFor(async () => {
+    const t = (await item.innerText().catch(() => '')).trim();
+    return /\d+ runs?/.test(t) ? t : undefined;
+  }, 'the server to come back after the setting was restored', 30_000);
+  await page.keyboard.press('Control+W');
+  await focusView(page, 'runs');
+  await waitFor(async () => (await rowTexts(page, 'runs')).some(t => fx.runs.some(r => r.tokens.some(tok => norm(t).includes(norm(tok))))),
+    'runs in the view after the restart', 20_000);
+  return `notification "${message.slice(0, 90)}…", then status "${text}"`;
+}
+checkAServerThatCannotStart.title = 'a server that cannot start explains the fix; fixing the setting restarts it';
+
+async function checkRestartServerCommandBringsThe({ page, fx, probeTarget }) {
+  await runCommand(page, 'Harn State: Restart Server');
+  const item = page.locator('.statusbar-item', { hasText: /^\s*Harn\b/ }).first();
+  await sleep(500);
+  await waitFor(async () => /\d+ runs?/.test(await item.innerText().catch(() => '')), 'the status bar counts after the restart', 30_000);
+  await focusView(page, 'skills');
+  const texts = await waitFor(async () => { const t = await rowTexts(page, 'skills'); return t.length ? t : undefined; }, 'rows in Skills & Proposals', 20_000);
+  return `${texts.length} skill rows`;
+}
+checkRestartServerCommandBringsThe.title = 'Restart Server command brings the views back';
+
+async function checkWelcomeViewWhenTheFolder({ page, fx, probeTarget }) {
+  const empty = path.join(TMP, 'no-state');
+  fs.mkdirSync(empty, { recursive: true });
+  fs.writeFileSync(path.join(empty, 'notes.txt'), 'no agent state here\n');
+  const url = new URL(CS_URL);
+  url.searchParams.set('folder', empty);
+  await page.goto(url.toString(), { waitUntil: 'domcontentloaded', timeout: 60_000 });
+  await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60_000 });
+  await openHarnContainer(page);
+  const welcome = pane(page, 'runs').locator('.welcome-view-content');
+  await waitFor(async () => /no `?\.harn\/?`? directory/i.test(await welcome.innerText().catch(() => '')), 'the welcome text in Runs & Transcripts', 30_000);
+  return `"${(await welcome.innerText()).split('\n')[0]}"`;
+}
+checkWelcomeViewWhenTheFolder.title = 'welcome view when the folder has no .harn';
+
+/** The Harn State output channel's log file (code-server writes it under the user-data logs). */
+function extensionLog() {
+  const found = [];
+  const walk = dir => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (/Harn State/.test(e.name) && e.name.endsWith('.log')) found.push(p);
+    }
+  };
+  if (EXT_LOG_ROOT && fs.existsSync(EXT_LOG_ROOT)) walk(EXT_LOG_ROOT);
+  return found.map(f => fs.readFileSync(f, 'utf8')).join('\n');
+}
+
+async function checkServerIsTheBundledOne() {
+  const line = await waitFor(() => extensionLog().split('\n').find(l => /Starting harn-ls: /.test(l)),
+    'the "Starting harn-ls" line in the Harn State log', 30_000);
+  if (!/ -I \S*\/bundled\/tool\/serve\.py serve /.test(line)) throw new Error(`not the bundled server, isolated: ${line}`);
+  const running = await waitFor(() => extensionLog().split('\n').find(l => /harn-ls is running: harn-ls \d+\.\d+/.test(l)),
+    'the server version in the Harn State log', 30_000);
+  return `${line.replace(/^.*Starting harn-ls: /, '')}; ${running.replace(/^.*is running: /, '')}`;
+}
+checkServerIsTheBundledOne.title = 'the server is the bundled harn-ls, run isolated by a python3 without harn_ls';
+
+async function checkNoCodeFromTheFolderRan() {
+  if (!MARKERS) throw new Error('MARKERS is not set (run tests/e2e/run.sh)');
+  const planted = fs.readdirSync(WS).filter(n => ['harn_ls', 'pygls', 'orjson.py'].includes(n));
+  if (planted.length !== 3) throw new Error(`the shadow modules are not in the folder: ${planted}`);
+  const ran = fs.existsSync(MARKERS) ? fs.readdirSync(MARKERS) : [];
+  if (ran.length) throw new Error(`code from the folder ran: ${ran.join(', ')}`);
+  return `shadow ${planted.join(', ')} present, no marker written`;
+}
+checkNoCodeFromTheFolderRan.title = 'no code from the folder ran (shadow harn_ls/, pygls/, orjson.py)';
+
+async function checkRunsViewFills({ page, fx }) {
+  await focusView(page, 'runs');
+  const tokens = fx.runs.flatMap(r => r.tokens).filter(Boolean).map(norm);
+  const texts = await waitFor(async () => {
+    const t = (await rowTexts(page, 'runs')).map(norm);
+    return t.some(x => tokens.some(tok => x.includes(tok))) ? t : undefined;
+  }, 'a fixture run in Runs & Transcripts', 45_000);
+  return `${texts.length} rows`;
+}
+checkRunsViewFills.title = 'the Runs & Transcripts view fills';
+
+async function checkFolderInterpreterRefused() {
+  const line = await waitFor(() => extensionLog().split('\n').find(l => /Not using python3 on PATH .*inside the workspace folder/.test(l)),
+    'the log line refusing the python3 inside the untrusted folder', 30_000);
+  return line.replace(/^.*Not using /, 'not using ').slice(0, 160);
+}
+checkFolderInterpreterRefused.title = 'in Restricted Mode a python3 inside the folder is not used';
+
+// Which checks run: `main` in the trusted run, `untrusted` in the Restricted Mode run (run.sh sets E2E_MODE).
+/** Pending HITL approvals in the project's .harn/events.sqlite, read with Python's stdlib sqlite3
+ * (independently of harn-ls): *_requested events with no terminal event for their request id. */
+function pendingApprovals() {
+  const script = [
+    'import json, sqlite3, sys',
+    'c = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro&immutable=1", uri=True)',
+    'rows = c.execute("SELECT kind, payload, headers FROM events WHERE topic = \'hitl.approvals\' ORDER BY event_id").fetchall()',
+    'req, done = {}, set()',
+    'for kind, payload, headers in rows:',
+    '    p = json.loads(payload); rid = json.loads(headers).get("request_id") or p.get("request_id")',
+    '    if kind == "hitl.approval_requested": req[rid] = p["payload"].get("action")',
+    '    elif kind in ("hitl.approval_approved", "hitl.approval_denied", "hitl.timeout") or (kind == "hitl.response_received" and p.get("approved") is False): done.add(rid)',
+    'print(json.dumps([{"id": k, "action": v} for k, v in req.items() if k not in done]))',
+  ].join('\n');
+  const db = path.join(WS, '.harn', 'events.sqlite');
+  if (!fs.existsSync(db)) return [];
+  const out = require('child_process').execFileSync(process.env.E2E_PYTHON || 'python3', ['-c', script, db], { encoding: 'utf8' });
+  return JSON.parse(out);
+}
+
+async function checkPendingApproval({ page }) {
+  const pending = pendingApprovals();
+  if (!pending.length) throw new Error('the fixture has no pending approval in .harn/events.sqlite');
+  const item = page.locator('.statusbar-item', { hasText: /^\s*Harn\b/ }).first();
+  const bar = await waitFor(async () => {
+    const t = (await item.innerText().catch(() => '')).replace(/\s+/g, ' ').trim();
+    return new RegExp(`\\b${pending.length} waiting\\b`).test(t) ? t : undefined;
+  }, `"${pending.length} waiting" in the Harn status bar item`, 20_000);
+  await focusView(page, 'runs');
+  const groupText = await waitFor(async () => (await rowTexts(page, 'runs')).find(t => /^Waiting for you\b/.test(t)),
+    'a "Waiting for you" row in Runs & Transcripts', 20_000);
+  if (!groupText.includes(String(pending.length))) throw new Error(`the group row says "${groupText}", expected ${pending.length} pending`);
+  const wanted = pending.map(p => norm(p.action)).filter(Boolean);
+  const row = await waitFor(async () => {
+    const texts = (await rowTexts(page, 'runs')).map(norm);
+    const hit = texts.find(t => wanted.some(w => t.includes(w)));
+    if (hit) return hit;
+    await expandRows(page, 'runs', t => /^Waiting for you/.test(t.trim()));
+    return undefined;
+  }, `the pending approval (${wanted[0]}) under Waiting for you`, 20_000, 500);
+  await shot(page, 'waiting-for-you');
+  return `status "${bar}", row "${row.slice(0, 80)}"`;
+}
+checkPendingApproval.title = 'a pending approval shows under Waiting for you and in the status bar';
+
+const SUITES = {
+  main: [
+    checkFourViewsRenderWithItems,
+    checkServerIsTheBundledOne,
+    checkFactCodeLensAndHover,
+    checkOpeningATranscriptShowsIts,
+    checkStatusBarShowsCountsAnd,
+    checkPendingApproval,
+    checkRecallMemoryOpensRankedResults,
+    checkAcceptingAProposalWritesSkill,
+    checkTypecheckProbeOnASelection,
+    checkAServerThatCannotStart,
+    checkRestartServerCommandBringsThe,
+    checkNoCodeFromTheFolderRan,
+    checkWelcomeViewWhenTheFolder,  // last: it navigates to another folder
+  ],
+  untrusted: [
+    checkRunsViewFills,
+    checkServerIsTheBundledOne,
+    checkFolderInterpreterRefused,
+    checkNoCodeFromTheFolderRan,
+  ],
+};
+
 async function main() {
   if (!CS_URL || !WS) throw new Error('CS_URL and WS must be set (run tests/e2e/run.sh)');
   fs.mkdirSync(SHOTS, { recursive: true });
@@ -177,235 +545,18 @@ async function main() {
     await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
     await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60_000 });
 
-    await check(page, 'four views render with items from the fixture', async () => {
-      await openHarnContainer(page);
-      const expect = {
-        runs: fx.runs.flatMap(r => r.tokens),
-        checkpoints: fx.pipelines.flatMap(p => [p.name, ...p.keys]),
-        memory: fx.namespaces.flatMap(n => [n.name, n.name.split('/').pop(), n.name.split('/')[0]]),
-        skills: [...fx.proposals.flatMap(p => [p.name, p.title, p.id]), ...fx.skills.map(s => s.name)],
-      };
-      const summary = [];
-      for (const view of Object.keys(VIEW_TITLES)) {
-        await focusView(page, view);
-        const tokens = expect[view].filter(Boolean).map(norm);
-        if (!tokens.length) throw new Error(`the fixture has nothing for the ${view} view`);
-        const seen = async () => {
-          const texts = (await rowTexts(page, view)).map(norm);
-          return texts.length && texts.some(t => tokens.some(tok => t.includes(tok))) ? texts : undefined;
-        };
-        await waitFor(async () => (await rowTexts(page, view)).length > 0, `rows in ${VIEW_TITLES[view]}`, 45_000);
-        // Groups (e.g. "Pending proposals", skill layers) hold the fixture's items: open them as needed.
-        const texts = await waitFor(async () => (await seen()) || (await expandRows(page, view), undefined),
-          `a fixture item in ${VIEW_TITLES[view]}`, 30_000, 500)
-          .catch(async e => { throw new Error(`${e.message}; rows: ${JSON.stringify(await rowTexts(page, view)).slice(0, 300)}`); });
-        summary.push(`${view}: ${texts.length} rows`);
-        await shot(page, `view-${view}`);
-      }
-      for (const view of Object.keys(VIEW_TITLES)) await expandPane(page, view);
-      return summary.join(', ');
-    });
+    const env = { page, fx, probeTarget };
+    for (const fn of SUITES[MODE]) await check(page, fn.title, () => fn(env));
 
-    await check(page, 'fact code lens and hover on a source file', async () => {
-      if (!fx.facts.length) throw new Error('the fixture has no fact with file_range evidence on an existing file');
-      const fact = [...fx.facts].sort((a, b) => (b.confidence || 0) - (a.confidence || 0))[0];
-      await quickOpen(page, fact.file);
-      const lens = await waitFor(async () => {
-        const texts = await activeEditor(page).locator('.codelens-decoration').allInnerTexts();
-        return texts.find(t => /fact|claim|observation|hypothesis|decision|constraint|confidence/i.test(t));
-      }, `a fact code lens in ${fact.file}`, 30_000);
-      const claims = fx.facts.filter(f => f.file === fact.file).map(f => norm(f.claim).slice(0, 24));
-      let hoverText;
-      for (let attempt = 0; attempt < 3 && !hoverText; attempt++) {
-        await gotoLine(page, fact.start, 1);
-        await page.keyboard.press('Control+K');
-        await page.keyboard.press('Control+I');
-        hoverText = await waitFor(async () => {
-          const all = await page.locator('.monaco-editor .monaco-hover-content').allInnerTexts();
-          return all.map(norm).find(t => claims.some(c => t.includes(c)));
-        }, `a hover showing a fact claim on ${fact.file}:${fact.start}`, 10_000).catch(e => { if (attempt === 2) throw e; });
-      }
-      await shot(page, 'fact-hover');
-      return `lens "${lens.trim()}", hover "${hoverText.slice(0, 80)}"`;
-    });
 
-    await check(page, 'opening a transcript shows its text', async () => {
-      if (!fx.transcripts.length) throw new Error('the fixture has no transcript');
-      await focusView(page, 'runs');
-      await waitFor(async () => (await rows(page, 'runs').count()) > 0, 'rows in Runs', 20_000);
-      const ids = fx.transcripts.map(tr => String(tr.id || '')).filter(id => id.length >= 8);
-      const isTranscriptRow = t => ids.some(id => t.includes(id.slice(0, 13)));
-      let row;
-      for (let depth = 0; depth < 3 && !row; depth++) {
-        const texts = await rowTexts(page, 'runs');
-        const i = texts.findIndex(isTranscriptRow);
-        if (i >= 0) { row = rows(page, 'runs').nth(i); break; }
-        await expandRows(page, 'runs');
-      }
-      if (!row) throw new Error(`no transcript row in Runs & Transcripts (rows: ${JSON.stringify(await rowTexts(page, 'runs')).slice(0, 300)})`);
-      const label = (await row.innerText()).replace(/\s+/g, ' ').trim();
-      await row.locator('.label-name, .monaco-icon-label').first().click();
-      await waitFor(async () => /\.md/.test(await activeTabLabel(page)), 'an editor tab for the transcript', 15_000);
-      const wanted = fx.transcripts.flatMap(t => [t.summary, ...t.texts]).filter(Boolean).map(s => norm(s).slice(0, 30));
-      const text = await waitFor(async () => {
-        const t = norm(await editorText(page));
-        return wanted.some(w => t.includes(w)) ? t : undefined;
-      }, `transcript text in the editor (tab "${await activeTabLabel(page)}")`, 15_000);
-      const lang = await page.locator('.statusbar-item[id="status.editor.mode"]').innerText().catch(() => '?');
-      if (!/markdown/i.test(lang)) throw new Error(`transcript document opened as "${lang}", not Markdown`);
-      return `row "${label}", tab "${await activeTabLabel(page)}", ${text.length} chars shown`;
-    });
 
-    await check(page, 'status bar shows counts and opens the index', async () => {
-      const item = page.locator('.statusbar-item', { hasText: /^\s*Harn\b/ }).first();
-      const text = await waitFor(async () => {
-        const t = (await item.innerText().catch(() => '')).trim();
-        return /\d/.test(t) ? t : undefined;
-      }, 'the Harn status bar item with counts', 20_000);
-      await item.click();
-      await waitFor(async () => /index\.md/.test(await activeTabLabel(page)), 'index.md to open', 15_000);
-      await waitFor(async () => (await editorText(page)).trim().length > 20, 'index text', 10_000);
-      return `"${text}"`;
-    });
 
-    await check(page, 'recall memory opens ranked results', async () => {
-      const words = fx.facts.map(f => f.claim).concat(fx.proposals.map(p => p.title)).join(' ')
-        .toLowerCase().match(/[a-z]{5,}/g) || [];
-      const query = words[0] || 'test';
-      await runCommand(page, 'Harn State: Recall Memory');
-      const input = page.locator('.quick-input-widget input');
-      await waitFor(async () => (await input.getAttribute('placeholder') || '').includes('e.g.'), 'the recall input box', 10_000);
-      await input.fill(query);
-      await page.keyboard.press('Enter');
-      await waitFor(async () => /recall\.md/.test(await activeTabLabel(page)), 'recall.md to open', 20_000);
-      const text = await waitFor(async () => { const t = await editorText(page); return norm(t).includes(query) ? t : undefined; },
-        `the query "${query}" in the recall document`, 15_000);
-      return `query "${query}", ${text.split('\n').length} lines shown`;
-    });
 
-    await check(page, 'accepting a proposal writes SKILL.md and removes it from the view', async () => {
-      const skillRoot = '.claude/skills';
-      const candidates = fx.proposals.filter(p => !p.suppressed && (p.kind === 'skill' || !p.kind) && p.name
-        && !fs.existsSync(path.join(WS, skillRoot, p.name, 'SKILL.md')));
-      if (!candidates.length) throw new Error('the fixture has no pending skill proposal');
-      await focusView(page, 'skills');
-      await waitFor(async () => (await rows(page, 'skills').count()) > 0, 'rows in Skills & Proposals', 20_000);
-      // One atomic snapshot of the rendered rows (rows re-render while the tree refreshes).
-      const snapshot = () => rows(page, 'skills').evaluateAll(els => els.map(el => ({
-        text: el.innerText, proposal: !!el.querySelector('.action-label[aria-label^="Accept Proposal"]'),
-      })));
-      const matches = (text, p) => [p.name, p.title, p.id].filter(Boolean).some(tok => norm(text).includes(norm(tok)));
-      const findRow = async () => {
-        const snap = await snapshot();
-        for (let i = 0; i < snap.length; i++) {
-          const p = snap[i].proposal && candidates.find(c => matches(snap[i].text, c));
-          if (p) return { row: rows(page, 'skills').nth(i), p };
-        }
-        return undefined;
-      };
-      let found = await findRow();
-      for (let depth = 0; depth < 2 && !found; depth++) { await expandRows(page, 'skills'); found = await findRow(); }
-      if (!found) throw new Error(`no pending-proposal row with an Accept button (rows: ${JSON.stringify(await rowTexts(page, 'skills')).slice(0, 300)})`);
-      const { row, p } = found;
-      await row.hover();
-      await shot(page, 'proposal-before-accept');
-      await row.locator('.action-label[aria-label^="Accept Proposal"]').click();
-      const skillFile = path.join(WS, skillRoot, p.name, 'SKILL.md');
-      await waitFor(() => fs.existsSync(skillFile), `${path.relative(WS, skillFile)} on disk`, 20_000);
-      const head = fs.readFileSync(skillFile, 'utf8');
-      if (!head.startsWith(`---\nname: ${p.name}\n`)) throw new Error(`SKILL.md does not start with the frontmatter name: ${JSON.stringify(head.slice(0, 80))}`);
-      // Gone from the pending proposals, while the other pending proposals are still listed.
-      await waitFor(async () => {
-        const snap = await snapshot();
-        return !snap.some(r => r.proposal && matches(r.text, p)) && snap.some(r => r.proposal);
-      }, `proposal ${p.id} to leave the pending proposals`, 15_000);
-      return `${p.id} → ${path.relative(WS, skillFile)}`;
-    });
 
-    await check(page, 'typecheck probe on a selection shows diagnostics', async () => {
-      const target = probeTarget;
-      await quickOpen(page, target.file);
-      const squiggles = () => activeEditor(page).locator('.squiggly-error, .squiggly-warning, .squiggly-info, .squiggly-hint').count();
-      await sleep(1000);
-      const before = await squiggles();
-      if (before) throw new Error(`${target.file} has ${before} diagnostics before the probe`);
-      await gotoLine(page, target.start, 1);
-      for (let i = target.start; i < target.end; i++) await page.keyboard.press('Shift+ArrowDown');
-      await page.keyboard.press('Shift+End');
-      await shot(page, 'probe-selection');
-      await runCommand(page, 'Harn State: Run Typecheck Probe on Selection');
-      await waitFor(async () => (await squiggles()) > 0, `diagnostic squiggles in ${target.file}`, 45_000);
-      await page.keyboard.press('Control+Shift+M');
-      const problems = await waitFor(async () => {
-        const t = (await page.locator('.markers-panel .monaco-list-row').allInnerTexts()).map(x => x.replace(/\s+/g, ' ').trim());
-        return t.find(x => /HARN-TYP-001/.test(x) && new RegExp(`Ln ${target.start}, Col`).test(x));
-      }, `the HARN-TYP-001 type error on line ${target.start} in the Problems panel`, 15_000);
-      return `"${problems}"`;
-    });
 
-    await check(page, 'a server that cannot start explains the fix; fixing the setting restarts it', async () => {
-      // Through the Settings UI, as a user would (code-server does not watch settings.json on disk).
-      const setServerPath = async value => {
-        const input = page.locator('.settings-editor [data-key="harnState.server.path"] input').first();
-        if (!(await input.isVisible().catch(() => false))) {
-          await runCommand(page, 'Preferences: Open Remote Settings');
-          const search = page.locator('.settings-editor .settings-header .suggest-input-container textarea, .settings-editor .settings-header input').first();
-          await search.waitFor({ timeout: 15_000 });
-          await search.fill('@id:harnState.server.path');
-          await input.waitFor({ timeout: 15_000 });
-        }
-        const before = await input.inputValue();
-        await input.fill(value);
-        await input.press('Tab');
-        return before;
-      };
-      const item = page.locator('.statusbar-item', { hasText: /^\s*Harn\b/ }).first();
-      const original = await setServerPath('/nonexistent/python3');
-      if (!original) throw new Error('harnState.server.path is not set in the Remote settings');
-      let message;
-      try {
-        const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'harn_ls' }).first();
-        await toast.waitFor({ timeout: 30_000 });
-        message = (await toast.innerText()).replace(/\s+/g, ' ').trim();
-        await shot(page, 'server-missing');
-        if (!/pip install harn-ls/.test(message) || !/harnState\.server\.path/.test(message)) throw new Error(`the notification gives no fix: "${message}"`);
-      } finally {
-        await setServerPath(original);
-      }
-      const text = await waitFor(async () => {
-        const t = (await item.innerText().catch(() => '')).trim();
-        return /\d+ runs?/.test(t) ? t : undefined;
-      }, 'the server to come back after the setting was restored', 30_000);
-      await page.keyboard.press('Control+W');
-      await focusView(page, 'runs');
-      await waitFor(async () => (await rowTexts(page, 'runs')).some(t => fx.runs.some(r => r.tokens.some(tok => norm(t).includes(norm(tok))))),
-        'runs in the view after the restart', 20_000);
-      return `notification "${message.slice(0, 90)}…", then status "${text}"`;
-    });
 
-    await check(page, 'Restart Server command brings the views back', async () => {
-      await runCommand(page, 'Harn State: Restart Server');
-      const item = page.locator('.statusbar-item', { hasText: /^\s*Harn\b/ }).first();
-      await sleep(500);
-      await waitFor(async () => /\d+ runs?/.test(await item.innerText().catch(() => '')), 'the status bar counts after the restart', 30_000);
-      await focusView(page, 'skills');
-      const texts = await waitFor(async () => { const t = await rowTexts(page, 'skills'); return t.length ? t : undefined; }, 'rows in Skills & Proposals', 20_000);
-      return `${texts.length} skill rows`;
-    });
 
-    await check(page, 'welcome view when the folder has no .harn', async () => {
-      const empty = path.join(TMP, 'no-state');
-      fs.mkdirSync(empty, { recursive: true });
-      fs.writeFileSync(path.join(empty, 'notes.txt'), 'no agent state here\n');
-      const url = new URL(CS_URL);
-      url.searchParams.set('folder', empty);
-      await page.goto(url.toString(), { waitUntil: 'domcontentloaded', timeout: 60_000 });
-      await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60_000 });
-      await openHarnContainer(page);
-      const welcome = pane(page, 'runs').locator('.welcome-view-content');
-      await waitFor(async () => /no `?\.harn\/?`? directory/i.test(await welcome.innerText().catch(() => '')), 'the welcome text in Runs & Transcripts', 30_000);
-      return `"${(await welcome.innerText()).split('\n')[0]}"`;
-    });
+
   } finally {
     const passed = results.filter(r => r.ok).length;
     const failed = results.length - passed;

@@ -38,6 +38,7 @@ class Recorder:
         self.status: list[dict] = []
         self.content_refresh: list[str] = []
         self.lens_refresh = 0
+        self.hitl_arrived: list[dict] = []
 
     @property
     def shown(self) -> list[str]:
@@ -92,6 +93,10 @@ def make_client_fixture(init_options: dict | None = None):
         @lsp_client.feature("harn/status")
         def _status(params):
             rec.status.append(_as_dict(params))
+
+        @lsp_client.feature("harn/hitlArrived")
+        def _hitl_arrived(params):
+            rec.hitl_arrived.append(_as_dict(params))
 
         @lsp_client.feature(types.WORKSPACE_TEXT_DOCUMENT_CONTENT_REFRESH)
         def _refresh(params):

@@ -27,7 +27,7 @@ async def test_four_views(client):
     runs = items_of(await tree(client, "runs"))
     assert len([i for i in runs if i["contextValue"] == "run"]) == 3
     assert all(i["uri"].startswith("harn-state:/runs/") for i in runs if i["contextValue"] == "run")
-    first_run = next(i for i in runs if i["hasChildren"])
+    first_run = next(i for i in runs if i["contextValue"] == "run" and i["hasChildren"])
     transcripts = items_of(await tree(client, "runs", first_run["id"]))
     assert transcripts and all(t["contextValue"] == "transcript" for t in transcripts)
 

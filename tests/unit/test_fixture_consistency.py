@@ -420,7 +420,36 @@ def test_generator_reproduces_identical_bytes(tmp_path):
                 # the generator leaves the FTS5 table out where FTS5 is missing
                 if not fts5_available():
                     continue
-                dump = lambda p: list(sqlite3.connect(f"file:{p}?mode=ro", uri=True).iterdump())  # noqa: E731
+                dump = lambda p: list(sqlite3.connect(f"file:{p}?mode=ro&immutable=1", uri=True).iterdump())  # noqa: E731  (immutable: a WAL-mode file must not grow -wal/-shm beside the fixture)
                 assert dump(path) == dump(fresh[rel]), rel
             else:
                 assert path.read_bytes() == fresh[rel].read_bytes(), rel
+
+
+def test_event_log_written_like_harn():
+    """`.harn/events.sqlite`: WAL header, contiguous ids per topic, topic_heads in step, and a sha256
+    provenance chain per topic (wrapper keys in source order, §H.2.3), checked with hashlib here."""
+    db = SAMPLE / ".harn" / "events.sqlite"
+    assert db.read_bytes()[18:20] == b"\x02\x02"  # journal_mode=WAL
+    assert not (SAMPLE / ".harn" / "events.sqlite-wal").exists()
+    con = sqlite3.connect(f"file:{db}?mode=ro&immutable=1", uri=True)
+    try:
+        heads = dict(con.execute("SELECT topic, last_id FROM topic_heads"))
+        rows = con.execute("SELECT topic, event_id, kind, payload, headers, occurred_at_ms FROM events "
+                           "ORDER BY topic, event_id").fetchall()
+    finally:
+        con.close()
+    prev: dict = {}
+    for topic, eid, kind, payload, headers, occurred in rows:
+        assert eid == prev.get(topic, (0, None))[0] + 1
+        h = json.loads(headers)
+        assert list(h) == sorted(h) and h["harn.provenance.schema"] == "harn-eventlog-provenance-v1"
+        assert h.get("harn.provenance.prev_hash") == prev.get(topic, (0, None))[1]
+        wrapper = {"topic": topic, "event_id": eid, "kind": kind, "payload": json.loads(payload),
+                   "headers": {k: v for k, v in h.items() if k != "harn.provenance.record_hash"}, "occurred_at_ms": occurred}
+        assert h["harn.provenance.record_hash"] == "sha256:" + sha(compact(wrapper, sort=False))
+        prev[topic] = (eid, h["harn.provenance.record_hash"])
+    assert heads == {t: v[0] for t, v in prev.items()}
+    kinds = [(t, k) for t, _, k, *_ in rows if t == "hitl.approvals"]
+    assert [k for _, k in kinds] == ["hitl.approval_requested", "hitl.response_received", "hitl.approval_approved",
+                                     "hitl.approval_requested"]

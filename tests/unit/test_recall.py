@@ -419,7 +419,9 @@ def test_render_and_json():
     assert out[0]["explain"]["terms"][0]["term"] == "rust"
     assert "explain" not in recall_json(live.recall("rust"))[0]
     md = render_recall_markdown(res, "rust", "t")
-    assert "alpha\\|pipe" in md and "| `rust` |" in md and "backend **bm25**" in md
+    # the key is a code span in a heading (not a table: no `\|` needed); the text is escaped prose
+    assert "### 1. `alpha|pipe`" in md and "| `rust` |" in md and "backend **bm25**" in md
+    assert "rust \\`code\\`" in md
     assert "No record scores" in render_recall_markdown(live.recall("nothing"), "nothing", "t")
 
 

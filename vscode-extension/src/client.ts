@@ -5,12 +5,13 @@ import {
 } from 'vscode-languageclient/node';
 import { isFailure, resolveLaunch } from './launch';
 import {
-  ClientCommands, InitializationOptions, Methods, SCHEME, StatusParams, TreeChangedParams, TreeParams, TreeResult,
+  ClientCommands, HitlArrivedParams, InitializationOptions, Methods, SCHEME, StatusParams, TreeChangedParams, TreeParams, TreeResult,
 } from './protocol';
 
 export interface ConnectionEvents {
   onTreeChanged(params: TreeChangedParams): void;
   onStatus(params: StatusParams): void;
+  onHitlArrived?(params: HitlArrivedParams): void;
   onStarting(): void;
   onRunning(): void;
   onFailed(reason: string): void;
@@ -28,7 +29,11 @@ export class Connection implements vscode.Disposable {
   private queue: Promise<void> = Promise.resolve();
   private disposed = false;
 
-  constructor(private readonly log: vscode.LogOutputChannel, private readonly events: ConnectionEvents) {}
+  constructor(
+    private readonly log: vscode.LogOutputChannel,
+    private readonly events: ConnectionEvents,
+    private readonly extensionPath: string,
+  ) {}
 
   /** The running client, waiting for a start in progress; undefined when it is not running. */
   async running(): Promise<LanguageClient | undefined> {
@@ -104,7 +109,7 @@ export class Connection implements vscode.Disposable {
       this.events.onFailed('no folder is open');
       return;
     }
-    const plan = await resolveLaunch(folder, this.log);
+    const plan = await resolveLaunch(folder, this.log, this.extensionPath);
     if (isFailure(plan)) {
       this.log.error(`${plan.error} Tried: ${plan.tried.join(', ') || '(nothing)'}`);
       settle(undefined);
@@ -112,12 +117,13 @@ export class Connection implements vscode.Disposable {
       void this.notifyMissing(plan.error);
       return;
     }
-    this.log.info(`Starting harn-ls: ${plan.command} ${plan.args.join(' ')} (from ${plan.source}; cwd ${plan.cwd ?? '-'})`);
+    this.log.info(`Starting harn-ls: ${plan.command} ${plan.args.join(' ')} (from ${plan.source}; cwd ${plan.cwd})`);
     const serverOptions: ServerOptions = {
       command: plan.command,
       args: plan.args,
       transport: TransportKind.stdio,
-      options: { cwd: plan.cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
+      // PYTHONSAFEPATH: a `harn-ls` program (not started with -I) still keeps its script directory off sys.path.
+      options: { cwd: plan.cwd, env: { ...process.env, PYTHONUNBUFFERED: '1', PYTHONSAFEPATH: '1' } },
     };
     const initializationOptions: InitializationOptions = {
       settings: { harnState: harnSettings(folder.uri) },
@@ -139,6 +145,7 @@ export class Connection implements vscode.Disposable {
     const client = new LanguageClient('harnState', 'Harn State', serverOptions, clientOptions);
     client.onNotification(Methods.treeChanged, (p: TreeChangedParams) => this.events.onTreeChanged(p));
     client.onNotification(Methods.status, (p: StatusParams) => this.events.onStatus(p));
+    client.onNotification(Methods.hitlArrived, (p: HitlArrivedParams) => this.events.onHitlArrived?.(p));
     client.onDidChangeState(e => {
       if (e.newState === State.Stopped && this.client === client && !this.disposed) {
         this.events.onFailed('the server stopped');
@@ -147,7 +154,8 @@ export class Connection implements vscode.Disposable {
     this.client = client;
     try {
       await client.start();
-      this.log.info('harn-ls is running.');
+      const info = client.initializeResult?.serverInfo;
+      this.log.info(`harn-ls is running: ${info?.name ?? 'harn-ls'} ${info?.version ?? '(version not reported)'}.`);
       settle(client);
       this.events.onRunning();
     } catch (e) {

@@ -2,7 +2,7 @@
 // and forwards to a server command (workspace/executeCommand); the server acts.
 import * as vscode from 'vscode';
 import type { Connection } from './client';
-import { ClientCommands, Context, INDEX_URI, SCHEME, ServerCommands, TreeItemData, ViewName } from './protocol';
+import { ClientCommands, Context, INDEX_URI, SCHEME, ServerCommands, TreeItemData, ViewName, WAITING_URI } from './protocol';
 import type { Node, Trees } from './trees';
 
 /** Opens a harn-state: (or any) document as Markdown, so it renders readable. */
@@ -69,21 +69,29 @@ export function stageOf(arg: ItemArg): { pipeline: string; key: string } | undef
   return i > 0 ? { pipeline: id.slice(0, i), key: id.slice(i + 1) } : undefined;
 }
 
-/** The fenced block under the "### <path>" heading of a proposal document. */
-export function proposedFile(markdown: string, ...paths: string[]): string | undefined {
-  const lines = markdown.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const h = /^###\s+`?([^`]+?)`?(\s+—.*)?$/.exec(lines[i]);
-    if (!h || !paths.some(p => p === h[1] || p.endsWith('/' + h[1]))) { continue; }
-    let j = i + 1;
-    while (j < lines.length && !/^(`{3,}|~{3,})/.test(lines[j])) { j++; }
-    if (j >= lines.length) { return undefined; }
-    const marker = /^(`{3,}|~{3,})/.exec(lines[j])![1];
-    const body: string[] = [];
-    for (j++; j < lines.length && lines[j].trim() !== marker; j++) { body.push(lines[j]); }
-    return body.join('\n') + '\n';
-  }
-  return undefined;
+/**
+ * The server's raw text of what Accept would write to one file:
+ * `harn-state:/proposals/<id>.md?file=<project-relative path>`. Compare diffs against this
+ * document as it is; it never parses text back out of the rendered proposal (whose free text
+ * comes from the proposal and could imitate a "What Accept writes" block).
+ */
+export function proposedFileUri(id: string, relPath: string): vscode.Uri {
+  // The query is given already encoded: the client sends harn-state: URIs as written.
+  return vscode.Uri.from({
+    scheme: SCHEME,
+    path: `/proposals/${encodeURIComponent(id)}.md`,
+    query: `file=${encodeURIComponent(relPath)}`,
+  });
+}
+
+/** The server's `harn-state:/proposals/<id>.md?file=...` URI, its query kept exactly as encoded. */
+export function rawUriFromServer(uri: unknown): vscode.Uri | undefined {
+  if (typeof uri !== 'string') { return undefined; }
+  const m = /^harn-state:(\/proposals\/[^?#]+\.md)\?(file=[^#]*)$/.exec(uri);
+  if (!m) { return undefined; }
+  let path: string;
+  try { path = decodeURIComponent(m[1]); } catch { return undefined; }
+  return vscode.Uri.from({ scheme: SCHEME, path, query: m[2] });
 }
 
 function describeResult(result: unknown): string | undefined {
@@ -147,23 +155,16 @@ export function registerCommands(
   reg(ClientCommands.openDocument, 'Open', async (uri: string | vscode.Uri) => openDocument(uri));
   reg(ClientCommands.open, 'Open', async (uri: string | vscode.Uri) => openDocument(uri));
 
-  // "Compare with existing": the SKILL.md on disk vs the one Accept would write
-  // (taken from the proposal document's "What Accept writes" section).
-  const proposed = new Map<string, string>();
-  context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider('harn-state-proposed', {
-    provideTextDocumentContent: uri => proposed.get(uri.toString()) ?? '',
-  }));
-  reg(ClientCommands.compareWithExisting, 'Compare with existing', async (arg: { id?: string; path?: string }) => {
+  // "Compare with existing": the file on disk vs the exact text Accept would write, as the
+  // server serves it raw (`?file=`). The server puts that URI in the command's arguments.
+  reg(ClientCommands.compareWithExisting, 'Compare with existing', async (arg: { id?: string; path?: string; uri?: string }) => {
     if (!arg?.id || !arg.path) { throw new Error('needs {id, path}'); }
     const existing = vscode.Uri.file(arg.path);
-    const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(`${SCHEME}:/proposals/${encodeURIComponent(arg.id)}.md`));
-    const text = proposedFile(doc.getText(), vscode.workspace.asRelativePath(existing, false), arg.path);
-    if (text === undefined) { throw new Error(`the proposal document shows no file for ${arg.path}`); }
-    const right = vscode.Uri.from({ scheme: 'harn-state-proposed', path: `/${arg.id}/${existing.path.split('/').pop()}` });
-    proposed.set(right.toString(), text);
+    const right = rawUriFromServer(arg.uri) ?? proposedFileUri(arg.id, vscode.workspace.asRelativePath(existing, false));
     return vscode.commands.executeCommand('vscode.diff', existing, right, `${vscode.workspace.asRelativePath(existing)} ↔ proposal ${arg.id}`);
   });
   reg(ClientCommands.openIndex, 'Open index', async () => openDocument(INDEX_URI));
+  reg(ClientCommands.openWaiting, 'Open requests waiting for you', async () => openDocument(WAITING_URI));
 
   reg(ClientCommands.openItem, 'Open', async (arg: ItemArg) => {
     const item = itemOf(arg);
@@ -272,6 +273,23 @@ export function registerCommands(
   reg(ClientCommands.migratePatternLearning, 'Migrate pattern-learning state', async () => {
     const res = await conn.execute(ServerCommands.migratePatternLearning, {});
     if (outcome('migrate pattern-learning state', res)) { trees.refreshAll(); }
+    return res;
+  });
+
+  reg(ClientCommands.resumeEscalation, 'Resume escalation', async (arg?: ItemArg) => {
+    const data = itemOf(arg)?.data;
+    const requestId = typeof data?.requestId === 'string' ? data.requestId : idOf(arg)?.replace(/^hitl:/, '');
+    if (!requestId) { throw new Error('choose an escalation under "Waiting for you" in the Runs view'); }
+    if (!vscode.workspace.isTrusted) { throw new Error('resuming runs the harn binary; trust this workspace first'); }
+    const reviewer = vscode.workspace.getConfiguration('harnState').get<string>('hitl.reviewer') || 'your user name';
+    const reason = await vscode.window.showInputBox({
+      title: `Resume escalation ${requestId}`,
+      prompt: `harn orchestrator resume records you as "${reviewer}" (setting harnState.hitl.reviewer). Reason (optional):`,
+      ignoreFocusOut: true,
+    });
+    if (reason === undefined) { return undefined; }
+    const res = await conn.execute(ServerCommands.resumeEscalation, { requestId, reason });
+    if (outcome(`resume escalation ${requestId}`, res)) { trees.refresh('runs'); }
     return res;
   });
 }

@@ -2,6 +2,7 @@
 // The server reads the project and does every action; this side shows views and forwards commands.
 import * as vscode from 'vscode';
 import { Connection } from './client';
+import { ClientCommands, WAITING_URI } from './protocol';
 import { registerCommands } from './commands';
 import { onPythonInterpreterChange } from './launch';
 import { StatusBar } from './status';
@@ -37,8 +38,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(log, status);
 
   let trees: Trees | undefined;
+  log.info(`Harn State ${context.extension.packageJSON.version ?? ''} (${context.extensionPath})`);
   const conn = new Connection(log, {
     onTreeChanged: p => trees?.onTreeChanged(p),
+    onHitlArrived: p => {
+      const reqs = Array.isArray(p?.requests) ? p.requests : [];
+      if (!reqs.length) { return; }
+      const first = reqs[0];
+      const what = reqs.length === 1
+        ? `${first.kind.replace('_', ' ')} waiting for you: ${String(first.prompt ?? first.requestId).slice(0, 120)}`
+        : `${reqs.length} new requests waiting for you`;
+      void vscode.window.showInformationMessage(`Harn: ${what}`, 'Open').then(pick => {
+        if (pick === 'Open') {
+          void vscode.commands.executeCommand(ClientCommands.open, reqs.length === 1 ? first.uri : WAITING_URI);
+        }
+      });
+    },
     onStatus: p => {
       status.update(p);
       if (typeof p?.hasState === 'boolean') { setNoState(!p.hasState); }
@@ -56,7 +71,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       void vscode.commands.executeCommand('setContext', 'harnState.serverFailed', true);
       trees?.refreshAll();
     },
-  });
+  }, context.extensionPath);
   connection = conn;
   trees = new Trees(p => conn.tree(p), () => noState);
   onNoStateChange = () => trees?.refreshAll();

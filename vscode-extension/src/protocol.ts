@@ -8,6 +8,8 @@ export const Methods = {
   tree: 'harn/tree',
   treeChanged: 'harn/treeChanged',
   status: 'harn/status',
+  /** New requests waiting for a human (issue 16). */
+  hitlArrived: 'harn/hitlArrived',
 } as const;
 
 /** Commands the server runs through workspace/executeCommand. */
@@ -20,6 +22,7 @@ export const ServerCommands = {
   recall: 'harnState.recall', // {query, namespace?} -> {uri}
   migratePatternLearning: 'harnState.migratePatternLearning', // {}
   rescan: 'harnState.rescan', // {}
+  resumeEscalation: 'harnState.resumeEscalation', // {requestId, reason?}: runs `harn orchestrator resume` (trusted only)
 } as const;
 
 /** Commands the extension contributes (package.json). */
@@ -42,6 +45,8 @@ export const ClientCommands = {
   invalidateFact: 'harnState.ui.invalidateFact',
   forgetCheckpointStage: 'harnState.ui.forgetCheckpointStage',
   migratePatternLearning: 'harnState.ui.migratePatternLearning',
+  resumeEscalation: 'harnState.ui.resumeEscalation',
+  openWaiting: 'harnState.openWaiting',
 } as const;
 
 export type ViewName = 'runs' | 'checkpoints' | 'memory' | 'skills';
@@ -62,7 +67,15 @@ export const Context = {
   skill: 'skill',
   skillLayer: 'skillLayer',
   group: 'group',
+  hitlEscalation: 'hitlRequest.escalation',
 } as const;
+
+export interface HitlArrivedParams {
+  root?: string;
+  requests: Array<{ requestId: string; kind: string; prompt?: string; agent?: string; uri: string }>;
+}
+
+export const WAITING_URI = 'harn-state:/hitl.md';
 
 export interface LspCommand {
   title: string;

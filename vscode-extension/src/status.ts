@@ -53,6 +53,8 @@ export class StatusBar implements vscode.Disposable {
     }
     const icon = status?.watching ? '$(eye)' : '$(eye-closed)';
     let text = `${icon} Harn`;
+    const waiting = counts['hitlPending'];
+    if (typeof waiting === 'number' && waiting > 0) { text += ` $(bell-dot) ${waiting} waiting`; }
     if (parts.length) { text += ` ${parts.join(' · ')}`; }
     if (problems) { text += ` $(warning) ${problems}`; }
     this.item.text = text;
@@ -69,6 +71,9 @@ export class StatusBar implements vscode.Disposable {
       md.appendMarkdown('\n');
     }
     md.appendMarkdown(problems ? `$(warning) ${plural(problems, 'data problem')}\n\n` : 'No data problems\n\n');
+    if (typeof waiting === 'number' && waiting > 0) {
+      md.appendMarkdown(`$(bell-dot) ${plural(waiting, 'request')} waiting for a human\n\n`);
+    }
     md.appendMarkdown('Click to open the index.');
     this.item.tooltip = md;
     this.item.show();

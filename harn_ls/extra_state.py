@@ -1,0 +1,229 @@
+"""Event logs, requests waiting for a human, and the rest of `.harn/` for one Workspace.
+
+Kept apart from workspace.py so the Workspace only calls `rescan()` and
+`claims(path)` / `apply(paths)`. Pure core: no pygls, no writes (the copy of a
+`-wal` without `-shm` goes to the user cache folder, never into the project).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from harn_ls import cache_dir
+from harn_ls.formats import hitl as hitl_fmt
+from harn_ls.formats import state_files as sf
+from harn_ls.formats.event_logs import LogView, discover
+from harn_ls.formats.problems import Problem, Severity
+
+STATE_FILE_KINDS = ("store", "workflows", "receipts", "worktrees", "crystallization", "locks", "embed")
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+class ExtraState:
+    def __init__(self, paths, env=None) -> None:
+        self.paths = paths
+        root = paths.project_root
+        try:
+            copy_dir = os.path.join(cache_dir.project_cache_dir(root, env), "wal-copies")
+        except ValueError:
+            copy_dir = None
+        self.logs: dict[str, LogView] = {loc.label: LogView(loc, copy_dir=copy_dir, root=root)
+                                         for loc in discover(paths.state_root, root)}
+        self.store: sf.Store | None = None
+        self.orchestrator_store: sf.Store | None = None
+        self.mailboxes: list[sf.Mailbox] = []
+        self.receipts: list[sf.Receipt] = []
+        self.worktrees: list[sf.Worktree] = []
+        self.candidates: list[sf.Candidate] = []
+        self.locks: list[sf.LockFile] = []
+        self.embed: list[sf.EmbedCache] = []
+        self._problems: dict[str, list[Problem]] = {}
+        self.hitl_seen: set[str] = set()  # request ids already announced (for "a new one arrived")
+
+    # ------------------------------------------------------------------ paths
+    @property
+    def crystallization_dir(self) -> str:
+        return os.path.join(self.paths.project_root, ".burin", "crystallization")
+
+    def _dirs(self) -> dict[str, str]:
+        s = self.paths.state_root
+        return {"workflows": os.path.join(s, "workflows"), "receipts": os.path.join(s, "receipts"),
+                "worktrees": os.path.join(s, "worktrees"), "crystallization": self.crystallization_dir,
+                "agent-run-writers": os.path.join(s, "agent-run-writers"), "checkpoints": os.path.join(s, "checkpoints")}
+
+    # ------------------------------------------------------------------ safety
+    def _leaves(self, path: str) -> bool:
+        """Inside the project by name but elsewhere once symlinks are resolved: never read."""
+        root = self.paths.project_root
+        return _under(os.path.abspath(path), root) and not self.paths.is_inside_project(path)
+
+    def _refuse(self, kind: str, path: str) -> bool:
+        if os.path.lexists(path) and self._leaves(path):
+            self._problems.setdefault(kind, []).append(Problem(path, 0, "HL-SEC-001",
+                "symlink leads out of the project; not followed", Severity.WARNING))
+            return True
+        return False
+
+    def _refresh_log(self, view: LogView, now_ms: int | None = None) -> bool:
+        self._problems.pop("log:" + view.label, None)
+        if self._refuse("log:" + view.label, view.path) or self._refuse("log:" + view.label, view.path + "-wal"):
+            changed = bool(view.summary.topics or view.requests)
+            view.summary.topics.clear()
+            view.requests.clear()
+            return changed
+        return view.refresh(now_ms=now_ms)
+
+    # ------------------------------------------------------------------ load
+    def rescan(self) -> set[str]:
+        kinds = set()
+        for name in self.logs:
+            self.logs[name] = LogView(self.logs[name].loc, copy_dir=self.logs[name].copy_dir, root=self.logs[name].root)
+            self._refresh_log(self.logs[name])
+        kinds.add("events")
+        for k in STATE_FILE_KINDS:
+            self._read(k)
+        kinds.update(STATE_FILE_KINDS)
+        self.hitl_seen |= {r.request_id for r in self.waiting()}
+        return kinds
+
+    def _read(self, kind: str) -> None:
+        s = self.paths.state_root
+        d = self._dirs()
+        probs: list[Problem] = []
+        self._problems[kind] = probs
+        guard = {"store": [os.path.join(s, "store.json"), os.path.join(self.paths.project_root, ".harn", "orchestrator", "store.json")],
+                 "workflows": [d["workflows"]], "receipts": [d["receipts"]], "worktrees": [d["worktrees"]],
+                 "crystallization": [d["crystallization"]], "locks": [d["checkpoints"], d["agent-run-writers"]],
+                 "embed": [self.paths.memory_root]}.get(kind, [])
+        if any(self._refuse(kind, g) for g in guard):
+            self._clear(kind)
+            return
+        if kind == "store":
+            self.store = sf.read_store(os.path.join(s, "store.json"))
+            self.orchestrator_store = sf.read_store(os.path.join(self.paths.project_root, ".harn", "orchestrator", "store.json"))
+            for st in (self.store, self.orchestrator_store):
+                if st is not None:
+                    probs.extend(st.problems)
+        elif kind == "workflows":
+            self.mailboxes = sf.read_mailboxes(d["workflows"], probs)
+        elif kind == "receipts":
+            self.receipts = sf.read_receipts(d["receipts"], probs)
+        elif kind == "worktrees":
+            self.worktrees = sf.read_worktrees(d["worktrees"], probs)
+        elif kind == "crystallization":
+            self.candidates = sf.read_candidates(d["crystallization"], probs)
+        elif kind == "locks":
+            self.locks = sf.read_locks(s)
+        elif kind == "embed":
+            self.embed = sf.read_embed_cache(self.paths.memory_root, probs)
+
+    def _clear(self, kind: str) -> None:
+        empty = {"store": ("store", None), "workflows": ("mailboxes", []), "receipts": ("receipts", []),
+                 "worktrees": ("worktrees", []), "crystallization": ("candidates", []), "locks": ("locks", []),
+                 "embed": ("embed", [])}[kind]
+        setattr(self, empty[0], empty[1])
+        if kind == "store":
+            self.orchestrator_store = None
+
+    # ----------------------------------------------------------------- apply
+    def classify(self, path: str) -> set[str]:
+        """What a changed path touches: log labels (`log:<label>`) and state-file kinds."""
+        out: set[str] = set()
+        base = os.path.basename(path)
+        for label, view in self.logs.items():
+            lp = view.loc.path
+            if view.loc.backend == "sqlite":
+                if os.path.dirname(path) == os.path.dirname(lp) and base.startswith(os.path.basename(lp)) \
+                        and not base.endswith("-shm"):
+                    out.add("log:" + label)
+                elif _under(lp, path):  # a parent directory appeared / vanished
+                    out.add("log:" + label)
+            elif _under(path, lp) or _under(lp, path):
+                out.add("log:" + label)
+        s = self.paths.state_root
+        d = self._dirs()
+        if path in (os.path.join(s, "store.json"), os.path.join(self.paths.project_root, ".harn", "orchestrator", "store.json")):
+            out.add("store")
+        for kind in ("workflows", "receipts", "worktrees", "crystallization"):
+            if _under(path, d[kind]) or _under(d[kind], path):
+                out.add(kind)
+        if (os.path.dirname(path) == d["checkpoints"] and base.endswith(".lock")) or _under(path, d["agent-run-writers"]):
+            out.add("locks")
+        if _under(s, path):  # the state root itself (or a parent) appeared, vanished or was replaced
+            out.update(STATE_FILE_KINDS)
+            out.update("log:" + label for label in self.logs)
+        return out
+
+    def apply(self, targets: set[str]) -> set[str]:
+        """Re-read what `classify` named. Returns the changed kinds (events / hitl / state-file kinds)."""
+        kinds: set[str] = set()
+        now = int(time.time() * 1000)
+        for t in sorted(targets):
+            if t.startswith("log:"):
+                view = self.logs.get(t[4:])
+                if view is not None:
+                    before = {r.request_id: r.state for r in view.requests.values()}
+                    if self._refresh_log(view, now_ms=now):
+                        kinds.add("events")
+                    if before != {r.request_id: r.state for r in view.requests.values()}:
+                        kinds.update(("events", "hitl"))
+            elif t in STATE_FILE_KINDS:
+                self._read(t)
+                kinds.add(t)
+        return kinds
+
+    # --------------------------------------------------------------- queries
+    def existing_logs(self) -> list[LogView]:
+        return [v for v in self.logs.values() if v.exists]
+
+    def all_requests(self) -> list[hitl_fmt.HitlRequest]:
+        out = []
+        for v in self.logs.values():
+            out.extend(v.requests.values())
+        return out
+
+    def waiting(self) -> list[hitl_fmt.HitlRequest]:
+        out = []
+        for v in self.logs.values():
+            out.extend(hitl_fmt.waiting(v.requests))
+        out.sort(key=lambda r: (hitl_fmt.parse_time_ms(r.requested_at) or 0, r.event_id), reverse=True)
+        return out
+
+    def request(self, request_id: str) -> tuple[hitl_fmt.HitlRequest, LogView] | None:
+        for v in self.logs.values():
+            r = v.requests.get(request_id)
+            if r is not None:
+                return r, v
+        return None
+
+    def take_new_requests(self) -> list[hitl_fmt.HitlRequest]:
+        """Waiting requests not announced before (each is returned once)."""
+        new = [r for r in self.waiting() if r.request_id not in self.hitl_seen]
+        self.hitl_seen |= {r.request_id for r in new}
+        return new
+
+    def receipt(self, rid: str) -> sf.Receipt | None:
+        by_file = next((r for r in self.receipts if os.path.basename(r.path)[:-5] == rid), None)
+        return by_file or next((r for r in self.receipts if r.id == rid), None)
+
+    def problems(self) -> list[Problem]:
+        out: list[Problem] = []
+        for v in self.logs.values():
+            out.extend(v.problems())
+        for plist in self._problems.values():
+            out.extend(plist)
+        return out
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "eventLogs": len(self.existing_logs()),
+            "eventTopics": sum(len(v.summary.topics) for v in self.logs.values()),
+            "hitlPending": len(self.waiting()),
+            "receipts": len(self.receipts),
+            "worktrees": len(self.worktrees),
+            "candidates": len(self.candidates),
+        }

@@ -1,0 +1,215 @@
+"""The event logs of one project, kept up to date by tailing (harn-formats §H.2.1, §M).
+
+`discover(state_root, project_root)` lists where Harn's producers write:
+`harn run` -> `<state>/events.sqlite` (or `<state>/events/`), the orchestrator
+-> `.harn/orchestrator/events.sqlite`, personas -> `.harn/personas/.harn/events.sqlite`.
+
+`LogView.refresh()` is cheap when nothing changed: one query of `topic_heads`;
+only topics whose head moved are re-counted, and only the HITL topics and the
+waitpoint records of HITL requests are read event by event (tailed by id, read
+again from the start when a compaction removed events we had not seen).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+from harn_ls.formats import hitl as hitl_fmt
+from harn_ls.formats.events import (
+    Event,
+    FileEventLog,
+    LogSummary,
+    SqliteEventLog,
+    TopicInfo,
+)
+from harn_ls.formats.problems import Problem, Severity
+
+MAX_HITL_EVENTS = 20_000  # per HITL topic; beyond it the oldest are dropped (with a problem)
+TAIL_BATCH = 500
+
+
+@dataclass(frozen=True)
+class LogLocation:
+    label: str  # run | orchestrator | personas
+    backend: str  # sqlite | file
+    path: str  # the .sqlite file or the events/ directory
+    state_dir: str  # what `--state-dir` names for this log (the dir that holds events.sqlite)
+
+
+def discover(state_root: str, project_root: str) -> list[LogLocation]:
+    """Every place a Harn producer may have put an event log, existing or not."""
+    harn = os.path.join(project_root, ".harn")
+    orch = os.path.join(harn, "orchestrator")
+    personas = os.path.join(harn, "personas", ".harn")
+    out = []
+    seen = set()
+    for label, base in (("run", state_root), ("orchestrator", orch), ("personas", personas)):
+        for backend, p in (("sqlite", os.path.join(base, "events.sqlite")), ("file", os.path.join(base, "events"))):
+            key = os.path.normpath(p)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(LogLocation(label if backend == "sqlite" else f"{label}-file", backend, p, base))
+    return out
+
+
+@dataclass
+class LogView:
+    loc: LogLocation
+    copy_dir: str | None = None
+    root: str | None = None  # the project: the log's real path must stay inside it
+    summary: LogSummary = field(default_factory=LogSummary)
+    hitl_events: dict[str, list[Event]] = field(default_factory=dict)  # topic -> events (id order)
+    waitpoints: dict[str, dict] = field(default_factory=dict)  # request id -> latest waitpoint payload
+    requests: dict[str, hitl_fmt.HitlRequest] = field(default_factory=dict)
+    hitl_problems: list[Problem] = field(default_factory=list)
+    _wp_heads: dict[str, int] = field(default_factory=dict)
+    _backend: object | None = None
+    refreshed_at: float = 0.0
+
+    @property
+    def label(self) -> str:
+        return self.loc.label
+
+    @property
+    def path(self) -> str:
+        return self.loc.path
+
+    @property
+    def exists(self) -> bool:
+        return os.path.isfile(self.loc.path) if self.loc.backend == "sqlite" else os.path.isdir(
+            os.path.join(self.loc.path, "topics"))
+
+    def backend(self):
+        if self._backend is None:
+            self._backend = (SqliteEventLog(self.loc.path, self.copy_dir, self.root) if self.loc.backend == "sqlite"
+                             else FileEventLog(self.loc.path))
+        return self._backend
+
+    def problems(self) -> list[Problem]:
+        return list(self.summary.problems) + list(self.hitl_problems)
+
+    def refresh(self, now_ms: int | None = None) -> bool:
+        """Bring counts, cursors and HITL state up to date. Returns True when anything changed."""
+        if not self.exists:
+            changed = bool(self.summary.topics or self.requests or self.summary.problems)
+            self.summary = LogSummary()
+            self.hitl_events.clear()
+            self.waitpoints.clear()
+            self.requests.clear()
+            self.hitl_problems = []
+            self._wp_heads.clear()
+            self._backend = None
+            return changed
+        be = self.backend()
+        if self.loc.backend == "file":
+            file_changes = be.refresh()
+            new = be.summary()
+            changed_topics = set(file_changes)
+        else:
+            file_changes = {}
+            new = be.summary(self.summary.topics)
+            if not new.ok and self.summary.topics:
+                # unreadable right now (locked, mid-write): keep what we had, report the problem
+                new.topics, new.consumers = self.summary.topics, self.summary.consumers
+            changed_topics = {t for t, info in new.topics.items() if self.summary.topics.get(t) is not info}
+            changed_topics |= set(self.summary.topics) - set(new.topics)
+        old_probs = [p.message for p in self.summary.problems]
+        consumers_changed = [c.to_json() for c in new.consumers] != [c.to_json() for c in self.summary.consumers]
+        self.summary = new
+        hitl_changed = self._tail_hitl(be, changed_topics, file_changes)
+        if hitl_changed or now_ms is not None:
+            self._derive(now_ms)
+        self.refreshed_at = time.time()
+        return bool(changed_topics) or hitl_changed or consumers_changed or old_probs != [p.message for p in new.problems]
+
+    # ------------------------------------------------------------------ HITL
+    def _tail_hitl(self, be, changed: set[str], file_changes: dict) -> bool:
+        any_change = False
+        for topic in hitl_fmt.HITL_TOPICS:
+            if topic not in changed:
+                continue
+            any_change = True
+            have = self.hitl_events.setdefault(topic, [])
+            info = self.summary.topics.get(topic)
+            if self.loc.backend == "file":
+                reset, new = file_changes.get(topic, (True, []))
+                if reset:
+                    have.clear()
+                have.extend(new)
+            else:
+                last = have[-1].id if have else 0
+                if info is None or (have and info.first_id > have[0].id) or (info and info.last_id < last):
+                    have.clear()  # compacted (or the topic vanished): read again from the start
+                    last = 0
+                if info is not None:
+                    while True:
+                        batch = be.read_after(topic, last, TAIL_BATCH, self.summary.problems)
+                        if not batch:
+                            break
+                        have.extend(batch)
+                        last = batch[-1].id
+                        if len(batch) < TAIL_BATCH:
+                            break
+            if len(have) > MAX_HITL_EVENTS:
+                del have[: len(have) - MAX_HITL_EVENTS]
+                self.summary.problems.append(Problem(self.path, 0, "HL-EVT-010",
+                    f"{topic} holds more than {MAX_HITL_EVENTS} events; only the newest are used for pending requests",
+                    Severity.INFO))
+        # waitpoint records of HITL requests: the latest one per request
+        wp_topics = [t for t in changed if t.startswith(hitl_fmt.WAITPOINT_PREFIX)]
+        if wp_topics:
+            any_change = True
+            if self.loc.backend == "file":
+                for t in wp_topics:
+                    reset, new = file_changes.get(t, (True, []))
+                    if new:
+                        self._set_waitpoint(t, new[-1])
+                    elif reset:
+                        self._drop_waitpoint(t)
+            else:
+                last = be.read_last([t for t in wp_topics if t in self.summary.topics], self.summary.problems)
+                for t in wp_topics:
+                    if t in last:
+                        self._set_waitpoint(t, last[t])
+                    else:
+                        self._drop_waitpoint(t)
+        return any_change
+
+    def _set_waitpoint(self, topic: str, ev: Event) -> None:
+        p = ev.payload if isinstance(ev.payload, dict) else {}
+        wid = p.get("id") if isinstance(p.get("id"), str) else ev.headers.get("waitpoint_id")
+        if not isinstance(wid, str):
+            wid = topic[len(hitl_fmt.WAITPOINT_PREFIX):]
+        if ev.kind == "waitpoint.state":
+            self.waitpoints[wid] = p
+        elif ev.kind in ("waitpoint_created", "waitpoint_completed", "waitpoint_cancelled"):
+            self.waitpoints[wid] = p  # std/waitpoints shape (§M.2 B): status is in the payload too
+        self._wp_heads[topic] = ev.id
+
+    def _drop_waitpoint(self, topic: str) -> None:
+        self._wp_heads.pop(topic, None)
+        suffix = topic[len(hitl_fmt.WAITPOINT_PREFIX):]
+        for wid in [w for w in self.waitpoints if hitl_fmt.sanitize_topic_component(w) == suffix]:
+            del self.waitpoints[wid]
+
+    def _derive(self, now_ms: int | None) -> None:
+        events = [ev for t in hitl_fmt.HITL_TOPICS for ev in self.hitl_events.get(t, [])]
+        now = now_ms if now_ms is not None else int(time.time() * 1000)
+        self.requests, self.hitl_problems = hitl_fmt.derive(events, self.waitpoints, now, log_label=self.label,
+                                                            path=self.path)
+
+    def rederive(self, now_ms: int | None = None) -> None:
+        """Re-evaluate deadlines (overdue) without reading anything."""
+        self._derive(now_ms)
+
+    # ----------------------------------------------------------------- pages
+    def page(self, topic: str, page: int, size: int) -> list[Event]:
+        if not self.exists:
+            return []
+        return self.backend().read_page(topic, page, size, [])
+
+    def topic_info(self, topic: str) -> TopicInfo | None:
+        return self.summary.topics.get(topic)

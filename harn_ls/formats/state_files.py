@@ -1,0 +1,483 @@
+"""The rest of `.harn/` (harn-formats §O): store, workflow mailboxes, receipts with their
+signature status, worktrees, staged crystallization candidates, lock files, the embedding cache.
+
+All readers are bounded (file sizes, entry counts) and never write.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from harn_ls.formats.problems import Problem, Severity
+
+MAX_FILE_BYTES = 32 * 1024 * 1024
+MAX_ENTRIES = 5000
+
+CODE_STORE = "HL-STORE-001"
+CODE_MAILBOX = "HL-WF-001"
+CODE_RECEIPT = "HL-RCPT-001"
+CODE_RECEIPT_SIG = "HL-RCPT-002"
+CODE_WORKTREE = "HL-WT-001"
+CODE_CANDIDATE = "HL-CRYS-001"
+CODE_EMBED = "HL-EMB-001"
+
+
+def _read_json(path: str, limit: int = MAX_FILE_BYTES) -> tuple[Any, str | None]:
+    try:
+        size = os.path.getsize(path)
+        if size > limit:
+            return None, f"file is {size} bytes, over the {limit}-byte limit; not read"
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        return None, f"cannot read ({exc.strerror})"
+    try:
+        return orjson.loads(data), None
+    except (orjson.JSONDecodeError, RecursionError):
+        return None, "not valid JSON (torn write? retried on the next change)"
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return sorted(os.listdir(path))[:MAX_ENTRIES]
+    except OSError:
+        return []
+
+
+def _inside(path: str, root: str) -> bool:
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return real == real_root or real.startswith(real_root + os.sep)
+
+
+# ------------------------------------------------------------------------------------------------ store (§O.1)
+@dataclass
+class Store:
+    path: str
+    entries: dict = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def read_store(path: str) -> Store | None:
+    if not os.path.isfile(path):
+        return None
+    st = Store(path)
+    value, err = _read_json(path)
+    if err:
+        st.problems.append(Problem(path, 0, CODE_STORE, f"store {err}; Harn treats an unreadable store as empty and "
+                                                         "overwrites it on the next store_set", Severity.WARNING))
+    elif not isinstance(value, dict):
+        st.problems.append(Problem(path, 0, CODE_STORE, "store is not a JSON object; Harn treats it as empty",
+                                   Severity.WARNING))
+    else:
+        st.entries = value
+    return st
+
+
+# ------------------------------------------------------------------------------------- workflow mailboxes (§O.2)
+@dataclass
+class Mailbox:
+    workflow_id: str
+    path: str
+    paused: bool = False
+    generation: int = 1
+    pending: list[dict] = field(default_factory=list)
+    queries: dict = field(default_factory=dict)
+    unanswered_updates: int = 0
+
+
+def read_mailboxes(workflows_dir: str, problems: list[Problem]) -> list[Mailbox]:
+    out = []
+    for name in _listdir(workflows_dir):
+        path = os.path.join(workflows_dir, name, "state.json")
+        if not os.path.isfile(path) or not _inside(path, workflows_dir):
+            continue
+        value, err = _read_json(path)
+        if err or not isinstance(value, dict):
+            problems.append(Problem(path, 0, CODE_MAILBOX, f"workflow mailbox {err or 'is not a JSON object'}",
+                                    Severity.WARNING))
+            continue
+        mb = Mailbox(str(value.get("workflow_id") or name), path)
+        mb.paused = value.get("paused") is True
+        g = value.get("generation")
+        mb.generation = g if isinstance(g, int) and not isinstance(g, bool) else 1
+        mail = value.get("mailbox")
+        mb.pending = [m for m in mail if isinstance(m, dict)][:MAX_ENTRIES] if isinstance(mail, list) else []
+        q = value.get("queries")
+        mb.queries = q if isinstance(q, dict) else {}
+        responses = value.get("responses") if isinstance(value.get("responses"), dict) else {}
+        mb.unanswered_updates = sum(1 for m in mb.pending if m.get("kind") == "update" and m.get("request_id") not in responses)
+        out.append(mb)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- receipts (§O.3)
+@dataclass
+class Receipt:
+    id: str
+    path: str
+    status: str  # verified | failed | unreadable
+    errors: list[str] = field(default_factory=list)
+    issued_at: str = ""
+    pipeline: str = ""
+    run_status: str = ""
+    event_count: int = 0
+    key_ids: list[str] = field(default_factory=list)
+    receipt_hash: str = ""
+    event_root_hash: str = ""
+    data: dict | None = None
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "path": self.path, "status": self.status, "errors": self.errors,
+                "issued_at": self.issued_at, "pipeline": self.pipeline, "run_status": self.run_status,
+                "events": self.event_count, "key_ids": self.key_ids}
+
+
+def _sha256_prefixed(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _dumps(value: Any) -> str:
+    # compact, keys in the order they were parsed (orjson keeps insertion order), non-ASCII kept
+    return orjson.dumps(value).decode("utf-8")
+
+
+def record_hash(topic: str, event_id: int, ev: dict, order: str) -> str:
+    headers = ev.get("headers") if isinstance(ev.get("headers"), dict) else {}
+    hdrs = {k: headers[k] for k in sorted(headers) if k != "harn.provenance.record_hash"}
+    if order == "source":
+        w = {"topic": topic, "event_id": event_id, "kind": ev.get("kind"), "payload": ev.get("payload"),
+             "headers": hdrs, "occurred_at_ms": ev.get("occurred_at_ms")}
+    else:
+        w = {"event_id": event_id, "headers": hdrs, "kind": ev.get("kind"), "occurred_at_ms": ev.get("occurred_at_ms"),
+             "payload": ev.get("payload"), "topic": topic}
+    return _sha256_prefixed(_dumps(w))
+
+
+def _merkle_root(hashes: list[str]) -> str:
+    if not hashes:
+        return _sha256_prefixed("")
+    level = list(hashes)
+    while len(level) > 1:
+        nxt = []
+        for i in range(0, len(level), 2):
+            left = level[i]
+            right = level[i + 1] if i + 1 < len(level) else left
+            nxt.append(_sha256_prefixed(left + right))
+        level = nxt
+    return level[0]
+
+
+def verify_receipt(receipt: Any) -> list[str]:
+    """Harn's `verify_receipt` (§O.3), ported. Returns the errors (empty = verified)."""
+    errors: list[str] = []
+    if not isinstance(receipt, dict):
+        return ["receipt is not a JSON object"]
+    if receipt.get("schema") != "harn-provenance-receipt-v1":
+        errors.append(f"unknown receipt schema {str(receipt.get('schema'))[:60]!r}")
+    log = receipt.get("event_log") if isinstance(receipt.get("event_log"), dict) else {}
+    events = [e for e in log.get("events", []) if isinstance(e, dict)] if isinstance(log.get("events"), list) else []
+    prev_by_topic: dict[str, str | None] = {}
+    ordered = sorted(events, key=lambda e: (str(e.get("topic")), e.get("event_id") if isinstance(e.get("event_id"), int) else 0))
+    for e in ordered:
+        topic, eid = e.get("topic"), e.get("event_id")
+        label = f"{topic}#{eid}"
+        headers = e.get("headers") if isinstance(e.get("headers"), dict) else {}
+        expected_prev = prev_by_topic.get(topic) if topic in prev_by_topic else None
+        if e.get("prev_hash") != expected_prev:
+            errors.append(f"{label}: prev_hash does not match the previous event's record_hash")
+        if headers.get("harn.provenance.prev_hash") != e.get("prev_hash"):
+            errors.append(f"{label}: prev_hash header does not match prev_hash")
+        if headers.get("harn.provenance.record_hash") != e.get("record_hash"):
+            errors.append(f"{label}: record_hash header does not match record_hash")
+        if isinstance(topic, str) and isinstance(eid, int):
+            if e.get("record_hash") not in (record_hash(topic, eid, e, "source"), record_hash(topic, eid, e, "sorted")):
+                errors.append(f"{label}: record_hash does not match the event's content")
+        prev_by_topic[topic] = e.get("record_hash")
+    chain = receipt.get("chain") if isinstance(receipt.get("chain"), dict) else {}
+    root = _merkle_root([str(e.get("record_hash")) for e in ordered])
+    if chain.get("event_root_hash") != root:
+        errors.append("event_root_hash does not match the events")
+    unsigned = orjson.loads(orjson.dumps(receipt))
+    if isinstance(unsigned.get("chain"), dict):
+        unsigned["chain"]["receipt_hash"] = ""
+    unsigned["signatures"] = []
+    canonical = _dumps(unsigned)
+    if chain.get("receipt_hash") != _sha256_prefixed(canonical):
+        errors.append("receipt_hash does not match the receipt")
+    sigs = receipt.get("signatures") if isinstance(receipt.get("signatures"), list) else []
+    valid = 0
+    for i, sig in enumerate(sigs):
+        if not isinstance(sig, dict) or sig.get("algorithm") != "ed25519":
+            errors.append(f"signature {i}: unsupported algorithm {str((sig or {}).get('algorithm') if isinstance(sig, dict) else sig)[:40]!r}")
+            continue
+        if _ed25519_ok(sig, b"harn provenance receipt v1\n" + canonical.encode("utf-8")):
+            valid += 1
+        else:
+            errors.append(f"signature {i} ({sig.get('key_id')}): does not verify")
+    if valid == 0 and not any("signature" in e for e in errors):
+        errors.append("no valid signature")
+    return errors
+
+
+def _ed25519_ok(sig: dict, message: bytes) -> bool:
+    try:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+        key = Ed25519PublicKey.from_public_bytes(base64.b64decode(str(sig.get("public_key_base64")), validate=True))
+        key.verify(base64.b64decode(str(sig.get("signature_base64")), validate=True), message)
+        return True
+    except (InvalidSignature, ValueError, TypeError):
+        return False
+
+
+def read_receipts(receipts_dir: str, problems: list[Problem]) -> list[Receipt]:
+    out = []
+    for name in _listdir(receipts_dir):
+        if not name.endswith(".json") or name.startswith("."):
+            continue
+        path = os.path.join(receipts_dir, name)
+        if not os.path.isfile(path) or not _inside(path, receipts_dir):
+            continue
+        value, err = _read_json(path)
+        rid = name[:-5]
+        if err or not isinstance(value, dict):
+            msg = err or "not a JSON object"
+            problems.append(Problem(path, 0, CODE_RECEIPT, f"receipt {msg}", Severity.WARNING))
+            out.append(Receipt(rid, path, "unreadable", [msg]))
+            continue
+        errors = verify_receipt(value)
+        r = Receipt(str(value.get("receipt_id") or rid), path, "failed" if errors else "verified", errors)
+        r.issued_at = str(value.get("issued_at") or "")
+        run = value.get("run") if isinstance(value.get("run"), dict) else {}
+        r.pipeline, r.run_status = str(run.get("pipeline") or ""), str(run.get("status") or "")
+        log = value.get("event_log") if isinstance(value.get("event_log"), dict) else {}
+        r.event_count = len(log.get("events")) if isinstance(log.get("events"), list) else 0
+        chain = value.get("chain") if isinstance(value.get("chain"), dict) else {}
+        r.receipt_hash, r.event_root_hash = str(chain.get("receipt_hash") or ""), str(chain.get("event_root_hash") or "")
+        r.key_ids = [str(s.get("key_id")) for s in value.get("signatures", []) if isinstance(s, dict)] \
+            if isinstance(value.get("signatures"), list) else []
+        r.data = value
+        if errors:
+            problems.append(Problem(path, 0, CODE_RECEIPT_SIG,
+                f"receipt {r.id} does not verify: {errors[0]}" + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""),
+                Severity.ERROR))
+        out.append(r)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- worktrees (§O.4)
+@dataclass
+class Worktree:
+    name: str  # <repo>/<worker_id> or <name>
+    path: str
+    gitdir: str | None
+    stale: bool
+    reason: str = ""
+    branch: str = ""
+
+
+def _worktree_at(path: str, name: str) -> Worktree | None:
+    git = os.path.join(path, ".git")
+    if not os.path.isfile(git):
+        return None
+    try:
+        with open(git, "rb") as fh:
+            line = fh.read(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return Worktree(name, path, None, True, "cannot read .git")
+    if not line.startswith("gitdir:"):
+        return Worktree(name, path, None, True, ".git file has no gitdir line")
+    gitdir = line[len("gitdir:"):].strip()
+    if not os.path.isabs(gitdir):
+        gitdir = os.path.normpath(os.path.join(path, gitdir))
+    if not os.path.isdir(gitdir):
+        return Worktree(name, path, gitdir, True, "its git metadata is gone (pruned or repository moved)")
+    wt = Worktree(name, path, gitdir, False)
+    try:
+        with open(os.path.join(gitdir, "HEAD"), "rb") as fh:
+            head = fh.read(512).decode("utf-8", "replace").strip()
+        if head.startswith("ref: refs/heads/"):
+            wt.branch = head[len("ref: refs/heads/"):]
+    except OSError:
+        pass
+    back = os.path.join(gitdir, "gitdir")
+    try:
+        with open(back, "rb") as fh:
+            points = fh.read(4096).decode("utf-8", "replace").strip()
+        if os.path.normpath(os.path.dirname(points)) != os.path.normpath(path) and \
+                os.path.realpath(os.path.dirname(points)) != os.path.realpath(path):
+            wt.stale, wt.reason = True, "git records this worktree at another path"
+    except OSError:
+        pass
+    return wt
+
+
+def read_worktrees(worktrees_dir: str, problems: list[Problem]) -> list[Worktree]:
+    """Two levels: `<repo>/<worker_id>` (workers) and `<name>` (std/worktree). Never recurses into checkouts."""
+    out = []
+    for first in _listdir(worktrees_dir):
+        p1 = os.path.join(worktrees_dir, first)
+        if os.path.islink(p1) or not os.path.isdir(p1):
+            continue
+        wt = _worktree_at(p1, first)
+        if wt is not None:
+            out.append(wt)
+            continue
+        for second in _listdir(p1):
+            p2 = os.path.join(p1, second)
+            if os.path.islink(p2) or not os.path.isdir(p2):
+                continue
+            wt = _worktree_at(p2, f"{first}/{second}")
+            if wt is not None:
+                out.append(wt)
+            else:
+                out.append(Worktree(f"{first}/{second}", p2, None, True, "no .git file: not a git worktree (left over?)"))
+    for wt in out:
+        if wt.stale:
+            problems.append(Problem(wt.path, 0, CODE_WORKTREE, f"stale worktree {wt.name}: {wt.reason}", Severity.INFO))
+    return out
+
+
+# ---------------------------------------------------------------------------------------- crystallization (§O.5)
+@dataclass
+class Candidate:
+    id: str
+    path: str
+    complete: bool  # proposal.json present (the completion signal)
+    files: list[str] = field(default_factory=list)
+    proposal: dict = field(default_factory=dict)
+
+
+def read_candidates(crys_dir: str, problems: list[Problem]) -> list[Candidate]:
+    out = []
+    for name in _listdir(crys_dir):
+        path = os.path.join(crys_dir, name)
+        if name.startswith(".") or os.path.islink(path) or not os.path.isdir(path):
+            continue
+        files = []
+        for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+            dirnames.sort()
+            for f in sorted(filenames):
+                files.append(os.path.relpath(os.path.join(dirpath, f), path).replace(os.sep, "/"))
+                if len(files) >= 200:
+                    break
+            if len(files) >= 200:
+                break
+        prop_path = os.path.join(path, "proposal.json")
+        cand = Candidate(name, path, os.path.isfile(prop_path), files)
+        if cand.complete:
+            value, err = _read_json(prop_path, 4 * 1024 * 1024)
+            if err or not isinstance(value, dict):
+                problems.append(Problem(prop_path, 0, CODE_CANDIDATE, f"candidate proposal {err or 'is not a JSON object'}",
+                                        Severity.WARNING))
+            else:
+                cand.proposal = value
+        out.append(cand)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ locks (§O.6, §O.7)
+@dataclass
+class LockFile:
+    path: str
+    kind: str  # checkpoint | session | project | init
+    name: str
+    held: bool | None  # None: cannot tell (no /proc/locks)
+
+
+def _held_inodes() -> set[tuple[int, int, int]] | None:
+    """(major, minor, inode) of files with an FLOCK held, from /proc/locks (side-effect free)."""
+    try:
+        with open("/proc/locks", "r", encoding="ascii", errors="replace") as fh:
+            text = fh.read(4 * 1024 * 1024)
+    except OSError:
+        return None
+    out = set()
+    for line in text.splitlines():
+        parts = line.split()
+        if "FLOCK" not in parts:
+            continue
+        for p in parts:
+            if p.count(":") == 2:
+                try:
+                    a, b, c = p.split(":")
+                    out.add((int(a, 16), int(b, 16), int(c)))
+                except ValueError:
+                    pass
+                break
+    return out
+
+
+def read_locks(state_root: str) -> list[LockFile]:
+    held = _held_inodes()
+    found: list[tuple[str, str, str]] = []
+    ck = os.path.join(state_root, "checkpoints")
+    for name in _listdir(ck):
+        if name.endswith(".lock"):
+            found.append((os.path.join(ck, name), "checkpoint", name[:-5]))
+    aw = os.path.join(state_root, "agent-run-writers")
+    for name in _listdir(aw):
+        if name.endswith(".lock"):
+            found.append((os.path.join(aw, name), "project" if name == "project.lock" else "session", name[:-5]))
+    out = []
+    for path, kind, name in found:
+        state = None
+        if held is not None:
+            try:
+                st = os.stat(path)
+                state = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in held
+            except OSError:
+                continue
+        out.append(LockFile(path, kind, name, state))
+    return out
+
+
+# ----------------------------------------------------------------------------------------- embed cache (§O.8)
+@dataclass
+class EmbedCache:
+    namespace: str  # "__embed" or a memory namespace with a vectors/ folder
+    model_hint: str
+    vectors: int
+    bytes: int
+
+
+def read_embed_cache(memory_root: str, problems: list[Problem], cap: int = 200_000) -> list[EmbedCache]:
+    """Count `<memory_root>/<ns…>/vectors/<hint>/*.json` files (never read them)."""
+    out = []
+    seen = 0
+    if not os.path.isdir(memory_root):
+        return out
+    for dirpath, dirnames, filenames in os.walk(memory_root, followlinks=False):
+        if os.path.basename(dirpath) == "vectors":
+            ns = os.path.relpath(os.path.dirname(dirpath), memory_root).replace(os.sep, "/")
+            for hint in sorted(dirnames):
+                hdir = os.path.join(dirpath, hint)
+                n = size = 0
+                try:
+                    with os.scandir(hdir) as it:
+                        for entry in it:
+                            if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False):
+                                n += 1
+                                size += entry.stat(follow_symlinks=False).st_size
+                                seen += 1
+                                if seen >= cap:
+                                    break
+                except OSError:
+                    pass
+                out.append(EmbedCache(ns, hint, n, size))
+            dirnames[:] = []
+            continue
+        dirnames.sort()
+        if seen >= cap:
+            problems.append(Problem(memory_root, 0, CODE_EMBED, f"more than {cap} cached vectors; counts are partial",
+                                    Severity.INFO))
+            break
+    return out

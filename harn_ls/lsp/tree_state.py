@@ -1,0 +1,107 @@
+"""Tree groups for issue 16, shown at the top of the Runs view: *Waiting for you* (pending HITL
+requests), *Events* (logs -> topics with counts, latest time, consumer lag) and *Harn state*
+(store, receipts, worktrees, crystallization candidates)."""
+
+from __future__ import annotations
+
+from harn_ls.formats import hitl as hitl_fmt
+from harn_ls.render import make_uri
+from harn_ls.render.markdown import short_text
+from harn_ls.render.state_docs import ms_time
+
+KINDS = {"events", "hitl", "store", "workflows", "receipts", "worktrees", "crystallization", "locks", "embed"}
+PREFIXES = ("hitl", "events", "evlog:", "harnstate")
+
+
+def groups(ws, item) -> list[dict]:
+    """Top-level groups (only those with something to show)."""
+    x = ws.extra
+    out = []
+    waiting = x.waiting()
+    if waiting or any(v.requests for v in x.logs.values()):
+        out.append(item("hitl", "Waiting for you", description=str(len(waiting)), icon="bell-dot" if waiting else "bell",
+                        uri=make_uri("hitl_index"), context="hitlGroup", children=bool(waiting),
+                        data={"pending": len(waiting)}))
+    logs = x.existing_logs()
+    if logs:
+        n = sum(len(v.summary.topics) for v in logs)
+        out.append(item("events", "Events", description=f"{n} topic(s)", icon="pulse", uri=make_uri("events_index"),
+                        children=True))
+    if x.store is not None or x.receipts or x.worktrees or x.candidates or x.mailboxes or x.locks:
+        held = sum(1 for lk in x.locks if lk.held)
+        out.append(item("harnstate", "Harn state", description="running now" if held else "", icon="server",
+                        children=True))
+    return out
+
+
+def children(ws, parent: str, item) -> list[dict]:
+    x = ws.extra
+    if parent == "hitl":
+        out = []
+        for r in x.waiting():
+            state = "" if r.state == "pending" else f" · {r.state.replace('-', ' ')}"
+            quorum = f" · {len(r.approvals)}/{r.quorum}" if r.kind in ("approval", "dual_control") else ""
+            out.append(item(f"hitl:{r.request_id}", short_text(r.prompt or r.request_id, 70),
+                            description=f"{r.kind}{quorum}{state}", tooltip=f"{r.request_id}\n{r.prompt}",
+                            icon="warning" if r.state != "pending" else "question",
+                            uri=make_uri("hitl", r.request_id), context=f"hitlRequest.{r.kind}",
+                            data={"requestId": r.request_id, "kind": r.kind, "state": r.state}))
+        return out
+    if parent == "events":
+        out = []
+        for v in x.existing_logs():
+            lag = sum(c.lag for c in v.summary.consumers)
+            desc = f"{len(v.summary.topics)} topic(s)" + (f" · lag {lag}" if lag else "")
+            out.append(item(f"evlog:{v.label}", v.label, description=desc, tooltip=v.path, icon="database",
+                            children=bool(v.summary.topics), data={"log": v.label}))
+        return out
+    if parent.startswith("evlog:"):
+        v = x.logs.get(parent[6:])
+        if v is None:
+            return []
+        lag_by_topic: dict[str, int] = {}
+        for c in v.summary.consumers:
+            lag_by_topic[c.topic] = max(lag_by_topic.get(c.topic, 0), c.lag)
+        infos = sorted(v.summary.topics.values(), key=lambda t: (t.topic.startswith(hitl_fmt.WAITPOINT_PREFIX), t.topic))
+        out = []
+        for t in infos:
+            desc = f"{t.count} · {ms_time(t.latest_ms)}"
+            if t.topic in lag_by_topic:
+                desc += f" · lag {lag_by_topic[t.topic]}"
+            out.append(item(f"topic:{v.label}:{t.topic}", t.topic, description=desc, icon="list-ordered",
+                            uri=make_uri("events", t.topic, log=v.label), context="eventTopic",
+                            data={"log": v.label, "topic": t.topic}))
+        return out
+    if parent == "harnstate":
+        out = []
+        if x.store is not None or x.mailboxes or x.locks:
+            n = len(x.store.entries) if x.store is not None else 0
+            held = [lk for lk in x.locks if lk.held]
+            desc = f"{n} key(s)" + (f" · {len(x.mailboxes)} mailbox(es)" if x.mailboxes else "") + \
+                (f" · running: {', '.join(lk.name for lk in held)[:60]}" if held else "")
+            out.append(item("state:store", "Store", description=desc, icon="database", uri=make_uri("store")))
+        for r in x.receipts:
+            stem = r.path.rsplit("/", 1)[-1][:-5]
+            out.append(item(f"receipt:{stem}", stem, description=r.status, icon="verified" if r.status == "verified" else "error",
+                            uri=make_uri("receipts", stem), context="receipt", data={"id": stem}))
+        if x.worktrees:
+            stale = sum(1 for w in x.worktrees if w.stale)
+            out.append(item("state:worktrees", "Worktrees", description=f"{len(x.worktrees)}" + (f" · {stale} stale" if stale else ""),
+                            icon="repo-forked", uri=make_uri("worktrees")))
+        for c in x.candidates:
+            out.append(item(f"cand:{c.id}", str(c.proposal.get("title") or c.id), description="staged" if c.complete else "incomplete",
+                            icon="beaker", uri=make_uri("crystallization", c.id), context="candidate", data={"id": c.id}))
+        return out
+    return []
+
+
+def llm_item(ws, item) -> list[dict]:
+    """LLM calls from the event log, listed with the run transcripts."""
+    out = []
+    for v in ws.extra.existing_logs():
+        t = v.summary.topics.get("agent.transcript.llm")
+        if t is not None and t.count:
+            out.append(item(f"llm:{v.label}", "LLM calls (event log)", description=f"{t.count} event(s) · {v.label}",
+                            icon="comment-discussion", uri=make_uri("events", "agent.transcript.llm", log=v.label),
+                            context="eventTopic", data={"log": v.label, "topic": "agent.transcript.llm"}))
+    return out

@@ -1,0 +1,565 @@
+"""Documents for the event logs, HITL requests and the rest of `.harn/` (issue 16).
+
+URIs (all names come from the loaded model, never opened as paths):
+  harn-state:/events.md                         every log, its topics, consumer lag
+  harn-state:/events/<topic>.md[?log=L&page=N]  one topic, newest first
+  harn-state:/hitl.md                           requests waiting for you (+ recently resolved)
+  harn-state:/hitl/<request_id>.md              one request: who asks, what, deadline, quorum, how to answer
+  harn-state:/store.md                          store, workflow mailboxes, locks ("running now"), embedding cache
+  harn-state:/receipts/<id>.md                  one receipt with its signature status
+  harn-state:/worktrees.md                      worktrees (stale flagged) and crystallization candidates
+  harn-state:/crystallization/<id>.md           one staged candidate
+
+Rendered specially: hitl.* topics (request table), agent.transcript.llm (provider calls
+paired by call_id), observability.action_graph (outline per trace), waitpoint.state.*
+(status), trigger.dlq (failures). Every other topic and kind is rendered generically:
+kind, app headers and the pretty-printed payload in a fence.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from harn_ls.formats import hitl as hitl_fmt
+from harn_ls.render import RenderSettings, StateUri, UriError, make_uri
+from harn_ls.render.markdown import cell, fence, human_bytes, inline, pretty_json, short_text
+
+EVENTS_PAGE = 50
+_PROVENANCE = "harn.provenance."
+
+
+def _link(label: str, uri: str) -> str:
+    text = cell(label).replace("[", "(").replace("]", ")").replace("`", "'").replace("<", "&lt;")
+    return f"[{text}]({uri.replace(' ', '%20').replace(')', '%29')})"
+
+
+def _rel(ws, path: str) -> str:
+    rel = ws.relpath(path) if path else None
+    return rel if rel is not None else path
+
+
+def ms_time(ms: Any) -> str:
+    if not isinstance(ms, (int, float)) or isinstance(ms, bool):
+        return ""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + "Z"
+
+
+def _log_for(ws, topic: str, label: str | None):
+    logs = ws.extra.logs
+    if label:
+        view = logs.get(label)
+        if view is None:
+            raise UriError(f"unknown event log {label!r}; known: {', '.join(logs)}")
+        return view
+    for view in logs.values():
+        if topic in view.summary.topics:
+            return view
+    raise UriError(f"no event log has topic {topic!r}")
+
+
+# ------------------------------------------------------------------------------------------------ /events.md
+def events_index(ws, target: StateUri, settings: RenderSettings) -> str:
+    out = ["# Event logs", ""]
+    logs = ws.extra.existing_logs()
+    if not logs:
+        out.append("No event log found (`.harn/events.sqlite`, `.harn/events/`, `.harn/orchestrator/events.sqlite`, "
+                   "`.harn/personas/.harn/events.sqlite`).")
+    for view in logs:
+        out.append(f"## {cell(view.label)} — {inline(_rel(ws, view.path))} ({view.loc.backend})")
+        out.append("")
+        topics = sorted(view.summary.topics.values(), key=lambda t: t.topic)
+        if topics:
+            out.append("| topic | events | ids | latest |\n|---|---|---|---|")
+            for t in topics[:2000]:
+                out.append(f"| {_link(t.topic, make_uri('events', t.topic, log=view.label))} | {t.count} | "
+                           f"{t.first_id}–{t.last_id} | {ms_time(t.latest_ms)} |")
+            if len(topics) > 2000:
+                out.append(f"\n…and {len(topics) - 2000} more topics.")
+        else:
+            out.append("No topics.")
+        if view.summary.consumers:
+            out.append("\n**Consumers**\n")
+            out.append("| topic | consumer | cursor | lag | updated |\n|---|---|---|---|---|")
+            for c in view.summary.consumers[:500]:
+                out.append(f"| {cell(c.topic)} | {cell(c.consumer_id)} | {c.cursor} | {c.lag} | {ms_time(c.updated_at_ms)} |")
+        probs = view.problems()
+        if probs:
+            out.append(f"\n**Problems ({len(probs)})**\n")
+            for p in probs[:50]:
+                out.append(f"- {p.code}: {cell(p.message)}")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------------------------------ /events/<topic>.md
+def events(ws, target: StateUri, settings: RenderSettings) -> str:
+    topic = target.name
+    view = _log_for(ws, topic, target.query.get("log"))
+    info = view.topic_info(topic)
+    if info is None:
+        raise UriError(f"topic {topic!r} is not in the {view.label} log")
+    page = target.page()
+    size = EVENTS_PAGE
+    evs = view.page(topic, page, size)
+    out = [f"# {inline(topic)}", "",
+           f"Log {inline(_rel(ws, view.path))} ({view.label}, {view.loc.backend}) · {info.count} event(s), ids "
+           f"{info.first_id}–{info.last_id} · latest {ms_time(info.latest_ms) or '—'}", ""]
+    cons = [c for c in view.summary.consumers if c.topic == topic]
+    for c in cons:
+        out.append(f"- consumer {inline(c.consumer_id)} at {c.cursor}, **{c.lag} behind**")
+    if cons:
+        out.append("")
+    special = _special(ws, view, topic, evs)
+    if special:
+        out.extend(special)
+    nav = []
+    if page > 0:
+        nav.append(_link("← newer", make_uri("events", topic, log=view.label, page=str(page - 1))))
+    if (page + 1) * size < info.count:
+        nav.append(_link("older →", make_uri("events", topic, log=view.label, page=str(page + 1))))
+    out.append(f"## Events, newest first (page {page + 1}, {len(evs)} shown)")
+    if nav:
+        out.append("\n" + " · ".join(nav))
+    out.append("")
+    for ev in evs:
+        out.extend(_generic_event(ev))
+    if nav:
+        out.append(" · ".join(nav))
+    return "\n".join(out) + "\n"
+
+
+def _generic_event(ev) -> list[str]:
+    app = {k: v for k, v in ev.headers.items() if not k.startswith(_PROVENANCE)}
+    out = [f"### #{ev.id} {inline(ev.kind)} · {ms_time(ev.occurred_at_ms)}", ""]
+    if ev.problem is not None:
+        out.append(f"> ⚠ {cell(ev.problem.message)}\n")
+    if app:
+        out.append("Headers: " + ", ".join(f"{inline(k)}={inline(v)}" for k, v in sorted(app.items())))
+        out.append("")
+    out.append(fence(pretty_json(ev.payload), "json"))
+    return out
+
+
+def _special(ws, view, topic: str, evs) -> list[str]:
+    if topic in hitl_fmt.HITL_TOPICS:
+        reqs = [r for r in view.requests.values() if r.topic == topic or topic == hitl_fmt.RESPONSES_TOPIC]
+        if not reqs:
+            return []
+        out = ["## Requests", "", "| request | state | asks | requested |\n|---|---|---|---|"]
+        for r in sorted(reqs, key=lambda r: r.event_id, reverse=True)[:500]:
+            out.append(f"| {_link(r.request_id, make_uri('hitl', r.request_id))} | {r.state} | {cell(short_text(r.prompt, 60))} | "
+                       f"{cell(r.requested_at)} |")
+        return out + [""]
+    if topic == "agent.transcript.llm":
+        return _llm_calls(evs)
+    if topic == "observability.action_graph":
+        return _action_graph(ws, evs)
+    if topic.startswith(hitl_fmt.WAITPOINT_PREFIX) and evs:
+        p = evs[0].payload if isinstance(evs[0].payload, dict) else {}
+        return [f"**Waitpoint status: {cell(p.get('status') or evs[0].kind)}**", ""]
+    if topic == "trigger.dlq":
+        rows = ["## Dead letters", "", "| # | trigger | binding | attempts | class | error |\n|---|---|---|---|---|---|"]
+        for ev in evs:
+            p = ev.payload if isinstance(ev.payload, dict) else {}
+            rows.append(f"| {ev.id} | {cell(p.get('trigger_id'))} | {cell(p.get('binding_key'))} | {cell(p.get('attempt_count'))} | "
+                        f"{cell(p.get('error_class'))} | {cell(short_text(p.get('final_error'), 80))} |")
+        return rows + [""]
+    return []
+
+
+def _llm_calls(evs) -> list[str]:
+    """Provider calls on this page, request and response paired by call_id (§M.3)."""
+    calls: dict[str, dict] = {}
+    order: list[str] = []
+    for ev in reversed(evs):  # oldest first
+        p = ev.payload if isinstance(ev.payload, dict) else {}
+        cid = p.get("call_id")
+        if not isinstance(cid, str) or ev.kind not in ("provider_call_request", "provider_call_response"):
+            continue
+        if cid not in calls:
+            calls[cid] = {}
+            order.append(cid)
+        calls[cid]["req" if ev.kind == "provider_call_request" else "resp"] = p
+    if not order:
+        return []
+    out = ["## Provider calls (this page)", "",
+           "| call | model | iteration | tokens in/out | cost | ms | reply |\n|---|---|---|---|---|---|---|"]
+    for cid in reversed(order):
+        req, resp = calls[cid].get("req", {}), calls[cid].get("resp", {})
+        model = f"{resp.get('provider') or req.get('provider') or ''}/{resp.get('model') or req.get('model') or ''}"
+        tokens = f"{resp.get('input_tokens', '')}/{resp.get('output_tokens', '')}" if resp else "(no response yet)"
+        cost = resp.get("cost_usd")
+        out.append(f"| {inline(cid[:13])} | {cell(model)} | {cell(req.get('iteration', resp.get('iteration')))} | {cell(tokens)} | "
+                   f"{cell(f'${cost:.4f}' if isinstance(cost, (int, float)) else '')} | {cell(resp.get('response_ms', ''))} | "
+                   f"{cell(short_text(resp.get('text'), 60))} |")
+    return out + [""]
+
+
+def merge_action_graph(evs) -> dict[str, dict]:
+    """Nodes merged by id and edges by (from, to, kind), per trace id (§M.4)."""
+    graphs: dict[str, dict] = {}
+    for ev in sorted(evs, key=lambda e: e.id):
+        p = ev.payload if isinstance(ev.payload, dict) else {}
+        obs = p.get("observability") if isinstance(p.get("observability"), dict) else {}
+        trace = p.get("trace_id") or ev.headers.get("trace_id") or p.get("run_id") or "?"
+        g = graphs.setdefault(str(trace), {"nodes": {}, "edges": {}, "run_id": p.get("run_id"), "source": p.get("source")})
+        for n in obs.get("action_graph_nodes") or []:
+            if isinstance(n, dict) and isinstance(n.get("id"), str):
+                g["nodes"].setdefault(n["id"], {}).update(n)
+        for e in obs.get("action_graph_edges") or []:
+            if isinstance(e, dict):
+                g["edges"][(e.get("from_id"), e.get("to_id"), e.get("kind"))] = e
+    return graphs
+
+
+def _action_graph(ws, evs) -> list[str]:
+    graphs = merge_action_graph(evs)
+    if not graphs:
+        return []
+    out = ["## Action graph (events on this page, merged per trace)", ""]
+    for trace, g in graphs.items():
+        run = g.get("run_id")
+        head = f"**trace {inline(trace)}**"
+        if isinstance(run, str) and run in ws.runs:
+            head += " · run " + _link(run, make_uri("runs", run))
+        out.append(head)
+        out.append("")
+        children: dict[str, list] = {}
+        has_parent = set()
+        for (frm, to, kind), e in g["edges"].items():
+            children.setdefault(frm, []).append((to, kind))
+            has_parent.add(to)
+        roots = [nid for nid in g["nodes"] if nid not in has_parent] or list(g["nodes"])[:1]
+        seen: set[str] = set()
+        lines = 0
+
+        def walk(nid: str, depth: int, via: str | None) -> None:
+            nonlocal lines
+            if lines > 400 or depth > 30:
+                return
+            n = g["nodes"].get(nid, {})
+            label = n.get("label") or nid
+            bits = [b for b in (n.get("kind"), n.get("status"), n.get("outcome")) if b]
+            edge = f"—{via}→ " if via else ""
+            again = " (see above)" if nid in seen else ""
+            out.append(f"{'  ' * depth}- {cell(edge)}{inline(label)} {cell(' · '.join(map(str, bits)))}{again}")
+            lines += 1
+            if nid in seen:
+                return
+            seen.add(nid)
+            for to, kind in children.get(nid, []):
+                walk(to, depth + 1, kind)
+
+        for r in roots:
+            walk(r, 0, None)
+        out.append("")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------- /hitl.md
+def hitl_index(ws, target: StateUri, settings: RenderSettings) -> str:
+    waiting = ws.extra.waiting()
+    out = [f"# Waiting for you ({len(waiting)})", ""]
+    if not waiting:
+        out.append("Nothing is waiting for a human.")
+    else:
+        out.append("| request | kind | state | asks | agent | requested | log |\n|---|---|---|---|---|---|---|")
+        for r in waiting:
+            out.append(f"| {_link(r.request_id, make_uri('hitl', r.request_id))} | {r.kind} | {r.state} | "
+                       f"{cell(short_text(r.prompt, 60))} | {cell(r.agent)} | {cell(r.requested_at)} | {cell(r.log)} |")
+    done = [r for r in ws.extra.all_requests() if not r.is_waiting]
+    if done:
+        out.append(f"\n## Resolved ({len(done)})\n")
+        for r in sorted(done, key=lambda r: r.requested_at, reverse=True)[:200]:
+            out.append(f"- {_link(r.request_id, make_uri('hitl', r.request_id))} · {r.kind} · {r.state}"
+                       + (f" ({inline(r.resolved_by)})" if r.resolved_by else ""))
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------- /hitl/<id>.md
+def hitl(ws, target: StateUri, settings: RenderSettings) -> str:
+    found = ws.extra.request(target.name)
+    if found is None:
+        raise UriError(f"no HITL request {target.name!r} in this project's event logs")
+    r, view = found
+    p = r.payload
+    out = [f"# {r.kind.replace('_', ' ').title()} {inline(r.request_id)}", ""]
+    state = r.state.replace("-", " ")
+    out.append(f"**State: {state}**" + (f" — resolved by {inline(r.resolved_by)}" if r.resolved_by else ""))
+    if r.state == "overdue":
+        out.append("\n> Past its deadline and no `hitl.timeout` was written: the waiting process probably died. "
+                   "Harn would still accept a response, but nobody may be waiting for it.")
+    if r.state == "rejected-but-hidden":
+        out.append("\n> Answered with `accepted` not true: Harn hides it from its pending list, yet the waiting VM keeps "
+                   "waiting (escalations never time out). Accept it to let the run continue.")
+    out.append("")
+    out.append("| | |\n|---|---|")
+    out.append(f"| who asks | {cell(r.agent or '(no agent name)')} |")
+    out.append(f"| requested | {cell(r.requested_at)} |")
+    deadline = ms_time(r.deadline_ms) if r.deadline_ms is not None else ("never (escalations do not time out)"
+                                                                          if r.kind == "escalation" else "—")
+    out.append(f"| deadline | {cell(deadline)} |")
+    if r.kind in ("approval", "dual_control"):
+        out.append(f"| reviewers | {cell(', '.join(r.reviewers) or 'anyone')} |")
+        out.append(f"| quorum so far | {len(r.approvals)} of {r.quorum}" + (f" ({cell(', '.join(r.approvals))})" if r.approvals else "") + " |")
+    trace = r.trace_id
+    out.append(f"| trace | {inline(trace) if trace else '—'} |")
+    if r.run_id:
+        run = _link(r.run_id, make_uri("runs", r.run_id)) if r.run_id in ws.runs else inline(r.run_id)
+        out.append(f"| run | {run} |")
+    out.append(f"| log | {inline(_rel(ws, view.path))} ({view.label}) · {_link('topic ' + r.topic, make_uri('events', r.topic, log=view.label))} · event #{r.event_id} |")
+    out.append(f"| waitpoint | {cell(r.waitpoint_status or 'not found')} |")
+    if r.replays:
+        out.append(f"| requested again | {r.replays} time(s) (replayed dispatch) |")
+    out.append("")
+    out.append("## What")
+    out.append("")
+    if r.kind == "question":
+        out.append(cell(p.get("prompt")) or "(no prompt)")
+        if p.get("schema") is not None:
+            out.append("\nExpected answer (JSON Schema):\n")
+            out.append(fence(pretty_json(p.get("schema")), "json"))
+        if "default" in p and p.get("default") is not None:
+            out.append(f"\nDefault on timeout: {inline(pretty_json(p.get('default')))}")
+    elif r.kind == "escalation":
+        out.append(f"Role {inline(p.get('role'))}: {cell(p.get('reason'))}")
+    else:
+        ar = p.get("approval_request") if isinstance(p.get("approval_request"), dict) else {}
+        out.append(f"Action: {inline(ar.get('action') or p.get('action'))}")
+        if ar.get("principal"):
+            out.append(f"\nPrincipal: {inline(ar.get('principal'))}")
+        caps = ar.get("capabilities_requested")
+        if isinstance(caps, list) and caps:
+            out.append("\nCapabilities requested: " + ", ".join(inline(c) for c in caps[:50]))
+        args = ar.get("args", p.get("detail"))
+        if args is not None:
+            out.append("\nArguments:\n")
+            out.append(fence(pretty_json(args), "json"))
+    out.append("\n## Full request envelope\n")
+    out.append(fence(pretty_json(r.envelope), "json"))
+    if r.responses:
+        out.append(f"## Responses ({len(r.responses)})\n")
+        out.append("| reviewer | approved | accepted | answer | reason | at |\n|---|---|---|---|---|---|")
+        for resp in r.responses[:200]:
+            ans = pretty_json(resp["answer"]) if "answer" in resp else ""
+            out.append(f"| {cell(resp.get('reviewer'))} | {cell(resp.get('approved', ''))} | {cell(resp.get('accepted', ''))} | "
+                       f"{cell(short_text(ans, 60))} | {cell(resp.get('reason'))} | {cell(resp.get('responded_at'))} |")
+        out.append("")
+    if r.is_waiting:
+        out.append("## How to answer\n")
+        out.append(fence("\n".join(hitl_fmt.how_to_answer(r, _rel(ws, view.loc.state_dir))), "text"))
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- /store.md
+def _value_cell(v: Any) -> str:
+    return inline(short_text(pretty_json(v).replace("\n", " "), 120))
+
+
+def store(ws, target: StateUri, settings: RenderSettings) -> str:
+    x = ws.extra
+    out = ["# Store and other state", ""]
+    for label, st in (("Store (`store_set`)", x.store), ("Orchestrator store", x.orchestrator_store)):
+        if st is None:
+            continue
+        out.append(f"## {label} — {inline(_rel(ws, st.path))} ({len(st.entries)} key(s))\n")
+        for p in st.problems:
+            out.append(f"> ⚠ {cell(p.message)}\n")
+        if st.entries:
+            out.append("| key | value |\n|---|---|")
+            for k in list(st.entries)[:1000]:
+                out.append(f"| {inline(k)} | {_value_cell(st.entries[k])} |")
+        out.append("")
+    if x.store is None and x.orchestrator_store is None:
+        out.append("No `.harn/store.json`.\n")
+    out.append(f"## Workflow mailboxes ({len(x.mailboxes)})\n")
+    for mb in x.mailboxes:
+        flags = " · paused" if mb.paused else ""
+        out.append(f"### {inline(mb.workflow_id)} — {len(mb.pending)} pending message(s), "
+                   f"{mb.unanswered_updates} unanswered update(s){flags}\n")
+        if mb.pending:
+            out.append("| seq | kind | name | payload | enqueued |\n|---|---|---|---|---|")
+            for m in mb.pending[:200]:
+                out.append(f"| {cell(m.get('seq'))} | {cell(m.get('kind'))} | {cell(m.get('name'))} | "
+                           f"{_value_cell(m.get('payload'))} | {cell(m.get('enqueued_at'))} |")
+            out.append("")
+    out.append(f"## Running now (locks: {len(x.locks)})\n")
+    if not x.locks:
+        out.append("No lock files.")
+    for lk in x.locks:
+        held = {True: "**held** — running now", False: "free", None: "unknown (no /proc/locks)"}[lk.held]
+        out.append(f"- {lk.kind} {inline(lk.name)}: {held}")
+    out.append("")
+    out.append(f"## Embedding cache ({len(x.embed)} namespace/model folder(s))\n")
+    if x.embed:
+        out.append("| namespace | model hint | vectors | size |\n|---|---|---|---|")
+        for e in x.embed:
+            out.append(f"| {inline(e.namespace)} | {inline(e.model_hint)} | {e.vectors} | {human_bytes(e.bytes)} |")
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------------------- /receipts/<id>.md
+def receipts(ws, target: StateUri, settings: RenderSettings) -> str:
+    r = ws.extra.receipt(target.name)
+    if r is None:
+        raise UriError(f"no receipt {target.name!r} in .harn/receipts")
+    status = {"verified": "✅ verified", "failed": "❌ does NOT verify", "unreadable": "⚠ unreadable"}[r.status]
+    out = [f"# Receipt {inline(r.id)}", "", f"**{status}** · {inline(_rel(ws, r.path))}", ""]
+    if r.errors:
+        out.append("| error |\n|---|")
+        out.extend(f"| {cell(e)} |" for e in r.errors[:200])
+        out.append("")
+    out.append("| | |\n|---|---|")
+    out.append(f"| issued | {cell(r.issued_at)} |")
+    out.append(f"| pipeline | {inline(r.pipeline)} |")
+    out.append(f"| run status | {cell(r.run_status)} |")
+    out.append(f"| events | {r.event_count} |")
+    out.append(f"| receipt hash | {inline(r.receipt_hash)} |")
+    out.append(f"| event root | {inline(r.event_root_hash)} |")
+    out.append(f"| signing keys | {', '.join(inline(k) for k in r.key_ids) or '—'} |")
+    out.append("\nThe public key is embedded in the receipt: a valid signature proves integrity, not who signed. "
+               "Pin the key id yourself if identity matters.\n")
+    data = r.data or {}
+    log = data.get("event_log") if isinstance(data.get("event_log"), dict) else {}
+    evs = log.get("events") if isinstance(log.get("events"), list) else []
+    if evs:
+        out.append(f"## Events ({len(evs)})\n")
+        for e in evs[:200]:
+            if not isinstance(e, dict):
+                continue
+            out.append(f"### {inline(e.get('topic'))} #{cell(e.get('event_id'))} {inline(e.get('kind'))}\n")
+            out.append(fence(pretty_json(e.get("payload")), "json"))
+    return "\n".join(out) + "\n"
+
+
+# -------------------------------------------------------------------------------------------- /worktrees.md
+def worktrees(ws, target: StateUri, settings: RenderSettings) -> str:
+    x = ws.extra
+    out = [f"# Worktrees ({len(x.worktrees)})", ""]
+    if x.worktrees:
+        out.append("| worktree | branch | state |\n|---|---|---|")
+        for wt in x.worktrees:
+            state = f"⚠ stale: {cell(wt.reason)}" if wt.stale else "ok"
+            out.append(f"| {inline(wt.name)} | {inline(wt.branch) if wt.branch else ''} | {state} |")
+    else:
+        out.append("No agent worktrees under `.harn/worktrees/`.")
+    out.append(f"\n## Crystallization candidates ({len(x.candidates)})\n")
+    for c in x.candidates:
+        done = "" if c.complete else " · *being written (no proposal.json yet)*"
+        title = c.proposal.get("title") or c.proposal.get("name") or c.id
+        out.append(f"- {_link(str(title), make_uri('crystallization', c.id))} · {cell(c.proposal.get('kind', ''))} · "
+                   f"{len(c.files)} file(s){done}")
+    if not x.candidates:
+        out.append("None staged under `.burin/crystallization/`.")
+    out.append(f"\n## Receipts ({len(x.receipts)})\n")
+    for r in x.receipts:
+        out.append(f"- {_link(r.id, make_uri('receipts', r.id))} · {r.status} · {cell(r.pipeline)}")
+    return "\n".join(out) + "\n"
+
+
+def crystallization(ws, target: StateUri, settings: RenderSettings) -> str:
+    c = next((c for c in ws.extra.candidates if c.id == target.name), None)
+    if c is None:
+        raise UriError(f"no crystallization candidate {target.name!r}")
+    p = c.proposal
+    out = [f"# Candidate {inline(c.id)}", ""]
+    out.append("Staged, not active: Harn's compiler and test gates own activation.\n" if c.complete
+               else "Still being written: `proposal.json` (the completion signal) is not there yet.\n")
+    out.append("| | |\n|---|---|")
+    for key in ("title", "name", "kind", "status", "description", "when_to_use", "support", "staged_at", "source"):
+        if key in p:
+            out.append(f"| {key} | {cell(short_text(p.get(key), 200))} |")
+    out.append(f"\n## Files ({len(c.files)})\n")
+    out.extend(f"- {inline(f)}" for f in c.files)
+    art = p.get("artifact") if isinstance(p.get("artifact"), dict) else {}
+    if isinstance(art.get("source"), str):
+        out.append(f"\n## {inline(art.get('entrypoint') or 'source')}\n")
+        out.append(fence(art["source"][:20000]))
+    if isinstance(art.get("test_source"), str):
+        out.append("\n## test.harn\n")
+        out.append(fence(art["test_source"][:20000]))
+    return "\n".join(out) + "\n"
+
+
+RENDERERS = {
+    "events_index": events_index,
+    "events": events,
+    "hitl_index": hitl_index,
+    "hitl": hitl,
+    "store": store,
+    "receipts": receipts,
+    "worktrees": worktrees,
+    "crystallization": crystallization,
+}
+
+
+# ------------------------------------------------------------------------------------------ inspect
+def inspect_extra(ws) -> dict:
+    """The `inspect --json` sections for event logs, HITL and the rest of `.harn/`."""
+    x = ws.extra
+    rel = lambda p: ws.relpath(p) or p  # noqa: E731
+    return {
+        "event_logs": [
+            {"label": v.label, "backend": v.loc.backend, "path": rel(v.path), "state_dir": rel(v.loc.state_dir),
+             "topics": [t.to_json() for t in sorted(v.summary.topics.values(), key=lambda t: t.topic)],
+             "consumers": [c.to_json() for c in v.summary.consumers]}
+            for v in x.existing_logs()
+        ],
+        "hitl": {
+            "waiting": [r.to_json() for r in x.waiting()],
+            "resolved": [r.to_json() for r in x.all_requests() if not r.is_waiting],
+        },
+        "store": None if x.store is None else {"path": rel(x.store.path), "keys": sorted(x.store.entries)},
+        "orchestrator_store": None if x.orchestrator_store is None else {
+            "path": rel(x.orchestrator_store.path), "keys": sorted(x.orchestrator_store.entries)},
+        "workflows": [{"workflow_id": m.workflow_id, "path": rel(m.path), "pending": len(m.pending), "paused": m.paused,
+                       "unanswered_updates": m.unanswered_updates} for m in x.mailboxes],
+        "receipts": [r.to_json() | {"path": rel(r.path)} for r in x.receipts],
+        "worktrees": [{"name": w.name, "path": rel(w.path), "branch": w.branch, "stale": w.stale, "reason": w.reason}
+                      for w in x.worktrees],
+        "crystallization": [{"id": c.id, "path": rel(c.path), "complete": c.complete, "files": c.files,
+                             "kind": c.proposal.get("kind"), "name": c.proposal.get("name")} for c in x.candidates],
+        "locks": [{"path": rel(lk.path), "kind": lk.kind, "name": lk.name, "held": lk.held} for lk in x.locks],
+        "embed_cache": [{"namespace": e.namespace, "model_hint": e.model_hint, "vectors": e.vectors, "bytes": e.bytes}
+                        for e in x.embed],
+    }
+
+
+def inspect_extra_text(data: dict) -> list[str]:
+    out = []
+    logs = data["event_logs"]
+    out.append(f"event logs       {len(logs)}")
+    for lg in logs:
+        out.append(f"  {lg['label']:<16} {lg['path']}  {len(lg['topics'])} topic(s), "
+                   f"{sum(t['count'] for t in lg['topics'])} event(s)")
+        for t in lg["topics"][:30]:
+            out.append(f"    {t['topic'][:60]:<60} {t['count']:>7}  last {t['last_id']}")
+        for c in lg["consumers"]:
+            out.append(f"    consumer {c['consumer_id']} on {c['topic']}: cursor {c['cursor']}, lag {c['lag']}")
+    waiting = data["hitl"]["waiting"]
+    out.append(f"waiting for you  {len(waiting)} request(s), {len(data['hitl']['resolved'])} resolved")
+    for r in waiting:
+        out.append(f"  {r['kind']:<12} {r['state']:<20} {r['request_id']}  {r['prompt'][:50]}")
+    st = data["store"]
+    out.append(f"store            " + (f"{len(st['keys'])} key(s)" if st else "none"))
+    out.append(f"workflows        {len(data['workflows'])} mailbox(es), "
+               f"{sum(m['pending'] for m in data['workflows'])} pending message(s)")
+    out.append(f"receipts         {len(data['receipts'])}")
+    for r in data["receipts"]:
+        out.append(f"  {r['id']:<48} {r['status']}" + (f"  {r['errors'][0]}" if r["errors"] else ""))
+    out.append(f"worktrees        {len(data['worktrees'])}" +
+               (f" ({sum(1 for w in data['worktrees'] if w['stale'])} stale)" if data["worktrees"] else ""))
+    for w in data["worktrees"]:
+        out.append(f"  {w['name']:<48} {'STALE: ' + w['reason'] if w['stale'] else w['branch']}")
+    out.append(f"crystallization  {len(data['crystallization'])} candidate(s)")
+    for c in data["crystallization"]:
+        out.append(f"  {c['id']:<32} {len(c['files'])} file(s)" + ("" if c["complete"] else "  (incomplete)"))
+    held = [lk for lk in data["locks"] if lk["held"]]
+    out.append(f"locks            {len(data['locks'])} lock file(s), {len(held)} held (running now)")
+    for lk in held:
+        out.append(f"  running: {lk['kind']} {lk['name']}")
+    out.append(f"embedding cache  {sum(e['vectors'] for e in data['embed_cache'])} vector(s) in "
+               f"{len(data['embed_cache'])} folder(s)")
+    return out
