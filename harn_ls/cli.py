@@ -150,6 +150,8 @@ def cmd_proposals(args) -> int:
         _dump(result)
     else:
         sys.stdout.write(result.get("message", "done") + "\n")
+    if result.get("warning"):
+        sys.stderr.write(f"warning: {result['warning']}\n")
     return 0
 
 

@@ -10,9 +10,17 @@ same order of floating-point operations as the formula is written (query
 terms summed in query order, duplicates included; the field boosts summed
 separately and then added), so exact ties in Harn are exact ties here too:
 
-    idf   = ln(1 + (N - df + 0.5) / (df + 0.5))
-    bm25 += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
-    boost = sum over query terms of (0.4 if term in key tokens) + (0.25 if in tag tokens)
+    idf   = log1p((N - df + 0.5) / (df + 0.5))
+    bm25 += idf * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * dl / avgdl))
+    boost = fold over query terms: (boost + (0.4 if term in key tokens)) + (0.25 if in tag tokens)
+    score = bm25 + boost
+
+This is the arithmetic of current Harn's `score_bm25`/`bm25_score`/
+`exact_field_boost` in `crates/harn-vm/src/stdlib/memory.rs` (burin-labs/harn
+094874f4, which uses `.ln_1p()`; older builds such as e45362cf wrote
+`(x + 1.0).ln()`, which can differ from log1p in the last bit), term for
+term and in Rust's evaluation order, so scores are bit-identical to Harn's
+(`math.log1p` is the same libm `log1p` Rust's `f64::ln_1p` calls).
 
 Only documents containing at least one query term are visited (postings of
 the query terms). That is complete: every key/tag token is also a token of
@@ -336,7 +344,6 @@ def analyze(record: MemoryRecord) -> tuple[dict[str, int], int]:
 # Harn's per-query-term field boost, `(0.4 if in key) + (0.25 if in tags)`,
 # indexed by the 2-bit flag code (1 = key, 2 = tag) stored with each posting.
 _BOOST_OF_FLAGS = [(KEY_BOOST if code & 1 else 0.0) + (TAG_BOOST if code & 2 else 0.0) for code in range(4)]
-_BOOST_ARRAY = np.array(_BOOST_OF_FLAGS, dtype=np.float64)
 
 _OVERFLOW_MIN = 1 << 15  # postings appended before they are merged into the sorted main arrays
 _DEAD_MIN = 1024  # dead slots tolerated before the slots are renumbered (and at most a quarter of them)
@@ -778,13 +785,12 @@ class NamespaceIndex:
             slots, codes, df = self._term_postings(tid)
             if not df:
                 continue
-            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            idf = math.log1p((n - df + 0.5) / (df + 0.5))
             tf = (codes >> 2).astype(np.float64)
-            contrib = idf * tf * (K1 + 1.0) / (tf + self._norms(avgdl)[slots])
+            contrib = idf * (tf * (K1 + 1.0)) / (tf + self._norms(avgdl)[slots])
             flags = codes & 3
-            flagged = np.flatnonzero(flags)
-            if len(flagged):
-                bslots, bvals = slots[flagged], _BOOST_ARRAY[flags[flagged]]
+            if flags.any():  # Harn adds 0.4 (key) and then 0.25 (tag): two additions, not one of 0.65
+                bslots, bvals = slots[(flags & 1) != 0], slots[(flags & 2) != 0]
             else:
                 bslots = bvals = None
             parts[term] = (slots, contrib, bslots, bvals)
@@ -805,11 +811,12 @@ class NamespaceIndex:
             touched += len(slots)
         boost = None
         for term in order:
-            bslots, bvals = parts[term][2], parts[term][3]
-            if bslots is not None:
+            kslots, tslots = parts[term][2], parts[term][3]
+            if kslots is not None:
                 if boost is None:
                     boost = np.zeros(ns)
-                boost[bslots] += bvals
+                boost[kslots] += KEY_BOOST
+                boost[tslots] += TAG_BOOST
         if touched * 8 < ns:
             cand = np.unique(np.concatenate([p[0] for p in parts.values()]))
         else:
@@ -842,12 +849,13 @@ class NamespaceIndex:
             tf = counts.get(t, 0) & _TF_MASK
             if tf:
                 df = dfs[t]
-                idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-                c = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl))
+                idf = math.log1p((n - df + 0.5) / (df + 0.5))
+                c = idf * (tf * (K1 + 1.0)) / (tf + K1 * (1.0 - B + B * dl / avgdl))
                 bm25 += c
                 per_term[t] = per_term.get(t, 0.0) + c
         for t in q:
-            boost += _BOOST_OF_FLAGS[counts.get(t, 0) >> _TF_BITS]
+            flags = counts.get(t, 0) >> _TF_BITS
+            boost = boost + (KEY_BOOST if flags & 1 else 0.0) + (TAG_BOOST if flags & 2 else 0.0)
         terms: list[TermExplain] = []
         kb_total = tb_total = 0.0
         for t, count in qcount.items():
@@ -857,7 +865,7 @@ class NamespaceIndex:
             kb_total += kb
             tb_total += tb
             df = dfs[t]
-            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            idf = math.log1p((n - df + 0.5) / (df + 0.5))
             terms.append(TermExplain(t, count, counts.get(t, 0) & _TF_MASK, df, idf, per_term.get(t, 0.0), kb, tb))
         return Explain(tuple(terms), bm25, kb_total, tb_total, bm25 + boost, dl, avgdl, n)
 

@@ -9,6 +9,7 @@ with symlinks resolved before anything is written.
 from __future__ import annotations
 
 import os
+import stat
 import uuid
 
 
@@ -54,39 +55,123 @@ def make_dirs(project_root: str, directory: str) -> None:
     ensure_inside(project_root, directory)  # re-check: a racing symlink swap is refused too
 
 
+# New files get what Rust's `std::fs::write` / `OpenOptions::create` give them (0o666, 0o777 for
+# folders, both less the umask), so a file harn-ls creates has the mode Harn's would have.
+NEW_FILE_MODE = 0o666
+NEW_DIR_MODE = 0o777
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_dir_inside(project_root: str, directory: str) -> int:
+    """An fd of `directory`, checked (through the fd itself) to be inside the project.
+
+    Every later step works relative to this fd, so a folder swapped for a
+    symlink after the check cannot redirect the write.
+    """
+    real = ensure_inside(project_root, directory)
+    fd = os.open(real, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        try:
+            where = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # no procfs: the folder at the checked path must be this very inode
+            cur = os.stat(real)
+            where = real if (cur.st_dev, cur.st_ino) == (st.st_dev, st.st_ino) else ""
+        real_root = os.path.realpath(project_root)
+        if where != real_root and not where.startswith(real_root + os.sep):
+            raise ActionFailed(f"refused: {directory} moved outside the project while writing")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _target_stat(dir_fd: int, base: str, path: str) -> os.stat_result | None:
+    """lstat of the target at write time: a symlink or a non-file there is refused."""
+    try:
+        st = os.stat(base, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        raise ActionFailed(f"refused: {path} is a symlink; harn-ls does not write through links")
+    if not stat.S_ISREG(st.st_mode):
+        raise ActionFailed(f"refused: {path} is not a regular file")
+    return st
+
+
 def atomic_write(project_root: str, path: str, data: bytes | str, *, exclusive: bool = False) -> None:
     """Write `path` so a reader sees the old file or the whole new one, never a part.
 
-    exclusive=True refuses to replace an existing file (link(2) is atomic).
+    A replaced file keeps its permission bits and, where allowed, its owner
+    and group (a 0600 checkpoint stays 0600); a new file gets 0o666 less the
+    umask, as Harn's writes do. The folder is pinned by an fd checked to be
+    inside the project, and the target is lstat-ed again right before the
+    rename: a symlink swapped in after the first check is refused, never
+    followed. exclusive=True refuses to replace an existing file (link(2) is atomic).
     """
     ensure_inside(project_root, path)
     if isinstance(data, str):
         data = data.encode("utf-8")
     directory = os.path.dirname(path) or "."
+    base = os.path.basename(path)
     make_dirs(project_root, directory)
-    _sweep_stale_temps(directory, os.path.basename(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.harn-ls-{uuid.uuid4().hex}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    _sweep_stale_temps(directory, base)
+    dir_fd = _open_dir_inside(project_root, directory)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if exclusive:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                raise ActionFailed(f"refused: {path} already exists") from None
-            os.unlink(tmp)
-        else:
-            os.replace(tmp, path)
-    except BaseException:
+        before = _target_stat(dir_fd, base, path)
+        mode = stat.S_IMODE(before.st_mode) if before is not None else None
+        tmp = f".{base}.harn-ls-{uuid.uuid4().hex}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
+                     mode if mode is not None else NEW_FILE_MODE, dir_fd=dir_fd)
         try:
-            os.unlink(tmp)
+            try:
+                if before is not None:
+                    _keep_owner_and_mode(fd, before)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+                if exclusive:
+                    try:
+                        os.link(tmp, base, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+                    except FileExistsError:
+                        raise ActionFailed(f"refused: {path} already exists") from None
+                    os.unlink(tmp, dir_fd=dir_fd)
+                else:
+                    now = _target_stat(dir_fd, base, path)  # re-check right before the rename
+                    if now is not None and (before is None or (now.st_dev, now.st_ino) != (before.st_dev, before.st_ino)):
+                        _keep_owner_and_mode(fd, now)  # replaced meanwhile: keep the newer file's mode
+                    os.replace(tmp, base, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            finally:
+                os.close(fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)
+            except OSError:
+                pass
+            raise
+        try:
+            os.fsync(dir_fd)
         except OSError:
             pass
-        raise
-    _fsync_dir(directory)
+    finally:
+        os.close(dir_fd)
+
+
+def _keep_owner_and_mode(fd: int, st: os.stat_result) -> None:
+    """Give the (open) temp file the replaced file's owner/group where permitted, and its mode.
+
+    chown first: it may clear set-id bits, which the chmod afterwards restores.
+    """
+    try:
+        os.fchown(fd, st.st_uid, st.st_gid)
+    except OSError:
+        try:  # not root: at least keep the group when we are a member of it
+            os.fchown(fd, -1, st.st_gid)
+        except OSError:
+            pass
+    os.fchmod(fd, stat.S_IMODE(st.st_mode))
 
 
 def _sweep_stale_temps(directory: str, base: str, older_than: float = 600.0) -> None:
@@ -182,9 +267,15 @@ def atomic_write_dir(project_root: str, target_dir: str, files: dict[str, bytes 
     rels = [(_check_rel(rel), data) for rel, data in files.items()]
     make_dirs(project_root, parent)
     sweep_stale_staging(parent, base)
-    staging = os.path.join(parent, staging_name(base))
+    staging_base = staging_name(base)
+    staging = os.path.join(parent, staging_base)
     ensure_inside(project_root, staging)
-    os.mkdir(staging, 0o755)
+    parent_fd = _open_dir_inside(project_root, parent)  # mkdir and the final rename go through this fd
+    try:
+        os.mkdir(staging_base, NEW_DIR_MODE, dir_fd=parent_fd)
+    except BaseException:
+        os.close(parent_fd)
+        raise
     try:
         dirs = {staging}
         for parts, data in rels:
@@ -194,10 +285,10 @@ def atomic_write_dir(project_root: str, target_dir: str, files: dict[str, bytes 
             for part in parts[:-1]:
                 directory = os.path.join(directory, part)
                 if directory not in dirs:
-                    os.mkdir(directory, 0o755)
+                    os.mkdir(directory, NEW_DIR_MODE)
                     dirs.add(directory)
             path = os.path.join(directory, parts[-1])
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, NEW_FILE_MODE)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
                 fh.flush()
@@ -206,37 +297,62 @@ def atomic_write_dir(project_root: str, target_dir: str, files: dict[str, bytes 
             _fsync_dir(directory)
         ensure_inside(project_root, target_dir)  # re-check: a racing symlink swap is refused too
         try:
-            os.rename(staging, target_dir)
+            st = os.stat(base, dir_fd=parent_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            raise ActionFailed(f"refused: {target_dir} is a symlink; harn-ls does not write through links")
+        try:
+            os.rename(staging_base, base, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
         except OSError as exc:
             if exc.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
                 raise ActionFailed(f"refused: {target_dir} already exists; nothing was written") from None
             raise
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        os.close(parent_fd)
         raise
-    _fsync_dir(parent)
+    try:
+        os.fsync(parent_fd)
+    except OSError:
+        pass
+    os.close(parent_fd)
 
 
 def append_lines(project_root: str, path: str, lines: list[str]) -> int:
     """Append whole lines with one write; returns the byte offset the lines start at.
 
     A log whose last line is torn (no newline) first gets a newline, so our
-    line never merges into someone else's half-written one.
+    line never merges into someone else's half-written one. The folder is
+    pinned by a checked fd and the log opened with O_NOFOLLOW (a symlink
+    swapped in is refused); a new log gets 0o666 less the umask, like Harn's
+    `OpenOptions::create`, and an existing one keeps its mode.
     """
     ensure_inside(project_root, path)
     for line in lines:
         if "\n" in line or "\r" in line:
             raise ActionFailed("refused: a memory event line may not contain a raw newline")
-    make_dirs(project_root, os.path.dirname(path))
+    directory = os.path.dirname(path)
+    make_dirs(project_root, directory)
     payload = "".join(line + "\n" for line in lines).encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    dir_fd = _open_dir_inside(project_root, directory)
     try:
-        size = os.fstat(fd).st_size
-        if size:
-            with open(path, "rb") as fh:
-                fh.seek(size - 1)
-                if fh.read(1) != b"\n":
-                    payload = b"\n" + payload
+        try:
+            fd = os.open(os.path.basename(path), os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC,
+                         NEW_FILE_MODE, dir_fd=dir_fd)
+        except OSError as exc:
+            if os.path.islink(path):
+                raise ActionFailed(f"refused: {path} is a symlink; harn-ls does not write through links") from None
+            raise ActionFailed(f"refused: cannot open {path}: {exc}") from None
+    finally:
+        os.close(dir_fd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ActionFailed(f"refused: {path} is not a regular file")
+        size = st.st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            payload = b"\n" + payload
         written = 0
         while written < len(payload):
             written += os.write(fd, payload[written:])

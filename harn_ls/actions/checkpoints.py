@@ -1,23 +1,27 @@
-"""Forget one stage of a pipeline checkpoint (harn-formats §B).
+"""Forget one stage of a pipeline checkpoint (harn-formats §B, §O.6).
 
-Harn rewrites `.harn/checkpoints/<pipeline>.json` non-atomically (truncate +
-write, §B.3); we replace it atomically (temp + rename), in Harn's exact
-pretty format, so Harn's next load sees the old file or the whole new one.
-A running pipeline keeps its in-memory copy and would write the key back:
-`recently_modified` lets the caller ask for confirmation first, and
-`expect_mtime` refuses when the file changed after the user looked at it.
+Done the way current Harn mutates a checkpoint (`CheckpointState::delete`):
+take the exclusive `flock` on `<pipeline>.lock` beside the file (created if
+missing, never truncated, written or deleted), waiting at most 5 s with
+Harn's 1 ms -> 50 ms back-off; re-read the JSON under the lock; drop the key;
+write the file atomically (temp + rename, keeping its mode); release. While a
+pipeline holds the lock longer than that, the action refuses with a clear
+message and writes nothing. `expect_mtime` still refuses when the file
+changed after the user looked at it.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import time
 
 import orjson
 
-from harn_ls.actions import ActionFailed, atomic_write, ensure_inside
+from harn_ls.actions import NEW_FILE_MODE, ActionFailed, atomic_write, ensure_inside
 from harn_ls.actions.proposals import _check_segment, _inside
 from harn_ls.formats.checkpoints import render_checkpoint_json
+from harn_ls.formats.locks import checkpoint_lock_path
 
 _MAX_CHECKPOINT_BYTES = 256 * 1024 * 1024
 
@@ -39,45 +43,73 @@ def checkpoint_path(ws, pipeline: str) -> str:
     return path
 
 
-def recently_modified(ws, pipeline: str, seconds: float = 5) -> bool:
-    """True when the file changed in the last `seconds`: a pipeline may be running against it."""
-    try:
-        mtime = os.stat(checkpoint_path(ws, pipeline)).st_mtime
-    except FileNotFoundError:
-        return False
-    return time.time() - mtime <= seconds
+LOCK_DEADLINE = 5.0  # harn_flock::lock_with_deadline(.., Exclusive, 5 s) in CheckpointState::lock
+_BACKOFF_START, _BACKOFF_MAX = 0.001, 0.05
 
 
-def forget_stage(ws, pipeline: str, key: str, expect_mtime: float | None = None) -> dict:
+class _CheckpointLock:
+    """Harn's checkpoint lock: `flock(LOCK_EX)` on `<pipeline>.lock`, polled with LOCK_NB until a deadline."""
+
+    def __init__(self, confine_root: str, json_path: str, timeout: float) -> None:
+        self.path = checkpoint_lock_path(json_path)
+        self.confine_root = confine_root
+        self.timeout = timeout
+        self.fd: int | None = None
+
+    def __enter__(self) -> "_CheckpointLock":
+        import errno
+        import fcntl
+
+        ensure_inside(self.confine_root, self.path)
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(self.path, flags, NEW_FILE_MODE)  # like OpenOptions create(true).truncate(false)
+        except OSError as exc:
+            raise ActionFailed(f"refused: cannot open the checkpoint lock {self.path}: {exc}") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ActionFailed(f"refused: {self.path} is not a regular file")
+        deadline = time.monotonic() + self.timeout
+        delay = _BACKOFF_START
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    os.close(fd)
+                    raise ActionFailed(f"refused: cannot lock {self.path}: {exc}") from None
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise ActionFailed(
+                    f"refused: a pipeline is writing this checkpoint right now: timed out after "
+                    f"{self.timeout:.1f}s waiting for the exclusive lock on {self.path} (Harn holds it while it "
+                    "saves); nothing was changed, try again in a moment")
+            time.sleep(delay)
+            delay = min(delay * 2, _BACKOFF_MAX)
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # drops the flock; the lock file stays, as Harn's does
+            self.fd = None
+
+
+def forget_stage(ws, pipeline: str, key: str, expect_mtime: float | None = None,
+                 timeout: float = LOCK_DEADLINE) -> dict:
     path = checkpoint_path(ws, pipeline)
     if not isinstance(key, str):
         raise ActionFailed("refused: stage key must be a string")
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except FileNotFoundError:
-        raise ActionFailed(f"refused: {path} does not exist") from None
-    except OSError as exc:
-        raise ActionFailed(f"refused: cannot open {path}: {exc}") from None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        data = fh.read(_MAX_CHECKPOINT_BYTES + 1)
-    if expect_mtime is not None and st.st_mtime != expect_mtime:
-        raise ActionFailed(f"refused: {os.path.basename(path)} changed since it was shown; look again first")
-    if len(data) > _MAX_CHECKPOINT_BYTES:
-        raise ActionFailed(f"refused: {path} is too large to rewrite")
-    try:
-        mapping = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        # Possibly caught mid-write by Harn (§B.3): never "repair" it into something else.
-        raise ActionFailed(f"refused: {os.path.basename(path)} is not valid JSON right now ({exc}); try again") from None
-    if not isinstance(mapping, dict):
-        raise ActionFailed(f"refused: {os.path.basename(path)} is not a JSON object")
-    if key not in mapping:
-        raise ActionFailed(f"refused: {pipeline} has no stage {key!r}")
-    del mapping[key]
-    # Harn re-saves a loaded file with top-level keys sorted and nested values as loaded.
-    text = render_checkpoint_json(mapping, sort_nested=False)
-    atomic_write(_root_for(ws), path, text)
+    root = _root_for(ws)
+    # Checked once before the lock file is opened (a refusal then creates nothing), and again under the lock.
+    _read_under_lock(path, pipeline, key, expect_mtime)
+    with _CheckpointLock(root, path, timeout):
+        mapping = _read_under_lock(path, pipeline, key, expect_mtime)
+        del mapping[key]
+        # Harn re-saves a loaded file with top-level keys sorted and nested values as loaded.
+        text = render_checkpoint_json(mapping, sort_nested=False)
+        atomic_write(root, path, text)
     ws.apply([path])
     new_mtime = os.stat(path).st_mtime
     return {
@@ -88,3 +120,31 @@ def forget_stage(ws, pipeline: str, key: str, expect_mtime: float | None = None)
         "remaining": sorted(mapping),
         "mtime": new_mtime,
     }
+
+
+def _read_under_lock(path: str, pipeline: str, key: str, expect_mtime: float | None) -> dict:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        raise ActionFailed(f"refused: {path} does not exist") from None
+    except OSError as exc:
+        raise ActionFailed(f"refused: cannot open {path}: {exc}") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ActionFailed(f"refused: {path} is not a regular file")
+        data = fh.read(_MAX_CHECKPOINT_BYTES + 1)
+    if expect_mtime is not None and st.st_mtime != expect_mtime:
+        raise ActionFailed(f"refused: {os.path.basename(path)} changed since it was shown; look again first")
+    if len(data) > _MAX_CHECKPOINT_BYTES:
+        raise ActionFailed(f"refused: {path} is too large to rewrite")
+    try:
+        mapping = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        # Possibly caught mid-write by an older Harn (§B.3): never "repair" it into something else.
+        raise ActionFailed(f"refused: {os.path.basename(path)} is not valid JSON right now ({exc}); try again") from None
+    if not isinstance(mapping, dict):
+        raise ActionFailed(f"refused: {os.path.basename(path)} is not a JSON object")
+    if key not in mapping:
+        raise ActionFailed(f"refused: {pipeline} has no stage {key!r}")
+    return mapping

@@ -6,21 +6,27 @@ import, then write the marker `.burin-session-store-migrated-v1.json` inside
 the namespace. All memory events go out in ONE append; the marker is written
 afterwards, atomically and exclusively (a second migration racing us loses).
 
-Decisions where Harn's code is not known exactly:
-* Records already active (or tombstoned) are not stored again, so re-running
-  after a crash between the append and the marker adds nothing twice.
-* The new state merges the namespace's current `suppressed_until` with the
-  legacy one (the later timestamp wins), so nothing suppressed becomes
-  visible again; `enabled` comes from the legacy state.
-* Prompts are normalized as `pl_observation_from_input` is described
-  (§E.2): whitespace collapsed, PEM private keys and `token=`-style secrets
-  redacted; tool names slugified, empty and `load-skill` dropped.
+Records are built as Harn's migration builds them (pattern_knowledge.harn
+@0526ba57 `pl_migrate_*`, persistence module @12fc74ed):
+* observations: `pl_observation_from_legacy` -> id, session_id, prompt
+  (`pl_redact_sensitive(pl_text(..))`), tool_sequence (slugified, empty and
+  `load-skill` dropped), observed_at; `source_id`, `run_id`, `evidence_kind`
+  are "" (the legacy path passes none of them);
+* proposals: id, kind (default `skill`), source, name, title, description,
+  when_to_use through `pl_text`; body as is; support (default 0);
+  sample_prompts; tool_sequence; created_at / last_seen_at from the legacy
+  record, else now; nothing else;
+* state: replaced with the legacy `enabled` (default true) and
+  `suppressedUntil` (default {}).
+
+One decision of ours, for crash safety: records already active (or
+tombstoned) are not stored again and an identical state is not replaced, so
+re-running after a crash between the append and the marker adds nothing twice.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import uuid
 
 from harn_ls.actions import ActionFailed, append_lines, atomic_write, iso_millis, now_ns
@@ -36,14 +42,8 @@ from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats.checkpoints import render_checkpoint_json
 from harn_ls.formats.harn_json import serde_compact
 
-_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?-----END [A-Z0-9 ]*PRIVATE KEY-----", re.DOTALL)
-_SECRET = re.compile(r"(?i)\b(api_key|api-key|apikey|token|secret|password|credential)\s*[:=]\s*[^\s,;]+")
-
-
 def normalize_prompt(prompt: str) -> str:
-    text = _PEM.sub("<redacted-private-key>", prompt)
-    text = " ".join(text.split())
-    return _SECRET.sub(lambda m: f"{m.group(1)}=<redacted>", text)
+    return pl_fmt.redact_prompt(prompt)
 
 
 def normalize_tools(tools: list[str]) -> list[str]:
@@ -88,7 +88,7 @@ def migrate_pattern_learning(ws, now=None) -> dict:
         value = pl_fmt.pattern_record_value({
             "id": oid, "session_id": obs.session_id, "prompt": prompt,
             "tool_sequence": normalize_tools(obs.tool_sequence), "observed_at": obs.observed_at or now_iso,
-            "source_id": obs.source_id, "run_id": obs.run_id, "evidence_kind": obs.evidence_kind,
+            "source_id": "", "run_id": "", "evidence_kind": "",  # pl_observation_from_legacy passes none
         }, "observation")
         events.append(pattern_store_event(NAMESPACE, oid, f"observation:{oid}", value, now_iso, "observation"))
         active_ids.add(oid)
@@ -98,42 +98,40 @@ def migrate_pattern_learning(ws, now=None) -> dict:
         if _ids_with_key(space, f"pending:{prop.id}"):
             counts["skipped"] += 1
             continue
-        record = {
-            "id": prop.id, "kind": prop.kind or "skill", "source": prop.source, "name": prop.name,
-            "title": prop.title, "description": prop.description, "when_to_use": prop.when_to_use,
-            "body": prop.body, "support": prop.support, "sample_prompts": list(prop.sample_prompts),
-            "tool_sequence": list(prop.tool_sequence),
-            "created_at": prop.created_at or legacy.generated_at or now_iso,
-            "last_seen_at": prop.last_seen_at or legacy.generated_at or now_iso,
+        t_ = pl_fmt.pl_text
+        if not t_(prop.id):  # Harn stores only proposals with an id
+            counts["skipped"] += 1
+            continue
+        record = {  # pl_migrate_pending's `normalized`, field for field
+            "id": t_(prop.id), "kind": t_(prop.kind) or "skill", "source": t_(prop.source), "name": t_(prop.name),
+            "title": t_(prop.title), "description": t_(prop.description), "when_to_use": t_(prop.when_to_use),
+            "body": "" if prop.body is None else str(prop.body), "support": prop.support if prop.support is not None else 0,
+            "sample_prompts": list(prop.sample_prompts or []), "tool_sequence": list(prop.tool_sequence or []),
+            "created_at": t_(prop.created_at or now_iso),
+            "last_seen_at": t_(prop.last_seen_at or now_iso),
         }
-        if prop.evidence_ids:
-            record["evidence_ids"] = list(prop.evidence_ids)
-        if prop.curator_session_id:
-            record["curator_session_id"] = prop.curator_session_id
-        if prop.artifact:
-            record["artifact"] = prop.artifact
         value = pl_fmt.pattern_record_value(record, "pending")
-        rid = pl_fmt.pending_record_id(prop.id, now_iso, str(uuid.uuid4()))
-        events.append(pattern_store_event(NAMESPACE, rid, f"pending:{prop.id}", value, now_iso, "pending"))
+        rid = pl_fmt.pending_record_id(record["id"], now_iso, str(uuid.uuid4()))
+        events.append(pattern_store_event(NAMESPACE, rid, f"pending:{record['id']}", value, now_iso, "pending"))
         counts["proposals"] += 1
 
-    if legacy.state is not None:
-        current = ws.pattern.state if ws.pattern is not None else pl_fmt.PatternState()
-        merged = dict(current.suppressed_until)
-        for pid, until in legacy.state.suppressed_until.items():
-            if pid not in merged or until > merged[pid]:
-                merged[pid] = until
-        unchanged = current.record is not None and current.enabled == legacy.state.enabled \
-            and current.suppressed_until == merged
-        if unchanged:
-            counts["skipped"] += 1
-        else:
-            value = pl_fmt.pattern_record_value(
-                {"enabled": legacy.state.enabled, "suppressed_until": merged, "updated_at": now_iso}, "state")
-            events.append(forget_event(NAMESPACE, {"key": "state"}, _ids_with_key(space, "state"), t))
-            events.append(pattern_store_event(NAMESPACE, pl_fmt.state_record_id(now_iso, str(uuid.uuid4())),
-                                              "state", value, now_iso, "state"))
-            counts["state"] = 1
+    # pl_migrate_state always replaces the state: a missing legacy state stream reads as the
+    # fallback {enabled: true, suppressedUntil: {}} (pl_project_value).
+    legacy_state = legacy.state if legacy.state is not None else pl_fmt.PatternState()
+    current = ws.pattern.state if ws.pattern is not None else pl_fmt.PatternState()
+    merged = dict(legacy_state.suppressed_until)  # pl_replace_state: the legacy value replaces the current one
+    enabled = True if legacy_state.enabled is None else legacy_state.enabled
+    unchanged = current.record is not None and current.enabled == enabled \
+        and current.suppressed_until == merged
+    if unchanged:
+        counts["skipped"] += 1
+    else:
+        value = pl_fmt.pattern_record_value(
+            {"enabled": enabled, "suppressed_until": merged, "updated_at": now_iso}, "state")
+        events.append(forget_event(NAMESPACE, {"key": "state"}, _ids_with_key(space, "state"), t))
+        events.append(pattern_store_event(NAMESPACE, pl_fmt.state_record_id(now_iso, str(uuid.uuid4())),
+                                          "state", value, now_iso, "state"))
+        counts["state"] = 1
 
     if events:
         append_lines(root, events_path, [serde_compact(e) for e in events])

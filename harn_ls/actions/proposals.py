@@ -11,12 +11,16 @@ Reject (§E.3, §E.2): forget `{"key": "pending:<id>"}`, forget `{"key":
 "state"}`, store a fresh state record with `suppressed_until[<id>]` = now +
 days. The three events go out in one append, so a crash leaves all or none.
 
-Timestamps (decision): `suppressed_until` values are written in
-`date_now_iso()` form (`2026-05-16T09:25:00.512Z`). Harn compares them as
-strings against `date_now_iso()`; the same fixed-width format makes that
-comparison chronological to the millisecond. (The §E.2 example's
-`...:00Z` form would stay "suppressed" for up to one extra second, since
-'Z' > '.'.)
+Timestamps: `suppressed_until` values are what Harn's `pl_add_days_iso`
+writes, chrono's `to_rfc3339()` of now + days in UTC
+(`2026-04-25T17:32:09.481+00:00`, no fraction when it is zero), computed
+through Harn's own datetime steps (`pattern_learning.suppressed_until_after`).
+`updated_at` / `stored_at` are `date_now_iso()` (`...SS.mmmZ`), and the
+`forgotten_at` of each forget event chrono's `Utc::now().to_rfc3339()`.
+
+A `skillRoot` other than `.claude/skills` / `.burin/skills` is outside
+Harn's pattern-learning roots: Harn will not see skills there and may propose
+the same skill again. `skill_root_warning` says so (Accept preview, start-up).
 
 `planned_files` is pure: it only reads, and returns exactly what Accept would write.
 """
@@ -43,7 +47,7 @@ from harn_ls.actions import (
 )
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats.harn_json import serde_compact, stringify
-from harn_ls.formats.skills import is_valid_skill_name, render_learned_skill, slugify
+from harn_ls.formats.skills import is_valid_skill_name, render_learned_skill
 
 NAMESPACE = pl_fmt.NAMESPACE
 DEFAULT_SKILL_ROOT = ".claude/skills"
@@ -72,6 +76,7 @@ class Plan:
     forget_predicate: str  # compact JSON, e.g. {"key":"pending:prompt-..."}
     events_path: str
     skill_path: str = ""  # the SKILL.md among `files`
+    warning: str = ""  # e.g. a skillRoot outside Harn's pattern-learning roots
     harn_layer: bool = False  # skill root is a Harn loader layer: `short:` was added
     namespace: str = NAMESPACE
     candidate_dir: str = ""  # executable kinds: the folder staged as a whole
@@ -239,13 +244,24 @@ def _is_harn_layer(ws, root_dir: str) -> bool:
 
 
 def _namespace_dir(namespace: str) -> list[str]:
-    """Harn puts a non-default namespace's skills in a slugified sub-folder."""
+    """Harn puts a non-default namespace's skills in a slugified sub-folder, `custom/` when the slug is empty."""
     if namespace == NAMESPACE:
         return []
-    slug = slugify(namespace)
-    if not slug:
-        raise ActionFailed(f"refused: namespace {namespace!r} has an empty slug")
-    return [slug]
+    return [pl_fmt.skill_namespace_dir(namespace)]
+
+
+def skill_root_warning(ws, skill_root: str | None) -> str:
+    """A warning when `skill_root` is not one of Harn's pattern-learning roots (empty string when it is)."""
+    try:
+        root_dir = os.path.normpath(_skill_root_dir(ws, skill_root))
+    except ActionFailed as exc:
+        return str(exc)
+    harn_roots = [os.path.normpath(os.path.join(os.path.realpath(ws.root), *parts)) for parts in pl_fmt.PATTERN_SKILL_ROOTS]
+    if os.path.normpath(os.path.realpath(root_dir)) in harn_roots or root_dir in harn_roots:
+        return ""
+    shown = skill_root if skill_root not in (None, "") else DEFAULT_SKILL_ROOT
+    return (f"skillRoot {shown!r} is outside Harn's pattern-learning roots (.claude/skills, .burin/skills): "
+            "Harn will not see skills here and may propose this one again")
 
 
 def _short_for(prop) -> str:
@@ -296,7 +312,7 @@ def planned_files(ws, proposal, skill_root: str | None = None, *, now=None, name
     unsafe id or root, unknown kind, symlinked target).
     """
     prop = proposal
-    name = check_skill_name(prop.name)
+    name = check_skill_name(prop.name.strip(" \t\r\n\x0b\x0c") if isinstance(prop.name, str) else prop.name)  # pl_text
     pid = _check_segment(prop.id, "proposal id")
     ns_dir = _namespace_dir(namespace)
     events_path = pattern_events_path(ws, namespace)
@@ -307,11 +323,11 @@ def planned_files(ws, proposal, skill_root: str | None = None, *, now=None, name
         root_dir = _skill_root_dir(ws, skill_root)
         harn_layer = _is_harn_layer(ws, root_dir)
         path = _inside(ws, os.path.join(root_dir, *ns_dir, name, "SKILL.md"))
-        text = render_learned_skill(name, prop.description, prop.when_to_use, prop.source, prop.body,
-                                    short=_short_for(prop) if harn_layer else None)
+        text = _render_skill(name, prop, short=_short_for(prop) if harn_layer else None)
         conflict, identical = _existing_state(path, text)
         return Plan([PlannedFile(path, text, "markdown", conflict, identical)], predicate, events_path,
-                    skill_path=path, harn_layer=harn_layer, namespace=namespace)
+                    skill_path=path, harn_layer=harn_layer, namespace=namespace,
+                    warning=skill_root_warning(ws, skill_root))
 
     if kind not in EXECUTABLE_ENTRYPOINTS:
         raise ActionFailed(f"refused: unknown proposal kind {kind!r} (expected skill, harn_tool, harn_workflow or hybrid)")
@@ -322,7 +338,7 @@ def planned_files(ws, proposal, skill_root: str | None = None, *, now=None, name
     candidate = _inside(ws, os.path.join(ws.root, *CRYSTALLIZATION_DIR, pid))
     # Harn calls its SKILL.md writer with the candidate dir as project root (§E.3, later version).
     skill_path = _inside(ws, os.path.join(candidate, ".claude", "skills", *ns_dir, name, "SKILL.md"))
-    skill_text = render_learned_skill(name, prop.description, prop.when_to_use, prop.source, prop.body)
+    skill_text = _render_skill(name, prop)
     staged_at = iso_millis(now_ns(now))
     record = _proposal_value(prop)
     record.update({"schema": CANDIDATE_SCHEMA, "status": "staged", "candidate_dir": candidate, "staged_at": staged_at})
@@ -346,6 +362,13 @@ def planned_files(ws, proposal, skill_root: str | None = None, *, now=None, name
         conflict, replaceable = False, True
     files.append(PlannedFile(pj_path, pj_text, "json", conflict, identical, replaceable))
     return Plan(files, predicate, events_path, skill_path=skill_path, namespace=namespace, candidate_dir=candidate)
+
+
+def _render_skill(name: str, prop, short: str | None = None) -> str:
+    try:
+        return render_learned_skill(name, prop.description, prop.when_to_use, prop.source, prop.body, short=short)
+    except ValueError as exc:
+        raise ActionFailed(str(exc)) from None
 
 
 def _is_own_staging_record(path: str, pid: str) -> bool:
@@ -456,6 +479,7 @@ def accept_proposal(ws, proposal_id: str, skill_root: str | None = None, now=Non
         "events_path": events_path,
         "skill_path": plan.skill_path,
         "skill_uri": Path(plan.skill_path).as_uri(),
+        "warning": plan.warning,
     }
 
 
@@ -508,7 +532,7 @@ def reject_proposal(ws, proposal_id: str, days: int = 14, now=None, *, namespace
     space = _space(ws, namespace)
     ns_name = space.namespace if space is not None else namespace
     now_iso = iso_millis(t)
-    until = iso_millis(t + days * 86400 * 1_000_000_000)
+    until = pl_fmt.suppressed_until_after(t // 1_000_000, days)  # Harn's pl_add_days_iso
 
     # Merge into the state Harn currently reads, keeping its raw entries as Harn's dict merge would.
     previous = view.state

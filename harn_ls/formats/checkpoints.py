@@ -355,3 +355,20 @@ def without_key(path_text: str, key: str) -> str:
         raise ValueError("checkpoint text is not a JSON object")
     value.pop(key, None)
     return render_checkpoint_json(value, sort_nested=False)
+
+
+# -- running state (lock files, §O.6; read-only) -----------------------------------------
+
+RUNNING_LABEL = "writing now"
+
+
+def running_now(path: str, table=None) -> bool | None:
+    """True while a Harn process holds `<pipeline>.lock` (it is saving this checkpoint).
+
+    Read from the kernel's lock table (or, without /proc, a non-blocking probe
+    of an existing lock file); never creates the lock file. None = cannot tell.
+    This replaces any guess from the file's modification time.
+    """
+    from harn_ls.formats.locks import checkpoint_running
+
+    return checkpoint_running(path, table)

@@ -18,8 +18,10 @@ read without writing anything, and the pure id/tag helpers Harn uses.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -550,3 +552,108 @@ def read_legacy_streams(state_root: str) -> LegacyImport:
             result.proposals.append(prop)
         result.proposals = sort_pending(result.proposals)
     return result
+
+
+# -- Harn's own writers and readers, transcribed (pattern_knowledge.harn @0526ba57) ---------
+
+DEFAULT_SUPPRESSION_DAYS = 14
+PATTERN_SKILL_ROOTS = ((".claude", "skills"), (".burin", "skills"))  # pl_skill_roots; Harn writes the first
+_NS_PER_MS = 1_000_000
+
+
+def skill_namespace_dir(namespace: str) -> str:
+    """`pl_skill_namespace_dir`: the slug of the namespace, `custom` when that slug is empty."""
+    slug = slugify(" ".join(namespace.split()))
+    return slug or "custom"
+
+
+def _rust_round(x: float) -> float:
+    """`f64::round` (half away from zero) for the non-negative values used here."""
+    r = math.floor(x)
+    return r + 1.0 if x - r >= 0.5 else r
+
+
+def _rfc3339_auto_si(secs: int, nanos: int) -> str:
+    """chrono `DateTime<Utc>::to_rfc3339()` (SecondsFormat::AutoSi, `+00:00`)."""
+    base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
+    if nanos == 0:
+        frac = ""
+    elif nanos % 1_000_000 == 0:
+        frac = f".{nanos // 1_000_000:03d}"
+    elif nanos % 1_000 == 0:
+        frac = f".{nanos // 1_000:06d}"
+    else:
+        frac = f".{nanos:09d}"
+    return f"{base}{frac}+00:00"
+
+
+def _datetime_from_vm_number(value: int | float) -> tuple[int, int]:
+    """`datetime_from_arg` for an Int (seconds) or Float (seconds, micro-rounded): (secs, nanos)."""
+    if isinstance(value, int):
+        return value, 0
+    micros = int(_rust_round(value * 1_000_000.0))
+    return micros // 1_000_000, (micros % 1_000_000) * 1_000
+
+
+def suppressed_until_after(now_ms: int, days: int = DEFAULT_SUPPRESSION_DAYS) -> str:
+    """`pl_add_days_iso(pl_now(), days)` = `date_to_zone(date_add(date_parse(now), duration_days(days)), "UTC")`.
+
+    Evaluated step by step as Harn's datetime builtins do (crates/harn-vm/src/stdlib/datetime.rs):
+    `pl_now()` is `clock.date_iso()` (milliseconds, `Z`); `date_parse` returns Int seconds, or
+    Float seconds + nanos/1e9; `date_add` works in whole milliseconds and returns Int seconds or
+    Float ms/1000.0; `date_to_zone` rounds a Float to microseconds and prints chrono's
+    `to_rfc3339()`: `2026-04-25T17:32:09.481+00:00`, no fraction when it is zero.
+    """
+    secs, ms = divmod(now_ms, 1000)
+    parsed: int | float = secs if ms == 0 else float(secs) + float(ms * _NS_PER_MS) / 1e9  # timestamp_value
+    psecs, pnanos = _datetime_from_vm_number(parsed)
+    millis = psecs * 1000 + pnanos // _NS_PER_MS  # timestamp_millis_from_arg
+    millis += days * 86_400_000  # duration_days
+    added: int | float = millis // 1000 if millis % 1000 == 0 else millis / 1000.0  # timestamp_millis_value
+    return _rfc3339_auto_si(*_datetime_from_vm_number(added))
+
+
+def yaml_scalar(value: str | None) -> str:
+    """`pl_yaml_scalar`: double quotes around the text with only `\\` and `"` escaped."""
+    return '"' + (value or "").replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def frontmatter_value(text: str, key: str) -> str:
+    """`pl_frontmatter_value`: how Harn reads `description` / `when-to-use` back from a SKILL.md.
+
+    The first line (anywhere in the file) whose trimmed text starts with `key:`;
+    the rest trimmed, one pair of surrounding quotes removed, then `\\"` -> `"`
+    and `\\\\` -> `\\`. Empty when no line matches.
+    """
+    prefix = key + ":"
+    for line in text.split("\n"):
+        trimmed = line.strip(_RUST_WS)
+        if trimmed.startswith(prefix):
+            value = trimmed[len(prefix):].strip(_RUST_WS)
+            if len(value) >= 2 and ((value[0] == '"' and value[-1] == '"') or (value[0] == "'" and value[-1] == "'")):
+                value = value[1:-1]
+            return value.replace('\\"', '"').replace("\\\\", "\\")
+    return ""
+
+
+_RUST_WS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+
+_WS_CLASS = "[" + "".join(f"\\u{ord(c):04x}" for c in _RUST_WS) + "]"
+_WS_RUN = re.compile(_WS_CLASS + "+")
+_PEM_BLOCK = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----")
+_SECRET_VALUE = re.compile(r"(?i)\b(api[_-]?key|token|secret|password|credential)\b"
+                           + _WS_CLASS + "*[:=]" + _WS_CLASS + "*" + "[^" + _WS_CLASS[1:-1] + "]+")
+
+
+def pl_text(value: Any) -> str:
+    """`pl_text`: the value's text, trimmed, every whitespace run collapsed to one space (None -> "")."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else str(value)
+    return _WS_RUN.sub(" ", text.strip(_RUST_WS))
+
+
+def redact_prompt(prompt: Any) -> str:
+    """`pl_redact_sensitive(pl_text(prompt))`: PEM private-key blocks, then `token=...`-style values."""
+    text = _PEM_BLOCK.sub("<redacted-private-key>", pl_text(prompt))
+    return _SECRET_VALUE.sub(lambda m: f"{m.group(1)}=<redacted>", text)

@@ -44,6 +44,7 @@ from yaml.resolver import BaseResolver
 from yaml.scanner import Scanner
 
 from .pattern_learning import slugify  # Harn's one slug rule (skill and tool names)
+from .pattern_learning import yaml_scalar as pl_yaml_scalar  # Harn's SKILL.md field quoting
 from .problems import Problem, Severity
 
 # --------------------------------------------------------------------------
@@ -1242,32 +1243,53 @@ def render_learned_skill(
 ) -> str:
     """SKILL.md text exactly as Harn's `pl_write_skill` writes it (§E.3).
 
-    Frontmatter order: name, [short], description, when-to-use,
-    user-invocable, disable-model-invocation, allowed-tools, category, tags;
-    then a blank line, the trimmed body and a final newline. `short`, when
-    given, goes right after `name` (Harn's canonical field order) and is
-    double-quoted like `description`, so the file also loads in a Harn skill
-    layer. Deviations from Harn's raw interpolation, only where Harn's own
-    text would not read back: a name that YAML would resolve to a non-string
-    (`true`, `123`) and a tag that is not a plain slug are double-quoted.
+    Byte for byte Harn's writer (pattern_knowledge.harn @0526ba57): frontmatter
+    `name` (raw), `description` and `when-to-use` through `pl_yaml_scalar`
+    (double quotes, only `\\` and `"` escaped: tabs, ESC and non-ASCII are
+    written as they are, which Harn's line-prefix reader reads back exactly),
+    `user-invocable: true`, `disable-model-invocation: false`,
+    `allowed-tools: []`, `category: Command`, `tags: [learned, <source, _ -> ->]`
+    (raw); then a blank line, the trimmed body and a final newline.
+
+    Refused (ValueError naming the field) where Harn's own writer would make a
+    file Harn cannot read back: a line break in `description`, `when-to-use`
+    or the source tag would split the field over two lines.
     Raises ValueError for a name Harn would refuse (HARN-PATTERN-002).
+
+    `short`, when given, is for a Harn loader layer (`.harn/skills`), which
+    Harn's pattern learning never writes: there the file must also load with
+    Harn's YAML loader, so `short` goes right after `name` and every text field
+    is a fully escaped YAML double-quoted scalar (not Harn's bytes: Harn has no
+    writer for that place).
     """
     if not is_valid_skill_name(name):
         raise ValueError(f"HARN-PATTERN-002: invalid skill name {name!r} (must equal its own slug)")
-    tag = source.replace("_", "-")
-    lines = ["---", f"name: {_plain_or_quoted(name)}"]
-    if short is not None:
-        lines.append(f"short: {yaml_double_quoted(short)}")
+    description = "" if description is None else str(description)
+    when_to_use = "" if when_to_use is None else str(when_to_use)
+    tag = str(source or "").replace("_", "-")
+    for field_name, value in (("description", description), ("when-to-use", when_to_use), ("tags (source)", tag)):
+        if "\n" in value:
+            raise ValueError(f"refused: the proposal's `{field_name}` contains a line break; Harn's SKILL.md writer "
+                             "would split it over two lines and Harn's reader (one line per field) could not read it "
+                             "back. Edit the proposal's text first")
+    if short is None:
+        lines = ["---", f"name: {name}",
+                 f"description: {pl_yaml_scalar(description)}",
+                 f"when-to-use: {pl_yaml_scalar(when_to_use)}"]
+        tags = f"tags: [learned, {tag}]"
+    else:
+        lines = ["---", f"name: {_plain_or_quoted(name)}", f"short: {yaml_double_quoted(short)}",
+                 f"description: {yaml_double_quoted(description)}",
+                 f"when-to-use: {yaml_double_quoted(when_to_use)}"]
+        tags = f"tags: [learned, {_plain_or_quoted(tag)}]"
     lines += [
-        f"description: {yaml_double_quoted(description)}",
-        f"when-to-use: {yaml_double_quoted(when_to_use)}",
         "user-invocable: true",
         "disable-model-invocation: false",
         "allowed-tools: []",
         "category: Command",
-        f"tags: [learned, {_plain_or_quoted(tag)}]",
+        tags,
         "---",
         "",
-        _rust_trim(body),
+        _rust_trim(str(body or "")),
     ]
     return "\n".join(lines) + "\n"

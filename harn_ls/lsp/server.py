@@ -116,6 +116,7 @@ class HarnLanguageServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("harn-ls", __version__, protocol_cls=HarnProtocol)
         self.settings = Settings()
+        self._skill_root_warned: set[tuple[str, str]] = set()
         self.trusted: bool = True
         # Fixed by the command line, never by a client: the harn binary (None = harnState.harnPath)
         # and whether probes may run at all (serve --tcp without --allow-probes: no).
@@ -211,10 +212,29 @@ class HarnLanguageServer(LanguageServer):
         await proj.load()
         proj.start_watching()
         log.info("loaded %s in %.0f ms", proj.root, proj.load_seconds * 1000)
+        await self.warn_skill_root(proj)
         await self.on_changes(proj, ChangeSet(rescanned=True, kinds={"memory", "facts", "pattern", "checkpoints",
                                                                      "skills", "runs", "sessions", "roots"}))
         # Build the recall index now, after everything is shown, so the first search is warm.
         self.spawn(self._warm_then_report(proj), "recall index warm-up")
+
+    async def warn_skill_root(self, proj: Project) -> None:
+        """Say once per (folder, skillRoot) when Accept would write where Harn's pattern learning never looks."""
+        from harn_ls.actions.proposals import skill_root_warning
+
+        if proj.ws is None:
+            return
+        warning = await proj.run(lambda: skill_root_warning(proj.ws, self.settings.skillRoot))
+        key = (proj.root, self.settings.skillRoot)
+        if not warning or key in self._skill_root_warned:
+            return
+        self._skill_root_warned.add(key)
+        log.warning("%s: %s", proj.root, warning)
+        try:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
+                                                             message=f"Harn State: {warning}"))
+        except Exception as exc:  # a client without window/showMessage still has the log and harn/status
+            log.debug("showMessage failed: %s", exc)
 
     async def _warm_then_report(self, proj: Project) -> None:
         await proj.warm_recall()
@@ -259,8 +279,11 @@ class HarnLanguageServer(LanguageServer):
         def _status() -> dict:
             ws = proj.ws
             problems = n_problems if n_problems is not None else len(ws.problems())
+            from harn_ls.actions.proposals import skill_root_warning
+
+            warning = skill_root_warning(ws, self.settings.skillRoot)
             return {"root": ws.root, "counts": ws.counts(), "problems": problems, "watching": proj.watching,
-                    "recallReady": ws.recall_ready,
+                    "recallReady": ws.recall_ready, "warnings": [warning] if warning else [],
                     "hasState": os.path.isdir(ws.paths.state_root) or os.path.isdir(ws.paths.run_root)}
         self.protocol.notify(P.STATUS, await proj.run(_status))
 
@@ -357,6 +380,9 @@ def create_server() -> HarnLanguageServer:
                 log.warning(e)
         else:
             await ls.pull_configuration()
+        for proj in [p for p in ls.projects.values() if p.ws is not None]:
+            await ls.warn_skill_root(proj)
+            await ls.send_status(proj)
         if ls.supports("workspace.code_lens.refresh_support"):
             ls.spawn(ls._refresh_lenses(), "codeLens/refresh")
         # Settings change what documents show (minConfidence, showPrivate): re-fetch the open ones that differ.

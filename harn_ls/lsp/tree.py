@@ -91,7 +91,12 @@ def _runs(ws, parent: str | None) -> list[dict]:
 
 def _checkpoints(ws, parent: str | None) -> list[dict]:
     if parent is None:
-        return [_item(f"ckpt:{name}", name, description=("unreadable" if cf.retry else f"{len(cf.entries)} stage(s)"),
+        from harn_ls.formats.checkpoints import RUNNING_LABEL, running_now
+        from harn_ls.formats.locks import read_flock_table
+
+        table = read_flock_table()  # one read of the kernel's lock table for the whole list
+        return [_item(f"ckpt:{name}", name, description=("unreadable" if cf.retry else f"{len(cf.entries)} stage(s)")
+                      + (f" · {RUNNING_LABEL}" if running_now(cf.path, table) else ""),
                       icon="database", uri=make_uri("checkpoints", name), context="checkpointFile",
                       children=bool(cf.entries), data={"pipeline": name}) for name, cf in sorted(ws.checkpoints.items())]
     if parent.startswith("ckpt:"):

@@ -155,6 +155,12 @@ def checkpoints(ws, target: StateUri, settings: RenderSettings) -> str:
         return (f"# Checkpoints — {cell(target.name)}\n\nNo checkpoint file {inline('.harn/checkpoints/' + target.name + '.json')}: "
                 "no stage of this pipeline is cached.\n")
     out = [f"# Checkpoints — {cell(target.name)}", "", f"File: {inline(_rel(ws, cf.path))} · {human_bytes(cf.size)}", ""]
+    from harn_ls.formats.checkpoints import running_now
+
+    running = running_now(cf.path)
+    if running:
+        out.append("> **Writing now**: a Harn process holds this checkpoint's lock "
+                   f"{inline(os.path.basename(cf.path)[:-5] + '.lock')}; *Forget stage* waits for it (up to 5 s).\n")
     if cf.retry:
         out.append("> **This file cannot be parsed.** Harn treats it as empty on its next run and overwrites it; "
                    "if an agent is writing it right now, it will be re-read in a moment.\n")
@@ -301,11 +307,13 @@ def proposals(ws, target: StateUri, settings: RenderSettings) -> str:
         out.extend(f"- {inline(e)}" for e in list(prop.evidence_ids)[:100])
         out.append("")
     try:
-        plan = planned_files(ws, prop, settings.skill_root)
+        plan = planned_files(ws, prop, skill_root=settings.skill_root)
     except Exception as exc:  # a hostile proposal still renders, with the refusal shown
         out.append(f"## Accept is refused\n\n{cell(exc)}\n")
         return "\n".join(out) + "\n"
     out.append("## What Accept writes\n")
+    if plan.warning:
+        out.append(f"> **Warning:** {cell(plan.warning)}\n")
     for f in plan.files:
         status = " — **a different file already exists here**" if f.conflict else (" — identical file already exists" if f.identical else "")
         rel = _rel(ws, f.path)
@@ -564,6 +572,10 @@ def sessions(ws, target: StateUri, settings: RenderSettings) -> str:
     out = [f"# Session — {cell(session.title or session.id)}", "", "| | |\n|---|---|"]
     for label in ("id", "status", "session_type", "model", "persona", "cwd", "created_at", "updated_at", "event_count"):
         out.append(f"| {label} | {cell(getattr(session, label, ''))} |")
+    from harn_ls.formats.locks import session_running
+
+    running = session_running(snap.path, session.id)  # Harn's writer lease, agent-run-writers/<blake3>.lock
+    out.append(f"| running now | {'yes: a Harn process holds its writer lease' if running else 'unknown' if running is None else 'no'} |")
     out.append("")
     events = read_session_events(ws.paths.session_store, session.id, limit=500)
     out.append(f"## Events ({len(events)})\n")

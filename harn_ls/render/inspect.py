@@ -23,6 +23,11 @@ def inspect_json(ws) -> dict:
                 "signature": sk.signature.status if sk.signature is not None else None, "loadable": sk.loadable,
             })
     problems = [pr.to_json() | {"path": ws.relpath(pr.path) or pr.path} for pr in ws.problems()]
+    # "running": a Harn process holds the lock file right now (None: cannot tell on this system)
+    from harn_ls.formats.checkpoints import running_now
+    from harn_ls.formats.locks import read_flock_table, running_session_writers, session_running
+
+    locks = read_flock_table()
     return {
         "roots": {
             "project": p.project_root, "state": p.state_root, "runs": p.run_root, "memory": p.memory_root,
@@ -31,7 +36,7 @@ def inspect_json(ws) -> dict:
         },
         "counts": ws.counts(),
         "checkpoints": [
-            {"pipeline": name, "path": ws.relpath(cf.path), "retry": cf.retry,
+            {"pipeline": name, "path": ws.relpath(cf.path), "retry": cf.retry, "running": running_now(cf.path, locks),
              "stages": [{"key": e.key, "keyed": e.keyed, "fingerprint": e.fingerprint} for e in cf.entries.values()]}
             for name, cf in sorted(ws.checkpoints.items())
         ],
@@ -65,7 +70,9 @@ def inspect_json(ws) -> dict:
         "transcripts": sorted(ws.transcripts),
         "sessions": None if ws.sessions is None else {
             "schema_version": ws.sessions.schema_version,
-            "sessions": [{"id": s.id, "title": s.title, "status": s.status, "events": s.event_count} for s in ws.sessions.sessions],
+            "sessions": [{"id": s.id, "title": s.title, "status": s.status, "events": s.event_count,
+                          "running": session_running(ws.sessions.path, s.id, locks)} for s in ws.sessions.sessions],
+            "running_writers": running_session_writers(ws.sessions.path, locks),
         },
         "problems": problems,
     } | _extra(ws)
@@ -89,7 +96,8 @@ def inspect_text(ws) -> str:
     out.append(f"checkpoints      {c['checkpoints']} file(s), {c['checkpointKeys']} stage(s)")
     for cp in data["checkpoints"]:
         keyed = sum(1 for s in cp["stages"] if s["keyed"])
-        out.append(f"  {cp['pipeline']:<20} {len(cp['stages'])} stage(s), {keyed} keyed" + ("  UNREADABLE" if cp["retry"] else ""))
+        out.append(f"  {cp['pipeline']:<20} {len(cp['stages'])} stage(s), {keyed} keyed" + ("  UNREADABLE" if cp["retry"] else "")
+                   + ("  WRITING NOW" if cp["running"] else ""))
     out.append(f"memory           {c['namespaces']} namespace(s), {c['records']} active record(s)")
     for m in data["memory"]:
         out.append(f"  {m['namespace']:<28} {m['active']:>5} active {m['events']:>6} events  backend {m['config'].get('backend')}")

@@ -250,7 +250,7 @@ def check_after_kill(case: Path, ref: dict) -> str:
         assert data in (ref["init_files"].get(rel), ref["ref_files"].get(rel)), f"{rel}: partial or unexpected content"
     for rel in ref["init_files"]:
         assert rel in current, f"{rel}: an existing file vanished"
-    for rel in (r for r in current if r.startswith("sample/.harn/checkpoints/")):
+    for rel in (r for r in current if r.startswith("sample/.harn/checkpoints/") and r.endswith(".json")):  # not <pipeline>.lock
         assert isinstance(orjson.loads(current[rel]), dict)
     # 3. a candidate folder is absent or complete: all 4 files, each with the planned bytes
     crystal = case / CRYSTAL

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import re
 
 from lsprotocol import types
@@ -88,29 +90,40 @@ async def test_invalidate_fact(client):
 
 
 # ------------------------------------------------------ forgetCheckpointStage
-async def test_forget_stage_asks_when_file_just_changed(client):
+async def _checkpoint_description(client, pipeline: str) -> str:
+    result = await client.protocol.send_request_async("harn/tree", {"view": "checkpoints", "page": 0})
+    result = result._asdict() if hasattr(result, "_asdict") else result
+    items = [i._asdict() if hasattr(i, "_asdict") else i for i in result["items"]]
+    return next(i for i in items if i["label"] == pipeline)["description"]
+
+
+async def test_forget_stage_waits_for_harns_checkpoint_lock(client):
     path = client.project / ".harn/checkpoints/ingest.json"
     original = path.read_text()
     data = json.loads(original)
     assert set(data) == {"clean", "fetch", "prepare", "processed_ids", "upload"}
     assert original == json.dumps(data, indent=2, sort_keys=True)  # Harn's pretty format
-    # Harn rewrites the file in place while a pipeline runs: it was modified just now.
-    with open(path, "w") as fh:
-        fh.write(original)
-    answers = ["Cancel", "Forget"]
-    prompts = answer_prompts(client, answers)
-
-    cancelled = await execute(client, "harnState.forgetCheckpointStage", {"pipeline": "ingest", "key": "fetch"})
-    assert cancelled == {"ok": False, "message": "cancelled"}
-    assert len(prompts) == 1
-    assert prompts[0].type == types.MessageType.Warning
-    assert "ingest.json" in prompts[0].message and "'fetch'" in prompts[0].message
-    assert [a.title for a in prompts[0].actions] == ["Forget", "Cancel"]
-    assert path.read_text() == original
+    prompts = answer_prompts(client, [])  # no "are you sure" guess any more: the lock decides
+    # A real second process holds Harn's checkpoint lock (a pipeline saving) for longer than 5 s.
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl,os,sys\n"
+                               "fd=os.open(sys.argv[1],os.O_RDWR|os.O_CREAT,0o666)\n"
+                               "fcntl.flock(fd,fcntl.LOCK_EX)\nprint('held',flush=True)\nsys.stdin.readline()",
+                               str(path.with_suffix(".lock"))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert "writing now" in await _checkpoint_description(client, "ingest")
+        refused = await execute(client, "harnState.forgetCheckpointStage", {"pipeline": "ingest", "key": "fetch"})
+        assert refused["ok"] is False and "a pipeline is writing this checkpoint right now" in refused["message"]
+        assert "timed out after 5.0s" in refused["message"] and "ingest.lock" in refused["message"]
+        assert path.read_text() == original
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    assert "writing now" not in await _checkpoint_description(client, "ingest")
 
     result = await execute(client, "harnState.forgetCheckpointStage", {"pipeline": "ingest", "key": "fetch"})
     assert result["ok"] is True, result
-    assert len(prompts) == 2 and answers == []
+    assert prompts == []
     assert result["remaining"] == ["clean", "prepare", "processed_ids", "upload"]
     text = path.read_text()
     expected = {k: v for k, v in data.items() if k != "fetch"}

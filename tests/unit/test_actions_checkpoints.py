@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import stat
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from harn_ls.actions import ActionFailed
-from harn_ls.actions.checkpoints import forget_stage, recently_modified
+from harn_ls.actions.checkpoints import LOCK_DEADLINE, forget_stage
+from harn_ls.formats.locks import checkpoint_lock_path, checkpoint_running
 from harn_ls.workspace import Workspace
 from tests.helpers.tree import snapshot
 
@@ -112,17 +118,94 @@ def test_symlinked_checkpoint_refused(project, tmp_path):
     assert snapshot(tmp_path) == before
 
 
-def test_recently_modified(project):
+HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.readline()
+"""
+
+
+@pytest.fixture
+def lock_holder():
+    """A real second process holding `flock(LOCK_EX)` on a path until released (as a running Harn save)."""
+    procs = []
+
+    def hold(path):
+        proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "held"
+        procs.append(proc)
+        return proc
+
+    yield hold
+    for proc in procs:
+        if proc.poll() is None:
+            proc.stdin.close()
+            proc.wait(timeout=10)
+
+
+def test_refused_while_a_pipeline_holds_the_checkpoint_lock(project, tmp_path, lock_holder):
     ws = Workspace.load(str(project))
     path = project / ".harn/checkpoints/review.json"
-    os.utime(path, (time.time() - 60, time.time() - 60))
-    assert not recently_modified(ws, "review")
-    assert recently_modified(ws, "review", seconds=120)
-    os.utime(path, None)
-    assert recently_modified(ws, "review")
-    assert not recently_modified(ws, "missing")
-    with pytest.raises(ActionFailed):
-        recently_modified(ws, "../review")
+    lock = project / ".harn/checkpoints/review.lock"
+    assert checkpoint_lock_path(str(path)) == str(lock)
+    assert checkpoint_running(str(path)) is False and not lock.exists()  # reading never creates it
+    holder = lock_holder(lock)
+    assert checkpoint_running(str(path)) is True
+    before = snapshot(tmp_path)
+    start = time.monotonic()
+    with pytest.raises(ActionFailed, match=r"a pipeline is writing this checkpoint right now.*timed out after 0\.4s.*review\.lock"):
+        forget_stage(ws, "review", "lint", timeout=0.4)
+    assert 0.4 <= time.monotonic() - start < 3
+    assert snapshot(tmp_path) == before  # nothing written
+    holder.stdin.close()
+    holder.wait(timeout=10)
+    assert checkpoint_running(str(path)) is False
+    forget_stage(ws, "review", "lint")
+    assert path.read_text() == EXPECTED_REVIEW
+    assert lock.exists() and lock.stat().st_size == 0  # the lock file stays, empty, as Harn leaves it
+
+
+def test_waits_for_a_short_save_like_harn(project, lock_holder):
+    """A save that releases within the deadline is waited for, then the key is dropped from what it wrote."""
+    ws = Workspace.load(str(project))
+    path = project / ".harn/checkpoints/review.json"
+    holder = lock_holder(project / ".harn/checkpoints/review.lock")
+    # the pipeline, under its lock, adds a stage; our action must re-read under the lock and keep it
+    data = json.loads(path.read_text())
+    data["late"] = 1
+    path.write_text(json.dumps(data, indent=2, sort_keys=True))
+    threading.Timer(0.3, holder.stdin.close).start()
+    forget_stage(ws, "review", "lint")
+    assert set(json.loads(path.read_text())) == {"collect_diff", "reviewed_pr", "summarize", "late"}
+    assert LOCK_DEADLINE == 5.0
+
+
+def test_lock_symlink_refused(project, tmp_path):
+    (tmp_path / "outside" / "evil.lock").write_text("")
+    os.symlink(tmp_path / "outside" / "evil.lock", project / ".harn/checkpoints/review.lock")
+    ws = Workspace.load(str(project))
+    with pytest.raises(ActionFailed, match="refused"):
+        forget_stage(ws, "review", "lint")
+    assert "lint" in (project / ".harn/checkpoints/review.json").read_text()
+
+
+def test_mode_kept_and_new_files_get_harns_mode(project):
+    ws = Workspace.load(str(project))
+    path = project / ".harn/checkpoints/review.json"
+    os.chmod(path, 0o600)
+    forget_stage(ws, "review", "lint")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert os.stat(path).st_uid == os.getuid()
+    os.chmod(path, 0o640)
+    forget_stage(ws, "review", "reviewed_pr")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
+    umask = os.umask(0)
+    os.umask(umask)
+    lock = project / ".harn/checkpoints/review.lock"
+    assert stat.S_IMODE(os.stat(lock).st_mode) == 0o666 & ~umask
 
 
 def test_state_dir_outside_project(project, tmp_path):

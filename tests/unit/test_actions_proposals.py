@@ -139,6 +139,11 @@ def skill_proposal(pid: str, name: str, **extra) -> dict:
     return value
 
 
+def _full(path, dir_fd) -> str:
+    """The path a rename(2) argument names, also when it is relative to a directory fd."""
+    return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path) if dir_fd is not None else str(path)
+
+
 def assert_uuid7_at(value: str, at_ns: int) -> None:
     assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", value)
     assert int(value.replace("-", "")[:12], 16) == at_ns // 1_000_000  # time-ordered: 48-bit unix ms
@@ -392,9 +397,9 @@ def test_executable_staging_is_one_rename_of_a_complete_folder(project, monkeypa
     renames = []
     real_rename = os.rename
 
-    def spy(src, dst):
+    def spy(src, dst, **kw):
         # at the moment of the rename every planned file is complete in the hidden staging folder
-        src_s, dst_s = str(src), str(dst)
+        src_s, dst_s = _full(src, kw.get("src_dir_fd")), _full(dst, kw.get("dst_dir_fd"))
         if dst_s == str(cand):
             assert not cand.exists()
             assert os.path.basename(src_s).startswith(f".{CURATED}.harn-ls-") and src_s.endswith(".staging")
@@ -402,7 +407,7 @@ def test_executable_staging_is_one_rename_of_a_complete_folder(project, monkeypa
             for f in plan.files:
                 assert Path(src_s, os.path.relpath(f.path, cand)).read_text() == f.text
             renames.append(src_s)
-        return real_rename(src, dst)
+        return real_rename(src, dst, **kw)
 
     monkeypatch.setattr(A.os, "rename", spy)
     result = P.accept_proposal(ws, CURATED, now=NOW_NS)
@@ -422,11 +427,11 @@ def test_executable_staging_failure_leaves_no_folder(project, tmp_path, monkeypa
     real_fsync, real_rename = os.fsync, os.rename
 
     def failing(real):
-        def call(*args):
+        def call(*args, **kw):
             calls["n"] += 1
             if calls["n"] == fail_at:
                 raise OSError(28, "No space left on device")
-            return real(*args)
+            return real(*args, **kw)
         return call
 
     # fsync of files 1-4 fail for fail_at 1..4; fail_at 5 lets them pass and fails the rename
@@ -502,11 +507,11 @@ def test_candidate_folder_appearing_meanwhile_is_not_overwritten(project, tmp_pa
     cand = project / ".burin/crystallization" / CURATED
     real_rename = os.rename
 
-    def racing(src, dst):
-        if str(dst) == str(cand):  # someone else stages the folder just before our rename
+    def racing(src, dst, **kw):
+        if _full(dst, kw.get("dst_dir_fd")) == str(cand):  # someone else stages the folder just before our rename
             cand.mkdir()
             (cand / "theirs.txt").write_text("keep")
-        return real_rename(src, dst)
+        return real_rename(src, dst, **kw)
 
     monkeypatch.setattr(A.os, "rename", racing)
     ws = Workspace.load(str(project))
@@ -675,7 +680,7 @@ def test_reject_events_exact(project):
     assert store["key"] == "state"
     value = {"enabled": True, "record_kind": "state", "schema": "harn.pattern_learning.v1",
              "suppressed_until": {"prompt-0e59f51d1e7d": "2099-01-01T00:00:00Z",
-                                  "tools-7742da9fd499": "2026-05-26T09:14:03.512Z",
+                                  "tools-7742da9fd499": "2026-05-26T09:14:03.512+00:00",
                                   "tools-a7afd3ead6d8": "2026-05-21T10:20:11Z"},
              "updated_at": "2026-05-12T09:14:03.512Z"}
     assert store["value"] == value and list(store["value"]) == sorted(value)
@@ -683,12 +688,12 @@ def test_reject_events_exact(project):
     assert store["text"] == (
         '{"enabled":true,"record_kind":"state","schema":"harn.pattern_learning.v1",'
         '"suppressed_until":{"prompt-0e59f51d1e7d":"2099-01-01T00:00:00Z",'
-        '"tools-7742da9fd499":"2026-05-26T09:14:03.512Z","tools-a7afd3ead6d8":"2026-05-21T10:20:11Z"},'
+        '"tools-7742da9fd499":"2026-05-26T09:14:03.512+00:00","tools-a7afd3ead6d8":"2026-05-21T10:20:11Z"},'
         '"updated_at":"2026-05-12T09:14:03.512Z"}')
     assert store["tags"] == ["pattern_learning", "pattern_learning:state", "schema:harn.pattern_learning.v1"]
     assert store["stored_at"] == "2026-05-12T09:14:03.512Z"
     assert store["provenance"] == {"source": "harn.pattern_learning"}
-    assert result["suppressed_until"] == "2026-05-26T09:14:03.512Z"
+    assert result["suppressed_until"] == "2026-05-26T09:14:03.512+00:00"
 
 
 def test_reject_then_cold_read(project):
@@ -697,7 +702,7 @@ def test_reject_then_cold_read(project):
     assert ws.proposal(TOOLS) is None
     state = ws.pattern.state
     assert state.enabled is True and state.updated_at == NOW_MS
-    assert state.suppressed_until[TOOLS] == "2026-05-15T09:14:03.512Z"
+    assert state.suppressed_until[TOOLS] == "2026-05-15T09:14:03.512+00:00"
     assert len(ws.pattern.state_records) == 1  # the old state was forgotten
     # Harn's string compare: suppressed up to (not including) the exact instant
     assert pl.is_suppressed(TOOLS, state, "2026-05-15T09:14:03.511Z")
@@ -711,7 +716,7 @@ def test_reject_then_cold_read(project):
     assert TOOLS not in [p.id for p in ws.pending_proposals(now="2026-05-14T00:00:00.000Z")]
     assert TOOLS in [p.id for p in ws.pending_proposals(now="2026-05-16T00:00:00.000Z")]
     listed = {p["id"]: p for p in P.list_proposals(ws, include_suppressed=True, now="2026-05-14T00:00:00.000Z")}
-    assert listed[TOOLS]["suppressed_until"] == "2026-05-15T09:14:03.512Z"
+    assert listed[TOOLS]["suppressed_until"] == "2026-05-15T09:14:03.512+00:00"
     assert not [p for p in ws.problems() if p.severity == Severity.ERROR and "pattern-learning" in p.path]
 
 
@@ -768,4 +773,4 @@ def test_state_dir_outside_project(project, tmp_path):
     assert (project / LOG).read_text() == (FIXTURE / LOG).read_text()  # the project's own log untouched
     cold = Workspace.load(str(project), env=env)
     assert cold.proposal(RECONCILE) is None and cold.proposal(TOOLS) is None
-    assert cold.pattern.state.suppressed_until[TOOLS] == "2026-05-26T09:14:03.512Z"
+    assert cold.pattern.state.suppressed_until[TOOLS] == "2026-05-26T09:14:03.512+00:00"
