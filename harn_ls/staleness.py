@@ -9,19 +9,25 @@ cached by (mtime, size) so hovers and lenses stay cheap.
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
 from dataclasses import dataclass
 
+from harn_ls.safe_read import SOURCE_FILE_CAP, ReadRefused, read_confined
+
 SEARCH_RADIUS = 200  # lines around the recorded range searched for a moved snippet
-MAX_SOURCE_BYTES = 8 * 1024 * 1024
+MAX_SOURCE_BYTES = SOURCE_FILE_CAP
+MAX_MATCHES = 10_000  # snippet occurrences examined per anchor (a one-character snippet in a huge file)
 
 _cache: dict[str, tuple[tuple[int, int], list[str]]] = {}
+_refused: dict[str, tuple[tuple[int, int], str]] = {}
 
 
 @dataclass(frozen=True)
 class Anchor:
-    state: str  # ok | moved | stale | missing | unchecked
-    start: int  # 1-based inclusive, where the fact applies now
+    state: str  # ok | moved | stale | missing | refused | unchecked
+    start: int  # 1-based inclusive, where the fact applies now (never past the end of the file)
     end: int
+    reason: str = ""  # why a file was refused (symlink out of the project, not a regular file, too large)
 
     @property
     def label(self) -> str:
@@ -30,64 +36,119 @@ class Anchor:
             "moved": f"re-anchored to lines {self.start}-{self.end}",
             "stale": "may be stale: the snippet is no longer in this range",
             "missing": "file not found",
+            "refused": f"file not read: {self.reason}",
             "unchecked": "no snippet to check",
         }[self.state]
 
 
-def source_lines(path: str) -> list[str] | None:
+def refusal(path: str) -> str | None:
+    """Why the last `source_lines(path, root)` refused the file (None if it did not)."""
+    hit = _refused.get(path)
+    return hit[1] if hit is not None else None
+
+
+def source_lines(path: str, root: str | None = None) -> list[str] | None:
+    """Lines of a regular source file (inside `root` when given, at most SOURCE_FILE_CAP bytes).
+
+    None when absent or refused (`refusal(path)` says why). Never follows a link out of the
+    project, never opens a device or FIFO, never reads more than the cap."""
     try:
         st = os.stat(path)
     except OSError:
+        _refused.pop(path, None)
         return None
     key = (int(st.st_mtime_ns), st.st_size)
     hit = _cache.get(path)
-    if hit is not None and hit[0] == key:
+    if hit is not None and hit[0] == key and (root is None or path not in _refused):
         return hit[1]
-    if st.st_size > MAX_SOURCE_BYTES:
-        return None
     try:
-        with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8", errors="replace")
+        data = read_confined(path, root, MAX_SOURCE_BYTES)
+    except ReadRefused as exc:
+        if len(_refused) > 2048:
+            _refused.clear()
+        _refused[path] = (key, exc.reason)
+        _cache.pop(path, None)
+        return None
     except OSError:
         return None
-    lines = text.splitlines()
+    _refused.pop(path, None)
+    lines = data.decode("utf-8", errors="replace").splitlines()
     if len(_cache) > 2048:
         _cache.clear()
     _cache[path] = (key, lines)
     return lines
 
 
+def _norm_line(line: str) -> str:
+    return " ".join(line.split())
+
+
 def _norm(lines: list[str]) -> str:
-    return "\n".join(" ".join(line.split()) for line in lines).strip()
+    return "\n".join(_norm_line(line) for line in lines).strip()
 
 
-def anchor(lines: list[str] | None, start: int, end: int, snippet: str | None) -> Anchor:
+def anchor(lines: list[str] | None, start: int, end: int, snippet: str | None, reason: str = "") -> Anchor:
+    """Where the evidence applies now. Linear in the size of the file, whatever the range says.
+
+    `ok` when the recorded range (clamped to the file) still contains the snippet; `moved` to the
+    occurrence nearest the recorded start within SEARCH_RADIUS lines; otherwise `stale`."""
     if lines is None:
-        return Anchor("missing", start, end)
+        return Anchor("refused", start, end, reason) if reason else Anchor("missing", start, end)
+    n = len(lines)
+    last = max(1, n)
+    start = max(1, start)
+    end = max(start, end)
+    shown = (min(start, last), min(end, last))  # `1-999999999` is shown as the whole file, not a billion lines
     if not snippet or not snippet.strip():
-        return Anchor("unchecked", start, end)
+        return Anchor("unchecked", *shown)
     want = _norm(snippet.splitlines())
-    span = max(1, end - start + 1)
-    if want in _norm(lines[max(0, start - 1):end]):
-        return Anchor("ok", start, end)
-    want_lines = max(1, len([s for s in snippet.splitlines()]))
-    height = max(span, want_lines)
-    best: tuple[int, int] | None = None
+    if not want:
+        return Anchor("unchecked", *shown)
+    span = end - start + 1
+    want_lines = max(1, len(snippet.splitlines()))
+    height = max(span, want_lines, 1)
     lo = max(1, start - SEARCH_RADIUS)
-    hi = min(len(lines), end + SEARCH_RADIUS)
-    for s in range(lo, hi + 1):
-        window = _norm(lines[s - 1:s - 1 + height])
-        if want and want in window:
+    hi = min(n, end + SEARCH_RADIUS)
+    region_end = min(n, max(hi + height - 1, end))
+    normed = [_norm_line(line) for line in lines[lo - 1:region_end]]  # each line normalised once
+    if start <= n and want in "\n".join(normed[start - lo:min(end, n) - lo + 1]).strip():
+        return Anchor("ok", *shown)
+    # A window of `height` lines starting at line s contains the snippet iff some occurrence of it
+    # in the normalised text spans lines [a, b] with s <= a and b <= s + height - 1. So: find the
+    # occurrences once (one pass over the region), and for each the valid s nearest the recorded start.
+    text = "\n".join(normed)
+    offsets = []  # offset of each region line in `text`
+    pos = 0
+    for line in normed:
+        offsets.append(pos)
+        pos += len(line) + 1
+    best: tuple[int, int] | None = None
+    found = text.find(want)
+    examined = 0
+    while found != -1 and examined < MAX_MATCHES:
+        examined += 1
+        a = lo + bisect_right(offsets, found) - 1
+        b = lo + bisect_right(offsets, found + len(want) - 1) - 1
+        s_min = max(lo, b - height + 1)
+        s_max = min(hi, a)
+        if s_min <= s_max:
+            s = min(max(start, s_min), s_max)
             dist = abs(s - start)
-            if best is None or dist < best[0]:
+            if best is None or (dist, s) < best:
                 best = (dist, s)
+                if dist == 0:
+                    break
+        if a - height + 1 > hi:
+            break  # later occurrences start even further below the searched range
+        found = text.find(want, found + 1)
     if best is not None:
         s = best[1]
-        return Anchor("moved", s, min(len(lines), s + height - 1))
-    return Anchor("stale", start, end)
+        return Anchor("moved", s, min(n, s + height - 1))
+    return Anchor("stale", *shown)
 
 
 def fact_staleness(project_root: str, evidence) -> Anchor:
     rng = evidence.range
-    lines = source_lines(os.path.join(project_root, rng.path))
-    return anchor(lines, rng.start, rng.end, evidence.snippet)
+    path = os.path.join(project_root, rng.path)
+    lines = source_lines(path, project_root)
+    return anchor(lines, rng.start, rng.end, evidence.snippet, refusal(path) or "")

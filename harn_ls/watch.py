@@ -44,6 +44,7 @@ from watchdog.events import (
 from watchdog.observers.api import BaseObserver, ObservedWatch
 from watchdog.observers.polling import PollingObserver
 
+from .formats.problems import Problem, Severity
 from .paths import ProjectPaths
 
 try:  # inotify exists on Linux only; elsewhere we poll.
@@ -276,6 +277,21 @@ _ROOT_FILTER = [
     DirMovedEvent,
 ]
 _WALK_CAP = 20000  # files reported one by one when a root appears; beyond, rescan only
+# Total directories the recursive watches of one project may cover (one inotify watch each). Harn state is
+# a few hundred directories; a project over budget gets a problem and its biggest roots are not watched live.
+WATCH_BUDGET = 4096
+CODE_WATCH_BUDGET = "HL-WATCH-002"  # the watch budget is exhausted: this root is not watched live
+
+
+def _count_dirs(root: str, limit: int) -> int:
+    """Directories at and below `root` (links not followed), counting stops past `limit`."""
+    n = 0
+    for _dirpath, dirnames, _files in os.walk(root, followlinks=False):
+        n += 1
+        if n > limit:
+            return n
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(_dirpath, d))]
+    return n
 
 
 def _identity(path: str) -> tuple[int, int] | None:
@@ -413,8 +429,14 @@ class StateWatcher:
         force_polling: bool = False,
         poll_interval: float = 1.0,
         health_interval: float = 1.0,
+        watch_budget: int | None = None,
     ) -> None:
         self.paths = paths
+        self.watch_budget = WATCH_BUDGET if watch_budget is None else watch_budget
+        self._dirs: dict[str, int] = {}  # root -> directories its recursive watch covers
+        self._skipped: dict[str, tuple[tuple[int, int] | None, Problem | None]] = {}  # root -> (identity, why)
+        # Problems about watching (a root out of the project, the budget); the list object stays the same.
+        self.problems: list[Problem] = []
         self._on_batch = on_batch
         self._poll_fallback = poll_fallback
         self._force_polling = force_polling or InotifyObserver is None
@@ -422,7 +444,8 @@ class StateWatcher:
         self._health_interval = health_interval
         self._project_root = os.path.abspath(paths.project_root)
         self._harn_toml = os.path.join(self._project_root, "harn.toml")
-        self._roots: tuple[str, ...] = tuple(os.path.abspath(r) for r in paths.watch_roots())
+        # Every candidate root; each is checked (inside the project? within budget?) when armed.
+        self._roots: tuple[str, ...] = tuple(os.path.abspath(r) for r in paths.watch_roots(confined=False))
         # Longest first, so a path maps to its innermost root.
         self._roots_by_len = sorted(self._roots, key=len, reverse=True)
         self._memory_roots = tuple(
@@ -691,6 +714,8 @@ class StateWatcher:
 
         # Loop until stable: a directory may appear between our check and the
         # anchor watch that would have reported it.
+        for path in lost:
+            self._dirs.pop(path, None)
         for _round in range(8):
             changed = False
             for root in self._roots:
@@ -698,6 +723,8 @@ class StateWatcher:
                     continue
                 if os.path.isdir(root):
                     ident = _identity(root)
+                    if not self._admit_locked(root, ident):
+                        continue
                     watch = self._schedule_locked(root, recursive=True)
                     if watch is not None:
                         self._root_watches[root] = (watch, ident)
@@ -725,6 +752,39 @@ class StateWatcher:
             self._debouncer.touch_many([root, _RESCAN])
         for root in sorted(appeared):
             self._report_tree(root)
+
+    def _admit_locked(self, root: str, ident) -> bool:
+        """May `root` get a recursive watch? Not when it leads out of the project (a symlink that
+        appeared: `.harn-runs -> /usr`), nor when it would take the project over its watch budget.
+        A refusal is a problem, decided once per identity of the root (no re-walk every second)."""
+        skipped = self._skipped.get(root)
+        if skipped is not None and skipped[0] == ident:
+            return False
+        if skipped is not None:
+            self._skipped.pop(root)
+            if skipped[1] is not None and skipped[1] in self.problems:
+                self.problems.remove(skipped[1])
+        why = self.paths.root_allowed(root)
+        if why is None:
+            left = self.watch_budget - sum(self._dirs.values())
+            n = _count_dirs(root, max(0, left))
+            if n <= left:
+                self._dirs[root] = n
+                return True
+            problem = Problem(root, 0, CODE_WATCH_BUDGET,
+                              f"watch budget exceeded: {root} holds more than {left} directories (budget "
+                              f"{self.watch_budget} for the whole project); not watched live — changes there "
+                              "show up on the next refresh", Severity.WARNING)
+            log.warning("%s", problem.message)
+        else:
+            # Reported by the workspace (ProjectPaths.watch_refusals), which also does not read it.
+            log.warning("not watching %s", why)
+            self._skipped[root] = (ident, None)
+            return False
+        if problem not in self.problems:
+            self.problems.append(problem)
+        self._skipped[root] = (ident, problem)
+        return False
 
     def _covered_locked(self, root: str) -> bool:
         """Inside another root that already has a recursive watch."""

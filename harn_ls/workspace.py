@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from harn_ls import paths as paths_mod
+from harn_ls import safe_read
 from harn_ls.extra_state import ExtraState
 from harn_ls.formats import checkpoints as ckpt_fmt
 from harn_ls.formats import facts as facts_fmt
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # numpy (via recall) is imported only when recall is used: `i
 
 PATTERN_NAMESPACE = "project/pattern-learning"
 CODE_LEGACY_NOT_MIGRATED = "HL-PAT-010"
+CODE_LINK_OUT = "HL-LINK-001"  # a symlink inside the project whose target is outside it: reported, never followed
 EVENTS_FILE = "events.jsonl"
 
 
@@ -139,6 +141,8 @@ class Workspace:
         self._fact_keys_by_id: dict[str, list[tuple[str, int]]] = {}  # duplicate ids: the last one shown
         self.facts_by_file: dict[str, set[tuple[str, int]]] = {}
         self._fact_problems: dict[tuple[str, int], list[Problem]] = {}
+        self._link_problems: dict[str, Problem] = {}  # path -> "symlink ... leaves the project; not followed"
+        self.watch_problems: list[Problem] = []  # set by whoever watches the project (root refused, budget)
         self.pattern: pl_fmt.PatternLearning | None = None
         self.legacy_streams: dict[str, str] = {}
         self.migration_needed = False
@@ -235,6 +239,7 @@ class Workspace:
         self._run_paths.clear()
         self.transcripts.clear()
         self.workers.clear()
+        self._link_problems.clear()
         changes = ChangeSet(rescanned=True)
         changes.kinds.update({"memory", "facts", "pattern", "checkpoints", "skills", "runs", "sessions", "roots"})
         for ns, path in self._discover_namespaces().items():
@@ -252,10 +257,14 @@ class Workspace:
     def _discover_namespaces(self) -> dict[str, str]:
         found: dict[str, str] = {}
         for root in self._memory_roots():
-            if not os.path.isdir(root):
+            if not os.path.isdir(root) or not self._root_ok(root):
                 continue
             for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
                 dirnames[:] = sorted(d for d in dirnames if d != "vectors")
+                for d in dirnames:  # os.walk never descends into a linked directory; say so when it leaves
+                    full = os.path.join(dirpath, d)
+                    if os.path.islink(full):
+                        self._leaves_project_reported(full)
                 if EVENTS_FILE in filenames:
                     ns = namespace_of(root, os.path.join(dirpath, EVENTS_FILE))
                     if root == self.paths.pattern_memory_root and root != self.paths.memory_root and ns != PATTERN_NAMESPACE:
@@ -276,8 +285,8 @@ class Workspace:
 
     # ---------------------------------------------------------------- memory
     def _load_namespace(self, ns: str, path: str, changes: ChangeSet) -> None:
-        if not self.paths.is_inside_project(path) and _is_under(path, self.root):
-            return  # a symlink out of the project: never followed
+        if self._leaves_project_reported(path):
+            return  # a symlink out of the project: reported, never followed
         self._ns_path[ns] = path
         tail = self._tails[path] = JsonlTail(path)
         cache = self._state_cache
@@ -417,7 +426,14 @@ class Workspace:
         changes.problem_paths.add(path)
 
     # ----------------------------------------------------------- checkpoints
+    def _root_ok(self, directory: str) -> bool:
+        """A state directory that leads out of the project (`.harn-runs -> /usr`) is not even listed;
+        `problems()` reports it (ProjectPaths.watch_refusals)."""
+        return self.paths.root_allowed(directory) is None
+
     def _scan_checkpoints(self, changes: ChangeSet) -> None:
+        if not self._root_ok(self.paths.checkpoint_dir):
+            return
         for path in _json_files(self.paths.checkpoint_dir):
             self._read_checkpoint(path, changes)
 
@@ -426,7 +442,7 @@ class Workspace:
         changes.kinds.add("checkpoints")
         changes.pipelines.add(pipeline)
         changes.problem_paths.add(path)
-        if not os.path.lexists(path) or not self.paths.is_inside_project(path):
+        if not os.path.lexists(path) or self._leaves_project_reported(path) or not self.paths.is_inside_project(path):
             self.checkpoints.pop(pipeline, None)
             return
         self.checkpoints[pipeline] = ckpt_fmt.read_checkpoint_file(path)
@@ -444,15 +460,15 @@ class Workspace:
     # ------------------------------------------------------------------ runs
     def _scan_runs(self, changes: ChangeSet) -> None:
         d = self.paths.run_root
-        for path in _json_files(d):
+        for path in (_json_files(d) if self._root_ok(d) else []):
             self._read_run(path, changes)
         pg = os.path.join(d, "playground")
-        if os.path.isdir(pg):
+        if self._root_ok(d) and os.path.isdir(pg):
             for job in sorted(os.listdir(pg)):
                 p = os.path.join(pg, job, "run.json")
                 if os.path.isfile(p):
                     self._read_run(p, changes)
-        for path in _json_files(self.paths.worker_dir):
+        for path in (_json_files(self.paths.worker_dir) if self._root_ok(self.paths.worker_dir) else []):
             self._read_worker(path, changes)
 
     def _forget_run_path(self, path: str) -> None:
@@ -467,7 +483,7 @@ class Workspace:
         changes.kinds.add("runs")
         changes.problem_paths.add(path)
         self._forget_run_path(path)
-        if not os.path.isfile(path) or not self.paths.is_inside_project(path) and _is_under(path, self.root):
+        if self._leaves_project_reported(path) or not os.path.lexists(path) or os.path.isdir(path):
             return
         cache = self._state_cache
         cached = cache.restore_run(path) if cache is not None else None
@@ -507,7 +523,7 @@ class Workspace:
         for tid in [t for t, e in self.transcripts.items() if e.path == path]:
             del self.transcripts[tid]
         self.workers.pop(path, None)
-        if not os.path.isfile(path) or self._leaves_project(path):
+        if self._leaves_project_reported(path) or not os.path.lexists(path) or os.path.isdir(path):
             return
         snap = runs_fmt.read_worker_snapshot(path)
         self.workers[path] = snap
@@ -599,6 +615,15 @@ class Workspace:
         if changes:
             self.generation += 1
         return changes
+
+    def _leaves_project_reported(self, path: str) -> bool:
+        """`_leaves_project`, plus a problem naming the link (instead of dropping the file silently)."""
+        self._link_problems.pop(path, None)
+        if not os.path.lexists(path) or not self._leaves_project(path):
+            return False
+        why = safe_read.confinement_problem(path, self.root) or f"{path} leaves the project; not followed"
+        self._link_problems[path] = Problem(path, 0, CODE_LINK_OUT, why, Severity.WARNING)
+        return True
 
     def _leaves_project(self, path: str) -> bool:
         """Inside the project by name but outside once symlinks are resolved: never followed.
@@ -785,6 +810,12 @@ class Workspace:
         if self.sessions is not None:
             out.extend(self.sessions.problems)
         out.extend(self.extra.problems())
+        out.extend(self._link_problems.values())
+        out.extend(self.watch_problems)
+        refused_by_config = {r for r, _ in self.paths.refused_roots}  # reported with the skills
+        for root, why in self.paths.watch_refusals():
+            if root not in refused_by_config and not any(p.path == root for p in self._link_problems.values()):
+                out.append(Problem(root, 0, CODE_LINK_OUT, why, Severity.WARNING))
         return out
 
     def problems_by_path(self) -> dict[str, list[Problem]]:

@@ -22,6 +22,7 @@ import orjson
 
 from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.safe_read import CHECKPOINT_CAP, ReadRefused, json_density_problem, read_confined
 
 KEYED_SCHEMA = "harn.checkpoint_stage.keyed.v1"
 
@@ -32,6 +33,8 @@ CODE_BAD_KEYED = "HL-CKPT-004"
 CODE_DUPLICATE_KEY = "HL-CKPT-005"
 CODE_UNREADABLE = "HL-CKPT-006"
 CODE_TOO_DEEP = "HL-CKPT-007"
+CODE_TOO_LARGE = "HL-CKPT-008"  # over CHECKPOINT_CAP, or JSON that would take > 20x its size in memory
+CODE_REFUSED = "HL-CKPT-009"  # a symlink out of the project
 
 _FINGERPRINT_RE = re.compile(r"sha256:[0-9a-f]{64}")
 # serde_json's default recursion limit: 128 nested containers fail to parse.
@@ -176,16 +179,22 @@ def _decode_key(token: str) -> str | None:
 # -- reading -------------------------------------------------------------------------
 
 
-def read_checkpoint_file(path: str) -> CheckpointFile:
-    """Read one checkpoint file. Never raises; bad data comes back as problems."""
+def read_checkpoint_file(path: str, root: str | None = None) -> CheckpointFile:
+    """Read one checkpoint file. Never raises; bad data comes back as problems.
+
+    At most CHECKPOINT_CAP bytes, a regular file only (inside `root` when given), and not parsed
+    when its JSON would take more than 20x its size in memory."""
     pipeline = pipeline_of_checkpoint_path(path)
     result = CheckpointFile(pipeline=pipeline, path=path, entries={})
     try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            data = fh.read()
+        data = read_confined(path, root, CHECKPOINT_CAP)
+        st = os.stat(path)
     except FileNotFoundError:
         result.exists = False
+        return result
+    except ReadRefused as exc:
+        code = {"too-large": CODE_TOO_LARGE, "outside": CODE_REFUSED}.get(exc.kind, CODE_UNREADABLE)
+        result.problems.append(Problem(path, 0, code, f"checkpoint file {exc}", Severity.ERROR))
         return result
     except OSError as exc:
         result.problems.append(Problem(path, 0, CODE_UNREADABLE, f"cannot read checkpoint file: {exc}", Severity.ERROR))
@@ -193,6 +202,10 @@ def read_checkpoint_file(path: str) -> CheckpointFile:
         return result
     result.mtime = st.st_mtime
     result.size = len(data)
+    dense = json_density_problem(data)
+    if dense is not None:
+        result.problems.append(Problem(path, 0, CODE_TOO_LARGE, f"checkpoint file {dense}", Severity.ERROR))
+        return result
     parse_checkpoint_bytes(data, result)
     return result
 

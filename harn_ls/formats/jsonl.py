@@ -16,6 +16,7 @@ from typing import Any, Iterator
 import orjson
 
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.safe_read import MEMORY_LINE_CAP, ReadRefused, json_density_problem, open_regular
 
 CHUNK_BYTES = 4 * 1024 * 1024
 HEAD_BYTES = 64
@@ -26,7 +27,8 @@ CODE_NOT_OBJECT = "HL-JSONL-003"
 CODE_TORN_LINE = "HL-JSONL-004"
 CODE_UNREADABLE = "HL-JSONL-005"
 CODE_LINE_TOO_LONG = "HL-JSONL-006"
-MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer "line" (say a run of NULs after a crash) is skipped, never buffered
+MAX_LINE_BYTES = MEMORY_LINE_CAP  # a longer "line" (say a run of NULs after a crash) is skipped, never buffered
+CODE_TOO_DENSE = "HL-JSONL-007"  # a line whose parsed form would exceed the memory factor (`{}` flood)
 
 
 @dataclass(slots=True)
@@ -68,7 +70,11 @@ class JsonlTail:
     def iter_batches(self) -> Iterator[JsonlBatch]:
         """Yield batches of new complete lines, each at most ~chunk_bytes."""
         try:
-            fh = open(self.path, "rb")
+            fh = os.fdopen(open_regular(self.path), "rb")  # /dev/zero or a FIFO: refused, never read
+        except ReadRefused as exc:
+            self._restart()
+            yield JsonlBatch(lines=[JsonlLine(0, 0, None, Problem(self.path, 0, CODE_UNREADABLE, str(exc), Severity.ERROR))])
+            return
         except FileNotFoundError:
             had = self.offset > 0 or self._ino is not None
             self._restart()
@@ -180,6 +186,10 @@ class JsonlTail:
         return out
 
     def _parse_line(self, raw: bytes, line_no: int, offset: int) -> JsonlLine:
+        dense = json_density_problem(raw)
+        if dense is not None:
+            return JsonlLine(line_no, offset, None, Problem(self.path, line_no, CODE_TOO_DENSE,
+                f"line not loaded: {dense}", Severity.ERROR))
         try:
             value: Any = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:

@@ -17,13 +17,16 @@ from typing import Any
 import orjson
 
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.safe_read import (
+    RUN_RECORD_CAP, ReadRefused, confinement_problem, json_density_problem, read_confined, regular_file_size,
+)
 from harn_ls.formats.transcripts import Transcript, transcript_from_value
 
 RUN_RECORD_TYPE = "run_record"
 LLM_TRANSCRIPT_NAME = "llm_transcript.jsonl"
 PLAYGROUND_DIR = "playground"
 PLAYGROUND_RUN_NAME = "run.json"
-MAX_RECORD_BYTES = 512 * 1024 * 1024  # beyond this we refuse rather than freeze the editor
+MAX_RECORD_BYTES = RUN_RECORD_CAP  # beyond this we refuse rather than freeze the editor (safe_read caps)
 
 CODE_UNREADABLE = "HL-RUN-001"
 CODE_INVALID_UTF8 = "HL-RUN-002"
@@ -116,22 +119,39 @@ def llm_sidecar_path(record_path: str) -> str:
     return os.path.join(os.path.dirname(record_path), f"{stem}-llm", LLM_TRANSCRIPT_NAME)
 
 
-def _load_object(path: str, problems: list[Problem], what: str) -> tuple[dict | None, bool, os.stat_result | None]:
+def _sidecar_ok(sidecar: str, record_path: str, problems: list[Problem]) -> bool:
+    """The turn log next to a run record: a regular file that stays inside the record's directory
+    (a link to /dev/zero or out of the project is reported, never read)."""
+    if not os.path.lexists(sidecar):
+        return False
+    why = confinement_problem(sidecar, os.path.dirname(os.path.abspath(record_path)))
+    if why is None and regular_file_size(sidecar) is None:
+        why = f"{sidecar} is not a regular file; not read"
+    if why is not None:
+        problems.append(Problem(sidecar, 0, CODE_UNREADABLE, f"LLM turn log: {why}", Severity.WARNING))
+        return False
+    return True
+
+
+def _load_object(path: str, problems: list[Problem], what: str, root: str | None = None) -> tuple[dict | None, bool, os.stat_result | None]:
     """Read + parse once. Returns (object or None, retry, stat)."""
     try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if st.st_size > MAX_RECORD_BYTES:
-                problems.append(Problem(path, 0, CODE_TOO_LARGE,
-                    f"{what} is {st.st_size} bytes, over the {MAX_RECORD_BYTES}-byte viewer limit; not parsed", Severity.WARNING))
-                return None, False, st
-            raw = fh.read()
+        raw = read_confined(path, root, MAX_RECORD_BYTES)
+        st = os.stat(path)
+    except ReadRefused as exc:
+        code = CODE_TOO_LARGE if exc.kind == "too-large" else CODE_UNREADABLE
+        problems.append(Problem(path, 0, code, f"{what} {exc}", Severity.WARNING))
+        return None, False, None
     except FileNotFoundError:
         problems.append(Problem(path, 0, CODE_UNREADABLE, f"{what} disappeared before it could be read (renamed or deleted)", Severity.INFO))
         return None, True, None
     except OSError as exc:
         problems.append(Problem(path, 0, CODE_UNREADABLE, f"cannot read {what}: {exc.strerror}", Severity.ERROR))
         return None, False, None
+    dense = json_density_problem(raw)
+    if dense is not None:
+        problems.append(Problem(path, 0, CODE_TOO_LARGE, f"{what} {dense}", Severity.WARNING))
+        return None, False, st
     if not raw.strip():
         problems.append(Problem(path, 0, CODE_INVALID_JSON,
             f"{what} is empty — probably caught mid-write; it will be read again when it changes", Severity.WARNING))
@@ -208,7 +228,7 @@ def read_run_record(path: str) -> RunRecord:
     record = RunRecord(id=playground_job or stem, path=path, problems=problems, retry=retry, playground_job=playground_job,
                        mtime=st.st_mtime if st else None, size=st.st_size if st else None)
     sidecar = llm_sidecar_path(path)
-    if os.path.isfile(sidecar):
+    if _sidecar_ok(sidecar, path, problems):
         record.llm_transcript_path = sidecar
     if data is None:
         return record
@@ -222,7 +242,7 @@ def read_run_record(path: str) -> RunRecord:
         record.id = rid
         if record.llm_transcript_path is None and rid != stem:
             alt = os.path.join(os.path.dirname(path), f"{rid}-llm", LLM_TRANSCRIPT_NAME)
-            if os.path.isfile(alt):
+            if os.path.basename(os.path.dirname(alt)) == f"{rid}-llm" and _sidecar_ok(alt, path, problems):
                 record.llm_transcript_path = alt
     record.status = _field(data, "status", (str,), problems, path)
     record.workflow_id = _field(data, "workflow_id", (str,), problems, path)

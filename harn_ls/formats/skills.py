@@ -29,7 +29,6 @@ import hashlib
 import json
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -87,6 +86,7 @@ CODE_DUPLICATE_KEY = "HL-SKILL-014"
 CODE_NO_FRONTMATTER = "HL-SKILL-015"
 CODE_LAYER_DISABLED = "HL-SKILL-016"
 CODE_FIELD_VALUE = "HL-SKILL-017"
+CODE_ROOT_OUTSIDE = "HL-SKILL-018"  # a root or registry the project config puts outside the project: ignored
 
 MISSING_SHORT_MESSAGE = "SKILL.md frontmatter requires a non-empty `short` field"
 
@@ -627,10 +627,21 @@ class SignatureStatus:
     signed_at: str | None = None
     signed: bool = False  # Harn's provenance `signed` flag (hash matched, signer named)
     signature_path: str = ""
+    # Where the signer's key came from: "user" (~/.harn/trusted-signers), "project" (a signer registry the
+    # project's own harn.toml names: the repository vouches for itself), "registry" (a registry the user chose).
+    key_source: str = ""
 
     @property
     def trusted(self) -> bool:
-        return self.status == STATUS_VERIFIED
+        """Verified against a key the user trusts (a key the project ships proves nothing)."""
+        return self.status == STATUS_VERIFIED and self.key_source != "project"
+
+    @property
+    def label(self) -> str:
+        """What to show: never "verified" for a key that came with the repository itself."""
+        if self.status == STATUS_VERIFIED and self.key_source == "project":
+            return "signed by a key this project ships"
+        return self.status.replace("_", " ")
 
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -647,15 +658,18 @@ class _TooLarge(ValueError):
 
 
 def _read_bounded(path: str, limit: int) -> bytes:
-    """Read a regular file up to `limit` bytes; raise OSError/ValueError otherwise."""
-    info = os.stat(path)
-    if not stat.S_ISREG(info.st_mode):
-        raise ValueError("not a regular file")
-    with open(path, "rb") as fh:
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise _TooLarge(f"larger than {limit} bytes")
-    return data
+    """Read a regular file up to `limit` bytes; raise OSError/ValueError otherwise.
+
+    Through safe_read: the open itself never blocks (a FIFO swapped in after a stat) and the type is
+    checked on the open file. Confinement is the caller's (`confine_to`)."""
+    from harn_ls.safe_read import ReadRefused, read_confined
+
+    try:
+        return read_confined(path, None, limit)
+    except ReadRefused as exc:
+        if exc.kind == "too-large":
+            raise _TooLarge(f"larger than {limit} bytes") from None
+        raise ValueError("not a regular file") from None
 
 
 def _load_envelope(raw: bytes) -> dict[str, str]:
@@ -693,7 +707,7 @@ def _load_public_key(fingerprint: str, dirs: Sequence[str]):
             return None, f"failed to parse {candidate}: {exc}"
         if not isinstance(key, Ed25519PublicKey):
             return None, f"failed to parse {candidate}: not an Ed25519 public key"
-        return key, None
+        return (key, directory), None
     return None, None
 
 
@@ -704,8 +718,12 @@ def verify_signature(
     trusted_signers: Sequence[str] = (),
     *,
     registry_dir: str | None = None,
+    registry_is_project: bool = True,
 ) -> SignatureStatus:
     """Harn's `verify_skill`, same check order and statuses (§F.3).
+
+    `registry_is_project`: the registry was named by the project's own harn.toml, so a signature that
+    verifies only against one of its keys gets `key_source="project"` (not trusted, labelled so).
 
     `trusted_signers` is the skill's own allowlist (empty = any trusted key).
     `registry_dir` is a local-path signer registry (`signer_registry_url`
@@ -732,8 +750,10 @@ def verify_signature(
     fingerprint = envelope["signer_fingerprint"]
     signed_at = envelope["signed_at"]
 
+    key_source = ""
+
     def status(code: str, error: str | None = None, signed: bool = False) -> SignatureStatus:
-        return SignatureStatus(code, fingerprint, error, signed_at, signed, sig_path)
+        return SignatureStatus(code, fingerprint, error, signed_at, signed, sig_path, key_source)
 
     if envelope["schema"] != SIG_SCHEMA:
         return status(STATUS_INVALID_SIGNATURE, f"{sig_path} declares unsupported schema {envelope['schema']}")
@@ -745,10 +765,14 @@ def verify_signature(
     # The fingerprint becomes a file name: refuse anything but 64 hex digits
     # so a hostile .sig cannot point us at ../../somewhere.pub.
     dirs = [d for d in (trusted_signers_dir, registry_dir) if d]
+    key = None
     if _HEX64.match(fingerprint):
-        key, key_error = _load_public_key(fingerprint, dirs)
+        found, key_error = _load_public_key(fingerprint, dirs)
+        if found is not None:
+            key, key_dir = found
+            key_source = "user" if key_dir == trusted_signers_dir else ("project" if registry_is_project else "registry")
     else:
-        key, key_error = None, None
+        key_error = None
     if key_error:
         return status(STATUS_INVALID_SIGNATURE, key_error, signed=True)
     if key is None:
@@ -832,6 +856,7 @@ def parse_skill_file(
     trusted_signers_dir: str | None = None,
     registry_dir: str | None = None,
     confine_to: str | None = None,
+    registry_is_project: bool = True,
 ) -> Skill:
     """Read one SKILL.md. Never raises.
 
@@ -974,7 +999,8 @@ def parse_skill_file(
             )
         else:
             allow = fields.get("trusted_signers") or []
-            skill.signature = verify_signature(data, sig_path, trusted_signers_dir, allow, registry_dir=registry_dir)
+            skill.signature = verify_signature(data, sig_path, trusted_signers_dir, allow, registry_dir=registry_dir,
+                                               registry_is_project=registry_is_project)
             require_line = parsed.key_lines.get("require_signature")
             problems.extend(_signature_problems(skill, file_line(require_line)))
     return skill
@@ -1111,11 +1137,21 @@ def discover_skills(
     config = _read_skills_config(project_root)
     order_labels = tuple(lookup_order) if lookup_order is not None else config.lookup_order
     disabled = tuple(disabled_layers) if disabled_layers is not None else config.disable
+    registry_is_project = registry_url is None  # from the project's own harn.toml
     registry_dir = _registry_dir(registry_url if registry_url is not None else config.signer_registry_url,
                                  project_root)
     signers_dir = trusted_signers_dir if trusted_signers_dir is not None else (paths.trusted_signers_dir or None)
 
     problems: list[Problem] = []
+    if registry_is_project and registry_dir is not None and not _within(registry_dir, project_root):
+        # Project configuration cannot make harn-ls read outside the project.
+        problems.append(Problem(os.path.join(project_root, "harn.toml"), 0, CODE_ROOT_OUTSIDE,
+                                f"[skills] signer_registry_url {config.signer_registry_url!r} is outside the project; "
+                                "ignored (keys are read only from the project or ~/.harn/trusted-signers)",
+                                Severity.WARNING))
+        registry_dir = None
+    for refused, why in getattr(paths, "refused_roots", ()):
+        problems.append(Problem(os.path.join(project_root, "harn.toml"), 0, CODE_ROOT_OUTSIDE, why, Severity.WARNING))
     parsed_by_layer: dict[str, list[Skill]] = {}
     pattern_skills: list[Skill] = []
     real_project = os.path.realpath(project_root)
@@ -1149,7 +1185,8 @@ def discover_skills(
             # SkillLayerRoot has no namespace yet; honour one if a caller's root carries it.
             namespace = getattr(layer_root, "namespace", None)
             skill = parse_skill_file(candidate, layer, root, namespace, trusted_signers_dir=signers_dir,
-                                     registry_dir=registry_dir, confine_to=base)
+                                     registry_dir=registry_dir, confine_to=base,
+                                     registry_is_project=registry_is_project)
             if _is_pattern_layer(layer):
                 pattern_skills.append(skill)
             else:

@@ -109,40 +109,43 @@ def open_readonly(path: str, root: str | None = None) -> sqlite3.Connection:
 
 def _schema_rows(conn: sqlite3.Connection, deadline_s: float) -> list[tuple]:
     # sqlite_master is a plain table: reading it evaluates nothing from the schema.
-    return query(conn, "SELECT type, name, sql FROM main.sqlite_master", (), deadline_s, 100_000, _schema=True)
+    return query(conn, "SELECT type, name, sql, rootpage FROM main.sqlite_master", (), deadline_s, 100_000, _schema=True)
 
 
 def real_tables(conn: sqlite3.Connection, deadline_s: float = DEFAULT_DEADLINE_S) -> set[str]:
     """Names of ordinary tables (no views, no virtual tables)."""
     out = set()
-    for kind, name, sql in _schema_rows(conn, deadline_s):
-        if kind == "table" and isinstance(name, str) and not _is_virtual(sql):
+    for kind, name, sql, rootpage in _schema_rows(conn, deadline_s):
+        if kind == "table" and isinstance(name, str) and not _is_virtual(sql, rootpage):
             out.add(name)
     return out
 
 
 def object_kind(conn: sqlite3.Connection, name: str, deadline_s: float = DEFAULT_DEADLINE_S) -> str | None:
     """'table', 'virtual table', 'view', 'index', 'trigger' or None (absent) for a schema name."""
-    for kind, n, sql in _schema_rows(conn, deadline_s):
+    for kind, n, sql, rootpage in _schema_rows(conn, deadline_s):
         if n == name:
-            return "virtual table" if kind == "table" and _is_virtual(sql) else kind
+            return "virtual table" if kind == "table" and _is_virtual(sql, rootpage) else kind
     return None
 
 
-def _is_virtual(sql: Any) -> bool:
-    return isinstance(sql, str) and sql.lstrip()[:20].upper().replace("  ", " ").startswith("CREATE VIRTUAL")
+def _is_virtual(sql: Any, rootpage: Any) -> bool:
+    # A virtual table has no b-tree (rootpage 0); the SQL text is checked as well.
+    if not isinstance(rootpage, int) or rootpage <= 0:
+        return True
+    return isinstance(sql, str) and " ".join(sql.split()[:2]).upper() == "CREATE VIRTUAL"
 
 
 def table_columns(conn: sqlite3.Connection, name: str, deadline_s: float = DEFAULT_DEADLINE_S) -> list[str]:
     """Column names of a real table. Raises SqliteRefused for a view, a virtual table, a missing
     name, or a table with generated columns (an expression from the schema would run on read)."""
-    kinds = {row[1]: (row[0], row[2]) for row in _schema_rows(conn, deadline_s)}
+    kinds = {row[1]: (row[0], row[2], row[3]) for row in _schema_rows(conn, deadline_s)}
     if name not in kinds:
         raise SqliteRefused(f"no table '{name}'")
-    kind, sql = kinds[name]
+    kind, sql, rootpage = kinds[name]
     if kind != "table":
         raise SqliteRefused(f"'{name}' is a {kind}, not a table; not evaluated")
-    if _is_virtual(sql):
+    if _is_virtual(sql, rootpage):
         raise SqliteRefused(f"'{name}' is a virtual table; not read")
     rows = query(conn, "SELECT name, hidden FROM pragma_table_xinfo(?)", (name,), deadline_s, 10_000, _schema=True)
     if any(hidden for _, hidden in rows):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from harn_ls.staleness import Anchor, anchor, source_lines
+from harn_ls.staleness import Anchor, anchor, refusal, source_lines
 
 
 @dataclass(frozen=True)
@@ -31,27 +31,28 @@ def fact_spans(ws, abs_path: str, min_confidence: float) -> list[FactSpan]:
         return []
     if rel not in ws.facts_by_file:
         return []
-    lines = source_lines(os.path.join(ws.root, rel))
+    full = os.path.join(ws.root, rel)
+    lines = source_lines(full, ws.root)  # confined + capped: a link to /dev/zero or out of the project is refused
     cache = ws.__dict__.setdefault(_CACHE_ATTR, {})
     key = (rel, min_confidence)
     hit = cache.get(key)
     if hit is not None and hit[0] == ws.generation and hit[1] is lines and lines is not None:
         return hit[2]
-    out = _spans(ws.facts_for_file(rel), rel, lines, min_confidence)
+    out = _spans(ws.facts_for_file(rel), rel, lines, min_confidence, refusal(full) or "")
     if len(cache) >= _CACHE_MAX:
         cache.clear()
     cache[key] = (ws.generation, lines, out)
     return out
 
 
-def _spans(facts, rel: str, lines, min_confidence: float) -> list[FactSpan]:
+def _spans(facts, rel: str, lines, min_confidence: float, reason: str = "") -> list[FactSpan]:
     out = []
     for fact in facts:
         if fact.confidence < min_confidence:
             continue
         for ev in fact.evidence:
             if ev.range is not None and ev.range.path == rel:
-                out.append(FactSpan(fact, ev, anchor(lines, ev.range.start, ev.range.end, ev.snippet)))
+                out.append(FactSpan(fact, ev, anchor(lines, ev.range.start, ev.range.end, ev.snippet, reason)))
     return out
 
 

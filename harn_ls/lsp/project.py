@@ -64,6 +64,7 @@ class Project:
         assert self.ws is not None
         try:
             self.watcher = StateWatcher(self.ws.paths, self._on_batch_from_thread)
+            self.ws.watch_problems = self.watcher.problems  # roots refused / over the watch budget, as diagnostics
             self.watcher.start()
         except Exception:  # a project without a watcher still serves everything on demand
             log.exception("cannot watch %s", self.folder_path)

@@ -186,7 +186,7 @@ def _skills(ws, parent: str | None, show_suppressed: bool) -> list[dict]:
                 continue
             bits = []
             if s.signature is not None and (s.signature.status != "missing_signature" or s.fields.get("require_signature")):
-                bits.append(s.signature.status.replace("_", " "))
+                bits.append(s.signature.label)
             if s.shadowed_by:
                 bits.append(f"shadowed by {s.shadowed_by}")
             if not s.loadable:

@@ -48,13 +48,16 @@ _KINDS = ("runs", "transcripts", "checkpoints", "memory", "facts", "proposals", 
 # one-document kinds (issue 16): path -> kind
 _SINGLETONS = {"/events.md": "events_index", "/hitl.md": "hitl_index", "/store.md": "store", "/worktrees.md": "worktrees"}
 _SINGLETON_PATHS = {v: k for k, v in _SINGLETONS.items()}
-_SAFE_NAME = re.compile(r"^[^\x00-\x1f\x7f]+$")
+# fullmatch, not `$`: `$` also matches before a trailing "\n", so "facts/x\n" would pass.
+_SAFE_NAME = re.compile(r"[^\x00-\x1f\x7f]+")
 
 
 def parse_uri(uri: str) -> StateUri:
     parts = urlsplit(uri)
     if parts.scheme != SCHEME:
         raise UriError(f"not a {SCHEME}: URI: {uri}")
+    if any(ord(c) < 0x20 or c == "\x7f" for c in uri):
+        raise UriError(f"refused: {uri!r} (control characters in a URI)")
     path = unquote(parts.path)
     raw_query = parts.query
     if "=" not in raw_query and "%3d" in raw_query.lower():
@@ -76,7 +79,7 @@ def parse_uri(uri: str) -> StateUri:
     segments = rest.split("/")
     # Backslashes count as separators here (Harn's namespace rule, Windows paths): `a\..\b` is refused too.
     if any(s in ("", ".", "..") for s in segments) or any(s in (".", "..") for s in rest.replace("\\", "/").split("/")) \
-            or not _SAFE_NAME.match(rest):
+            or not _SAFE_NAME.fullmatch(rest):
         raise UriError(f"refused: {uri} (path segments must not be empty, '.', '..' or control characters)")
     if head != "memory" and len(segments) != 1:
         raise UriError(f"unknown document: {uri}")

@@ -121,7 +121,7 @@ def index(ws, target: StateUri, settings: RenderSettings) -> str:
     if ws.skills is not None:
         out.append(f"## Skills ({len(ws.skills.skills)}, {len(ws.skills.shadowed)} shadowed)")
         for sk in ws.skills.skills:
-            sig = f" · signature {cell(sk.signature.status)}" if sk.signature is not None and sk.signature.status != "missing_signature" else ""
+            sig = f" · signature {cell(sk.signature.label)}" if sk.signature is not None and sk.signature.status != "missing_signature" else ""
             out.append(f"- {_link(sk.id, make_uri('skills', sk.id))} · {cell(sk.layer)}{sig}")
         out.append("")
 
@@ -360,7 +360,7 @@ def skills(ws, target: StateUri, settings: RenderSettings) -> str:
            f"| when to use | {cell(sk.when_to_use)} |", f"| sha256 | {code_cell(sk.sha256)} |"]
     if sk.signature is not None:
         sig = sk.signature
-        out.append(f"| signature | **{cell(sig.status)}**" + (f" · signer {code_cell(sig.signer_fingerprint[:16] + '…')}" if sig.signer_fingerprint else "")
+        out.append(f"| signature | **{cell(sig.label)}**" + (f" · signer {code_cell(sig.signer_fingerprint[:16] + '…')}" if sig.signer_fingerprint else "")
                    + (f" · {cell(sig.error)}" if sig.error else "") + " |")
     out.append(f"| loadable by Harn | {'yes' if sk.loadable else '**no**'} |")
     out.append("")

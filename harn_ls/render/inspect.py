@@ -21,6 +21,7 @@ def inspect_json(ws) -> dict:
             skills_by_layer.setdefault(sk.layer, []).append({
                 "id": sk.id, "path": ws.relpath(sk.path) or sk.path, "shadowed_by": sk.shadowed_by,
                 "signature": sk.signature.status if sk.signature is not None else None, "loadable": sk.loadable,
+                "signature_label": sk.signature.label if sk.signature is not None else None,
             })
     problems = [pr.to_json() | {"path": ws.relpath(pr.path) or pr.path} for pr in ws.problems()]
     # "running": a Harn process holds the lock file right now (None: cannot tell on this system)
@@ -119,7 +120,7 @@ def inspect_text(ws) -> str:
         for s in items:
             extra = []
             if s["signature"] and s["signature"] != "missing_signature":
-                extra.append(f"signature {s['signature']}")
+                extra.append(f"signature {s.get('signature_label') or s['signature']}")
             if s["shadowed_by"]:
                 extra.append(f"shadowed by {s['shadowed_by']}")
             if not s["loadable"]:

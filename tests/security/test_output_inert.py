@@ -24,6 +24,7 @@ from tests.security.hostile_data import RUN_ID, SPOOF, TRANSCRIPT_ID, make_hosti
 from tests.security.inert import assert_no_live_markup, prose
 
 EVIL = "prompt-evil00000001"
+EVIL_MULTILINE = "prompt-evil00000002"
 _LINKS = re.compile(r"\]\((harn-state:[^)]+)\)")
 REPO = Path(__file__).resolve().parents[2]
 
@@ -89,11 +90,22 @@ def test_tree_tooltips_and_labels_are_inert(ws):
 
 def test_fake_accept_block_is_not_a_section(ws):
     text = render_uri(ws, make_uri("proposals", EVIL))
-    lines = text.split("\n")
+    lines = prose(text).split("\n")  # outside code fences: the SKILL.md preview may quote the data verbatim
     assert lines.count("## What Accept writes") == 1
     assert not any(line.startswith("### ") and "learned-evil" in line for line in lines)
-    real = lines.index("## What Accept writes")
-    assert lines[real + 2] == "### `.claude/skills/learned-sneaky-helper/SKILL.md`"
+    every = text.split("\n")
+    real = every.index("## What Accept writes")  # ours comes first: the data's copy sits in the fence below
+    assert every[real + 2] == "### `.claude/skills/learned-sneaky-helper/SKILL.md`"
+
+
+def test_multiline_frontmatter_spoof_is_refused_and_inert(ws):
+    text = render_uri(ws, make_uri("proposals", EVIL_MULTILINE))
+    lines = text.split("\n")
+    assert "## What Accept writes" not in lines  # neither ours (refused) nor the data's
+    assert "## Accept is refused" in lines
+    assert "description" in text and "line break" in text
+    assert not any(line.startswith("### ") and "learned-evil" in line for line in lines)
+    assert_no_live_markup(text, "multi-line proposal")
 
 
 @pytest.mark.parametrize("skill_root", [None, ".harn/skills"])
@@ -115,7 +127,7 @@ def test_compare_refuses_what_it_cannot_send_whole(proj, tmp_path):
     shutil.copytree(proj, copy, symlinks=True)
     events = copy / ".harn/memory/project/pattern-learning/events.jsonl"
     text = events.read_text()
-    events.write_text(text.replace('"body":"# Sneaky', '"body":"' + "x" * 1_100_000 + '# Sneaky', 1))
+    events.write_text(text.replace('"body":"Reusable guidance.', '"body":"' + "x" * 1_100_000 + 'Reusable guidance.', 1))
     ws = Workspace.load(str(copy))
     rel = Path(planned_files(ws, ws.proposal(EVIL)).skill_path).relative_to(copy).as_posix()
     from harn_ls.render import UriError

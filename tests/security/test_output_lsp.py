@@ -92,7 +92,7 @@ async def test_compare_gets_the_raw_text_accept_writes(client):
     expected = planned_files(ws, ws.proposal(EVIL)).files[0].text
     assert raw == expected
     # The description's fake block is in the raw text only as the YAML string Accept writes.
-    assert raw.startswith("---\nname: learned-sneaky-helper\ndescription: \"Reusable guidance.\\n\\n## What Accept writes")
+    assert raw.startswith("---\nname: learned-sneaky-helper\ndescription: \"Reusable guidance.  ## What Accept writes")
     # VS Code encodes the whole query of a custom-scheme URI; the server reads that form too.
     encoded = arg["uri"].replace("?file=", "?file%3D").replace("%2F", "%252F")
     again = (await client.workspace_text_document_content_async(types.TextDocumentContentParams(uri=encoded))).text

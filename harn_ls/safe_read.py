@@ -1,0 +1,191 @@
+"""Confined, bounded reads of files that project data names.
+
+A cloned repository decides which files harn-ls reads: a fact's `file_range`
+names a source file, a run record names transcripts, a checkpoint directory
+lists checkpoint files. Every such read goes through `read_confined`, which
+keeps these rules:
+
+* the real path (symlinks resolved) lies inside the project root, or inside
+  one of Harn's own user-level roots the caller passes (`extra_roots`, e.g.
+  `~/.harn/skills`); a symlink that leaves is refused with a reason naming
+  the link and its target, never followed;
+* the final component is opened with `O_NOFOLLOW` (a symlink swapped in after
+  the check is not followed) and `O_NONBLOCK` (opening a FIFO never waits for
+  a writer);
+* `fstat` must say "regular file": `/dev/zero`, a FIFO, a socket or a
+  directory is refused before a single byte is read;
+* at most `cap` bytes are read; a larger file is refused with
+  "too large: N MB, cap M MB; not loaded" (a file that grows while being read
+  is caught too).
+
+Size caps for each kind of file live here, in one place.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from typing import Iterable
+
+MB = 1024 * 1024
+
+# -- caps (bytes) -------------------------------------------------------------------
+# Chosen well above what Harn writes for real projects, and low enough that a hostile
+# file cannot exhaust memory: parsed JSON costs up to ~20x its size.
+CHECKPOINT_CAP = 16 * MB        # one `.harn/checkpoints/<pipeline>.json`
+RUN_RECORD_CAP = 32 * MB        # one `.harn-runs/*.json` run record / worker snapshot
+MEMORY_LINE_CAP = 16 * MB       # one line of a memory `events.jsonl` (longer lines are skipped unread)
+MAX_MEMORY_FACTOR = 20          # peak memory for parsing one file / line <= 20x its size
+_DICT_COST = 200                # bytes a parsed small dict costs in CPython (object + slot in its parent)
+_LIST_COST = 72                 # ... an empty list
+_SMALL_CONTAINERS = 256         # below this many containers the density rule does not apply
+SOURCE_FILE_CAP = 8 * MB        # a source file a fact's `file_range` points at
+SKILL_FILE_CAP = 1 * MB         # SKILL.md, signature envelopes, signer keys
+TRANSCRIPT_CAP = 64 * MB        # an `llm_transcript.jsonl` side file
+VECTOR_FILE_CAP = 4 * MB        # one cached embedding `vectors/<hint>/<hash>.json`
+
+
+class ReadRefused(OSError):
+    """The file was not read; `reason` is a user-facing sentence."""
+
+    def __init__(self, path: str, reason: str, kind: str = "refused") -> None:
+        super().__init__(errno.EPERM, reason, path)
+        self.path = path
+        self.reason = reason
+        self.kind = kind  # refused | outside | not-regular | too-large
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def mb(n: int) -> str:
+    value = n / MB
+    return f"{value:.0f}" if value >= 10 or value == int(value) else f"{value:.1f}"
+
+
+def too_large_message(size: int, cap: int) -> str:
+    return f"too large: {mb(size)} MB, cap {mb(cap)} MB; not loaded"
+
+
+def _inside(real: str, root: str) -> bool:
+    real_root = os.path.realpath(root)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _first_link(path: str, root: str) -> str | None:
+    """The first symlink component of `path` (at or below `root`), for naming it in a problem."""
+    root = os.path.abspath(root)
+    path = os.path.abspath(path)
+    if not (path == root or path.startswith(root.rstrip(os.sep) + os.sep)):
+        return None
+    current = root
+    for part in path[len(root):].split(os.sep):
+        if not part:
+            continue
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            return current
+    return None
+
+
+def confinement_problem(path: str, root: str, extra_roots: Iterable[str] = ()) -> str | None:
+    """None when `path` (symlinks resolved) stays inside `root` or an extra root, else the reason."""
+    real = os.path.realpath(path)
+    if _inside(real, root) or any(_inside(real, r) for r in extra_roots if r):
+        return None
+    link = _first_link(path, root)
+    if link is not None:
+        try:
+            target = os.readlink(link)
+        except OSError:
+            target = "?"
+        return f"symlink {link} -> {target} leaves the project; not followed"
+    return f"{path} resolves outside the project ({real}); not read"
+
+
+def read_confined(path: str, root: str | None, cap: int, extra_roots: Iterable[str] = ()) -> bytes:
+    """The bytes of a regular file inside `root` (or `extra_roots`), at most `cap` of them.
+
+    `root=None` skips the confinement check (a root the user's environment put elsewhere).
+    Raises FileNotFoundError when absent, ReadRefused when refused, OSError otherwise."""
+    if root is not None:
+        why = confinement_problem(path, root, extra_roots)
+        if why is not None:
+            if not os.path.lexists(path):
+                raise FileNotFoundError(errno.ENOENT, "no such file", path)
+            raise ReadRefused(path, why, "outside")
+    real = os.path.realpath(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(real, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # swapped for a symlink after the check
+            raise ReadRefused(path, "became a symlink while being opened; not followed", "outside") from None
+        if exc.errno == errno.ENXIO:  # a socket
+            raise ReadRefused(path, "not a regular file; not read", "not-regular") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ReadRefused(path, "not a regular file (a device, FIFO, socket or directory); not read", "not-regular")
+        if st.st_size > cap:
+            raise ReadRefused(path, too_large_message(st.st_size, cap), "too-large")
+        chunks = []
+        left = cap + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 * MB))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > cap:
+            raise ReadRefused(path, too_large_message(max(len(data), os.fstat(fd).st_size), cap), "too-large")
+        return data
+    finally:
+        os.close(fd)
+
+
+def json_density_problem(data: bytes) -> str | None:
+    """None when parsing `data` as JSON stays within MAX_MEMORY_FACTOR x its size, else the reason.
+
+    A line made of millions of `{}` costs ~72 bytes per 3 input bytes once parsed (~36x with the
+    rest). Every container needs a `{` or `[` byte, so counting them (inside strings too, which
+    only over-counts) bounds the cost before anything is parsed."""
+    dicts, lists = data.count(b"{"), data.count(b"[")
+    if dicts + lists <= _SMALL_CONTAINERS:
+        return None
+    cost = dicts * _DICT_COST + lists * _LIST_COST
+    budget = (MAX_MEMORY_FACTOR - 4) * len(data)  # leave room for the bytes, the decoded text, the strings
+    if cost <= budget:
+        return None
+    return (f"{dicts + lists} JSON objects/arrays in {mb(len(data))} MB would take about "
+            f"{cost // len(data)}x its size in memory (cap {MAX_MEMORY_FACTOR}x); not loaded")
+
+
+def open_regular(path: str) -> int:
+    """An fd for a regular file (O_NONBLOCK: a FIFO never blocks the open). Raises ReadRefused / OSError."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise ReadRefused(path, "not a regular file; not read", "not-regular") from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ReadRefused(path, "not a regular file (a device, FIFO, socket or directory); not read", "not-regular")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def regular_file_size(path: str) -> int | None:
+    """Size of a regular file (following links), None for anything else; never blocks."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
