@@ -9,8 +9,14 @@ with symlinks resolved before anything is written.
 from __future__ import annotations
 
 import os
+import secrets as _secrets
 import stat
+import threading as _threading
+import time as _time
 import uuid
+from datetime import datetime as _datetime, timezone as _timezone
+
+from harn_ls.formats.pattern_learning import rfc3339_auto_si
 
 
 class ActionFailed(Exception):
@@ -372,11 +378,6 @@ def remove_file(project_root: str, path: str) -> None:
 
 # -- ids and clocks shared by the actions (appended; the primitives above are unchanged) --
 
-import secrets as _secrets
-import threading as _threading
-import time as _time
-from datetime import datetime as _datetime, timezone as _timezone
-
 _uuid7_lock = _threading.Lock()
 _uuid7_last = [0, 0]  # [unix ms, 74 random/counter bits] of the previous id
 
@@ -426,16 +427,7 @@ def _utc_seconds(ns: int) -> tuple[str, int]:
 
 def rfc3339_nanos(ns: int) -> str:
     """chrono's `Utc::now().to_rfc3339()`: `+00:00`, fraction of 0/3/6/9 digits (AutoSi)."""
-    base, frac = _utc_seconds(ns)
-    if frac == 0:
-        digits = ""
-    elif frac % 1_000_000 == 0:
-        digits = f".{frac // 1_000_000:03d}"
-    elif frac % 1000 == 0:
-        digits = f".{frac // 1000:06d}"
-    else:
-        digits = f".{frac:09d}"
-    return base + digits + "+00:00"
+    return rfc3339_auto_si(*divmod(ns, 1_000_000_000))
 
 
 def iso_millis(ns: int) -> str:

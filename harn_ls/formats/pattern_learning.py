@@ -573,7 +573,7 @@ def _rust_round(x: float) -> float:
     return r + 1.0 if x - r >= 0.5 else r
 
 
-def _rfc3339_auto_si(secs: int, nanos: int) -> str:
+def rfc3339_auto_si(secs: int, nanos: int) -> str:
     """chrono `DateTime<Utc>::to_rfc3339()` (SecondsFormat::AutoSi, `+00:00`)."""
     base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
     if nanos == 0:
@@ -610,7 +610,7 @@ def suppressed_until_after(now_ms: int, days: int = DEFAULT_SUPPRESSION_DAYS) ->
     millis = psecs * 1000 + pnanos // _NS_PER_MS  # timestamp_millis_from_arg
     millis += days * 86_400_000  # duration_days
     added: int | float = millis // 1000 if millis % 1000 == 0 else millis / 1000.0  # timestamp_millis_value
-    return _rfc3339_auto_si(*_datetime_from_vm_number(added))
+    return rfc3339_auto_si(*_datetime_from_vm_number(added))
 
 
 def yaml_scalar(value: str | None) -> str:

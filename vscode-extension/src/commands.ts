@@ -113,13 +113,9 @@ function describeResult(result: unknown): string | undefined {
   return undefined;
 }
 
-export function registerCommands(
-  context: vscode.ExtensionContext,
-  conn: Connection,
-  trees: Trees,
-  log: vscode.LogOutputChannel,
-): void {
-  const run = (what: string, fn: (...args: any[]) => Promise<unknown>) => async (...args: any[]) => {
+/** Wraps a command handler: a failure is logged and shown once, never thrown at VS Code. */
+export function reportingFailures(log: vscode.LogOutputChannel) {
+  return (what: string, fn: (...args: any[]) => Promise<unknown>) => async (...args: any[]) => {
     try {
       return await fn(...args);
     } catch (e) {
@@ -129,6 +125,15 @@ export function registerCommands(
       return undefined;
     }
   };
+}
+
+export function registerCommands(
+  context: vscode.ExtensionContext,
+  conn: Connection,
+  trees: Trees,
+  log: vscode.LogOutputChannel,
+): void {
+  const run = reportingFailures(log);
 
   /** Server actions answer {ok, message, ...}; the server itself shows their messages. */
   const outcome = (what: string, res: unknown): boolean => {

@@ -3,6 +3,7 @@
 import * as vscode from 'vscode';
 import type { Node, Trees } from './trees';
 import { SCHEME, TreeItemData } from './protocol';
+import { reportingFailures } from './commands';
 
 export const ViewCommands = {
   compareCheckpointWithPrevious: 'harnState.ui.compareCheckpointWithPrevious',
@@ -34,17 +35,9 @@ export function registerViewCommands(
   log: vscode.LogOutputChannel,
   open: (uri: vscode.Uri) => Promise<unknown>,
 ): void {
+  const run = reportingFailures(log);
   const reg = (id: string, what: string, fn: (...args: any[]) => Promise<unknown>) =>
-    context.subscriptions.push(vscode.commands.registerCommand(id, async (...args: any[]) => {
-      try {
-        return await fn(...args);
-      } catch (e) {
-        const msg = e instanceof Error ? e.message : String(e);
-        log.error(`${what}: ${msg}`);
-        void vscode.window.showErrorMessage(`Harn State: ${what} failed: ${msg}`);
-        return undefined;
-      }
-    }));
+    context.subscriptions.push(vscode.commands.registerCommand(id, run(what, fn)));
 
   reg(ViewCommands.compareCheckpointWithPrevious, 'Compare with previous', async (arg?: unknown) => {
     const item = itemOf(arg);
