@@ -481,15 +481,16 @@ async function checkPendingApproval({ page }) {
     return new RegExp(`\\b${pending.length} waiting\\b`).test(t) ? t : undefined;
   }, `"${pending.length} waiting" in the Harn status bar item`, 20_000);
   await focusView(page, 'runs');
-  const groupText = await waitFor(async () => (await rowTexts(page, 'runs')).find(t => /^Waiting for you\b/.test(t)),
-    'a "Waiting for you" row in Runs & Transcripts', 20_000);
+  const groupText = await waitFor(async () => (await rowTexts(page, 'runs')).find(t => /(^|\s)Waiting for you\b/.test(t)),
+    'a "Waiting for you" row in Runs & Transcripts', 20_000)
+    .catch(async e => { throw new Error(`${e.message}; rows: ${JSON.stringify(await rowTexts(page, 'runs')).slice(0, 400)}`); });
   if (!groupText.includes(String(pending.length))) throw new Error(`the group row says "${groupText}", expected ${pending.length} pending`);
   const wanted = pending.map(p => norm(p.action)).filter(Boolean);
   const row = await waitFor(async () => {
     const texts = (await rowTexts(page, 'runs')).map(norm);
     const hit = texts.find(t => wanted.some(w => t.includes(w)));
     if (hit) return hit;
-    await expandRows(page, 'runs', t => /^Waiting for you/.test(t.trim()));
+    await expandRows(page, 'runs', t => /(^|\s)Waiting for you\b/.test(t.trim()));
     return undefined;
   }, `the pending approval (${wanted[0]}) under Waiting for you`, 20_000, 500);
   await shot(page, 'waiting-for-you');
