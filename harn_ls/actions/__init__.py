@@ -14,32 +14,9 @@ import stat
 import threading as _threading
 import time as _time
 import uuid
-from datetime import datetime as _datetime, timezone as _timezone
 
-from harn_ls.formats.pattern_learning import rfc3339_auto_si
-
-
-class ActionFailed(Exception):
-    """An action was refused or failed; nothing (or nothing partial) was written."""
-
-
-def ensure_inside(project_root: str, path: str) -> str:
-    """Refuse a target that would leave the project once symlinks are resolved."""
-    real_root = os.path.realpath(project_root)
-    # Resolve the deepest existing ancestor: a symlinked folder pointing outside is caught
-    # even when the file itself does not exist yet.
-    probe = os.path.abspath(path)
-    while not os.path.lexists(probe):
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            break
-        probe = parent
-    real_probe = os.path.realpath(probe)
-    rest = os.path.relpath(os.path.abspath(path), probe)
-    real = os.path.normpath(os.path.join(real_probe, rest)) if rest != "." else real_probe
-    if real != real_root and not real.startswith(real_root + os.sep):
-        raise ActionFailed(f"refused: {path} resolves outside the project ({real})")
-    return real
+from harn_ls.formats.harn_time import iso_millis, now_ns, rfc3339_nanos  # noqa: F401 (the actions' clocks)
+from harn_ls.refusal import ActionFailed, ensure_inside  # noqa: F401 (re-exported)
 
 
 def _fsync_dir(directory: str) -> None:
@@ -368,14 +345,6 @@ def append_lines(project_root: str, path: str, lines: list[str]) -> int:
         os.close(fd)
 
 
-def remove_file(project_root: str, path: str) -> None:
-    ensure_inside(project_root, path)
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-
-
 # -- ids and clocks shared by the actions (appended; the primitives above are unchanged) --
 
 _uuid7_lock = _threading.Lock()
@@ -404,33 +373,3 @@ def uuid7(now_ns: int | None = None) -> str:
     return str(uuid.UUID(int=value))
 
 
-def now_ns(now: "int | str | _datetime | None" = None) -> int:
-    """Nanoseconds since the epoch: `now` as given (datetime, ISO string or ns), else the clock."""
-    if now is None:
-        return _time.time_ns()
-    if isinstance(now, int) and not isinstance(now, bool):
-        return now
-    if isinstance(now, str):
-        now = _datetime.fromisoformat(now.replace("Z", "+00:00"))
-    if isinstance(now, _datetime):
-        if now.tzinfo is None:
-            now = now.replace(tzinfo=_timezone.utc)
-        delta = now - _datetime(1970, 1, 1, tzinfo=_timezone.utc)
-        return (delta.days * 86400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
-    raise TypeError(f"cannot use {type(now).__name__} as a timestamp")
-
-
-def _utc_seconds(ns: int) -> tuple[str, int]:
-    secs, frac = divmod(ns, 1_000_000_000)
-    return _time.strftime("%Y-%m-%dT%H:%M:%S", _time.gmtime(secs)), frac
-
-
-def rfc3339_nanos(ns: int) -> str:
-    """chrono's `Utc::now().to_rfc3339()`: `+00:00`, fraction of 0/3/6/9 digits (AutoSi)."""
-    return rfc3339_auto_si(*divmod(ns, 1_000_000_000))
-
-
-def iso_millis(ns: int) -> str:
-    """Harn's `date_now_iso()`: milliseconds (truncated) and `Z`."""
-    base, frac = _utc_seconds(ns)
-    return f"{base}.{frac // 1_000_000:03d}Z"

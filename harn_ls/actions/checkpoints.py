@@ -19,7 +19,7 @@ import time
 import orjson
 
 from harn_ls.actions import NEW_FILE_MODE, ActionFailed, atomic_write, ensure_inside
-from harn_ls.actions.proposals import _check_segment, _inside
+from harn_ls.accept_plan import check_segment, inside_project
 from harn_ls.formats.checkpoints import render_checkpoint_json
 from harn_ls.formats.locks import checkpoint_lock_path
 
@@ -34,11 +34,11 @@ def _root_for(ws) -> str:
 
 
 def checkpoint_path(ws, pipeline: str) -> str:
-    _check_segment(pipeline, "pipeline name")
+    check_segment(pipeline, "pipeline name")
     path = os.path.join(ws.paths.checkpoint_dir, pipeline + ".json")
     root = _root_for(ws)
     if root == os.path.abspath(ws.root):
-        return _inside(ws, path)
+        return inside_project(ws, path)
     ensure_inside(root, path)
     return path
 

@@ -9,7 +9,8 @@ the same deterministic id afterwards — the message says so.
 from __future__ import annotations
 
 from harn_ls.actions import ActionFailed, append_lines, now_ns
-from harn_ls.actions.proposals import _confine, forget_event
+from harn_ls.accept_plan import confining_root
+from harn_ls.actions.proposals import forget_event
 from harn_ls.formats.harn_json import serde_compact
 
 
@@ -31,7 +32,7 @@ def invalidate_fact(ws, fact_id: str, now=None) -> dict:
         raise ActionFailed(f"refused: no active memory record with id {fact_id!r} in {ns} (already invalidated?)")
     t = now_ns(now)
     event = forget_event(ns, {"id": fact_id}, ids, t)
-    append_lines(_confine(ws, path), path, [serde_compact(event)])
+    append_lines(confining_root(ws, path), path, [serde_compact(event)])
     ws.apply([path])
     return {
         "message": f"Invalidated {fact_id} in {ns} (Harn hides this id for good: re-asserting the same fact stays invisible)",

@@ -30,9 +30,9 @@ import os
 import uuid
 
 from harn_ls.actions import ActionFailed, append_lines, atomic_write, iso_millis, now_ns
+from harn_ls.accept_plan import confining_root
 from harn_ls.actions.proposals import (
     NAMESPACE,
-    _confine,
     _ids_with_key,
     _refresh,
     forget_event,
@@ -68,8 +68,8 @@ def migrate_pattern_learning(ws, now=None) -> dict:
     t = now_ns(now)
     now_iso = iso_millis(t)
     events_path = _refresh(ws, NAMESPACE)
-    root = _confine(ws, events_path)
-    _confine(ws, marker)
+    root = confining_root(ws, events_path)
+    confining_root(ws, marker)
     space = ws.memory.get(NAMESPACE)
     active_ids = {r.id for r in space.records()} if space is not None else set()
     tombstoned = set(space.forgotten) if space is not None else set()

@@ -15,7 +15,7 @@ from harn_ls.render import UriError, make_uri, parse_uri
 
 def _proposal_actions(ws, proposal_id: str, skill_root: str) -> list[types.CodeAction]:
     from harn_ls.actions import ActionFailed
-    from harn_ls.actions.proposals import planned_files
+    from harn_ls.accept_plan import planned_files
 
     prop = ws.proposal(proposal_id)
     if prop is None:

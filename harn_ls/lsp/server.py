@@ -222,7 +222,7 @@ class HarnLanguageServer(LanguageServer):
 
     async def warn_skill_root(self, proj: Project) -> None:
         """Say once per (folder, skillRoot) when Accept would write where Harn's pattern learning never looks."""
-        from harn_ls.actions.proposals import skill_root_warning
+        from harn_ls.accept_plan import skill_root_warning
 
         if proj.ws is None:
             return
@@ -281,7 +281,7 @@ class HarnLanguageServer(LanguageServer):
         def _status() -> dict:
             ws = proj.ws
             problems = n_problems if n_problems is not None else len(ws.problems())
-            from harn_ls.actions.proposals import skill_root_warning
+            from harn_ls.accept_plan import skill_root_warning
 
             warning = skill_root_warning(ws, self.settings.skillRoot)
             return {"root": ws.root, "counts": ws.counts(), "problems": problems, "watching": proj.watching,

@@ -286,7 +286,7 @@ def proposals(ws, target: StateUri, settings: RenderSettings) -> str:
     prop = ws.proposal(target.name)
     if prop is None:
         raise UriError(f"no pending proposal {target.name!r} (accepted, rejected or refreshed away)")
-    from harn_ls.actions.proposals import planned_files
+    from harn_ls.accept_plan import planned_files
     from harn_ls.formats.pattern_learning import is_suppressed
     from harn_ls.formats.facts import date_now_iso
 
@@ -346,7 +346,7 @@ def proposal_file_text(ws, prop, wanted: str, skill_root: str | None = None) -> 
 
     Raw text, not Markdown: the client diffs it as it is and must never parse it out of the
     rendered document (whose free text comes from the proposal)."""
-    from harn_ls.actions.proposals import planned_files
+    from harn_ls.accept_plan import planned_files
 
     try:
         plan = planned_files(ws, prop, skill_root)

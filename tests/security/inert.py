@@ -7,15 +7,53 @@ left must contain no structure coming from data: `assert_no_live_markup` finds a
 from __future__ import annotations
 
 import re
+from html.parser import HTMLParser
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _OUR_LINK = re.compile(r"\]\((harn-state:|file://)[^)\s]*\)")
+
+
+# harn-ls's own one-line HTML blocks (pictures, folded tool calls): allowed only with these tags,
+# no links, and images only from data: URIs. Data inside them is HTML/XML-escaped by the renderer.
+_OUR_HTML_LINE = re.compile(r'^(<div class="harn-picture">|<details[ >])')
+_OUR_TAGS = {"div", "details", "summary", "pre", "code", "img", "svg", "g", "rect", "line", "path", "text",
+             "title", "polyline", "polygon", "circle", "defs", "pattern", "style", "tspan", "br", "span", "b", "em",
+             "strong", "desc", "marker", "clippath", "lineargradient", "stop", "use", "small"}
+
+
+class _OurHtml(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.bad: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in _OUR_TAGS:
+            self.bad.append(f"tag <{tag}>")
+        for name, value in attrs:
+            v = (value or "").strip().lower()
+            if name in ("href", "xlink:href", "action", "formaction") or name.startswith("on"):
+                self.bad.append(f"attribute {name}={value!r}")
+            if name == "src" and not v.startswith("data:image/"):
+                self.bad.append(f"image source {value!r}")
+            if v.startswith(("command:", "javascript:")) or (v.startswith(("http:", "https:")) and name != "xmlns"):
+                self.bad.append(f"attribute {name}={value!r}")
+
+
+def check_our_html_line(line: str) -> list[str]:
+    parser = _OurHtml()
+    parser.feed(line)
+    parser.close()
+    return parser.bad
 
 
 def prose(md: str) -> str:
     out = []
     fence = None
     for line in md.split("\n"):
+        if fence is None and _OUR_HTML_LINE.match(line):
+            bad = check_our_html_line(line)
+            assert not bad, f"harn-ls HTML line carries live markup: {bad[:3]}"
+            continue
         m = _FENCE.match(line.lstrip())
         if fence is None:
             if m:
