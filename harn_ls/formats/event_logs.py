@@ -145,13 +145,18 @@ class LogView:
                     have.clear()  # compacted (or the topic vanished): read again from the start
                     last = 0
                 if info is not None:
-                    while True:
+                    # Stop at the head the summary saw: events committed after it (and the waitpoints
+                    # written just before them) are read together on the next refresh, so one
+                    # refresh never shows a request without the state that was written before it.
+                    while last < info.last_id:
                         batch = be.read_after(topic, last, TAIL_BATCH, self.summary.problems)
+                        full = len(batch) == TAIL_BATCH
+                        batch = [ev for ev in batch if ev.id <= info.last_id]
                         if not batch:
                             break
                         have.extend(batch)
                         last = batch[-1].id
-                        if len(batch) < TAIL_BATCH:
+                        if not full:
                             break
             if len(have) > MAX_HITL_EVENTS:
                 del have[: len(have) - MAX_HITL_EVENTS]
