@@ -8,7 +8,7 @@ from pathlib import Path
 import harn_ls
 
 PKG = Path(harn_ls.__file__).parent
-SPLIT = sorted((PKG / "formats" / "skills").glob("*.py")) + [PKG / "debounce.py", PKG / "watch.py"]
+SPLIT = sorted((PKG / "formats" / "skills").glob("*.py")) + [PKG / "debounce.py", PKG / "watch.py", PKG / "text_positions.py"]
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 100
 
