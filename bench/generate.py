@@ -52,6 +52,9 @@ SIZES = {
     # events: memory events in total (all namespaces, facts and pattern learning included)
     "large": dict(events=100_000, facts=10_000, sources=500, runs=1_000, proposals=200, checkpoints=50,
                   observations=1_500, big_transcript_bytes=10_000_000),
+    # huge: the 1M-event project of `make bench` (about 1 GB of memory logs; fewer, smaller run records)
+    "huge": dict(events=1_000_000, facts=20_000, sources=500, runs=200, proposals=200, checkpoints=50,
+                 observations=1_500, big_transcript_bytes=2_000_000),
     "small": dict(events=1_000, facts=100, sources=20, runs=20, proposals=10, checkpoints=5,
                   observations=30, big_transcript_bytes=200_000),
 }

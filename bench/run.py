@@ -49,6 +49,7 @@ sys.path.insert(0, str(HERE))
 import orjson  # noqa: E402
 
 import bench_recall  # noqa: E402
+import cli_bench  # noqa: E402
 from harn_ls.formats.harn_json import serde_compact  # noqa: E402
 
 OUT = HERE / "out"
@@ -255,6 +256,8 @@ def bench_recall_ws(ws, seed: int, n_queries: int, bm25_queries: int) -> dict:
         sorted(range(len(scores)), key=scores.__getitem__, reverse=True)[:10]
         blat.append((time.perf_counter() - t0) * 1000)
     out["rank_bm25_busiest_namespace_ms"] = pcts(blat)
+    # harn-ls over exactly the queries rank-bm25 ran (the first bm25_queries), for a like-for-like row
+    out["busiest_namespace_bm25_queries_ms"] = pcts(lat_ns[:len(blat)])
     del bm, corpus
     return out
 
@@ -263,9 +266,9 @@ def bench_recall_ws(ws, seed: int, n_queries: int, bm25_queries: int) -> dict:
 class Client:
     """Minimal JSON-RPC client for `harn-ls serve` over stdio; answers server requests with null."""
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, env: dict | None = None) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "harn_ls", "serve"], cwd=str(ROOT),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self.next_id = 0
         self.pending: dict[int, queue.Queue] = {}
         self.notes: queue.Queue = queue.Queue()
@@ -369,9 +372,9 @@ def busiest_source(ws) -> tuple[str, list[tuple[int, int]]]:
 
 
 def bench_server(project: Path, events_path: Path, ns: str, rel: str, ranges, big_transcript: str,
-                 big_run: str, hovers: int, notifies: int) -> dict:
+                 big_run: str, hovers: int, notifies: int, env: dict | None = None, docs: bool = True) -> dict:
     uri_root = project.as_uri()
-    c = Client(project)
+    c = Client(project, env)
     out: dict = {}
     try:
         t0 = time.perf_counter()
@@ -391,6 +394,7 @@ def bench_server(project: Path, events_path: Path, ns: str, rel: str, ranges, bi
             if note[1].get("params", {}).get("recallReady"):
                 break
         out["server_ready_s"] = time.perf_counter() - t0
+        wait_cache_written(project, env)  # the server writes its state cache once recall is ready
         time.sleep(0.5)
         c.drain()
         file_uri = (project / rel).as_uri()
@@ -427,6 +431,25 @@ def bench_server(project: Path, events_path: Path, ns: str, rel: str, ranges, bi
         out["code_lens_resolve_ms"] = pcts(resolve)
         out["code_lens_count"] = n_lenses
         out["code_lens_all_resolved_ms"] = full[0]
+        # right after an append batch (the model just changed; no warm span cache): one hover and one
+        # code lens as soon as the client hears about the batch
+        hov2, lens2 = [], []
+        for i in range(max(10, notifies)):
+            c.drain()
+            append(events_path, batch_lines(ns, 100, f"srv{i}"))
+            if c.wait_note({"harn/treeChanged", "workspace/textDocumentContent/refresh"}, 10) is None:
+                raise RuntimeError("no notification within 10 s of an append batch")
+            s, e = rng.choice(ranges)
+            ms, res, _ = c.request("textDocument/hover", {"textDocument": {"uri": file_uri},
+                                                           "position": {"line": rng.randint(s, e) - 1, "character": 4}})
+            hov2.append(ms)
+            ms, _lenses, _ = c.request("textDocument/codeLens", {"textDocument": {"uri": file_uri}})
+            lens2.append(ms)
+        out["hover_after_append_ms"] = pcts(hov2)
+        out["code_lens_after_append_ms"] = pcts(lens2)
+        if not docs:
+            out["server_peak_rss_kb"] = c.peak_rss_kb()
+            return out
         # largest response: the 10 MB transcript and its run, first page and every page
         docs = {}
         for name, uri in (("transcript", f"harn-state:/transcripts/{big_transcript}.md"),
@@ -456,6 +479,58 @@ def bench_server(project: Path, events_path: Path, ns: str, rel: str, ranges, bi
     finally:
         c.close()
     return out
+
+
+def batch_lines(ns: str, n: int, tag: str) -> bytes:
+    """n store events (unique ids) in Harn's line format."""
+    out = []
+    for i in range(n):
+        value = {"text": f"batch {tag} note {i} about invoice rounding", "confidence": 0.5, "source": "chat"}
+        ev = {"type": "store", "id": f"bench-{tag}-{i:05d}", "namespace": ns, "key": f"batch/{tag}/{i}", "value": value,
+              "text": serde_compact(value), "tags": ["note"], "stored_at": f"2026-06-03T00:00:{i % 60:02d}.000000000+00:00"}
+        out.append(serde_compact(ev) + "\n")
+    return "".join(out).encode()
+
+
+def wait_cache_written(project: Path, env: dict | None, timeout: float = 600) -> bool:
+    """Until the project's state cache holds every namespace with its recall index."""
+    from harn_ls.state_cache import StateCache
+
+    env = env if env is not None else dict(os.environ)
+    end = time.perf_counter() + timeout
+    while time.perf_counter() < end:
+        info = StateCache(str(project), env).info()
+        ns = info["namespaces"]
+        if info["valid"] and ns and all(e["index"] for e in ns.values()):
+            return True
+        time.sleep(0.25)
+    return False
+
+
+def server_startup(project: Path, env: dict) -> dict:
+    """Server start -> first harn/status (project loaded) -> recallReady, seconds."""
+    c = Client(project, env)
+    uri_root = project.as_uri()
+    try:
+        t0 = time.perf_counter()
+        c.request("initialize", {"processId": os.getpid(), "rootUri": uri_root,
+                                 "workspaceFolders": [{"uri": uri_root, "name": "bench"}], "capabilities": {}}, timeout=900)
+        c.notify("initialized", {})
+        if c.wait_note({"harn/status"}, 900) is None:
+            raise RuntimeError("server never reported harn/status")
+        status = time.perf_counter() - t0
+        while True:
+            note = c.wait_note({"harn/status"}, 900)
+            if note is None:
+                raise RuntimeError("server never reported recallReady")
+            if note[1].get("params", {}).get("recallReady"):
+                break
+        ready = time.perf_counter() - t0
+        wait_cache_written(project, env)
+        rss = c.peak_rss_kb()
+    finally:
+        c.close()
+    return {"status_s": status, "recall_ready_s": ready, "peak_rss_kb": rss}
 
 
 def _append_lines(ns: str, n: int) -> list[bytes]:
@@ -560,6 +635,8 @@ def wal_rows(w: dict) -> list:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (for a smoke run)")
+    ap.add_argument("--no-huge", action="store_true", help="skip the 1M-event project")
+    ap.add_argument("--huge-only", action="store_true", help="only the 1M-event project (results-huge.json)")
     ap.add_argument("--wal-only", action="store_true", help="only the event-log live-update rows")
     args = ap.parse_args(argv)
     if args.wal_only:
@@ -568,6 +645,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{label:<62} {unit:<11} p50 {_f(val[0]):>8} p95 {_f(val[1]):>8}  {budget}")
         return 0
     started = time.perf_counter()
+    # every state cache of this run goes to a scratch folder, never into ~/.cache
+    bench_cache = Path(tempfile.mkdtemp(prefix="harn-bench-cache-"))
+    os.environ["HARN_LS_CACHE_DIR"] = str(bench_cache / "default")
+    os.environ.pop("HARN_LS_CACHE", None)
+    if args.huge_only:
+        h = bench_huge(bench_cache, args.quick)
+        shutil.rmtree(bench_cache, ignore_errors=True)
+        (HERE / "results-huge.json").write_text(json.dumps(h, indent=1) + "\n")
+        print(huge_table(h))
+        return 0
     rep = 2 if args.quick else 3
     large, small = ensure_generated("large"), ensure_generated("small")
     manifest = json.loads((large / "bench-manifest.json").read_text())
@@ -615,10 +702,24 @@ def main(argv: list[str] | None = None) -> int:
                                          100 if args.quick else 300, 10 if args.quick else 30)
     finally:
         shutil.rmtree(proj.parent, ignore_errors=True)
+    print("whole-process CLI and server start (100k) ...", flush=True)
+    proj = scratch_copy(large, [ns_rel])
+    try:
+        env = dict(os.environ, HARN_LS_CACHE_DIR=str(bench_cache / "large"))
+        cold_start = server_startup(proj, env)  # empty cache: reads the logs, then writes the cache
+        warm_start = server_startup(proj, env)
+        results["server_start"] = {"large": {"cold": cold_start, "warm": warm_start}}
+        results["cli"] = {"large": cli_bench.bench_cli(proj, proj / ns_rel, lambda n, tag: batch_lines(ns, n, tag),
+                                                       rep, 1 if args.quick else 2)}
+    finally:
+        shutil.rmtree(proj.parent, ignore_errors=True)
+    if not args.no_huge:
+        results["huge"] = bench_huge(bench_cache, args.quick)
     if not args.quick:
         # Issue 3's table: the index alone at 1k / 10k / 100k records vs rank-bm25.
         print("recall index by size (bench_recall) ...", flush=True)
         results["recall_by_size"] = bench_recall.run()["recall"]
+    shutil.rmtree(bench_cache, ignore_errors=True)
     print("event log WAL append (live update) ...", flush=True)
     results["wal_append"] = bench_wal_append(10 if args.quick else 30)
     results["runtime_s"] = time.perf_counter() - started
@@ -627,6 +728,85 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table(results))
     return 0
+
+
+def bench_huge(bench_cache: Path, quick: bool) -> dict:
+    """The 1M-event project: warm CLI, the cold run that fills the cache, server start on a warm cache,
+    hover / code lens right after append batches, apply p95 and recall p50/p95 in process, peak RSS."""
+    from harn_ls.workspace import Workspace
+
+    huge = ensure_generated("huge")
+    man = json.loads((huge / "bench-manifest.json").read_text())
+    ns = man["busiest_namespace"]
+    rel_log = f".harn/memory/{ns}/events.jsonl"
+    out: dict = {"project": man, "disk_bytes": disk_bytes(huge)}
+    proj = scratch_copy(huge, [rel_log])
+    cache = bench_cache / "huge"
+    env = dict(os.environ, HARN_LS_CACHE_DIR=str(cache))
+    try:
+        print("1M: whole-process CLI ...", flush=True)
+        out["cli"] = cli_bench.bench_cli(proj, proj / rel_log, lambda n, tag: batch_lines(ns, n, tag),
+                                         2 if quick else 3, 0, cache=cache)
+        print("1M: server start on a warm cache ...", flush=True)
+        # the last CLI run left the cache valid but for its own appended batch: write it back once more
+        subprocess.run([sys.executable, "-m", "harn_ls", "recall", str(proj), "warm", "-k", "1"], env=env,
+                       stdout=subprocess.DEVNULL, check=True)
+        out["server_start_warm"] = server_startup(proj, env)
+        print("1M: in-process apply and recall ...", flush=True)
+        os.environ["HARN_LS_CACHE_DIR"] = str(cache)
+        t = time.perf_counter()
+        ws = Workspace.load(str(proj), cache=True)
+        ws.recall
+        out["inprocess_warm_load_with_index_s"] = time.perf_counter() - t
+        settle_gc()
+        out["apply"] = bench_incremental(ws, proj / rel_log, ns, 10 if quick else 20)
+        out["recall"] = bench_recall_ws(ws, man["seed"], 50 if quick else 200, 5 if quick else 10)
+        rel, ranges = busiest_source(ws)
+        del ws
+        gc.unfreeze()
+        gc.collect()
+        print("1M: server hover / code lens after append batches ...", flush=True)
+        subprocess.run([sys.executable, "-m", "harn_ls", "recall", str(proj), "warm", "-k", "1"], env=env,
+                       stdout=subprocess.DEVNULL, check=True)
+        out["server"] = bench_server(proj, proj / rel_log, ns, rel, ranges, "", "", 50 if quick else 100,
+                                     10 if quick else 20, env=env, docs=False)
+    finally:
+        shutil.rmtree(proj.parent, ignore_errors=True)
+    return out
+
+
+def huge_table(h: dict) -> str:
+    out = [f"1M-event project: {h['project']['events']:,} events, memory logs {h['disk_bytes']['memory_logs'] / 1e6:.0f} MB"]
+    for label, _u, v, budget, _how in cli_bench.rows("1M", h["cli"]):
+        w = v["wall"]
+        out.append(f"{label:<62} {_f(w['median']):>8} {_f(w['min']):>7} {_f(w['max']):>7} {_f(v['cpu']['median']):>7} "
+                   f"{v['rss_mb']['median']:>7.0f}  {budget}")
+    ss = h.get("server_start_warm", {})
+    if ss:
+        out.append(f"server start -> status {ss['status_s']:.3g} s, -> recall ready {ss['recall_ready_s']:.3g} s (warm cache)")
+    if "inprocess_warm_load_with_index_s" in h:
+        out.append(f"in-process warm load + recall index: {h['inprocess_warm_load_with_index_s']:.3g} s")
+    for k, v in h.get("apply", {}).items():
+        out.append(f"apply {k:>3} events: p50 {v['p50']:.3g} ms p95 {v['p95']:.3g} ms")
+    rc = h.get("recall", {})
+    if rc:
+        v = rc["all_namespaces_ms"]
+        out.append(f"recall top-10 all namespaces ({rc['records']:,} records): p50 {v['p50']:.3g} ms p95 {v['p95']:.3g} ms")
+        if "rank_bm25_busiest_namespace_ms" in rc:
+            v = rc["rank_bm25_busiest_namespace_ms"]
+            out.append(f"rank-bm25 same queries, {rc['busiest_namespace']}: p50 {v['p50']:.3g} ms p95 {v['p95']:.3g} ms")
+        v = rc["busiest_namespace_ms"]
+        out.append(f"harn-ls same queries, {rc['busiest_namespace']}: p50 {v['p50']:.3g} ms p95 {v['p95']:.3g} ms")
+    hs = h.get("server", {})
+    for key in ("hover_ms", "code_lens_ms", "hover_after_append_ms", "code_lens_after_append_ms"):
+        if key in hs:
+            out.append(f"{key}: p50 {hs[key]['p50']:.3g} p95 {hs[key]['p95']:.3g}")
+    if "server_peak_rss_kb" in hs:
+        mem = h["disk_bytes"]["memory_logs"]
+        out.append(f"server peak RSS {hs['server_peak_rss_kb'] / 1024:.0f} MB = {hs['server_peak_rss_kb'] * 1024 / mem:.2f}x "
+                   f"of the memory logs ({mem / 1e6:.0f} MB)")
+    out.append(f"load average now: {os.getloadavg()}")
+    return "\n".join(out)
 
 
 def verdict(r: dict) -> dict:
@@ -653,6 +833,38 @@ def verdict(r: dict) -> dict:
         "server peak RSS / on-disk bytes (memory logs only)": (rss_ratio_memory_logs, BUDGETS["rss_ratio"]),
         "apply <=100 events, ms (worst p95 at 1k)": (worst_apply_p95_small, BUDGETS["apply_ms"]),
     }
+    cli = r.get("cli", {}).get("large")
+    if cli:
+        base = cli["orjson"]["wall"]["median"]
+        if "inspect_cold" in cli:
+            checks["100k inspect --json cold / orjson parse (wall)"] = (cli["inspect_cold"]["wall"]["median"] / base, 2.0)
+        checks["100k inspect --json warm / orjson parse (wall)"] = (cli["inspect_warm"]["wall"]["median"] / base, 0.6)
+        checks["100k recall --json warm / orjson parse (wall)"] = (cli["recall_warm"]["wall"]["median"] / base, 1.0)
+    ss = r.get("server_start", {}).get("large")
+    if ss:
+        checks["100k server start -> recall ready, warm cache (s)"] = (ss["warm"]["recall_ready_s"], 1.0)
+    if "hover_after_append_ms" in srv:
+        checks["hover p95 right after an append batch (ms)"] = (srv["hover_after_append_ms"]["p95"], BUDGETS["hover_p95_ms"])
+        checks["code lens p95 right after an append batch (ms)"] = (srv["code_lens_after_append_ms"]["p95"], BUDGETS["lens_p95_ms"])
+    h = r.get("huge")
+    if h:
+        if "recall" in h:
+            checks["1M recall top-10 p95 ms"] = (h["recall"]["all_namespaces_ms"]["p95"], BUDGETS["recall_p95_ms"])
+        if "apply" in h:
+            checks["1M apply 100 events p95 ms"] = (h["apply"]["100"]["p95"], BUDGETS["apply_ms"])
+        hs = h.get("server", {})
+        for key, label in (("hover_after_append_ms", "1M hover p95 right after an append batch (ms)"),
+                           ("code_lens_after_append_ms", "1M code lens p95 right after an append batch (ms)")):
+            if key in hs:
+                checks[label] = (hs[key]["p95"], BUDGETS["hover_p95_ms"])
+        if "server_peak_rss_kb" in hs:
+            checks["1M server peak RSS / memory-log bytes"] = (hs["server_peak_rss_kb"] * 1024 / h["disk_bytes"]["memory_logs"],
+                                                             BUDGETS["rss_ratio"])
+        hc = h.get("cli")
+        if hc:
+            base = hc["orjson"]["wall"]["median"]
+            checks["1M inspect --json warm / orjson parse (wall)"] = (hc["inspect_warm"]["wall"]["median"] / base, 0.6)
+            checks["1M recall --json warm / orjson parse (wall)"] = (hc["recall_warm"]["wall"]["median"] / base, 1.0)
     return {k: {"value": v, "budget": b, "met": v <= b} for k, (v, b) in checks.items()}
 
 
@@ -696,8 +908,11 @@ def table(r: dict) -> str:
     rows.append((f"recall top-10, {rc['busiest_namespace']} ({rc['busiest_records']:,})", "ms p50/p95",
                  (v["p50"], v["p95"], v["min"], v["max"]), ""))
     if "rank_bm25_busiest_namespace_ms" in rc:
+        v = rc["busiest_namespace_bm25_queries_ms"]
+        rows.append((f"recall top-10, {rc['busiest_namespace']}, the {v['n']} rank-bm25 queries", "ms p50/p95",
+                     (v["p50"], v["p95"], v["min"], v["max"]), ""))
         v = rc["rank_bm25_busiest_namespace_ms"]
-        rows.append((f"rank-bm25 get_scores+top10, same namespace", "ms p50/p95",
+        rows.append((f"rank-bm25 get_scores+top10, same namespace, same {v['n']} queries", "ms p50/p95",
                      (v["p50"], v["p95"], v["min"], v["max"]), "(reference)"))
     v = srv["notify_ms"]
     rows.append(("file written -> harn/treeChanged at client", "ms p50/p95", (v["p50"], v["p95"], v["min"], v["max"]),
@@ -709,6 +924,45 @@ def table(r: dict) -> str:
     rows.append((f"server peak RSS (on-disk {logs['total'] / 1e6:.0f} MB: logs {logs['memory_logs'] / 1e6:.0f} + "
                  f"runs {logs['run_records'] / 1e6:.0f})", "MB", srv["server_peak_rss_kb"] / 1024,
                  f"{srv['server_peak_rss_kb'] * 1024 / logs['total']:.2f}x (<= 3x)"))
+    if "server" in r and "hover_after_append_ms" in srv:
+        for key, label in (("hover_after_append_ms", "hover right after a 100-event append batch"),
+                           ("code_lens_after_append_ms", "codeLens right after a 100-event append batch")):
+            v = srv[key]
+            rows.append((label, "ms p50/p95", (v["p50"], v["p95"], v["min"], v["max"]), "p95 <= 10 ms"))
+    ss = r.get("server_start", {}).get("large")
+    if ss:
+        for kind in ("cold", "warm"):
+            rows.append((f"server start -> first harn/status, {kind} cache (100k)", "s", ss[kind]["status_s"], ""))
+            rows.append((f"server start -> recall ready, {kind} cache (100k)", "s", ss[kind]["recall_ready_s"],
+                         "<= 1 s" if kind == "warm" else ""))
+    h = r.get("huge")
+    if h:
+        ev = h["project"]["events"]
+        if "server_start_warm" in h:
+            rows.append((f"server start -> first harn/status, warm cache ({ev:,})", "s", h["server_start_warm"]["status_s"], ""))
+            rows.append((f"server start -> recall ready, warm cache ({ev:,})", "s", h["server_start_warm"]["recall_ready_s"], ""))
+        if "apply" in h:
+            v = h["apply"]["100"]
+            rows.append((f"apply 100 appended events at {ev:,} events", "ms p50/p95", (v["p50"], v["p95"], v["min"], v["max"]), "<= 5 ms"))
+        if "recall" in h:
+            v = h["recall"]["all_namespaces_ms"]
+            rows.append((f"recall top-10, all namespaces ({h['recall']['records']:,} records)", "ms p50/p95",
+                         (v["p50"], v["p95"], v["min"], v["max"]), "<= 20 ms"))
+            if "rank_bm25_busiest_namespace_ms" in h["recall"]:
+                v = h["recall"]["rank_bm25_busiest_namespace_ms"]
+                rows.append((f"rank-bm25 get_scores+top10, {h['recall']['busiest_namespace']} ({ev:,})", "ms p50/p95",
+                             (v["p50"], v["p95"], v["min"], v["max"]), "(reference)"))
+        hs = h.get("server", {})
+        for key, label in (("hover_ms", f"hover over stdio ({ev:,})"), ("code_lens_ms", f"codeLens over stdio ({ev:,})"),
+                           ("hover_after_append_ms", f"hover right after a 100-event append batch ({ev:,})"),
+                           ("code_lens_after_append_ms", f"codeLens right after a 100-event append batch ({ev:,})")):
+            if key in hs:
+                v = hs[key]
+                rows.append((label, "ms p50/p95", (v["p50"], v["p95"], v["min"], v["max"]), "p95 <= 10 ms"))
+        if "server_peak_rss_kb" in hs:
+            mem = h["disk_bytes"]["memory_logs"]
+            rows.append((f"server peak RSS ({ev:,}; memory logs {mem / 1e6:.0f} MB)", "MB", hs["server_peak_rss_kb"] / 1024,
+                         f"{hs['server_peak_rss_kb'] * 1024 / mem:.2f}x of memory logs (<= 3x)"))
     if "wal_append" in r:
         rows.extend(wal_rows(r["wal_append"]))
     lines = [f"{'measure':<62} {'unit':<11} {'median / p50':>12} {'min':>9} {'max':>9} {'p95':>9}  budget"]
@@ -720,6 +974,16 @@ def table(r: dict) -> str:
         else:
             cols = (_f(val), "", "", "")
         lines.append(f"{label:<62} {unit:<11} {cols[0]:>12} {cols[1]:>9} {cols[2]:>9} {cols[3]:>9}  {budget}")
+    lines.append("")
+    lines.append("whole process (fresh `python -m harn_ls ...` each run; wall s median [min-max], cpu s = user+sys of the child)")
+    lines.append(f"{'measure':<62} {'wall s':>8} {'[min':>7} {'max]':>7} {'cpu s':>7} {'RSS MB':>7}  vs orjson parse")
+    for size, res in (("100k", r.get("cli", {}).get("large")), ("1M", (r.get("huge") or {}).get("cli"))):
+        if not res:
+            continue
+        for label, _unit, v, budget, _how in cli_bench.rows(size, res):
+            w = v["wall"]
+            lines.append(f"{label:<62} {_f(w['median']):>8} {_f(w['min']):>7} {_f(w['max']):>7} "
+                         f"{_f(v['cpu']['median']):>7} {v['rss_mb']['median']:>7.0f}  {budget}")
     lines.append("")
     for k, v in r["verdict"].items():
         lines.append(f"{'MET ' if v['met'] else 'MISS'} {k}: {_f(v['value'])} (budget {_f(v['budget'])})")

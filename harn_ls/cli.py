@@ -8,7 +8,7 @@ Exit codes: 0 ok (also when the data has problems), 1 failed action,
 from __future__ import annotations
 
 import argparse
-import json
+import gc
 import os
 import sys
 
@@ -21,29 +21,57 @@ class ActionError(Exception):
     """A requested action failed: exit 1."""
 
 
-def _project(path: str | None) -> "object":
-    from harn_ls.workspace import Workspace
-
+def _target(path: str | None) -> str:
     target = os.path.abspath(path or os.getcwd())
     if not os.path.exists(target):
         raise UsageError(f"no such file or directory: {path}")
     if not os.access(target, os.R_OK):
         raise UsageError(f"cannot read: {path}")
-    return Workspace.load(target)
+    return target
+
+
+def _project(path: str | None, args=None) -> "object":
+    from harn_ls.workspace import Workspace
+
+    # A one-shot command builds millions of long-lived objects and frees them at exit: the
+    # cyclic collector would only rescan them (seconds on a big project).
+    gc.disable()
+    use_cache = args is not None and not getattr(args, "no_cache", False)
+    return Workspace.load(_target(path), cache=use_cache)
 
 
 def _dump(obj) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n")
+    import orjson
+
+    out = sys.stdout
+    out.flush()
+    data = orjson.dumps(obj, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
+    buf = getattr(out, "buffer", None)
+    if buf is not None:
+        buf.write(data)
+        buf.flush()
+    else:
+        out.write(data.decode("utf-8"))
+
+
+def _done(ws) -> None:
+    """After the answer is out: bring the state cache up to date for the next run."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    ws.save_cache()
 
 
 def cmd_inspect(args) -> int:
     from harn_ls.render.inspect import inspect_json, inspect_text
 
-    ws = _project(args.path)
+    ws = _project(args.path, args)
     if args.json:
         _dump(inspect_json(ws))
     else:
         sys.stdout.write(inspect_text(ws))
+    _done(ws)
     return 0
 
 
@@ -59,11 +87,12 @@ def cmd_show(args) -> int:
     from harn_ls.render import RenderSettings, UriError, render_uri
 
     path, (uri,) = _split_path_and_rest(args.args, 1)
-    ws = _project(path)
+    ws = _project(path, args)
     try:
         sys.stdout.write(render_uri(ws, uri, RenderSettings(show_private=args.show_private)))
     except UriError as exc:
         raise UsageError(str(exc)) from None
+    _done(ws)
     return 0
 
 
@@ -71,7 +100,7 @@ def cmd_recall(args) -> int:
     from harn_ls.render.recall import recall_json, render_recall_markdown
 
     path, (query,) = _split_path_and_rest(args.args, 1)
-    ws = _project(path)
+    ws = _project(path, args)
     if args.namespace is not None and args.namespace not in ws.memory:
         raise UsageError(f"unknown namespace: {args.namespace}")
     result = ws.recall.recall(query, k=args.k, namespace=args.namespace, explain=args.explain)
@@ -79,6 +108,7 @@ def cmd_recall(args) -> int:
         _dump(recall_json(result))
     else:
         sys.stdout.write(render_recall_markdown(result, query, args.namespace))
+    _done(ws)
     return 0
 
 
@@ -158,6 +188,34 @@ def cmd_watch(args) -> int:
     return run_watch(args.path, as_json=args.json)
 
 
+def cmd_cache(args) -> int:
+    from harn_ls.state_cache import StateCache
+
+    if args.verb not in ("info", "clear"):
+        raise UsageError("expected: cache info|clear [PATH]")
+    try:
+        cache = StateCache(_target(args.path))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.verb == "clear":
+        existed = cache.clear()
+        sys.stdout.write(("removed " if existed else "no cache at ") + cache.folder + "\n")
+        return 0
+    info = cache.info()
+    if args.json:
+        _dump(info)
+        return 0
+    sys.stdout.write(f"state cache  {info['folder']}\n")
+    if not info["exists"]:
+        sys.stdout.write("  (none yet)\n")
+        return 0
+    sys.stdout.write(f"  {'valid' if info['valid'] else 'not usable (will be rebuilt)'}, {info['bytes']:,} bytes\n")
+    for ns, e in sorted(info["namespaces"].items()):
+        index = ", recall index" if e["index"] else ""
+        sys.stdout.write(f"  {ns:<32} log {e['log']:<9} offset {e['offset']:,}{index}\n")
+    return 0
+
+
 LOOPBACK_NAMES = ("localhost", "localhost.", "ip6-localhost")
 
 
@@ -211,11 +269,13 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("inspect", help="everything found in the project, with problems")
     s.add_argument("path", nargs="?")
     s.add_argument("--json", action="store_true")
+    _no_cache(s)
     s.set_defaults(func=cmd_inspect)
 
     s = sub.add_parser("show", help="print a harn-state: document", usage="harn-ls show [PATH] URI [--show-private]")
     s.add_argument("args", nargs="+", metavar="[PATH] URI")
     s.add_argument("--show-private", action="store_true", help="include private reasoning in transcripts")
+    _no_cache(s)
     s.set_defaults(func=cmd_show)
 
     s = sub.add_parser("recall", help="Harn-parity memory recall",
@@ -225,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-k", type=int, default=5)
     s.add_argument("--explain", action="store_true")
     s.add_argument("--json", action="store_true")
+    _no_cache(s)
     s.set_defaults(func=cmd_recall)
 
     s = sub.add_parser("proposals", help="list / accept / reject learned-skill proposals",
@@ -246,11 +307,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_probe)
 
+    s = sub.add_parser("cache", help="show or drop the state cache kept outside the project",
+                       usage="harn-ls cache info|clear [PATH] [--json]")
+    s.add_argument("verb", metavar="info|clear")
+    s.add_argument("path", nargs="?")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_cache)
+
     s = sub.add_parser("watch", help="follow the project live, one line per change batch")
     s.add_argument("path", nargs="?")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_watch)
     return p
+
+
+def _no_cache(s) -> None:
+    s.add_argument("--no-cache", action="store_true",
+                   help="neither read nor write the state cache (also: HARN_LS_CACHE=off)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,7 @@ import gc
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from harn_ls import paths as paths_mod
 from harn_ls import safe_read
@@ -26,7 +26,9 @@ from harn_ls.formats import skills as skills_fmt
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, MemoryRecord, namespace_of
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.recall import RecallEngine
+
+if TYPE_CHECKING:  # numpy (via recall) is imported only when recall is used: `inspect` never needs it
+    from harn_ls.recall import RecallEngine
 
 PATTERN_NAMESPACE = "project/pattern-learning"
 CODE_LEGACY_NOT_MIGRATED = "HL-PAT-010"
@@ -93,6 +95,15 @@ class TranscriptEntry:
         self._held = transcript if keep else None
         self._ws = ws
 
+    @classmethod
+    def from_summary(cls, sm: TranscriptSummary, run_id: str | None, path: str, ws: "Workspace") -> "TranscriptEntry":
+        self = cls.__new__(cls)
+        self.id, self.run_id, self.path = sm.id, run_id, path
+        self.message_count, self.event_count, self.asset_count = sm.message_count, sm.event_count, sm.asset_count
+        self._held = None
+        self._ws = ws
+        return self
+
     @property
     def transcript(self):
         if self._held is not None:
@@ -143,15 +154,58 @@ class Workspace:
         self._transcript_cache: dict[tuple, object] = {}
         self.sessions: ss_fmt.SessionStoreSnapshot | None = None
         self._recall: RecallEngine | None = None
+        # state cache (harn_ls/state_cache.py): namespaces restored from it, the records their cached
+        # recall index was built over, and the deltas applied since (replayed onto that index)
+        self._state_cache = None
+        self._cache_dirty: set[str] = set()
+        self._index_base: dict[str, dict] = {}
+        self._index_deltas: dict[str, list[MemoryDelta]] = {}
         self.loaded_at = 0.0
         self.generation = 0  # bumped on every change, used to cache rendered text
 
     # ------------------------------------------------------------------ load
     @classmethod
-    def load(cls, path: str, env: Mapping[str, str] | None = None, home: str | None = None) -> "Workspace":
+    def load(cls, path: str, env: Mapping[str, str] | None = None, home: str | None = None,
+             cache: bool = False) -> "Workspace":
+        """Read the project. With `cache`, namespaces whose logs the state cache still matches are
+        restored from it (plus any appended bytes) instead of re-read; `save_cache()` writes it back."""
         ws = cls(paths_mod.resolve(path, env=env, home=home), env)
+        if cache:
+            from harn_ls.state_cache import StateCache
+
+            ws._state_cache = StateCache.open(ws.root, env)
         ws.rescan()
         return ws
+
+    def save_cache(self) -> bool:
+        """Write what changed into the state cache (no-op without one)."""
+        if self._state_cache is None:
+            return False
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._state_cache.save(self)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def _fact_entries(self, ns: str) -> list:
+        """[(seq, fact or None, problems)] of a namespace, in an order consistent with both `facts`
+        and `_fact_problems` (so a restore rebuilds both dicts in the same order)."""
+        f_keys = [k for k in self.facts if k[0] == ns]
+        p_keys = [k for k in self._fact_problems if k[0] == ns]
+        in_p = set(p_keys)
+        order: list[tuple[str, int]] = []
+        i = 0
+        for k in f_keys:
+            if k in in_p:
+                while p_keys[i] != k:
+                    order.append(p_keys[i])
+                    i += 1
+                i += 1
+            order.append(k)
+        order += p_keys[i:]
+        return [(k[1], self.facts.get(k), self._fact_problems.get(k, [])) for k in order]
 
     def rescan(self) -> ChangeSet:
         """Read everything from scratch (also the recovery path after watcher overflow)."""
@@ -177,6 +231,9 @@ class Workspace:
         self.facts_by_file.clear()
         self._fact_problems.clear()
         self._recall = None
+        self._cache_dirty.clear()
+        self._index_base.clear()
+        self._index_deltas.clear()
         self.checkpoints.clear()
         self.runs.clear()
         self._run_paths.clear()
@@ -231,8 +288,24 @@ class Workspace:
         if self._leaves_project_reported(path):
             return  # a symlink out of the project: reported, never followed
         self._ns_path[ns] = path
-        self.memory[ns] = MemoryNamespace(ns, path)
-        self._tails[path] = JsonlTail(path)
+        tail = self._tails[path] = JsonlTail(path)
+        cache = self._state_cache
+        restored = cache.restore_namespace(ns, path, tail) if cache is not None and self._recall is None else None
+        if restored is None:
+            self.memory[ns] = MemoryNamespace(ns, path)
+            self._cache_dirty.add(ns)
+        else:
+            self.memory[ns], fact_entries = restored
+            self._index_deltas[ns] = []
+            for seq, fact, problems in fact_entries:
+                key = (ns, seq)
+                if problems:
+                    self._fact_problems[key] = problems
+                if fact is not None:
+                    self.facts[key] = fact
+                    self._index_fact(fact, key, changes)
+            changes.kinds.update(("memory", "facts"))
+            changes.namespaces.add(ns)
         self._read_namespace(ns, changes)
 
     def _read_namespace(self, ns: str, changes: ChangeSet) -> None:
@@ -243,8 +316,10 @@ class Workspace:
             if batch.reset:
                 self._drop_namespace_derived(ns, changes)
                 space = self.memory[ns] = MemoryNamespace(ns, path)
+                self._forget_cached(ns)
             if batch.missing:
                 self._drop_namespace_derived(ns, changes)
+                self._forget_cached(ns)
                 del self.memory[ns]
                 del self._ns_path[ns]
                 del self._tails[path]
@@ -256,12 +331,23 @@ class Workspace:
                 continue
             changes.kinds.add("memory")  # even bad lines change the problem list
             changes.namespaces.add(ns)
+            self._cache_dirty.add(ns)
+            deltas = self._index_deltas.get(ns) if self._recall is None else None
+            if deltas is not None and ns not in self._index_base:
+                self._index_base[ns] = dict(space.active)  # what the cached index was built over
             delta = space.apply_lines(batch.lines)
+            if deltas is not None:
+                deltas.append(delta)
             self._apply_delta(ns, delta, changes)
         if self._recall is not None and ns not in self._recall.indexes:
             # every namespace has an index, even an empty one, however it was read
             self._recall.set_config(ns, space.config, os.path.dirname(path))
         changes.problem_paths.add(path)
+
+    def _forget_cached(self, ns: str) -> None:
+        self._cache_dirty.add(ns)
+        self._index_base.pop(ns, None)
+        self._index_deltas.pop(ns, None)
 
     def _drop_namespace_derived(self, ns: str, changes: ChangeSet) -> None:
         space = self.memory.get(ns)
@@ -399,9 +485,17 @@ class Workspace:
         self._forget_run_path(path)
         if self._leaves_project_reported(path) or not os.path.lexists(path) or os.path.isdir(path):
             return
-        run = runs_fmt.read_run_record(path)
-        entries = [TranscriptEntry(tr, run.id, path, self, keep=False) for tr in run.transcripts]
-        _slim_run(run, [e.summary() for e in entries])
+        cache = self._state_cache
+        cached = cache.restore_run(path) if cache is not None else None
+        if cached is not None:
+            run, summaries = cached
+            entries = [TranscriptEntry.from_summary(sm, run.id, path, self) for sm in summaries]
+        else:
+            run = runs_fmt.read_run_record(path)
+            entries = [TranscriptEntry(tr, run.id, path, self, keep=False) for tr in run.transcripts]
+            _slim_run(run, [e.summary() for e in entries])
+            if cache is not None:
+                cache.remember_run(path, run)
         self.runs[run.id] = run
         self._run_paths[path] = run.id
         changes.runs.add(run.id)
@@ -561,6 +655,7 @@ class Workspace:
         for ns in list(self.memory):
             if found.get(ns) != self._ns_path.get(ns):
                 self._drop_namespace_derived(ns, changes)
+                self._forget_cached(ns)
                 path = self._ns_path.pop(ns)
                 self._tails.pop(path, None)
                 del self.memory[ns]
@@ -594,10 +689,14 @@ class Workspace:
         """The recall index, built on first use (inspect and hovers never need it) and
         kept up to date incrementally from then on."""
         if self._recall is None:
+            from harn_ls.recall import RecallEngine
+
             engine = RecallEngine()
             for step in self.recall_build_steps(chunk=0):
                 step(engine)
             self._recall = engine
+            self._index_base.clear()
+            self._index_deltas.clear()
         return self._recall
 
     @property
@@ -610,13 +709,35 @@ class Workspace:
         installs it if nothing changed meanwhile."""
         steps = []
         for ns, space in self.memory.items():
-            records = space.records()
-            if not records:
-                steps.append(lambda e, ns=ns, space=space: e.set_config(ns, space.config, os.path.dirname(space.path)))
-            size = chunk or len(records) or 1
-            for i in range(0, len(records), size):
-                part = records[i:i + size]
-                steps.append(lambda e, space=space, part=part: e.sync_namespace(space, MemoryDelta(added=part)))
+            if self._state_cache is not None and ns in self._index_deltas and self._state_cache.index_entry(ns):
+                steps.append(lambda e, ns=ns, space=space: self._cached_index_step(e, ns, space))
+            else:
+                steps += self._build_steps(ns, space, chunk)
+        return steps
+
+    def _cached_index_step(self, engine: RecallEngine, ns: str, space: MemoryNamespace) -> None:
+        """One namespace's index from the state cache (plus the deltas applied since it was
+        written); built from the records when the cached one does not check out."""
+        from harn_ls.state_cache import restore_index
+
+        idx = restore_index(self._state_cache, ns, space, self._index_base.get(ns))
+        if idx is None:
+            for step in self._build_steps(ns, space, 0):
+                step(engine)
+            return
+        engine.indexes[ns] = idx
+        for delta in self._index_deltas.get(ns, ()):
+            idx.apply(delta)
+
+    def _build_steps(self, ns: str, space: MemoryNamespace, chunk: int) -> list:
+        steps = []
+        records = space.records()
+        if not records:
+            steps.append(lambda e, ns=ns, space=space: e.set_config(ns, space.config, os.path.dirname(space.path)))
+        size = chunk or len(records) or 1
+        for i in range(0, len(records), size):
+            part = records[i:i + size]
+            steps.append(lambda e, space=space, part=part: e.sync_namespace(space, MemoryDelta(added=part)))
         return steps
 
     def adopt_recall(self, engine: RecallEngine, generation: int) -> bool:
@@ -625,6 +746,8 @@ class Workspace:
         if generation != self.generation:
             return False
         self._recall = engine
+        self._index_base.clear()
+        self._index_deltas.clear()
         return True
 
     # --------------------------------------------------------------- queries
@@ -702,7 +825,7 @@ class Workspace:
         return out
 
     def counts(self) -> dict[str, int]:
-        active = sum(len(s.active) for s in self.memory.values())
+        active = sum(s.sizes()[0] for s in self.memory.values())
         pending = self.pending_proposals()
         return {
             "checkpoints": len(self.checkpoints),

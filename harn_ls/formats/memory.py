@@ -21,6 +21,7 @@ from harn_ls.formats.jsonl import JsonlLine
 from harn_ls.formats.problems import Problem, Severity
 
 EVENT_TYPES = ("store", "forget", "open", "update")
+_STR_ONLY = {str}
 
 CODE_UNKNOWN_TYPE = "HL-MEM-001"
 CODE_BAD_FIELD = "HL-MEM-002"
@@ -133,6 +134,46 @@ class MemoryNamespace:
         self.event_count = 0
         self.last_event_at: str | None = None
 
+    # -- lazy state (restored from the state cache) ----------------------------
+    # A namespace restored from the cache starts with its summary only; the
+    # record-level state below is built on first access by `_loader`.
+    _LAZY = frozenset({"active", "_by_id", "forgotten", "hidden", "forgets"})
+
+    @classmethod
+    def restored(cls, namespace: str, path: str, summary: dict, problems: list[Problem], loader) -> "MemoryNamespace":
+        """A namespace whose records are built by `loader(ns)` when first needed (it sets
+        active, _by_id, forgotten, hidden and forgets); `summary` holds the rest."""
+        self = cls.__new__(cls)
+        self.namespace = namespace
+        self.path = path
+        self.seq = summary["seq"]
+        self.config = summary["config"]
+        self.open_event = summary["open_event"]
+        self.problems = problems
+        self.event_count = summary["event_count"]
+        self.last_event_at = summary["last_event_at"]
+        self._sizes = tuple(summary["sizes"])
+        self._loader = loader
+        return self
+
+    def __getattr__(self, name: str):
+        if name in MemoryNamespace._LAZY:
+            loader = self.__dict__.pop("_loader", None)
+            if loader is not None:
+                loader(self)
+                return self.__dict__[name]
+        raise AttributeError(name)
+
+    @property
+    def materialized(self) -> bool:
+        return "_loader" not in self.__dict__
+
+    def sizes(self) -> tuple[int, int, int]:
+        """(active records, forgotten ids, stores hidden by a tombstone), without building records."""
+        if not self.materialized:
+            return self._sizes
+        return len(self.active), len(self.forgotten), len(self.hidden)
+
     # -- queries -------------------------------------------------------------
     def records(self) -> list[MemoryRecord]:
         return list(self.active.values())
@@ -177,27 +218,34 @@ class MemoryNamespace:
             self._open(event, line_no, delta)
 
     def _store(self, event: dict, seq: int, line_no: int, delta: MemoryDelta) -> None:
-        rid, key, stored_at = _str(event, "id"), _str(event, "key"), _str(event, "stored_at")
-        text = event.get("text", "")
-        tags = event.get("tags", [])
-        flags = event.get("flags", {})
-        bad = [n for n, ok in (("id", rid is not None), ("key", key is not None), ("stored_at", stored_at is not None),
-                               ("value", "value" in event), ("text", isinstance(text, str)),
-                               ("tags", isinstance(tags, list) and all(isinstance(t, str) for t in tags)),
-                               ("flags", isinstance(flags, dict))) if not ok]
-        if bad:
-            self._problem(line_no, CODE_BAD_FIELD,
-                f"store event has missing or wrong-typed field(s): {', '.join(bad)}; Harn rejects the whole namespace until fixed",
-                Severity.ERROR)
-            return
+        get = event.get
+        rid, key, stored_at = get("id"), get("key"), get("stored_at")
+        text = get("text", "")
+        tags = get("tags", [])
+        flags = get("flags", {})
+        # Every well-formed store passes these exact-type checks (orjson gives plain str/list/dict);
+        # anything else takes the field-by-field path that names what is wrong.
+        if not (type(rid) is str and type(key) is str and type(stored_at) is str and type(text) is str
+                and type(tags) is list and type(flags) is dict and "value" in event
+                and (not tags or set(map(type, tags)) == _STR_ONLY)):
+            rid, key, stored_at = _str(event, "id"), _str(event, "key"), _str(event, "stored_at")
+            bad = [n for n, ok in (("id", rid is not None), ("key", key is not None), ("stored_at", stored_at is not None),
+                                   ("value", "value" in event), ("text", isinstance(text, str)),
+                                   ("tags", isinstance(tags, list) and all(isinstance(t, str) for t in tags)),
+                                   ("flags", isinstance(flags, dict))) if not ok]
+            if bad:
+                self._problem(line_no, CODE_BAD_FIELD,
+                    f"store event has missing or wrong-typed field(s): {', '.join(bad)}; Harn rejects the whole namespace until fixed",
+                    Severity.ERROR)
+                return
         self.last_event_at = stored_at
         value = event["value"]
         if text == value:
             text = value  # a string value is its own text (§C.2): keep one copy, not two
+        status, scope = get("status"), get("scope")
         record = MemoryRecord(
-            id=rid, namespace=self.namespace, key=key, value=value, text=text, tags=tuple(tags),
-            stored_at=stored_at, seq=seq, line_no=line_no, provenance=event.get("provenance"),
-            status=_str(event, "status"), scope=_str(event, "scope"), flags=dict(flags),
+            rid, self.namespace, key, value, text, tuple(tags), stored_at, seq, line_no, get("provenance"),
+            status if isinstance(status, str) else None, scope if isinstance(scope, str) else None, dict(flags),
         )
         if rid in self.forgotten:
             self.hidden.append(record)

@@ -46,7 +46,9 @@ class Project:
 
         def _load() -> ChangeSet:
             start = time.perf_counter()
-            self.ws = Workspace.load(self.folder_path)
+            # The state cache (outside the project; off with HARN_LS_CACHE=off) spares re-reading
+            # unchanged logs and rebuilding their recall index.
+            self.ws = Workspace.load(self.folder_path, cache=True)
             self.load_seconds = time.perf_counter() - start
             # The model lives as long as the server: move it out of the cyclic GC's
             # reach, or every full collection walks millions of objects (~1 s on a
@@ -128,10 +130,21 @@ class Project:
                     break
             if not aborted and await self.run(lambda: self.ws.adopt_recall(engine, generation)):
                 await self.run(_freeze_heap)
+                await self.run(self._save_cache)
                 return
             await asyncio.sleep(0.3)
         await self.run(lambda: self.ws.recall)
         await self.run(_freeze_heap)
+        await self.run(self._save_cache)
+
+    def _save_cache(self) -> None:
+        """Write the state cache once the model is complete (only what it does not hold yet)."""
+        try:
+            self.ws.save_cache()
+        except Exception:
+            log.exception("writing the state cache failed")
+        finally:
+            gc.freeze()  # what the save allocated stays out of the collector's view too
 
     async def apply_now(self, paths) -> ChangeSet:
         """Apply changes we made ourselves (an action wrote files) without waiting for the watcher."""

@@ -42,9 +42,9 @@ def inspect_json(ws) -> dict:
             for name, cf in sorted(ws.checkpoints.items())
         ],
         "memory": [
-            {"namespace": ns, "path": ws.relpath(s.path), "events": s.event_count, "active": len(s.active),
-             "forgotten_ids": len(s.forgotten), "hidden_by_tombstone": len(s.hidden), "config": s.config}
-            for ns, s in sorted(ws.memory.items())
+            {"namespace": ns, "path": ws.relpath(s.path), "events": s.event_count, "active": sizes[0],
+             "forgotten_ids": sizes[1], "hidden_by_tombstone": sizes[2], "config": s.config}
+            for ns, s, sizes in ((ns, s, s.sizes()) for ns, s in sorted(ws.memory.items()))
         ],
         "facts": [
             {"id": f.id, "kind": f.kind, "claim": f.claim, "confidence": f.confidence, "namespace": f.namespace,

@@ -24,15 +24,14 @@ from typing import Any
 
 from harn_ls.formats import hitl as hitl_fmt
 from harn_ls.render import RenderSettings, StateUri, UriError, make_uri
-from harn_ls.render.markdown import cell, fence, human_bytes, inline, pretty_json, short_text
+from harn_ls.render.markdown import cell, fence, human_bytes, inline, link, pretty_json, short_text
 
 EVENTS_PAGE = 50
 _PROVENANCE = "harn.provenance."
 
 
 def _link(label: str, uri: str) -> str:
-    text = cell(label).replace("[", "(").replace("]", ")").replace("`", "'").replace("<", "&lt;")
-    return f"[{text}]({uri.replace(' ', '%20').replace(')', '%29')})"
+    return link(label, uri)  # label escaped, target percent-encoded, only harn-state:/file: targets
 
 
 def _rel(ws, path: str) -> str:

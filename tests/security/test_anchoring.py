@@ -36,14 +36,14 @@ def test_absurd_range_scales_linearly():
 
     def best_of(lines):
         times = []
-        for _ in range(5):
+        for _ in range(7):
             t0 = time.perf_counter()
             anchor(lines, 1, 999_999_999, "absent")
             times.append(time.perf_counter() - t0)
         return min(times)
 
-    # 8x the lines: linear is ~8x, quadratic would be ~64x.
-    assert best_of(big) < 24 * max(best_of(small), 1e-4)
+    # 8x the lines: linear is ~8x, quadratic would be ~64x (threshold leaves room for a loaded machine).
+    assert best_of(big) < 32 * max(best_of(small), 1e-4)
 
 
 def test_range_past_end_of_file_is_clamped():

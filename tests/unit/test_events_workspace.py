@@ -11,6 +11,12 @@ import shutil
 import pytest
 
 from harn_ls.render import UriError, parse_uri, render_uri
+from harn_ls.render.markdown import unescape_markdown
+
+
+def shown(ws, uri: str) -> str:
+    """A rendered document with the escaping of data undone: the text as the reader sees it."""
+    return unescape_markdown(render_uri(ws, uri))
 from harn_ls.render.inspect import inspect_json, inspect_text
 from harn_ls.workspace import Workspace
 from tests.helpers import event_log_writer as W
@@ -125,20 +131,20 @@ def test_uris_parse_and_unknowns_are_refused(proj):
 
 def test_events_index_and_topic_pages(proj):
     ws = Workspace.load(str(proj))
-    idx = plain(render_uri(ws, "harn-state:/events.md"))
+    idx = shown(ws, "harn-state:/events.md")
     assert "orchestrator-pump.waitpoint.resumes" in idx and "| 4 | 1–4 |" in idx
-    doc = render_uri(ws, "harn-state:/events/hitl.approvals.md")
+    doc = shown(ws, "harn-state:/events/hitl.approvals.md")
     heads = [line for line in doc.splitlines() if line.startswith("### #")]
     assert [h.split()[1] for h in heads] == ["#4", "#3", "#2", "#1"]  # newest first
     assert '"quorum": 2' in doc and "```json" in doc  # pretty-printed payload in a fence
     assert "| overdue |" in doc or "| pending |" in doc
-    llm = render_uri(ws, "harn-state:/events/agent.transcript.llm.md")
+    llm = shown(ws, "harn-state:/events/agent.transcript.llm.md")
     assert "## Provider calls" in llm and "anthropic/claude-sonnet-4-5" in llm and "1840/96" in llm
-    ag = render_uri(ws, "harn-state:/events/observability.action_graph.md")
+    ag = shown(ws, "harn-state:/events/observability.action_graph.md")
     assert "- `migrate-orders` run" in ag and "  - —entry→ `plan` stage" in ag
-    dlq = render_uri(ws, "harn-state:/events/trigger.dlq.md")
+    dlq = shown(ws, "harn-state:/events/trigger.dlq.md")
     assert "## Dead letters" in dlq and "handler_panic" in dlq
-    generic = render_uri(ws, "harn-state:/events/trigger.inbox.envelopes.md")
+    generic = shown(ws, "harn-state:/events/trigger.inbox.envelopes.md")
     assert "### #1 `event_ingested`" in generic and "1 event(s)" in generic
 
 
@@ -151,8 +157,8 @@ def test_event_pages_split_and_hostile_payload_is_fenced(proj):
     finally:
         conn.close()
     ws = Workspace.load(str(proj))
-    p0 = render_uri(ws, "harn-state:/events/custom.topic.md")
-    p2 = render_uri(ws, "harn-state:/events/custom.topic.md?page=2")
+    p0 = shown(ws, "harn-state:/events/custom.topic.md")
+    p2 = shown(ws, "harn-state:/events/custom.topic.md?page=2")
     assert "### #120 " in p0 and "### #71 " in p0 and "### #70 " not in p0
     assert "### #20 " in p2 and "### #1 " in p2 and "older →" not in p2 and "← newer" in p2
     assert "````json" in p0  # the payload's ``` cannot close the fence
@@ -161,16 +167,16 @@ def test_event_pages_split_and_hostile_payload_is_fenced(proj):
 
 def test_hitl_documents(proj):
     ws = Workspace.load(str(proj))
-    idx = plain(render_uri(ws, "harn-state:/hitl.md"))
+    idx = shown(ws, "harn-state:/hitl.md")
     assert idx.startswith("# Waiting for you (3)") and "## Resolved (1)" in idx
-    ap = plain(render_uri(ws, f"harn-state:/hitl/{APPROVAL}.md"))
+    ap = shown(ws, f"harn-state:/hitl/{APPROVAL}.md")
     assert "| reviewers | alice, bob |" in ap and "| quorum so far | 0 of 2 |" in ap
     assert "run_019df237-4074-7e65-93fb-e8ad6535681b" in ap and "trace_019df239" in ap
     assert "## How to answer" in ap and "harn.hitl.respond" in ap and '"approved": true' in ap
-    esc = plain(render_uri(ws, f"harn-state:/hitl/{ESCALATION}.md"))
+    esc = shown(ws, f"harn-state:/hitl/{ESCALATION}.md")
     assert "never (escalations do not time out)" in esc
     assert f"harn orchestrator resume {ESCALATION} --reviewer <you> --state-dir .harn" in esc
-    done = plain(render_uri(ws, "harn-state:/hitl/hitl_approval_019df237-6590-789f-8c58-97172ca41e44.md"))
+    done = shown(ws, "harn-state:/hitl/hitl_approval_019df237-6590-789f-8c58-97172ca41e44.md")
     assert "**State: answered**" in done and "## How to answer" not in done and "| alice | True |" in done
 
 
@@ -194,18 +200,18 @@ def test_store_receipt_worktrees_documents(proj):
     data["signatures"][0]["signature_base64"] = "A" * 86 + "=="
     (harn / "receipts" / "receipt-forged.json").write_text(json.dumps(data))
     ws = Workspace.load(str(proj))
-    st = render_uri(ws, "harn-state:/store.md")
+    st = shown(ws, "harn-state:/store.md")
     assert "| `migration_cursor` | `41` |" in st
     assert "`release-train` — 1 pending message(s), 1 unanswered update(s) · paused" in st
     assert "- checkpoint `migrate`: free" in st or "unknown" in st
     assert "| `__embed` | `default` | 3 |" in st
-    ok = render_uri(ws, f"harn-state:/receipts/{RECEIPT}.md")
+    ok = shown(ws, f"harn-state:/receipts/{RECEIPT}.md")
     assert "**✅ verified**" in ok and "ed25519:fe812c12f3ab4ce6ac5db69ac352f906" in ok and "`run.provenance` #1" in ok
     # the forged copy has the same receipt_id; it is reachable by its file name
-    bad = render_uri(ws, "harn-state:/receipts/receipt-forged.md")
+    bad = shown(ws, "harn-state:/receipts/receipt-forged.md")
     assert "does NOT verify" in bad and "does not verify" in bad
     assert any(p.code == "HL-RCPT-002" and p.path.endswith("receipt-forged.json") for p in ws.problems())
-    wt = render_uri(ws, "harn-state:/worktrees.md")
+    wt = shown(ws, "harn-state:/worktrees.md")
     assert "| `shop/worker_1` |  | ⚠ stale: its git metadata is gone" in wt
     assert "receipt-019df23b" in wt
 

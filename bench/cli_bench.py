@@ -1,0 +1,125 @@
+"""Whole-process timings, the way a user meets harn-ls: `harn-ls inspect --json` and
+`harn-ls recall QUERY -k 10 --json` as fresh processes (interpreter start, imports, load,
+output), cold (--no-cache), filling the state cache, warm (valid cache) and after an append
+batch (valid cache + new bytes); against a whole-process orjson parse of exactly the memory-log
+lines the load reads. Also server start -> first harn/status -> recall ready, cold and warm.
+
+Every figure: wall seconds (median of repeats, min, max) plus the child's CPU seconds
+(user + sys, from wait4) and its peak RSS: on a shared 2-core machine the CPU time is the
+steadier number.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ORJSON_CHILD = r"""
+import glob, os, sys
+import orjson
+root = sys.argv[1]
+n = 0
+for p in sorted(glob.glob(os.path.join(root, '.harn', 'memory', '**', 'events.jsonl'), recursive=True)):
+    if os.sep + 'vectors' + os.sep in p:
+        continue
+    with open(p, 'rb') as fh:
+        for line in fh:
+            if line.strip():
+                orjson.loads(line); n += 1
+print(n)
+"""
+
+QUERY = "invoice rounding decimal"
+
+
+def run_child(argv: list[str], env: dict) -> dict:
+    """Run one fresh process to completion (posix_spawn, so it starts small: no copy of this
+    process's heap), stdout to /dev/null: wall s, and the child's own CPU s and peak RSS (wait4)."""
+    t = time.perf_counter()
+    pid = os.posix_spawn(argv[0], argv, env, file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
+    _pid, status, ru = os.wait4(pid, 0)
+    wall = time.perf_counter() - t
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{argv} exited {os.waitstatus_to_exitcode(status)}")
+    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}
+
+
+def stats(runs: list[dict]) -> dict:
+    out = {"n": len(runs)}
+    for key in ("wall", "cpu", "rss_mb"):
+        vals = [r[key] for r in runs]
+        out[key] = {"median": statistics.median(vals), "min": min(vals), "max": max(vals)}
+    return out
+
+
+def harn_ls(*args: str) -> list[str]:
+    return [sys.executable, "-m", "harn_ls", *args]
+
+
+def bench_cli(project: Path, append_to: Path | None, make_batch, repeats: int, cold_repeats: int,
+              cache: Path | None = None) -> dict:
+    """All CLI rows for one project. The cache folder is private to this run (kept when given)."""
+    keep = cache is not None
+    cache = cache or Path(tempfile.mkdtemp(prefix="harn-bench-cache-"))
+    env = dict(os.environ, HARN_LS_CACHE_DIR=str(cache))
+    env.pop("HARN_LS_CACHE", None)
+    p = str(project)
+    inspect = harn_ls("inspect", p, "--json")
+    recall = harn_ls("recall", p, QUERY, "-k", "10", "--json")
+    res: dict = {}
+    try:
+        res["orjson"] = stats([run_child([sys.executable, "-c", ORJSON_CHILD, p], env) for _ in range(repeats)])
+        if cold_repeats:
+            res["inspect_cold"] = stats([run_child(inspect + ["--no-cache"], env) for _ in range(cold_repeats)])
+            res["recall_cold"] = stats([run_child(recall + ["--no-cache"], env) for _ in range(cold_repeats)])
+        res["inspect_fill"] = stats([run_child(inspect, env)])  # cold + writing the cache
+        res["inspect_warm"] = stats([run_child(inspect, env) for _ in range(repeats)])
+        res["recall_fill"] = stats([run_child(recall, env)])  # index built and written
+        res["recall_warm"] = stats([run_child(recall, env) for _ in range(repeats)])
+        if append_to is not None:
+            after_i, after_r = [], []
+            for i in range(max(1, repeats // 2)):
+                with open(append_to, "ab") as fh:
+                    fh.write(make_batch(100, f"cli{i}"))
+                after_i.append(run_child(inspect, env))  # cached prefix + 100 new events (then re-saved)
+                with open(append_to, "ab") as fh:
+                    fh.write(make_batch(100, f"clr{i}"))
+                after_r.append(run_child(recall, env))
+            res["inspect_after_append"] = stats(after_i)
+            res["recall_after_append"] = stats(after_r)
+        res["cache_bytes"] = sum(f.stat().st_size for f in cache.rglob("*") if f.is_file())
+    finally:
+        if not keep:
+            shutil.rmtree(cache, ignore_errors=True)
+    return res
+
+
+def rows(size_label: str, r: dict) -> list[tuple]:
+    """(label, unit, value dict, budget, how) rows for the README table."""
+    base = r["orjson"]["wall"]["median"]
+    base_cpu = r["orjson"]["cpu"]["median"]
+    out = [(f"orjson parse of the memory-log lines ({size_label})", "s wall/cpu", r["orjson"], "",
+            "fresh process: python -c, orjson.loads per line of every events.jsonl")]
+    for key, label, budget in (("inspect_cold", "inspect --json --no-cache", "<= 2x orjson"),
+                               ("inspect_fill", "inspect --json, empty cache (cold + write)", ""),
+                               ("inspect_warm", "inspect --json, valid cache", "<= 0.6x orjson"),
+                               ("inspect_after_append", "inspect --json, cache + 100 appended", ""),
+                               ("recall_cold", "recall -k 10 --json --no-cache", ""),
+                               ("recall_fill", "recall -k 10 --json, empty cache", ""),
+                               ("recall_warm", "recall -k 10 --json, valid cache", "<= 1x orjson"),
+                               ("recall_after_append", "recall -k 10 --json, cache + 100 appended", "")):
+        if key not in r:
+            continue
+        v = r[key]
+        ratio = v["wall"]["median"] / base
+        ratio_cpu = v["cpu"]["median"] / base_cpu
+        out.append((f"{label} ({size_label})", "s wall/cpu", v,
+                    f"{ratio:.2f}x wall, {ratio_cpu:.2f}x cpu" + (f" ({budget})" if budget else ""),
+                    "fresh process, whole run incl. interpreter start and output"))
+    return out

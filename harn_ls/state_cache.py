@@ -1,0 +1,632 @@
+"""The state cache: what is expensive to rebuild, kept outside the project between runs.
+
+Lives in `<cache root>/<project key>/state/` (harn_ls/cache_dir.py; never inside
+the project). Per memory namespace it keeps the projection (active records,
+tombstones, stores hidden by a tombstone, forget events, problems, config), the
+fact records, and the recall index arrays, together with what validates them
+against the source log:
+
+    st_dev, st_ino, size, mtime_ns, the byte offset read so far, the line count,
+    the first 64 bytes and a sha256 of the (up to) 4 KiB before the offset.
+
+A log with the same device/inode whose size equals the cached size and whose
+mtime is unchanged is taken as it was; one that grew (same inode, the 4 KiB
+before the old offset and the head unchanged) is an append: the cached state
+plus the new bytes from the offset gives the current state. Anything else
+(shrunk, same size with a new mtime, another inode, head or tail bytes
+changed) is read from scratch.
+
+Files: payload files have unique names and are never rewritten; `manifest.json`
+is written last (temp + os.replace) and names each payload file with its size
+and CRC-32, plus a format version and the project's real path. A payload whose
+size or checksum differs, a manifest of another version or project, or one that
+does not parse, is ignored (and rebuilt on the next save) — never trusted.
+Payloads are data only: orjson documents and `.npy` arrays loaded with
+`allow_pickle=False`. The whole cache root is capped (`HARN_LS_CACHE_MAX_MB`,
+default 2048): the state folders of the least recently used other projects are
+dropped first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+import zlib
+from typing import TYPE_CHECKING, Any, Mapping
+
+import orjson
+
+from harn_ls.cache_dir import cache_enabled, cache_root, project_cache_dir
+from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
+from harn_ls.formats.problems import Problem, Severity
+
+if TYPE_CHECKING:
+    from harn_ls.formats.jsonl import JsonlTail
+
+FORMAT = "harn-ls-state/1"
+STATE_DIR = "state"
+MANIFEST = "manifest.json"
+TAIL_HASH_BYTES = 4096
+DEFAULT_MAX_MB = 2048
+STALE_TEMP_SECONDS = 300  # unreferenced payload files younger than this may belong to a concurrent writer
+
+_INDEX_ARRAYS = ("dl", "df", "off", "pslot", "pcode", "seqs")
+_INDEX_DTYPES = {"dl": "i4", "df": "i8", "off": "i8", "pslot": "i4", "pcode": ("u2", "u4", "i8"), "seqs": "i8"}
+
+
+class CacheInvalid(Exception):
+    """A payload that does not match its manifest entry (or does not decode)."""
+
+
+# ----------------------------------------------------------------------------- validators
+def file_validator(path: str, offset: int, line_no: int, torn: int, head: bytes) -> dict | None:
+    """What the cache needs to recognise this file again (None if it cannot be read)."""
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            start = max(0, offset - TAIL_HASH_BYTES)
+            fh.seek(start)
+            tail = fh.read(offset - start)
+    except OSError:
+        return None
+    if len(tail) != offset - start:
+        return None
+    return {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "offset": offset,
+            "line_no": line_no, "torn": torn, "head": head.hex(), "tail_hash": hashlib.sha256(tail).hexdigest()}
+
+
+def check_file(path: str, v: Mapping[str, Any]) -> str:
+    """"same", "appended" or "changed" for a log against its cached validator."""
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if (st.st_dev, st.st_ino) != (v["dev"], v["ino"]):
+                return "changed"
+            offset = v["offset"]
+            if st.st_size < v["size"] or st.st_size < offset:
+                return "changed"
+            if st.st_size == v["size"] and st.st_mtime_ns != v["mtime_ns"]:
+                return "changed"  # rewritten in place (same size): an append always grows the file
+            head = bytes.fromhex(v["head"])
+            if fh.read(len(head)) != head:
+                return "changed"
+            start = max(0, offset - TAIL_HASH_BYTES)
+            fh.seek(start)
+            if hashlib.sha256(fh.read(offset - start)).hexdigest() != v["tail_hash"]:
+                return "changed"
+    except (OSError, KeyError, TypeError, ValueError):
+        return "changed"
+    return "same" if st.st_size == v["size"] and st.st_mtime_ns == v["mtime_ns"] else "appended"
+
+
+# ----------------------------------------------------------------------------- records <-> rows
+def record_row(r: MemoryRecord) -> list:
+    text = None if r.text is r.value or (isinstance(r.value, str) and r.text == r.value) else r.text
+    return [r.id, r.key, r.value, text, list(r.tags), r.stored_at, r.seq, r.line_no, r.provenance, r.status, r.scope,
+            r.flags, r.updated_at]
+
+
+def record_from_row(row: list, namespace: str) -> MemoryRecord:
+    rid, key, value, text, tags, stored_at, seq, line_no, prov, status, scope, flags, updated_at = row
+    return MemoryRecord(rid, namespace, key, value, value if text is None else text, tuple(tags), stored_at, seq,
+                        line_no, prov, status, scope, flags, updated_at)
+
+
+def _problem_row(p: Problem) -> list:
+    return [p.path, p.line, p.code, p.message, p.severity.value, p.column, p.end_line]
+
+
+def _problem_from_row(row: list) -> Problem:
+    path, line, code, message, severity, column, end_line = row
+    return Problem(path, line, code, message, Severity(severity), column, end_line)
+
+
+def _fact_row(f) -> list:
+    ev = [[e.kind, e.ref, e.snippet, None if e.range is None else [e.range.path, e.range.start, e.range.end]]
+          for e in f.evidence]
+    return [f.id, f.kind, f.claim, f.confidence, ev, f.provenance, f.asserted_at, f.valid_until, f.record_id,
+            f.memory_key, f.stored_at, f.line_no]
+
+
+def _fact_from_row(row: list, ns: str):
+    from harn_ls.formats.facts import Evidence, Fact, FileRange
+
+    fid, kind, claim, conf, ev, prov, asserted, valid, rid, key, stored_at, line_no = row
+    evidence = tuple(Evidence(k, ref, snip, None if rng is None else FileRange(*rng)) for k, ref, snip, rng in ev)
+    return Fact(fid, kind, claim, conf, evidence, prov, asserted, valid, ns, rid, key, stored_at, line_no)
+
+
+def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> tuple[bytes, bytes]:
+    """(meta, records) documents of one materialized namespace."""
+    active, forgotten, hidden = len(space.active), len(space.forgotten), len(space.hidden)
+    meta = {
+        "seq": space.seq, "event_count": space.event_count, "last_event_at": space.last_event_at,
+        "config": space.config, "open_event": space.open_event, "sizes": [active, forgotten, hidden],
+        "problems": [_problem_row(p) for p in space.problems],
+        "facts": [[seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
+                  for seq, f, probs in fact_entries],
+    }
+    records = {
+        "active": [record_row(r) for r in space.active.values()],
+        "forgotten": sorted(space.forgotten),
+        "hidden": [record_row(r) for r in space.hidden],
+        "forgets": space.forgets,
+    }
+    opt = orjson.OPT_NON_STR_KEYS
+    return orjson.dumps(meta, option=opt), orjson.dumps(records, option=opt)
+
+
+def fill_namespace(space: MemoryNamespace, data: bytes) -> None:
+    """Set the record-level state of a restored namespace from its records document."""
+    doc = orjson.loads(data)
+    ns = space.namespace
+    active: dict[int, MemoryRecord] = {}
+    by_id: dict[str, list[int]] = {}
+    for row in doc["active"]:
+        r = record_from_row(row, ns)
+        active[r.seq] = r
+        seqs = by_id.get(r.id)
+        if seqs is None:
+            by_id[r.id] = [r.seq]
+        else:
+            seqs.append(r.seq)
+    d = space.__dict__
+    d["active"] = active
+    d["_by_id"] = by_id
+    d["forgotten"] = set(doc["forgotten"])
+    d["hidden"] = [record_from_row(row, ns) for row in doc["hidden"]]
+    d["forgets"] = doc["forgets"]
+
+
+# ----------------------------------------------------------------------------- the cache
+class StateCache:
+    """One project's state cache folder. Reading never raises: a bad cache is a miss."""
+
+    def __init__(self, project_root: str, env: Mapping[str, str] | None = None) -> None:
+        self.project_root = os.path.realpath(project_root)
+        self.root = os.path.abspath(project_root)  # fact ranges are relative to the root as given
+        self.env = env
+        self.folder = os.path.join(project_cache_dir(project_root, env), STATE_DIR)
+        self.manifest: dict = self._read_manifest()
+        self.hits: dict[str, str] = {}  # namespace -> "same" / "appended" (restored this run)
+        self._runs: dict[str, list] | None = None  # path -> [validator, row] as cached
+        self._runs_seen: dict[str, list] = {}  # path -> [validator, row] for this run's save
+        self._runs_changed = False
+
+    @classmethod
+    def open(cls, project_root: str, env: Mapping[str, str] | None = None, enabled: bool = True) -> "StateCache | None":
+        if not enabled or not cache_enabled(env):
+            return None
+        try:
+            return cls(project_root, env)
+        except (OSError, ValueError):
+            return None
+
+    def _read_manifest(self) -> dict:
+        try:
+            with open(os.path.join(self.folder, MANIFEST), "rb") as fh:
+                doc = orjson.loads(fh.read())
+        except (OSError, orjson.JSONDecodeError):
+            return {}
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("project") != self.project_root \
+                or doc.get("root") != self.root \
+                or not isinstance(doc.get("namespaces"), dict):
+            return {}
+        return doc
+
+    # -- reading ---------------------------------------------------------------
+    def entry(self, ns: str, path: str) -> dict | None:
+        e = self.manifest.get("namespaces", {}).get(ns) if self.manifest else None
+        if not isinstance(e, dict) or e.get("path") != path or not isinstance(e.get("validator"), dict):
+            return None
+        return e
+
+    def read_payload(self, desc: Any) -> bytes:
+        """A payload file's bytes, checked against its manifest description."""
+        if not isinstance(desc, dict) or not isinstance(desc.get("name"), str) or os.sep in desc["name"] \
+                or desc["name"].startswith("."):
+            raise CacheInvalid("bad payload description")
+        try:
+            with open(os.path.join(self.folder, desc["name"]), "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            raise CacheInvalid(str(exc)) from None
+        if len(data) != desc.get("size") or zlib.crc32(data) != desc.get("crc"):
+            raise CacheInvalid(f"{desc['name']}: size or checksum differs")
+        return data
+
+    def open_payload(self, desc: Any):
+        """An open payload file (checked later, when read); still readable if the folder is removed."""
+        if not isinstance(desc, dict) or not isinstance(desc.get("name"), str) or os.sep in desc["name"] \
+                or desc["name"].startswith("."):
+            raise CacheInvalid("bad payload description")
+        try:
+            fh = open(os.path.join(self.folder, desc["name"]), "rb")
+        except OSError as exc:
+            raise CacheInvalid(str(exc)) from None
+        if os.fstat(fh.fileno()).st_size != desc.get("size"):
+            fh.close()
+            raise CacheInvalid(f"{desc['name']}: size differs")
+        return fh
+
+    def restore_namespace(self, ns: str, path: str, tail: "JsonlTail") -> tuple[MemoryNamespace, list] | None:
+        """The cached namespace (records built lazily) and its facts [(seq, Fact or None, problems)],
+        with `tail` set to continue after the cached offset; None when there is no valid entry."""
+        e = self.entry(ns, path)
+        if e is None:
+            return None
+        v = e["validator"]
+        state = check_file(path, v)
+        if state == "changed":
+            return None
+        try:
+            meta = orjson.loads(self.read_payload(e.get("meta")))
+            problems = [_problem_from_row(r) for r in meta["problems"]]
+            facts = [(seq, None if f is None else _fact_from_row(f, ns), [_problem_from_row(p) for p in probs])
+                     for seq, f, probs in meta["facts"]]
+            summary = {k: meta[k] for k in ("seq", "event_count", "last_event_at", "config", "open_event", "sizes")}
+            records = self.open_payload(e.get("records"))  # open now: the folder may vanish before it is read
+        except (CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            return None
+
+        desc = e["records"]
+
+        def load(space: MemoryNamespace, fh=records) -> None:
+            try:
+                with fh:
+                    data = fh.read()
+                if len(data) != desc["size"] or zlib.crc32(data) != desc["crc"]:
+                    raise CacheInvalid("records payload changed")
+                fill_namespace(space, data)
+            except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                _replay(space, v["offset"])  # the log's bytes up to the offset were checked unchanged
+
+        space = MemoryNamespace.restored(ns, path, summary, problems, load)
+        tail.offset = v["offset"]
+        tail.line_no = v["line_no"]
+        tail._ino = v["ino"]
+        tail._head = bytes.fromhex(v["head"])
+        tail.torn_bytes = v["torn"]
+        self.hits[ns] = state
+        return space, facts
+
+    # -- run records: the slim record lists and documents need, by (dev, ino, size, mtime, ctime) --
+    def _cached_runs(self) -> dict:
+        if self._runs is None:
+            self._runs = {}
+            try:
+                doc = orjson.loads(self.read_payload(self.manifest.get("runs"))) if self.manifest.get("runs") else {}
+                if isinstance(doc, dict):
+                    self._runs = doc
+            except (CacheInvalid, orjson.JSONDecodeError):
+                pass
+        return self._runs
+
+    def restore_run(self, path: str):
+        """(slim RunRecord, transcript summaries) of an unchanged run record, else None."""
+        entry = self._cached_runs().get(path)
+        v = _stat_validator(path)
+        if entry is None or v is None or entry[0] != v:
+            self._runs_changed = True
+            return None
+        try:
+            run, summaries = _run_from_row(entry[1])
+        except (KeyError, TypeError, ValueError):
+            self._runs_changed = True
+            return None
+        self._runs_seen[path] = entry
+        return run, summaries
+
+    def remember_run(self, path: str, run) -> None:
+        v = _stat_validator(path)
+        if v is not None and not run.retry:
+            self._runs_seen[path] = [v, _run_row(run)]
+        self._runs_changed = True
+
+    def index_entry(self, ns: str) -> dict | None:
+        e = self.manifest.get("namespaces", {}).get(ns) if self.manifest else None
+        idx = e.get("index") if isinstance(e, dict) else None
+        return idx if isinstance(idx, dict) else None
+
+    def load_index_arrays(self, desc: dict) -> tuple[dict, list[str], int]:
+        """(arrays, terms, total_tokens) of a cached recall index; the postings memory-mapped."""
+        import numpy as np
+
+        arrays = {}
+        for name in _INDEX_ARRAYS:
+            d = desc.get(name)
+            data = self.read_payload(d)  # checksum over the file; the big arrays are then mapped, not copied
+            try:
+                if name in ("pslot", "pcode", "off"):
+                    arr = np.load(os.path.join(self.folder, d["name"]), mmap_mode="r", allow_pickle=False)
+                else:
+                    import io
+
+                    arr = np.load(io.BytesIO(data), allow_pickle=False)
+            except (OSError, ValueError) as exc:
+                raise CacheInvalid(str(exc)) from None
+            want = _INDEX_DTYPES[name]
+            if arr.ndim != 1 or arr.dtype.str[1:] not in ((want,) if isinstance(want, str) else want):
+                raise CacheInvalid(f"{name}: unexpected array {arr.dtype} {arr.shape}")
+            arrays[name] = arr
+        try:
+            terms = orjson.loads(self.read_payload(desc.get("terms")))
+        except orjson.JSONDecodeError as exc:
+            raise CacheInvalid(str(exc)) from None
+        total = desc.get("total_tokens")
+        if not isinstance(terms, list) or not set(map(type, terms)) <= {str} or not isinstance(total, int):
+            raise CacheInvalid("bad terms")
+        return arrays, terms, total
+
+    # -- writing ---------------------------------------------------------------
+    def _write_payload(self, stem: str, data: bytes, token: str) -> dict:
+        base, dot, ext = stem.partition(".")
+        name = f"{base}-{token}{dot}{ext}"
+        tmp = os.path.join(self.folder, f".{name}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, os.path.join(self.folder, name))
+        return {"name": name, "size": len(data), "crc": zlib.crc32(data)}
+
+    def save(self, ws) -> bool:
+        """Write what changed since the cache was read (never raises; False when nothing could be written)."""
+        try:
+            return self._save(ws)
+        except (OSError, ValueError, TypeError):
+            return False
+
+    def _save(self, ws) -> bool:
+        os.makedirs(self.folder, exist_ok=True)
+        token = f"{os.getpid()}-{time.time_ns():x}"
+        old = self.manifest.get("namespaces", {}) if self.manifest else {}
+        out: dict[str, dict] = {}
+        wrote = False
+        for i, (ns, space) in enumerate(sorted(ws.memory.items())):
+            path = ws.namespace_path(ns)
+            tail = ws._tails.get(path) if path else None
+            if tail is None:
+                continue
+            prev = old.get(ns) if self.hits.get(ns) == "same" else None
+            unchanged = prev is not None and ns not in ws._cache_dirty
+            if unchanged:
+                entry = dict(prev)
+            else:
+                v = file_validator(path, tail.offset, tail.line_no, tail.torn_bytes, tail._head)
+                if v is None or v["ino"] != tail._ino:
+                    continue
+                meta, records = namespace_payloads(space, ws._fact_entries(ns))
+                stem = f"ns{i}-{hashlib.sha256(ns.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
+                entry = {"path": path, "validator": v, "meta": self._write_payload(stem + ".meta.json", meta, token),
+                         "records": self._write_payload(stem + ".records.json", records, token), "index": None}
+                wrote = True
+            index = ws._recall.indexes.get(ns) if ws._recall is not None else None
+            if index is not None and (not unchanged or not entry.get("index")):
+                entry["index"] = self._save_index(index, f"ns{i}", token)
+                wrote = True
+            out[ns] = entry
+        runs_desc = self.manifest.get("runs") if self.manifest else None
+        if self._runs_changed or set(self._runs_seen) != set(self._cached_runs()):
+            runs_desc = self._write_payload("runs.json", orjson.dumps(self._runs_seen), token)
+            wrote = True
+        if not wrote and set(out) == set(old):
+            touch(self)
+            return True
+        manifest = {"format": FORMAT, "project": self.project_root, "root": self.root, "written_at": time.time(),
+                    "namespaces": out, "runs": runs_desc}
+        tmp = os.path.join(self.folder, f".{MANIFEST}.{token}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(orjson.dumps(manifest))
+        os.replace(tmp, os.path.join(self.folder, MANIFEST))
+        previous, self.manifest = self.manifest, manifest
+        self._sweep(manifest, previous)
+        evict(self.env, keep=os.path.dirname(self.folder))
+        return True
+
+    def _save_index(self, index, stem: str, token: str) -> dict:
+        import io
+
+        import numpy as np
+
+        index.compact()  # one sorted postings array, every slot alive; results never depend on it
+        n = index._nslots
+        arrays = {
+            "dl": np.ascontiguousarray(index._dl[:n], dtype=np.int32),
+            "df": np.ascontiguousarray(index._df[: len(index._terms)], dtype=np.int64),
+            "off": np.ascontiguousarray(index._off, dtype=np.int64),
+            "pslot": np.ascontiguousarray(index._pslot, dtype=np.int32),
+            "pcode": np.ascontiguousarray(index._pcode),
+            "seqs": np.array([r.seq for r in index._srec], dtype=np.int64),
+        }
+        desc: dict[str, Any] = {"total_tokens": int(index.total_tokens)}
+        for name, arr in arrays.items():
+            buf = io.BytesIO()
+            np.save(buf, arr, allow_pickle=False)
+            desc[name] = self._write_payload(f"{stem}.{name}.npy", buf.getvalue(), token)
+        desc["terms"] = self._write_payload(f"{stem}.terms.json", orjson.dumps(index._terms), token)
+        return desc
+
+    def _sweep(self, manifest: dict, previous: dict) -> None:
+        """Drop payload files the new manifest no longer names: at once those the previous manifest
+        named (superseded by this save), others only when old (they may be a concurrent writer's)."""
+        keep, superseded = _names(manifest), _names(previous)
+        now = time.time()
+        try:
+            entries = list(os.scandir(self.folder))
+        except OSError:
+            return
+        for de in entries:
+            if de.name in keep:
+                continue
+            try:
+                if de.name in superseded or now - de.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS:
+                    os.unlink(de.path)
+            except OSError:
+                pass
+
+    # -- info / clear --------------------------------------------------------------
+    def info(self) -> dict:
+        namespaces = {}
+        for ns, e in (self.manifest.get("namespaces", {}) if self.manifest else {}).items():
+            v = e.get("validator", {})
+            namespaces[ns] = {"path": e.get("path"), "offset": v.get("offset"), "log": check_file(e.get("path", ""), v),
+                              "index": bool(e.get("index"))}
+        return {"folder": self.folder, "exists": os.path.isdir(self.folder), "valid": bool(self.manifest),
+                "bytes": _tree_bytes(self.folder), "namespaces": namespaces}
+
+    def clear(self) -> bool:
+        existed = os.path.isdir(self.folder)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.manifest = {}
+        return existed
+
+
+def _replay(space: MemoryNamespace, offset: int) -> None:
+    """Fallback when a checked records document still does not decode: re-read the log up to the
+    cached offset (the validator showed those bytes unchanged)."""
+    from harn_ls.formats.jsonl import JsonlTail
+
+    fresh = MemoryNamespace(space.namespace, space.path)
+    tail = JsonlTail(space.path)
+    for batch in tail.iter_batches():
+        lines = [ln for ln in batch.lines if ln.offset < offset]
+        fresh.apply_lines(lines)
+        if tail.offset >= offset:
+            break
+    d = space.__dict__
+    for name in ("active", "_by_id", "forgotten", "hidden", "forgets"):
+        d[name] = getattr(fresh, name)
+
+
+def _stat_validator(path: str) -> list | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+_RUN_FIELDS = ("id", "path", "status", "workflow_id", "workflow_name", "started_at", "finished_at", "stages", "usage",
+               "llm_transcript_path", "mtime", "size", "task", "parent_run_id", "playground_job")
+
+
+def _run_row(run) -> dict:
+    row = {name: getattr(run, name) for name in _RUN_FIELDS}
+    row["problems"] = [_problem_row(p) for p in run.problems]
+    row["transcripts"] = [[t.id, t.message_count, t.event_count, t.asset_count] for t in run.transcripts]
+    return row
+
+
+def _run_from_row(row: dict):
+    from harn_ls.formats.runs import RunRecord
+    from harn_ls.workspace import TranscriptSummary
+
+    summaries = [TranscriptSummary(*t) for t in row["transcripts"]]
+    run = RunRecord(**{name: row[name] for name in _RUN_FIELDS})
+    run.problems = [_problem_from_row(p) for p in row["problems"]]
+    run.transcripts = summaries
+    return run, summaries
+
+
+def _names(manifest: dict) -> set[str]:
+    names = {MANIFEST}
+    if isinstance(manifest.get("runs") if manifest else None, dict):
+        names.add(manifest["runs"].get("name"))
+    for e in (manifest.get("namespaces") or {}).values() if manifest else ():
+        for part in ("meta", "records"):
+            if isinstance(e.get(part), dict):
+                names.add(e[part].get("name"))
+        for d in (e.get("index") or {}).values():
+            if isinstance(d, dict):
+                names.add(d.get("name"))
+    return names
+
+
+def _tree_bytes(folder: str) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(folder):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def evict(env: Mapping[str, str] | None = None, keep: str | None = None) -> list[str]:
+    """Drop the state folders of the least recently used projects until the cache root is under its cap."""
+    env = os.environ if env is None else env
+    try:
+        cap = int(float(env.get("HARN_LS_CACHE_MAX_MB", DEFAULT_MAX_MB)) * 1024 * 1024)
+    except ValueError:
+        cap = DEFAULT_MAX_MB * 1024 * 1024
+    root = cache_root(env)
+    found = []
+    try:
+        for de in os.scandir(root):
+            state = os.path.join(de.path, STATE_DIR)
+            if de.is_dir(follow_symlinks=False) and os.path.isdir(state):
+                try:
+                    used = os.stat(os.path.join(state, MANIFEST)).st_mtime
+                except OSError:
+                    used = 0.0
+                found.append((used, de.path, state, _tree_bytes(state)))
+    except OSError:
+        return []
+    total = sum(f[3] for f in found)
+    dropped = []
+    for used, project, state, size in sorted(found):
+        if total <= cap:
+            break
+        if keep is not None and os.path.abspath(project) == os.path.abspath(keep):
+            continue
+        shutil.rmtree(state, ignore_errors=True)
+        total -= size
+        dropped.append(project)
+    return dropped
+
+
+def touch(cache: StateCache) -> None:
+    """Mark the project as recently used (eviction is by manifest mtime)."""
+    try:
+        os.utime(os.path.join(cache.folder, MANIFEST))
+    except OSError:
+        pass
+
+
+def restore_index(cache: StateCache, ns: str, space: MemoryNamespace, base: dict | None = None):
+    """The recall index of a namespace from the cache, over `base` (the records it was built
+    over: the namespace's active records as restored); None when missing or not consistent."""
+    import numpy as np
+
+    from harn_ls.recall import NamespaceIndex, _Doc
+
+    desc = cache.index_entry(ns)
+    if desc is None:
+        return None
+    records = space.active if base is None else base
+    try:
+        arrays, terms, total = cache.load_index_arrays(desc)
+        seqs = arrays["seqs"].tolist()
+        n, nterms = len(seqs), len(terms)
+        off, pslot, pcode = arrays["off"], arrays["pslot"], arrays["pcode"]
+        if n != len(records) or len(arrays["dl"]) != n or len(arrays["df"]) != nterms or len(off) != nterms + 1 \
+                or int(off[0]) != 0 or int(off[-1]) != len(pslot) or len(pcode) != len(pslot) \
+                or (len(pslot) and (int(pslot.min()) < 0 or int(pslot.max()) >= n)) or bool(np.any(np.diff(off) < 0)):
+            raise CacheInvalid("index arrays do not fit together")
+        srec = [records[s] for s in seqs]
+    except (CacheInvalid, KeyError, TypeError, ValueError):
+        return None
+    idx = NamespaceIndex(ns, space.config, os.path.dirname(space.path))
+    idx._terms = terms
+    idx._tid = dict(zip(terms, range(nterms)))
+    idx._df = np.array(arrays["df"], dtype=np.int64)  # written to on removals: a private copy
+    idx._dl = np.array(arrays["dl"], dtype=np.int32)
+    idx._alive = np.ones(n, dtype=bool)
+    idx._nslots = n
+    idx._srec = srec
+    idx.docs = {r.seq: _Doc(r, slot) for slot, r in enumerate(srec)}
+    idx.total_tokens = total
+    idx._off, idx._pslot, idx._pcode = off, pslot, pcode  # read-only maps; a merge replaces them
+    return idx

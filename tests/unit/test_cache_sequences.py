@@ -1,0 +1,104 @@
+"""Random sequences of log changes (and cache damage): after each step a cached load equals an
+uncached one."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.unit.test_cache import SAMPLE, append, cache_folder, cold, event, ids_in, snapshot
+from harn_ls.workspace import Workspace
+
+LOGS = [".harn/memory/agent/notes/events.jsonl", ".harn/memory/workspace/acme/events.jsonl",
+        ".harn/memory/team/extra/events.jsonl"]
+
+OPS = ["append", "append_torn", "finish_torn", "update_forget", "shorter", "same_size", "rename", "recreate",
+       "delete", "add_ns", "remove_ns", "drop_cache", "damage_cache"]
+
+
+def apply_op(project: Path, op: str, which: int, n: int) -> None:
+    log = project / LOGS[which % len(LOGS)]
+    ns = os.path.relpath(log.parent, project / ".harn/memory")
+    exists = log.is_file()
+    if op == "append" and exists:
+        append(log, event("store", f"h-{n}", ns, n))
+    elif op == "append_torn" and exists:
+        append(log, event("store", f"t-{n}", ns, n)[:-9])
+    elif op == "finish_torn" and exists:
+        append(log, b'"}\n')  # finishes a torn line (as something malformed or whole, whatever it was)
+    elif op == "update_forget" and exists:
+        ids = ids_in(log)
+        if ids:
+            append(log, event("update", ids[n % len(ids)], ns, n) + event("forget", ids[(n * 7) % len(ids)], ns, n + 1))
+    elif op == "shorter" and exists:
+        data = log.read_bytes()
+        with open(log, "r+b") as fh:
+            fh.truncate(0)
+            fh.write(data[: len(data) * 2 // 3].rsplit(b"\n", 1)[0] + b"\n" if b"\n" in data else b"")
+    elif op == "same_size" and exists:
+        data = bytearray(log.read_bytes())
+        i = data.find(b"rounding")
+        if i < 0:
+            i = data.find(b'"key":"') + 7
+        if i >= 7:
+            data[i] = ord("X") if data[i] != ord("X") else ord("Y")
+            st_ = log.stat()
+            with open(log, "r+b") as fh:
+                fh.write(bytes(data))
+            os.utime(log, ns=(st_.st_atime_ns, st_.st_mtime_ns + 1_000_000 * (n + 1)))
+    elif op == "rename" and exists:
+        tmp = log.with_name("events.tmp")
+        tmp.write_bytes(log.read_bytes() + event("store", f"r-{n}", ns, n))
+        os.replace(tmp, log)
+    elif op == "recreate" and exists:
+        data = log.read_bytes()
+        log.unlink()
+        log.write_bytes(data.split(b"\n", 1)[-1] if data.count(b"\n") > 1 else event("store", f"c-{n}", ns, n))
+    elif op == "delete" and exists:
+        log.unlink()
+    elif op == "add_ns":
+        log.parent.mkdir(parents=True, exist_ok=True)
+        if not exists:
+            log.write_bytes(event("store", f"a-{n}", ns, n) + event("store", f"b-{n}", ns, n + 1))
+    elif op == "remove_ns" and log.parent.is_dir():
+        shutil.rmtree(log.parent)
+    elif op == "drop_cache":
+        shutil.rmtree(cache_folder(project), ignore_errors=True)
+    elif op == "damage_cache":
+        folder = Path(cache_folder(project))
+        files = sorted(folder.iterdir()) if folder.is_dir() else []
+        if files:
+            f = files[n % len(files)]
+            data = bytearray(f.read_bytes())
+            if data:
+                data[(n * 31) % len(data)] ^= 0x41
+                f.write_bytes(bytes(data))
+
+
+@settings(max_examples=int(os.environ.get("HARN_LS_CACHE_EXAMPLES", "12")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 2)), min_size=1, max_size=5))
+def test_random_change_sequences_never_change_an_answer(steps):
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp) / "proj"
+        shutil.copytree(SAMPLE, project, symlinks=True)
+        old_env = os.environ.get("HARN_LS_CACHE_DIR")
+        os.environ["HARN_LS_CACHE_DIR"] = str(Path(tmp) / "cache")
+        try:
+            Workspace.load(str(project), cache=True).save_cache()
+            for n, (op, which) in enumerate(steps):
+                apply_op(project, op, which, n)
+                expected = cold(project)
+                ws = Workspace.load(str(project), cache=True)
+                assert snapshot(ws) == expected, (op, which)
+                ws.save_cache()
+        finally:
+            if old_env is None:
+                os.environ.pop("HARN_LS_CACHE_DIR", None)
+            else:
+                os.environ["HARN_LS_CACHE_DIR"] = old_env
