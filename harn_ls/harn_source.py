@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from harn_ls.text_positions import TextIndex, utf16_len
+
 _CALL = re.compile(
     r'\b(?P<fn>checkpoint_stage_keyed_retry|checkpoint_stage_keyed|checkpoint_stage_retry|checkpoint_stage|checkpoint)'
     r'\s*\(\s*"(?P<name>(?:[^"\\\n]|\\.)*)"'
@@ -26,11 +28,6 @@ class CheckpointCall:
 
 def _unescape(s: str) -> str:
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(1), m.group(1)), s)
-
-
-def utf16_len(s: str) -> int:
-    """Length in UTF-16 code units (LSP's default column unit)."""
-    return len(s.encode("utf-16-le")) // 2
 
 
 def _blank_comments(text: str) -> str:
@@ -69,16 +66,9 @@ def _blank_comments(text: str) -> str:
 
 def find_checkpoint_calls(text: str) -> list[CheckpointCall]:
     code = _blank_comments(text)
-    line_starts = [0]
-    for i, c in enumerate(text):
-        if c == "\n":
-            line_starts.append(i + 1)
-    import bisect
-
+    index = TextIndex(text)
     out = []
     for m in _CALL.finditer(code):
-        pos = m.start("fn")
-        line = bisect.bisect_right(line_starts, pos) - 1
-        col = utf16_len(text[line_starts[line]:pos])
+        line, col = index.position(m.start("fn"))
         out.append(CheckpointCall(m.group("fn"), _unescape(m.group("name")), line, col, col + utf16_len(m.group("fn"))))
     return out

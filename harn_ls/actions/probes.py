@@ -42,7 +42,7 @@ from harn_ls.actions import ActionFailed, append_lines, iso_millis, rfc3339_nano
 from harn_ls.formats import facts as F
 from harn_ls.formats import probes as P
 from harn_ls.formats.harn_json import serde_compact
-from harn_ls.harn_source import utf16_len
+from harn_ls.text_positions import ByteIndex, Pos, Range, TextIndex
 
 KIND = "typecheck"
 SOURCE = "harn-probe"
@@ -52,54 +52,14 @@ DRAIN_GRACE = 2.0  # seconds to wait for pipes after exit (an escaped grandchild
 MISSING_BINARY = ("harn binary not found: {path!r}. Install Harn or point the `harnState.harnPath` setting "
                   "(CLI: `--harn BIN`) at the harn executable.")
 
-Pos = tuple[int, int]  # 0-based line, UTF-16 column (LSP)
-Range = tuple[Pos, Pos]
+# Pos: 0-based line, UTF-16 column (LSP); Range: (start, end) — both from harn_ls.text_positions.
 
 
 # -- ranges ------------------------------------------------------------------------------
 
-_BREAK_RE = re.compile(r"\r\n|\r|\n")
-
-
-def _line_starts(text: str) -> list[int]:
-    """Code-point offsets where lines start; LSP line breaks only (not str.splitlines')."""
-    return [0] + [m.end() for m in _BREAK_RE.finditer(text)]
-
-
-def _line_end(text: str, starts: list[int], line: int) -> int:
-    """Offset of the end of `line`'s content (before its line break)."""
-    end = starts[line + 1] if line + 1 < len(starts) else len(text)
-    while end > starts[line] and text[end - 1] in "\r\n":
-        end -= 1
-    return end
-
-
-def position_to_offset(text: str, starts: list[int], pos: Pos) -> int:
-    """LSP position -> code-point offset; clamps past-the-end lines and columns like editors do."""
-    line, col = pos
-    if line < 0:
-        return 0
-    if line >= len(starts):
-        return len(text)
-    start, end = starts[line], _line_end(text, starts, line)
-    units = 0
-    i = start
-    while i < end and units < col:
-        units += 2 if ord(text[i]) > 0xFFFF else 1
-        i += 1
-    return i
-
-
-def offset_to_position(text: str, starts: list[int], offset: int) -> Pos:
-    import bisect
-
-    line = bisect.bisect_right(starts, offset) - 1
-    return line, utf16_len(text[starts[line]:offset])
-
 
 def whole_range(text: str) -> Range:
-    starts = _line_starts(text)
-    return (0, 0), offset_to_position(text, starts, len(text))
+    return (0, 0), TextIndex(text).end_position()
 
 
 @dataclass(frozen=True)
@@ -113,19 +73,18 @@ class CliRange:
     end_col: int | None
 
     def to_lsp(self, text: str) -> Range:
-        starts = _line_starts(text)
+        index = TextIndex(text)
 
         def pos(line1: int, col1: int | None, *, end: bool) -> Pos:
             line = line1 - 1
-            if line >= len(starts):
-                return offset_to_position(text, starts, len(text))
+            if line >= index.line_count:
+                return index.end_position()
             if col1 is None:
                 if not end:
                     return line, 0
-                nxt = starts[line + 1] if line + 1 < len(starts) else len(text)  # after the line break
-                return offset_to_position(text, starts, nxt)
-            offset = min(starts[line] + col1 - 1, _line_end(text, starts, line))
-            return offset_to_position(text, starts, offset)
+                nxt = index.starts[line + 1] if line + 1 < index.line_count else len(text)  # after the line break
+                return index.position(nxt)
+            return index.position(index.offset_of_column((line, col1 - 1)))
 
         return pos(self.start_line, self.start_col, end=False), pos(self.end_line, self.end_col, end=True)
 
@@ -170,13 +129,12 @@ class Selection:
 
 
 def select(text: str, rng: Range | None) -> Selection:
-    starts = _line_starts(text)
     if rng is None:
         return Selection(text, whole_range(text), 0)
-    a = position_to_offset(text, starts, rng[0])
-    b = position_to_offset(text, starts, rng[1])
+    index = TextIndex(text)
+    a, b = index.offset(rng[0]), index.offset(rng[1])
     a, b = min(a, b), max(a, b)
-    return Selection(text[a:b], (offset_to_position(text, starts, a), offset_to_position(text, starts, b)), a)
+    return Selection(text[a:b], (index.position(a), index.position(b)), a)
 
 
 def file_range_lines(rng: Range) -> tuple[int, int]:
@@ -190,7 +148,7 @@ class SpanMapper:
     """Byte offsets into the snippet -> LSP positions in the original document."""
 
     def __init__(self, selection: Selection) -> None:
-        self._mapper = P.ByteOffsetMapper(selection.snippet)
+        self._mapper = ByteIndex(selection.snippet)
         self._origin = selection.range[0]
 
     def position(self, byte_offset: int) -> Pos:

@@ -13,8 +13,6 @@ character counts; the truncation marker nevertheless says "bytes". Python
 
 from __future__ import annotations
 
-import bisect
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +20,7 @@ import orjson
 
 from harn_ls.formats.facts import filter_nil, harn_display, rust_trim
 from harn_ls.formats.harn_json import sha256_hex
+from harn_ls.text_positions import ByteIndex
 
 PROBE_SCHEMA = "harn.probe.v1"
 PROBE_KINDS = ("eval", "typecheck", "test", "inspect")
@@ -453,38 +452,7 @@ def parse_check_envelope(stdout: str) -> CheckEnvelope | None:
 # -- byte offsets -> LSP positions ----------------------------------------------------------
 
 
-_LINE_BREAK_RE = re.compile(rb"\r\n|\r|\n")
-
-
-class ByteOffsetMapper:
-    """Converts UTF-8 byte offsets of one text to LSP (line, UTF-16 column) positions.
-
-    Line breaks are `\\n`, `\\r\\n` and a lone `\\r`, as LSP defines them.
-    Offsets past the end clamp to the end; an offset inside a multi-byte
-    character moves back to that character's start.
-    """
-
-    __slots__ = ("data", "line_starts")
-
-    def __init__(self, text: str) -> None:
-        self.data = text.encode("utf-8", "surrogatepass")
-        starts = [0]
-        starts.extend(m.end() for m in _LINE_BREAK_RE.finditer(self.data))
-        self.line_starts = starts
-
-    def position(self, offset: int) -> tuple[int, int]:
-        data = self.data
-        offset = max(0, min(int(offset), len(data)))
-        while offset < len(data) and offset > 0 and (data[offset] & 0xC0) == 0x80:
-            offset -= 1
-        line = bisect.bisect_right(self.line_starts, offset) - 1
-        start = self.line_starts[line]
-        segment = data[start:offset].decode("utf-8", "replace")
-        col = len(segment) + sum(1 for ch in segment if ord(ch) > 0xFFFF)
-        return line, col
-
-
 def byte_span_to_lsp(text: str, start: int, end: int) -> tuple[tuple[int, int], tuple[int, int]]:
     """((line, utf16 col), (line, utf16 col)) for a `harn check --json` byte span."""
-    mapper = ByteOffsetMapper(text)
-    return mapper.position(start), mapper.position(end)
+    index = ByteIndex(text)
+    return index.position(start), index.position(end)

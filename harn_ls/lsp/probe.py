@@ -34,7 +34,7 @@ from pygls.uris import to_fs_path
 
 from harn_ls.actions import ActionFailed, uuid7
 from harn_ls.actions import probes as runner
-from harn_ls.harn_source import utf16_len
+from harn_ls.text_positions import shift_position
 
 log = logging.getLogger(__name__)
 
@@ -105,22 +105,10 @@ def _clear(ls, uri: str) -> bool:
 # -- edits ---------------------------------------------------------------------------------
 
 
-def _shift(pos: runner.Pos, cs: runner.Pos, ce: runner.Pos, new_text: str) -> runner.Pos:
-    """Where `pos` (at or after the replaced range's end `ce`) lands after replacing cs..ce with new_text."""
-    segments = runner._BREAK_RE.split(new_text)
-    n_breaks = len(segments) - 1
-    last = utf16_len(segments[-1])
-    end_line = cs[0] + n_breaks
-    end_char = (cs[1] + last) if n_breaks == 0 else last
-    if pos[0] == ce[0]:
-        return end_line, end_char + (pos[1] - ce[1])
-    return pos[0] + (end_line - ce[0]), pos[1]
-
-
 def _shift_diag(d: types.Diagnostic, cs, ce, text) -> None:
     for attr in ("start", "end"):
         p = getattr(d.range, attr)
-        nl, nc = _shift((p.line, p.character), cs, ce, text)
+        nl, nc = shift_position((p.line, p.character), cs, ce, text)
         setattr(d.range, attr, types.Position(line=nl, character=nc))
 
 
@@ -140,7 +128,7 @@ def apply_changes(ls, uri: str, changes, current_text: str | None) -> bool:
         if cs >= end:  # entirely after the probed code
             continue
         if ce <= start:  # entirely before: shift the range and its diagnostics
-            st.range = (_shift(start, cs, ce, ch.text), _shift(end, cs, ce, ch.text))
+            st.range = (shift_position(start, cs, ce, ch.text), shift_position(end, cs, ce, ch.text))
             for d in ls.probe_diagnostics.get(uri, []):
                 _shift_diag(d, cs, ce, ch.text)
             moved = True

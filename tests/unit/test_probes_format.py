@@ -9,6 +9,7 @@ import pytest
 
 from harn_ls.formats import facts as F
 from harn_ls.formats import probes as P
+from harn_ls.text_positions import ByteIndex
 
 from tests.helpers.samples import SAMPLES  # noqa: E402
 ID_VECTORS = SAMPLES / "id-vectors.json"
@@ -391,7 +392,7 @@ def test_byte_span_clamps_and_snaps() -> None:
 
 def test_byte_span_line_breaks() -> None:
     text = "ab\r\ncd\ref\ngh"
-    m = P.ByteOffsetMapper(text)
+    m = ByteIndex(text)
     assert m.position(4) == (1, 0)
     assert m.position(7) == (2, 0)  # a lone \r ends a line in LSP
     assert m.position(11) == (3, 1)

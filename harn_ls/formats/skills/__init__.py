@@ -1,0 +1,137 @@
+"""SKILL.md files: frontmatter, discovery across layers, signatures (harn-formats §F, §E.3).
+
+Reading never raises on bad data: every defect becomes a `Problem` on the
+`Skill` (or on the `SkillInventory` for things found while walking roots).
+The only writer here is `render_learned_skill`, which returns text for the
+accept action to write.
+
+Decisions where the spec is silent (see also the docstrings):
+
+* YAML is parsed with PyYAML but with YAML 1.2 core-schema scalars, because
+  Harn uses serde_yaml: `yes`/`no`/`on`/`off` and dates stay strings, `0777`
+  is decimal, `<<` is an ordinary key.
+* Field shapes follow serde's strictness: a number where a string is
+  expected is an error (Harn then skips the skill); `null` is accepted for
+  optional strings and for list/map fields (serde_yaml reads it as empty)
+  but not for `name`/`short`/`description` or booleans.
+* Exact duplicate keys are errors (serde_yaml rejects them); a hyphenated
+  and an underscored spelling of the same field is a warning, last one wins.
+* Skills in the pattern-learning roots (`claude`, `burin`) never take part in
+  Harn's shadowing and are judged leniently: Harn's own loader never reads
+  them, so what it would reject there is INFO.
+
+Modules: `common` (limits, codes), `frontmatter` (split, hardened YAML),
+`validation` (field shapes), `signatures` (.sig), `skill_file` (one SKILL.md),
+`discovery` (layers, shadowing), `writer` (learned skills). This package
+re-exports their public names.
+"""
+
+from __future__ import annotations
+
+from .common import (  # noqa: F401
+    MAX_SKILL_BYTES,
+    MAX_SIG_BYTES,
+    MAX_KEY_BYTES,
+    MAX_YAML_DEPTH,
+    MAX_YAML_NODES,
+    SIG_SCHEMA,
+    HARN_LAYERS,
+    PATTERN_LAYERS,
+    STATUS_VERIFIED,
+    STATUS_MISSING_SIGNATURE,
+    STATUS_INVALID_SIGNATURE,
+    STATUS_MISSING_SIGNER,
+    STATUS_UNTRUSTED_SIGNER,
+    CODE_UNREADABLE,
+    CODE_INVALID_UTF8,
+    CODE_TOO_LARGE,
+    CODE_YAML,
+    CODE_NOT_MAPPING,
+    CODE_FIELD_TYPE,
+    CODE_MISSING_SHORT,
+    CODE_UNKNOWN_FIELD,
+    CODE_SIGNATURE_INVALID,
+    CODE_SIGNER,
+    CODE_SIGNATURE_REQUIRED,
+    CODE_SYMLINK_OUTSIDE,
+    CODE_YAML_LIMIT,
+    CODE_DUPLICATE_KEY,
+    CODE_NO_FRONTMATTER,
+    CODE_LAYER_DISABLED,
+    CODE_FIELD_VALUE,
+    CODE_ROOT_OUTSIDE,
+    MISSING_SHORT_MESSAGE,
+)
+from .frontmatter import (  # noqa: F401
+    split_frontmatter,
+)
+from .validation import (  # noqa: F401
+    parse_frontmatter,
+)
+from .signatures import (  # noqa: F401
+    SignatureStatus,
+    fingerprint_for_public_key,
+    verify_signature,
+)
+from .skill_file import (  # noqa: F401
+    Skill,
+    parse_skill_file,
+)
+from .discovery import (  # noqa: F401
+    SkillInventory,
+    discover_skills,
+)
+from .writer import (  # noqa: F401
+    slugify,
+    is_valid_skill_name,
+    yaml_double_quoted,
+    render_learned_skill,
+)
+
+__all__ = [
+    "MAX_SKILL_BYTES",
+    "MAX_SIG_BYTES",
+    "MAX_KEY_BYTES",
+    "MAX_YAML_DEPTH",
+    "MAX_YAML_NODES",
+    "SIG_SCHEMA",
+    "HARN_LAYERS",
+    "PATTERN_LAYERS",
+    "STATUS_VERIFIED",
+    "STATUS_MISSING_SIGNATURE",
+    "STATUS_INVALID_SIGNATURE",
+    "STATUS_MISSING_SIGNER",
+    "STATUS_UNTRUSTED_SIGNER",
+    "CODE_UNREADABLE",
+    "CODE_INVALID_UTF8",
+    "CODE_TOO_LARGE",
+    "CODE_YAML",
+    "CODE_NOT_MAPPING",
+    "CODE_FIELD_TYPE",
+    "CODE_MISSING_SHORT",
+    "CODE_UNKNOWN_FIELD",
+    "CODE_SIGNATURE_INVALID",
+    "CODE_SIGNER",
+    "CODE_SIGNATURE_REQUIRED",
+    "CODE_SYMLINK_OUTSIDE",
+    "CODE_YAML_LIMIT",
+    "CODE_DUPLICATE_KEY",
+    "CODE_NO_FRONTMATTER",
+    "CODE_LAYER_DISABLED",
+    "CODE_FIELD_VALUE",
+    "CODE_ROOT_OUTSIDE",
+    "MISSING_SHORT_MESSAGE",
+    "split_frontmatter",
+    "parse_frontmatter",
+    "SignatureStatus",
+    "fingerprint_for_public_key",
+    "verify_signature",
+    "Skill",
+    "parse_skill_file",
+    "SkillInventory",
+    "discover_skills",
+    "slugify",
+    "is_valid_skill_name",
+    "yaml_double_quoted",
+    "render_learned_skill",
+]

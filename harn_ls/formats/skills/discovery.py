@@ -1,0 +1,225 @@
+"""Discovery across skill layers and Harn's shadowing (§F.1).
+
+Skills in the pattern-learning roots (`claude`, `burin`) never take part in
+Harn's shadowing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..problems import Problem, Severity
+from .common import (
+    CODE_LAYER_DISABLED,
+    CODE_ROOT_OUTSIDE,
+    CODE_SYMLINK_OUTSIDE,
+    HARN_LAYERS,
+    MAX_SKILL_BYTES,
+    PATTERN_LAYERS,
+    _is_pattern_layer,
+    _read_bounded,
+    _within,
+)
+from .skill_file import Skill, parse_skill_file
+
+
+# --------------------------------------------------------------------------
+# Discovery (§F.1)
+
+
+@dataclass
+class SkillInventory:
+    skills: list[Skill]  # winners (sorted by id) plus entries that do not compete: unloadable, claude/burin
+    shadowed: list[Skill]  # losers, each with shadowed_by set
+    # Every problem: those found while walking roots (symlinks, disabled
+    # layers) followed by each skill's own (also kept on `Skill.problems`).
+    problems: list[Problem]
+
+    def all_problems(self) -> list[Problem]:
+        return list(self.problems)
+
+    def get(self, skill_id: str) -> Skill | None:
+        for skill in self.skills:
+            if skill.id == skill_id and skill.loadable and not _is_pattern_layer(skill.layer):
+                return skill
+        return None
+
+
+@dataclass(frozen=True)
+class _SkillsConfig:
+    lookup_order: tuple[str, ...] = ()
+    disable: tuple[str, ...] = ()
+    signer_registry_url: str | None = None
+
+
+def _read_skills_config(project_root: str) -> _SkillsConfig:
+    import tomllib
+
+    try:
+        raw = _read_bounded(os.path.join(project_root, "harn.toml"), MAX_SKILL_BYTES)
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return _SkillsConfig()
+    skills = data.get("skills")
+    if not isinstance(skills, dict):
+        return _SkillsConfig()
+
+    def labels(key: str) -> tuple[str, ...]:
+        value = skills.get(key)
+        return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
+
+    url = skills.get("signer_registry_url")
+    return _SkillsConfig(labels("lookup_order"), labels("disable"), url if isinstance(url, str) else None)
+
+
+def _registry_dir(url: str | None, project_root: str) -> str | None:
+    """Local-path registries only; Harn resolves a relative path against its cwd,
+    we use the project root (where `harn run` normally starts)."""
+    if not url or not url.strip():
+        return None
+    url = url.strip()
+    if url.startswith(("http://", "https://")):
+        return None  # a passive viewer never fetches keys
+    if url.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        url = unquote(urlparse(url).path)
+    return url if os.path.isabs(url) else os.path.normpath(os.path.join(project_root, url))
+
+
+def _layer_order(lookup_order: Sequence[str], disabled: Sequence[str]) -> list[str]:
+    """Harn's `build_report` order: explicit labels first, then the default order."""
+    order: list[str] = []
+    for label in list(lookup_order) + list(HARN_LAYERS):
+        if label in HARN_LAYERS and label not in disabled and label not in order:
+            order.append(label)
+    return order
+
+
+def _candidates(root: str) -> list[str]:
+    """SKILL.md paths under one root: the root itself, else `<root>/<dir>/SKILL.md` by dir name."""
+    single = os.path.join(root, "SKILL.md")
+    if os.path.isfile(single):
+        return [single]
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return []  # missing or unreadable root: Harn lists nothing
+    out = []
+    for name in names:
+        candidate = os.path.join(root, name, "SKILL.md")
+        if os.path.isdir(os.path.join(root, name)) and os.path.lexists(candidate):
+            out.append(candidate)
+    return out
+
+
+def discover_skills(
+    paths,
+    trusted_signers_dir: str | None = None,
+    *,
+    lookup_order: Sequence[str] | None = None,
+    disabled_layers: Sequence[str] | None = None,
+    registry_url: str | None = None,
+) -> SkillInventory:
+    """Walk every skill root of `paths` (a ProjectPaths) and resolve shadowing.
+
+    `lookup_order`, `disabled_layers` and `registry_url` default to harn.toml
+    `[skills] lookup_order / disable / signer_registry_url`. Symlinks are
+    followed only while they stay inside the project (project-local roots)
+    or inside the layer's own root (user/system/env/manifest roots outside
+    the project).
+    """
+    project_root = paths.project_root
+    config = _read_skills_config(project_root)
+    order_labels = tuple(lookup_order) if lookup_order is not None else config.lookup_order
+    disabled = tuple(disabled_layers) if disabled_layers is not None else config.disable
+    registry_is_project = registry_url is None  # from the project's own harn.toml
+    registry_dir = _registry_dir(registry_url if registry_url is not None else config.signer_registry_url,
+                                 project_root)
+    signers_dir = trusted_signers_dir if trusted_signers_dir is not None else (paths.trusted_signers_dir or None)
+
+    problems: list[Problem] = []
+    if registry_is_project and registry_dir is not None and not _within(registry_dir, project_root):
+        # Project configuration cannot make harn-ls read outside the project.
+        problems.append(Problem(os.path.join(project_root, "harn.toml"), 0, CODE_ROOT_OUTSIDE,
+                                f"[skills] signer_registry_url {config.signer_registry_url!r} is outside the project; "
+                                "ignored (keys are read only from the project or ~/.harn/trusted-signers)",
+                                Severity.WARNING))
+        registry_dir = None
+    for refused, why in getattr(paths, "refused_roots", ()):
+        problems.append(Problem(os.path.join(project_root, "harn.toml"), 0, CODE_ROOT_OUTSIDE, why, Severity.WARNING))
+    parsed_by_layer: dict[str, list[Skill]] = {}
+    pattern_skills: list[Skill] = []
+    real_project = os.path.realpath(project_root)
+    for layer_root in paths.skill_roots:
+        layer, root = layer_root.layer, layer_root.path
+        if layer in disabled:
+            if os.path.isdir(root):
+                problems.append(Problem(root, 0, CODE_LAYER_DISABLED,
+                                        f"layer `{layer}` is disabled by harn.toml [skills] disable; "
+                                        "Harn does not load skills from here", Severity.INFO))
+            continue
+        abs_root = os.path.abspath(root)
+        project_local = abs_root == os.path.abspath(project_root) or abs_root.startswith(
+            os.path.abspath(project_root).rstrip(os.sep) + os.sep
+        )
+        if project_local:
+            if os.path.lexists(root) and not paths.is_inside_project(root):
+                problems.append(Problem(root, 0, CODE_SYMLINK_OUTSIDE,
+                                        f"{layer} skill root is a symlink leading outside the project; "
+                                        "harn-ls does not follow it (Harn itself would)", Severity.WARNING))
+                continue
+            base = real_project
+        else:
+            base = os.path.realpath(root)
+        for candidate in _candidates(root):
+            if not _within(os.path.dirname(candidate), base) or not _within(candidate, base):
+                problems.append(Problem(candidate, 0, CODE_SYMLINK_OUTSIDE,
+                                        f"{candidate} resolves outside {base} through a symlink; "
+                                        "harn-ls does not follow it (Harn itself would)", Severity.WARNING))
+                continue
+            # SkillLayerRoot has no namespace yet; honour one if a caller's root carries it.
+            namespace = getattr(layer_root, "namespace", None)
+            skill = parse_skill_file(candidate, layer, root, namespace, trusted_signers_dir=signers_dir,
+                                     registry_dir=registry_dir, confine_to=base,
+                                     registry_is_project=registry_is_project)
+            if _is_pattern_layer(layer):
+                pattern_skills.append(skill)
+            else:
+                parsed_by_layer.setdefault(layer, []).append(skill)
+
+    shown, shadowed = _resolve_shadowing(parsed_by_layer, pattern_skills, order_labels, disabled)
+    for skill in shown + shadowed:
+        problems.extend(skill.problems)
+    return SkillInventory(shown, shadowed, problems)
+
+
+def _resolve_shadowing(
+    parsed_by_layer: dict[str, list[Skill]], pattern_skills: list[Skill], order_labels: Sequence[str],
+    disabled: Sequence[str],
+) -> tuple[list[Skill], list[Skill]]:
+    """(shown, shadowed): the first loadable skill per id in layer order wins, the rest get `shadowed_by`."""
+    winners: dict[str, Skill] = {}
+    shadowed: list[Skill] = []
+    others: list[Skill] = []
+    for layer in _layer_order(order_labels, disabled):
+        for skill in parsed_by_layer.get(layer, []):
+            if not skill.loadable:
+                others.append(skill)  # Harn skipped it, so it shadows nothing
+                continue
+            incumbent = winners.get(skill.id)
+            if incumbent is None:
+                winners[skill.id] = skill
+            else:
+                skill.shadowed_by = incumbent.layer
+                shadowed.append(skill)
+    shown = sorted(list(winners.values()) + others + pattern_skills,
+                   key=lambda s: (s.id, _display_rank(s.layer)))
+    return shown, shadowed
+
+
+def _display_rank(layer: str) -> int:
+    order = HARN_LAYERS + PATTERN_LAYERS
+    return order.index(layer) if layer in order else len(order)

@@ -1,0 +1,178 @@
+"""One text-position codec: UTF-8 byte offsets, code-point offsets, LSP positions.
+
+Pure (no pygls). Three ways to point into a text:
+
+* a code-point offset into the Python `str` (what slicing uses);
+* a UTF-8 byte offset (what `harn check --json` spans use);
+* an LSP position `(line, character)`: 0-based line, column in UTF-16 code
+  units (LSP's default encoding) — or, with the `*_column` helpers, in code
+  points.
+
+Lines end at `\\r\\n`, a lone `\\r` or `\\n`, as LSP defines them (not
+`str.splitlines()`, which also breaks on `\\x0b`, U+2028, ...). A position past
+the end of a line clamps to the line's end; a line past the end of the text
+clamps to the end of the text, as editors do.
+
+`shift_position` moves a position that lies at or after an edited range to
+where it lands once the range is replaced (LSP `didChange` increments).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+Pos = tuple[int, int]  # 0-based line, column
+Range = tuple[Pos, Pos]
+
+LINE_BREAK_RE = re.compile(r"\r\n|\r|\n")
+_BYTE_LINE_BREAK_RE = re.compile(rb"\r\n|\r|\n")
+
+__all__ = [
+    "LINE_BREAK_RE",
+    "ByteIndex",
+    "Pos",
+    "Range",
+    "TextIndex",
+    "line_starts",
+    "shift_position",
+    "utf16_len",
+]
+
+
+def utf16_len(text: str) -> int:
+    """Length in UTF-16 code units (LSP's default column unit)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def line_starts(text: str) -> list[int]:
+    """Code-point offsets where lines start (LSP line breaks only)."""
+    return [0] + [m.end() for m in LINE_BREAK_RE.finditer(text)]
+
+
+class TextIndex:
+    """Code-point offsets of one text <-> LSP positions (UTF-16) and line/column (code points)."""
+
+    __slots__ = ("text", "starts")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = line_starts(text)
+
+    @property
+    def line_count(self) -> int:
+        return len(self.starts)
+
+    def line_end(self, line: int) -> int:
+        """Offset of the end of `line`'s content (before its line break)."""
+        starts, text = self.starts, self.text
+        end = starts[line + 1] if line + 1 < len(starts) else len(text)
+        while end > starts[line] and text[end - 1] in "\r\n":
+            end -= 1
+        return end
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self.starts, offset) - 1
+
+    # -- UTF-16 (LSP) ------------------------------------------------------------
+
+    def position(self, offset: int) -> Pos:
+        """Code-point offset -> (line, UTF-16 column)."""
+        line = self.line_of(offset)
+        return line, utf16_len(self.text[self.starts[line]:offset])
+
+    def offset(self, pos: Pos) -> int:
+        """(line, UTF-16 column) -> code-point offset, clamped. A column inside a surrogate pair
+        moves past that character."""
+        line, col = pos
+        if line < 0:
+            return 0
+        if line >= len(self.starts):
+            return len(self.text)
+        text, end = self.text, self.line_end(line)
+        units = 0
+        i = self.starts[line]
+        while i < end and units < col:
+            units += 2 if ord(text[i]) > 0xFFFF else 1
+            i += 1
+        return i
+
+    def end_position(self) -> Pos:
+        return self.position(len(self.text))
+
+    # -- code points ---------------------------------------------------------------
+
+    def line_column(self, offset: int) -> Pos:
+        """Code-point offset -> (line, code-point column)."""
+        line = self.line_of(offset)
+        return line, offset - self.starts[line]
+
+    def offset_of_column(self, pos: Pos) -> int:
+        """(line, code-point column) -> code-point offset, clamped like `offset`."""
+        line, col = pos
+        if line < 0:
+            return 0
+        if line >= len(self.starts):
+            return len(self.text)
+        start = self.starts[line]
+        return min(start + max(col, 0), self.line_end(line))
+
+
+class ByteIndex:
+    """UTF-8 byte offsets of one text <-> LSP positions (line, UTF-16 column).
+
+    Offsets past the end clamp to the end; an offset inside a multi-byte
+    character moves back to that character's start. Lone surrogates (which a
+    `str` can hold) are encoded with `surrogatepass`.
+    """
+
+    __slots__ = ("data", "line_starts")
+
+    def __init__(self, text: str) -> None:
+        self.data = text.encode("utf-8", "surrogatepass")
+        self.line_starts = [0] + [m.end() for m in _BYTE_LINE_BREAK_RE.finditer(self.data)]
+
+    def _snap(self, offset: int) -> int:
+        data = self.data
+        offset = max(0, min(int(offset), len(data)))
+        while offset < len(data) and offset > 0 and (data[offset] & 0xC0) == 0x80:
+            offset -= 1
+        return offset
+
+    def position(self, offset: int) -> Pos:
+        offset = self._snap(offset)
+        line = bisect.bisect_right(self.line_starts, offset) - 1
+        segment = self.data[self.line_starts[line]:offset].decode("utf-8", "replace")
+        return line, utf16_len(segment)
+
+    def offset(self, pos: Pos) -> int:
+        """(line, UTF-16 column) -> byte offset, clamped to the line's content like `TextIndex.offset`."""
+        line, col = pos
+        starts, data = self.line_starts, self.data
+        if line < 0:
+            return 0
+        if line >= len(starts):
+            return len(data)
+        end = starts[line + 1] if line + 1 < len(starts) else len(data)
+        while end > starts[line] and data[end - 1] in b"\r\n":
+            end -= 1
+        content = data[starts[line]:end].decode("utf-8", "surrogatepass")
+        units = used = 0
+        for ch in content:
+            if units >= col:
+                break
+            units += 2 if ord(ch) > 0xFFFF else 1
+            used += len(ch.encode("utf-8", "surrogatepass"))
+        return starts[line] + used
+
+
+def shift_position(pos: Pos, start: Pos, end: Pos, new_text: str) -> Pos:
+    """Where `pos` (at or after `end`) lands after replacing start..end with `new_text` (UTF-16 columns)."""
+    segments = LINE_BREAK_RE.split(new_text)
+    n_breaks = len(segments) - 1
+    last = utf16_len(segments[-1])
+    end_line = start[0] + n_breaks
+    end_char = (start[1] + last) if n_breaks == 0 else last
+    if pos[0] == end[0]:
+        return end_line, end_char + (pos[1] - end[1])
+    return pos[0] + (end_line - end[0]), pos[1]
