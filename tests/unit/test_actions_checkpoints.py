@@ -6,8 +6,6 @@ import json
 import os
 import shutil
 import stat
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,6 +17,7 @@ from harn_ls.actions.checkpoints import LOCK_DEADLINE, forget_stage
 from harn_ls.formats.locks import checkpoint_lock_path, checkpoint_running
 from harn_ls.workspace import Workspace
 from tests.helpers.tree import snapshot
+from tests.helpers.lock_holder import lock_holder  # noqa: F401 (pytest fixture)
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "sample-project"
 
@@ -118,32 +117,8 @@ def test_symlinked_checkpoint_refused(project, tmp_path):
     assert snapshot(tmp_path) == before
 
 
-HOLDER = """
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)
-fcntl.flock(fd, fcntl.LOCK_EX)
-print("held", flush=True)
-sys.stdin.readline()
-"""
 
 
-@pytest.fixture
-def lock_holder():
-    """A real second process holding `flock(LOCK_EX)` on a path until released (as a running Harn save)."""
-    procs = []
-
-    def hold(path):
-        proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, text=True)
-        assert proc.stdout.readline().strip() == "held"
-        procs.append(proc)
-        return proc
-
-    yield hold
-    for proc in procs:
-        if proc.poll() is None:
-            proc.stdin.close()
-            proc.wait(timeout=10)
 
 
 def test_refused_while_a_pipeline_holds_the_checkpoint_lock(project, tmp_path, lock_holder):

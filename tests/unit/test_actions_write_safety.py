@@ -17,17 +17,11 @@ from harn_ls.actions import ActionFailed, append_lines, atomic_write
 from harn_ls.formats import locks as L
 from harn_ls.render.inspect import inspect_json
 from harn_ls.workspace import Workspace
+from tests.helpers.lock_holder import lock_holder  # noqa: F401 (pytest fixture)
 from tests.helpers.tree import snapshot
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "sample-project"
 
-HOLDER = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)
-fcntl.flock(fd, fcntl.LOCK_SH if sys.argv[2] == "sh" else fcntl.LOCK_EX)
-print("held", flush=True)
-sys.stdin.readline()
-"""
 
 
 @pytest.fixture
@@ -38,22 +32,6 @@ def project(tmp_path: Path) -> Path:
     return dest
 
 
-@pytest.fixture
-def holder():
-    procs = []
-
-    def hold(path, mode="ex"):
-        proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), mode], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, text=True)
-        assert proc.stdout.readline().strip() == "held"
-        procs.append(proc)
-        return proc
-
-    yield hold
-    for proc in procs:
-        if proc.poll() is None:
-            proc.stdin.close()
-            proc.wait(timeout=10)
 
 
 def _umask() -> int:
@@ -171,15 +149,15 @@ def test_reads_never_create_lock_files(project, tmp_path):
     assert snapshot(tmp_path) == before
 
 
-def test_running_state_follows_real_lock_holders(project, holder):
+def test_running_state_follows_real_lock_holders(project, lock_holder):
     ws = Workspace.load(str(project))
     store = ws.paths.session_store
     lease = Path(L.session_lock_path(store, "sess-review-481"))
     assert lease.name == L.blake3_hex(b"sess-review-481") + ".lock"
     lease.parent.mkdir()
-    holder(lease.parent / "project.lock", "sh")  # a live writer holds the project lease shared
-    proc = holder(lease)  # and its session lease exclusively
-    ckpt = holder(project / ".harn/checkpoints/ingest.lock")
+    lock_holder(lease.parent / "project.lock", "sh")  # a live writer holds the project lease shared
+    proc = lock_holder(lease)  # and its session lease exclusively
+    ckpt = lock_holder(project / ".harn/checkpoints/ingest.lock")
     data = inspect_json(ws)
     assert {s["id"]: s["running"] for s in data["sessions"]["sessions"]} == {"sess-ingest-0506": False,
                                                                             "sess-review-481": True}
