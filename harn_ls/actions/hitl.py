@@ -16,13 +16,13 @@ import re
 from harn_ls.actions import ActionFailed
 from harn_ls.actions.probes import resolve_harn, run_process
 
-_ESCALATION_ID = re.compile(r"^hitl_escalation_[A-Za-z0-9_.-]{1,200}$")
+_ESCALATION_ID = re.compile(r"hitl_escalation_[A-Za-z0-9_.-]{1,200}")
 RESUME_TIMEOUT_S = 60.0
 
 
 def resume_argv(ws, request_id: str, harn_path: str, reviewer: str, reason: str = "") -> tuple[list[str], object]:
     """Validate and build the argv. ActionFailed with a user-facing message when not possible."""
-    if not isinstance(request_id, str) or not _ESCALATION_ID.match(request_id):
+    if not isinstance(request_id, str) or not _ESCALATION_ID.fullmatch(request_id):
         raise ActionFailed(f"{str(request_id)[:80]!r} is not an escalation request id (hitl_escalation_…); "
                            "Harn's CLI can only answer escalations — approvals and questions need harn.hitl.respond")
     found = ws.extra.request(request_id)

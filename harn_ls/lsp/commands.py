@@ -142,6 +142,8 @@ def register(server) -> None:
         return await resume_escalation_command(ls, _arg(args))
 
 
+RESUME_NOT_ALLOWED = ("Resuming an escalation runs the harn binary; this server listens on TCP and was not "
+                      "started with --allow-probes.")
 UNTRUSTED_RESUME = ("Resuming an escalation runs the harn binary; this workspace is not trusted. "
                     "Trust it, or run `harn orchestrator resume` yourself.")
 
@@ -155,6 +157,9 @@ async def resume_escalation_command(ls, a: dict) -> dict:
     from harn_ls.actions.hitl import RESUME_TIMEOUT_S, resume_argv
     from harn_ls.actions.probes import run_process
 
+    if not ls.probes_allowed:  # serve --tcp without --allow-probes: no program runs for a client
+        ls.show(RESUME_NOT_ALLOWED, types.MessageType.Warning)
+        return {"ok": False, "message": RESUME_NOT_ALLOWED}
     if not ls.trusted:
         ls.show(UNTRUSTED_RESUME, types.MessageType.Warning)
         return {"ok": False, "message": UNTRUSTED_RESUME}
@@ -172,7 +177,7 @@ async def resume_escalation_command(ls, a: dict) -> dict:
             reviewer = ""
     reason = a.get("reason") if isinstance(a.get("reason"), str) else ""
     try:
-        argv, view = await proj.run(lambda: resume_argv(proj.ws, rid, ls.settings.harnPath, reviewer, reason))
+        argv, view = await proj.run(lambda: resume_argv(proj.ws, rid, ls.harn_program(), reviewer, reason))
         result = await run_process(argv, cwd=proj.root, timeout=RESUME_TIMEOUT_S)
     except ActionFailed as exc:
         ls.show(str(exc), types.MessageType.Error)

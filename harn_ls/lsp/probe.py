@@ -209,7 +209,7 @@ async def run_probe_command(ls, args: dict) -> dict:
     where = os.path.basename(path) + ("" if rng is None else f":{rng[0][0] + 1}")
     token = await _begin_progress(ls, "Harn typecheck probe", f"harn check {where}")
     probe_task = asyncio.ensure_future(runner.run_typecheck_probe(
-        proj.root, path, text, rng, ls.harn_override or settings.harnPath,
+        proj.root, path, text, rng, ls.harn_program(),
         settings.probes.timeoutSeconds,
         store=settings.probes.storeFacts, memory_root=proj.ws.paths.memory_root))
 

@@ -154,6 +154,11 @@ class HarnLanguageServer(LanguageServer):
         task.add_done_callback(_done)
         return task
 
+    def harn_program(self) -> str:
+        """The `harn` binary every subprocess (probes, escalation resume) runs: the command line's
+        choice when there is one (always over TCP), else the harnPath setting."""
+        return self.harn_override or self.settings.harnPath
+
     def render_settings(self) -> RenderSettings:
         return RenderSettings(show_private=self.settings.transcripts.showPrivate,
                               min_confidence=self.settings.facts.minConfidence,

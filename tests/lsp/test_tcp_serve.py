@@ -213,3 +213,35 @@ def test_allow_probes_needs_tcp():
     proc = subprocess.run([sys.executable, "-m", "harn_ls", "serve", "--allow-probes"], cwd=str(REPO),
                           capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2 and "--allow-probes is for serve --tcp" in proc.stderr
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_escalation_resume_over_tcp_never_runs_the_clients_harn(tmp_path, evil, allow):
+    """resumeEscalation also runs `harn`: over TCP the same rules hold as for probes."""
+    from tests.lsp.test_hitl import escalate
+
+    project = copy_sample(tmp_path)
+    rid = escalate(project, "hitl_escalation_tcp-1")
+    script, marker = evil
+    calls = tmp_path / "double.log"
+    port = _free_port()
+    proc = _serve("--tcp", f"127.0.0.1:{port}", *(["--allow-probes"] if allow else []),
+                  env={"HARN_LS_HARN": str(HARN_DOUBLE), "HARN_DOUBLE_LOG": str(calls)})
+    _probe, c = _attack(port, project, script)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            res = c.request("workspace/executeCommand", {"command": "harnState.resumeEscalation",
+                                                         "arguments": [{"requestId": rid}]})["result"]
+            if "no escalation" not in (res.get("message") or "") or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        if allow:
+            assert res.get("ok") is not False, res  # ran -- with the server's harn
+            assert calls.exists() and "orchestrator" in calls.read_text()
+        else:
+            assert res["ok"] is False and "--allow-probes" in res["message"]
+        time.sleep(0.3)
+        assert not marker.exists()
+    finally:
+        _shutdown(c, proc)
