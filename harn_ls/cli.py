@@ -137,9 +137,7 @@ def cmd_recall(args) -> int:
     if args.json:
         _dump(recall_json(result))
     else:
-        from harn_ls.render.svg import strip_pictures
-
-        sys.stdout.write(strip_pictures(render_recall_markdown(result, query, args.namespace)))
+        _write_document(render_recall_markdown(result, query, args.namespace), "text")
     _done(ws)
     return 0
 
