@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from harn_ls.render import RenderSettings, StateUri, UriError, make_uri
 from harn_ls.render.limits import DOC_VALUE_BYTES, MAX_RESPONSE_BYTES, utf8_len
-from harn_ls.render.markdown import (capped_fence, capped_markdown, cell, code_cell, fence, file_link, human_bytes, inline,
-                                     link, pretty_json, short_text, summarize_value)
+from harn_ls.render.markdown import (capped_fence, capped_markdown, cell, code_cell, file_link, human_bytes, inline, link,
+                                     pretty_json, short_text)
 
 
 def render(ws, target: StateUri, settings: RenderSettings) -> str:
@@ -471,42 +470,6 @@ def _llm_calls(path: str) -> list[str]:
     for pr in log.problems[:20]:
         rows.append("\n" + _problem_line(pr))
     return rows
-
-
-def _event_block(i: int, ev, show_private: bool) -> tuple[str, bool]:
-    """Markdown for one transcript event, and whether it was hidden as private."""
-    private = ev.is_private or ev.kind == "private_reasoning"
-    if private and not show_private:
-        return (f"**#{i + 1} · {cell(ev.role or '')} · {cell(ev.kind)}** — *private reasoning hidden "
-                "(setting `harnState.transcripts.showPrivate`)*\n"), True
-    text = ev.harn_text if show_private else ev.visible_text
-    if private and show_private and not text:
-        text = ev.text or " ".join(str(b.get("text", "")) for b in ev.blocks if isinstance(b, dict))
-    head = f"**#{i + 1} · {cell(ev.role or '')} · {cell(ev.kind)}**"
-    if ev.visibility and ev.visibility != "public":
-        head += f" *({cell(ev.visibility)})*"
-    block = head + "\n\n" + fence(summarize_value(text or "", 4000))  # base64 blobs summarised, long text cut
-    for b in ev.blocks[:200]:
-        # Harn's own text shows only `<tool_call:NAME>`; the reader wants the arguments and output.
-        if not isinstance(b, dict) or (b.get("visibility") == "private" and not show_private):
-            continue
-        if b.get("type") == "tool_call":
-            args = b.get("arguments", b.get("input", b.get("args")))
-            block += f"\nTool call {inline(b.get('name') or '?')}" + (f" {inline(b.get('id'))}" if b.get("id") else "") + "\n"
-            if args is not None:
-                block += _json_block(args, 2000)
-        elif b.get("type") == "tool_result":
-            body = b.get("text", b.get("content", b.get("output")))
-            block += f"\nTool result {inline(b.get('name') or '?')}" + (" *(error)*" if b.get("is_error") else "") + "\n"
-            if body is not None:
-                block += fence(summarize_value(body if isinstance(body, str) else pretty_json(body, 2000), 4000))
-    comp = ev.compaction
-    if comp is not None:
-        block += (f"\nCompaction: {cell(comp.archived_messages)} message(s) archived, "
-                  f"~{cell(comp.estimated_tokens_before)} → ~{cell(comp.estimated_tokens_after)} tokens ({cell(comp.mode or comp.strategy or '')})\n")
-    elif isinstance(ev.metadata, dict) and ev.metadata:
-        block += "\n" + _json_block(ev.metadata, 500)
-    return block, False
 
 
 def _message_events(tr):
