@@ -17,6 +17,7 @@ import uuid
 
 from harn_ls.formats.harn_time import iso_millis, now_ns, rfc3339_nanos  # noqa: F401 (the actions' clocks)
 from harn_ls.refusal import ActionFailed, ensure_inside  # noqa: F401 (re-exported)
+from harn_ls.actions import append_journal
 
 
 def _fsync_dir(directory: str) -> None:
@@ -333,13 +334,20 @@ def append_lines(project_root: str, path: str, lines: list[str]) -> int:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ActionFailed(f"refused: {path} is not a regular file")
+        real_path = os.path.realpath(path)
+        if append_journal.roll_back_torn_tail(real_path, fd):
+            st = os.fstat(fd)
         size = st.st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             payload = b"\n" + payload
+        # a write across pages can be cut by SIGKILL between pages: say first what we write
+        record = append_journal.record_intent(real_path, st, size, payload) \
+            if append_journal.needs_record(size, len(payload)) else None
         written = 0
         while written < len(payload):
             written += os.write(fd, payload[written:])
         os.fsync(fd)
+        append_journal.drop_intent(record)
         return size
     finally:
         os.close(fd)

@@ -1,0 +1,130 @@
+"""Undo our own torn append: an intent record kept outside the project.
+
+One `write()` of several pages is not atomic against SIGKILL on Linux: the
+kernel copies page by page and stops between pages when a fatal signal is
+pending, so a killed harn-ls can leave the first part of its lines with no
+newline. Harn then refuses the whole namespace (one malformed line fails
+`read_events`), and a later append would turn the torn tail into a malformed
+middle line for good.
+
+So before an append that crosses a page boundary, the writer records what it
+is about to write (file identity, start offset, the bytes) in harn-ls's cache
+folder, never in the project. The next append to the same file reads that
+record first: if the file ends exactly with a strict prefix of those bytes
+starting at that offset, the tail is ours and torn, and its unfinished last
+line is cut (the whole lines before it stay: readers already count them, and
+every action plans its lines against what it read, so it does not append them
+twice); in every other case the file is left alone. Reads never repair
+anything (reads never write); the reader reports the torn line until then.
+
+A write within one page cannot be split that way, so it needs no record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import orjson
+
+from harn_ls.cache_dir import cache_root
+
+PAGE = 4096
+_HEADER_CAP = 4096  # the JSON header line of a record; anything longer is not ours
+
+
+def needs_record(start: int, length: int) -> bool:
+    """True when bytes [start, start+length) span more than one page of the file."""
+    return length > 0 and (start % PAGE) + length > PAGE
+
+
+def _record_path(real_path: str) -> str:
+    digest = hashlib.sha256(real_path.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return os.path.join(cache_root(), "appends", digest + ".intent")
+
+
+def record_intent(real_path: str, st: os.stat_result, start: int, payload: bytes) -> str | None:
+    """Write the intent record (atomically, durably); returns its path, or None if the cache folder is unusable."""
+    path = _record_path(real_path)
+    header = orjson.dumps({"path": real_path, "dev": st.st_dev, "ino": st.st_ino,
+                           "start": start, "length": len(payload)})
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            view = memoryview(header + b"\n" + payload)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return None
+    return path
+
+
+def drop_intent(record: str | None) -> None:
+    if record:
+        try:
+            os.unlink(record)
+        except OSError:
+            pass
+
+
+def _read_record(path: str) -> tuple[dict, bytes] | None:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    newline = data.find(b"\n", 0, _HEADER_CAP)
+    if newline < 0:
+        return None
+    try:
+        header = orjson.loads(data[:newline])
+    except orjson.JSONDecodeError:
+        return None
+    payload = data[newline + 1:]
+    if not isinstance(header, dict) or header.get("length") != len(payload):
+        return None
+    return header, payload
+
+
+def roll_back_torn_tail(real_path: str, fd: int) -> int:
+    """Before appending to `fd` (the open log at `real_path`): cut our own torn tail.
+
+    Returns the number of bytes removed (0 when there was nothing of ours to undo).
+    Only the unfinished line goes; whole lines of the same write stay.
+    The record is dropped whatever it said: it describes an append that is over.
+    """
+    path = _record_path(real_path)
+    if not os.path.exists(path):
+        return 0
+    found = _read_record(path)
+    drop_intent(path)
+    if found is None:
+        return 0
+    header, payload = found
+    st = os.fstat(fd)
+    if header.get("path") != real_path or header.get("dev") != st.st_dev or header.get("ino") != st.st_ino:
+        return 0
+    start = header.get("start")
+    if not isinstance(start, int) or not start < st.st_size < start + len(payload):
+        return 0  # nothing of it landed, or all of it did, or someone appended after it
+    tail = os.pread(fd, st.st_size - start, start)
+    if tail != payload[: len(tail)]:
+        return 0
+    if os.fstat(fd).st_size != st.st_size:
+        return 0  # another writer is appending right now: leave the file to it
+    # keep the whole lines that landed (the reader already counts them, and the caller planned its
+    # lines knowing them); cut only the unfinished one
+    keep = start + tail.rfind(b"\n") + 1
+    os.ftruncate(fd, keep)
+    os.fsync(fd)
+    return st.st_size - keep
