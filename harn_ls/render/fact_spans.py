@@ -36,6 +36,7 @@ class _FileSpans:
     reason: str
     per_fact: dict[FactKey, tuple[object, list[FactSpan]]]
     by_confidence: dict[float, list[FactSpan]] = field(default_factory=dict)
+    groups: dict[float, dict[tuple[int, int], list[FactSpan]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -47,7 +48,9 @@ class CacheStats:
 
 
 class FactSpanCache:
-    """Anchored fact spans per source file, for one workspace at a time (the newest one asked about)."""
+    """Anchored fact spans per source file, for one workspace at a time (the newest one asked about).
+
+    The lists and dicts handed out are the cache's own: callers read them, never change them."""
 
     def __init__(self, max_files: int = 64) -> None:
         self.max_files = max_files
@@ -64,13 +67,27 @@ class FactSpanCache:
     def spans(self, ws, abs_path: str, min_confidence: float) -> list[FactSpan]:
         """Every (fact, file_range evidence) pair on this file with confidence >= `min_confidence`,
         anchored against the saved file; facts in key order, evidence in record order."""
+        entry = self._entry(ws, abs_path)
+        return self._filtered(entry, min_confidence) if entry is not None else []
+
+    def groups(self, ws, abs_path: str, min_confidence: float) -> dict[tuple[int, int], list[FactSpan]]:
+        """`group_by_range(self.spans(...))`, kept until the spans change (a lens request and every resolve)."""
+        entry = self._entry(ws, abs_path)
+        if entry is None:
+            return {}
+        out = entry.groups.get(min_confidence)
+        if out is None:
+            out = entry.groups[min_confidence] = group_by_range(self._filtered(entry, min_confidence))
+        return out
+
+    def _entry(self, ws, abs_path: str) -> _FileSpans | None:
         if ws is not self._ws:
             self._files.clear()
             self._ws = ws
         rel = ws.relpath(abs_path)
         if rel is None or rel not in ws.facts_by_file:
             self._files.pop(rel, None)
-            return []
+            return None
         full = os.path.join(ws.root, rel)
         lines = source_lines(full, ws.root)  # confined + capped: a link to /dev/zero or out of the project is refused
         reason = refusal(full) or ""
@@ -84,6 +101,10 @@ class FactSpanCache:
         self._files[rel] = entry
         while len(self._files) > self.max_files:
             del self._files[next(iter(self._files))]
+        return entry
+
+    @staticmethod
+    def _filtered(entry: _FileSpans, min_confidence: float) -> list[FactSpan]:
         out = entry.by_confidence.get(min_confidence)
         if out is None:
             out = [s for _fact, spans in entry.per_fact.values() for s in spans
@@ -95,8 +116,14 @@ class FactSpanCache:
         """Bring `entry` up to the model: keep the anchors of facts that are still the same object."""
         self.stats.rechecked += 1
         old = entry.per_fact
+        keys = ws.facts_by_file.get(rel, ())
+        facts = ws.facts
+        if len(keys) == len(old) and all(k in old and facts.get(k) is old[k][0] for k in keys):
+            self.stats.reused += len(old)  # the usual case after an append elsewhere: nothing to redo
+            entry.generation = ws.generation
+            return
         fresh: dict[FactKey, tuple[object, list[FactSpan]]] = {}
-        for key in sorted(ws.facts_by_file.get(rel, ())):
+        for key in sorted(keys):
             fact = ws.facts.get(key)
             if fact is None:
                 continue
@@ -111,12 +138,19 @@ class FactSpanCache:
             fresh[key] = (fact, spans)
         entry.per_fact = fresh
         entry.by_confidence = {}
+        entry.groups = {}
         entry.generation = ws.generation
 
 
 def fact_spans(ws, abs_path: str, min_confidence: float, cache: FactSpanCache | None = None) -> list[FactSpan]:
     """`cache.spans(...)`, or computed afresh without a cache (the CLI, tests)."""
     return (cache if cache is not None else FactSpanCache(max_files=1)).spans(ws, abs_path, min_confidence)
+
+
+def fact_groups(ws, abs_path: str, min_confidence: float,
+                cache: FactSpanCache | None = None) -> dict[tuple[int, int], list[FactSpan]]:
+    """`cache.groups(...)`, or computed afresh without a cache."""
+    return (cache if cache is not None else FactSpanCache(max_files=1)).groups(ws, abs_path, min_confidence)
 
 
 def group_by_range(spans: list[FactSpan]) -> dict[tuple[int, int], list[FactSpan]]:

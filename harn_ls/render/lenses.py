@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from harn_ls.harn_source import find_checkpoint_calls
 from harn_ls.render.checkpoint_history import last_change
-from harn_ls.render.fact_spans import FactSpan, FactSpanCache, fact_spans, group_by_range
+from harn_ls.render.fact_spans import FactSpan, FactSpanCache, fact_groups
 from harn_ls.render.limits import one_line
 from harn_ls.render.uri import make_uri
 from harn_ls.render.view_commands import NONE, OPEN, ViewCommand
@@ -50,13 +50,13 @@ def checkpoint_lens_title(entry, cf) -> str:
 
 def fact_lens_ranges(ws, abs_path: str, min_confidence: float, cache: FactSpanCache | None = None) -> list[tuple[int, int]]:
     """One (start, end) per group of facts on the same current lines (1-based), top to bottom."""
-    return sorted(group_by_range(fact_spans(ws, abs_path, min_confidence, cache)))
+    return sorted(fact_groups(ws, abs_path, min_confidence, cache))
 
 
 def fact_lens(ws, abs_path: str, start: int, end: int, min_confidence: float,
               cache: FactSpanCache | None = None) -> ViewCommand:
     """The title of the lens over lines start..end and the fact it opens (the most confident)."""
-    spans = group_by_range(fact_spans(ws, abs_path, min_confidence, cache)).get((start, end), [])
+    spans = fact_groups(ws, abs_path, min_confidence, cache).get((start, end), [])
     if not spans:
         return FACTS_CHANGED
     best = max(spans, key=lambda s: s.fact.confidence)

@@ -61,6 +61,20 @@ def test_append_elsewhere_reanchors_nothing(project):
     after = cache.spans(ws, path, 0.0)
     assert seen(after) == seen(before) == fresh(ws, path)
     assert cache.stats.anchored == 2 and cache.stats.reused == 2  # rechecked by identity, nothing anchored again
+    assert after is before  # not even rebuilt
+
+
+def test_groups_are_kept_until_the_file_facts_change(project):
+    ws = Workspace.load(str(project))
+    cache = FactSpanCache()
+    path = str(project / INVOICE)
+    groups = cache.groups(ws, path, 0.0)
+    assert cache.groups(ws, path, 0.0) is groups and list(groups) == [(28, 29), (16, 16)]
+    assert list(cache.groups(ws, path, 0.7)) == [(28, 29)]
+    ws.apply([str(append_events(project, [fact_event("fact_new", "new", f"{INVOICE}:28-29")]))])
+    regrouped = cache.groups(ws, path, 0.0)
+    assert regrouped is not groups and [s.fact.id for s in regrouped[(28, 29)]] == [INVOICE_FACT, "fact_new"]
+    assert regrouped == group_by_range(fact_spans(ws, path, 0.0))
 
 
 def test_append_on_this_file_anchors_only_the_new_fact(project):
