@@ -15,7 +15,7 @@ from harn_ls.render.checkpoint_history import history_section, version_document
 from harn_ls.render.conversation import context_for, render_event
 from harn_ls.render.compare import compare_document, normalized_document
 from harn_ls.render.limits import DOC_VALUE_BYTES, MAX_RESPONSE_BYTES, cap_response, utf8_len
-from harn_ls.render.markdown import (capped_fence, capped_markdown, cell, code_cell, file_link, human_bytes, inline, link,
+from harn_ls.render.markdown import (capped_fence, capped_markdown, cell, code_cell, file_link, human_bytes, inline, link, moment,
                                      pretty_json, short_text)
 from harn_ls.render.memory_charts import namespace_section
 from harn_ls.render.recall import render_recall_markdown
@@ -418,7 +418,7 @@ def runs(ws, target: StateUri, settings: RenderSettings) -> str:
         return normalized_document(ws, run.id)
     out = [f"# Run — {cell(run.id)}", "", "| field | value |\n|---|---|",
            f"| status | {cell(run.status)} |", f"| workflow | {cell(run.workflow_name or run.workflow_id)} |",
-           f"| started | {cell(run.started_at)} |", f"| finished | {cell(run.finished_at)} |",
+           f"| started | {cell(moment(run.started_at))} |", f"| finished | {cell(moment(run.finished_at))} |",
            f"| file | {code_cell(_rel(ws, run.path))} · {human_bytes(run.size)} |", ""]
 
     full = ws.full_run_record(run.path) if hasattr(ws, "full_run_record") else None
