@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import queue
 import signal
 import sys
 import time
 
+from harn_ls.watch import StateWatcher
+from harn_ls.workspace import Workspace
 
-def run_watch(path: str | None, as_json: bool = False, max_batches: int | None = None) -> int:
-    from harn_ls.cli import UsageError
-    from harn_ls.watch import StateWatcher
-    from harn_ls.workspace import Workspace
 
-    target = os.path.abspath(path or os.getcwd())
-    if not os.path.isdir(target):
-        raise UsageError(f"not a directory: {path}")
+def run_watch(target: str, as_json: bool = False, max_batches: int | None = None) -> int:
+    """Follow the project in directory `target` (the caller checked that it is one)."""
     ws = Workspace.load(target)
     batches: "queue.Queue[tuple[set[str], bool]]" = queue.Queue()
     watcher = StateWatcher(ws.paths, lambda paths, rescan: batches.put((set(paths), rescan)))
