@@ -9,7 +9,7 @@ import os
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from harn_ls.lsp import protocol as P
+from harn_ls import contract as P
 from harn_ls.render import UriError, make_uri, parse_uri
 
 

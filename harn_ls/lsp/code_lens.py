@@ -10,7 +10,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from harn_ls.harn_source import find_checkpoint_calls
-from harn_ls.lsp import protocol as P
+from harn_ls import contract as P
 from harn_ls.lsp.facts_view import fact_spans, group_by_range
 from harn_ls.render import make_uri
 from harn_ls.render.limits import LABEL_BYTES, one_line

@@ -6,7 +6,7 @@ import logging
 
 from lsprotocol import types
 
-from harn_ls.lsp import protocol as P
+from harn_ls import contract as P
 from harn_ls.render import UriError, parse_uri, render_uri
 from harn_ls.render.markdown import cell
 

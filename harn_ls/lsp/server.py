@@ -24,7 +24,8 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from harn_ls import __version__
-from harn_ls.lsp import protocol as P
+from harn_ls import contract as P
+from harn_ls.lsp.commands import holds
 from harn_ls.lsp.project import Project
 from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
 from harn_ls.render import RenderSettings
@@ -191,7 +192,7 @@ class HarnLanguageServer(LanguageServer):
                 ws = proj.ws
                 if ws is None:
                     continue
-                if _holds(ws, kind, name):
+                if holds(ws, kind, name):
                     return proj
         return self.default_project()
 
@@ -261,7 +262,7 @@ class HarnLanguageServer(LanguageServer):
         if self.supports("workspace.code_lens.refresh_support"):
             self.spawn(self._refresh_lenses(), "codeLens/refresh")
         for view in tree.views_for(changes):
-            self.protocol.notify(P.TREE_CHANGED, {"view": view})
+            self.protocol.notify(P.TREE_CHANGED, P.to_wire(P.TreeChangedParams(view=view)))
         await self.send_status(proj, n_problems)
         if "hitl" in changes.kinds:
             await self._announce_hitl(proj)
@@ -272,9 +273,9 @@ class HarnLanguageServer(LanguageServer):
 
         new = await proj.run(lambda: proj.ws.extra.take_new_requests())
         if new:
-            self.protocol.notify(P.HITL_ARRIVED, {"root": proj.ws.root, "requests": [
-                {"requestId": r.request_id, "kind": r.kind, "prompt": r.prompt[:300], "agent": r.agent,
-                 "uri": make_uri("hitl", r.request_id)} for r in new]})
+            self.protocol.notify(P.HITL_ARRIVED, P.to_wire(P.HitlArrivedParams(root=proj.ws.root, requests=[
+                P.HitlRequestNote(request_id=r.request_id, kind=r.kind, prompt=r.prompt[:300], agent=r.agent,
+                                  uri=make_uri("hitl", r.request_id)) for r in new])))
 
     async def _refresh_lenses(self) -> None:
         try:
@@ -289,9 +290,10 @@ class HarnLanguageServer(LanguageServer):
             from harn_ls.accept_plan import skill_root_warning
 
             warning = skill_root_warning(ws, self.settings.skillRoot)
-            return {"root": ws.root, "counts": ws.counts(), "problems": problems, "watching": proj.watching,
-                    "recallReady": ws.recall_ready, "warnings": [warning] if warning else [],
-                    "hasState": os.path.isdir(ws.paths.state_root) or os.path.isdir(ws.paths.run_root)}
+            return P.to_wire(P.StatusParams(
+                root=ws.root, counts=ws.counts(), problems=problems, watching=proj.watching, recall_ready=ws.recall_ready,
+                warnings=[warning] if warning else [],
+                has_state=os.path.isdir(ws.paths.state_root) or os.path.isdir(ws.paths.run_root)))
         self.protocol.notify(P.STATUS, await proj.run(_status))
 
     async def pull_configuration(self) -> None:
@@ -307,27 +309,6 @@ class HarnLanguageServer(LanguageServer):
             self.settings, errors = parse_settings(result[0], self.settings)
             for e in errors:
                 log.warning(e)
-
-
-def _holds(ws, kind: str, name: str) -> bool:
-    """Cheap membership tests (dict lookups); called on the event loop only for multi-root."""
-    if kind == "proposals":
-        return ws.pattern is not None and any(p.id == name for p in ws.pattern.pending)
-    if kind == "facts":
-        return name in ws.facts_by_id
-    if kind == "checkpoints":
-        return name in ws.checkpoints
-    if kind == "memory":
-        return name in ws.memory
-    if kind == "runs":
-        return name in ws.runs
-    if kind == "transcripts":
-        return name in ws.transcripts
-    if kind == "skills":
-        return ws.skills is not None and any(s.id == name for s in ws.skills.skills + ws.skills.shadowed)
-    if kind == "sessions":
-        return ws.sessions is not None and any(s.id == name for s in ws.sessions.sessions)
-    return False
 
 
 def _log_to_client(server: HarnLanguageServer) -> None:

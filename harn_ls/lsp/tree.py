@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harn_ls.lsp import protocol as P
+from harn_ls import contract as P
 from harn_ls.render import make_uri
 from harn_ls.render.limits import DESCRIPTION_BYTES, LABEL_BYTES, MAX_RESPONSE_BYTES, TOOLTIP_BYTES, one_line
 from harn_ls.render.markdown import capped_markdown, short_text
