@@ -267,7 +267,7 @@ class LspCommand:
 
 
 @attrs.frozen
-class TreeItem:
+class TreeItemData:
     """One item of `harn/tree`. `data` is the argument object of the item's server command
     (ForgetStageArgs for a `checkpointStage`, {id} for a proposal / fact, {requestId, ...} for
     a request waiting for a human): clients pass it on and never take ids apart."""
@@ -286,7 +286,7 @@ class TreeItem:
 
 @attrs.frozen
 class TreeResult:
-    items: list[TreeItem]
+    items: list[TreeItemData]
     next_page: int | None = None
     total: int | None = None  # all items under the parent, when there is more than one page
 
@@ -348,7 +348,7 @@ COMMAND_RESULTS: dict[str, tuple[type, ...]] = {
 NOTIFICATIONS: dict[str, type] = {TREE_CHANGED: TreeChangedParams, STATUS: StatusParams, HITL_ARRIVED: HitlArrivedParams}
 WIRE_CLASSES: tuple[type, ...] = tuple(dict.fromkeys(
     [*COMMAND_ARGS.values(), *(c for cs in COMMAND_RESULTS.values() for c in cs), *NOTIFICATIONS.values(),
-     Position, Range, CompareArgs, TreeParams, LspCommand, TreeItem, TreeResult, HitlRequestNote]))
+     Position, Range, CompareArgs, TreeParams, LspCommand, TreeItemData, TreeResult, HitlRequestNote]))
 
 
 # ----------------------------------------------------------------------------------- conversion
