@@ -298,6 +298,36 @@ export interface HitlArrivedParams {
   requests: HitlRequestNote[];
 }
 
+type SC = typeof ServerCommands;
+
+/** The argument each server command takes (Connection.execute checks it at compile time). */
+export type CommandArgs = {
+  [K in SC[keyof SC]]:
+    K extends SC['acceptProposal'] ? AcceptArgs :
+    K extends SC['rejectProposal'] ? RejectArgs :
+    K extends SC['invalidateFact'] ? InvalidateFactArgs :
+    K extends SC['forgetCheckpointStage'] ? ForgetStageArgs :
+    K extends SC['probeTypecheck'] ? ProbeArgs :
+    K extends SC['recall'] ? RecallArgs :
+    K extends SC['migratePatternLearning'] ? MigrateArgs :
+    K extends SC['rescan'] ? RescanArgs :
+    K extends SC['resumeEscalation'] ? ResumeArgs : never;
+};
+
+/** What each server command answers. */
+export type CommandResults = {
+  [K in SC[keyof SC]]:
+    K extends SC['acceptProposal'] ? AcceptResult | Failure :
+    K extends SC['rejectProposal'] ? RejectResult | Failure :
+    K extends SC['invalidateFact'] ? InvalidateFactResult | Failure :
+    K extends SC['forgetCheckpointStage'] ? ForgetStageResult | Failure :
+    K extends SC['probeTypecheck'] ? ProbeResult | ProbeCancelled | Failure :
+    K extends SC['recall'] ? RecallResult :
+    K extends SC['migratePatternLearning'] ? MigrateResult | Failure :
+    K extends SC['rescan'] ? RescanResult :
+    K extends SC['resumeEscalation'] ? ResumeResult | ResumeFailure | Failure : never;
+};
+
 /** The harnState.* settings sent in initializationOptions. */
 export interface InitializationOptions {
   settings: { harnState: Record<string, unknown> };

@@ -41,7 +41,7 @@ export class StatusBar implements vscode.Disposable {
 
   update(status: StatusParams): void {
     const counts = status?.counts ?? {};
-    const problems = Array.isArray(status?.problems) ? status.problems.length : Number(status?.problems ?? 0);
+    const problems = status?.problems ?? 0;
     const parts: string[] = [];
     const seen = new Set<string>();
     for (const [key, word] of SHOWN) {
