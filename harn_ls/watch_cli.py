@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 
+from harn_ls.change_kinds import K
 from harn_ls.watch import StateWatcher
 from harn_ls.workspace import Workspace
 
@@ -60,7 +61,7 @@ def emit(ws, changes, as_json: bool, first: bool = False, took: float = 0.0) -> 
         if changes is None:
             sys.stdout.write(f"{stamp} watching {ws.root}: {summary}; {problems} problem(s)\n")
         else:
-            what = ", ".join(sorted(changes.kinds - {"roots"})) or "roots"
+            what = ", ".join(sorted(changes.kinds - {K.ROOTS})) or K.ROOTS
             extra = f" [{', '.join(sorted(changes.namespaces))}]" if changes.namespaces else ""
             sys.stdout.write(f"{stamp} changed {what}{extra} in {took * 1000:.1f} ms → {summary}; {problems} problem(s)\n")
     sys.stdout.flush()

@@ -25,6 +25,7 @@ from pygls.uris import to_fs_path
 
 from harn_ls import __version__
 from harn_ls import contract as P
+from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
 from harn_ls.lsp.commands import holds
 from harn_ls.lsp.project import Project
 from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
@@ -221,8 +222,7 @@ class HarnLanguageServer(LanguageServer):
         proj.start_watching()
         log.info("loaded %s in %.0f ms", proj.root, proj.load_seconds * 1000)
         await self.warn_skill_root(proj)
-        await self.on_changes(proj, ChangeSet(rescanned=True, kinds={"memory", "facts", "pattern", "checkpoints",
-                                                                     "skills", "runs", "sessions", "roots"}))
+        await self.on_changes(proj, ChangeSet(rescanned=True, kinds=set(RESCAN_KINDS)))
         # Build the recall index now, after everything is shown, so the first search is warm.
         self.spawn(self._warm_then_report(proj), "recall index warm-up")
 
@@ -264,7 +264,7 @@ class HarnLanguageServer(LanguageServer):
         for view in tree.views_for(changes):
             self.protocol.notify(P.TREE_CHANGED, P.to_wire(P.TreeChangedParams(view=view)))
         await self.send_status(proj, n_problems)
-        if "hitl" in changes.kinds:
+        if K.HITL in changes.kinds:
             await self._announce_hitl(proj)
 
     async def _announce_hitl(self, proj: Project) -> None:
@@ -380,7 +380,7 @@ def create_server() -> HarnLanguageServer:
         # Settings change what documents show (minConfidence, showPrivate): re-fetch the open ones that differ.
         from harn_ls.lsp import documents
 
-        every = ChangeSet(kinds={"memory", "facts", "pattern", "checkpoints", "skills", "runs", "sessions"})
+        every = ChangeSet(kinds=set(CORE_KINDS))
         for proj in list(ls.projects.values()):
             if proj.ws is not None:
                 await documents.refresh_changed(ls, proj, every)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harn_ls import contract as P
+from harn_ls.change_kinds import K
 from harn_ls.render import make_uri
 from harn_ls.render.limits import DESCRIPTION_BYTES, LABEL_BYTES, MAX_RESPONSE_BYTES, TOOLTIP_BYTES, one_line
 from harn_ls.render.markdown import capped_markdown, short_text
@@ -15,10 +16,10 @@ ITEM_BYTES = MAX_RESPONSE_BYTES // (P.TREE_PAGE_SIZE + 1)
 from harn_ls.lsp import tree_state
 
 _VIEW_KINDS = {
-    "runs": {"runs"} | tree_state.KINDS,
-    "checkpoints": {"checkpoints"},
-    "memory": {"memory", "facts"},
-    "skills": {"skills", "pattern"},
+    "runs": {K.RUNS} | tree_state.KINDS,
+    "checkpoints": {K.CHECKPOINTS},
+    "memory": {K.MEMORY, K.FACTS},
+    "skills": {K.SKILLS, K.PATTERN},
 }
 
 
