@@ -451,12 +451,17 @@ def parse_args(command: str, args: Any) -> Any:
         if len(args) > 1:
             raise ArgumentError(f"{short} takes one object argument, not {len(args)}")
         args = args[0] if args else {}
-    args = _plain(args)
-    wanted = f"{short} needs {{{', '.join(required_fields(cls))}}}" if required_fields(cls) else short
-    if not isinstance(args, dict):
+    return parse_params(cls, args, short)
+
+
+def parse_params(cls: type[T], params: Any, what: str) -> T:
+    """`params` (JSON data, or pygls's namedtuples of it) as `cls`; ArgumentError naming the field."""
+    params = _plain(params)
+    wanted = f"{what} needs {{{', '.join(required_fields(cls))}}}" if required_fields(cls) else what
+    if not isinstance(params, dict):
         raise ArgumentError(f"{wanted}: the argument must be an object")
     try:
-        return structure(args, cls)
+        return structure(params, cls)
     except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
         raise ArgumentError(f"{wanted}: {'; '.join(_problems(exc, ''))}") from None
 

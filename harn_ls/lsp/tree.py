@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pygls.exceptions import JsonRpcInvalidParams
+
 from harn_ls import contract as P
 from harn_ls.change_kinds import K
 from harn_ls.render import make_uri
@@ -263,24 +265,16 @@ def _fit(item: dict) -> dict:
             "icon": "warning", "contextValue": "tooLarge", "hasChildren": False}
 
 
-def _get(params: Any, name: str, default=None):
-    if isinstance(params, dict):
-        return params.get(name, default)
-    return getattr(params, name, default)
-
-
 def register(server) -> None:
     @server.handler(P.TREE)
     async def tree(ls, params):
-        view = _get(params, "view")
-        parent = _get(params, "parent")
-        page = _get(params, "page", 0) or 0
-        show_suppressed = bool(_get(params, "showSuppressed", False))
+        try:
+            p = P.parse_params(P.TreeParams, params, P.TREE)
+        except P.ArgumentError as exc:
+            raise JsonRpcInvalidParams(str(exc)) from None
+        view, parent, page, show_suppressed, root = p.view, p.parent, p.page, p.show_suppressed, p.root
         if view not in P.TREE_VIEWS:
-            from pygls.exceptions import JsonRpcInvalidParams
-
             raise JsonRpcInvalidParams(f"unknown view {view!r}; expected one of {', '.join(P.TREE_VIEWS)}")
-        root = _get(params, "root")
         proj = ls.projects.get(root) if root else ls.default_project()
         if proj is None or proj.ws is None:
             return {"items": []}

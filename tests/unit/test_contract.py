@@ -194,3 +194,42 @@ def test_results_go_out_camel_case_nested_too():
     assert C.to_wire(C.from_fields(C.RejectResult, action)) == {
         "message": "m", "id": "i", "name": "n", "suppressedUntil": "2026-01-01", "ok": True}
     assert C.to_wire(C.Failure("no")) == {"message": "no", "ok": False}
+
+
+# ------------------------------------------------------- what the server's tree really sends
+def _all_items(ws) -> list[dict]:
+    from harn_ls.lsp.tree import tree_items
+
+    out, todo = [], [(view, None) for view in C.TREE_VIEWS]
+    while todo:
+        view, parent = todo.pop()
+        for item in tree_items(ws, view, parent, show_suppressed=True):
+            out.append(item)
+            if item.get("hasChildren"):
+                todo.append((view, item["id"]))
+    return out
+
+
+def test_tree_items_are_contract_items_and_carry_their_command_argument(tmp_path):
+    import shutil
+
+    from harn_ls.workspace import Workspace
+
+    project = tmp_path / "p"
+    shutil.copytree(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "sample-project"), project,
+                    symlinks=True)
+    items = _all_items(Workspace.load(str(project)))
+    wire = set(expected_fields(C.TreeItemData))
+    seen = set()
+    for item in items:
+        assert set(item) <= wire, (item["id"], set(item) - wire)
+        C.structure(item, C.TreeItemData)  # every field has its contract type
+        ctx = item["contextValue"]
+        seen.add(ctx)
+        if ctx == "checkpointStage":  # the client passes data on as ForgetStageArgs
+            assert C.parse_args(C.CMD_FORGET_STAGE, (item["data"],)).key == item["label"]
+        if ctx in ("proposal", "proposal.suppressed"):
+            assert C.parse_args(C.CMD_ACCEPT, (item["data"],)).id
+        if ctx == "fact":
+            assert C.parse_args(C.CMD_INVALIDATE_FACT, (item["data"],)).id
+    assert {"checkpointStage", "proposal", "fact"} <= seen
