@@ -13,6 +13,8 @@ PURE_CORE = (
     "harn_ls.cache_dir",
     "harn_ls.staleness",
     "harn_ls.harn_source",
+    "harn_ls.contract",
+    "harn_ls.change_kinds",
 )
 LSP_LIBRARIES = ("pygls", "lsprotocol", "cattrs", "attrs")
 
