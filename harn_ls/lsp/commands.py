@@ -28,42 +28,6 @@ from harn_ls.render import make_uri
 log = logging.getLogger(__name__)
 
 
-def holds(ws, kind: str, name: str) -> bool:
-    """Whether this workspace has the proposal / fact / pipeline / ... `name` (dict lookups)."""
-    if kind == "proposals":
-        return ws.pattern is not None and any(p.id == name for p in ws.pattern.pending)
-    if kind == "facts":
-        return name in ws.facts_by_id
-    if kind == "checkpoints":
-        return name in ws.checkpoints
-    if kind == "memory":
-        return name in ws.memory
-    if kind == "runs":
-        return name in ws.runs
-    if kind == "transcripts":
-        return name in ws.transcripts
-    if kind == "skills":
-        return ws.skills is not None and any(s.id == name for s in ws.skills.skills + ws.skills.shadowed)
-    if kind == "sessions":
-        return ws.sessions is not None and any(s.id == name for s in ws.sessions.sessions)
-    return False
-
-
-async def project_holding(ls, kind: str, name: str, root: str | None = None):
-    """The open project whose state has `name` (`root`, a folder path, wins when given); the
-    membership tests run on each project's worker thread, never on the event loop."""
-    if root:
-        for proj in ls.projects.values():
-            if root in (proj.folder_path, proj.root):
-                return proj
-    if len(ls.projects) > 1 and name:
-        for proj in list(ls.projects.values()):
-            ws = proj.ws
-            if ws is not None and await proj.run(holds, ws, kind, name):
-                return proj
-    return ls.default_project()
-
-
 NO_PROJECT = C.Failure("no Harn project is open")
 
 
@@ -102,7 +66,7 @@ def _typed(server, command: str):
 
 
 async def accept(ls, a: C.AcceptArgs):
-    proj = await project_holding(ls, "proposals", a.id, a.root)
+    proj = await ls.project_holding("proposals", a.id, a.root)
     result = await _run_action(ls, proj, accept_proposal, a.id, skill_root=a.skill_root or ls.settings.skillRoot,
                                done="accepted")
     if isinstance(result, C.Failure):
@@ -115,19 +79,19 @@ async def accept(ls, a: C.AcceptArgs):
 
 
 async def reject(ls, a: C.RejectArgs):
-    proj = await project_holding(ls, "proposals", a.id, a.root)
+    proj = await ls.project_holding("proposals", a.id, a.root)
     result = await _run_action(ls, proj, reject_proposal, a.id, days=a.days, done="rejected")
     return result if isinstance(result, C.Failure) else C.from_fields(C.RejectResult, result)
 
 
 async def invalidate(ls, a: C.InvalidateFactArgs):
-    proj = await project_holding(ls, "facts", a.id, a.root)
+    proj = await ls.project_holding("facts", a.id, a.root)
     result = await _run_action(ls, proj, invalidate_fact, a.id, done="fact invalidated")
     return result if isinstance(result, C.Failure) else C.from_fields(C.InvalidateFactResult, result)
 
 
 async def forget_stage(ls, a: C.ForgetStageArgs):
-    proj = await project_holding(ls, "checkpoints", a.pipeline, a.root)
+    proj = await ls.project_holding("checkpoints", a.pipeline, a.root)
     if proj is None or proj.ws is None:
         return NO_PROJECT
 
@@ -143,7 +107,7 @@ async def forget_stage(ls, a: C.ForgetStageArgs):
 
 
 async def migrate(ls, a: C.MigrateArgs):
-    proj = await project_holding(ls, "", "", a.root) if a.root else None
+    proj = await ls.project_holding("", "", a.root) if a.root else None
     if proj is None:
         for candidate in list(ls.projects.values()):
             ws = candidate.ws

@@ -39,14 +39,14 @@ def _not_found(exc: Exception) -> str:
     return f"# Not found\n\n{cell(exc)}\n"
 
 
-def _project_for_state_uri(ls, uri: str):
+async def _project_for_state_uri(ls, uri: str):
     target = parse_uri(uri)
-    return ls.project_holding(target.kind, target.name, target.query.get("root")), target
+    return await ls.project_holding(target.kind, target.name, target.query.get("root")), target
 
 
 async def render(ls, uri: str) -> str:
     try:
-        proj, _target = _project_for_state_uri(ls, uri)
+        proj, _target = await _project_for_state_uri(ls, uri)
     except UriError as exc:
         return _not_found(exc)
     if proj is None or proj.ws is None:

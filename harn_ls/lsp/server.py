@@ -26,7 +26,6 @@ from pygls.uris import to_fs_path
 from harn_ls import __version__
 from harn_ls import contract as P
 from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
-from harn_ls.lsp.commands import holds
 from harn_ls.lsp.project import Project
 from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
 from harn_ls.render import RenderSettings
@@ -181,19 +180,18 @@ class HarnLanguageServer(LanguageServer):
             return self.project_for_path(path) if path else None
         return None
 
-    def project_holding(self, kind: str, name: str, root: str | None = None) -> Project | None:
+    async def project_holding(self, kind: str, name: str, root: str | None = None) -> Project | None:
         """In a multi-root workspace, the folder whose state has this proposal / fact /
-        pipeline / document; `root` (a folder path) wins when the client gives one."""
+        pipeline / document; `root` (a folder path) wins when the client gives one. The
+        membership tests run on each project's worker thread, never on the event loop."""
         if root:
             for proj in self.projects.values():
                 if root in (proj.folder_path, proj.root):
                     return proj
         if len(self.projects) > 1 and name:
-            for proj in self.projects.values():
+            for proj in list(self.projects.values()):
                 ws = proj.ws
-                if ws is None:
-                    continue
-                if holds(ws, kind, name):
+                if ws is not None and await proj.run(holds, ws, kind, name):
                     return proj
         return self.default_project()
 
@@ -309,6 +307,28 @@ class HarnLanguageServer(LanguageServer):
             self.settings, errors = parse_settings(result[0], self.settings)
             for e in errors:
                 log.warning(e)
+
+
+def holds(ws, kind: str, name: str) -> bool:
+    """Whether this workspace has the proposal / fact / pipeline / ... `name` (dict lookups)."""
+    if kind == "proposals":
+        return ws.pattern is not None and any(p.id == name for p in ws.pattern.pending)
+    if kind == "facts":
+        return name in ws.facts_by_id
+    if kind == "checkpoints":
+        return name in ws.checkpoints
+    if kind == "memory":
+        return name in ws.memory
+    if kind == "runs":
+        return name in ws.runs
+    if kind == "transcripts":
+        return name in ws.transcripts
+    if kind == "skills":
+        return ws.skills is not None and any(s.id == name for s in ws.skills.skills + ws.skills.shadowed)
+    if kind == "sessions":
+        return ws.sessions is not None and any(s.id == name for s in ws.sessions.sessions)
+    return False
+
 
 
 def _log_to_client(server: HarnLanguageServer) -> None:
