@@ -47,22 +47,20 @@ async def _run_action(ls, proj, fn: Callable[..., dict], *fn_args: Any, done: st
     return result
 
 
-def _typed(server, command: str):
+def _register_typed(server, command: str, fn: Callable[[Any, Any], Awaitable[Any]]) -> None:
     """Register `fn(ls, args)` for `command`: the argument is parsed into its contract class
     first (a malformed one answers a Failure naming the field); the result goes out camelCase."""
-    def register(fn: Callable[[Any, Any], Awaitable[Any]]):
-        # pygls spreads `arguments` over the parameters: `*args` takes none, one or several
-        # (a fixed parameter would make a wrong count an InvalidParams error, not a Failure)
-        async def handler(ls, *args):
-            try:
-                parsed = C.parse_args(command, args)
-            except C.ArgumentError as exc:
-                return C.to_wire(C.Failure(str(exc)))
-            return C.to_wire(await fn(ls, parsed))
-        handler.__name__ = fn.__name__
-        server.command(command)(handler)
-        return fn
-    return register
+    # pygls spreads `arguments` over the parameters: `*args` takes none, one or several
+    # (a fixed parameter would make a wrong count an InvalidParams error, not a Failure)
+    async def handler(ls, *args):
+        try:
+            parsed = C.parse_args(command, args)
+        except C.ArgumentError as exc:
+            return C.to_wire(C.Failure(str(exc)))
+        return C.to_wire(await fn(ls, parsed))
+
+    handler.__name__ = fn.__name__
+    server.command(command)(handler)
 
 
 async def accept(ls, a: C.AcceptArgs):
@@ -146,7 +144,7 @@ def register(server) -> None:
     for command, fn in ((C.CMD_ACCEPT, accept), (C.CMD_REJECT, reject), (C.CMD_INVALIDATE_FACT, invalidate),
                         (C.CMD_FORGET_STAGE, forget_stage), (C.CMD_MIGRATE, migrate), (C.CMD_RECALL, recall),
                         (C.CMD_RESCAN, rescan), (C.CMD_PROBE, probe), (C.CMD_RESUME, resume_escalation_command)):
-        _typed(server, command)(fn)
+        _register_typed(server, command, fn)
 
 
 RESUME_NOT_ALLOWED = ("Resuming an escalation runs the harn binary; this server listens on TCP and was not "
