@@ -33,18 +33,21 @@ def _proposal_actions(ws, proposal_id: str, skill_root: str) -> list[types.CodeA
             command=types.Command(title="Compare with existing", command=P.CMD_COMPARE,
                                   # `uri`: the server's raw text of what Accept would write (the client
                                   # diffs it as it is; it never parses the rendered document)
-                                  arguments=[{"id": proposal_id, "path": conflict.path,
-                                              "uri": make_uri("proposals", proposal_id,
-                                                              file=os.path.relpath(conflict.path, ws.root).replace(os.sep, "/"))}]),
+                                  arguments=[P.to_wire(P.CompareArgs(
+                                      id=proposal_id, path=conflict.path,
+                                      uri=make_uri("proposals", proposal_id,
+                                                   file=os.path.relpath(conflict.path, ws.root).replace(os.sep, "/"))))]),
             data={"id": proposal_id}))
     elif plan is not None:
         actions.append(types.CodeAction(
             title=f"Accept skill {prop.name}", kind=P.KIND_ACCEPT,
-            command=types.Command(title=f"Accept skill {prop.name}", command=P.CMD_ACCEPT, arguments=[{"id": proposal_id}]),
+            command=types.Command(title=f"Accept skill {prop.name}", command=P.CMD_ACCEPT,
+                                  arguments=[P.to_wire(P.AcceptArgs(id=proposal_id))]),
             data={"id": proposal_id}))
     actions.append(types.CodeAction(
         title="Reject for 14 days", kind=P.KIND_REJECT,
-        command=types.Command(title="Reject for 14 days", command=P.CMD_REJECT, arguments=[{"id": proposal_id, "days": 14}]),
+        command=types.Command(title="Reject for 14 days", command=P.CMD_REJECT,
+                              arguments=[P.to_wire(P.RejectArgs(id=proposal_id, days=14))]),
         data={"id": proposal_id}))
     return actions
 
@@ -106,16 +109,16 @@ def register(server) -> None:
             if await proj.run(lambda: proj.ws.migration_needed):
                 out.append(types.CodeAction(
                     title="Migrate legacy pattern learning into .harn/memory", kind=P.KIND_MIGRATE,
-                    command=types.Command(title="Migrate pattern learning", command=P.CMD_MIGRATE, arguments=[{}]),
+                    command=types.Command(title="Migrate pattern learning", command=P.CMD_MIGRATE,
+                                          arguments=[P.to_wire(P.MigrateArgs())]),
                     data={}))
         if path.endswith(".harn") and _wanted(params.context, P.KIND_PROBE):
             r = params.range
             empty = r.start == r.end
             title = "Run typecheck probe on whole file" if empty else "Run typecheck probe on selection"
-            arg = {"uri": uri}
-            if not empty:
-                arg["range"] = {"start": {"line": r.start.line, "character": r.start.character},
-                                "end": {"line": r.end.line, "character": r.end.character}}
+            rng = None if empty else P.Range(start=P.Position(line=r.start.line, character=r.start.character),
+                                             end=P.Position(line=r.end.line, character=r.end.character))
+            arg = P.to_wire(P.ProbeArgs(uri=uri, range=rng))
             out.append(types.CodeAction(title=title, kind=P.KIND_PROBE,
                                         command=types.Command(title=title, command=P.CMD_PROBE, arguments=[arg]),
                                         data=arg))
