@@ -51,6 +51,7 @@ def _dump(obj) -> None:
     # start-up: orjson is needed only by --json output
     import orjson
 
+    # start-up: harn_ls.render (~70 ms) loads once the arguments parsed (main), never at import
     from harn_ls.render.terminal import safe_for_terminal
 
     out = sys.stdout
@@ -115,6 +116,7 @@ def _write_document(text: str, fmt: str) -> None:
     """text: Markdown without picture lines (the tables carry the same numbers); md: as served; svg: the pictures."""
     # start-up: the renderers load only for the command that prints them
     from harn_ls.render.svg import extract_pictures, strip_pictures
+    # start-up: harn_ls.render (~70 ms) loads once the arguments parsed (main), never at import
     from harn_ls.render.terminal import markdown_to_text
 
     if fmt == "svg":
