@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 from harn_ls import paths as paths_mod
 from harn_ls import safe_read
+from harn_ls.change_kinds import RESCAN_KINDS, ChangeKind, K
 from harn_ls.extra_state import ExtraState
 from harn_ls.formats import checkpoints as ckpt_fmt
 from harn_ls.formats import facts as facts_fmt
@@ -38,7 +39,7 @@ EVENTS_FILE = "events.jsonl"
 
 @dataclass
 class ChangeSet:
-    kinds: set[str] = field(default_factory=set)  # memory facts pattern checkpoints skills runs sessions roots
+    kinds: set[ChangeKind] = field(default_factory=set)  # harn_ls.change_kinds
     namespaces: set[str] = field(default_factory=set)
     pipelines: set[str] = field(default_factory=set)
     fact_files: set[str] = field(default_factory=set)  # project-relative source files whose facts changed
@@ -241,7 +242,7 @@ class Workspace:
         self.workers.clear()
         self._link_problems.clear()
         changes = ChangeSet(rescanned=True)
-        changes.kinds.update({"memory", "facts", "pattern", "checkpoints", "skills", "runs", "sessions", "roots"})
+        changes.kinds.update(RESCAN_KINDS)
         for ns, path in self._discover_namespaces().items():
             self._load_namespace(ns, path, changes)
         self._refresh_pattern(changes)
@@ -304,7 +305,7 @@ class Workspace:
                 if fact is not None:
                     self.facts[key] = fact
                     self._index_fact(fact, key, changes)
-            changes.kinds.update(("memory", "facts"))
+            changes.kinds.update((K.MEMORY, K.FACTS))
             changes.namespaces.add(ns)
         self._read_namespace(ns, changes)
 
@@ -323,13 +324,13 @@ class Workspace:
                 del self.memory[ns]
                 del self._ns_path[ns]
                 del self._tails[path]
-                changes.kinds.add("memory")
+                changes.kinds.add(K.MEMORY)
                 changes.namespaces.add(ns)
                 changes.problem_paths.add(path)
                 return
             if not batch.lines:
                 continue
-            changes.kinds.add("memory")  # even bad lines change the problem list
+            changes.kinds.add(K.MEMORY)  # even bad lines change the problem list
             changes.namespaces.add(ns)
             self._cache_dirty.add(ns)
             deltas = self._index_deltas.get(ns) if self._recall is None else None
@@ -360,7 +361,7 @@ class Workspace:
     def _apply_delta(self, ns: str, delta: MemoryDelta, changes: ChangeSet) -> None:
         if not delta:
             return
-        changes.kinds.add("memory")
+        changes.kinds.add(K.MEMORY)
         changes.namespaces.add(ns)
         if self._recall is not None:
             space = self.memory.get(ns)
@@ -373,7 +374,7 @@ class Workspace:
             fact = self.facts.pop((ns, record.seq), None)
             self._fact_problems.pop((ns, record.seq), None)
             if fact is not None:
-                changes.kinds.add("facts")
+                changes.kinds.add(K.FACTS)
                 self._unindex_fact(fact, (ns, record.seq), changes)
         for record in delta.added:
             if not _looks_like_fact(record):
@@ -383,7 +384,7 @@ class Workspace:
                 self._fact_problems[(ns, record.seq)] = problems
             if fact is None:
                 continue
-            changes.kinds.add("facts")
+            changes.kinds.add(K.FACTS)
             self.facts[(ns, record.seq)] = fact
             self._index_fact(fact, (ns, record.seq), changes)
 
@@ -422,7 +423,7 @@ class Workspace:
         self.pattern = pl_fmt.project_pattern_learning(records, path)
         self.legacy_streams = pl_fmt.legacy_stream_paths(self.paths.state_root)
         self.migration_needed = pl_fmt.needs_migration(self.paths.state_root, self.paths.pattern_learning_dir)
-        changes.kinds.add("pattern")
+        changes.kinds.add(K.PATTERN)
         changes.problem_paths.add(path)
 
     # ----------------------------------------------------------- checkpoints
@@ -439,7 +440,7 @@ class Workspace:
 
     def _read_checkpoint(self, path: str, changes: ChangeSet) -> None:
         pipeline = os.path.basename(path)[: -len(".json")]
-        changes.kinds.add("checkpoints")
+        changes.kinds.add(K.CHECKPOINTS)
         changes.pipelines.add(pipeline)
         changes.problem_paths.add(path)
         if not os.path.lexists(path) or self._leaves_project_reported(path) or not self.paths.is_inside_project(path):
@@ -451,7 +452,7 @@ class Workspace:
     def _refresh_skills(self, changes: ChangeSet) -> None:
         old = self.skills
         self.skills = skills_fmt.discover_skills(self.paths, self.paths.trusted_signers_dir)
-        changes.kinds.add("skills")
+        changes.kinds.add(K.SKILLS)
         for inv in (old, self.skills):
             if inv is not None:
                 for s in list(inv.skills) + list(inv.shadowed):
@@ -480,7 +481,7 @@ class Workspace:
             del self.transcripts[tid]
 
     def _read_run(self, path: str, changes: ChangeSet) -> None:
-        changes.kinds.add("runs")
+        changes.kinds.add(K.RUNS)
         changes.problem_paths.add(path)
         self._forget_run_path(path)
         if self._leaves_project_reported(path) or not os.path.lexists(path) or os.path.isdir(path):
@@ -524,7 +525,7 @@ class Workspace:
         return run
 
     def _read_worker(self, path: str, changes: ChangeSet) -> None:
-        changes.kinds.add("runs")
+        changes.kinds.add(K.RUNS)
         for tid in [t for t, e in self.transcripts.items() if e.path == path]:
             del self.transcripts[tid]
         self.workers.pop(path, None)
@@ -539,7 +540,7 @@ class Workspace:
     # -------------------------------------------------------------- sessions
     def _refresh_sessions(self, changes: ChangeSet) -> None:
         path = self.paths.session_store
-        changes.kinds.add("sessions")
+        changes.kinds.add(K.SESSIONS)
         changes.problem_paths.add(path)
         # lexists: a FIFO, a device or a symlink out of the project is reported by the reader, never opened.
         self.sessions = ss_fmt.read_session_store(path) if os.path.lexists(path) else None
@@ -595,7 +596,7 @@ class Workspace:
                 if base.endswith(".json") and (os.path.dirname(path) == paths.run_root or base == "run.json"):
                     self._read_run(path, changes)
                 elif base == "llm_transcript.jsonl":
-                    changes.kinds.add("runs")
+                    changes.kinds.add(K.RUNS)
                 continue
             if os.path.dirname(path) == paths.worker_dir and base.endswith(".json"):
                 self._read_worker(path, changes)
@@ -664,7 +665,7 @@ class Workspace:
                 path = self._ns_path.pop(ns)
                 self._tails.pop(path, None)
                 del self.memory[ns]
-                changes.kinds.add("memory")
+                changes.kinds.add(K.MEMORY)
                 changes.namespaces.add(ns)
                 changes.problem_paths.add(path)
         for ns, path in found.items():

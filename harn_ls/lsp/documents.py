@@ -6,7 +6,8 @@ import logging
 
 from lsprotocol import types
 
-from harn_ls.lsp import protocol as P
+from harn_ls import contract as P
+from harn_ls.change_kinds import K
 from harn_ls.render import UriError, parse_uri, render_uri
 from harn_ls.render.markdown import cell
 
@@ -15,21 +16,21 @@ log = logging.getLogger(__name__)
 # Which change kinds can alter which document kinds.
 _AFFECTS = {
     "index": None,  # anything
-    "memory": {"memory"},
-    "facts": {"memory", "facts"},
-    "proposals": {"pattern", "skills", "memory"},
-    "checkpoints": {"checkpoints"},
-    "skills": {"skills"},
-    "runs": {"runs"},
-    "transcripts": {"runs"},
-    "sessions": {"sessions"},
-    "recall": {"memory"},
-    "compare": {"runs"},
+    "memory": {K.MEMORY},
+    "facts": {K.MEMORY, K.FACTS},
+    "proposals": {K.PATTERN, K.SKILLS, K.MEMORY},
+    "checkpoints": {K.CHECKPOINTS},
+    "skills": {K.SKILLS},
+    "runs": {K.RUNS},
+    "transcripts": {K.RUNS},
+    "sessions": {K.SESSIONS},
+    "recall": {K.MEMORY},
+    "compare": {K.RUNS},
 }
 _AFFECTS.update({  # issue 16: event logs, HITL, the rest of .harn/
-    "events_index": {"events"}, "events": {"events"}, "hitl_index": {"events", "hitl"}, "hitl": {"events", "hitl"},
-    "store": {"store", "workflows", "locks", "embed"}, "receipts": {"receipts"},
-    "worktrees": {"worktrees", "crystallization", "receipts"}, "crystallization": {"crystallization"},
+    "events_index": {K.EVENTS}, "events": {K.EVENTS}, "hitl_index": {K.EVENTS, K.HITL}, "hitl": {K.EVENTS, K.HITL},
+    "store": {K.STORE, K.WORKFLOWS, K.LOCKS, K.EMBED}, "receipts": {K.RECEIPTS},
+    "worktrees": {K.WORKTREES, K.CRYSTALLIZATION, K.RECEIPTS}, "crystallization": {K.CRYSTALLIZATION},
 })
 
 
@@ -38,14 +39,14 @@ def _not_found(exc: Exception) -> str:
     return f"# Not found\n\n{cell(exc)}\n"
 
 
-def _project_for_state_uri(ls, uri: str):
+async def _project_for_state_uri(ls, uri: str):
     target = parse_uri(uri)
-    return ls.project_holding(target.kind, target.name, target.query.get("root")), target
+    return await ls.project_holding(target.kind, target.name, target.query.get("root")), target
 
 
 async def render(ls, uri: str) -> str:
     try:
-        proj, _target = _project_for_state_uri(ls, uri)
+        proj, _target = await _project_for_state_uri(ls, uri)
     except UriError as exc:
         return _not_found(exc)
     if proj is None or proj.ws is None:

@@ -14,6 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
+from harn_ls.change_kinds import K
 from harn_ls.render.fact_spans import FactSpanCache
 from harn_ls.workspace import ChangeSet, Workspace
 
@@ -57,7 +58,7 @@ class Project:
             # 100k-event project) in the middle of some hover or watcher batch.
             gc.freeze()
             self._keep_checkpoint_history(None)
-            return ChangeSet(rescanned=True, kinds={"roots"})
+            return ChangeSet(rescanned=True, kinds={K.ROOTS})
 
         return await self.run(_load)
 
@@ -102,7 +103,7 @@ class Project:
                 log.exception("applying changes failed; rescanning the project")
                 changes = ws.rescan()
             self.last_batch_at = time.time()
-            if "checkpoints" in changes.kinds:
+            if K.CHECKPOINTS in changes.kinds:
                 self._keep_checkpoint_history(None if changes.rescanned else changes.pipelines)
             return changes
 

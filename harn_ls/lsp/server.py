@@ -24,7 +24,8 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from harn_ls import __version__
-from harn_ls.lsp import protocol as P
+from harn_ls import contract as P
+from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
 from harn_ls.lsp.project import Project
 from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
 from harn_ls.render import RenderSettings
@@ -179,19 +180,18 @@ class HarnLanguageServer(LanguageServer):
             return self.project_for_path(path) if path else None
         return None
 
-    def project_holding(self, kind: str, name: str, root: str | None = None) -> Project | None:
+    async def project_holding(self, kind: str, name: str, root: str | None = None) -> Project | None:
         """In a multi-root workspace, the folder whose state has this proposal / fact /
-        pipeline / document; `root` (a folder path) wins when the client gives one."""
+        pipeline / document; `root` (a folder path) wins when the client gives one. The
+        membership tests run on each project's worker thread, never on the event loop."""
         if root:
             for proj in self.projects.values():
                 if root in (proj.folder_path, proj.root):
                     return proj
         if len(self.projects) > 1 and name:
-            for proj in self.projects.values():
+            for proj in list(self.projects.values()):
                 ws = proj.ws
-                if ws is None:
-                    continue
-                if _holds(ws, kind, name):
+                if ws is not None and await proj.run(holds, ws, kind, name):
                     return proj
         return self.default_project()
 
@@ -220,8 +220,7 @@ class HarnLanguageServer(LanguageServer):
         proj.start_watching()
         log.info("loaded %s in %.0f ms", proj.root, proj.load_seconds * 1000)
         await self.warn_skill_root(proj)
-        await self.on_changes(proj, ChangeSet(rescanned=True, kinds={"memory", "facts", "pattern", "checkpoints",
-                                                                     "skills", "runs", "sessions", "roots"}))
+        await self.on_changes(proj, ChangeSet(rescanned=True, kinds=set(RESCAN_KINDS)))
         # Build the recall index now, after everything is shown, so the first search is warm.
         self.spawn(self._warm_then_report(proj), "recall index warm-up")
 
@@ -261,9 +260,9 @@ class HarnLanguageServer(LanguageServer):
         if self.supports("workspace.code_lens.refresh_support"):
             self.spawn(self._refresh_lenses(), "codeLens/refresh")
         for view in tree.views_for(changes):
-            self.protocol.notify(P.TREE_CHANGED, {"view": view})
+            self.protocol.notify(P.TREE_CHANGED, P.to_wire(P.TreeChangedParams(view=view)))
         await self.send_status(proj, n_problems)
-        if "hitl" in changes.kinds:
+        if K.HITL in changes.kinds:
             await self._announce_hitl(proj)
 
     async def _announce_hitl(self, proj: Project) -> None:
@@ -272,9 +271,9 @@ class HarnLanguageServer(LanguageServer):
 
         new = await proj.run(lambda: proj.ws.extra.take_new_requests())
         if new:
-            self.protocol.notify(P.HITL_ARRIVED, {"root": proj.ws.root, "requests": [
-                {"requestId": r.request_id, "kind": r.kind, "prompt": r.prompt[:300], "agent": r.agent,
-                 "uri": make_uri("hitl", r.request_id)} for r in new]})
+            self.protocol.notify(P.HITL_ARRIVED, P.to_wire(P.HitlArrivedParams(root=proj.ws.root, requests=[
+                P.HitlRequestNote(request_id=r.request_id, kind=r.kind, prompt=r.prompt[:300], agent=r.agent,
+                                  uri=make_uri("hitl", r.request_id)) for r in new])))
 
     async def _refresh_lenses(self) -> None:
         try:
@@ -289,9 +288,10 @@ class HarnLanguageServer(LanguageServer):
             from harn_ls.accept_plan import skill_root_warning
 
             warning = skill_root_warning(ws, self.settings.skillRoot)
-            return {"root": ws.root, "counts": ws.counts(), "problems": problems, "watching": proj.watching,
-                    "recallReady": ws.recall_ready, "warnings": [warning] if warning else [],
-                    "hasState": os.path.isdir(ws.paths.state_root) or os.path.isdir(ws.paths.run_root)}
+            return P.to_wire(P.StatusParams(
+                root=ws.root, counts=ws.counts(), problems=problems, watching=proj.watching, recall_ready=ws.recall_ready,
+                warnings=[warning] if warning else [],
+                has_state=os.path.isdir(ws.paths.state_root) or os.path.isdir(ws.paths.run_root)))
         self.protocol.notify(P.STATUS, await proj.run(_status))
 
     async def pull_configuration(self) -> None:
@@ -309,8 +309,8 @@ class HarnLanguageServer(LanguageServer):
                 log.warning(e)
 
 
-def _holds(ws, kind: str, name: str) -> bool:
-    """Cheap membership tests (dict lookups); called on the event loop only for multi-root."""
+def holds(ws, kind: str, name: str) -> bool:
+    """Whether this workspace has the proposal / fact / pipeline / ... `name` (dict lookups)."""
     if kind == "proposals":
         return ws.pattern is not None and any(p.id == name for p in ws.pattern.pending)
     if kind == "facts":
@@ -328,6 +328,7 @@ def _holds(ws, kind: str, name: str) -> bool:
     if kind == "sessions":
         return ws.sessions is not None and any(s.id == name for s in ws.sessions.sessions)
     return False
+
 
 
 def _log_to_client(server: HarnLanguageServer) -> None:
@@ -399,7 +400,7 @@ def create_server() -> HarnLanguageServer:
         # Settings change what documents show (minConfidence, showPrivate): re-fetch the open ones that differ.
         from harn_ls.lsp import documents
 
-        every = ChangeSet(kinds={"memory", "facts", "pattern", "checkpoints", "skills", "runs", "sessions"})
+        every = ChangeSet(kinds=set(CORE_KINDS))
         for proj in list(ls.projects.values()):
             if proj.ws is not None:
                 await documents.refresh_changed(ls, proj, every)
