@@ -57,7 +57,7 @@ async def proposal_document_actions(ls, uri: str) -> list[types.CodeAction]:
         return []
     if target.kind != "proposals":
         return []
-    proj = ls.project_holding(target.kind, target.name, target.query.get("root"))
+    proj = await ls.project_holding(target.kind, target.name, target.query.get("root"))
     if proj is None or proj.ws is None:
         return []
     skill_root = ls.settings.skillRoot

@@ -32,7 +32,7 @@ async def _run_action(ls, fn, *fn_args, _where: tuple = ("", "", None), _done: s
     """Run an action on the project thread, apply what it wrote, and tell the user how it went."""
     from harn_ls.actions import ActionFailed
 
-    proj = ls.project_holding(*_where)
+    proj = await ls.project_holding(*_where)
     if proj is None or proj.ws is None:
         return {"ok": False, "message": "no Harn project is open"}
     try:
@@ -97,7 +97,7 @@ def register(server) -> None:
         pipeline, key = a.get("pipeline"), a.get("key")
         if not pipeline or not isinstance(pipeline, str) or key is None:
             return {"ok": False, "message": "forgetCheckpointStage needs {pipeline, key}"}
-        proj = ls.project_holding("checkpoints", str(pipeline), a.get("root"))
+        proj = await ls.project_holding("checkpoints", str(pipeline), a.get("root"))
         if proj is None or proj.ws is None:
             return {"ok": False, "message": "no Harn project is open"}
         mtime = await proj.run(lambda: os.stat(proj.ws.checkpoints[pipeline].path).st_mtime if pipeline in proj.ws.checkpoints else None)
@@ -112,7 +112,8 @@ def register(server) -> None:
         from harn_ls.actions.migrate import migrate_pattern_learning
 
         a = _arg(args)
-        proj = next((p for p in ls.projects.values() if p.ws is not None and p.ws.migration_needed), None)
+        proj = next(iter([p for p in list(ls.projects.values()) if p.ws is not None
+                          and await p.run(lambda p=p: p.ws.migration_needed)]), None)
         result = await _run_action(ls, migrate_pattern_learning,
                                    _where=("", "", a.get("root") or (proj.folder_path if proj else None)),
                                    _done="pattern learning migrated")
@@ -129,7 +130,8 @@ def register(server) -> None:
     async def rescan(ls, *args):
         for proj in ls.projects.values():
             await proj.rescan()
-        return {"ok": True, "counts": {p.root: p.ws.counts() for p in ls.projects.values() if p.ws is not None}}
+        return {"ok": True, "counts": {p.root: await p.run(lambda p=p: p.ws.counts())
+                                       for p in list(ls.projects.values()) if p.ws is not None}}
 
     @server.command(P.CMD_PROBE)
     async def probe(ls, *args):
@@ -166,7 +168,8 @@ async def resume_escalation_command(ls, a: dict) -> dict:
     rid = a.get("requestId") or a.get("id")
     if not isinstance(rid, str) or not rid:
         return {"ok": False, "message": "resumeEscalation needs {requestId}"}
-    proj = next((p for p in ls.projects.values() if p.ws is not None and p.ws.extra.request(rid) is not None), None)
+    proj = next(iter([p for p in list(ls.projects.values()) if p.ws is not None
+                      and await p.run(lambda p=p: p.ws.extra.request(rid) is not None)]), None)
     if proj is None:
         return {"ok": False, "message": f"no escalation {rid} in the open projects"}
     reviewer = ls.settings.hitl.reviewer.strip()
