@@ -95,7 +95,7 @@ class Project:
     def _keep_checkpoint_history(self, pipelines) -> None:
         """Record each checkpoint file's current version in the history kept outside the project (project thread)."""
         try:
-            if getattr(self.ws, "checkpoint_history", None) is None:
+            if self.ws.checkpoint_history is None:
                 self.ws.checkpoint_history = CheckpointHistory.for_project(self.root)
             record_workspace(self.ws, pipelines)
         except Exception:  # history is a convenience: never let it break loading or a batch
