@@ -68,16 +68,25 @@ def problems_source(root: str) -> str:
 
 
 async def publish(ls, proj) -> int:
-    """After a change batch: hand the folder's problems to the registry, which sends only the files
-    whose merged list changed and clears vanished ones. Returns the number of problems (for `harn/status`)."""
-    def _collect() -> tuple[dict[str, list], int]:
+    """After a change batch: hand the registry the files whose problems changed (found on the project
+    thread, by comparing with what it was given last) and the files that have none any more; it
+    publishes each merged list. Returns the number of problems (for `harn/status`)."""
+    def _collect() -> tuple[dict[str, list], list[str], int]:
         by_path = proj.ws.problems_by_path()
-        diags = {from_fs_path(path): [to_diagnostic(p) for p in problems[:1000]]
-                 for path, problems in by_path.items() if path and problems}
-        return diags, sum(len(p) for p in by_path.values())
+        before = proj.published_problems
+        now = {path: tuple(problems[:1000]) for path, problems in by_path.items() if path and problems}
+        changed = {from_fs_path(path): [to_diagnostic(p) for p in problems]  # frozen dataclasses: comparable
+                   for path, problems in now.items() if before.get(path) != problems}
+        gone = [from_fs_path(path) for path in before.keys() - now.keys()]
+        proj.published_problems = now
+        return changed, gone, sum(len(p) for p in by_path.values())
 
-    by_uri, count = await proj.run(_collect)
-    ls.diagnostics.replace_source(problems_source(proj.root), by_uri)
+    changed, gone, count = await proj.run(_collect)
+    source = problems_source(proj.root)
+    for uri in gone:
+        ls.diagnostics.clear(source, uri)
+    for uri, diags in changed.items():
+        ls.diagnostics.set(source, uri, diags)
     return count
 
 

@@ -21,6 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
+from harn_ls.formats.problems import Problem
 from harn_ls.history import CheckpointHistory, record_workspace
 from harn_ls.recall import RecallEngine
 from harn_ls.watch import StateWatcher
@@ -58,6 +59,8 @@ class Project:
         self.watcher: StateWatcher | None = None
         self.load_seconds: float = 0.0
         self.last_batch_at: float = 0.0
+        # Project thread only: each file's problems as last handed to the diagnostics registry.
+        self.published_problems: dict[str, tuple[Problem, ...]] = {}
 
     @property
     def root(self) -> str:
