@@ -72,3 +72,20 @@ def test_get_returns_a_copy():
     got = reg.get("probe", "file:///a")
     got.append("y")
     assert reg.get("probe", "file:///a") == ["x"]
+
+
+def test_server_wiring_normalises_file_uris_and_budget_leaves_entries_alone():
+    from lsprotocol import types
+
+    from harn_ls.lsp.diagnostics import normalize_uri, within_budget
+    from harn_ls.render.limits import MESSAGE_BYTES
+
+    assert normalize_uri("file:///tmp/a%20b/x.py") == normalize_uri("file:///tmp/a b/x.py")
+    assert normalize_uri("harn-state:/index.md") == "harn-state:/index.md"
+    long = types.Diagnostic(range=types.Range(start=types.Position(line=0, character=0),
+                                              end=types.Position(line=0, character=1)), message="x" * (MESSAGE_BYTES * 2))
+    sent: list = []
+    reg = DiagnosticsRegistry(lambda uri, diags: sent.append(within_budget(diags)), normalize_uri)
+    reg.set("harn-probe", "file:///tmp/a%20b/x.py", [long])
+    assert len(sent[0][0].message.encode()) <= MESSAGE_BYTES + 64
+    assert reg.get("harn-probe", "file:///tmp/a b/x.py")[0].message == "x" * (MESSAGE_BYTES * 2)  # stored as set
