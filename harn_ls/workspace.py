@@ -29,6 +29,7 @@ from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, MemoryRecord, n
 from harn_ls.formats.problems import Problem, Severity
 
 if TYPE_CHECKING:  # numpy (via recall) is imported only when recall is used: `inspect` never needs it
+    from harn_ls.history import CheckpointHistory
     from harn_ls.recall import RecallEngine
 
 PATTERN_NAMESPACE = "project/pattern-learning"
@@ -144,6 +145,7 @@ class Workspace:
         self._fact_problems: dict[tuple[str, int], list[Problem]] = {}
         self._link_problems: dict[str, Problem] = {}  # path -> "symlink ... leaves the project; not followed"
         self.watch_problems: list[Problem] = []  # set by whoever watches the project (root refused, budget)
+        self.checkpoint_history: CheckpointHistory | None = None  # kept by whoever serves the project (lsp/project.py)
         self.pattern: pl_fmt.PatternLearning | None = None
         self.legacy_streams: dict[str, str] = {}
         self.migration_needed = False

@@ -127,7 +127,7 @@ async def rescan(ls, a: C.RescanArgs):
     for proj in list(ls.projects.values()):
         await proj.rescan()
         if proj.ws is not None:
-            counts[proj.root] = await proj.run(proj.ws.counts)
+            counts[proj.root] = await proj.run(lambda p=proj: p.ws.counts())
     return C.RescanResult(counts=counts)
 
 

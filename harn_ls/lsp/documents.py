@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 
 from lsprotocol import types
@@ -10,6 +11,7 @@ from harn_ls import contract as P
 from harn_ls.change_kinds import K
 from harn_ls.render import UriError, parse_uri, render_uri
 from harn_ls.render.markdown import cell
+from harn_ls.render.svg import strip_pictures
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,10 @@ async def _project_for_state_uri(ls, uri: str):
     return await ls.project_holding(target.kind, target.name, target.query.get("root")), target
 
 
+def text_hash(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
 async def render(ls, uri: str) -> str:
     try:
         proj, _target = await _project_for_state_uri(ls, uri)
@@ -59,8 +65,6 @@ async def render(ls, uri: str) -> str:
     except Exception as exc:  # a renderer bug must not take the document (or the server) down
         log.exception("rendering %s failed", uri)
         text = f"# harn-ls could not render this document\n\n{type(exc).__name__}: {cell(exc)}\n"
-    from harn_ls.lsp.server import text_hash
-
     text = for_client(ls, text)
     ls.served[uri] = (proj.root, text_hash(text))
     return text
@@ -68,10 +72,8 @@ async def render(ls, uri: str) -> str:
 
 def for_client(ls, text: str) -> str:
     """Drop picture lines for clients that show documents as plain text (see server.initialize)."""
-    if getattr(ls, "pictures", True):
+    if ls.pictures:
         return text
-    from harn_ls.render.svg import strip_pictures
-
     return strip_pictures(text)
 
 
@@ -85,8 +87,6 @@ async def refresh_changed(ls, proj, changes) -> None:
     """Ask the client to re-fetch the documents it has open whose text really changed."""
     if not ls.served or not ls.supports("workspace.text_document_content"):
         return  # a client that did not declare the capability has no refresh handler
-    from harn_ls.lsp.server import text_hash
-
     settings = ls.render_settings()
     candidates = []
     for uri, (root, digest) in list(ls.served.items()):
