@@ -273,6 +273,8 @@ class HarnLanguageServer(LanguageServer):
         proj = self.projects.pop(os.path.abspath(path), None)
         if proj is not None:
             proj.close()
+            # the folder is gone from the workspace: so are the problems it published
+            self.diagnostics.clear_source(diagnostics.problems_source(proj.root))
 
     # -------------------------------------------------------- change fan-out
     async def on_changes(self, proj: Project, changes: ChangeSet) -> None:
