@@ -69,35 +69,6 @@ class CheckpointFile:
 # -- naming ---------------------------------------------------------------------
 
 
-def _rust_file_name(path: str) -> str | None:
-    """`Path::file_name`: last normal component; None for `..`, `.`, `/`, ``."""
-    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
-    if not parts or parts[-1] == "..":
-        return None
-    return parts[-1]
-
-
-def _rust_file_stem(name: str) -> str:
-    """`Path::file_stem` of a file name: text before the last dot, unless the dot leads."""
-    if name == "..":
-        return name
-    before, dot, after = name.rpartition(".")
-    if not dot:
-        return name
-    return name if before == "" else before
-
-
-def pipeline_name_for_script(path: str) -> str:
-    """The checkpoint file name Harn uses for `harn run <path>` (§B.1)."""
-    name = _rust_file_name(path)
-    if name is None:
-        return "default"
-    stem = _rust_file_stem(name)
-    # sanitize_pipeline_name: keep the final component; `.`/`..`/empty -> default
-    base = _rust_file_name(stem)
-    return base if base else "default"
-
-
 def pipeline_of_checkpoint_path(path: str) -> str:
     name = os.path.basename(path)
     return name[:-5] if name.endswith(".json") else name
@@ -350,24 +321,6 @@ def render_checkpoint_json(mapping: dict, *, sort_nested: bool = True) -> str:
         _render(top[key], "  ", sort_nested, out)
     out.append("\n}")
     return "".join(out)
-
-
-def without_key(path_text: str, key: str) -> str:
-    """The file text after `checkpoint_delete(key)`, as Harn would write it.
-
-    Harn loads the file, drops the key and re-saves everything (top-level keys
-    sorted, nested values as loaded), even when the key was absent. Raises
-    ValueError when the text is not a JSON object: Harn would replace such a
-    file with `{}`, which a "forget stage" action must not do.
-    """
-    try:
-        value = orjson.loads(path_text.encode("utf-8"))
-    except orjson.JSONDecodeError as exc:
-        raise ValueError(f"checkpoint text is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise ValueError("checkpoint text is not a JSON object")
-    value.pop(key, None)
-    return render_checkpoint_json(value, sort_nested=False)
 
 
 # -- running state (lock files, §O.6; read-only) -----------------------------------------

