@@ -220,7 +220,7 @@ def planned_files(ws, proposal, skill_root: str | None = None, *, now=None, name
     pid = check_segment(prop.id, "proposal id")
     ns_dir = namespace_dir(namespace)
     events_path = pattern_events_path(ws, namespace)
-    predicate = serde_compact({"key": f"pending:{pid}"})
+    predicate = serde_compact({"key": pl_fmt.pattern_record_key("pending", pid)})
     kind = prop.kind or "skill"
 
     if kind == "skill":

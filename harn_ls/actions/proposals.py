@@ -208,7 +208,8 @@ def accept_proposal(ws, proposal_id: str, skill_root: str | None = None, now=Non
             written.append(f.path)
     space = _space(ws, namespace)
     ns_name = space.namespace if space is not None else namespace
-    event = forget_event(ns_name, {"key": f"pending:{prop.id}"}, _ids_with_key(space, f"pending:{prop.id}"), t)
+    key = pl_fmt.pattern_record_key("pending", prop.id)
+    event = forget_event(ns_name, {"key": key}, _ids_with_key(space, key), t)
     append_lines(confining_root(ws, events_path), events_path, [serde_compact(event)])
     ws.apply(written + [events_path])
     rel = os.path.relpath(plan.skill_path, ws.root).replace(os.sep, "/")
@@ -293,8 +294,9 @@ def reject_proposal(ws, proposal_id: str, days: int = 14, now=None, *, namespace
     value = pl_fmt.pattern_record_value(value, "state")
     state_id = pl_fmt.state_record_id(now_iso, str(uuid.uuid4()))
 
+    key = pl_fmt.pattern_record_key("pending", prop.id)
     events = [
-        forget_event(ns_name, {"key": f"pending:{prop.id}"}, _ids_with_key(space, f"pending:{prop.id}"), t),
+        forget_event(ns_name, {"key": key}, _ids_with_key(space, key), t),
         forget_event(ns_name, {"key": "state"}, _ids_with_key(space, "state"), t),
         pattern_store_event(ns_name, state_id, "state", value, now_iso, "state"),
     ]

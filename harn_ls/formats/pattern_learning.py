@@ -88,18 +88,6 @@ def pattern_tags(kind: str, extra: Iterable[str] = ()) -> list[str]:
     return ["pattern_learning", f"pattern_learning:{kind}", f"schema:{SCHEMA}", *extra]
 
 
-def prompt_proposal_id(cluster_key: str) -> str:
-    return f"prompt-{short_hash(cluster_key)}"
-
-
-def tool_proposal_id(sequence_key: str) -> str:
-    return f"tools-{short_hash(sequence_key)}"
-
-
-def curated_proposal_id(name: str, evidence_ids: Iterable[str]) -> str:
-    return f"curated-{short_hash(name + ':' + ':'.join(evidence_ids))}"
-
-
 def pending_sort_key(support: int, proposal_id: str) -> str:
     # Harn's own key; equals "support desc, id asc" for 0 <= support <= 999999.
     return f"{SUPPORT_SORT_BASE - support}:{proposal_id}"
@@ -142,12 +130,6 @@ class Proposal:
     record: MemoryRecord | None = None
     visible_to_harn: bool = True
 
-    @property
-    def name_is_valid(self) -> bool:
-        """Harn refuses to accept (HARN-PATTERN-002) a name that is empty or not its own slug."""
-        return bool(self.name) and slugify(self.name) == self.name
-
-
 @dataclass(slots=True)
 class PatternState:
     enabled: bool = True
@@ -166,9 +148,6 @@ class PatternLearning:
     state_records: list[PatternState] = field(default_factory=list)
     rejected: list[MemoryRecord] = field(default_factory=list)  # records Harn skips (bad schema/kind/fields)
     counts: dict = field(default_factory=dict)  # kind -> {"stored": n, "visible": m}
-
-    def suppressed_ids(self, now_iso: str) -> list[str]:
-        return [pid for pid in self.state.suppressed_until if is_suppressed(pid, self.state, now_iso)]
 
 
 def is_suppressed(proposal_id: str, state: PatternState | None, now_iso: str) -> bool:
@@ -613,24 +592,6 @@ def suppressed_until_after(now_ms: int, days: int = DEFAULT_SUPPRESSION_DAYS) ->
 def yaml_scalar(value: str | None) -> str:
     """`pl_yaml_scalar`: double quotes around the text with only `\\` and `"` escaped."""
     return '"' + (value or "").replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def frontmatter_value(text: str, key: str) -> str:
-    """`pl_frontmatter_value`: how Harn reads `description` / `when-to-use` back from a SKILL.md.
-
-    The first line (anywhere in the file) whose trimmed text starts with `key:`;
-    the rest trimmed, one pair of surrounding quotes removed, then `\\"` -> `"`
-    and `\\\\` -> `\\`. Empty when no line matches.
-    """
-    prefix = key + ":"
-    for line in text.split("\n"):
-        trimmed = line.strip(_RUST_WS)
-        if trimmed.startswith(prefix):
-            value = trimmed[len(prefix):].strip(_RUST_WS)
-            if len(value) >= 2 and ((value[0] == '"' and value[-1] == '"') or (value[0] == "'" and value[-1] == "'")):
-                value = value[1:-1]
-            return value.replace('\\"', '"').replace("\\\\", "\\")
-    return ""
 
 
 _RUST_WS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"

@@ -43,6 +43,7 @@ from harn_ls.workspace import Workspace
 
 from tests.helpers.samples import SAMPLES
 from tests.helpers.tree import snapshot
+from tests.oracles import pattern_learning as plor
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "fixtures" / "sample-project"
@@ -235,8 +236,8 @@ def test_accept_skill_bytes_and_harn_read_back(project, description, when_to_use
                                  "\n# T\n\nbody\n\n").encode("utf-8")
     # Harn's reader (pl_frontmatter_value) gets the fields back exactly
     text = data.decode("utf-8")
-    assert pl.frontmatter_value(text, "description") == description
-    assert pl.frontmatter_value(text, "when-to-use") == when_to_use
+    assert plor.frontmatter_value(text, "description") == description
+    assert plor.frontmatter_value(text, "when-to-use") == when_to_use
     # the forget event Harn appends after writing the file
     lines = appended_lines(log, before)
     assert lines == [harn_forget_line(lines[0], "project/pattern-learning", {"key": f"pending:{pid}"},

@@ -11,6 +11,8 @@ from pathlib import Path
 from harn_ls.formats import pattern_learning as pl
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord, value_text
+from harn_ls.formats.skills.writer import is_valid_skill_name
+from tests.oracles import pattern_learning as plor
 
 from tests.helpers.samples import SAMPLES  # noqa: E402
 
@@ -64,12 +66,12 @@ def test_spec_example_projects(tmp_path):
     assert (obs.id, obs.session_id, obs.tool_sequence, obs.visible_to_harn) == (OBS["id"], "sess-42", OBS["tool_sequence"], True)
     assert obs.record.key == f"observation:{OBS['id']}"
     (prop,) = learn.pending
-    assert (prop.id, prop.kind, prop.source, prop.support, prop.name_is_valid) == ("prompt-f6542d51ca12", "skill", "prompt_cluster", 5, True)
+    assert (prop.id, prop.kind, prop.source, prop.support, is_valid_skill_name(prop.name)) == ("prompt-f6542d51ca12", "skill", "prompt_cluster", 5, True)
     assert prop.when_to_use.startswith("Use when") and prop.record.id == "pending_prompt_f6542d51ca12_083ee8d142e8"
     assert (learn.state.enabled, learn.state.updated_at) == (True, "2026-05-02T09:25:00.000Z")
     assert learn.state.record.id == "state_bb286f64726d"
     assert learn.counts == {k: {"stored": 1, "visible": 1} for k in pl.KINDS}
-    assert learn.suppressed_ids("2026-05-10T00:00:00.000Z") == ["tools-1a2b3c4d5e6f"]
+    assert [pid for pid in learn.state.suppressed_until if pl.is_suppressed(pid, learn.state, "2026-05-10T00:00:00.000Z")] == ["tools-1a2b3c4d5e6f"]
 
 
 def rec(seq: int, kind: str, value, *, rid: str | None = None, tags=None, stored_at="2026-05-02T09:00:00.000Z") -> MemoryRecord:
@@ -172,12 +174,12 @@ def test_id_helpers_against_vectors():
     assert pl.pattern_tags("observation") == VECTORS["pattern-learning-record-ids"]["tags"]["observation"]
     assert pl.pattern_record_value({"id": "x"}, "pending") == {"id": "x", "schema": pl.SCHEMA, "record_kind": "pending"}
     vec = VECTORS["pattern-learning-proposals"]["computed"]
-    assert pl.prompt_proposal_id(vec["prompt_cluster_key"]) == vec["prompt_proposal_id"]
-    assert pl.tool_proposal_id(vec["tool_sequence_key"]) == vec["tool_proposal_id"]
+    assert plor.prompt_proposal_id(vec["prompt_cluster_key"]) == vec["prompt_proposal_id"]
+    assert plor.tool_proposal_id(vec["tool_sequence_key"]) == vec["tool_proposal_id"]
     assert pl.slugify(vec["prompt_title"]) == vec["prompt_skill_name"].removeprefix("learned-")
     for case in VECTORS["pattern-learning-slugify-and-tools"]["computed"]:
         assert pl.slugify(case["input"]) == case["slug"]
-    assert pl.curated_proposal_id("n", ["a", "b"]) == "curated-" + hashlib.sha256(b"n:a:b").hexdigest()[:12]
+    assert plor.curated_proposal_id("n", ["a", "b"]) == "curated-" + hashlib.sha256(b"n:a:b").hexdigest()[:12]
 
 
 # -- legacy Burin streams ------------------------------------------------------------
