@@ -407,7 +407,7 @@ async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng:
         raise ActionFailed("HARN-PROBE-004: nothing to probe: the selection is empty or only whitespace")
     binary = resolve_harn(harn_path)
     harn_display_path = (harn_path or "").strip() or "harn"
-    command = f"{harn_display_path} check <snippet> --json"  # probe.harn's literal command text
+    command = P.typecheck_command(harn_display_path)  # probe.harn's literal command text
 
     tmpdir = tempfile.mkdtemp(prefix="harn-ls-probe-")
     tmp_path = os.path.join(tmpdir, f"harn-probe-{uuid7()}.harn")

@@ -20,24 +20,11 @@ import orjson
 
 from harn_ls.formats.facts import filter_nil, harn_display, rust_trim
 from harn_ls.formats.harn_json import sha256_hex
-from harn_ls.text_positions import ByteIndex
 
 PROBE_SCHEMA = "harn.probe.v1"
-PROBE_KINDS = ("eval", "typecheck", "test", "inspect")
-PROBE_LANGS = ("shell", "harn")
 PROBE_CAPTURE_LIMIT = 4096
 CLAIM_LIMIT = 120
-COMMAND_LIMIT = 240
 OBSERVED_SNIPPET_LIMIT = 1024
-
-
-class ProbeError(ValueError):
-    """What std/agent/probe throws: `"<CODE>: std/agent/probe: <message>"`."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: std/agent/probe: {message}")
-        self.code = code
-        self.message = message
 
 
 def _probe_text(value: Any) -> str:
@@ -45,32 +32,6 @@ def _probe_text(value: Any) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else harn_display(value)
-
-
-def normalize_probe_kind(value: Any) -> str:
-    raw = _probe_text(value)
-    kind = rust_trim(raw).replace("-", "_").lower()
-    if kind == "":
-        raise ProbeError("HARN-PROBE-002", "kind is required")
-    if kind not in PROBE_KINDS:
-        raise ProbeError("HARN-PROBE-002", f"unknown kind `{raw}` (expected one of {', '.join(PROBE_KINDS)})")
-    return kind
-
-
-def normalize_probe_lang(value: Any) -> str:
-    lang = rust_trim(_probe_text(value)).lower()
-    if lang == "":
-        return "shell"
-    if lang not in PROBE_LANGS:
-        raise ProbeError("HARN-PROBE-003", f"unknown lang `{_probe_text(value)}` (expected shell or harn)")
-    return lang
-
-
-def check_probe_body(body: Any) -> str:
-    text = _probe_text(body)
-    if rust_trim(text) == "":
-        raise ProbeError("HARN-PROBE-004", "body must be a non-empty string")
-    return text
 
 
 def probe_truncate(value: Any, limit: int) -> str:
@@ -88,17 +49,6 @@ def probe_trace_id(kind: str, body: str, observed: str) -> str:
     return "probe_" + sha256_hex(f"{kind}\n{body}\n{observed}")[:16]
 
 
-def eval_observed(exit_code: Any, outcome: str, stdout: str | None = None, stderr: str | None = None) -> str:
-    summary = f"eval exit={'?' if exit_code is None else harn_display(exit_code)} outcome={outcome}"
-    out = rust_trim(stdout or "")
-    if out:
-        return summary + " stdout=" + probe_truncate(out, COMMAND_LIMIT)
-    err = rust_trim(stderr or "")
-    if err:
-        return summary + " stderr=" + probe_truncate(err, COMMAND_LIMIT)
-    return summary
-
-
 def typecheck_observed(outcome: str, errors: Any, warnings: Any) -> str:
     """Observed text when `harn check --json` printed parseable JSON (-1 = count unknown)."""
     return f"typecheck outcome={outcome} errors={harn_display(errors)} warnings={harn_display(warnings)}"
@@ -109,17 +59,9 @@ def typecheck_observed_unparsed(outcome: str) -> str:
     return f"typecheck outcome={outcome} (no JSON envelope)"
 
 
-def unsupported_observed(kind: str) -> str:
-    return f"probe kind `{kind}` is not supported (supported kinds: eval, typecheck)"
-
-
 def typecheck_command(harn_binary: str = "harn") -> str:
     """The `command` Harn records for a typecheck probe (the temp path is literally `<snippet>`)."""
     return f"{harn_binary} check <snippet> --json"
-
-
-def harn_eval_command(harn_binary: str = "harn") -> str:
-    return f"{harn_binary} run <snippet>"
 
 
 def probe_claim(kind: str, body: str, outcome: str) -> str:
@@ -255,14 +197,6 @@ def typecheck_outcome(counts: TypecheckCounts, *, success: bool, timed_out: bool
     if not isinstance(errors, (int, float)) or isinstance(errors, bool) or errors < 0:
         return "pass" if success else "fail"
     return "pass" if errors == 0 else "fail"
-
-
-def eval_outcome(*, success: bool, stdout: str = "", timed_out: bool = False, expected: Any = None) -> str:
-    if timed_out:
-        return "fail"
-    if expected is not None:
-        return _compare_expected({"stdout": stdout}, expected, "eval")
-    return "pass" if success else "fail"
 
 
 def typecheck_observed_for(counts: TypecheckCounts, outcome: str) -> str:
@@ -447,12 +381,3 @@ def parse_check_envelope(stdout: str) -> CheckEnvelope | None:
     else:
         issues.append("data.summary missing")
     return env
-
-
-# -- byte offsets -> LSP positions ----------------------------------------------------------
-
-
-def byte_span_to_lsp(text: str, start: int, end: int) -> tuple[tuple[int, int], tuple[int, int]]:
-    """((line, utf16 col), (line, utf16 col)) for a `harn check --json` byte span."""
-    index = ByteIndex(text)
-    return index.position(start), index.position(end)

@@ -12,6 +12,8 @@ from harn_ls.formats import probes as P
 from harn_ls.text_positions import ByteIndex
 
 from tests.helpers.samples import SAMPLES  # noqa: E402
+from tests.oracles import probes as PO
+
 ID_VECTORS = SAMPLES / "id-vectors.json"
 CHECK_VECTORS = SAMPLES / "check-json-vectors.json"
 LINT_FIXTURES = SAMPLES / "lint-json/crates/harn-cli/src/commands/check/lint_json_fixtures"
@@ -58,6 +60,12 @@ I4_STDOUT = """{
 """
 
 
+def byte_span_to_lsp(text: str, start: int, end: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((line, utf16 col), (line, utf16 col)) for a `harn check --json` byte span."""
+    index = ByteIndex(text)
+    return index.position(start), index.position(end)
+
+
 def _load(path: Path) -> dict:
     if not path.exists():
         pytest.skip(f"{path} is missing (shared Harn test vectors)")
@@ -84,13 +92,13 @@ def _observed_for(vector: dict) -> tuple[str, str]:
     """Rebuild (observed, outcome) from the vector's inputs and assumed process result."""
     kind, body = vector["input"]["kind"], vector["input"]["body"]
     if kind != "eval":
-        return P.unsupported_observed(kind), "unknown"
+        return PO.unsupported_observed(kind), "unknown"
     proc = vector["computed"].get("assumed_process_result")
     if proc is None:  # probe-no-fact states no process result: `echo skipped` prints "skipped"
         proc = {"stdout": body.removeprefix("echo ") + "\n", "exit_code": 0}
     expected = "expected" if vector["id"] == "probe-eval-expected-mismatch" else None
-    outcome = P.eval_outcome(success=proc["exit_code"] == 0, stdout=proc.get("stdout", ""), expected=expected)
-    return P.eval_observed(proc["exit_code"], outcome, proc.get("stdout"), proc.get("stderr")), outcome
+    outcome = PO.eval_outcome(success=proc["exit_code"] == 0, stdout=proc.get("stdout", ""), expected=expected)
+    return PO.eval_observed(proc["exit_code"], outcome, proc.get("stdout"), proc.get("stderr")), outcome
 
 
 @pytest.mark.parametrize("vid", ["probe-eval-pass", "probe-eval-expected-mismatch", "probe-eval-exit-fail",
@@ -111,7 +119,7 @@ def test_probe_vector(vid: str) -> None:
     if auto is None:
         return
     lang = "shell" if kind == "eval" else None  # eval probes record the resolved lang
-    command = P.probe_truncate(body, P.COMMAND_LIMIT) if kind == "eval" else None
+    command = P.probe_truncate(body, PO.COMMAND_LIMIT) if kind == "eval" else None
     fact_input = P.probe_fact_input(kind, body, outcome, observed, lang=lang, command=command)
     assert fact_input["kind"] == auto["kind"]
     assert fact_input["claim"] == auto["claim"]
@@ -130,7 +138,7 @@ def test_probe_recalled_claims_use_the_arrow() -> None:
 
 
 def test_probe_envelope_example_from_spec() -> None:
-    observed = P.eval_observed(0, "pass", "hi\n", "")
+    observed = PO.eval_observed(0, "pass", "hi\n", "")
     evidence = P.probe_evidence("eval", "echo hi", observed, command="echo hi", stdout="hi\n", stderr="",
                                 exit_code=0, duration_ms=12)
     assert evidence == {"command": "echo hi", "duration_ms": 12, "exit_code": 0, "snippet": "echo hi",
@@ -139,7 +147,7 @@ def test_probe_envelope_example_from_spec() -> None:
                            fact_id="fact_11bbbaa7d8cafe99c2d8e9d307ca844d")
     assert env["schema"] == "harn.probe.v1" and "expected" not in env
     assert env["fact_id"] == "fact_11bbbaa7d8cafe99c2d8e9d307ca844d"
-    unsupported = P.probe_evidence("test", "anything", P.unsupported_observed("test"), ran=False)
+    unsupported = P.probe_evidence("test", "anything", PO.unsupported_observed("test"), ran=False)
     assert unsupported == {"snippet": "anything", "trace_id": "probe_498080ee9a49aa47"}
     assert P.probe_evidence("eval", "x", "o", timed_out=True)["timed_out"] is True
 
@@ -174,9 +182,9 @@ def test_claim_of_a_body_beyond_the_capture_limit() -> None:
 
 
 def test_observed_eval_variants() -> None:
-    assert P.eval_observed(None, "fail") == "eval exit=? outcome=fail"
-    assert P.eval_observed(2, "fail", "  ", " boom \n") == "eval exit=2 outcome=fail stderr=boom"
-    long = P.eval_observed(0, "pass", "z" * 300)
+    assert PO.eval_observed(None, "fail") == "eval exit=? outcome=fail"
+    assert PO.eval_observed(2, "fail", "  ", " boom \n") == "eval exit=2 outcome=fail stderr=boom"
+    long = PO.eval_observed(0, "pass", "z" * 300)
     assert long == "eval exit=0 outcome=pass stdout=" + "z" * 240 + "\n…[truncated 60 bytes]"
 
 
@@ -186,27 +194,27 @@ def test_observed_eval_variants() -> None:
 def test_probe_validation_vector() -> None:
     cases = _vectors()["probe-validation-codes"]["asserted"]
     calls = {
-        'probe(harness, "guess", "echo x")': lambda: P.normalize_probe_kind("guess"),
-        'probe(harness, "eval", "")': lambda: P.check_probe_body(""),
-        'probe_eval(harness, "echo x", {lang: "python"})': lambda: P.normalize_probe_lang("python"),
+        'probe(harness, "guess", "echo x")': lambda: PO.normalize_probe_kind("guess"),
+        'probe(harness, "eval", "")': lambda: PO.check_probe_body(""),
+        'probe_eval(harness, "echo x", {lang: "python"})': lambda: PO.normalize_probe_lang("python"),
     }
     for case in cases:
-        with pytest.raises(P.ProbeError) as info:
+        with pytest.raises(PO.ProbeError) as info:
             calls[case["call"]]()
         assert case["error_contains"] in str(info.value)
 
 
 def test_probe_kind_and_lang_normalization() -> None:
-    assert P.normalize_probe_kind(" Eval ") == "eval"
-    assert P.normalize_probe_kind("Inspect") == "inspect"
-    assert P.normalize_probe_kind("TYPECHECK") == "typecheck"
+    assert PO.normalize_probe_kind(" Eval ") == "eval"
+    assert PO.normalize_probe_kind("Inspect") == "inspect"
+    assert PO.normalize_probe_kind("TYPECHECK") == "typecheck"
     for bad in (None, "", "  ", 5):
-        with pytest.raises(P.ProbeError):
-            P.normalize_probe_kind(bad)
-    assert P.normalize_probe_lang(None) == "shell" and P.normalize_probe_lang(" HARN ") == "harn"
-    assert P.check_probe_body("  x ") == "  x "  # the body is not trimmed (it feeds the trace id)
-    with pytest.raises(P.ProbeError):
-        P.check_probe_body(" \n ")
+        with pytest.raises(PO.ProbeError):
+            PO.normalize_probe_kind(bad)
+    assert PO.normalize_probe_lang(None) == "shell" and PO.normalize_probe_lang(" HARN ") == "harn"
+    assert PO.check_probe_body("  x ") == "  x "  # the body is not trimmed (it feeds the trace id)
+    with pytest.raises(PO.ProbeError):
+        PO.check_probe_body(" \n ")
 
 
 # -- typecheck outcome ------------------------------------------------------------------------
@@ -255,17 +263,17 @@ def test_typecheck_json_without_summary_uses_exit_status() -> None:
 
 
 def test_eval_outcome_rules() -> None:
-    assert P.eval_outcome(success=True) == "pass"
-    assert P.eval_outcome(success=False) == "fail"
-    assert P.eval_outcome(success=True, stdout=" hi \n", expected="hi") == "pass"
-    assert P.eval_outcome(success=True, stdout="1\n", expected=1) == "fail"  # §D.6: int expected never matches
-    assert P.eval_outcome(success=True, timed_out=True) == "fail"
+    assert PO.eval_outcome(success=True) == "pass"
+    assert PO.eval_outcome(success=False) == "fail"
+    assert PO.eval_outcome(success=True, stdout=" hi \n", expected="hi") == "pass"
+    assert PO.eval_outcome(success=True, stdout="1\n", expected=1) == "fail"  # §D.6: int expected never matches
+    assert PO.eval_outcome(success=True, timed_out=True) == "fail"
 
 
 def test_commands_and_provenance() -> None:
     assert P.typecheck_command() == "harn check <snippet> --json"
     assert P.typecheck_command("/opt/harn") == "/opt/harn check <snippet> --json"
-    assert P.harn_eval_command() == "harn run <snippet>"
+    assert PO.harn_eval_command() == "harn run <snippet>"
     prov = P.probe_provenance("typecheck", None, P.typecheck_command(), {"editor": "vscode", "source": "x"})
     assert prov == {"command": "harn check <snippet> --json", "editor": "vscode", "probe_kind": "typecheck",
                     "source": "x"}
@@ -300,7 +308,7 @@ def test_parse_check_envelope_spec_example() -> None:
                                      message="type mismatch: expected int, found string", span=(33, 39),
                                      help="change the annotation or convert the value")
     assert env.summary == P.CheckSummary(ok=0, warnings=0, errors=1, diagnostics=1)
-    assert P.byte_span_to_lsp(I4_SOURCE, *diag.span) == ((1, 15), (1, 21))
+    assert byte_span_to_lsp(I4_SOURCE, *diag.span) == ((1, 15), (1, 21))
 
 
 @pytest.mark.parametrize("name", ["warning_ok", "lint_failed_with_data", "multiline_utf8_span", "changed_scope"])
@@ -378,16 +386,16 @@ def test_parse_check_envelope_tolerates_noise_and_junk_entries() -> None:
 def test_byte_span_utf16_columns() -> None:
     text = "a🚀é\nxyz"
     # a=1 byte, 🚀=4 bytes (2 UTF-16 units), é=2 bytes
-    assert P.byte_span_to_lsp(text, 1, 5) == ((0, 1), (0, 3))
-    assert P.byte_span_to_lsp(text, 5, 7) == ((0, 3), (0, 4))
-    assert P.byte_span_to_lsp(text, 8, 11) == ((1, 0), (1, 3))
+    assert byte_span_to_lsp(text, 1, 5) == ((0, 1), (0, 3))
+    assert byte_span_to_lsp(text, 5, 7) == ((0, 3), (0, 4))
+    assert byte_span_to_lsp(text, 8, 11) == ((1, 0), (1, 3))
 
 
 def test_byte_span_clamps_and_snaps() -> None:
     text = "é🚀\n"
-    assert P.byte_span_to_lsp(text, 1, 3) == ((0, 0), (0, 1))  # inside é / inside 🚀 -> char starts
-    assert P.byte_span_to_lsp(text, -5, 999) == ((0, 0), (1, 0))
-    assert P.byte_span_to_lsp("", 0, 3) == ((0, 0), (0, 0))
+    assert byte_span_to_lsp(text, 1, 3) == ((0, 0), (0, 1))  # inside é / inside 🚀 -> char starts
+    assert byte_span_to_lsp(text, -5, 999) == ((0, 0), (1, 0))
+    assert byte_span_to_lsp("", 0, 3) == ((0, 0), (0, 0))
 
 
 def test_byte_span_line_breaks() -> None:
@@ -402,4 +410,4 @@ def test_byte_span_line_breaks() -> None:
 def test_multiline_span() -> None:
     text = "let 🚀 = 1\nlet unused = 2\n"
     start = text.encode().index(b"unused")
-    assert P.byte_span_to_lsp(text, 4, start + 6) == ((0, 4), (1, 10))
+    assert byte_span_to_lsp(text, 4, start + 6) == ((0, 4), (1, 10))
