@@ -46,7 +46,7 @@ from harn_ls.text_positions import ByteIndex, Pos, Range, TextIndex
 
 KIND = "typecheck"
 SOURCE = "harn-probe"
-NAMESPACE = "project/facts"
+NAMESPACE = F.fact_namespace()  # Harn's default (project) scope: project/facts
 MAX_CAPTURE = 32 * 1024 * 1024  # bytes kept per stream; the rest is drained and dropped
 DRAIN_GRACE = 2.0  # seconds to wait for pipes after exit (an escaped grandchild may hold them)
 MISSING_BINARY = ("harn binary not found: {path!r}. Install Harn or point the `harnState.harnPath` setting "

@@ -20,7 +20,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from harn_ls.formats.harn_json import _rust_display_float, serde_compact, sha256_hex, stringify
 from harn_ls.formats.problems import Problem, Severity
@@ -467,14 +467,3 @@ def fact_from_record(record: "MemoryRecord", project_root: str, path: str) -> tu
         line_no=record.line_no,
     )
     return fact, []
-
-
-def facts_from_records(records: Iterable["MemoryRecord"], project_root: str, path: str) -> tuple[list[Fact], list[Problem]]:
-    facts: list[Fact] = []
-    problems: list[Problem] = []
-    for record in records:
-        fact, probs = fact_from_record(record, project_root, path)
-        if fact is not None:
-            facts.append(fact)
-        problems.extend(probs)
-    return facts, problems
