@@ -206,10 +206,6 @@ class LogView:
         self.requests, self.hitl_problems = hitl_fmt.derive(events, self.waitpoints, now, log_label=self.label,
                                                             path=self.path)
 
-    def rederive(self, now_ms: int | None = None) -> None:
-        """Re-evaluate deadlines (overdue) without reading anything."""
-        self._derive(now_ms)
-
     # ----------------------------------------------------------------- pages
     def page(self, topic: str, page: int, size: int) -> list[Event]:
         if not self.exists:

@@ -69,7 +69,7 @@ def test_hitl_pending_resolved_and_waitpoints_match_oracle(sample_view):
     # escalations never time out; the sample's approval/question deadlines are in the past -> overdue
     assert reqs[EXPECTED["ids"]["escalation_pending"]].state == "pending"
     assert reqs[EXPECTED["ids"]["approval_pending"]].state == "overdue"
-    sample_view.rederive(now_ms=hitl_fmt.parse_time_ms("2026-05-04T09:10:00Z"))
+    sample_view._derive(hitl_fmt.parse_time_ms("2026-05-04T09:10:00Z"))
     assert sample_view.requests[EXPECTED["ids"]["approval_pending"]].state == "pending"
     assert sample_view.requests[EXPECTED["ids"]["question_pending"]].state == "pending"
 
