@@ -187,10 +187,6 @@ def staging_name(target_base: str) -> str:
     return f".{target_base}{_STAGING_MARK}{uuid.uuid4().hex}{STAGING_SUFFIX}"
 
 
-def is_staging_name(name: str) -> bool:
-    return name.startswith(".") and _STAGING_MARK in name and name.endswith(STAGING_SUFFIX)
-
-
 def sweep_stale_staging(directory: str, base: str, older_than: float = 600.0) -> int:
     """Remove our own staging directories for `base` that a killed writer left behind.
 

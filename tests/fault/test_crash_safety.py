@@ -33,7 +33,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls.actions import is_staging_name
+from harn_ls.actions import STAGING_SUFFIX
 from harn_ls.formats import pattern_learning as pl
 from harn_ls.formats.problems import Severity
 from harn_ls.workspace import Workspace
@@ -53,6 +53,11 @@ LOGS = [f"sample/{PATTERN_LOG}", f"sample/{FACTS_LOG}", f"legacy/{PATTERN_LOG}"]
 LEGACY_LOG = LOGS[2]
 MARKER = f"legacy/.harn/memory/project/pattern-learning/{pl.MIGRATION_MARKER}"
 CRYSTAL = "sample/.burin/crystallization"
+
+
+def is_staging_name(name: str) -> bool:
+    """A harn-ls staging folder: `.<target>.harn-ls-<hex>.staging` (see harn_ls.actions.staging_name)."""
+    return name.startswith(".") and ".harn-ls-" in name and name.endswith(STAGING_SUFFIX)
 
 
 def fresh_copy(case: Path) -> None:
