@@ -163,10 +163,6 @@ class TranscriptEvent:
         return self.visibility == "private"
 
     @property
-    def is_compaction(self) -> bool:
-        return self.kind == "compaction"
-
-    @property
     def compaction(self) -> CompactionInfo | None:
         return CompactionInfo.from_metadata(self.metadata) if self.kind == "compaction" else None
 
@@ -197,10 +193,6 @@ class Transcript:
     problems: list[Problem] = field(default_factory=list)
 
     @property
-    def compactions(self) -> list[TranscriptEvent]:
-        return [e for e in self.events if e.kind == "compaction"]
-
-    @property
     def budget(self) -> Any:
         # Seed-only `metadata.transcript_budget`; shown verbatim (§G.2 [PROP]).
         return self.metadata.get("transcript_budget") if isinstance(self.metadata, dict) else None
@@ -214,15 +206,6 @@ class Transcript:
             if a.id == asset_id:
                 return a
         return None
-
-    def visible_events(self, *, include_internal: bool = True, include_private: bool = False) -> list[TranscriptEvent]:
-        keep = {"public"}
-        if include_internal:
-            keep.add("internal")
-        if include_private:
-            keep.add("private")
-        return [e for e in self.events if e.visibility in keep]
-
 
 def _typed(value: dict, name: str, types: tuple, problems: list[Problem], path: str, line: int, where: str) -> Any:
     if name not in value or value[name] is None:
@@ -327,18 +310,6 @@ def transcript_from_value(value: Any, source: str, *, path: str | None = None, l
     )
 
 
-def message_text(message: Any, *, hide_private: bool = True) -> str:
-    """Rendered text of one `messages[]` entry (string content or block list)."""
-    if not isinstance(message, dict):
-        return ""
-    role = message.get("role") if isinstance(message.get("role"), str) else None
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    blocks = content if isinstance(content, list) else ([content] if content is not None else [])
-    return render_blocks([normalize_block(b, role) for b in blocks], hide_private=hide_private)
-
-
 # -- llm_transcript.jsonl ------------------------------------------------------
 
 LLM_LINE_TYPES = ("system_prompt", "tool_schemas", "message", "routing_decision", "provider_call_request",
@@ -401,11 +372,6 @@ class LlmTranscript:
     steps: list[LlmStep]
     raw_captures: list[RawCapture]
     problems: list[Problem]
-
-    @property
-    def unknown_lines(self) -> list[LlmLine]:
-        return [l for l in self.lines if not l.known]
-
 
 def _raw_capture(path: str, line_no: int, value: dict, problems: list[Problem]) -> RawCapture:
     rel = value.get("path") if isinstance(value.get("path"), str) else None

@@ -24,6 +24,7 @@ from harn_ls.formats.memory import MemoryNamespace
 from harn_ls.recall import NamespaceIndex
 
 from tests.fuzz.common import SAMPLE, LEGACY
+from tests.helpers import transcripts as tr_helpers
 
 
 class Scratch:
@@ -92,8 +93,8 @@ def read_run(sc: Scratch, data: bytes) -> list:
     problems = list(run.problems)
     for tr in run.transcripts:
         problems += tr.problems
-        tr.visible_events(include_private=True)
-        tr.compactions
+        tr_helpers.visible_events(tr, include_private=True)
+        tr_helpers.compactions(tr)
     return problems
 
 
@@ -120,7 +121,7 @@ def read_transcript_value(sc: Scratch, value) -> list:
     for ev in tr.events:
         ev.visible_text
         ev.compaction
-    tr_fmt.message_text(value, hide_private=True) if isinstance(value, dict) else None
+    tr_helpers.message_text(value, hide_private=True) if isinstance(value, dict) else None
     return tr.problems
 
 

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from harn_ls.formats import runs, transcripts
-from harn_ls.formats.runs import list_run_records, read_run_record, read_worker_snapshot
+from harn_ls.formats.runs import read_run_record, read_worker_snapshot
 from harn_ls.formats.transcripts import read_llm_transcript, transcript_from_value
 
+from tests.helpers import transcripts as tr_helpers
+from tests.helpers.runs import is_run_record_path, list_run_records
 from tests.helpers.samples import SAMPLES  # noqa: E402
 PERSONAS = SAMPLES / "run-records/examples/personas/runs"
 LLM_DIR = SAMPLES / "llm-transcripts/crates/harn-cli/tests/fixtures/prefix_stability/stable-agent-loop"
@@ -71,9 +72,9 @@ def test_spec_transcript_views():
     # tool_result blocks default to internal.
     assert e3.blocks[0]["visibility"] == "internal" and e3.visibility == "internal"
     assert e4.is_private and e4.visible_text == ""
-    assert [e.id for e in t.visible_events()] == ["e1", "e2", "e3", "e5"]
-    assert [e.id for e in t.visible_events(include_internal=False)] == ["e1", "e2"]
-    assert e5.is_compaction and t.compactions == [e5]
+    assert [e.id for e in tr_helpers.visible_events(t)] == ["e1", "e2", "e3", "e5"]
+    assert [e.id for e in tr_helpers.visible_events(t, include_internal=False)] == ["e1", "e2"]
+    assert e5.kind == "compaction" and tr_helpers.compactions(t) == [e5]
     c = e5.compaction
     assert (c.mode, c.strategy, c.archived_messages, c.keep_last, c.tokens_saved) == ("manual", "summarize", 12, 4, 7700)
     assert e1.compaction is None
@@ -81,8 +82,8 @@ def test_spec_transcript_views():
     assert (a0.kind, a0.mime_type, a0.storage_path, a0.visibility) == ("image", "image/png", ".harn/assets/diagram.png", "internal")
     assert (a1.kind, a1.storage_path, a1.visibility) == ("blob", ".harn/assets/raw-dump.json", "internal")
     assert t.asset(ASSET_ID) is a0
-    assert transcripts.message_text(t.messages[0]) == "<image:diagram.png> review this diagram"
-    assert transcripts.message_text(t.messages[1]) == "Looks fine."
+    assert tr_helpers.message_text(t.messages[0]) == "<image:diagram.png> review this diagram"
+    assert tr_helpers.message_text(t.messages[1]) == "Looks fine."
 
 
 def test_private_block_hidden_from_visible_text_but_event_public():
@@ -164,10 +165,10 @@ def test_run_record_with_transcripts_and_sidecar(tmp_path):
     assert rec.usage["call_count"] == 1
     assert rec.llm_transcript_path == str(d / "run_0196-llm" / "llm_transcript.jsonl")
     assert list_run_records(str(d)) == [str(d / "run_0196.json")]
-    assert not runs.is_run_record_path(str(d / "run_0197.json.tmp"))
-    assert runs.is_run_record_path(str(d / "run_0196.json"))
-    assert not runs.is_run_record_path(str(d / "run_0196-llm" / "raw-provider" / "turn-0-request.json"))
-    assert not runs.is_run_record_path(str(d / "playground" / "job" / "launch.json"))
+    assert not is_run_record_path(str(d / "run_0197.json.tmp"))
+    assert is_run_record_path(str(d / "run_0196.json"))
+    assert not is_run_record_path(str(d / "run_0196-llm" / "raw-provider" / "turn-0-request.json"))
+    assert not is_run_record_path(str(d / "playground" / "job" / "launch.json"))
 
 
 def test_playground_run(tmp_path):
@@ -178,7 +179,7 @@ def test_playground_run(tmp_path):
     (job / "run-llm" / "llm_transcript.jsonl").write_text('{"type":"message","role":"user","content":"hi"}\n')
     (job / "task.txt").write_text("task")
     assert list_run_records(str(d)) == [str(job / "run.json")]
-    assert runs.is_run_record_path(str(job / "run.json"))
+    assert is_run_record_path(str(job / "run.json"))
     rec = read_run_record(str(job / "run.json"))
     assert (rec.id, rec.playground_job, rec.status) == ("run_x", "job-1", "running")
     assert rec.llm_transcript_path == str(job / "run-llm" / "llm_transcript.jsonl")
@@ -292,7 +293,7 @@ def test_llm_transcript_steps_unknown_and_torn(tmp_path):
     assert (s1.system_prompt_hash, s1.tool_schemas_hash, len(s1.messages)) == ("h1", "s1", 1)
     assert s1.request["model"] == "m" and s1.response["input_tokens"] == 3 and s1.interpreted["prose"] == "ok"
     assert s2.routing["selected_model"] == "m2" and s2.messages[0]["content"] == "next" and s2.response is None
-    assert [l.type for l in t.unknown_lines] == ["future_thing", "?"]
+    assert [l.type for l in t.lines if not l.known] == ["future_thing", "?"]
     codes = [(pr.code, pr.line) for pr in t.problems]
     assert ("HL-TR-004", 8) in codes and ("HL-JSONL-001", 14) in codes and ("HL-JSONL-004", 15) in codes
     assert ("HL-TR-005", 12) in codes and ("HL-TR-005", 13) in codes
