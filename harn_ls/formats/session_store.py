@@ -89,11 +89,6 @@ class Session:
     attributes: dict = field(default_factory=dict)
     next_event_id: int | None = None
 
-    @property
-    def usage_cost_usd(self) -> float | None:
-        return None if self.usage_cost_usd_micros is None else self.usage_cost_usd_micros / 1_000_000
-
-
 @dataclass(slots=True)
 class SessionEvent:
     session_id: str

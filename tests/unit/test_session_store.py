@@ -49,7 +49,7 @@ def test_v4_snapshot_and_directory_untouched(tmp_path):
     a, b = snap.sessions
     assert (a.title, a.persona, a.tags, a.attributes, a.event_count, a.last_event_id) == (
         "Fix flaky test", "review_captain", ["ci", "flaky"], {"branch": "main"}, 3, 3)
-    assert a.usage_cost_usd == 0.0045 and a.created_at.endswith("Z")
+    assert a.usage_cost_usd_micros / 1_000_000 == 0.0045 and a.created_at.endswith("Z")
     assert (b.status, b.session_type, b.parent_session_id, b.event_count) == ("closed", "subagent", "sess-a", 0)
     events = read_session_events(str(path), "sess-a")
     assert listing(path.parent) == before
