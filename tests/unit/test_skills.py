@@ -546,7 +546,7 @@ def test_loader_registry_entry_and_unknown_field_warning(tmp_path):
     inventory = sk.discover_skills(_single_root_paths(tmp_path, root, "cli"))
     assert len(inventory.skills) == vector["asserted"]["winners"]
     assert inventory.skills[0].short == vector["asserted"]["entry.short"]
-    assert [p for p in inventory.all_problems() if p.severity is not Severity.INFO] == []
+    assert [p for p in inventory.problems if p.severity is not Severity.INFO] == []
 
     vector = unit("loader-unknown-field-warning")
     root = tmp_path / "b" / "skills"
@@ -554,7 +554,7 @@ def test_loader_registry_entry_and_unknown_field_warning(tmp_path):
     inventory = sk.discover_skills(_single_root_paths(tmp_path, root, "cli"))
     assert len(inventory.skills) == vector["asserted"]["winners"]
     assert any(vector["asserted"]["some loader warning contains"] in p.message and p.severity is Severity.WARNING
-               for p in inventory.all_problems())
+               for p in inventory.problems)
 
 
 # --------------------------------------------------------------------------
@@ -689,7 +689,7 @@ def test_loader_verified_provenance_and_invalid_signature_warning(tmp_path):
     inventory = sk.discover_skills(_single_root_paths(tmp_path, root, "cli"), str(tmp_path / "trusted"))
     deploy = inventory.get("deploy")
     assert deploy.signature.signed and deploy.signature.trusted
-    assert [p for p in inventory.all_problems() if p.severity is not Severity.INFO] == []
+    assert [p for p in inventory.problems if p.severity is not Severity.INFO] == []
 
     vector = unit("loader-invalid-signature-warning")
     root = tmp_path / "skills2"
@@ -771,7 +771,7 @@ def test_signed_fixture_project_uses_local_signer_registry(tmp_path):
     unsigned = inventory.get("unsigned-review")
     assert signed.layer == "manifest" and signed.signature.status == sk.STATUS_VERIFIED
     assert unsigned.signature.status == sk.STATUS_MISSING_SIGNATURE
-    assert [p for p in inventory.all_problems() if p.severity is not Severity.INFO] == []
+    assert [p for p in inventory.problems if p.severity is not Severity.INFO] == []
     # An HTTP registry is never fetched.
     inventory = sk.discover_skills(paths, registry_url="https://example.invalid/signers")
     assert inventory.get("signed-review").signature.status == sk.STATUS_MISSING_SIGNER

@@ -37,9 +37,6 @@ class SkillInventory:
     # layers) followed by each skill's own (also kept on `Skill.problems`).
     problems: list[Problem]
 
-    def all_problems(self) -> list[Problem]:
-        return list(self.problems)
-
     def get(self, skill_id: str) -> Skill | None:
         for skill in self.skills:
             if skill.id == skill_id and skill.loadable and not _is_pattern_layer(skill.layer):
