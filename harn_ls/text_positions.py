@@ -102,11 +102,6 @@ class TextIndex:
 
     # -- code points ---------------------------------------------------------------
 
-    def line_column(self, offset: int) -> Pos:
-        """Code-point offset -> (line, code-point column)."""
-        line = self.line_of(offset)
-        return line, offset - self.starts[line]
-
     def offset_of_column(self, pos: Pos) -> int:
         """(line, code-point column) -> code-point offset, clamped like `offset`."""
         line, col = pos
