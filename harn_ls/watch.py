@@ -285,11 +285,6 @@ class StateWatcher:
         obs = self._observer
         return self._started and not self._stopped and obs is not None and obs.is_alive()
 
-    @property
-    def roots_watched(self) -> list[str]:
-        with self._lock:
-            return sorted(self._root_watches)
-
     def start(self) -> None:
         if self._started:
             return

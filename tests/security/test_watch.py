@@ -24,6 +24,7 @@ from harn_ls import paths as paths_mod  # noqa: E402
 from harn_ls.formats.skills import CODE_ROOT_OUTSIDE  # noqa: E402
 from harn_ls.watch import CODE_WATCH_BUDGET, StateWatcher  # noqa: E402
 from harn_ls.workspace import CODE_LINK_OUT, Workspace  # noqa: E402
+from tests.helpers.watch import roots_watched  # noqa: E402
 
 SAMPLE = REPO / "fixtures" / "sample-project"
 
@@ -74,7 +75,7 @@ def test_harn_toml_skill_paths_outside_are_refused(tmp_path, evil_tree, entry):
     w, added = _watch(paths)
     try:
         assert added < 60  # the project's own .harn tree; before: + every directory under the entry
-        assert not any(str(evil_tree) in r for r in w.roots_watched)
+        assert not any(str(evil_tree) in r for r in roots_watched(w))
     finally:
         w.stop()
     ws = Workspace(paths)
@@ -95,7 +96,7 @@ def test_committed_symlink_state_root_is_not_watched_or_read(tmp_path, evil_tree
     paths = paths_mod.resolve(str(proj), env={}, home=str(tmp_path / "home"))
     w, added = _watch(paths)
     try:
-        assert added < 60 and str(proj / ".harn-runs") not in w.roots_watched
+        assert added < 60 and str(proj / ".harn-runs") not in roots_watched(w)
     finally:
         w.stop()
     ws = Workspace(paths)
@@ -116,7 +117,7 @@ def test_symlink_root_appearing_later_is_not_watched(tmp_path, evil_tree):
         base = inotify_watches()
         os.symlink(evil_tree, proj / ".harn-runs")
         time.sleep(1.0)  # several supervisor rounds
-        assert str(proj / ".harn-runs") not in w.roots_watched
+        assert str(proj / ".harn-runs") not in roots_watched(w)
         assert inotify_watches() - base < 5
     finally:
         w.stop()
@@ -130,7 +131,7 @@ def test_watch_budget_gives_a_problem(tmp_path):
     w, added = _watch(paths, watch_budget=100)
     try:
         assert added <= 100
-        assert str(proj / ".harn") not in w.roots_watched
+        assert str(proj / ".harn") not in roots_watched(w)
         assert [p.code for p in w.problems] == [CODE_WATCH_BUDGET]
         assert "watch budget exceeded" in w.problems[0].message and "budget 100" in w.problems[0].message
     finally:
@@ -138,7 +139,7 @@ def test_watch_budget_gives_a_problem(tmp_path):
     # Within budget: watched, no problem.
     w, added = _watch(paths, watch_budget=1000)
     try:
-        assert str(proj / ".harn") in w.roots_watched and w.problems == []
+        assert str(proj / ".harn") in roots_watched(w) and w.problems == []
         assert added > 150
     finally:
         w.stop()
@@ -152,6 +153,6 @@ def test_environment_roots_outside_the_project_are_still_watched(tmp_path):
     assert paths.root_allowed(str(runs)) is None
     w, _ = _watch(paths)
     try:
-        assert str(runs) in w.roots_watched  # the user's own environment chose it
+        assert str(runs) in roots_watched(w)  # the user's own environment chose it
     finally:
         w.stop()

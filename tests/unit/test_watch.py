@@ -20,6 +20,8 @@ import pytest
 from harn_ls.paths import resolve
 from harn_ls.watch import StateWatcher, is_ignored_name
 
+from tests.helpers.watch import roots_watched
+
 ARRIVE = 10.0  # seconds to wait for something that must arrive
 
 
@@ -126,7 +128,7 @@ def test_single_write_and_atomic_rename(tmp_path, watcher_factory):
     root, paths = project(tmp_path)
     rec = Recorder()
     w = watcher_factory(paths, rec)
-    assert w.watching and str(root / ".harn") in w.roots_watched
+    assert w.watching and str(root / ".harn") in roots_watched(w)
     ev = root / ".harn" / "memory" / "ns" / "events.jsonl"
     append(ev)
     assert rec.wait_path(str(ev))
@@ -210,20 +212,20 @@ def test_root_appearing_after_start(tmp_path, watcher_factory):
     root, paths = project(tmp_path, harn=False)
     rec = Recorder()
     w = watcher_factory(paths, rec, health_interval=5.0)  # must not rely on the periodic check
-    assert w.watching and w.roots_watched == []
+    assert w.watching and roots_watched(w) == []
     ev = root / ".harn" / "memory" / "ns" / "events.jsonl"
     ev.parent.mkdir(parents=True)
     append(ev)  # written before (or while) the new watch is armed
     assert rec.wait_path(str(ev))
     assert any(r and str(root / ".harn") in p for _, p, r in rec.batches)  # root reported with rescan
-    assert str(root / ".harn") in w.roots_watched
+    assert str(root / ".harn") in roots_watched(w)
     rec.clear()
     append(ev)
     assert rec.wait_path(str(ev))  # and now watched normally
     # .harn-runs appears too; run records land via .tmp + rename (§G)
     runs = root / ".harn-runs"
     runs.mkdir()
-    assert rec.wait_for(lambda: str(runs) in w.roots_watched)
+    assert rec.wait_for(lambda: str(runs) in roots_watched(w))
     rec.clear()
     tmp = runs / "run_1.json.tmp"
     tmp.write_text("{}")
@@ -245,7 +247,7 @@ def test_deep_root_appearing(tmp_path, watcher_factory):
     skill.parent.mkdir(parents=True)
     skill.write_text("---\nname: deploy\n---\n")
     assert rec.wait_path(str(skill))
-    assert str(root / ".claude" / "skills") in w.roots_watched
+    assert str(root / ".claude" / "skills") in roots_watched(w)
 
 
 def test_root_deleted_and_recreated(tmp_path, watcher_factory):
@@ -258,13 +260,13 @@ def test_root_deleted_and_recreated(tmp_path, watcher_factory):
     rec.clear()
     shutil.rmtree(h)
     assert rec.wait_for(lambda: any(r and str(h) in p for _, p, r in rec.batches))
-    assert rec.wait_for(lambda: str(h) not in w.roots_watched)
+    assert rec.wait_for(lambda: str(h) not in roots_watched(w))
     rec.clear()
     ck = h / "checkpoints" / "a.json"
     ck.parent.mkdir(parents=True)
     ck.write_text("{}")
     assert rec.wait_path(str(ck))
-    assert str(h) in w.roots_watched
+    assert str(h) in roots_watched(w)
     rec.clear()
     ck.write_text('{"a": 1}')  # the non-atomic rewrite of §B.3
     assert rec.wait_path(str(ck))
@@ -286,7 +288,7 @@ def test_root_renamed_away_is_rearmed(tmp_path, watcher_factory):
     w = watcher_factory(paths, rec)
     h = root / ".harn"
     os.rename(h, root / ".harn.old")
-    assert rec.wait_for(lambda: str(h) not in w.roots_watched)
+    assert rec.wait_for(lambda: str(h) not in roots_watched(w))
     ev = h / "memory" / "ns" / "events.jsonl"
     ev.parent.mkdir(parents=True)
     append(ev)
@@ -434,7 +436,7 @@ def test_watch_limit_falls_back_to_polling(tmp_path, watcher_factory, monkeypatc
     with caplog.at_level(logging.WARNING, logger="harn_ls.watch"):
         w = watcher_factory(paths, rec, poll_interval=0.2)
     assert w.polling and w.watching and "falling back to polling" in caplog.text
-    assert str(root / ".harn") in w.roots_watched
+    assert str(root / ".harn") in roots_watched(w)
     ev = root / ".harn" / "memory" / "ns" / "events.jsonl"
     append(ev)
     assert rec.wait_path(str(ev))
