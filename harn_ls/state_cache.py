@@ -40,7 +40,9 @@ import orjson
 
 from harn_ls.cache_dir import cache_enabled, cache_root, project_cache_dir
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
+from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.workspace_runs import TranscriptSummary
 
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
@@ -519,11 +521,8 @@ def _run_row(run) -> dict:
 
 
 def _run_from_row(row: dict):
-    from harn_ls.formats.runs import RunRecord
-    from harn_ls.workspace import TranscriptSummary
-
     summaries = [TranscriptSummary(*t) for t in row["transcripts"]]
-    run = RunRecord(**{name: row[name] for name in _RUN_FIELDS})
+    run = runs_fmt.RunRecord(**{name: row[name] for name in _RUN_FIELDS})
     run.problems = [_problem_from_row(p) for p in row["problems"]]
     run.transcripts = summaries
     return run, summaries

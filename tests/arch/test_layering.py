@@ -49,7 +49,6 @@ KNOWN_LAZY_CYCLES = [
     ["harn_ls.cli", "harn_ls.watch_cli"],
     ["harn_ls.lsp.diagnostics", "harn_ls.lsp.probe"],
     ["harn_ls.lsp.documents", "harn_ls.lsp.server"],
-    ["harn_ls.state_cache", "harn_ls.workspace"],
     ["harn_ls.render", "harn_ls.render.checkpoint_history", "harn_ls.render.compare", "harn_ls.render.documents",
      "harn_ls.render.recall", "harn_ls.render.state_docs"],
 ]
