@@ -30,14 +30,14 @@ def _target(path: str | None) -> str:
     return target
 
 
-def _project(path: str | None, args=None) -> "object":
+def _project(path: str | None, args=None, memory_only: bool = False) -> "object":
     from harn_ls.workspace import Workspace
 
     # A one-shot command builds millions of long-lived objects and frees them at exit: the
     # cyclic collector would only rescan them (seconds on a big project).
     gc.disable()
     use_cache = args is not None and not getattr(args, "no_cache", False)
-    return Workspace.load(_target(path), cache=use_cache)
+    return Workspace.load(_target(path), cache=use_cache, memory_only=memory_only)
 
 
 def _dump(obj) -> None:
@@ -130,7 +130,7 @@ def cmd_recall(args) -> int:
     from harn_ls.render.recall import recall_json, render_recall_markdown
 
     path, (query,) = _split_path_and_rest(args.args, 1)
-    ws = _project(path, args)
+    ws = _project(path, args, memory_only=True)  # recall needs the memory namespaces only
     if args.namespace is not None and args.namespace not in ws.memory:
         raise UsageError(f"unknown namespace: {args.namespace}")
     result = ws.recall.recall(query, k=args.k, namespace=args.namespace, explain=args.explain)

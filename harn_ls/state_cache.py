@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from array import array
 import shutil
 import time
 import zlib
@@ -47,7 +48,7 @@ from harn_ls.workspace_runs import TranscriptSummary
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
 
-FORMAT = "harn-ls-state/1"
+FORMAT = "harn-ls-state/2"
 STATE_DIR = "state"
 MANIFEST = "manifest.json"
 TAIL_HASH_BYTES = 4096
@@ -140,8 +141,10 @@ def _fact_from_row(row: list, ns: str):
     return Fact(fid, kind, claim, conf, evidence, prov, asserted, valid, ns, rid, key, stored_at, line_no)
 
 
-def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> tuple[bytes, bytes]:
-    """(meta, records) documents of one materialized namespace."""
+def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> tuple[bytes, bytes, bytes, bytes]:
+    """(meta, records, rows, row index) of one materialized namespace. The active records are rows of
+    their own (one orjson array per line) so one can be decoded alone; the row index holds, per row,
+    (seq, end offset, CRC-32 of the row) as native int64 triples."""
     active, forgotten, hidden = len(space.active), len(space.forgotten), len(space.hidden)
     meta = {
         "seq": space.seq, "event_count": space.event_count, "last_event_at": space.last_event_at,
@@ -150,23 +153,35 @@ def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> tuple[byte
         "facts": [[seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
                   for seq, f, probs in fact_entries],
     }
+    dumps = orjson.dumps
+    rows = [dumps(record_row(r)) for r in space.active.values()]
+    index = array("q")
+    end = 0
+    for r, row in zip(space.active.values(), rows):
+        end += len(row) + 1
+        index.extend((r.seq, end, zlib.crc32(row)))
     records = {
-        "active": [record_row(r) for r in space.active.values()],
         "forgotten": sorted(space.forgotten),
         "hidden": [record_row(r) for r in space.hidden],
         "forgets": space.forgets,
     }
     opt = orjson.OPT_NON_STR_KEYS
-    return orjson.dumps(meta, option=opt), orjson.dumps(records, option=opt)
+    rows.append(b"")
+    return orjson.dumps(meta, option=opt), orjson.dumps(records, option=opt), b"\n".join(rows), index.tobytes()
 
 
-def fill_namespace(space: MemoryNamespace, data: bytes) -> None:
-    """Set the record-level state of a restored namespace from its records document."""
+def decode_rows(rows: bytes) -> list:
+    """Every row of a rows payload (orjson never writes a raw newline inside a document)."""
+    return orjson.loads(b"[" + rows[:-1].replace(b"\n", b",") + b"]") if rows else []
+
+
+def fill_namespace(space: MemoryNamespace, data: bytes, rows: bytes) -> None:
+    """Set the record-level state of a restored namespace from its records document and rows."""
     doc = orjson.loads(data)
     ns = space.namespace
     active: dict[int, MemoryRecord] = {}
     by_id: dict[str, list[int]] = {}
-    for row in doc["active"]:
+    for row in decode_rows(rows):
         r = record_from_row(row, ns)
         active[r.seq] = r
         seqs = by_id.get(r.id)
@@ -196,6 +211,8 @@ class StateCache:
         self._runs: dict[str, list] | None = None  # path -> [validator, row] as cached
         self._runs_seen: dict[str, list] = {}  # path -> [validator, row] for this run's save
         self._runs_changed = False
+        self.keep_runs = False  # the run records were not scanned this time: keep their entry as it is
+        self.readers: dict[str, RowReader] = {}  # namespace -> single records of its restored rows
 
     @classmethod
     def open(cls, project_root: str, env: Mapping[str, str] | None = None, enabled: bool = True) -> "StateCache | None":
@@ -269,23 +286,21 @@ class StateCache:
             facts = [(seq, None if f is None else _fact_from_row(f, ns), [_problem_from_row(p) for p in probs])
                      for seq, f, probs in meta["facts"]]
             summary = {k: meta[k] for k in ("seq", "event_count", "last_event_at", "config", "open_event", "sizes")}
-            records = self.open_payload(e.get("records"))  # open now: the folder may vanish before it is read
+            # open now: the folder may vanish before they are read
+            records, rows, rowidx = (self.open_payload(e.get(part)) for part in ("records", "rows", "rowidx"))
         except (CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             return None
 
-        desc = e["records"]
-
-        def load(space: MemoryNamespace, fh=records) -> None:
+        def load(space: MemoryNamespace) -> None:
             try:
-                with fh:
-                    data = fh.read()
-                if len(data) != desc["size"] or zlib.crc32(data) != desc["crc"]:
-                    raise CacheInvalid("records payload changed")
-                fill_namespace(space, data)
+                with records as fh:
+                    data = _checked(fh.read(), e["records"])
+                fill_namespace(space, data, _checked(_pread_all(rows), e["rows"]))
             except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
                 _replay(space, v["offset"])  # the log's bytes up to the offset were checked unchanged
 
         space = MemoryNamespace.restored(ns, path, summary, problems, load)
+        self.readers[ns] = RowReader(space, v["offset"], rows, e["rows"], rowidx, e["rowidx"])
         tail.offset = v["offset"]
         tail.line_no = v["line_no"]
         tail._ino = v["ino"]
@@ -398,10 +413,12 @@ class StateCache:
                 v = file_validator(path, tail.offset, tail.line_no, tail.torn_bytes, tail._head)
                 if v is None or v["ino"] != tail._ino:
                     continue
-                meta, records = namespace_payloads(space, ws._fact_entries(ns))
+                meta, records, rows, rowidx = namespace_payloads(space, ws._fact_entries(ns))
                 stem = f"ns{i}-{hashlib.sha256(ns.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
                 entry = {"path": path, "validator": v, "meta": self._write_payload(stem + ".meta.json", meta, token),
-                         "records": self._write_payload(stem + ".records.json", records, token), "index": None}
+                         "records": self._write_payload(stem + ".records.json", records, token),
+                         "rows": self._write_payload(stem + ".rows.jsonl", rows, token),
+                         "rowidx": self._write_payload(stem + ".rowidx.bin", rowidx, token), "index": None}
                 wrote = True
             index = ws._recall.indexes.get(ns) if ws._recall is not None else None
             if index is not None and (not unchanged or not entry.get("index")):
@@ -409,7 +426,7 @@ class StateCache:
                 wrote = True
             out[ns] = entry
         runs_desc = self.manifest.get("runs") if self.manifest else None
-        if self._runs_changed or set(self._runs_seen) != set(self._cached_runs()):
+        if not self.keep_runs and (self._runs_changed or set(self._runs_seen) != set(self._cached_runs())):
             runs_desc = self._write_payload("runs.json", orjson.dumps(self._runs_seen), token)
             wrote = True
         if not wrote and set(out) == set(old):
@@ -484,6 +501,84 @@ class StateCache:
         return existed
 
 
+def _checked(data: bytes, desc: Mapping) -> bytes:
+    if len(data) != desc["size"] or zlib.crc32(data) != desc["crc"]:
+        raise CacheInvalid("payload changed")
+    return data
+
+
+def _pread_all(fh) -> bytes:
+    """The whole of an open payload file, whatever its read position (several readers share it)."""
+    size = os.fstat(fh.fileno()).st_size
+    return os.pread(fh.fileno(), size, 0)
+
+
+class RowReader:
+    """Single active records of a restored namespace, read from its cached rows on demand.
+
+    Each row is checked against its CRC-32 from the row index (itself checked against the manifest)
+    and must carry the sequence asked for; anything else - a short read, a changed byte, a row index
+    that does not fit - makes the reader give up on the cache and project the log again up to the
+    cached offset (the bytes the validator showed unchanged), which is what the rows held."""
+
+    def __init__(self, space: MemoryNamespace, offset: int, rows, rows_desc: Mapping, rowidx, rowidx_desc: Mapping):
+        self.space, self.offset = space, offset
+        self._rows, self._rows_desc, self._rowidx, self._rowidx_desc = rows, rows_desc, rowidx, rowidx_desc
+        self._pos: dict[int, int] | None = None
+        self._ends: array | None = None
+        self._crcs: array | None = None
+        self._fallback: dict[int, MemoryRecord] | None = None
+
+    def seqs(self) -> list[int] | None:
+        """The row sequences in row order, None when the row index is not usable."""
+        try:
+            data = _checked(_pread_all(self._rowidx), self._rowidx_desc)
+            idx = array("q")
+            if len(data) % (3 * idx.itemsize):
+                raise CacheInvalid("row index size")
+            idx.frombytes(data)
+        except (OSError, CacheInvalid, KeyError, TypeError, ValueError):
+            return None
+        seqs, ends = idx[0::3].tolist(), idx[1::3]
+        if ends and (ends[-1] != self._rows_desc.get("size") or any(b <= a for a, b in zip([0, *ends], ends))):
+            return None
+        self._pos = dict(zip(seqs, range(len(seqs))))
+        self._ends, self._crcs = ends, idx[2::3]
+        return seqs if len(self._pos) == len(seqs) else None
+
+    def record(self, seq: int) -> MemoryRecord:
+        if self._fallback is None and self._pos is not None:
+            i = self._pos.get(seq)
+            if i is not None:
+                start = self._ends[i - 1] if i else 0
+                try:
+                    row = os.pread(self._rows.fileno(), self._ends[i] - start - 1, start)
+                    if zlib.crc32(row) == self._crcs[i]:
+                        r = record_from_row(orjson.loads(row), self.space.namespace)
+                        if r.seq == seq:
+                            return r
+                except (OSError, orjson.JSONDecodeError, TypeError, ValueError):
+                    pass
+        return self.all()[seq]
+
+    def all(self) -> dict[int, MemoryRecord]:
+        """seq -> record of every row (one read, checked as a whole)."""
+        if self._fallback is not None:
+            return self._fallback
+        try:
+            out = {}
+            ns = self.space.namespace
+            for row in decode_rows(_checked(_pread_all(self._rows), self._rows_desc)):
+                r = record_from_row(row, ns)
+                out[r.seq] = r
+            return out
+        except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            fresh = MemoryNamespace(self.space.namespace, self.space.path)
+            _replay(fresh, self.offset)
+            self._fallback = fresh.active
+            return self._fallback
+
+
 def _replay(space: MemoryNamespace, offset: int) -> None:
     """Fallback when a checked records document still does not decode: re-read the log up to the
     cached offset (the validator showed those bytes unchanged)."""
@@ -533,7 +628,7 @@ def _names(manifest: dict) -> set[str]:
     if isinstance(manifest.get("runs") if manifest else None, dict):
         names.add(manifest["runs"].get("name"))
     for e in (manifest.get("namespaces") or {}).values() if manifest else ():
-        for part in ("meta", "records"):
+        for part in ("meta", "records", "rows", "rowidx"):
             if isinstance(e.get(part), dict):
                 names.add(e[part].get("name"))
         for d in (e.get("index") or {}).values():
@@ -597,24 +692,33 @@ def touch(cache: StateCache) -> None:
 def restore_index(cache: StateCache, ns: str, space: MemoryNamespace, base: dict | None = None):
     """The recall index of a namespace from the cache, over `base` (the records it was built
     over: the namespace's active records as restored); None when missing or not consistent."""
+    # numpy and the index are loaded only when recall is used: `inspect` never needs them
     import numpy as np
 
-    from harn_ls.recall import NamespaceIndex, _Doc
+    # (same reason: the index module imports numpy)
+    from harn_ls.recall.index import NamespaceIndex, _Doc, _LazyDocs, _LazySlots
 
     desc = cache.index_entry(ns)
     if desc is None:
         return None
-    records = space.active if base is None else base
+    reader = cache.readers.get(ns) if base is None and not space.materialized else None
+    records = None if reader is not None else space.active if base is None else base
     try:
         arrays, terms, total = cache.load_index_arrays(desc)
         seqs = arrays["seqs"].tolist()
         n, nterms = len(seqs), len(terms)
         off, pslot, pcode = arrays["off"], arrays["pslot"], arrays["pcode"]
-        if n != len(records) or len(arrays["dl"]) != n or len(arrays["df"]) != nterms or len(off) != nterms + 1 \
+        if reader is not None:
+            rows = reader.seqs()  # the namespace as restored, unchanged since: the index's records
+            if rows is None or len(rows) != n or set(rows) != set(seqs):
+                raise CacheInvalid("index and rows differ")
+        elif n != len(records):
+            raise CacheInvalid("index and records differ")
+        if len(arrays["dl"]) != n or len(arrays["df"]) != nterms or len(off) != nterms + 1 \
                 or int(off[0]) != 0 or int(off[-1]) != len(pslot) or len(pcode) != len(pslot) \
                 or (len(pslot) and (int(pslot.min()) < 0 or int(pslot.max()) >= n)) or bool(np.any(np.diff(off) < 0)):
             raise CacheInvalid("index arrays do not fit together")
-        srec = [records[s] for s in seqs]
+        srec = None if reader is not None else [records[s] for s in seqs]
     except (CacheInvalid, KeyError, TypeError, ValueError):
         return None
     idx = NamespaceIndex(ns, space.config, os.path.dirname(space.path))
@@ -624,8 +728,12 @@ def restore_index(cache: StateCache, ns: str, space: MemoryNamespace, base: dict
     idx._dl = np.array(arrays["dl"], dtype=np.int32)
     idx._alive = np.ones(n, dtype=bool)
     idx._nslots = n
-    idx._srec = srec
-    idx.docs = {r.seq: _Doc(r, slot) for slot, r in enumerate(srec)}
+    if srec is None:
+        idx.docs = _LazyDocs(seqs, reader.record, reader.all)
+        idx._srec = _LazySlots(idx.docs)
+    else:
+        idx._srec = srec
+        idx.docs = {r.seq: _Doc(r, slot) for slot, r in enumerate(srec)}
     idx.total_tokens = total
     idx._off, idx._pslot, idx._pcode = off, pslot, pcode  # read-only maps; a merge replaces them
     return idx

@@ -107,16 +107,22 @@ class Workspace(RunsPart, RecallPart):
         self._index_deltas: dict[str, list[MemoryDelta]] = {}
         self.loaded_at = 0.0
         self.generation = 0  # bumped on every change, used to cache rendered text
+        self._memory_only = False  # Workspace.load(memory_only=True): see there
 
     # ------------------------------------------------------------------ load
     @classmethod
     def load(cls, path: str, env: Mapping[str, str] | None = None, home: str | None = None,
-             cache: bool = False) -> "Workspace":
+             cache: bool = False, memory_only: bool = False) -> "Workspace":
         """Read the project. With `cache`, namespaces whose logs the state cache still matches are
-        restored from it (plus any appended bytes) instead of re-read; `save_cache()` writes it back."""
+        restored from it (plus any appended bytes) instead of re-read; `save_cache()` writes it back.
+        `memory_only` (a one-shot recall): only the memory namespaces and their facts are read;
+        checkpoints, skills, runs, sessions and the rest stay empty (and their cache entries kept)."""
         ws = cls(paths_mod.resolve(path, env=env, home=home), env)
+        ws._memory_only = memory_only
         if cache:
             ws._state_cache = StateCache.open(ws.root, env)
+            if ws._state_cache is not None:
+                ws._state_cache.keep_runs = memory_only
         ws.rescan()
         return ws
 
@@ -187,6 +193,9 @@ class Workspace(RunsPart, RecallPart):
         changes.kinds.update({"memory", "facts", "pattern", "checkpoints", "skills", "runs", "sessions", "roots"})
         for ns, path in self._discover_namespaces().items():
             self._load_namespace(ns, path, changes)
+        if self._memory_only:
+            self.generation += 1
+            return changes
         self._refresh_pattern(changes)
         self._scan_checkpoints(changes)
         self._refresh_skills(changes)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import heapq
 import math
 import os
+from collections.abc import Mapping
 from itertools import compress, count, repeat
 from operator import is_
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -31,6 +32,51 @@ class _Doc:
         self.record = record
         self.slot = slot  # dense document slot in the index arrays
         self.vec_hash: str | None = None  # sha256 of the searchable text, computed lazily
+
+
+class _LazyDocs(Mapping):
+    """seq -> `_Doc` of an index restored from the state cache: a record is decoded the first
+    time it is asked for (a query touches only its hits and the ties at the cut), never all at once
+    unless the index is modified (`NamespaceIndex._materialize`)."""
+
+    def __init__(self, seqs: list[int], fetch: Callable[[int], MemoryRecord],
+                 fetch_all: Callable[[], dict[int, MemoryRecord]]) -> None:
+        self.seqs = seqs  # slot -> seq
+        self._slot = dict(zip(seqs, range(len(seqs))))
+        self._docs: dict[int, _Doc] = {}
+        self._fetch = fetch
+        self.fetch_all = fetch_all
+
+    def __getitem__(self, seq: int) -> _Doc:
+        doc = self._docs.get(seq)
+        if doc is None:
+            slot = self._slot[seq]  # KeyError for an unknown seq, as a dict
+            doc = self._docs[seq] = _Doc(self._fetch(seq), slot)
+        return doc
+
+    def __contains__(self, seq: object) -> bool:
+        return seq in self._slot
+
+    def __iter__(self):
+        return iter(self.seqs)
+
+    def __len__(self) -> int:
+        return len(self.seqs)
+
+
+class _LazySlots:
+    """slot -> record over `_LazyDocs` (read-only; every slot is alive)."""
+
+    __slots__ = ("_docs",)
+
+    def __init__(self, docs: _LazyDocs) -> None:
+        self._docs = docs
+
+    def __getitem__(self, slot: int) -> MemoryRecord:
+        return self._docs[self._docs.seqs[slot]].record
+
+    def __len__(self) -> int:
+        return len(self._docs)
 
 
 # Harn's per-query-term field boost, `(0.4 if in key) + (0.25 if in tags)`,
@@ -197,7 +243,17 @@ class NamespaceIndex:
             self._df[:nterms] -= np.bincount(np.array(self._tail_dec, dtype=np.int64), minlength=nterms)
             self._tail_dec = []
 
+    def _materialize(self) -> None:
+        """Decode every record of a lazily restored index before it is modified."""
+        docs = self.docs
+        if isinstance(docs, _LazyDocs):
+            by_seq = docs.fetch_all()
+            srec = [by_seq[s] for s in docs.seqs]
+            self._srec = srec
+            self.docs = {r.seq: _Doc(r, slot) for slot, r in enumerate(srec)}
+
     def add(self, record: MemoryRecord) -> None:
+        self._materialize()
         seq = record.seq
         if seq in self.docs:
             self.remove(seq)
@@ -223,6 +279,7 @@ class NamespaceIndex:
 
     def add_many(self, records: Iterable[MemoryRecord]) -> None:
         """Add records in one vectorised pass (same result as `add` one by one)."""
+        self._materialize()
         batch: dict[int, MemoryRecord] = {}
         for r in records:  # a later record with the same sequence replaces an earlier one
             batch.pop(r.seq, None)
@@ -250,6 +307,7 @@ class NamespaceIndex:
         self._maybe_merge()
 
     def _drop(self, seq: int) -> tuple[MemoryRecord, list[str]] | None:
+        self._materialize()
         doc = self.docs.pop(seq, None)
         if doc is None:
             return None
@@ -322,6 +380,7 @@ class NamespaceIndex:
     def _merge(self, renumber: bool = False) -> None:
         """Fold the overflow into the sorted main arrays, dropping dead postings;
         with `renumber`, also pack the live slots and forget unused terms."""
+        self._materialize()
         self._flush()
         m = self._m
         nterms = len(self._terms)

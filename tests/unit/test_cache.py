@@ -274,6 +274,10 @@ def test_no_pickle_in_the_cache(project, cache_env):
         data = f.read_bytes()
         if f.name.endswith(".npy"):
             assert data.startswith(b"\x93NUMPY") and b"'O'" not in data[:200]  # no object arrays
+        elif f.name.endswith(".rows.jsonl"):
+            assert all(isinstance(orjson.loads(line), list) for line in data.splitlines())  # one JSON row a line
+        elif f.name.endswith(".rowidx.bin"):
+            assert len(data) % 24 == 0  # (seq, end offset, CRC-32) int64 triples, nothing else
         else:
             orjson.loads(data)  # plain JSON
 
@@ -294,7 +298,7 @@ def test_old_payloads_are_swept_and_size_is_capped(project, tmp_path, cache_env,
     manifest = orjson.loads((folder / MANIFEST).read_bytes())
     named = {MANIFEST, manifest["runs"]["name"]}
     for e in manifest["namespaces"].values():
-        named |= {e["meta"]["name"], e["records"]["name"]}
+        named |= {e["meta"]["name"], e["records"]["name"], e["rows"]["name"], e["rowidx"]["name"]}
         named |= {d["name"] for d in (e["index"] or {}).values() if isinstance(d, dict)}
     assert {f.name for f in folder.iterdir()} == named
     # another, older project's state is evicted once the root is over its cap
