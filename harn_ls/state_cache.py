@@ -48,7 +48,7 @@ from harn_ls.workspace_runs import TranscriptSummary
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
 
-FORMAT = "harn-ls-state/2"
+FORMAT = "harn-ls-state/3"
 STATE_DIR = "state"
 MANIFEST = "manifest.json"
 TAIL_HASH_BYTES = 4096
@@ -133,6 +133,12 @@ def _fact_row(f) -> list:
             f.memory_key, f.stored_at, f.line_no]
 
 
+def _facts_from_rows(rows: list, ns: str) -> list:
+    """[(seq, Fact or None, problems)] of a namespace's cached fact rows (checked with its meta payload)."""
+    return [(seq, None if f is None else _fact_from_row(f, ns), [_problem_from_row(p) for p in probs])
+            for seq, f, probs in rows]
+
+
 def _fact_from_row(row: list, ns: str):
     from harn_ls.formats.facts import Evidence, Fact, FileRange
 
@@ -141,18 +147,23 @@ def _fact_from_row(row: list, ns: str):
     return Fact(fid, kind, claim, conf, evidence, prov, asserted, valid, ns, rid, key, stored_at, line_no)
 
 
-def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> tuple[bytes, bytes, bytes, bytes]:
-    """(meta, records, rows, row index) of one materialized namespace. The active records are rows of
-    their own (one orjson array per line) so one can be decoded alone; the row index holds, per row,
-    (seq, end offset, CRC-32 of the row) as native int64 triples."""
+PAYLOADS = {"meta": ".meta.json", "facts": ".facts.json", "records": ".records.json", "rows": ".rows.jsonl",
+            "rowidx": ".rowidx.bin"}
+
+
+def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> dict[str, bytes]:
+    """The payloads (PAYLOADS) of one materialized namespace. The facts are a payload of their own (a
+    one-shot recall does not decode them); the active records are rows (one orjson array a line) so one
+    can be decoded alone; the row index holds, per row, (seq, end offset, CRC-32 of the row) as native
+    int64 triples."""
     active, forgotten, hidden = len(space.active), len(space.forgotten), len(space.hidden)
     meta = {
         "seq": space.seq, "event_count": space.event_count, "last_event_at": space.last_event_at,
         "config": space.config, "open_event": space.open_event, "sizes": [active, forgotten, hidden],
         "problems": [_problem_row(p) for p in space.problems],
-        "facts": [[seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
-                  for seq, f, probs in fact_entries],
     }
+    facts = [[seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
+             for seq, f, probs in fact_entries]
     dumps = orjson.dumps
     rows = [dumps(record_row(r)) for r in space.active.values()]
     index = array("q")
@@ -167,7 +178,8 @@ def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> tuple[byte
     }
     opt = orjson.OPT_NON_STR_KEYS
     rows.append(b"")
-    return orjson.dumps(meta, option=opt), orjson.dumps(records, option=opt), b"\n".join(rows), index.tobytes()
+    return {"meta": dumps(meta, option=opt), "facts": dumps(facts, option=opt), "records": dumps(records, option=opt),
+            "rows": b"\n".join(rows), "rowidx": index.tobytes()}
 
 
 def decode_rows(rows: bytes) -> list:
@@ -270,9 +282,10 @@ class StateCache:
             raise CacheInvalid(f"{desc['name']}: size differs")
         return fh
 
-    def restore_namespace(self, ns: str, path: str, tail: "JsonlTail") -> tuple[MemoryNamespace, list] | None:
-        """The cached namespace (records built lazily) and its facts [(seq, Fact or None, problems)],
-        with `tail` set to continue after the cached offset; None when there is no valid entry."""
+    def restore_namespace(self, ns: str, path: str, tail: "JsonlTail") -> tuple[MemoryNamespace, Any] | None:
+        """The cached namespace (records built lazily) and a function giving its facts
+        [(seq, Fact or None, problems)], with `tail` set to continue after the cached offset; None
+        when there is no valid entry."""
         e = self.entry(ns, path)
         if e is None:
             return None
@@ -283,8 +296,7 @@ class StateCache:
         try:
             meta = orjson.loads(self.read_payload(e.get("meta")))
             problems = [_problem_from_row(r) for r in meta["problems"]]
-            facts = [(seq, None if f is None else _fact_from_row(f, ns), [_problem_from_row(p) for p in probs])
-                     for seq, f, probs in meta["facts"]]
+            facts_data = self.read_payload(e.get("facts"))  # checked now, decoded when asked for
             summary = {k: meta[k] for k in ("seq", "event_count", "last_event_at", "config", "open_event", "sizes")}
             # open now: the folder may vanish before they are read
             records, rows, rowidx = (self.open_payload(e.get(part)) for part in ("records", "rows", "rowidx"))
@@ -307,7 +319,7 @@ class StateCache:
         tail._head = bytes.fromhex(v["head"])
         tail.torn_bytes = v["torn"]
         self.hits[ns] = state
-        return space, facts
+        return space, lambda: _facts_from_rows(orjson.loads(facts_data), ns)
 
     # -- run records: the slim record lists and documents need, by (dev, ino, size, mtime, ctime) --
     def _cached_runs(self) -> dict:
@@ -413,12 +425,10 @@ class StateCache:
                 v = file_validator(path, tail.offset, tail.line_no, tail.torn_bytes, tail._head)
                 if v is None or v["ino"] != tail._ino:
                     continue
-                meta, records, rows, rowidx = namespace_payloads(space, ws._fact_entries(ns))
                 stem = f"ns{i}-{hashlib.sha256(ns.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
-                entry = {"path": path, "validator": v, "meta": self._write_payload(stem + ".meta.json", meta, token),
-                         "records": self._write_payload(stem + ".records.json", records, token),
-                         "rows": self._write_payload(stem + ".rows.jsonl", rows, token),
-                         "rowidx": self._write_payload(stem + ".rowidx.bin", rowidx, token), "index": None}
+                entry = {"path": path, "validator": v, "index": None}
+                for part, data in namespace_payloads(space, ws._fact_entries(ns)).items():
+                    entry[part] = self._write_payload(stem + PAYLOADS[part], data, token)
                 wrote = True
             index = ws._recall.indexes.get(ns) if ws._recall is not None else None
             if index is not None and (not unchanged or not entry.get("index")):
@@ -539,9 +549,9 @@ class RowReader:
             idx.frombytes(data)
         except (OSError, CacheInvalid, KeyError, TypeError, ValueError):
             return None
-        seqs, ends = idx[0::3].tolist(), idx[1::3]
-        if ends and (ends[-1] != self._rows_desc.get("size") or any(b <= a for a, b in zip([0, *ends], ends))):
-            return None
+        seqs, ends = idx[0::3].tolist(), idx[1::3].tolist()
+        if ends and (ends[-1] != self._rows_desc.get("size") or ends[0] <= 0 or ends != sorted(ends)):
+            return None  # (each row is still checked by its CRC and sequence when read)
         self._pos = dict(zip(seqs, range(len(seqs))))
         self._ends, self._crcs = ends, idx[2::3]
         return seqs if len(self._pos) == len(seqs) else None
@@ -628,7 +638,7 @@ def _names(manifest: dict) -> set[str]:
     if isinstance(manifest.get("runs") if manifest else None, dict):
         names.add(manifest["runs"].get("name"))
     for e in (manifest.get("namespaces") or {}).values() if manifest else ():
-        for part in ("meta", "records", "rows", "rowidx"):
+        for part in PAYLOADS:
             if isinstance(e.get(part), dict):
                 names.add(e[part].get("name"))
         for d in (e.get("index") or {}).values():
@@ -710,7 +720,7 @@ def restore_index(cache: StateCache, ns: str, space: MemoryNamespace, base: dict
         off, pslot, pcode = arrays["off"], arrays["pslot"], arrays["pcode"]
         if reader is not None:
             rows = reader.seqs()  # the namespace as restored, unchanged since: the index's records
-            if rows is None or len(rows) != n or set(rows) != set(seqs):
+            if rows is None or len(rows) != n or (rows != seqs and set(rows) != set(seqs)):
                 raise CacheInvalid("index and rows differ")
         elif n != len(records):
             raise CacheInvalid("index and records differ")

@@ -16,13 +16,11 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 from harn_ls import paths as paths_mod
 from harn_ls import safe_read
-from harn_ls.extra_state import ExtraState
 from harn_ls.formats import checkpoints as ckpt_fmt
 from harn_ls.formats import facts as facts_fmt
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats import session_store as ss_fmt
-from harn_ls.formats import skills as skills_fmt
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, MemoryRecord, namespace_of
 from harn_ls.formats.problems import Problem, Severity
@@ -31,6 +29,8 @@ from harn_ls.workspace_recall import RecallPart
 from harn_ls.workspace_runs import RunsPart, TranscriptEntry, _json_files
 
 if TYPE_CHECKING:  # numpy (via recall) is imported only when recall is used: `inspect` never needs it
+    from harn_ls.extra_state import ExtraState
+    from harn_ls.formats import skills as skills_fmt
     from harn_ls.recall import RecallEngine
 
 PATTERN_NAMESPACE = "project/pattern-learning"
@@ -75,7 +75,8 @@ def _is_under(path: str, root: str) -> bool:
 class Workspace(RunsPart, RecallPart):
     def __init__(self, paths: paths_mod.ProjectPaths, env: Mapping[str, str] | None = None) -> None:
         self.paths = paths
-        self.extra = ExtraState(paths, env)  # event logs, HITL, store, receipts, worktrees, … (issue 16)
+        self._env = env
+        self._extra: ExtraState | None = None  # event logs, HITL, store, receipts, worktrees, … (issue 16)
         self.root = paths.project_root
         self.memory: dict[str, MemoryNamespace] = {}
         self._tails: dict[str, JsonlTail] = {}
@@ -108,6 +109,17 @@ class Workspace(RunsPart, RecallPart):
         self.loaded_at = 0.0
         self.generation = 0  # bumped on every change, used to cache rendered text
         self._memory_only = False  # Workspace.load(memory_only=True): see there
+        self._pending_facts: dict[str, object] = {}  # memory_only: cached facts not decoded (unless changed)
+
+    @property
+    def extra(self) -> ExtraState:
+        """Event logs, HITL, store, receipts, worktrees… (issue 16), made on first use."""
+        if self._extra is None:
+            # extra_state pulls in the HITL, event and SQLite readers (~60 ms): a one-shot recall never needs them
+            from harn_ls.extra_state import ExtraState
+
+            self._extra = ExtraState(self.paths, self._env)
+        return self._extra
 
     # ------------------------------------------------------------------ load
     @classmethod
@@ -183,6 +195,7 @@ class Workspace(RunsPart, RecallPart):
         self._cache_dirty.clear()
         self._index_base.clear()
         self._index_deltas.clear()
+        self._pending_facts.clear()
         self.checkpoints.clear()
         self.runs.clear()
         self._run_paths.clear()
@@ -247,18 +260,25 @@ class Workspace(RunsPart, RecallPart):
             self.memory[ns] = MemoryNamespace(ns, path)
             self._cache_dirty.add(ns)
         else:
-            self.memory[ns], fact_entries = restored
+            self.memory[ns], facts = restored
             self._index_deltas[ns] = []
-            for seq, fact, problems in fact_entries:
-                key = (ns, seq)
-                if problems:
-                    self._fact_problems[key] = problems
-                if fact is not None:
-                    self.facts[key] = fact
-                    self._index_fact(fact, key, changes)
+            if self._memory_only:
+                self._pending_facts[ns] = facts  # a one-shot recall never looks at them
+            else:
+                self._restore_facts(ns, facts, changes)
             changes.kinds.update(("memory", "facts"))
             changes.namespaces.add(ns)
         self._read_namespace(ns, changes)
+
+    def _restore_facts(self, ns: str, facts, changes: ChangeSet) -> None:
+        """Index the facts of a namespace restored from the cache (`facts()` decodes them)."""
+        for seq, fact, problems in facts():
+            key = (ns, seq)
+            if problems:
+                self._fact_problems[key] = problems
+            if fact is not None:
+                self.facts[key] = fact
+                self._index_fact(fact, key, changes)
 
     def _read_namespace(self, ns: str, changes: ChangeSet) -> None:
         path = self._ns_path[ns]
@@ -282,6 +302,8 @@ class Workspace(RunsPart, RecallPart):
             if not batch.lines:
                 continue
             changes.kinds.add("memory")  # even bad lines change the problem list
+            if ns in self._pending_facts:  # the namespace changes: its facts are needed to save it
+                self._restore_facts(ns, self._pending_facts.pop(ns), changes)
             changes.namespaces.add(ns)
             self._cache_dirty.add(ns)
             deltas = self._index_deltas.get(ns) if self._recall is None else None
@@ -298,6 +320,7 @@ class Workspace(RunsPart, RecallPart):
 
     def _forget_cached(self, ns: str) -> None:
         self._cache_dirty.add(ns)
+        self._pending_facts.pop(ns, None)
         self._index_base.pop(ns, None)
         self._index_deltas.pop(ns, None)
 
@@ -402,6 +425,9 @@ class Workspace(RunsPart, RecallPart):
     # ---------------------------------------------------------------- skills
     def _refresh_skills(self, changes: ChangeSet) -> None:
         old = self.skills
+        # the skills package pulls in a YAML loader (~30 ms): a one-shot recall never reads skills
+        from harn_ls.formats import skills as skills_fmt
+
         self.skills = skills_fmt.discover_skills(self.paths, self.paths.trusted_signers_dir)
         changes.kinds.add("skills")
         for inv in (old, self.skills):

@@ -298,7 +298,7 @@ def test_old_payloads_are_swept_and_size_is_capped(project, tmp_path, cache_env,
     manifest = orjson.loads((folder / MANIFEST).read_bytes())
     named = {MANIFEST, manifest["runs"]["name"]}
     for e in manifest["namespaces"].values():
-        named |= {e["meta"]["name"], e["records"]["name"], e["rows"]["name"], e["rowidx"]["name"]}
+        named |= {e[part]["name"] for part in ("meta", "facts", "records", "rows", "rowidx")}
         named |= {d["name"] for d in (e["index"] or {}).values() if isinstance(d, dict)}
     assert {f.name for f in folder.iterdir()} == named
     # another, older project's state is evicted once the root is over its cap

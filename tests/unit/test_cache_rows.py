@@ -136,3 +136,40 @@ def test_memory_only_load_keeps_the_rest_of_the_cache(project, cache_env):
     again = Workspace.load(str(project), cache=True)
     assert sorted(again.runs) == sorted(Workspace.load(str(project)).runs)
     assert again._state_cache.restore_run(next(iter(again._run_paths))) is not None  # still served from the cache
+
+
+def facts_view(ws: Workspace) -> dict:
+    return orjson.loads(orjson.dumps({
+        "facts": [[list(k), f.id, f.claim] for k, f in ws.facts.items()],
+        "problems": [list(k) for k in ws._fact_problems],
+        "by_file": {p: sorted(map(list, keys)) for p, keys in sorted(ws.facts_by_file.items())},
+    }, default=str))
+
+
+def test_memory_only_load_of_an_appended_namespace_saves_its_facts(project, cache_env):
+    fill(project)
+    facts_log = project / ".harn/memory/project/facts/events.jsonl"
+    with open(facts_log, "ab") as fh:
+        fh.write(orjson.dumps({"type": "store", "id": "mem_plain", "namespace": "project/facts", "key": "note/x",
+                               "value": "not a fact", "text": "not a fact", "tags": [],
+                               "stored_at": "2026-07-02T10:00:00.000000000+00:00"}) + b"\n")
+    ws = Workspace.load(str(project), cache=True, memory_only=True)
+    assert answers(ws) == answers(Workspace.load(str(project)))
+    assert ws.save_cache()
+    warm = Workspace.load(str(project), cache=True)
+    assert warm._state_cache.hits.get("project/facts") == "same"  # saved by the memory-only run
+    assert facts_view(warm) == facts_view(Workspace.load(str(project)))
+
+
+def test_damaged_facts_payload_is_never_trusted(project, cache_env):
+    fill(project)
+    expected = facts_view(Workspace.load(str(project)))
+    folder = Path(StateCache(str(project)).folder)
+    e = orjson.loads((folder / MANIFEST).read_bytes())["namespaces"]["project/facts"]
+    facts = folder / e["facts"]["name"]
+    data = bytearray(facts.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    facts.write_bytes(bytes(data))
+    ws = Workspace.load(str(project), cache=True)
+    assert "project/facts" not in ws._state_cache.hits  # re-read from its log
+    assert facts_view(ws) == expected
