@@ -109,6 +109,7 @@ class Workspace(RunsPart, RecallPart):
         self.loaded_at = 0.0
         self.generation = 0  # bumped on every change, used to cache rendered text
         self._memory_only = False  # Workspace.load(memory_only=True): see there
+        self._real_dirs: dict[str, str] = {}  # realpath memo, emptied when a scan or an apply starts
         self._pending_facts: dict[str, object] = {}  # memory_only: cached facts not decoded (unless changed)
 
     @property
@@ -183,6 +184,7 @@ class Workspace(RunsPart, RecallPart):
                 gc.enable()
 
     def _rescan(self) -> ChangeSet:
+        self._real_dirs.clear()
         self.memory.clear()
         self._tails.clear()
         self._ns_path.clear()
@@ -446,6 +448,7 @@ class Workspace(RunsPart, RecallPart):
     # ----------------------------------------------------------------- apply
     def apply(self, changed: Iterable[str]) -> ChangeSet:
         """Bring the model up to date with the given changed paths (files or dirs)."""
+        self._real_dirs.clear()
         changes = ChangeSet()
         paths = self.paths
         need_skills = need_pattern = need_sessions = False
@@ -532,7 +535,26 @@ class Workspace(RunsPart, RecallPart):
     def _leaves_project(self, path: str) -> bool:
         """Inside the project by name but outside once symlinks are resolved: never followed.
         (A root the environment puts outside the project, HARN_STATE_DIR=/elsewhere, is not affected.)"""
-        return _is_under(os.path.abspath(path), self.root) and not self.paths.is_inside_project(path)
+        p = os.path.abspath(path)
+        if not _is_under(p, self.root):
+            return False
+        real, real_root = self._realpath(p), self._realpath(self.root)
+        return not (real == real_root or real.startswith(real_root + os.sep))
+
+    def _realpath(self, path: str) -> str:
+        """os.path.realpath, with the real path of each directory remembered for one scan or apply
+        (a run folder holds thousands of files): a path that is not a symlink resolves to its
+        directory's real path plus its name."""
+        memo = self._real_dirs
+        got = memo.get(path)
+        if got is None:
+            parent, name = os.path.split(path)
+            if not name or name in (".", "..") or os.path.islink(path):
+                got = os.path.realpath(path)
+            else:
+                got = os.path.join(self._realpath(parent), name)
+            memo[path] = got
+        return got
 
     def _was_directory(self, path: str) -> bool:
         """A vanished path with a dot in its name (`.harn`, `notes.v2`) was a directory if something we
