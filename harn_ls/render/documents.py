@@ -6,7 +6,7 @@ import os
 
 from harn_ls.render import RenderSettings, StateUri, UriError, make_uri
 from harn_ls.render.limits import DOC_VALUE_BYTES, MAX_RESPONSE_BYTES, utf8_len
-from harn_ls.render.markdown import (capped_fence, capped_markdown, cell, code_cell, file_link, human_bytes, inline, link,
+from harn_ls.render.markdown import (capped_fence, capped_markdown, cell, code_cell, file_link, human_bytes, inline, link, moment,
                                      pretty_json, short_text)
 
 
@@ -406,7 +406,7 @@ def runs(ws, target: StateUri, settings: RenderSettings) -> str:
         return normalized_document(ws, run.id)
     out = [f"# Run — {cell(run.id)}", "", "| field | value |\n|---|---|",
            f"| status | {cell(run.status)} |", f"| workflow | {cell(run.workflow_name or run.workflow_id)} |",
-           f"| started | {cell(run.started_at)} |", f"| finished | {cell(run.finished_at)} |",
+           f"| started | {cell(moment(run.started_at))} |", f"| finished | {cell(moment(run.finished_at))} |",
            f"| file | {code_cell(_rel(ws, run.path))} · {human_bytes(run.size)} |", ""]
     from harn_ls.render import timeline
 

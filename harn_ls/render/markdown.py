@@ -23,6 +23,7 @@ New document renderers should use only these for data (see docs/guarantees.md).
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 from typing import Any
 from urllib.parse import quote
@@ -274,3 +275,23 @@ def short_text(text: Any, n: int = 80) -> str:
     raw = str(text or "")
     s = " ".join(raw[: n * 4 + 16].split())
     return s if len(s) <= n and len(raw) <= n * 4 + 16 else s[: n - 1] + "…"
+
+
+_EPOCH = re.compile(r"^\d{9,13}(\.\d+)?$")
+
+
+def moment(value: Any) -> Any:
+    """A timestamp for people: epoch seconds (or milliseconds) as UTC time with the raw number kept.
+
+    Run records written by some Harn mirrors hold `started_at` as epoch seconds; anything else
+    (RFC 3339 text, None) is returned unchanged.
+    """
+    text = str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+    if not isinstance(text, str) or not _EPOCH.match(text):
+        return value
+    seconds = float(text) / (1000 if len(text.split(".")[0]) == 13 else 1)
+    try:
+        stamp = _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return value
+    return f"{stamp:%Y-%m-%d %H:%M:%S} UTC (epoch {text})"

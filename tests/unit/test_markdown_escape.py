@@ -146,3 +146,12 @@ def test_five_megabyte_value():
     assert utf8_len(md) < 70_000
     assert "*… 5,178,880 more bytes* — [the file](file:///p/events.jsonl#L3)" in md
     assert one_line(big, 200).endswith("more bytes") and utf8_len(one_line(big, 200)) <= 200
+
+
+def test_moment_shows_epoch_seconds_and_millis_as_utc_and_keeps_text():
+    from harn_ls.render.markdown import moment
+
+    assert moment("1778235300") == "2026-05-08 10:15:00 UTC (epoch 1778235300)"
+    assert moment(1778235300123) == "2026-05-08 10:15:00 UTC (epoch 1778235300123)"
+    assert moment("2026-05-08T10:15:00Z") == "2026-05-08T10:15:00Z"
+    assert moment(None) is None and moment("12") == "12" and moment(True) is True
