@@ -6,15 +6,15 @@ from __future__ import annotations
 import heapq
 import math
 import os
-from collections.abc import Mapping
 from itertools import compress, count, repeat
 from operator import is_
-from typing import Callable, Iterable
+from typing import Iterable
 
 import numpy as np
 
 from harn_ls.formats.harn_json import sha256_hex
 from harn_ls.formats.memory import DEFAULT_CONFIG, MemoryDelta, MemoryRecord
+from harn_ls.recall.docs import _Doc, _LazyDocs
 from harn_ls.recall.results import Explain, TermExplain
 from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analyze, searchable_text
 from harn_ls.recall.vectors import read_cached_vector, sanitize_model_hint
@@ -23,60 +23,6 @@ K1 = 1.2
 B = 0.75
 KEY_BOOST = 0.4
 TAG_BOOST = 0.25
-
-
-class _Doc:
-    __slots__ = ("record", "slot", "vec_hash")
-
-    def __init__(self, record: MemoryRecord, slot: int) -> None:
-        self.record = record
-        self.slot = slot  # dense document slot in the index arrays
-        self.vec_hash: str | None = None  # sha256 of the searchable text, computed lazily
-
-
-class _LazyDocs(Mapping):
-    """seq -> `_Doc` of an index restored from the state cache: a record is decoded the first
-    time it is asked for (a query touches only its hits and the ties at the cut), never all at once
-    unless the index is modified (`NamespaceIndex._materialize`)."""
-
-    def __init__(self, seqs: list[int], fetch: Callable[[int], MemoryRecord],
-                 fetch_all: Callable[[], dict[int, MemoryRecord]]) -> None:
-        self.seqs = seqs  # slot -> seq
-        self._slot = dict(zip(seqs, range(len(seqs))))
-        self._docs: dict[int, _Doc] = {}
-        self._fetch = fetch
-        self.fetch_all = fetch_all
-
-    def __getitem__(self, seq: int) -> _Doc:
-        doc = self._docs.get(seq)
-        if doc is None:
-            slot = self._slot[seq]  # KeyError for an unknown seq, as a dict
-            doc = self._docs[seq] = _Doc(self._fetch(seq), slot)
-        return doc
-
-    def __contains__(self, seq: object) -> bool:
-        return seq in self._slot
-
-    def __iter__(self):
-        return iter(self.seqs)
-
-    def __len__(self) -> int:
-        return len(self.seqs)
-
-
-class _LazySlots:
-    """slot -> record over `_LazyDocs` (read-only; every slot is alive)."""
-
-    __slots__ = ("_docs",)
-
-    def __init__(self, docs: _LazyDocs) -> None:
-        self._docs = docs
-
-    def __getitem__(self, slot: int) -> MemoryRecord:
-        return self._docs[self._docs.seqs[slot]].record
-
-    def __len__(self) -> int:
-        return len(self._docs)
 
 
 # Harn's per-query-term field boost, `(0.4 if in key) + (0.25 if in tags)`,
