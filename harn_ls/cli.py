@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import re
 import sys
 
 
@@ -40,12 +41,19 @@ def _project(path: str | None, args=None, memory_only: bool = False) -> "object"
     return Workspace.load(_target(path), cache=use_cache, memory_only=memory_only)
 
 
+_NON_ASCII_OR_DEL = re.compile(rb"[\x7f-\xff]")
+
+
 def _dump(obj) -> None:
     import orjson
+
+    from harn_ls.render.terminal import safe_for_terminal
 
     out = sys.stdout
     out.flush()
     data = orjson.dumps(obj, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
+    if _NON_ASCII_OR_DEL.search(data):  # orjson escapes C0 controls but writes C1 and bidi controls raw
+        data = safe_for_terminal(data.decode("utf-8")).encode("utf-8")
     buf = getattr(out, "buffer", None)
     if buf is not None:
         buf.write(data)
@@ -100,6 +108,7 @@ def cmd_show(args) -> int:
 def _write_document(text: str, fmt: str) -> None:
     """text: Markdown without picture lines (the tables carry the same numbers); md: as served; svg: the pictures."""
     from harn_ls.render.svg import extract_pictures, strip_pictures
+    from harn_ls.render.terminal import markdown_to_text
 
     if fmt == "svg":
         pictures = extract_pictures(text)
@@ -109,7 +118,7 @@ def _write_document(text: str, fmt: str) -> None:
     elif fmt == "md":
         sys.stdout.write(text)
     else:
-        sys.stdout.write(strip_pictures(text))
+        sys.stdout.write(markdown_to_text(strip_pictures(text)))
 
 
 def cmd_compare(args) -> int:
@@ -373,6 +382,24 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0) if exc.code in (0, None) else 2
+    # start-up: harn_ls.render costs ~80 ms, so it is imported only once the arguments parsed
+    from harn_ls.render.terminal import TerminalSafeWriter
+
+    if args.func is not cmd_serve:
+        # data text (claims, names, messages) must not drive the terminal: every printed
+        # control character and bidi override becomes a visible \uXXXX escape
+        sys.stdout = TerminalSafeWriter(sys.stdout)
+        sys.stderr = TerminalSafeWriter(sys.stderr)
+    try:
+        return _run(args)
+    finally:
+        if isinstance(sys.stdout, TerminalSafeWriter):  # in-process callers (tests) get their streams back
+            sys.stdout = sys.stdout.wrapped
+        if isinstance(sys.stderr, TerminalSafeWriter):
+            sys.stderr = sys.stderr.wrapped
+
+
+def _run(args) -> int:
     try:
         return args.func(args)
     except UsageError as exc:

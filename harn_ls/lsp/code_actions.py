@@ -10,68 +10,17 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from harn_ls.lsp import protocol as P
-from harn_ls.render import UriError, make_uri, parse_uri
+from harn_ls.lsp.view_types import on_proposal_document, to_code_action
+from harn_ls.render.proposal_choices import proposal_at_line, proposal_choices
 
 
 def _proposal_actions(ws, proposal_id: str, skill_root: str) -> list[types.CodeAction]:
-    from harn_ls.actions import ActionFailed
-    from harn_ls.accept_plan import planned_files
-
-    prop = ws.proposal(proposal_id)
-    if prop is None:
-        return []
-    actions = []
-    try:
-        plan = planned_files(ws, prop, skill_root=skill_root)
-        conflict = next((f for f in plan.files if f.conflict), None)
-    except ActionFailed:
-        plan, conflict = None, None
-    if conflict is not None:
-        actions.append(types.CodeAction(
-            title=f"Compare with existing {os.path.relpath(conflict.path, ws.root)}",
-            kind=P.KIND_COMPARE,
-            command=types.Command(title="Compare with existing", command=P.CMD_COMPARE,
-                                  # `uri`: the server's raw text of what Accept would write (the client
-                                  # diffs it as it is; it never parses the rendered document)
-                                  arguments=[{"id": proposal_id, "path": conflict.path,
-                                              "uri": make_uri("proposals", proposal_id,
-                                                              file=os.path.relpath(conflict.path, ws.root).replace(os.sep, "/"))}]),
-            data={"id": proposal_id}))
-    elif plan is not None:
-        actions.append(types.CodeAction(
-            title=f"Accept skill {prop.name}", kind=P.KIND_ACCEPT,
-            command=types.Command(title=f"Accept skill {prop.name}", command=P.CMD_ACCEPT, arguments=[{"id": proposal_id}]),
-            data={"id": proposal_id}))
-    actions.append(types.CodeAction(
-        title="Reject for 14 days", kind=P.KIND_REJECT,
-        command=types.Command(title="Reject for 14 days", command=P.CMD_REJECT, arguments=[{"id": proposal_id, "days": 14}]),
-        data={"id": proposal_id}))
-    return actions
+    return [to_code_action(c) for c in proposal_choices(ws, proposal_id, skill_root)]
 
 
 async def proposal_document_actions(ls, uri: str) -> list[types.CodeAction]:
-    """Accept / Reject / Compare for a `harn-state:/proposals/<id>.md` document (actions and lenses)."""
-    try:
-        target = parse_uri(uri)
-    except UriError:
-        return []
-    if target.kind != "proposals":
-        return []
-    proj = ls.project_holding(target.kind, target.name, target.query.get("root"))
-    if proj is None or proj.ws is None:
-        return []
-    skill_root = ls.settings.skillRoot
-    return await proj.run(lambda: _proposal_actions(proj.ws, target.name, skill_root))
-
-
-def proposal_at_line(ws, events_path: str, line: int) -> str | None:
-    """The pending proposal whose store event is on this 1-based line of the pattern log."""
-    if ws.pattern is None:
-        return None
-    for prop in ws.pattern.pending:
-        if prop.record is not None and prop.record.line_no == line and os.path.samefile(ws.namespace_path("project/pattern-learning") or events_path, events_path):
-            return prop.id
-    return None
+    """Accept / Reject / Compare for a `harn-state:/proposals/<id>.md` document."""
+    return await on_proposal_document(ls, uri, _proposal_actions)
 
 
 def _wanted(context: types.CodeActionContext, kind: str) -> bool:

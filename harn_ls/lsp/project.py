@@ -14,6 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
+from harn_ls.render.fact_spans import FactSpanCache
 from harn_ls.workspace import ChangeSet, Workspace
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,7 @@ class Project:
         self.watcher = None
         self.load_seconds = 0.0
         self.last_batch_at = 0.0
+        self.fact_spans = FactSpanCache()  # hover / lens spans per source file; used on the worker thread only
 
     @property
     def root(self) -> str:

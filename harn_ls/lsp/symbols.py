@@ -1,25 +1,16 @@
-"""`workspace/symbol`: facts, memory keys, skills, proposals and runs, ranked by the recall engine."""
+"""`workspace/symbol`: the symbols of render/symbols.py, as LSP WorkspaceSymbols, within 1 MB."""
 
 from __future__ import annotations
-
-import os
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from harn_ls.render import make_uri
-from harn_ls.render.limits import DESCRIPTION_BYTES, LABEL_BYTES, MAX_RESPONSE_BYTES, one_line, utf8_len
+from harn_ls.render import symbols as S
+from harn_ls.render.limits import MAX_RESPONSE_BYTES, utf8_len
 
-LIMIT = 200
-_ZERO = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
-
-
-def _name(text) -> str:
-    return one_line(text, min(80, LABEL_BYTES)) or "?"
-
-
-def _container(text) -> str:
-    return one_line(text, DESCRIPTION_BYTES)
+LIMIT = S.LIMIT
+_KINDS = {S.FACT: types.SymbolKind.Constant, S.MEMORY: types.SymbolKind.Field, S.SKILL: types.SymbolKind.Module,
+          S.PROPOSAL: types.SymbolKind.Event, S.RUN: types.SymbolKind.Function}
 
 
 def _symbol_bytes(sym: types.WorkspaceSymbol) -> int:
@@ -39,51 +30,15 @@ def within_response(symbols: list) -> list:
     return out
 
 
-def _loc(uri: str, line: int = 0) -> types.Location:
-    return types.Location(uri=uri, range=types.Range(start=types.Position(line=line, character=0),
-                                                     end=types.Position(line=line, character=0)))
+def to_symbol(view: S.SymbolView) -> types.WorkspaceSymbol:
+    uri = from_fs_path(view.path) if view.path else view.uri
+    pos = types.Position(line=view.line, character=0)
+    return types.WorkspaceSymbol(name=view.name, kind=_KINDS[view.kind], container_name=view.container,
+                                 location=types.Location(uri=uri, range=types.Range(start=pos, end=pos)))
 
 
 def search_symbols(ws, query: str) -> list[types.WorkspaceSymbol]:
-    q = query.strip().lower()
-    out: list[types.WorkspaceSymbol] = []
-    seen: set[str] = set()
-    # Memory records and facts: ranked exactly as Harn's recall ranks them.
-    if q:
-        result = ws.recall.recall(query, k=100)
-        for hit in result.hits:
-            if hit.namespace == "project/pattern-learning":
-                continue  # pattern-learning bookkeeping; proposals are listed by name below
-            fact = ws.facts.get((hit.namespace, hit.seq))
-            if fact is not None:
-                rng = next((e.range for e in fact.evidence if e.range is not None), None)
-                loc = _loc(from_fs_path(os.path.join(ws.root, rng.path)), rng.start - 1) if rng else _loc(make_uri("facts", fact.id))
-                out.append(types.WorkspaceSymbol(name=_name(fact.claim), kind=types.SymbolKind.Constant,
-                                                 location=loc, container_name=_container(f"fact · {fact.kind} {fact.confidence:g}")))
-                seen.add(fact.id)
-            else:
-                out.append(types.WorkspaceSymbol(name=_name(hit.key), kind=types.SymbolKind.Field,
-                                                 location=_loc(make_uri("memory", hit.namespace)),
-                                                 container_name=_container(f"memory · {hit.namespace}")))
-    else:
-        for fact in list(ws.facts.values())[:LIMIT]:
-            out.append(types.WorkspaceSymbol(name=_name(fact.claim), kind=types.SymbolKind.Constant,
-                                             location=_loc(make_uri("facts", fact.id)), container_name=_container(f"fact · {fact.kind}")))
-    # Names of skills, proposals and runs: substring match.
-    if ws.skills is not None:
-        for sk in ws.skills.skills:
-            if q in sk.id.lower() or q in (sk.short or "").lower():
-                out.append(types.WorkspaceSymbol(name=_name(sk.id), kind=types.SymbolKind.Module,
-                                                 location=_loc(from_fs_path(sk.path)), container_name=_container(f"skill · {sk.layer}")))
-    for p in ws.pending_proposals():
-        if q in p.name.lower() or q in (p.title or "").lower() or q in p.id.lower():
-            out.append(types.WorkspaceSymbol(name=_name(p.title or p.name), kind=types.SymbolKind.Event,
-                                             location=_loc(make_uri("proposals", p.id)), container_name="pending proposal"))
-    for run in ws.runs.values():
-        if q in run.id.lower() or q in (run.workflow_name or "").lower():
-            out.append(types.WorkspaceSymbol(name=_name(run.workflow_name or run.id), kind=types.SymbolKind.Function,
-                                             location=_loc(make_uri("runs", run.id)), container_name=_container(f"run · {run.status}")))
-    return within_response(out[:LIMIT])
+    return within_response([to_symbol(v) for v in S.search_symbols(ws, query)])
 
 
 def register(server) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from harn_ls.formats.checkpoints import CheckpointFile, parse_checkpoint_bytes
-from harn_ls.render import UriError, make_uri
+from harn_ls.render.uri import UriError, make_uri
 from harn_ls.render.markdown import fence, human_bytes, pretty_json, short_text
 from harn_ls.render.svg import md_text
 

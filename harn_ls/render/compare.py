@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from harn_ls.render import UriError, make_uri
+from harn_ls.render.uri import UriError, make_uri
 from harn_ls.render.markdown import short_text
 from harn_ls.render.svg import fmt_ms, md_text
 from harn_ls.render.timeline import load_llm_log, parse_time

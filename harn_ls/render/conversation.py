@@ -16,10 +16,12 @@ from __future__ import annotations
 import base64
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 
 from harn_ls.render.markdown import pretty_json, summarize_value
 from harn_ls.render.svg import PICTURE_PREFIX, html_text, md_text
+from harn_ls.render.timeline import load_llm_log
 
 TEXT_LIMIT = 4000
 TOOL_LIMIT = 2000
@@ -88,8 +90,6 @@ def confined_image(project_root: str | None, storage_path: str | None, budget: i
     except OSError:
         return None, "file missing"
     try:
-        import stat
-
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return None, "not a regular file"
@@ -220,8 +220,6 @@ def context_for(ws, entry, tr, show_private: bool) -> Context:
     ctx = Context(getattr(ws, "root", None), {a.id: a for a in tr.assets if a.id}, show_private)
     run = ws.runs.get(entry.run_id) if getattr(entry, "run_id", None) else None
     if run is not None and len(run.transcripts) == 1:
-        from harn_ls.render.timeline import load_llm_log
-
         log = load_llm_log(run)
         for step in (log.steps if log is not None else []):
             resp = step.response if isinstance(step.response, dict) else {}

@@ -4,10 +4,38 @@ from __future__ import annotations
 
 import os
 
-from harn_ls.render import RenderSettings, StateUri, UriError, make_uri
-from harn_ls.render.limits import DOC_VALUE_BYTES, MAX_RESPONSE_BYTES, utf8_len
+from harn_ls.accept_plan import planned_files
+from harn_ls.formats.checkpoints import running_now
+from harn_ls.formats.facts import date_now_iso
+from harn_ls.formats.locks import session_running
+from harn_ls.formats.pattern_learning import is_suppressed
+from harn_ls.formats.session_store import read_session_events
+from harn_ls.formats.transcripts import TranscriptEvent, blocks_visibility, normalize_block, read_llm_transcript
+from harn_ls.render.checkpoint_history import history_section, version_document
+from harn_ls.render.conversation import context_for, render_event
+from harn_ls.render.compare import compare_document, normalized_document
+from harn_ls.render.limits import DOC_VALUE_BYTES, MAX_RESPONSE_BYTES, cap_response, utf8_len
 from harn_ls.render.markdown import (capped_fence, capped_markdown, cell, code_cell, file_link, human_bytes, inline, link, moment,
                                      pretty_json, short_text)
+from harn_ls.render.memory_charts import namespace_section
+from harn_ls.render.recall import render_recall_markdown
+from harn_ls.render.state_docs import RENDERERS as STATE_RENDERERS
+from harn_ls.render.timeline import section as timeline_section
+from harn_ls.render.uri import RenderSettings, StateUri, UriError, make_uri, parse_uri
+from harn_ls.staleness import fact_staleness
+
+
+def render_uri(ws, uri: str, settings: RenderSettings | None = None) -> str:
+    """The Markdown of one `harn-state:` document, at most `MAX_RESPONSE_BYTES`."""
+    return cap_bytes(render(ws, parse_uri(uri), settings or RenderSettings()))
+
+
+def cap_bytes(text: str, limit: int = MAX_RESPONSE_BYTES) -> str:
+    """A whole document: at most `limit` bytes. Renderers cut each value well below this
+    (see `render.limits`); this is the backstop for a document made of very many values."""
+    note = ("\n\n> harn-ls: this document was cut at 1 MB (every response is at most 1 MB); "
+            "open a narrower page.\n")
+    return cap_response(text, limit, note)
 
 
 def render(ws, target: StateUri, settings: RenderSettings) -> str:
@@ -77,9 +105,6 @@ def index(ws, target: StateUri, settings: RenderSettings) -> str:
         out.append("\n> **Pattern learning is disabled** (`enabled: false` in the state record): Harn records no new proposals.")
     if ws.migration_needed:
         out.append("\n> Legacy Burin pattern-learning streams found and not migrated yet — run *Harn State: Migrate pattern learning*.")
-    from harn_ls.formats.pattern_learning import is_suppressed
-    from harn_ls.formats.facts import date_now_iso
-
     now = date_now_iso()
     shown = 0
     for prop in pending:
@@ -149,15 +174,13 @@ def _index(ws, target, settings):
 
 # ------------------------------------------------------------ checkpoints
 def checkpoints(ws, target: StateUri, settings: RenderSettings) -> str:
-    from harn_ls.render import checkpoint_history
-
     if target.query.get("version"):
         try:
             n = int(target.query["version"])
         except ValueError:
             raise UriError(f"version must be a number: {target.query['version']!r}") from None
-        return checkpoint_history.version_document(ws, target.name, n)
-    return _checkpoints_current(ws, target, settings) + "\n".join(checkpoint_history.history_section(ws, target.name))
+        return version_document(ws, target.name, n)
+    return _checkpoints_current(ws, target, settings) + "\n".join(history_section(ws, target.name))
 
 
 def _checkpoints_current(ws, target: StateUri, settings: RenderSettings) -> str:
@@ -166,7 +189,6 @@ def _checkpoints_current(ws, target: StateUri, settings: RenderSettings) -> str:
         return (f"# Checkpoints — {cell(target.name)}\n\nNo checkpoint file {inline('.harn/checkpoints/' + target.name + '.json')}: "
                 "no stage of this pipeline is cached.\n")
     out = [f"# Checkpoints — {cell(target.name)}", "", f"File: {inline(_rel(ws, cf.path))} · {human_bytes(cf.size)}", ""]
-    from harn_ls.formats.checkpoints import running_now
 
     running = running_now(cf.path)
     if running:
@@ -214,8 +236,6 @@ def memory(ws, target: StateUri, settings: RenderSettings) -> str:
            f"weights bm25 {cell(cfg.get('bm25_weight'))} / cosine {cell(cfg.get('cosine_weight'))}"
            + (f", dim {cell(cfg.get('embed_dim'))}" if cfg.get("embed_dim") is not None else ""), ""]
     if page == 0:
-        from harn_ls.render.memory_charts import namespace_section
-
         out.extend(namespace_section(space))
     nav = []
     if page > 0:
@@ -248,7 +268,6 @@ def facts(ws, target: StateUri, settings: RenderSettings) -> str:
     fact = ws.facts_by_id.get(target.name)
     if fact is None:
         raise UriError(f"no fact {target.name!r} (it may have been invalidated)")
-    from harn_ls.staleness import fact_staleness
 
     space = ws.memory.get(fact.namespace)
     where = _source_link(ws, space.path, fact.line_no) if space is not None else ""
@@ -285,10 +304,6 @@ def proposals(ws, target: StateUri, settings: RenderSettings) -> str:
     prop = ws.proposal(target.name)
     if prop is None:
         raise UriError(f"no pending proposal {target.name!r} (accepted, rejected or refreshed away)")
-    from harn_ls.accept_plan import planned_files
-    from harn_ls.formats.pattern_learning import is_suppressed
-    from harn_ls.formats.facts import date_now_iso
-
     wanted = target.query.get("file")
     if wanted:
         return proposal_file_text(ws, prop, wanted, settings.skill_root)
@@ -345,7 +360,6 @@ def proposal_file_text(ws, prop, wanted: str, skill_root: str | None = None) -> 
 
     Raw text, not Markdown: the client diffs it as it is and must never parse it out of the
     rendered document (whose free text comes from the proposal)."""
-    from harn_ls.accept_plan import planned_files
 
     try:
         plan = planned_files(ws, prop, skill_root)
@@ -401,17 +415,14 @@ def runs(ws, target: StateUri, settings: RenderSettings) -> str:
     if run is None:
         raise UriError(f"no run {target.name!r}")
     if target.query.get("normalized") == "1":
-        from harn_ls.render.compare import normalized_document
-
         return normalized_document(ws, run.id)
     out = [f"# Run — {cell(run.id)}", "", "| field | value |\n|---|---|",
            f"| status | {cell(run.status)} |", f"| workflow | {cell(run.workflow_name or run.workflow_id)} |",
            f"| started | {cell(moment(run.started_at))} |", f"| finished | {cell(moment(run.finished_at))} |",
            f"| file | {code_cell(_rel(ws, run.path))} · {human_bytes(run.size)} |", ""]
-    from harn_ls.render import timeline
 
     full = ws.full_run_record(run.path) if hasattr(ws, "full_run_record") else None
-    out.extend(timeline.section(full if full is not None and full.ok else run))
+    out.extend(timeline_section(full if full is not None and full.ok else run))
     for pr in run.problems:
         out.append(_problem_line(pr))
     if run.usage:
@@ -444,9 +455,7 @@ LLM_LOG_MAX_BYTES = 32 * 1024 * 1024
 
 def _llm_calls(path: str) -> list[str]:
     """One row per provider call, rebuilt from `llm_transcript.jsonl` (read only when shown)."""
-    import os
 
-    from harn_ls.formats.transcripts import read_llm_transcript
 
     try:
         if os.path.getsize(path) > LLM_LOG_MAX_BYTES:
@@ -473,8 +482,6 @@ def _llm_calls(path: str) -> list[str]:
 
 
 def _message_events(tr):
-    from harn_ls.formats.transcripts import TranscriptEvent, blocks_visibility, normalize_block
-
     out = []
     for i, m in enumerate(tr.messages):
         if not isinstance(m, dict):
@@ -498,11 +505,10 @@ def transcripts(ws, target: StateUri, settings: RenderSettings) -> str:
     items = tr.events if tr.events else _message_events(tr)
     rendered: list[str] = []
     hidden_private = 0
-    from harn_ls.render import conversation
 
-    ctx = conversation.context_for(ws, entry, tr, settings.show_private)
+    ctx = context_for(ws, entry, tr, settings.show_private)
     for i, ev in enumerate(items):
-        block, hidden = conversation.render_event(i, ev, ctx)
+        block, hidden = render_event(i, ev, ctx)
         hidden_private += hidden
         rendered.append(block)
     # Windows are cut from the newest end by rendered size; page 0 is the newest.
@@ -553,8 +559,6 @@ def transcripts(ws, target: StateUri, settings: RenderSettings) -> str:
 
 # --------------------------------------------------------------- sessions
 def sessions(ws, target: StateUri, settings: RenderSettings) -> str:
-    from harn_ls.formats.session_store import read_session_events
-
     snap = ws.sessions
     session = next((s for s in (snap.sessions if snap else []) if s.id == target.name), None)
     if session is None:
@@ -562,7 +566,6 @@ def sessions(ws, target: StateUri, settings: RenderSettings) -> str:
     out = [f"# Session — {cell(session.title or session.id)}", "", "| field | value |\n|---|---|"]
     for label in ("id", "status", "session_type", "model", "persona", "cwd", "created_at", "updated_at", "event_count"):
         out.append(f"| {label} | {cell(getattr(session, label, ''))} |")
-    from harn_ls.formats.locks import session_running
 
     running = session_running(snap.path, session.id)  # Harn's writer lease, agent-run-writers/<blake3>.lock
     out.append(f"| running now | {'yes: a Harn process holds its writer lease' if running else 'unknown' if running is None else 'no'} |")
@@ -578,8 +581,6 @@ def sessions(ws, target: StateUri, settings: RenderSettings) -> str:
 
 # ----------------------------------------------------------------- recall
 def recall(ws, target: StateUri, settings: RenderSettings) -> str:
-    from harn_ls.render.recall import render_recall_markdown
-
     query = target.query.get("q", "")
     ns = target.query.get("ns") or None
     try:
@@ -608,10 +609,7 @@ _RENDERERS = {
 
 
 def _compare(ws, target: StateUri) -> str:
-    from harn_ls.render.compare import compare_document
-
     a, _, b = target.name.partition("/")
     return compare_document(ws, a, b)
-from harn_ls.render import state_docs as _state_docs  # noqa: E402  (event logs, HITL, store, receipts, worktrees)
 
-_RENDERERS.update(_state_docs.RENDERERS)
+_RENDERERS.update(STATE_RENDERERS)  # event logs, HITL, store, receipts, worktrees

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 
+from harn_ls.formats.checkpoints import running_now
+from harn_ls.formats.facts import date_now_iso
+from harn_ls.formats.locks import read_flock_table, running_session_writers, session_running
 from harn_ls.formats.pattern_learning import is_suppressed
+from harn_ls.render.state_docs import inspect_extra, inspect_extra_text
 
 
 def inspect_json(ws) -> dict:
-    from harn_ls.formats.facts import date_now_iso
-
     p = ws.paths
     now = date_now_iso()
     pattern = ws.pattern
@@ -25,9 +27,6 @@ def inspect_json(ws) -> dict:
             })
     problems = [pr.to_json() | {"path": ws.relpath(pr.path) or pr.path} for pr in ws.problems()]
     # "running": a Harn process holds the lock file right now (None: cannot tell on this system)
-    from harn_ls.formats.checkpoints import running_now
-    from harn_ls.formats.locks import read_flock_table, running_session_writers, session_running
-
     locks = read_flock_table()
     return {
         "roots": {
@@ -80,8 +79,6 @@ def inspect_json(ws) -> dict:
 
 
 def _extra(ws) -> dict:
-    from harn_ls.render.state_docs import inspect_extra
-
     return inspect_extra(ws)
 
 
@@ -131,8 +128,6 @@ def inspect_text(ws) -> str:
         out.append(f"  {r['id']:<44} {r['status'] or '?'}")
     ss = data["sessions"]
     out.append(f"sessions         {c['sessions']}" + (f" (schema v{ss['schema_version']})" if ss else " (no session store)"))
-    from harn_ls.render.state_docs import inspect_extra_text
-
     out.extend(inspect_extra_text(data))
     out.append("")
     probs = data["problems"]

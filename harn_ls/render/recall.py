@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harn_ls.recall import Hit, RecallResult
-from harn_ls.render import make_uri
+from harn_ls.render.uri import make_uri
 from harn_ls.render.markdown import cell, code_cell, inline, link
 
 
@@ -69,6 +69,7 @@ def render_recall_markdown(result: RecallResult, query: str, namespace: str | No
     if not result.hits:
         lines.append("_No record scores above 0 for this query (Harn drops those)._"
                      if result.query_terms else "_No active records._")
+    # start-up: `harn-ls recall --json` imports this module; the charts (timeline, svg) load only for Markdown
     from harn_ls.render.memory_charts import score_bar, score_segments
 
     top = max((sum(v for _, v, _ in score_segments(h)) for h in result.hits), default=0.0)

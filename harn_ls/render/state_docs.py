@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from harn_ls.formats import hitl as hitl_fmt
-from harn_ls.render import RenderSettings, StateUri, UriError, make_uri
+from harn_ls.render.uri import RenderSettings, StateUri, UriError, make_uri
 from harn_ls.render.markdown import cell, fence, human_bytes, inline, link, pretty_json, short_text
 
 EVENTS_PAGE = 50

@@ -48,6 +48,7 @@ class TerminalSafeWriter:
 
     def __init__(self, stream) -> None:
         self._stream = stream
+        self.wrapped = stream
 
     def write(self, text: str) -> int:
         self._stream.write(safe_for_terminal(text))

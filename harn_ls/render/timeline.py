@@ -22,12 +22,15 @@ picture stays bounded; the table then lists the same merged rows.
 
 from __future__ import annotations
 
+import bisect
 import math
+import os
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
-from harn_ls.render.svg import esc, fmt_cost, fmt_int, fmt_ms, md_text, num
+from harn_ls.formats.transcripts import read_llm_transcript
+from harn_ls.render.svg import esc, fmt_cost, fmt_int, fmt_ms, md_text, num, picture
 
 MAX_BARS = 200
 MAX_TABLE_ROWS = MAX_BARS
@@ -97,7 +100,6 @@ def parse_time(value: Any) -> float | None:
             except ValueError:
                 return None
             if dt.tzinfo is None:
-                from datetime import timezone
                 dt = dt.replace(tzinfo=timezone.utc)
             return dt.timestamp()
     else:
@@ -226,8 +228,6 @@ def build(run, llm_log=None, *, max_bars: int = MAX_BARS) -> Timeline:
 
 def _mark_critical(bars: list[Bar]) -> None:
     """Walk back from the bar that ends last through the bar that ended latest before each one started."""
-    import bisect
-
     timed = sorted((b for b in bars if b.start_ms is not None), key=lambda b: (b.end_ms, b.start_ms))
     if not timed:
         return
@@ -410,10 +410,6 @@ LLM_LOG_MAX_BYTES = 32 * 1024 * 1024
 
 def load_llm_log(run):
     """The run's parsed turn log, or None (absent, gone, or over the size limit)."""
-    import os
-
-    from harn_ls.formats.transcripts import read_llm_transcript
-
     path = getattr(run, "llm_transcript_path", None)
     if not path:
         return None
@@ -431,8 +427,6 @@ def for_run(run, llm_log=None) -> Timeline:
 
 def section(run, cell=md_text, llm_log=None) -> list[str]:
     """The run document's opening: the picture, then the same numbers as a table."""
-    from harn_ls.render.svg import picture
-
     tl = for_run(run, llm_log)
     if not tl.bars:
         return ["## Timeline\n", "No stages, LLM calls or tool calls recorded yet.", ""]

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from harn_ls.actions.proposals import accept_proposal, planned_files
-from harn_ls.lsp.facts_view import fact_spans
-from harn_ls.lsp.hover import hover_markdown
-from harn_ls.lsp.tree import tree_items
+from harn_ls.lsp.tree import tree_options
+from harn_ls.render.fact_spans import fact_spans
+from harn_ls.render.hover import hover_markdown
+from harn_ls.render.tree_items import tree_items
 from harn_ls.render import RenderSettings, make_uri, render_uri
 from harn_ls.render.markdown import escape_markdown
 from harn_ls.workspace import Workspace
@@ -83,7 +84,7 @@ def test_hover_is_inert(ws):
 
 def test_tree_tooltips_and_labels_are_inert(ws):
     for view, parent in (("memory", "fk:observation"), ("skills", "proposals"), ("skills", "layer:project"), ("runs", None)):
-        for item in tree_items(ws, view, parent):
+        for item in tree_items(ws, view, parent, tree_options()):
             assert_no_live_markup(item["tooltip"], f"{view}/{parent} tooltip")  # shown as a MarkdownString
             assert "\n" not in item["label"] and "$(" not in item["label"] + item["description"]
 

@@ -15,10 +15,11 @@ import pytest
 
 from harn_ls.formats.problems import Problem
 from harn_ls.lsp.diagnostics import to_diagnostic, within_budget
-from harn_ls.lsp.facts_view import fact_spans
-from harn_ls.lsp.hover import hover_markdown
 from harn_ls.lsp.symbols import search_symbols
-from harn_ls.lsp.tree import ITEM_BYTES, tree_items
+from harn_ls.lsp.tree import ITEM_BYTES, tree_options
+from harn_ls.render.fact_spans import fact_spans
+from harn_ls.render.hover import hover_markdown
+from harn_ls.render.tree_items import tree_items
 from harn_ls.render import make_uri, render_uri
 from harn_ls.render.limits import MAX_RESPONSE_BYTES, MESSAGE_BYTES, TOOLTIP_BYTES, utf8_len
 from harn_ls.workspace import Workspace
@@ -84,14 +85,14 @@ def test_every_document_is_at_most_one_megabyte(hostile):
 
 
 def test_tree_pages_are_at_most_one_megabyte(hostile):
-    items = tree_items(hostile, "memory", "fk:observation")
+    items = tree_items(hostile, "memory", "fk:observation", tree_options())
     huge = next(it for it in items if it["id"] == "fact:fact_huge_claim")
     assert utf8_len(huge["label"]) <= 200 and utf8_len(huge["tooltip"]) <= TOOLTIP_BYTES + 200
     assert "more bytes" in huge["tooltip"]
     assert _bytes({"items": items[:200]}) < 100_000  # was 5.2 MB
     for view, parent in (("memory", None), ("memory", "ns:project/facts"), ("checkpoints", "ckpt:ingest"),
                          ("skills", "proposals"), ("runs", None)):
-        page = tree_items(hostile, view, parent)[:200]
+        page = tree_items(hostile, view, parent, tree_options())[:200]
         assert _bytes({"items": page}) <= MB
         assert all(_bytes(it) <= ITEM_BYTES for it in page)
 
@@ -103,7 +104,7 @@ def test_tree_item_with_a_huge_id_becomes_a_placeholder(hostile, tmp_path):
     data["k" * 200_000] = {"value": 1}  # a stage key of 200 KB: the item id and data carry it whole
     ckpt.write_bytes(orjson.dumps(data))
     ws = Workspace.load(str(proj))
-    items = tree_items(ws, "checkpoints", "ckpt:ingest")
+    items = tree_items(ws, "checkpoints", "ckpt:ingest", tree_options())
     assert all(_bytes(it) <= ITEM_BYTES for it in items)
     assert any(it["contextValue"] == "tooLarge" and "not shown" in it["description"] for it in items)
 

@@ -8,7 +8,8 @@ import os
 import pytest
 
 from harn_ls.history import CheckpointHistory, record_workspace
-from harn_ls.lsp.tree import tree_items
+from harn_ls.lsp.tree import tree_options
+from harn_ls.render.tree_items import tree_items
 from harn_ls.render import UriError, render_uri
 from harn_ls.render.checkpoint_history import diff, last_change, parse
 from harn_ls.workspace import Workspace
@@ -117,10 +118,10 @@ def test_documents_tree_and_lens_hint_from_the_workspace(proj):
     with pytest.raises(UriError):
         render_uri(ws, "harn-state:/checkpoints/ingest.md?version=9")
 
-    stages = tree_items(ws, "checkpoints", "ckpt:ingest")
+    stages = tree_items(ws, "checkpoints", "ckpt:ingest", tree_options())
     hist = [i for i in stages if i["contextValue"] == "checkpointHistory"]
     assert hist and hist[0]["description"] == "2 version(s)"
-    versions = tree_items(ws, "checkpoints", hist[0]["id"])
+    versions = tree_items(ws, "checkpoints", hist[0]["id"], tree_options())
     assert [v["label"] for v in versions] == ["version 2", "version 1"]
     assert versions[0]["contextValue"] == "checkpointVersion"
     assert versions[0]["data"]["previousUri"] == "harn-state:/checkpoints/ingest.md?version=1"

@@ -11,6 +11,7 @@ from pathlib import Path
 from harn_ls.render import render_uri
 from harn_ls.render.memory_charts import MAX_BUCKETS, growth, score_segments
 from harn_ls.render.svg import extract_pictures, strip_pictures
+from harn_ls.render.terminal import markdown_to_text
 from harn_ls.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -85,11 +86,14 @@ def test_cli_formats_and_compare():
     text = cli("show", str(SAMPLE), f"harn-state:/runs/{RUN_A}.md")
     svg = cli("show", str(SAMPLE), f"harn-state:/runs/{RUN_A}.md", "--format", "svg")
     assert md.returncode == text.returncode == svg.returncode == 0
-    assert "<svg" in md.stdout and "<svg" not in text.stdout and text.stdout == strip_pictures(md.stdout)
+    # text: the Markdown without pictures, read as plain text (escapes undone, structure kept)
+    assert "<svg" in md.stdout and "<svg" not in text.stdout
+    assert text.stdout == markdown_to_text(strip_pictures(md.stdout))
+    assert "\\_" in md.stdout and "\\_" not in text.stdout
     ET.fromstring(svg.stdout)
     none = cli("show", str(SAMPLE), "harn-state:/index.md", "--format", "svg")
     assert none.returncode == 2 and "no picture" in none.stderr
     cmp = cli("compare", str(SAMPLE), RUN_A, RUN_B)
-    assert cmp.returncode == 0 and "Added in B: collect\\_diff" in cmp.stdout and "removed in B: fetch" in cmp.stdout
+    assert cmp.returncode == 0 and "Added in B: collect_diff" in cmp.stdout and "removed in B: fetch" in cmp.stdout
     bad = cli("compare", str(SAMPLE), RUN_A, "run_nope")
     assert bad.returncode == 2 and "no run 'run_nope'" in bad.stderr

@@ -5,7 +5,7 @@ requests), *Events* (logs -> topics with counts, latest time, consumer lag) and 
 from __future__ import annotations
 
 from harn_ls.formats import hitl as hitl_fmt
-from harn_ls.render import make_uri
+from harn_ls.render.uri import make_uri
 from harn_ls.render.markdown import short_text
 from harn_ls.render.state_docs import ms_time
 

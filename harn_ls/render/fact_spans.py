@@ -1,0 +1,166 @@
+"""Facts that cover a source file, with their current anchors (the data behind hover and lenses).
+
+`FactSpanCache` keeps them between requests: a code lens request and then one resolve per
+lens all need the spans of the whole file, and a hover needs them again. It is owned by one
+project (`lsp/project.py`) and used only on that project's worker thread, like the model.
+
+Invalidation is per file and per fact, never "the whole model changed": after an append batch
+the next request compares the file's facts with the ones it anchored (by identity; the model
+replaces a fact object when its record changes) and anchors only the new ones. A saved source
+file (`source_lines` hands back a new list) re-anchors that file's facts only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from harn_ls.staleness import Anchor, anchor, refusal, source_lines
+
+FactKey = tuple  # (namespace, seq): a fact's key in `Workspace.facts`
+
+
+@dataclass(frozen=True)
+class FactSpan:
+    fact: object
+    evidence: object
+    anchor: Anchor
+
+
+@dataclass
+class _FileSpans:
+    """One file's anchored facts: valid for `lines` (the saved text) and `reason`, checked against
+    the model whenever `generation` differs from the workspace's."""
+    generation: int
+    lines: list[str] | None
+    reason: str
+    per_fact: dict[FactKey, tuple[object, list[FactSpan]]]
+    by_confidence: dict[float, list[FactSpan]] = field(default_factory=dict)
+    groups: dict[float, dict[tuple[int, int], list[FactSpan]]] = field(default_factory=dict)
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0  # served as stored (nothing changed)
+    rechecked: int = 0  # the model changed: facts compared, only new ones anchored
+    anchored: int = 0  # (fact, evidence) anchors computed in total
+    reused: int = 0  # facts whose anchors were kept across a model change
+
+
+class FactSpanCache:
+    """Anchored fact spans per source file, for one workspace at a time (the newest one asked about).
+
+    The lists and dicts handed out are the cache's own: callers read them, never change them."""
+
+    def __init__(self, max_files: int = 64) -> None:
+        self.max_files = max_files
+        self.stats = CacheStats()
+        self._ws: object | None = None
+        self._files: dict[str, _FileSpans] = {}
+
+    def clear(self) -> None:
+        self._files.clear()
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def spans(self, ws, abs_path: str, min_confidence: float) -> list[FactSpan]:
+        """Every (fact, file_range evidence) pair on this file with confidence >= `min_confidence`,
+        anchored against the saved file; facts in key order, evidence in record order."""
+        entry = self._entry(ws, abs_path)
+        return self._filtered(entry, min_confidence) if entry is not None else []
+
+    def groups(self, ws, abs_path: str, min_confidence: float) -> dict[tuple[int, int], list[FactSpan]]:
+        """`group_by_range(self.spans(...))`, kept until the spans change (a lens request and every resolve)."""
+        entry = self._entry(ws, abs_path)
+        if entry is None:
+            return {}
+        out = entry.groups.get(min_confidence)
+        if out is None:
+            out = entry.groups[min_confidence] = group_by_range(self._filtered(entry, min_confidence))
+        return out
+
+    def _entry(self, ws, abs_path: str) -> _FileSpans | None:
+        if ws is not self._ws:
+            self._files.clear()
+            self._ws = ws
+        rel = ws.relpath(abs_path)
+        if rel is None or rel not in ws.facts_by_file:
+            self._files.pop(rel, None)
+            return None
+        full = os.path.join(ws.root, rel)
+        lines = source_lines(full, ws.root)  # confined + capped: a link to /dev/zero or out of the project is refused
+        reason = refusal(full) or ""
+        entry = self._files.pop(rel, None)  # popped and put back: the dict's order is least recently used first
+        if entry is None or entry.lines is not lines or entry.reason != reason:
+            entry = _FileSpans(-1, lines, reason, {})
+        if entry.generation != ws.generation:
+            self._recheck(ws, rel, entry)
+        else:
+            self.stats.hits += 1
+        self._files[rel] = entry
+        while len(self._files) > self.max_files:
+            del self._files[next(iter(self._files))]
+        return entry
+
+    @staticmethod
+    def _filtered(entry: _FileSpans, min_confidence: float) -> list[FactSpan]:
+        out = entry.by_confidence.get(min_confidence)
+        if out is None:
+            out = [s for _fact, spans in entry.per_fact.values() for s in spans
+                   if s.fact.confidence >= min_confidence]
+            entry.by_confidence[min_confidence] = out
+        return out
+
+    def _recheck(self, ws, rel: str, entry: _FileSpans) -> None:
+        """Bring `entry` up to the model: keep the anchors of facts that are still the same object."""
+        self.stats.rechecked += 1
+        old = entry.per_fact
+        keys = ws.facts_by_file.get(rel, ())
+        facts = ws.facts
+        if len(keys) == len(old) and all(k in old and facts.get(k) is old[k][0] for k in keys):
+            self.stats.reused += len(old)  # the usual case after an append elsewhere: nothing to redo
+            entry.generation = ws.generation
+            return
+        fresh: dict[FactKey, tuple[object, list[FactSpan]]] = {}
+        for key in sorted(keys):
+            fact = ws.facts.get(key)
+            if fact is None:
+                continue
+            kept = old.get(key)
+            if kept is not None and kept[0] is fact:
+                fresh[key] = kept
+                self.stats.reused += 1
+                continue
+            spans = [FactSpan(fact, ev, anchor(entry.lines, ev.range.start, ev.range.end, ev.snippet, entry.reason))
+                     for ev in fact.evidence if ev.range is not None and ev.range.path == rel]
+            self.stats.anchored += len(spans)
+            fresh[key] = (fact, spans)
+        entry.per_fact = fresh
+        entry.by_confidence = {}
+        entry.groups = {}
+        entry.generation = ws.generation
+
+
+def fact_spans(ws, abs_path: str, min_confidence: float, cache: FactSpanCache | None = None) -> list[FactSpan]:
+    """`cache.spans(...)`, or computed afresh without a cache (the CLI, tests)."""
+    return (cache if cache is not None else FactSpanCache(max_files=1)).spans(ws, abs_path, min_confidence)
+
+
+def fact_groups(ws, abs_path: str, min_confidence: float,
+                cache: FactSpanCache | None = None) -> dict[tuple[int, int], list[FactSpan]]:
+    """`cache.groups(...)`, or computed afresh without a cache."""
+    return (cache if cache is not None else FactSpanCache(max_files=1)).groups(ws, abs_path, min_confidence)
+
+
+def group_by_range(spans: list[FactSpan]) -> dict[tuple[int, int], list[FactSpan]]:
+    """Spans keyed by their current (start, end) lines, 1-based: one lens per key."""
+    groups: dict[tuple[int, int], list[FactSpan]] = {}
+    for s in spans:
+        groups.setdefault((s.anchor.start, s.anchor.end), []).append(s)
+    return groups
+
+
+def spans_at(spans: list[FactSpan], line: int) -> list[FactSpan]:
+    """The spans whose current range covers this 1-based line."""
+    return [s for s in spans if s.anchor.start <= line <= s.anchor.end]

@@ -1,0 +1,72 @@
+"""Accept / Reject / Compare for a pending skill proposal, as plain data: shown as code actions
+(on the proposal document and on its pending line in events.jsonl) and as lenses on the document."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from harn_ls.accept_plan import planned_files
+from harn_ls.refusal import ActionFailed
+from harn_ls.render.limits import LABEL_BYTES, one_line
+from harn_ls.render.uri import make_uri
+from harn_ls.render.view_commands import ACCEPT, COMPARE, REJECT, ViewCommand
+
+REJECT_DAYS = 14
+
+
+@dataclass(frozen=True)
+class ProposalChoice:
+    title: str  # the code action's title
+    command: ViewCommand
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def action(self) -> str:
+        return self.command.action
+
+
+def proposal_choices(ws, proposal_id: str, skill_root: str | None) -> list[ProposalChoice]:
+    """Compare (when Accept would overwrite a different file) or Accept, then Reject; [] when the
+    proposal is not pending."""
+    prop = ws.proposal(proposal_id)
+    if prop is None:
+        return []
+    out = []
+    try:
+        plan = planned_files(ws, prop, skill_root=skill_root)
+        conflict = next((f for f in plan.files if f.conflict), None)
+    except ActionFailed:
+        plan, conflict = None, None
+    if conflict is not None:
+        rel = os.path.relpath(conflict.path, ws.root)
+        # `uri`: the server's raw text of what Accept would write (the client diffs it as it is; it
+        # never parses the rendered document)
+        arg = {"id": proposal_id, "path": conflict.path,
+               "uri": make_uri("proposals", proposal_id, file=rel.replace(os.sep, "/"))}
+        out.append(ProposalChoice(f"Compare with existing {rel}", ViewCommand("Compare with existing", COMPARE, [arg]),
+                                  {"id": proposal_id}))
+    elif plan is not None:
+        title = f"Accept skill {prop.name}"
+        out.append(ProposalChoice(title, ViewCommand(title, ACCEPT, [{"id": proposal_id}]), {"id": proposal_id}))
+    title = f"Reject for {REJECT_DAYS} days"
+    out.append(ProposalChoice(title, ViewCommand(title, REJECT, [{"id": proposal_id, "days": REJECT_DAYS}]),
+                              {"id": proposal_id}))
+    return out
+
+
+def proposal_lenses(choices: list[ProposalChoice]) -> list[ViewCommand]:
+    """The same choices as lenses at the top of the proposal document: one-line titles, capped."""
+    return [ViewCommand(one_line(c.command.title, LABEL_BYTES), c.command.action, c.command.arguments) for c in choices]
+
+
+def proposal_at_line(ws, events_path: str, line: int) -> str | None:
+    """The pending proposal whose store event is on this 1-based line of the pattern log."""
+    if ws.pattern is None:
+        return None
+    for prop in ws.pattern.pending:
+        if prop.record is not None and prop.record.line_no == line and \
+                os.path.samefile(ws.namespace_path("project/pattern-learning") or events_path, events_path):
+            return prop.id
+    return None

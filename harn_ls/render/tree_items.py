@@ -1,0 +1,271 @@
+"""Sidebar items as plain dicts (what `harn/tree` sends): runs, checkpoints, memory & facts, skills.
+
+Labels and descriptions are one-line text, capped; tooltips are Markdown with data escaped,
+capped; one item is at most `TreeOptions.item_bytes` as JSON, so a page fits in one response.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import partial
+from typing import Any
+
+import orjson
+
+from harn_ls.formats.checkpoints import RUNNING_LABEL, running_now
+from harn_ls.formats.facts import date_now_iso
+from harn_ls.formats.locks import read_flock_table
+from harn_ls.formats.pattern_learning import is_suppressed
+from harn_ls.render import tree_state
+from harn_ls.render.limits import DESCRIPTION_BYTES, LABEL_BYTES, MAX_RESPONSE_BYTES, TOOLTIP_BYTES, one_line
+from harn_ls.render.markdown import capped_markdown, short_text
+from harn_ls.render.uri import make_uri
+
+
+@dataclass(frozen=True)
+class TreeOptions:
+    open_command: str  # the client command that opens an item's `uri` (an item's click)
+    page_size: int  # items per `harn/tree` response
+    min_conf: float = 0.0  # facts below this confidence are not listed
+    show_suppressed: bool = False  # list proposals the user rejected for a while
+
+    @property
+    def item_bytes(self) -> int:
+        """One page of items fits in one response: each item at most this many bytes as JSON."""
+        return MAX_RESPONSE_BYTES // (self.page_size + 1)
+
+
+def _item(open_command: str, id: str, label: str, *, description: str = "", tooltip: str = "", icon: str = "", uri: str | None = None,
+          context: str = "group", children: bool = False, data: dict | None = None) -> dict:
+    """A tree item. `label` and `description` are plain one-line text, capped; `tooltip` is Markdown
+    (the extension shows it as a MarkdownString), so data in it is escaped, and capped."""
+    out: dict[str, Any] = {"id": id, "label": one_line(label, LABEL_BYTES),
+                           "description": one_line(description, DESCRIPTION_BYTES),
+                           "tooltip": capped_markdown(tooltip or label, TOOLTIP_BYTES),
+                           "icon": icon, "contextValue": context, "hasChildren": children}
+    if uri:
+        out["uri"] = uri
+        out["command"] = {"title": "Open", "command": open_command, "arguments": [uri]}
+    if data:
+        out["data"] = data
+    return out
+
+
+def display_time(value) -> str:
+    """Run records mix RFC 3339 strings and epoch seconds (as numbers or strings); show one form."""
+    if value is None or value == "":
+        return ""
+    s = str(value)
+    try:
+        secs = float(s)
+    except ValueError:
+        return s.replace("T", " ")[:19]
+    if secs > 1e12:  # milliseconds
+        secs /= 1000
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(secs))
+
+
+def _has_state(ws) -> bool:
+    p = ws.paths
+    return any(os.path.isdir(d) for d in (p.state_root, p.run_root, p.memory_root)) or bool(ws.skills and ws.skills.skills)
+
+
+def _runs(item, ws, parent: str | None) -> list[dict]:
+    if parent is not None and parent.startswith(tree_state.PREFIXES):
+        return tree_state.children(ws, parent, item)
+    if parent is None:
+        runs = sorted(ws.runs.values(), key=lambda r: (display_time(r.started_at), r.id), reverse=True)
+        items = [item(f"run:{r.id}", r.workflow_name or r.id, description=f"{r.status or '?'} · {display_time(r.started_at)}",
+                       tooltip=r.id, icon="history", uri=make_uri("runs", r.id), context="run",
+                       children=bool(r.transcripts), data={"id": r.id}) for r in runs]
+        workers = [e for e in ws.transcripts.values() if e.run_id is None]
+        if workers:
+            items.append(item("workers", "Worker transcripts", description=str(len(workers)), icon="person", children=True))
+        return tree_state.groups(ws, item) + items + tree_state.llm_item(ws, item)
+    if parent == "workers":
+        entries = [(tid, e) for tid, e in ws.transcripts.items() if e.run_id is None]
+    elif parent.startswith("run:"):
+        entries = [(tid, e) for tid, e in ws.transcripts.items() if e.run_id == parent[4:]]
+    else:
+        return []
+    return [item(f"tr:{tid}", tid, description=f"{e.message_count} messages", icon="comment-discussion",
+                  uri=make_uri("transcripts", tid), context="transcript", data={"id": tid}) for tid, e in sorted(entries)]
+
+
+def _checkpoints(item, ws, parent: str | None) -> list[dict]:
+    if parent is None:
+        table = read_flock_table()  # one read of the kernel's lock table for the whole list
+        return [item(f"ckpt:{name}", name, description=("unreadable" if cf.retry else f"{len(cf.entries)} stage(s)")
+                      + (f" · {RUNNING_LABEL}" if running_now(cf.path, table) else ""),
+                      icon="database", uri=make_uri("checkpoints", name), context="checkpointFile",
+                      children=bool(cf.entries), data={"pipeline": name}) for name, cf in sorted(ws.checkpoints.items())]
+    if parent.startswith("ckpt:"):
+        name = parent[5:]
+        cf = ws.checkpoints.get(name)
+        if cf is None:
+            return []
+        out = []
+        for key in sorted(cf.entries):
+            e = cf.entries[key]
+            desc = f"keyed {e.fingerprint[:15]}…" if e.keyed and e.fingerprint else ("completed (nil)" if e.value is None else "plain")
+            out.append(item(f"stage:{name}/{key}", key, description=desc, icon="check", uri=make_uri("checkpoints", name),
+                             context="checkpointStage", data={"pipeline": name, "key": key}))
+        out.extend(_checkpoint_history_node(item, ws, name))
+        return out
+    if parent.startswith("ckhist:"):
+        return _checkpoint_versions(item, ws, parent[7:])
+    return []
+
+
+def _checkpoint_history_node(item, ws, name: str) -> list[dict]:
+    hist = getattr(ws, "checkpoint_history", None)
+    versions = hist.versions(name) if hist is not None else []
+    if not versions:
+        return []
+    return [item(f"ckhist:{name}", "History", description=f"{len(versions)} version(s)", icon="history",
+                  children=True, context="checkpointHistory", data={"pipeline": name})]
+
+
+def _checkpoint_versions(item, ws, name: str) -> list[dict]:
+    hist = getattr(ws, "checkpoint_history", None)
+    versions = hist.versions(name) if hist is not None else []
+    out = []
+    for i in range(len(versions) - 1, -1, -1):
+        v = versions[i]
+        prev = versions[i - 1].n if i > 0 else None
+        when = datetime.fromtimestamp(v.seen_at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        data = {"pipeline": name, "version": v.n}
+        if prev is not None:
+            data["previous"] = prev
+            data["previousUri"] = make_uri("checkpoints", name, version=str(prev))
+        out.append(item(f"ckver:{name}/{v.n}", f"version {v.n}", description=when + (" · newest" if i == len(versions) - 1 else ""),
+                         icon="git-commit", uri=make_uri("checkpoints", name, version=str(v.n)),
+                         context="checkpointVersion" if prev is not None else "checkpointVersion.first", data=data))
+    return out
+
+
+def _memory(item, ws, parent: str | None, min_conf: float) -> list[dict]:
+    if parent is None:
+        items = [item("facts", "Facts", description=str(len(ws.facts)), icon="lightbulb", children=bool(ws.facts))]
+        for ns, space in sorted(ws.memory.items()):
+            items.append(item(f"ns:{ns}", ns, description=f"{len(space.active)} records · {space.config.get('backend')}",
+                               icon="archive", uri=make_uri("memory", ns), context="namespace",
+                               children=bool(space.active), data={"namespace": ns}))
+        return items
+    if parent == "facts":
+        kinds: dict[str, int] = {}
+        for f in ws.facts.values():
+            kinds[f.kind] = kinds.get(f.kind, 0) + 1
+        return [item(f"fk:{k}", k, description=str(n), icon="symbol-class", children=True) for k, n in sorted(kinds.items())]
+    if parent.startswith("fk:"):
+        kind = parent[3:]
+        facts = sorted((f for f in ws.facts.values() if f.kind == kind and f.confidence >= min_conf),
+                       key=lambda f: (-f.confidence, f.id))
+        return [item(f"fact:{f.id}", short_text(f.claim, 70), description=f"{f.confidence:g}", tooltip=f.claim,
+                      icon="lightbulb", uri=make_uri("facts", f.id), context="fact", data={"id": f.id}) for f in facts]
+    if parent.startswith("ns:"):
+        ns = parent[3:]
+        space = ws.memory.get(ns)
+        if space is None:
+            return []
+        out = []
+        for r in reversed(space.records()):
+            fact = ws.facts.get((ns, r.seq))
+            out.append(item(f"rec:{ns}:{r.seq}", r.key, description=r.stored_at, tooltip=short_text(r.text, 300),
+                             icon="note", uri=make_uri("facts", fact.id) if fact else make_uri("memory", ns),
+                             context="fact" if fact else "memoryRecord",
+                             data={"id": fact.id} if fact else {"namespace": ns, "id": r.id}))
+        return out
+    return []
+
+
+def _skills(item, ws, parent: str | None, show_suppressed: bool) -> list[dict]:
+    if parent is None:
+        pending = ws.pending_proposals()
+        items = [item("proposals", "Pending proposals", description=str(len(pending)), icon="sparkle", children=True)]
+        if ws.pattern is not None and ws.pattern.state is not None and not ws.pattern.state.enabled:
+            items[0]["description"] += " · learning disabled"
+        if ws.skills is not None:
+            layers: dict[str, int] = {}
+            for s in ws.skills.skills + ws.skills.shadowed:
+                layers[s.layer] = layers.get(s.layer, 0) + 1
+            for layer, n in layers.items():
+                items.append(item(f"layer:{layer}", layer, description=str(n), icon="folder-library", context="skillLayer",
+                                   children=True))
+        return items
+    if parent == "proposals":
+        now = date_now_iso()
+        out = []
+        for p in ws.pending_proposals(include_suppressed=True):
+            suppressed = is_suppressed(p.id, ws.pattern.state, now)
+            if suppressed and not show_suppressed:
+                continue
+            desc = f"{p.kind} · support {p.support}" + (" · suppressed" if suppressed else "")
+            out.append(item(f"proposal:{p.id}", p.title or p.name, description=desc, tooltip=p.description or p.name,
+                             icon="sparkle", uri=make_uri("proposals", p.id),
+                             context="proposal.suppressed" if suppressed else "proposal", data={"id": p.id}))
+        return out
+    if parent.startswith("layer:") and ws.skills is not None:
+        layer = parent[6:]
+        out = []
+        for s in ws.skills.skills + ws.skills.shadowed:
+            if s.layer != layer:
+                continue
+            bits = []
+            if s.signature is not None and (s.signature.status != "missing_signature" or s.fields.get("require_signature")):
+                bits.append(s.signature.label)
+            if s.shadowed_by:
+                bits.append(f"shadowed by {s.shadowed_by}")
+            if not s.loadable:
+                bits.append("not loadable")
+            out.append(item(f"skill:{layer}:{s.id}", s.id, description=" · ".join(bits), tooltip=s.short or s.description,
+                             icon="book", uri=make_uri("skills", s.id), context="skill", data={"id": s.id}))
+        return out
+    return []
+
+
+def tree_items(ws, view: str, parent: str | None, opts: TreeOptions) -> list[dict]:
+    """Every item under `parent` (None: the view's top level) of one view, each at most `opts.item_bytes`."""
+    if parent is None and not _has_state(ws):
+        return []  # lets the client show its welcome content
+    item = partial(_item, opts.open_command)
+    if view == "runs":
+        items = _runs(item, ws, parent)
+    elif view == "checkpoints":
+        items = _checkpoints(item, ws, parent)
+    elif view == "memory":
+        items = _memory(item, ws, parent, opts.min_conf)
+    elif view == "skills":
+        items = _skills(item, ws, parent, opts.show_suppressed)
+    else:
+        raise ValueError(f"unknown view {view!r}")
+    return [_fit(it, opts.item_bytes) for it in items]
+
+
+def tree_page(ws, view: str, parent: str | None, page: int, opts: TreeOptions) -> dict[str, Any]:
+    """`{"items"}` of one page; with `nextPage` and `total` (all items) when more pages follow."""
+    items = tree_items(ws, view, parent, opts)
+    size = opts.page_size
+    start = max(0, int(page)) * size
+    out: dict[str, Any] = {"items": items[start:start + size]}
+    if start + size < len(items):
+        out["nextPage"] = int(page) + 1
+        out["total"] = len(items)
+    return out
+
+
+def _fit(item: dict, item_bytes: int) -> dict:
+    """An item whose ids (a run id, a namespace, a stage key: data, not cut because commands need
+    them whole) make it larger than `item_bytes` is replaced by a placeholder without actions."""
+    size = len(orjson.dumps(item))
+    if size <= item_bytes:
+        return item
+    digest = hashlib.sha256(str(item.get("id")).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return {"id": f"toolarge:{digest}", "label": item["label"],
+            "description": f"not shown: {size:,} bytes of names (cap {item_bytes:,})",
+            "tooltip": "This entry's names are too long to send; see `harn-ls inspect`.",
+            "icon": "warning", "contextValue": "tooLarge", "hasChildren": False}

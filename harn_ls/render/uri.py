@@ -1,0 +1,95 @@
+"""`harn-state:` URIs and the render settings: the leaf every renderer imports (nothing from
+the rest of `harn_ls.render`), so the package itself never sits in an import cycle."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+SCHEME = "harn-state"
+
+
+class UriError(ValueError):
+    """The URI is malformed or names nothing in this project."""
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    show_private: bool = False
+    min_confidence: float = 0.0
+    page_size: int = 200  # list pages (memory records)
+    transcript_window_bytes: int = 200_000
+    include_suppressed: bool = False
+    skill_root: str | None = None  # where Accept writes a skill (setting `harnState.skillRoot`); None = default
+
+
+@dataclass(frozen=True)
+class StateUri:
+    kind: str  # index runs transcripts checkpoints memory facts proposals skills sessions recall
+    name: str  # "" for index / recall
+    query: dict[str, str]
+
+    def page(self) -> int:
+        try:
+            return max(0, int(self.query.get("page", "0")))
+        except ValueError:
+            return 0
+
+
+_KINDS = ("runs", "transcripts", "checkpoints", "memory", "facts", "proposals", "skills", "sessions",
+          "events", "hitl", "receipts", "crystallization", "compare")
+# one-document kinds (issue 16): path -> kind
+_SINGLETONS = {"/events.md": "events_index", "/hitl.md": "hitl_index", "/store.md": "store", "/worktrees.md": "worktrees"}
+_SINGLETON_PATHS = {v: k for k, v in _SINGLETONS.items()}
+# fullmatch, not `$`: `$` also matches before a trailing "\n", so "facts/x\n" would pass.
+_SAFE_NAME = re.compile(r"[^\x00-\x1f\x7f]+")
+
+
+def parse_uri(uri: str) -> StateUri:
+    parts = urlsplit(uri)
+    if parts.scheme != SCHEME:
+        raise UriError(f"not a {SCHEME}: URI: {uri}")
+    if any(ord(c) < 0x20 or c == "\x7f" for c in uri):
+        raise UriError(f"refused: {uri!r} (control characters in a URI)")
+    path = unquote(parts.path)
+    raw_query = parts.query
+    if "=" not in raw_query and "%3d" in raw_query.lower():
+        raw_query = unquote(raw_query)  # VS Code encodes the whole query of a custom-scheme URI
+    query = {k: v[-1] for k, v in parse_qs(raw_query, keep_blank_values=True).items()}
+    if parts.netloc:  # harn-state://x/... — treat the authority as the first segment
+        path = "/" + parts.netloc + path
+    if path in ("/index.md", "/", ""):
+        return StateUri("index", "", query)
+    if path == "/recall.md":
+        return StateUri("recall", "", query)
+    if path in _SINGLETONS:
+        return StateUri(_SINGLETONS[path], "", query)
+    if not path.startswith("/") or not path.endswith(".md"):
+        raise UriError(f"unknown document: {uri}")
+    head, _, rest = path[1:-3].partition("/")
+    if head not in _KINDS or not rest:
+        raise UriError(f"unknown document: {uri}")
+    segments = rest.split("/")
+    # Backslashes count as separators here (Harn's namespace rule, Windows paths): `a\..\b` is refused too.
+    if any(s in ("", ".", "..") for s in segments) or any(s in (".", "..") for s in rest.replace("\\", "/").split("/")) \
+            or not _SAFE_NAME.fullmatch(rest):
+        raise UriError(f"refused: {uri} (path segments must not be empty, '.', '..' or control characters)")
+    if head == "compare" and len(segments) != 2:
+        raise UriError(f"unknown document: {uri} (expected compare/<runA>/<runB>.md)")
+    if head not in ("memory", "compare") and len(segments) != 1:
+        raise UriError(f"unknown document: {uri}")
+    return StateUri(head, rest, query)
+
+
+def make_uri(kind: str, name: str = "", **query: str) -> str:
+    if kind == "index":
+        base = f"{SCHEME}:/index.md"
+    elif kind == "recall":
+        base = f"{SCHEME}:/recall.md"
+    elif kind in _SINGLETON_PATHS:
+        base = f"{SCHEME}:{_SINGLETON_PATHS[kind]}"
+    else:
+        base = f"{SCHEME}:/{kind}/{quote(name, safe='/:@-_.~')}.md"
+    q = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in query.items() if v not in (None, ""))
+    return base + ("?" + q if q else "")

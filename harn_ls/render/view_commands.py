@@ -1,0 +1,25 @@
+"""What a lens, tree item or code action does when clicked, as plain data.
+
+`action` names the command by its role; `harn_ls/lsp` maps each role to the command id of
+the protocol (so nothing here depends on the wire names), and NONE to a lens without a command.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+NONE = ""  # a title only (nothing runs on click)
+OPEN = "open"  # client side: open the `harn-state:` URI in `arguments[0]`
+ACCEPT = "accept"  # accept a pending proposal: arguments [{"id"}]
+REJECT = "reject"  # reject (suppress) a pending proposal: arguments [{"id", "days"}]
+COMPARE = "compare"  # client side: diff a conflicting file with what Accept would write
+
+ACTIONS = (NONE, OPEN, ACCEPT, REJECT, COMPARE)
+
+
+@dataclass(frozen=True)
+class ViewCommand:
+    title: str  # plain text, capped by whoever built it
+    action: str = NONE
+    arguments: list[Any] = field(default_factory=list)
