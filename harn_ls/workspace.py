@@ -323,6 +323,8 @@ class Workspace(RunsPart, RecallPart):
     def _forget_cached(self, ns: str) -> None:
         self._cache_dirty.add(ns)
         self._pending_facts.pop(ns, None)
+        if self._state_cache is not None:
+            self._state_cache.readers.pop(ns, None)  # (it holds the restored namespace and its open payloads)
         self._index_base.pop(ns, None)
         self._index_deltas.pop(ns, None)
 

@@ -173,3 +173,14 @@ def test_damaged_facts_payload_is_never_trusted(project, cache_env):
     ws = Workspace.load(str(project), cache=True)
     assert "project/facts" not in ws._state_cache.hits  # re-read from its log
     assert facts_view(ws) == expected
+
+
+def test_a_rewritten_log_drops_the_row_reader(project, cache_env):
+    fill(project)
+    ws = Workspace.load(str(project), cache=True)
+    assert NS in ws._state_cache.readers
+    log = project / NOTES
+    log.write_bytes(b"\n".join(log.read_bytes().splitlines()[:2]) + b"\n")  # shorter: read again from scratch
+    ws.apply([str(log)])
+    assert NS not in ws._state_cache.readers  # the old namespace and its open payloads are let go
+    assert answers(ws) == answers(Workspace.load(str(project)))
