@@ -592,7 +592,7 @@ def restore_index(cache: StateCache, ns: str, space: MemoryNamespace, base: dict
     import numpy as np
 
     # (same reason: the recall package imports numpy)
-    from harn_ls.recall.docs import _Doc, _LazyDocs, _LazySlots
+    from harn_ls.recall.docs import _Doc, _LazyDocs, _LazySlots, _TermIds
     # (same reason)
     from harn_ls.recall.index import NamespaceIndex
 
@@ -621,7 +621,7 @@ def restore_index(cache: StateCache, ns: str, space: MemoryNamespace, base: dict
         return None
     idx = NamespaceIndex(ns, space.config, os.path.dirname(space.path))
     idx._terms = terms
-    idx._tid = dict(zip(terms, range(nterms)))
+    idx._tid = _TermIds(terms)  # a dict once the index changes (NamespaceIndex._materialize)
     idx._df = np.array(arrays["df"], dtype=np.int64)  # written to on removals: a private copy
     idx._dl = np.array(arrays["dl"], dtype=np.int32)
     idx._alive = np.ones(n, dtype=bool)

@@ -61,3 +61,50 @@ class _LazySlots:
 
     def __len__(self) -> int:
         return len(self._docs)
+
+
+class _TermIds:
+    """term -> term id over a restored index's term list, without building the whole dict: a query
+    looks up a handful of terms (a C-level scan of the list each, remembered). After `_SCAN_MAX`
+    distinct terms, or for anything but a lookup, the dict is built once and used from then on."""
+
+    __slots__ = ("_terms", "_memo", "_full")
+    _SCAN_MAX = 64
+
+    def __init__(self, terms: list[str]) -> None:
+        self._terms = terms
+        self._memo: dict[str, int | None] = {}
+        self._full: dict[str, int] | None = None
+
+    def as_dict(self) -> dict[str, int]:
+        if self._full is None:
+            self._full = dict(zip(self._terms, range(len(self._terms))))
+        return self._full
+
+    def get(self, term: str, default: int | None = None) -> int | None:
+        if self._full is not None or len(self._memo) >= self._SCAN_MAX:
+            return self.as_dict().get(term, default)
+        if term in self._memo:
+            got = self._memo[term]
+        else:
+            try:
+                got = self._terms.index(term)
+            except ValueError:
+                got = None
+            self._memo[term] = got
+        return default if got is None else got
+
+    def __getitem__(self, term: str) -> int:
+        got = self.get(term)
+        if got is None:
+            raise KeyError(term)
+        return got
+
+    def __contains__(self, term: object) -> bool:
+        return isinstance(term, str) and self.get(term) is not None
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    def items(self):
+        return self.as_dict().items()

@@ -190,7 +190,9 @@ class NamespaceIndex:
             self._tail_dec = []
 
     def _materialize(self) -> None:
-        """Decode every record of a lazily restored index before it is modified."""
+        """Decode every record of a lazily restored index (and build its term dict) before it is modified."""
+        if type(self._tid) is not dict:
+            self._tid = self._tid.as_dict()
         docs = self.docs
         if isinstance(docs, _LazyDocs):
             by_seq = docs.fetch_all()

@@ -184,3 +184,28 @@ def test_a_rewritten_log_drops_the_row_reader(project, cache_env):
     ws.apply([str(log)])
     assert NS not in ws._state_cache.readers  # the old namespace and its open payloads are let go
     assert answers(ws) == answers(Workspace.load(str(project)))
+
+
+def test_term_ids_answer_as_the_dict_would():
+    from harn_ls.recall.docs import _TermIds
+
+    terms = [f"t{i}" for i in range(200)]
+    want = dict(zip(terms, range(len(terms))))
+    lazy = _TermIds(terms)
+    probes = ["t5", "nope", "t5", "t199", "", "t0"] + [f"t{i}" for i in range(0, 200, 2)] + ["missing"]
+    for t in probes:  # scans, then (past 64 distinct terms) the dict
+        assert lazy.get(t) == want.get(t) and (t in lazy) == (t in want)
+        assert lazy.get(t, -1) == want.get(t, -1)
+    assert dict(lazy.items()) == want and len(lazy) == len(want)
+    with pytest.raises(KeyError):
+        lazy["nope"]
+
+
+def test_a_lazy_index_builds_its_term_dict_before_it_changes(project, cache_env):
+    fill(project)
+    ws = Workspace.load(str(project), cache=True)
+    idx = ws.recall.indexes[NS]
+    assert type(idx._tid) is not dict
+    assert answers(ws) == answers(Workspace.load(str(project)))
+    idx._materialize()
+    assert type(idx._tid) is dict and idx._tid == {t: i for i, t in enumerate(idx._terms)}
