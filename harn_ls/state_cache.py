@@ -50,7 +50,7 @@ from harn_ls.workspace_runs import TranscriptSummary
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
 
-FORMAT = "harn-ls-state/3"
+FORMAT = "harn-ls-state/4"
 STATE_DIR = "state"
 MANIFEST = "manifest.json"
 TAIL_HASH_BYTES = 4096
@@ -361,12 +361,13 @@ class StateCache:
             if arr.ndim != 1 or arr.dtype.str[1:] not in ((want,) if isinstance(want, str) else want):
                 raise CacheInvalid(f"{name}: unexpected array {arr.dtype} {arr.shape}")
             arrays[name] = arr
-        try:
-            terms = orjson.loads(self.read_payload(desc.get("terms")))
-        except orjson.JSONDecodeError as exc:
+        try:  # one term a line (a token never holds a newline), UTF-8
+            data = self.read_payload(desc.get("terms"))
+            terms = data.decode("utf-8").split("\n") if data else []
+        except UnicodeDecodeError as exc:
             raise CacheInvalid(str(exc)) from None
         total = desc.get("total_tokens")
-        if not isinstance(terms, list) or not set(map(type, terms)) <= {str} or not isinstance(total, int):
+        if not isinstance(total, int) or "" in terms:
             raise CacheInvalid("bad terms")
         return arrays, terms, total
 
@@ -454,7 +455,7 @@ class StateCache:
             buf = io.BytesIO()
             np.save(buf, arr, allow_pickle=False)
             desc[name] = self._write_payload(f"{stem}.{name}.npy", buf.getvalue(), token)
-        desc["terms"] = self._write_payload(f"{stem}.terms.json", orjson.dumps(index._terms), token)
+        desc["terms"] = self._write_payload(f"{stem}.terms.txt", "\n".join(index._terms).encode("utf-8"), token)
         return desc
 
     def _sweep(self, manifest: dict, previous: dict) -> None:
@@ -627,7 +628,8 @@ def restore_index(cache: StateCache, ns: str, space: MemoryNamespace, base: dict
     idx._alive = np.ones(n, dtype=bool)
     idx._nslots = n
     if srec is None:
-        idx.docs = _LazyDocs(seqs, reader.record, reader.all)
+        same_order = reader.seqs_cached == seqs  # then a row's position is its slot: share the map
+        idx.docs = _LazyDocs(seqs, reader.record, reader.all, reader.positions() if same_order else None)
         idx._srec = _LazySlots(idx.docs)
     else:
         idx._srec = srec

@@ -63,6 +63,7 @@ class RowReader:
         self._ends: array | None = None
         self._crcs: array | None = None
         self._fallback: dict[int, MemoryRecord] | None = None
+        self.seqs_cached: list[int] | None = None
 
     def seqs(self) -> list[int] | None:
         """The row sequences in row order, None when the row index is not usable."""
@@ -79,7 +80,12 @@ class RowReader:
             return None  # (each row is still checked by its CRC and sequence when read)
         self._pos = dict(zip(seqs, range(len(seqs))))
         self._ends, self._crcs = ends, idx[2::3]
-        return seqs if len(self._pos) == len(seqs) else None
+        self.seqs_cached = seqs if len(self._pos) == len(seqs) else None
+        return self.seqs_cached
+
+    def positions(self) -> dict[int, int] | None:
+        """seq -> row position (after `seqs()`); not to be modified."""
+        return self._pos
 
     def record(self, seq: int) -> MemoryRecord:
         if self._fallback is None and self._pos is not None:

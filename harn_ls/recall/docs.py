@@ -24,9 +24,9 @@ class _LazyDocs(Mapping):
     unless the index is modified (`NamespaceIndex._materialize`)."""
 
     def __init__(self, seqs: list[int], fetch: Callable[[int], MemoryRecord],
-                 fetch_all: Callable[[], dict[int, MemoryRecord]]) -> None:
+                 fetch_all: Callable[[], dict[int, MemoryRecord]], slot_of: dict[int, int] | None = None) -> None:
         self.seqs = seqs  # slot -> seq
-        self._slot = dict(zip(seqs, range(len(seqs))))
+        self._slot = dict(zip(seqs, range(len(seqs)))) if slot_of is None else slot_of  # seq -> slot (read only)
         self._docs: dict[int, _Doc] = {}
         self._fetch = fetch
         self.fetch_all = fetch_all

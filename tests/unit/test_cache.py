@@ -276,6 +276,8 @@ def test_no_pickle_in_the_cache(project, cache_env):
             assert data.startswith(b"\x93NUMPY") and b"'O'" not in data[:200]  # no object arrays
         elif f.name.endswith(".rows.jsonl"):
             assert all(isinstance(orjson.loads(line), list) for line in data.splitlines())  # one JSON row a line
+        elif f.name.endswith(".terms.txt"):
+            assert all(line for line in data.decode("utf-8").split("\n"))  # one recall term a line
         elif f.name.endswith(".rowidx.bin"):
             assert len(data) % 24 == 0  # (seq, end offset, CRC-32) int64 triples, nothing else
         else:

@@ -209,3 +209,24 @@ def test_a_lazy_index_builds_its_term_dict_before_it_changes(project, cache_env)
     assert answers(ws) == answers(Workspace.load(str(project)))
     idx._materialize()
     assert type(idx._tid) is dict and idx._tid == {t: i for i, t in enumerate(idx._terms)}
+
+
+@pytest.mark.parametrize("damage", ["flip", "blank-line", "not-utf8"])
+def test_damaged_terms_are_never_trusted(project, cache_env, damage):
+    import zlib
+
+    expected = fill(project)
+    folder, e = entry(project)
+    terms = folder / e["index"]["terms"]["name"]
+    data = terms.read_bytes()
+    if damage == "flip":  # checksum no longer matches
+        terms.write_bytes(data[:3] + bytes([data[3] ^ 0x20]) + data[4:])
+    else:  # well-formed by its checksum, but not a term list
+        data = data + b"\n" if damage == "blank-line" else b"\xff" + data
+        terms.write_bytes(data)
+        manifest = orjson.loads((folder / MANIFEST).read_bytes())
+        manifest["namespaces"][NS]["index"]["terms"].update(size=len(data), crc=zlib.crc32(data))
+        (folder / MANIFEST).write_bytes(orjson.dumps(manifest))
+    ws = Workspace.load(str(project), cache=True)
+    assert answers(ws) == expected
+    assert not isinstance(ws.recall.indexes[NS].docs, _LazyDocs)  # built from the records instead
