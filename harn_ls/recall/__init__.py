@@ -38,12 +38,18 @@ and as the reference in `make bench`: it rescans the whole corpus per query
 idf differs from Harn's, so it cannot serve the editor.
 """
 
-from harn_ls.recall.engine import RecallEngine
-from harn_ls.recall.index import B, K1, KEY_BOOST, TAG_BOOST, NamespaceIndex, _Doc
-from harn_ls.recall.results import (DEFAULT_K, MAX_K, Explain, Hit, Mode, NamespaceOutcome, RecallResult, TermExplain,
-                                    clamp_k)
-from harn_ls.recall.tokenizer import analyze, is_token_char, searchable_text, tokenize
-from harn_ls.recall.vectors import cosine, read_cached_vector, sanitize_model_hint, vector_cache_path
+import os
+
+# The index uses numpy elementwise only, never BLAS: without this, importing numpy starts an OpenBLAS
+# thread pool per core (~0.1 s of CPU in every process that recalls). A value the user set is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from harn_ls.recall.engine import RecallEngine  # noqa: E402
+from harn_ls.recall.index import B, K1, KEY_BOOST, TAG_BOOST, NamespaceIndex, _Doc  # noqa: E402
+from harn_ls.recall.results import (  # noqa: E402
+    DEFAULT_K, MAX_K, Explain, Hit, Mode, NamespaceOutcome, RecallResult, TermExplain, clamp_k)
+from harn_ls.recall.tokenizer import analyze, is_token_char, searchable_text, tokenize  # noqa: E402
+from harn_ls.recall.vectors import cosine, read_cached_vector, sanitize_model_hint, vector_cache_path  # noqa: E402
 
 __all__ = ["B", "DEFAULT_K", "K1", "KEY_BOOST", "MAX_K", "TAG_BOOST", "Explain", "Hit", "Mode", "NamespaceIndex",
            "NamespaceOutcome", "RecallEngine", "RecallResult", "TermExplain", "_Doc", "analyze", "clamp_k", "cosine",
