@@ -13,6 +13,8 @@ import os
 import re
 import sys
 
+from harn_ls import __version__
+
 
 class UsageError(Exception):
     """Unusable arguments or path: exit 2."""
@@ -32,6 +34,7 @@ def _target(path: str | None) -> str:
 
 
 def _project(path: str | None, args=None, memory_only: bool = False) -> "object":
+    # start-up: the workspace loads every format parser (~0.5 s); --help and usage errors skip it
     from harn_ls.workspace import Workspace
 
     # A one-shot command builds millions of long-lived objects and frees them at exit: the
@@ -45,8 +48,10 @@ _NON_ASCII_OR_DEL = re.compile(rb"[\x7f-\xff]")
 
 
 def _dump(obj) -> None:
+    # start-up: orjson is needed only by --json output
     import orjson
 
+    # start-up: harn_ls.render (~70 ms) loads once the arguments parsed (main), never at import
     from harn_ls.render.terminal import safe_for_terminal
 
     out = sys.stdout
@@ -72,6 +77,7 @@ def _done(ws) -> None:
 
 
 def cmd_inspect(args) -> int:
+    # start-up: the renderers load only for the command that prints them
     from harn_ls.render.inspect import inspect_json, inspect_text
 
     ws = _project(args.path, args)
@@ -92,6 +98,7 @@ def _split_path_and_rest(args_list: list[str], n_rest: int) -> tuple[str | None,
 
 
 def cmd_show(args) -> int:
+    # start-up: the renderers load only for the command that prints them
     from harn_ls.render import RenderSettings, UriError, render_uri
 
     path, (uri,) = _split_path_and_rest(args.args, 1)
@@ -107,7 +114,9 @@ def cmd_show(args) -> int:
 
 def _write_document(text: str, fmt: str) -> None:
     """text: Markdown without picture lines (the tables carry the same numbers); md: as served; svg: the pictures."""
+    # start-up: the renderers load only for the command that prints them
     from harn_ls.render.svg import extract_pictures, strip_pictures
+    # start-up: harn_ls.render (~70 ms) loads once the arguments parsed (main), never at import
     from harn_ls.render.terminal import markdown_to_text
 
     if fmt == "svg":
@@ -122,6 +131,7 @@ def _write_document(text: str, fmt: str) -> None:
 
 
 def cmd_compare(args) -> int:
+    # start-up: the renderers load only for the command that prints them
     from harn_ls.render import UriError, make_uri, render_uri
 
     path, run_a, run_b = args.path, args.run_a, args.run_b
@@ -136,6 +146,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_recall(args) -> int:
+    # start-up: recall loads numpy and the index (~0.3 s); only `recall` needs it
     from harn_ls.render.recall import recall_json, render_recall_markdown
 
     path, (query,) = _split_path_and_rest(args.args, 1)
@@ -152,8 +163,8 @@ def cmd_recall(args) -> int:
 
 
 def cmd_proposals(args) -> int:
-    from harn_ls.actions import ActionFailed
-    from harn_ls.actions import proposals as actions
+    # start-up: the actions load the workspace and the writers; only this command needs them
+    from harn_ls.actions import ActionFailed, proposals as actions
 
     rest = list(args.args)
     verbs = ("list", "accept", "reject")
@@ -195,8 +206,8 @@ def cmd_proposals(args) -> int:
 
 
 def cmd_probe(args) -> int:
-    from harn_ls.actions import ActionFailed
-    from harn_ls.actions import probes
+    # start-up: the actions load the workspace and the writers; only this command needs them
+    from harn_ls.actions import ActionFailed, probes
 
     if args.kind != "typecheck":
         raise UsageError("only `probe typecheck` is supported")
@@ -222,12 +233,17 @@ def cmd_probe(args) -> int:
 
 
 def cmd_watch(args) -> int:
+    target = os.path.abspath(args.path or os.getcwd())
+    if not os.path.isdir(target):
+        raise UsageError(f"not a directory: {args.path}")
+    # start-up: watch_cli loads watchdog and the workspace; only `watch` needs them
     from harn_ls.watch_cli import run_watch
 
-    return run_watch(args.path, as_json=args.json)
+    return run_watch(target, as_json=args.json)
 
 
 def cmd_cache(args) -> int:
+    # start-up: the state cache loads sqlite3 and the workspace; only `cache` needs it
     from harn_ls.state_cache import StateCache
 
     if args.verb not in ("info", "clear"):
@@ -260,6 +276,7 @@ LOOPBACK_NAMES = ("localhost", "localhost.", "ip6-localhost")
 
 def _loopback_tcp(spec: str) -> tuple[str, int]:
     """`HOST:PORT` (or `[::1]:PORT`, or `:PORT` for 127.0.0.1) whose host is loopback."""
+    # start-up: only serve --tcp checks an address
     import ipaddress
 
     host, sep, port_s = spec.rpartition(":")
@@ -283,14 +300,13 @@ def cmd_serve(args) -> int:
     harn = args.harn or os.environ.get("HARN_LS_HARN") or None
     if args.allow_probes and not tcp:
         raise UsageError("--allow-probes is for serve --tcp (over stdio the client's workspace trust decides)")
+    # start-up: pygls and lsprotocol cost ~1 s; only `serve` needs them
     from harn_ls.lsp.server import run_server
 
     return run_server(tcp=tcp, harn=harn, allow_probes=args.allow_probes)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from harn_ls import __version__
-
     p = argparse.ArgumentParser(prog="harn-ls", description="See and steer the state Harn agents leave in a project.")
     p.add_argument("--version", action="version", version=f"harn-ls {__version__}")
     sub = p.add_subparsers(dest="command", required=True)

@@ -11,12 +11,11 @@ import os
 import time
 
 from harn_ls import cache_dir
+from harn_ls.change_kinds import STATE_FILE_KINDS, ChangeKind, K
 from harn_ls.formats import hitl as hitl_fmt
 from harn_ls.formats import state_files as sf
 from harn_ls.formats.event_logs import LogView, discover
 from harn_ls.formats.problems import Problem, Severity
-
-STATE_FILE_KINDS = ("store", "workflows", "receipts", "worktrees", "crystallization", "locks", "embed")
 
 
 def _under(path: str, root: str) -> bool:
@@ -79,11 +78,11 @@ class ExtraState:
 
     # ------------------------------------------------------------------ load
     def rescan(self) -> set[str]:
-        kinds = set()
+        kinds: set[ChangeKind] = set()
         for name in self.logs:
             self.logs[name] = LogView(self.logs[name].loc, copy_dir=self.logs[name].copy_dir, root=self.logs[name].root)
             self._refresh_log(self.logs[name])
-        kinds.add("events")
+        kinds.add(K.EVENTS)
         for k in STATE_FILE_KINDS:
             self._read(k)
         kinds.update(STATE_FILE_KINDS)
@@ -160,7 +159,7 @@ class ExtraState:
 
     def apply(self, targets: set[str]) -> set[str]:
         """Re-read what `classify` named. Returns the changed kinds (events / hitl / state-file kinds)."""
-        kinds: set[str] = set()
+        kinds: set[ChangeKind] = set()
         now = int(time.time() * 1000)
         for t in sorted(targets):
             if t.startswith("log:"):
@@ -168,12 +167,12 @@ class ExtraState:
                 if view is not None:
                     before = {r.request_id: r.state for r in view.requests.values()}
                     if self._refresh_log(view, now_ms=now):
-                        kinds.add("events")
+                        kinds.add(K.EVENTS)
                     if before != {r.request_id: r.state for r in view.requests.values()}:
-                        kinds.update(("events", "hitl"))
+                        kinds.update((K.EVENTS, K.HITL))
             elif t in STATE_FILE_KINDS:
                 self._read(t)
-                kinds.add(t)
+                kinds.add(ChangeKind(t))
         return kinds
 
     # --------------------------------------------------------------- queries

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import queue
 import signal
 import sys
 import time
 
+from harn_ls.change_kinds import K
+from harn_ls.watch import StateWatcher
+from harn_ls.workspace import Workspace
 
-def run_watch(path: str | None, as_json: bool = False, max_batches: int | None = None) -> int:
-    from harn_ls.cli import UsageError
-    from harn_ls.watch import StateWatcher
-    from harn_ls.workspace import Workspace
 
-    target = os.path.abspath(path or os.getcwd())
-    if not os.path.isdir(target):
-        raise UsageError(f"not a directory: {path}")
+def run_watch(target: str, as_json: bool = False, max_batches: int | None = None) -> int:
+    """Follow the project in directory `target` (the caller checked that it is one)."""
     ws = Workspace.load(target)
     batches: "queue.Queue[tuple[set[str], bool]]" = queue.Queue()
     watcher = StateWatcher(ws.paths, lambda paths, rescan: batches.put((set(paths), rescan)))
@@ -64,7 +61,7 @@ def emit(ws, changes, as_json: bool, first: bool = False, took: float = 0.0) -> 
         if changes is None:
             sys.stdout.write(f"{stamp} watching {ws.root}: {summary}; {problems} problem(s)\n")
         else:
-            what = ", ".join(sorted(changes.kinds - {"roots"})) or "roots"
+            what = ", ".join(sorted(changes.kinds - {K.ROOTS})) or K.ROOTS
             extra = f" [{', '.join(sorted(changes.namespaces))}]" if changes.namespaces else ""
             sys.stdout.write(f"{stamp} changed {what}{extra} in {took * 1000:.1f} ms → {summary}; {problems} problem(s)\n")
     sys.stdout.flush()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 from harn_ls import paths as paths_mod
 from harn_ls import safe_read
+from harn_ls.change_kinds import RESCAN_KINDS, ChangeKind, K
 from harn_ls.formats import checkpoints as ckpt_fmt
 from harn_ls.formats import facts as facts_fmt
 from harn_ls.formats import pattern_learning as pl_fmt
@@ -31,6 +32,7 @@ from harn_ls.workspace_runs import RunsPart, TranscriptEntry, _json_files
 if TYPE_CHECKING:  # numpy (via recall) is imported only when recall is used: `inspect` never needs it
     from harn_ls.extra_state import ExtraState
     from harn_ls.formats import skills as skills_fmt
+    from harn_ls.history import CheckpointHistory
     from harn_ls.recall import RecallEngine
 
 PATTERN_NAMESPACE = "project/pattern-learning"
@@ -41,7 +43,7 @@ EVENTS_FILE = "events.jsonl"
 
 @dataclass
 class ChangeSet:
-    kinds: set[str] = field(default_factory=set)  # memory facts pattern checkpoints skills runs sessions roots
+    kinds: set[ChangeKind] = field(default_factory=set)  # harn_ls.change_kinds
     namespaces: set[str] = field(default_factory=set)
     pipelines: set[str] = field(default_factory=set)
     fact_files: set[str] = field(default_factory=set)  # project-relative source files whose facts changed
@@ -89,6 +91,7 @@ class Workspace(RunsPart, RecallPart):
         self._fact_problems: dict[tuple[str, int], list[Problem]] = {}
         self._link_problems: dict[str, Problem] = {}  # path -> "symlink ... leaves the project; not followed"
         self.watch_problems: list[Problem] = []  # set by whoever watches the project (root refused, budget)
+        self.checkpoint_history: CheckpointHistory | None = None  # kept by whoever serves the project (lsp/project.py)
         self.pattern: pl_fmt.PatternLearning | None = None
         self.legacy_streams: dict[str, str] = {}
         self.migration_needed = False
@@ -205,7 +208,7 @@ class Workspace(RunsPart, RecallPart):
         self.workers.clear()
         self._link_problems.clear()
         changes = ChangeSet(rescanned=True)
-        changes.kinds.update({"memory", "facts", "pattern", "checkpoints", "skills", "runs", "sessions", "roots"})
+        changes.kinds.update(RESCAN_KINDS)
         for ns, path in self._discover_namespaces().items():
             self._load_namespace(ns, path, changes)
         if self._memory_only:
@@ -268,7 +271,7 @@ class Workspace(RunsPart, RecallPart):
                 self._pending_facts[ns] = facts  # a one-shot recall never looks at them
             else:
                 self._restore_facts(ns, facts, changes)
-            changes.kinds.update(("memory", "facts"))
+            changes.kinds.update((K.MEMORY, K.FACTS))
             changes.namespaces.add(ns)
         self._read_namespace(ns, changes)
 
@@ -297,13 +300,13 @@ class Workspace(RunsPart, RecallPart):
                 del self.memory[ns]
                 del self._ns_path[ns]
                 del self._tails[path]
-                changes.kinds.add("memory")
+                changes.kinds.add(K.MEMORY)
                 changes.namespaces.add(ns)
                 changes.problem_paths.add(path)
                 return
             if not batch.lines:
                 continue
-            changes.kinds.add("memory")  # even bad lines change the problem list
+            changes.kinds.add(K.MEMORY)  # even bad lines change the problem list
             if ns in self._pending_facts:  # the namespace changes: its facts are needed to save it
                 self._restore_facts(ns, self._pending_facts.pop(ns), changes)
             changes.namespaces.add(ns)
@@ -339,7 +342,7 @@ class Workspace(RunsPart, RecallPart):
     def _apply_delta(self, ns: str, delta: MemoryDelta, changes: ChangeSet) -> None:
         if not delta:
             return
-        changes.kinds.add("memory")
+        changes.kinds.add(K.MEMORY)
         changes.namespaces.add(ns)
         if self._recall is not None:
             space = self.memory.get(ns)
@@ -352,7 +355,7 @@ class Workspace(RunsPart, RecallPart):
             fact = self.facts.pop((ns, record.seq), None)
             self._fact_problems.pop((ns, record.seq), None)
             if fact is not None:
-                changes.kinds.add("facts")
+                changes.kinds.add(K.FACTS)
                 self._unindex_fact(fact, (ns, record.seq), changes)
         for record in delta.added:
             if not _looks_like_fact(record):
@@ -362,7 +365,7 @@ class Workspace(RunsPart, RecallPart):
                 self._fact_problems[(ns, record.seq)] = problems
             if fact is None:
                 continue
-            changes.kinds.add("facts")
+            changes.kinds.add(K.FACTS)
             self.facts[(ns, record.seq)] = fact
             self._index_fact(fact, (ns, record.seq), changes)
 
@@ -401,7 +404,7 @@ class Workspace(RunsPart, RecallPart):
         self.pattern = pl_fmt.project_pattern_learning(records, path)
         self.legacy_streams = pl_fmt.legacy_stream_paths(self.paths.state_root)
         self.migration_needed = pl_fmt.needs_migration(self.paths.state_root, self.paths.pattern_learning_dir)
-        changes.kinds.add("pattern")
+        changes.kinds.add(K.PATTERN)
         changes.problem_paths.add(path)
 
     # ----------------------------------------------------------- checkpoints
@@ -418,7 +421,7 @@ class Workspace(RunsPart, RecallPart):
 
     def _read_checkpoint(self, path: str, changes: ChangeSet) -> None:
         pipeline = os.path.basename(path)[: -len(".json")]
-        changes.kinds.add("checkpoints")
+        changes.kinds.add(K.CHECKPOINTS)
         changes.pipelines.add(pipeline)
         changes.problem_paths.add(path)
         if not os.path.lexists(path) or self._leaves_project_reported(path) or not self.paths.is_inside_project(path):
@@ -433,7 +436,7 @@ class Workspace(RunsPart, RecallPart):
         from harn_ls.formats import skills as skills_fmt
 
         self.skills = skills_fmt.discover_skills(self.paths, self.paths.trusted_signers_dir)
-        changes.kinds.add("skills")
+        changes.kinds.add(K.SKILLS)
         for inv in (old, self.skills):
             if inv is not None:
                 for s in list(inv.skills) + list(inv.shadowed):
@@ -442,7 +445,7 @@ class Workspace(RunsPart, RecallPart):
     # -------------------------------------------------------------- sessions
     def _refresh_sessions(self, changes: ChangeSet) -> None:
         path = self.paths.session_store
-        changes.kinds.add("sessions")
+        changes.kinds.add(K.SESSIONS)
         changes.problem_paths.add(path)
         # lexists: a FIFO, a device or a symlink out of the project is reported by the reader, never opened.
         self.sessions = ss_fmt.read_session_store(path) if os.path.lexists(path) else None
@@ -499,7 +502,7 @@ class Workspace(RunsPart, RecallPart):
                 if base.endswith(".json") and (os.path.dirname(path) == paths.run_root or base == "run.json"):
                     self._read_run(path, changes)
                 elif base == "llm_transcript.jsonl":
-                    changes.kinds.add("runs")
+                    changes.kinds.add(K.RUNS)
                 continue
             if os.path.dirname(path) == paths.worker_dir and base.endswith(".json"):
                 self._read_worker(path, changes)
@@ -587,7 +590,7 @@ class Workspace(RunsPart, RecallPart):
                 path = self._ns_path.pop(ns)
                 self._tails.pop(path, None)
                 del self.memory[ns]
-                changes.kinds.add("memory")
+                changes.kinds.add(K.MEMORY)
                 changes.namespaces.add(ns)
                 changes.problem_paths.add(path)
         for ns, path in found.items():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from harn_ls.change_kinds import K
 from harn_ls.formats import runs as runs_fmt
 
 # Annotations name `Workspace` and `ChangeSet` (harn_ls/workspace.py) without importing them: that module
@@ -96,7 +97,7 @@ class RunsPart:
             del self.transcripts[tid]
 
     def _read_run(self, path: str, changes: ChangeSet) -> None:
-        changes.kinds.add("runs")
+        changes.kinds.add(K.RUNS)
         changes.problem_paths.add(path)
         self._forget_run_path(path)
         if self._leaves_project_reported(path) or not os.path.lexists(path) or os.path.isdir(path):
@@ -140,7 +141,7 @@ class RunsPart:
         return run
 
     def _read_worker(self, path: str, changes: ChangeSet) -> None:
-        changes.kinds.add("runs")
+        changes.kinds.add(K.RUNS)
         for tid in [t for t, e in self.transcripts.items() if e.path == path]:
             del self.transcripts[tid]
         self.workers.pop(path, None)

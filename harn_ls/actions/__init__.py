@@ -8,8 +8,10 @@ with symlinks resolved before anything is written.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets as _secrets
+import shutil
 import stat
 import threading as _threading
 import time as _time
@@ -160,14 +162,12 @@ def _keep_owner_and_mode(fd: int, st: os.stat_result) -> None:
 
 def _sweep_stale_temps(directory: str, base: str, older_than: float = 600.0) -> None:
     """Remove our own temp files that a killed writer left behind (never anyone else's)."""
-    import time
-
     prefix = f".{base}.harn-ls-"
     try:
         names = os.listdir(directory)
     except OSError:
         return
-    cutoff = time.time() - older_than
+    cutoff = _time.time() - older_than
     for name in names:
         if name.startswith(prefix) and name.endswith(".tmp"):
             p = os.path.join(directory, name)
@@ -197,16 +197,12 @@ def sweep_stale_staging(directory: str, base: str, older_than: float = 600.0) ->
     Only `.<base>.harn-ls-<hex>.staging` directories (never symlinks, never anyone
     else's) whose mtime is older than `older_than` seconds; returns how many went.
     """
-    import shutil
-    import stat
-    import time
-
     prefix = f".{base}{_STAGING_MARK}"
     try:
         names = os.listdir(directory)
     except OSError:
         return 0
-    cutoff = time.time() - older_than
+    cutoff = _time.time() - older_than
     removed = 0
     for name in names:
         if not (name.startswith(prefix) and name.endswith(STAGING_SUFFIX)):
@@ -240,9 +236,6 @@ def atomic_write_dir(project_root: str, target_dir: str, files: dict[str, bytes 
     as rename(2) does); a non-empty one is refused and nothing is written.
     A staging folder left by a killed writer is swept once it is 10 minutes old.
     """
-    import errno
-    import shutil
-
     ensure_inside(project_root, target_dir)
     target_dir = os.path.abspath(target_dir)
     parent, base = os.path.split(target_dir)

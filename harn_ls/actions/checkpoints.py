@@ -12,6 +12,8 @@ changed after the user looked at it.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 import stat
 import time
@@ -57,9 +59,6 @@ class _CheckpointLock:
         self.fd: int | None = None
 
     def __enter__(self) -> "_CheckpointLock":
-        import errno
-        import fcntl
-
         ensure_inside(self.confine_root, self.path)
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         try:

@@ -10,11 +10,10 @@ denial or a null answer (§P.2); their documents say how to answer instead.
 
 from __future__ import annotations
 
-import json
 import re
 
 from harn_ls.actions import ActionFailed
-from harn_ls.actions.probes import resolve_harn, run_process
+from harn_ls.actions.probes import resolve_harn
 
 _ESCALATION_ID = re.compile(r"hitl_escalation_[A-Za-z0-9_.-]{1,200}")
 RESUME_TIMEOUT_S = 60.0
@@ -44,20 +43,3 @@ def resume_argv(ws, request_id: str, harn_path: str, reviewer: str, reason: str 
         argv += ["--reason", reason[:2000]]
     return argv, view
 
-
-async def resume_escalation(ws, request_id: str, harn_path: str, reviewer: str, reason: str = "",
-                            timeout: float = RESUME_TIMEOUT_S) -> dict:
-    argv, view = resume_argv(ws, request_id, harn_path, reviewer, reason)
-    result = await run_process(argv, cwd=ws.root, timeout=timeout)
-    if result.timed_out:
-        raise ActionFailed(f"harn orchestrator resume did not finish in {timeout:g} s")
-    if result.exit_code != 0:
-        err = (result.stderr.strip().splitlines() or ["(no message)"])[-1][:500]
-        orphan = " The response event may already be in the log (Harn writes it first)." if "waitpoint" in err else ""
-        raise ActionFailed(f"harn orchestrator resume failed (exit {result.exit_code}): {err}.{orphan}")
-    try:
-        out = json.loads(result.stdout)
-    except ValueError:
-        out = {}
-    return {"message": f"escalation {request_id} resumed as {argv[5]}", "output": out if isinstance(out, dict) else {},
-            "touched": [view.path, view.path + "-wal"], "argv": argv[1:]}

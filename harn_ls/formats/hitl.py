@@ -68,10 +68,6 @@ def sanitize_topic_component(value: str) -> str:
     return "".join(c if (c.isascii() and (c.isalnum() or c in "._-")) else "_" for c in value)
 
 
-def waitpoint_topic(request_id: str) -> str:
-    return WAITPOINT_PREFIX + sanitize_topic_component(request_id)
-
-
 def parse_time_ms(value: Any) -> int | None:
     """RFC 3339 (any fraction length, `Z` or offset) -> Unix ms; None when not a timestamp."""
     if not isinstance(value, str):

@@ -167,9 +167,6 @@ class PatternLearning:
     rejected: list[MemoryRecord] = field(default_factory=list)  # records Harn skips (bad schema/kind/fields)
     counts: dict = field(default_factory=dict)  # kind -> {"stored": n, "visible": m}
 
-    def pending_visible(self) -> list[Proposal]:
-        return [p for p in self.pending if p.visible_to_harn]
-
     def suppressed_ids(self, now_iso: str) -> list[str]:
         return [pid for pid in self.state.suppressed_until if is_suppressed(pid, self.state, now_iso)]
 

@@ -29,7 +29,7 @@ import sqlite3
 import stat
 import time
 import urllib.parse
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 DEFAULT_DEADLINE_S = 1.0      # per query; a hostile file yields a problem well within 2 s
 DEFAULT_MAX_ROWS = 10_000     # per query
@@ -153,10 +153,6 @@ def table_columns(conn: sqlite3.Connection, name: str, deadline_s: float = DEFAU
     return [r[0] for r in rows]
 
 
-def quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def query(conn: sqlite3.Connection, sql: str, params: Sequence[Any] | dict = (),
           deadline_s: float = DEFAULT_DEADLINE_S, max_rows: int = DEFAULT_MAX_ROWS,
           *, _schema: bool = False) -> list[tuple]:
@@ -192,9 +188,3 @@ def close_quietly(conn: sqlite3.Connection | None) -> None:
     except sqlite3.Error:
         pass
     conn.close()
-
-
-def iter_columns(present: Iterable[str], wanted: Sequence[str]) -> list[str]:
-    """`wanted` columns that exist, in `wanted` order (for forward-compatible SELECT lists)."""
-    have = set(present)
-    return [c for c in wanted if c in have]

@@ -9,7 +9,7 @@ import os
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from harn_ls.lsp import protocol as P
+from harn_ls import contract as P
 from harn_ls.lsp.view_types import on_proposal_document, to_code_action
 from harn_ls.render.proposal_choices import proposal_at_line, proposal_choices
 
@@ -55,16 +55,16 @@ def register(server) -> None:
             if await proj.run(lambda: proj.ws.migration_needed):
                 out.append(types.CodeAction(
                     title="Migrate legacy pattern learning into .harn/memory", kind=P.KIND_MIGRATE,
-                    command=types.Command(title="Migrate pattern learning", command=P.CMD_MIGRATE, arguments=[{}]),
+                    command=types.Command(title="Migrate pattern learning", command=P.CMD_MIGRATE,
+                                          arguments=[P.to_wire(P.MigrateArgs())]),
                     data={}))
         if path.endswith(".harn") and _wanted(params.context, P.KIND_PROBE):
             r = params.range
             empty = r.start == r.end
             title = "Run typecheck probe on whole file" if empty else "Run typecheck probe on selection"
-            arg = {"uri": uri}
-            if not empty:
-                arg["range"] = {"start": {"line": r.start.line, "character": r.start.character},
-                                "end": {"line": r.end.line, "character": r.end.character}}
+            rng = None if empty else P.Range(start=P.Position(line=r.start.line, character=r.start.character),
+                                             end=P.Position(line=r.end.line, character=r.end.character))
+            arg = P.to_wire(P.ProbeArgs(uri=uri, range=rng))
             out.append(types.CodeAction(title=title, kind=P.KIND_PROBE,
                                         command=types.Command(title=title, command=P.CMD_PROBE, arguments=[arg]),
                                         data=arg))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from harn_ls.lsp import protocol as P
+from harn_ls import contract as P
 from harn_ls.lsp.view_types import line_range, on_proposal_document, to_command
 from harn_ls.render.lenses import checkpoint_lens, checkpoint_lens_spots, fact_lens, fact_lens_ranges
 from harn_ls.render.proposal_choices import proposal_choices, proposal_lenses

@@ -1,145 +1,150 @@
-"""`workspace/executeCommand` handlers: thin wrappers over `harn_ls.actions`."""
+"""`workspace/executeCommand` handlers: thin wrappers over `harn_ls.actions`.
+
+Each handler takes its typed argument (harn_ls.contract: `parse_args` turns the JSON into it
+and refuses a malformed one with a message naming the field) and answers a contract result
+class, sent camelCase. Reads of the model run on the project's worker thread."""
 
 from __future__ import annotations
 
+import getpass
 import logging
 import os
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from harn_ls.lsp import protocol as P
+from harn_ls import contract as C
+from harn_ls.actions import ActionFailed
+from harn_ls.actions.checkpoints import forget_stage as do_forget
+from harn_ls.actions.facts import invalidate_fact
+from harn_ls.actions.hitl import RESUME_TIMEOUT_S, resume_argv
+from harn_ls.actions.migrate import migrate_pattern_learning
+from harn_ls.actions.probes import run_process
+from harn_ls.actions.proposals import accept_proposal, reject_proposal
+from harn_ls.lsp.probe import run_probe_command
 from harn_ls.render import make_uri
 
 log = logging.getLogger(__name__)
 
 
-def _arg(args: Any) -> dict:
-    """Commands take one object argument; accept it bare or as a namedtuple.
-
-    Handlers are declared `(ls, *args)`: pygls 2 spreads `arguments` over the handler's
-    parameters, so a fixed `args` parameter made a call with no arguments (or two) an
-    InvalidParams error instead of `{ok: false, message}`."""
-    if isinstance(args, (list, tuple)) and args and not hasattr(args, "_asdict"):
-        args = args[0]
-    if hasattr(args, "_asdict"):
-        args = args._asdict()
-    return args if isinstance(args, dict) else {}
+NO_PROJECT = C.Failure("no Harn project is open")
 
 
-async def _run_action(ls, fn, *fn_args, _where: tuple = ("", "", None), _done: str = "done", **fn_kwargs) -> dict:
-    """Run an action on the project thread, apply what it wrote, and tell the user how it went."""
-    from harn_ls.actions import ActionFailed
-
-    proj = ls.project_holding(*_where)
+async def _run_action(ls, proj, fn: Callable[..., dict], *fn_args: Any, done: str, **fn_kwargs: Any) -> dict | C.Failure:
+    """Run an action on the project thread, apply what it wrote, and tell the user how it went.
+    Returns the action's result dict, or a Failure (already shown)."""
     if proj is None or proj.ws is None:
-        return {"ok": False, "message": "no Harn project is open"}
+        return NO_PROJECT
     try:
         result = await proj.run(lambda: fn(proj.ws, *fn_args, **fn_kwargs))
     except ActionFailed as exc:
         ls.show(str(exc), types.MessageType.Error)
-        return {"ok": False, "message": str(exc)}
+        return C.Failure(str(exc))
     written = [p for p in result.get("written", []) if isinstance(p, str)]
-    await proj.apply_now(written + result.get("touched", []))
-    ls.show(result.get("message", _done))
-    return {"ok": True, **result}
+    await proj.apply_now(written)
+    ls.show(result.get("message", done))
+    return result
+
+
+def _register_typed(server, command: str, fn: Callable[[Any, Any], Awaitable[Any]]) -> None:
+    """Register `fn(ls, args)` for `command`: the argument is parsed into its contract class
+    first (a malformed one answers a Failure naming the field); the result goes out camelCase."""
+    # pygls spreads `arguments` over the parameters: `*args` takes none, one or several
+    # (a fixed parameter would make a wrong count an InvalidParams error, not a Failure)
+    async def handler(ls, *args):
+        try:
+            parsed = C.parse_args(command, args)
+        except C.ArgumentError as exc:
+            return C.to_wire(C.Failure(str(exc)))
+        return C.to_wire(await fn(ls, parsed))
+
+    handler.__name__ = fn.__name__
+    server.command(command)(handler)
+
+
+async def accept(ls, a: C.AcceptArgs):
+    proj = await ls.project_holding("proposals", a.id, a.root)
+    result = await _run_action(ls, proj, accept_proposal, a.id, skill_root=a.skill_root or ls.settings.skillRoot,
+                               done="accepted")
+    if isinstance(result, C.Failure):
+        return result
+    skill = result.get("skill_path")
+    if skill and ls.supports("window.show_document"):
+        ls.spawn(ls.window_show_document_async(types.ShowDocumentParams(uri=from_fs_path(skill), take_focus=True)),
+                 "showDocument")
+    return C.from_fields(C.AcceptResult, result)
+
+
+async def reject(ls, a: C.RejectArgs):
+    proj = await ls.project_holding("proposals", a.id, a.root)
+    result = await _run_action(ls, proj, reject_proposal, a.id, days=a.days, done="rejected")
+    return result if isinstance(result, C.Failure) else C.from_fields(C.RejectResult, result)
+
+
+async def invalidate(ls, a: C.InvalidateFactArgs):
+    proj = await ls.project_holding("facts", a.id, a.root)
+    result = await _run_action(ls, proj, invalidate_fact, a.id, done="fact invalidated")
+    return result if isinstance(result, C.Failure) else C.from_fields(C.InvalidateFactResult, result)
+
+
+async def forget_stage(ls, a: C.ForgetStageArgs):
+    proj = await ls.project_holding("checkpoints", a.pipeline, a.root)
+    if proj is None or proj.ws is None:
+        return NO_PROJECT
+
+    def _mtime() -> float | None:
+        cf = proj.ws.checkpoints.get(a.pipeline)
+        return os.stat(cf.path).st_mtime if cf is not None else None
+
+    mtime = await proj.run(_mtime)
+    # The action takes Harn's checkpoint lock (waiting up to 5 s, as Harn does) and refuses
+    # with a clear message while a pipeline holds it: no guessing from modification times.
+    result = await _run_action(ls, proj, do_forget, a.pipeline, a.key, expect_mtime=mtime, done=f"forgot stage {a.key}")
+    return result if isinstance(result, C.Failure) else C.from_fields(C.ForgetStageResult, result)
+
+
+async def migrate(ls, a: C.MigrateArgs):
+    proj = await ls.project_holding("", "", a.root) if a.root else None
+    if proj is None:
+        for candidate in list(ls.projects.values()):
+            ws = candidate.ws
+            if ws is not None and await candidate.run(lambda w=ws: w.migration_needed):
+                proj = candidate
+                break
+        else:
+            proj = ls.default_project()
+    result = await _run_action(ls, proj, migrate_pattern_learning, done="pattern learning migrated")
+    return result if isinstance(result, C.Failure) else C.from_fields(C.MigrateResult, result)
+
+
+async def recall(ls, a: C.RecallArgs):
+    return C.RecallResult(uri=make_uri("recall", q=a.query, ns=a.namespace or ""))
+
+
+async def rescan(ls, a: C.RescanArgs):
+    counts = {}
+    for proj in list(ls.projects.values()):
+        await proj.rescan()
+        if proj.ws is not None:
+            counts[proj.root] = await proj.run(lambda p=proj: p.ws.counts())
+    return C.RescanResult(counts=counts)
+
+
+async def probe(ls, a: C.ProbeArgs):
+    result = await run_probe_command(ls, C.to_wire(a))
+    if result.get("ok"):
+        return C.from_fields(C.ProbeResult, result, fact_id=result.get("factId"))
+    if result.get("outcome") == "cancelled":
+        return C.ProbeCancelled(message=result["message"])
+    return C.Failure(result.get("message", "typecheck probe failed"))
 
 
 def register(server) -> None:
-    @server.command(P.CMD_ACCEPT)
-    async def accept(ls, *args):
-        from harn_ls.actions.proposals import accept_proposal
-
-        a = _arg(args)
-        if not a.get("id"):
-            return {"ok": False, "message": "acceptProposal needs {id}"}
-        result = await _run_action(ls, accept_proposal, str(a["id"]), skill_root=a.get("skillRoot") or ls.settings.skillRoot,
-                                   _where=("proposals", str(a["id"]), a.get("root")), _done="accepted")
-        if result.get("ok"):
-            skill = result.get("skill_path")
-            if skill and ls.supports("window.show_document"):
-                ls.spawn(ls.window_show_document_async(types.ShowDocumentParams(uri=from_fs_path(skill), take_focus=True)),
-                         "showDocument")
-        return result
-
-    @server.command(P.CMD_REJECT)
-    async def reject(ls, *args):
-        from harn_ls.actions.proposals import reject_proposal
-
-        a = _arg(args)
-        if not a.get("id"):
-            return {"ok": False, "message": "rejectProposal needs {id}"}
-        try:
-            days = int(a.get("days", 14))
-        except (TypeError, ValueError):
-            return {"ok": False, "message": "days must be a whole number"}
-        result = await _run_action(ls, reject_proposal, str(a["id"]), days=days,
-                                   _where=("proposals", str(a["id"]), a.get("root")), _done="rejected")
-        return result
-
-    @server.command(P.CMD_INVALIDATE_FACT)
-    async def invalidate(ls, *args):
-        from harn_ls.actions.facts import invalidate_fact
-
-        a = _arg(args)
-        if not a.get("id"):
-            return {"ok": False, "message": "invalidateFact needs {id}"}
-        result = await _run_action(ls, invalidate_fact, str(a["id"]), _where=("facts", str(a["id"]), a.get("root")),
-                                   _done="fact invalidated")
-        return result
-
-    @server.command(P.CMD_FORGET_STAGE)
-    async def forget_stage(ls, *args):
-        from harn_ls.actions.checkpoints import forget_stage as do_forget
-
-        a = _arg(args)
-        pipeline, key = a.get("pipeline"), a.get("key")
-        if not pipeline or not isinstance(pipeline, str) or key is None:
-            return {"ok": False, "message": "forgetCheckpointStage needs {pipeline, key}"}
-        proj = ls.project_holding("checkpoints", str(pipeline), a.get("root"))
-        if proj is None or proj.ws is None:
-            return {"ok": False, "message": "no Harn project is open"}
-        mtime = await proj.run(lambda: os.stat(proj.ws.checkpoints[pipeline].path).st_mtime if pipeline in proj.ws.checkpoints else None)
-        # The action takes Harn's checkpoint lock (waiting up to 5 s, as Harn does) and refuses
-        # with a clear message while a pipeline holds it: no guessing from modification times.
-        result = await _run_action(ls, do_forget, str(pipeline), str(key), expect_mtime=mtime,
-                                   _where=("checkpoints", str(pipeline), a.get("root")), _done=f"forgot stage {key}")
-        return result
-
-    @server.command(P.CMD_MIGRATE)
-    async def migrate(ls, *args):
-        from harn_ls.actions.migrate import migrate_pattern_learning
-
-        a = _arg(args)
-        proj = next((p for p in ls.projects.values() if p.ws is not None and p.ws.migration_needed), None)
-        result = await _run_action(ls, migrate_pattern_learning,
-                                   _where=("", "", a.get("root") or (proj.folder_path if proj else None)),
-                                   _done="pattern learning migrated")
-        return result
-
-    @server.command(P.CMD_RECALL)
-    async def recall(ls, *args):
-        a = _arg(args)
-        query = str(a.get("query", ""))
-        ns = a.get("namespace") or None
-        return {"uri": make_uri("recall", q=query, ns=ns or "")}
-
-    @server.command(P.CMD_RESCAN)
-    async def rescan(ls, *args):
-        for proj in ls.projects.values():
-            await proj.rescan()
-        return {"ok": True, "counts": {p.root: p.ws.counts() for p in ls.projects.values() if p.ws is not None}}
-
-    @server.command(P.CMD_PROBE)
-    async def probe(ls, *args):
-        from harn_ls.lsp.probe import run_probe_command
-
-        return await run_probe_command(ls, _arg(args))
-
-    @server.command(P.CMD_RESUME)
-    async def resume(ls, *args):
-        return await resume_escalation_command(ls, _arg(args))
+    for command, fn in ((C.CMD_ACCEPT, accept), (C.CMD_REJECT, reject), (C.CMD_INVALIDATE_FACT, invalidate),
+                        (C.CMD_FORGET_STAGE, forget_stage), (C.CMD_MIGRATE, migrate), (C.CMD_RECALL, recall),
+                        (C.CMD_RESCAN, rescan), (C.CMD_PROBE, probe), (C.CMD_RESUME, resume_escalation_command)):
+        _register_typed(server, command, fn)
 
 
 RESUME_NOT_ALLOWED = ("Resuming an escalation runs the harn binary; this server listens on TCP and was not "
@@ -148,47 +153,53 @@ UNTRUSTED_RESUME = ("Resuming an escalation runs the harn binary; this workspace
                     "Trust it, or run `harn orchestrator resume` yourself.")
 
 
-async def resume_escalation_command(ls, a: dict) -> dict:
+async def _project_with_request(ls, rid: str):
+    for proj in list(ls.projects.values()):
+        ws = proj.ws
+        if ws is not None and await proj.run(lambda w=ws: w.extra.request(rid) is not None):
+            return proj
+    return None
+
+
+def _reviewer(ls) -> str:
+    reviewer = ls.settings.hitl.reviewer.strip()
+    if reviewer:
+        return reviewer
+    try:
+        return getpass.getuser()
+    except Exception:
+        return ""
+
+
+async def resume_escalation_command(ls, a: C.ResumeArgs):
     """`harn orchestrator resume` for one escalation (§N.2): trusted workspaces only, argv only, the
     --state-dir of the log the request lives in; the result shows when Harn's response event lands."""
-    import getpass
-
-    from harn_ls.actions import ActionFailed
-    from harn_ls.actions.hitl import RESUME_TIMEOUT_S, resume_argv
-    from harn_ls.actions.probes import run_process
-
     if not ls.probes_allowed:  # serve --tcp without --allow-probes: no program runs for a client
         ls.show(RESUME_NOT_ALLOWED, types.MessageType.Warning)
-        return {"ok": False, "message": RESUME_NOT_ALLOWED}
+        return C.Failure(RESUME_NOT_ALLOWED)
     if not ls.trusted:
         ls.show(UNTRUSTED_RESUME, types.MessageType.Warning)
-        return {"ok": False, "message": UNTRUSTED_RESUME}
-    rid = a.get("requestId") or a.get("id")
-    if not isinstance(rid, str) or not rid:
-        return {"ok": False, "message": "resumeEscalation needs {requestId}"}
-    proj = next((p for p in ls.projects.values() if p.ws is not None and p.ws.extra.request(rid) is not None), None)
+        return C.Failure(UNTRUSTED_RESUME)
+    rid = a.request_id
+    if not rid:
+        return C.Failure("resumeEscalation needs {requestId}: requestId is empty")
+    proj = await _project_with_request(ls, rid)
     if proj is None:
-        return {"ok": False, "message": f"no escalation {rid} in the open projects"}
-    reviewer = ls.settings.hitl.reviewer.strip()
-    if not reviewer:
-        try:
-            reviewer = getpass.getuser()
-        except Exception:
-            reviewer = ""
-    reason = a.get("reason") if isinstance(a.get("reason"), str) else ""
+        return C.Failure(f"no escalation {rid} in the open projects")
+    reviewer = _reviewer(ls)
     try:
-        argv, view = await proj.run(lambda: resume_argv(proj.ws, rid, ls.harn_program(), reviewer, reason))
+        argv, view = await proj.run(lambda: resume_argv(proj.ws, rid, ls.harn_program(), reviewer, a.reason))
         result = await run_process(argv, cwd=proj.root, timeout=RESUME_TIMEOUT_S)
     except ActionFailed as exc:
         ls.show(str(exc), types.MessageType.Error)
-        return {"ok": False, "message": str(exc)}
+        return C.Failure(str(exc))
     await proj.apply_now([view.path, view.path + "-wal"])
     if result.timed_out or result.exit_code != 0:
         err = (result.stderr.strip().splitlines() or ["(no message)"])[-1][:500]
         msg = f"harn orchestrator resume failed ({'timed out' if result.timed_out else f'exit {result.exit_code}'}): {err}"
         ls.show(msg, types.MessageType.Error)
-        return {"ok": False, "message": msg, "argv": argv[1:]}
+        return C.ResumeFailure(message=msg, argv=argv[1:])
     state = await proj.run(lambda: (proj.ws.extra.request(rid) or (None,))[0])
     msg = f"escalation {rid} resumed as {reviewer}" + (f" — now {state.state}" if state is not None else "")
     ls.show(msg)
-    return {"ok": True, "message": msg, "state": state.state if state is not None else None, "argv": argv[1:]}
+    return C.ResumeResult(message=msg, argv=argv[1:], state=state.state if state is not None else None)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import attrs
 from lsprotocol import types
-from pygls.uris import from_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 
 from harn_ls.formats.problems import Severity
 from harn_ls.render.limits import MAX_RESPONSE_BYTES, MESSAGE_BYTES, cap_text, utf8_len
@@ -35,7 +36,7 @@ def within_budget(diags: list, limit: int = MAX_RESPONSE_BYTES) -> list:
     out, total = [], 400
     for n, d in enumerate(diags):
         if utf8_len(d.message) > MESSAGE_BYTES:  # probe results come from `harn check` output
-            d.message = cap_text(d.message, MESSAGE_BYTES)
+            d = attrs.evolve(d, message=cap_text(d.message, MESSAGE_BYTES))  # the registry's copy stays as set
         total += utf8_len(d.message) + utf8_len(str(d.code or "")) + 200
         if total > limit:
             rest = len(diags) - n
@@ -47,36 +48,46 @@ def within_budget(diags: list, limit: int = MAX_RESPONSE_BYTES) -> list:
     return out
 
 
-def send(ls, path: str, problems) -> None:
-    """One file's diagnostics: harn-ls' problems plus any typecheck-probe results kept for it."""
-    from harn_ls.lsp.probe import diagnostics_for_path
+def send(ls, uri: str, diags: list) -> None:
+    """The registry's publish callback: one file's merged diagnostics, within the notification budget."""
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=within_budget(diags)))
 
-    diags = within_budget([to_diagnostic(p) for p in problems[:1000]] + diagnostics_for_path(ls, path))
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=from_fs_path(path), diagnostics=diags))
+
+def normalize_uri(uri: str) -> str:
+    """One spelling per file, so a probe on the client's URI and problems found by path meet."""
+    if uri.startswith("file:"):
+        path = to_fs_path(uri)
+        if path:
+            return from_fs_path(path) or uri
+    return uri
+
+
+def problems_source(root: str) -> str:
+    """The registry source of one folder's state problems."""
+    return f"{SOURCE} {root}"
 
 
 async def publish(ls, proj) -> int:
-    """After a change batch: send only the files whose problem list changed, and clear vanished ones.
-    Returns the number of problems (for `harn/status`)."""
-    by_path = await proj.run(lambda: proj.ws.problems_by_path())
-    before = ls.published.get(proj.root, {})
-    now: dict[str, tuple] = {}
-    for path, problems in by_path.items():
-        if not path:
-            continue
-        now[path] = tuple(problems[:1000])  # Problems are frozen dataclasses: comparable as they are
-        if before.get(path) != now[path]:
-            send(ls, path, now[path])
-    for path in before.keys() - now.keys():
-        send(ls, path, ())
-    ls.published[proj.root] = now
-    return sum(len(p) for p in by_path.values())
+    """After a change batch: hand the registry the files whose problems changed (found on the project
+    thread, by comparing with what it was given last) and the files that have none any more; it
+    publishes each merged list. Returns the number of problems (for `harn/status`)."""
+    def _collect() -> tuple[dict[str, list], list[str], int]:
+        by_path = proj.ws.problems_by_path()
+        before = proj.published_problems
+        now = {path: tuple(problems[:1000]) for path, problems in by_path.items() if path and problems}
+        changed = {from_fs_path(path): [to_diagnostic(p) for p in problems]  # frozen dataclasses: comparable
+                   for path, problems in now.items() if before.get(path) != problems}
+        gone = [from_fs_path(path) for path in before.keys() - now.keys()]
+        proj.published_problems = now
+        return changed, gone, sum(len(p) for p in by_path.values())
 
-
-async def publish_file(ls, proj, path: str) -> None:
-    """Re-send one file (after its probe diagnostics changed)."""
-    problems = await proj.run(lambda: proj.ws.problems_by_path().get(path, [])) if proj is not None else []
-    send(ls, path, problems)
+    changed, gone, count = await proj.run(_collect)
+    source = problems_source(proj.root)
+    for uri in gone:
+        ls.diagnostics.clear(source, uri)
+    for uri, diags in changed.items():
+        ls.diagnostics.set(source, uri, diags)
+    return count
 
 
 def register(server) -> None:

@@ -2,34 +2,37 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 
 from lsprotocol import types
 
-from harn_ls.lsp import protocol as P
+from harn_ls import contract as P
+from harn_ls.change_kinds import K
 from harn_ls.render import UriError, parse_uri, render_uri
 from harn_ls.render.markdown import cell
+from harn_ls.render.svg import strip_pictures
 
 log = logging.getLogger(__name__)
 
 # Which change kinds can alter which document kinds.
 _AFFECTS = {
     "index": None,  # anything
-    "memory": {"memory"},
-    "facts": {"memory", "facts"},
-    "proposals": {"pattern", "skills", "memory"},
-    "checkpoints": {"checkpoints"},
-    "skills": {"skills"},
-    "runs": {"runs"},
-    "transcripts": {"runs"},
-    "sessions": {"sessions"},
-    "recall": {"memory"},
-    "compare": {"runs"},
+    "memory": {K.MEMORY},
+    "facts": {K.MEMORY, K.FACTS},
+    "proposals": {K.PATTERN, K.SKILLS, K.MEMORY},
+    "checkpoints": {K.CHECKPOINTS},
+    "skills": {K.SKILLS},
+    "runs": {K.RUNS},
+    "transcripts": {K.RUNS},
+    "sessions": {K.SESSIONS},
+    "recall": {K.MEMORY},
+    "compare": {K.RUNS},
 }
 _AFFECTS.update({  # issue 16: event logs, HITL, the rest of .harn/
-    "events_index": {"events"}, "events": {"events"}, "hitl_index": {"events", "hitl"}, "hitl": {"events", "hitl"},
-    "store": {"store", "workflows", "locks", "embed"}, "receipts": {"receipts"},
-    "worktrees": {"worktrees", "crystallization", "receipts"}, "crystallization": {"crystallization"},
+    "events_index": {K.EVENTS}, "events": {K.EVENTS}, "hitl_index": {K.EVENTS, K.HITL}, "hitl": {K.EVENTS, K.HITL},
+    "store": {K.STORE, K.WORKFLOWS, K.LOCKS, K.EMBED}, "receipts": {K.RECEIPTS},
+    "worktrees": {K.WORKTREES, K.CRYSTALLIZATION, K.RECEIPTS}, "crystallization": {K.CRYSTALLIZATION},
 })
 
 
@@ -38,14 +41,18 @@ def _not_found(exc: Exception) -> str:
     return f"# Not found\n\n{cell(exc)}\n"
 
 
-def _project_for_state_uri(ls, uri: str):
+async def _project_for_state_uri(ls, uri: str):
     target = parse_uri(uri)
-    return ls.project_holding(target.kind, target.name, target.query.get("root")), target
+    return await ls.project_holding(target.kind, target.name, target.query.get("root")), target
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
 async def render(ls, uri: str) -> str:
     try:
-        proj, _target = _project_for_state_uri(ls, uri)
+        proj, _target = await _project_for_state_uri(ls, uri)
     except UriError as exc:
         return _not_found(exc)
     if proj is None or proj.ws is None:
@@ -58,8 +65,6 @@ async def render(ls, uri: str) -> str:
     except Exception as exc:  # a renderer bug must not take the document (or the server) down
         log.exception("rendering %s failed", uri)
         text = f"# harn-ls could not render this document\n\n{type(exc).__name__}: {cell(exc)}\n"
-    from harn_ls.lsp.server import text_hash
-
     text = for_client(ls, text)
     ls.served[uri] = (proj.root, text_hash(text))
     return text
@@ -67,10 +72,8 @@ async def render(ls, uri: str) -> str:
 
 def for_client(ls, text: str) -> str:
     """Drop picture lines for clients that show documents as plain text (see server.initialize)."""
-    if getattr(ls, "pictures", True):
+    if ls.pictures:
         return text
-    from harn_ls.render.svg import strip_pictures
-
     return strip_pictures(text)
 
 
@@ -84,8 +87,6 @@ async def refresh_changed(ls, proj, changes) -> None:
     """Ask the client to re-fetch the documents it has open whose text really changed."""
     if not ls.served or not ls.supports("workspace.text_document_content"):
         return  # a client that did not declare the capability has no refresh handler
-    from harn_ls.lsp.server import text_hash
-
     settings = ls.render_settings()
     candidates = []
     for uri, (root, digest) in list(ls.served.items()):

@@ -8,14 +8,15 @@ diagnostics honest while the document is edited.
 Cancellation. pygls 2 runs `workspace/executeCommand` through a generator
 builtin: a `$/cancelRequest` cancels only that builtin's bookkeeping future
 (the client gets its "cancelled" response) and never the asyncio task of the
-command handler. So the handler watches that future itself, and the
-progress token's cancel future (`window/workDoneProgress/cancel`), and
+command handler. So the handler watches the server's own record of the
+request (`ls.requests`, which sees every `$/cancelRequest` and the shutdown),
+and the progress token's cancel future (`window/workDoneProgress/cancel`), and
 cancels the probe sub-task, which kills harn's process group and removes the
 temp file.
 
-Diagnostics. Probe diagnostics live in `ls.probe_diagnostics[uri]` (a list of
-`types.Diagnostic`); `lsp.diagnostics.publish` merges them with the state
-problems it publishes for the same file, and this module merges the other way.
+Diagnostics. Probe diagnostics are the `harn-probe` source of the server's
+diagnostics registry (`ls.diagnostics`), which merges them with the state
+problems of the same file; the probed range lives in `ls.probe_states[uri]`.
 They are dropped when an edit touches the probed range (edits before it shift
 them), when the probe is re-run on that document, and when the range's text no
 longer matches what was probed.
@@ -28,6 +29,8 @@ import contextlib
 import logging
 import os
 from dataclasses import dataclass
+
+import attrs
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
@@ -55,23 +58,6 @@ class ProbeState:
     snippet: str
 
 
-def _ensure_maps(ls) -> None:
-    if not hasattr(ls, "probe_diagnostics"):
-        ls.probe_diagnostics = {}  # uri -> list[types.Diagnostic]
-    if not hasattr(ls, "probe_states"):
-        ls.probe_states = {}  # uri -> ProbeState
-
-
-def diagnostics_for_path(ls, path: str) -> list[types.Diagnostic]:
-    """Probe diagnostics for a file path (for `lsp.diagnostics.publish` to merge)."""
-    out: list[types.Diagnostic] = []
-    for uri, diags in getattr(ls, "probe_diagnostics", {}).items():
-        with contextlib.suppress(Exception):
-            if to_fs_path(uri) == path:
-                out.extend(diags)
-    return out
-
-
 def to_lsp_diagnostic(d: runner.ProbeDiagnostic) -> types.Diagnostic:
     (sl, sc), (el, ec) = d.range
     message = d.message + (f"\nhelp: {d.help}" if d.help else "")
@@ -85,36 +71,24 @@ def to_lsp_diagnostic(d: runner.ProbeDiagnostic) -> types.Diagnostic:
     )
 
 
-async def publish(ls, uri: str) -> None:
-    """Publish the probe diagnostics of `uri` merged with harn-ls' own problems on that file."""
-    from harn_ls.lsp.diagnostics import publish_file
-
-    _ensure_maps(ls)
-    path = to_fs_path(uri)
-    if path:
-        proj = ls.project_for_uri(uri)
-        await publish_file(ls, proj if proj is not None and proj.ws is not None else None, path)
-
-
 def _clear(ls, uri: str) -> bool:
-    _ensure_maps(ls)
     ls.probe_states.pop(uri, None)
-    return ls.probe_diagnostics.pop(uri, None) is not None
+    return ls.diagnostics.clear(runner.SOURCE, uri)
 
 
 # -- edits ---------------------------------------------------------------------------------
 
 
-def _shift_diag(d: types.Diagnostic, cs, ce, text) -> None:
-    for attr in ("start", "end"):
-        p = getattr(d.range, attr)
+def _shift_diag(d: types.Diagnostic, cs, ce, text) -> types.Diagnostic:
+    def _moved(p: types.Position) -> types.Position:
         nl, nc = shift_position((p.line, p.character), cs, ce, text)
-        setattr(d.range, attr, types.Position(line=nl, character=nc))
+        return types.Position(line=nl, character=nc)
+    return attrs.evolve(d, range=types.Range(start=_moved(d.range.start), end=_moved(d.range.end)))
 
 
 def apply_changes(ls, uri: str, changes, current_text: str | None) -> bool:
-    """Track one didChange for the probed range; True when the diagnostics changed (need publishing)."""
-    _ensure_maps(ls)
+    """Track one didChange for the probed range; True when the diagnostics changed (the registry
+    has published them)."""
     st = ls.probe_states.get(uri)
     if st is None:
         return False
@@ -129,8 +103,8 @@ def apply_changes(ls, uri: str, changes, current_text: str | None) -> bool:
             continue
         if ce <= start:  # entirely before: shift the range and its diagnostics
             st.range = (shift_position(start, cs, ce, ch.text), shift_position(end, cs, ce, ch.text))
-            for d in ls.probe_diagnostics.get(uri, []):
-                _shift_diag(d, cs, ce, ch.text)
+            ls.diagnostics.set(runner.SOURCE, uri, [_shift_diag(d, cs, ce, ch.text)
+                                                     for d in ls.diagnostics.get(runner.SOURCE, uri)])
             moved = True
             continue
         return _clear(ls, uri)  # the edit touches the probed code
@@ -140,15 +114,6 @@ def apply_changes(ls, uri: str, changes, current_text: str | None) -> bool:
 
 
 # -- the command ---------------------------------------------------------------------------
-
-
-def _request_future(ls):
-    """The bookkeeping future pygls cancels on `$/cancelRequest` for this executeCommand request."""
-    try:
-        msg_id = ls.protocol.msg_id
-        return ls.protocol._request_futures.get(msg_id) if msg_id is not None else None
-    except Exception:  # private pygls detail; without it only progress-cancel works
-        return None
 
 
 async def _begin_progress(ls, title: str, message: str) -> str | None:
@@ -179,7 +144,6 @@ def _fail(ls, message: str, kind=types.MessageType.Error) -> dict:
 
 async def run_probe_command(ls, args: dict) -> dict:
     """Run a typecheck probe on `{uri, range?}`; returns {ok, outcome, summary, factId, envelope}."""
-    _ensure_maps(ls)
     if not ls.probes_allowed:
         return _fail(ls, NOT_ALLOWED, types.MessageType.Warning)
     if not ls.trusted:
@@ -202,22 +166,24 @@ async def run_probe_command(ls, args: dict) -> dict:
     version = doc.version
 
     # A re-run replaces the previous result on this document.
-    if _clear(ls, uri):
-        await publish(ls, uri)
+    _clear(ls, uri)
 
     settings = ls.settings
     where = os.path.basename(path) + ("" if rng is None else f":{rng[0][0] + 1}")
     token = await _begin_progress(ls, "Harn typecheck probe", f"harn check {where}")
+    memory_root = await proj.run(lambda: proj.ws.paths.memory_root)
     probe_task = asyncio.ensure_future(runner.run_typecheck_probe(
         proj.root, path, text, rng, ls.harn_program(),
         settings.probes.timeoutSeconds,
-        store=settings.probes.storeFacts, memory_root=proj.ws.paths.memory_root))
+        store=settings.probes.storeFacts, memory_root=memory_root))
 
     def _cancel_probe(fut) -> None:
         if fut.cancelled() and not probe_task.done():
             probe_task.get_loop().call_soon_threadsafe(probe_task.cancel)
 
-    watched = [f for f in (_request_future(ls), ls.work_done_progress.tokens.get(token) if token else None) if f]
+    request = ls.requests.get(ls.protocol.msg_id)  # None when called outside a tracked request
+    watched = [f for f in (request.signal if request else None,
+                           ls.work_done_progress.tokens.get(token) if token else None) if f is not None]
     for fut in watched:
         fut.add_done_callback(_cancel_probe)
     try:
@@ -246,9 +212,8 @@ async def run_probe_command(ls, args: dict) -> dict:
     if current.version != version and runner.select(current.source, outcome.range).snippet != outcome.snippet:
         notes.append("the document changed while the probe ran; diagnostics not shown")
     else:
-        ls.probe_diagnostics[uri] = [to_lsp_diagnostic(d) for d in outcome.diagnostics]
         ls.probe_states[uri] = ProbeState(range=outcome.range, snippet=outcome.snippet)
-        await publish(ls, uri)
+        ls.diagnostics.set(runner.SOURCE, uri, [to_lsp_diagnostic(d) for d in outcome.diagnostics])
 
     if outcome.events_path:
         await proj.apply_now([outcome.events_path])
@@ -272,18 +237,15 @@ async def run_probe_command(ls, args: dict) -> dict:
 
 
 def register(server) -> None:
-    _ensure_maps(server)
-
     @server.handler(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls, params: types.DidChangeTextDocumentParams) -> None:
         # Synchronous on purpose: pygls applies each didChange before calling us, and an async
         # handler would run later, against text that further edits have already changed.
         uri = params.text_document.uri
-        if uri not in getattr(ls, "probe_states", {}):
+        if uri not in ls.probe_states:
             return
         try:
             text = ls.workspace.get_text_document(uri).source
         except Exception:
             text = None
-        if apply_changes(ls, uri, params.content_changes, text):
-            ls.spawn(publish(ls, uri), "probe diagnostics")
+        apply_changes(ls, uri, params.content_changes, text)  # the registry publishes what changed

@@ -2,7 +2,12 @@
 
 Every read and write of the model runs on the project's own worker thread,
 so the event loop never blocks on file I/O and the model never sees two
-writers at once.
+writers at once. Other threads may only test whether it is loaded
+(`proj.ws is None`) and read `proj.root`.
+
+With HARN_LS_THREAD_CHECK=1 (the test suite sets it) that is enforced: any
+attribute of the loaded Workspace read from another thread logs an error and
+raises `ModelThreadError`.
 """
 
 from __future__ import annotations
@@ -10,31 +15,59 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
+from harn_ls.change_kinds import K
 from harn_ls.render.fact_spans import FactSpanCache
+from harn_ls.formats.problems import Problem
+from harn_ls.history import CheckpointHistory, record_workspace
+from harn_ls.recall import RecallEngine
+from harn_ls.watch import StateWatcher
 from harn_ls.workspace import ChangeSet, Workspace
 
 log = logging.getLogger(__name__)
+THREAD_CHECK_ENV = "HARN_LS_THREAD_CHECK"
+
+
+class ModelThreadError(RuntimeError):
+    """The model was read off its project's worker thread (only raised with HARN_LS_THREAD_CHECK=1)."""
+
+
+def guard_thread(ws: Workspace, owner: int) -> None:
+    """Make every attribute read of `ws` outside thread `owner` fail (debug/test mode). The object
+    stays a Workspace (a per-project subclass), so nothing else about it changes."""
+    def __getattribute__(self, name: str) -> Any:
+        if threading.get_ident() != owner and not name.startswith("__"):
+            message = f"Workspace.{name} read on thread {threading.current_thread().name!r}, not its project thread"
+            log.error("model touched off its thread: %s", message)
+            raise ModelThreadError(message)
+        return object.__getattribute__(self, name)
+
+    ws.__class__ = type("ThreadCheckedWorkspace", (type(ws),), {"__getattribute__": __getattribute__})
 
 
 class Project:
     def __init__(self, folder_path: str, on_changes: Callable[["Project", ChangeSet], Any]) -> None:
-        self.folder_path = folder_path
-        self.ws: Workspace | None = None
+        self.folder_path: str = folder_path
+        self.ws: Workspace | None = None  # set once, on the worker thread
+        self._root: str = folder_path  # the model's root once loaded: readable from any thread
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harn-ws")
         self._on_changes = on_changes
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.watcher = None
-        self.load_seconds = 0.0
-        self.last_batch_at = 0.0
+        self.watcher: StateWatcher | None = None
+        self.load_seconds: float = 0.0
+        self.last_batch_at: float = 0.0
+        # Project thread only: each file's problems as last handed to the diagnostics registry.
+        self.published_problems: dict[str, tuple[Problem, ...]] = {}
         self.fact_spans = FactSpanCache()  # hover / lens spans per source file; used on the worker thread only
 
     @property
     def root(self) -> str:
-        return self.ws.root if self.ws is not None else self.folder_path
+        return self._root
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         loop = asyncio.get_running_loop()
@@ -50,31 +83,35 @@ class Project:
             start = time.perf_counter()
             # The state cache (outside the project; off with HARN_LS_CACHE=off) spares re-reading
             # unchanged logs and rebuilding their recall index.
-            self.ws = Workspace.load(self.folder_path, cache=True)
+            ws = Workspace.load(self.folder_path, cache=True)
+            if os.environ.get(THREAD_CHECK_ENV) == "1":
+                guard_thread(ws, threading.get_ident())
+            self._root = ws.root
+            self.ws = ws
             self.load_seconds = time.perf_counter() - start
             # The model lives as long as the server: move it out of the cyclic GC's
             # reach, or every full collection walks millions of objects (~1 s on a
             # 100k-event project) in the middle of some hover or watcher batch.
             gc.freeze()
             self._keep_checkpoint_history(None)
-            return ChangeSet(rescanned=True, kinds={"roots"})
+            return ChangeSet(rescanned=True, kinds={K.ROOTS})
 
         return await self.run(_load)
 
     def _keep_checkpoint_history(self, pipelines) -> None:
         """Record each checkpoint file's current version in the history kept outside the project (project thread)."""
-        from harn_ls.history import CheckpointHistory, record_workspace
-
         try:
-            if getattr(self.ws, "checkpoint_history", None) is None:
+            if self.ws.checkpoint_history is None:
                 self.ws.checkpoint_history = CheckpointHistory.for_project(self.root)
             record_workspace(self.ws, pipelines)
         except Exception:  # history is a convenience: never let it break loading or a batch
             log.exception("keeping checkpoint history failed")
 
-    def start_watching(self) -> None:
-        from harn_ls.watch import StateWatcher
+    async def start_watching(self) -> None:
+        await self.run(self._start_watching)
 
+    def _start_watching(self) -> None:
+        """Project thread: the watcher reads the model's paths and reports its problems into it."""
         assert self.ws is not None
         try:
             self.watcher = StateWatcher(self.ws.paths, self._on_batch_from_thread)
@@ -102,7 +139,7 @@ class Project:
                 log.exception("applying changes failed; rescanning the project")
                 changes = ws.rescan()
             self.last_batch_at = time.time()
-            if "checkpoints" in changes.kinds:
+            if K.CHECKPOINTS in changes.kinds:
                 self._keep_checkpoint_history(None if changes.rescanned else changes.pipelines)
             return changes
 
@@ -129,8 +166,6 @@ class Project:
         """Build the recall index in short steps on the project thread, so hovers and lenses
         are served in between; restart if the memory changed meanwhile, and after a few
         restarts just build it in one go."""
-        from harn_ls.recall import RecallEngine
-
         for _ in range(attempts):
             generation, steps = await self.run(lambda: (self.ws.generation, self.ws.recall_build_steps()))
             engine = RecallEngine()
@@ -186,7 +221,5 @@ class Project:
 def _freeze_heap() -> None:
     """Move the long-lived model out of the collector's view, so no full collection
     (about a second on a big project) lands in the middle of a hover later."""
-    import gc
-
     gc.collect()
     gc.freeze()

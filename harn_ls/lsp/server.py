@@ -6,14 +6,13 @@ tree, symbols, code_actions, commands); each exposes `register(server)`.
 
 from __future__ import annotations
 
-import re
-
 import asyncio
 import functools
-import hashlib
 import logging
 import os
+import re
 import sys
+import threading
 import time
 from typing import Any, Callable
 
@@ -24,17 +23,36 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from harn_ls import __version__
-from harn_ls.lsp import protocol as P
+from harn_ls import contract as P
+from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
+from harn_ls.accept_plan import skill_root_warning
+from harn_ls.lsp import code_actions, code_lens, commands, diagnostics, documents, hover, probe, symbols, tree
+from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
+from harn_ls.lsp.probe import ProbeState
 from harn_ls.lsp.project import Project
+from harn_ls.lsp.requests import RequestRegistry
 from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
-from harn_ls.render import RenderSettings
+from harn_ls.render import RenderSettings, make_uri
 from harn_ls.workspace import ChangeSet
 
 log = logging.getLogger("harn_ls")
 SLOW_HANDLER_SECONDS = 0.1
+SHUTDOWN_GRACE_SECONDS = 5.0
 
 
 class HarnProtocol(LanguageServerProtocol):
+    def __init__(self, server: LanguageServer, converter: Any) -> None:
+        super().__init__(server, converter)
+        self.requests = RequestRegistry()  # our handlers' in-flight requests (see lsp/requests.py)
+
+    def handle_message(self, message: Any) -> None:
+        # pygls answers `$/cancelRequest` itself; tell our running handler too (a probe stops its process).
+        if getattr(message, "method", None) == types.CANCEL_REQUEST:
+            msg_id = getattr(getattr(message, "params", None), "id", None)
+            if msg_id is not None:
+                self.requests.cancel(msg_id)
+        super().handle_message(message)
+
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):
         result = yield from super().lsp_initialize(params)
@@ -43,19 +61,6 @@ class HarnProtocol(LanguageServerProtocol):
         ws_caps.text_document_content = types.TextDocumentContentOptions(schemes=[P.SCHEME])
         result.capabilities.workspace = ws_caps
         return result
-
-    @lsp_method(types.SHUTDOWN)
-    def lsp_shutdown(self, *args):
-        # pygls iterates its live request dict while cancelling, which fails when a
-        # cancelled handler (e.g. a running probe) removes itself meanwhile.
-        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
-            yield user_handler, args, None
-        current_id = self.msg_id
-        for msg_id, future in list(self._request_futures.items()):
-            if msg_id != current_id and not future.done():
-                future.cancel()
-        self._shutdown = True
-        return None
 
 
 class LoopMonitor:
@@ -66,8 +71,6 @@ class LoopMonitor:
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, server: "HarnLanguageServer", period: float = 0.05) -> None:
-        import threading
-
         self.loop = loop
         self.server = server
         self.period = period
@@ -77,8 +80,6 @@ class LoopMonitor:
         self._thread.start()
 
     def _run(self) -> None:
-        import threading
-
         while not self._stop.wait(self.period):
             answered = threading.Event()
             sent = time.perf_counter()
@@ -99,12 +100,14 @@ class LoopMonitor:
 
 
 def timed(name: str, server: "HarnLanguageServer", fn: Callable) -> Callable:
-    """Record which handler runs, for the loop monitor's warning."""
+    """Record which handler runs, for the loop monitor's warning, and (async handlers of a
+    request) the request in `server.requests`, so cancellation and shutdown reach it."""
     if asyncio.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def async_wrapper(*args, **kwargs):
             server.current_handler = name
-            return await fn(*args, **kwargs)
+            with server.requests.track(server.protocol.msg_id, name):
+                return await fn(*args, **kwargs)
         return async_wrapper
 
     @functools.wraps(fn)
@@ -115,22 +118,38 @@ def timed(name: str, server: "HarnLanguageServer", fn: Callable) -> Callable:
 
 
 class HarnLanguageServer(LanguageServer):
+    """All server state is declared here, typed; feature modules add none of their own."""
+
+    protocol: HarnProtocol
+
     def __init__(self) -> None:
         super().__init__("harn-ls", __version__, protocol_cls=HarnProtocol)
-        self.settings = Settings()
-        self._skill_root_warned: set[tuple[str, str]] = set()
+        # -- from the client
+        self.settings: Settings = Settings()
         self.trusted: bool = True
-        # Fixed by the command line, never by a client: the harn binary (None = harnState.harnPath)
+        self.client_caps: types.ClientCapabilities | None = None
+        self.pictures: bool = True  # inline SVG lines in documents (VS Code and forks); see initialize
+        self.pending_folders: list[str] = []  # from initialize, loaded on initialized
+        # -- fixed by the command line, never by a client: the harn binary (None = harnState.harnPath)
         # and whether probes may run at all (serve --tcp without --allow-probes: no).
         self.harn_override: str | None = None
         self.probes_allowed: bool = True
-        self.projects: dict[str, Project] = {}
+        # -- projects and what we told the client about them
+        self.projects: dict[str, Project] = {}  # folder path -> project
         self.served: dict[str, tuple[str, str]] = {}  # harn-state URI -> (project root, text sha1)
-        self.published: dict[str, dict[str, tuple]] = {}  # project root -> file path -> problems last sent
+        self.diagnostics: DiagnosticsRegistry[types.Diagnostic] = DiagnosticsRegistry(
+            functools.partial(diagnostics.send, self), diagnostics.normalize_uri)
+        self.probe_states: dict[str, ProbeState] = {}  # document URI -> range and text a probe checked
+        self._skill_root_warned: set[tuple[str, str]] = set()  # (folder, skillRoot) already warned about
+        # -- running work
         self.background: set[asyncio.Task] = set()
-        self.client_caps: types.ClientCapabilities | None = None
-        self.current_handler = "-"
+        self.current_handler: str = "-"
         self.monitor: LoopMonitor | None = None
+
+    @property
+    def requests(self) -> RequestRegistry:
+        """The requests our handlers are serving (kept by the protocol, which sees `$/cancelRequest`)."""
+        return self.protocol.requests
 
     def handler(self, method: str, options: Any = None) -> Callable:
         """`@server.feature` plus the handler name the loop monitor reports."""
@@ -139,6 +158,14 @@ class HarnLanguageServer(LanguageServer):
             if options is None:
                 return self.feature(method)(wrapped)
             return self.feature(method, options)(wrapped)
+        return decorator
+
+    def command(self, command_name: str) -> Callable:
+        """`@server.command` with the same bookkeeping as `handler` (loop monitor, cancellation)."""
+        register = super().command(command_name)
+
+        def decorator(fn: Callable) -> Callable:
+            return register(timed(command_name, self, fn))
         return decorator
 
     # ------------------------------------------------------------- helpers
@@ -179,19 +206,17 @@ class HarnLanguageServer(LanguageServer):
             return self.project_for_path(path) if path else None
         return None
 
-    def project_holding(self, kind: str, name: str, root: str | None = None) -> Project | None:
+    async def project_holding(self, kind: str, name: str, root: str | None = None) -> Project | None:
         """In a multi-root workspace, the folder whose state has this proposal / fact /
-        pipeline / document; `root` (a folder path) wins when the client gives one."""
+        pipeline / document; `root` (a folder path) wins when the client gives one. The
+        membership tests run on each project's worker thread, never on the event loop."""
         if root:
             for proj in self.projects.values():
                 if root in (proj.folder_path, proj.root):
                     return proj
         if len(self.projects) > 1 and name:
-            for proj in self.projects.values():
-                ws = proj.ws
-                if ws is None:
-                    continue
-                if _holds(ws, kind, name):
+            for proj in list(self.projects.values()):
+                if proj.ws is not None and await proj.run(lambda p=proj: holds(p.ws, kind, name)):
                     return proj
         return self.default_project()
 
@@ -217,18 +242,15 @@ class HarnLanguageServer(LanguageServer):
         proj = Project(path, self.on_changes)
         self.projects[path] = proj
         await proj.load()
-        proj.start_watching()
+        await proj.start_watching()
         log.info("loaded %s in %.0f ms", proj.root, proj.load_seconds * 1000)
         await self.warn_skill_root(proj)
-        await self.on_changes(proj, ChangeSet(rescanned=True, kinds={"memory", "facts", "pattern", "checkpoints",
-                                                                     "skills", "runs", "sessions", "roots"}))
+        await self.on_changes(proj, ChangeSet(rescanned=True, kinds=set(RESCAN_KINDS)))
         # Build the recall index now, after everything is shown, so the first search is warm.
         self.spawn(self._warm_then_report(proj), "recall index warm-up")
 
     async def warn_skill_root(self, proj: Project) -> None:
         """Say once per (folder, skillRoot) when Accept would write where Harn's pattern learning never looks."""
-        from harn_ls.accept_plan import skill_root_warning
-
         if proj.ws is None:
             return
         warning = await proj.run(lambda: skill_root_warning(proj.ws, self.settings.skillRoot))
@@ -251,30 +273,28 @@ class HarnLanguageServer(LanguageServer):
         proj = self.projects.pop(os.path.abspath(path), None)
         if proj is not None:
             proj.close()
+            # the folder is gone from the workspace: so are the problems it published
+            self.diagnostics.clear_source(diagnostics.problems_source(proj.root))
 
     # -------------------------------------------------------- change fan-out
     async def on_changes(self, proj: Project, changes: ChangeSet) -> None:
-        from harn_ls.lsp import diagnostics, documents, tree
-
         n_problems = await diagnostics.publish(self, proj)
         await documents.refresh_changed(self, proj, changes)
         if self.supports("workspace.code_lens.refresh_support"):
             self.spawn(self._refresh_lenses(), "codeLens/refresh")
         for view in tree.views_for(changes):
-            self.protocol.notify(P.TREE_CHANGED, {"view": view})
+            self.protocol.notify(P.TREE_CHANGED, P.to_wire(P.TreeChangedParams(view=view)))
         await self.send_status(proj, n_problems)
-        if "hitl" in changes.kinds:
+        if K.HITL in changes.kinds:
             await self._announce_hitl(proj)
 
     async def _announce_hitl(self, proj: Project) -> None:
         """`harn/hitlArrived` for requests waiting for a human that were not there before (issue 16)."""
-        from harn_ls.render import make_uri
-
         new = await proj.run(lambda: proj.ws.extra.take_new_requests())
         if new:
-            self.protocol.notify(P.HITL_ARRIVED, {"root": proj.ws.root, "requests": [
-                {"requestId": r.request_id, "kind": r.kind, "prompt": r.prompt[:300], "agent": r.agent,
-                 "uri": make_uri("hitl", r.request_id)} for r in new]})
+            self.protocol.notify(P.HITL_ARRIVED, P.to_wire(P.HitlArrivedParams(root=proj.root, requests=[
+                P.HitlRequestNote(request_id=r.request_id, kind=r.kind, prompt=r.prompt[:300], agent=r.agent,
+                                  uri=make_uri("hitl", r.request_id)) for r in new])))
 
     async def _refresh_lenses(self) -> None:
         try:
@@ -286,12 +306,11 @@ class HarnLanguageServer(LanguageServer):
         def _status() -> dict:
             ws = proj.ws
             problems = n_problems if n_problems is not None else len(ws.problems())
-            from harn_ls.accept_plan import skill_root_warning
-
             warning = skill_root_warning(ws, self.settings.skillRoot)
-            return {"root": ws.root, "counts": ws.counts(), "problems": problems, "watching": proj.watching,
-                    "recallReady": ws.recall_ready, "warnings": [warning] if warning else [],
-                    "hasState": os.path.isdir(ws.paths.state_root) or os.path.isdir(ws.paths.run_root)}
+            return P.to_wire(P.StatusParams(
+                root=ws.root, counts=ws.counts(), problems=problems, watching=proj.watching, recall_ready=ws.recall_ready,
+                warnings=[warning] if warning else [],
+                has_state=os.path.isdir(ws.paths.state_root) or os.path.isdir(ws.paths.run_root)))
         self.protocol.notify(P.STATUS, await proj.run(_status))
 
     async def pull_configuration(self) -> None:
@@ -309,8 +328,8 @@ class HarnLanguageServer(LanguageServer):
                 log.warning(e)
 
 
-def _holds(ws, kind: str, name: str) -> bool:
-    """Cheap membership tests (dict lookups); called on the event loop only for multi-root."""
+def holds(ws, kind: str, name: str) -> bool:
+    """Whether this workspace has the proposal / fact / pipeline / ... `name` (dict lookups)."""
     if kind == "proposals":
         return ws.pattern is not None and any(p.id == name for p in ws.pattern.pending)
     if kind == "facts":
@@ -328,6 +347,7 @@ def _holds(ws, kind: str, name: str) -> bool:
     if kind == "sessions":
         return ws.sessions is not None and any(s.id == name for s in ws.sessions.sessions)
     return False
+
 
 
 def _log_to_client(server: HarnLanguageServer) -> None:
@@ -365,14 +385,15 @@ def create_server() -> HarnLanguageServer:
             folders = [to_fs_path(params.root_uri)]
         elif not folders and params.root_path:
             folders = [params.root_path]
-        ls._pending_folders = [f for f in folders if f]
+        ls.pending_folders = [f for f in folders if f]
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: HarnLanguageServer, params: types.InitializedParams) -> None:
         if ls.monitor is None:
             ls.monitor = LoopMonitor(asyncio.get_running_loop(), ls)
         await ls.pull_configuration()
-        for folder in getattr(ls, "_pending_folders", []):
+        folders, ls.pending_folders = ls.pending_folders, []
+        for folder in folders:
             await ls.add_folder(folder)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
@@ -397,19 +418,22 @@ def create_server() -> HarnLanguageServer:
         if ls.supports("workspace.code_lens.refresh_support"):
             ls.spawn(ls._refresh_lenses(), "codeLens/refresh")
         # Settings change what documents show (minConfidence, showPrivate): re-fetch the open ones that differ.
-        from harn_ls.lsp import documents
-
-        every = ChangeSet(kinds={"memory", "facts", "pattern", "checkpoints", "skills", "runs", "sessions"})
+        every = ChangeSet(kinds=set(CORE_KINDS))
         for proj in list(ls.projects.values()):
             if proj.ws is not None:
                 await documents.refresh_changed(ls, proj, every)
 
-    @server.feature(types.SHUTDOWN)
-    def shutdown(ls: HarnLanguageServer, params: Any) -> None:
+    @server.handler(types.SHUTDOWN)
+    async def shutdown(ls: HarnLanguageServer, params: Any) -> None:
+        # pygls then cancels the requests still in flight; ours are asked to stop first and given a
+        # moment to answer (a probe kills its process), so none is cancelled under pygls' feet.
+        stopping = ls.requests.cancel_all(keep=ls.protocol.msg_id)
+        if not await ls.requests.wait_finished(stopping, SHUTDOWN_GRACE_SECONDS):
+            log.warning("shutdown: %d request(s) still running", sum(not e.finished.is_set() for e in stopping))
+        for _ in range(2):  # let pygls send their answers (done callbacks run on the next loop turns)
+            await asyncio.sleep(0)
         for proj in list(ls.projects.values()):
             proj.close()
-
-    from harn_ls.lsp import code_actions, code_lens, commands, diagnostics, documents, hover, probe, symbols, tree
 
     for module in (documents, hover, code_lens, diagnostics, tree, symbols, code_actions, commands, probe):
         module.register(server)
@@ -433,7 +457,3 @@ def run_server(tcp: tuple[str, int] | None = None, harn: str | None = None, allo
         server.harn_override = harn
         server.start_io()
     return 0
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()

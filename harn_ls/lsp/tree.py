@@ -3,19 +3,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pygls.exceptions import JsonRpcInvalidParams
 
-from harn_ls.lsp import protocol as P
+from harn_ls import contract as P
+from harn_ls.change_kinds import K
 from harn_ls.render import tree_state
 from harn_ls.render.tree_items import TreeOptions, tree_page
 
 _VIEW_KINDS = {
-    "runs": {"runs"} | tree_state.KINDS,
-    "checkpoints": {"checkpoints"},
-    "memory": {"memory", "facts"},
-    "skills": {"skills", "pattern"},
+    "runs": {K.RUNS} | tree_state.KINDS,
+    "checkpoints": {K.CHECKPOINTS},
+    "memory": {K.MEMORY, K.FACTS},
+    "skills": {K.SKILLS, K.PATTERN},
 }
 
 
@@ -33,23 +32,18 @@ def views_for(changes) -> list[str]:
     return [v for v, kinds in _VIEW_KINDS.items() if kinds & changes.kinds]
 
 
-def _get(params: Any, name: str, default=None):
-    if isinstance(params, dict):
-        return params.get(name, default)
-    return getattr(params, name, default)
-
-
 def register(server) -> None:
     @server.handler(P.TREE)
     async def tree(ls, params):
-        view = _get(params, "view")
-        parent = _get(params, "parent")
-        page = _get(params, "page", 0) or 0
+        try:
+            p = P.parse_params(P.TreeParams, params, P.TREE)
+        except P.ArgumentError as exc:
+            raise JsonRpcInvalidParams(str(exc)) from None
+        view, parent, page, show_suppressed, root = p.view, p.parent, p.page, p.show_suppressed, p.root
         if view not in P.TREE_VIEWS:
             raise JsonRpcInvalidParams(f"unknown view {view!r}; expected one of {', '.join(P.TREE_VIEWS)}")
-        root = _get(params, "root")
         proj = ls.projects.get(root) if root else ls.default_project()
         if proj is None or proj.ws is None:
             return {"items": []}
-        opts = tree_options(ls.settings.facts.minConfidence, bool(_get(params, "showSuppressed", False)))
+        opts = tree_options(ls.settings.facts.minConfidence, show_suppressed)
         return await proj.run(lambda: tree_page(proj.ws, view, parent, int(page), opts))

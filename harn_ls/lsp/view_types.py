@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from lsprotocol import types
 
-from harn_ls.lsp import protocol as P
+from harn_ls import contract as P
 from harn_ls.render import UriError, parse_uri
 from harn_ls.render import view_commands as V
 from harn_ls.render.proposal_choices import ProposalChoice
@@ -37,7 +37,7 @@ async def on_proposal_document(ls, uri: str, fn: Callable[[Any, str, str | None]
         return []
     if target.kind != "proposals":
         return []
-    proj = ls.project_holding(target.kind, target.name, target.query.get("root"))
+    proj = await ls.project_holding(target.kind, target.name, target.query.get("root"))
     if proj is None or proj.ws is None:
         return []
     skill_root = ls.settings.skillRoot

@@ -4,12 +4,13 @@ requests), *Events* (logs -> topics with counts, latest time, consumer lag) and 
 
 from __future__ import annotations
 
+from harn_ls.change_kinds import EXTRA_KINDS
 from harn_ls.formats import hitl as hitl_fmt
 from harn_ls.render.uri import make_uri
 from harn_ls.render.markdown import short_text
 from harn_ls.render.state_docs import ms_time
 
-KINDS = {"events", "hitl", "store", "workflows", "receipts", "worktrees", "crystallization", "locks", "embed"}
+KINDS = EXTRA_KINDS  # what can change the groups above
 PREFIXES = ("hitl", "events", "evlog:", "harnstate")
 
 

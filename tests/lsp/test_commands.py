@@ -195,6 +195,13 @@ async def test_bad_arguments_fail_politely(client):
         ("harnState.forgetCheckpointStage", [{"pipeline": "ingest"}], "needs {pipeline, key}"),
         ("harnState.forgetCheckpointStage", [{"pipeline": "../../etc", "key": "x"}], "refused"),
         ("harnState.acceptProposal", [{"id": "../../../etc/passwd"}], "refused"),
+        # the typed contract names the field that is wrong
+        ("harnState.acceptProposal", [{"id": ["x"]}], "acceptProposal needs {id}: id must be a string"),
+        ("harnState.acceptProposal", [{"id": "a"}, {"id": "b"}], "takes one object argument, not 2"),
+        ("harnState.probeTypecheck", [{"uri": 5}], "probeTypecheck needs {uri}: uri must be a string"),
+        ("harnState.probeTypecheck", [{"uri": "file:///x.harn", "range": {"start": {"line": 0}}}],
+         "range.start.character is missing; range.end is missing"),
+        ("harnState.resumeEscalation", [{"reason": "ok"}], "resumeEscalation needs {requestId}: requestId is missing"),
     ]
     for command, args, fragment in cases:
         result = await execute(client, command, *args)

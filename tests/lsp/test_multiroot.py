@@ -66,3 +66,33 @@ async def test_each_folder_has_its_own_model(client):
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=27, character=0)))
     assert hover is not None and "rounded to cents" in hover.contents.value
+
+
+async def test_removing_a_folder_clears_its_problems(client):
+    import asyncio
+
+    published: dict[str, list] = {}
+    client.protocol.fm.features.pop(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, None)
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def _diags(params: types.PublishDiagnosticsParams):
+        published[params.uri] = list(params.diagnostics)
+
+    for _ in range(600):
+        if {s["root"] for s in client.statuses} >= {str(client.a), str(client.b)}:
+            break
+        await asyncio.sleep(0.05)
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(command="harnState.rescan", arguments=[{}]))
+    for _ in range(200):
+        if any(u.startswith(client.b.as_uri() + "/") and d for u, d in published.items()):
+            break
+        await asyncio.sleep(0.05)
+    with_problems = {u for u, d in published.items() if d and u.startswith(client.b.as_uri() + "/")}
+    assert with_problems, "the sample folder has problems (skills without `short`, a tampered signature...)"
+    client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(added=[], removed=[types.WorkspaceFolder(uri=client.b.as_uri(), name="b")])))
+    for _ in range(200):
+        if all(published[u] == [] for u in with_problems):
+            break
+        await asyncio.sleep(0.05)
+    assert {u: len(published[u]) for u in with_problems} == {u: 0 for u in with_problems}

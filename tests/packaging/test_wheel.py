@@ -67,7 +67,8 @@ def test_wheel_and_sdist_contents(installed):
     requires = {re.split(r"[<>=;\s\[]", line.split(":", 1)[1].strip())[0].lower()
                 for line in meta.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line}
     # every third-party module harn_ls imports at run time is declared
-    assert {"pygls", "lsprotocol", "orjson", "watchdog", "rank-bm25", "numpy", "pyyaml", "cryptography"} <= requires
+    assert {"pygls", "lsprotocol", "orjson", "watchdog", "rank-bm25", "numpy", "pyyaml", "cryptography", "attrs",
+            "cattrs"} <= requires
     with tarfile.open(sdist) as t:
         members = t.getnames()
     assert f"harn_ls-{version}/pyproject.toml" in members

@@ -11,7 +11,7 @@ import pytest
 
 from harn_ls.accept_plan import planned_files
 from harn_ls.history import CheckpointHistory, record_workspace
-from harn_ls.lsp import protocol as P
+from harn_ls import contract as P
 from harn_ls.lsp.view_types import to_code_action, to_command
 from harn_ls.render import view_commands as V
 from harn_ls.render.fact_spans import FactSpan

@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls.lsp import protocol as P
+from harn_ls import contract as P
 from harn_ls.lsp.tree import ITEM_BYTES, tree_options
 from harn_ls.render.limits import MAX_RESPONSE_BYTES
 from harn_ls.render.tree_items import TreeOptions, display_time, tree_items, tree_page

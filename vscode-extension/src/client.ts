@@ -5,7 +5,7 @@ import {
 } from 'vscode-languageclient/node';
 import { isFailure, resolveLaunch } from './launch';
 import {
-  ClientCommands, HitlArrivedParams, InitializationOptions, Methods, SCHEME, StatusParams, TreeChangedParams, TreeParams, TreeResult,
+  ClientCommands, CommandArgs, CommandResults, HitlArrivedParams, InitializationOptions, Methods, SCHEME, StatusParams, TreeChangedParams, TreeParams, TreeResult,
 } from './protocol';
 
 export interface ConnectionEvents {
@@ -53,11 +53,11 @@ export class Connection implements vscode.Disposable {
     return c ? c.sendRequest<TreeResult | undefined>(Methods.tree, params) : undefined;
   }
 
-  /** workspace/executeCommand with one object argument, as the server's commands take. */
-  async execute<R = unknown>(command: string, args: Record<string, unknown>): Promise<R> {
+  /** workspace/executeCommand with the one typed argument the command takes (protocol.ts CommandArgs). */
+  async execute<K extends keyof CommandArgs>(command: K, args: CommandArgs[K]): Promise<CommandResults[K] | undefined> {
     const c = await this.running();
     if (!c) { throw new Error('harn-ls is not running'); }
-    return c.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] }) as Promise<R>;
+    return c.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] }) as Promise<CommandResults[K] | undefined>;
   }
 
   /**

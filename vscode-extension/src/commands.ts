@@ -2,7 +2,10 @@
 // and forwards to a server command (workspace/executeCommand); the server acts.
 import * as vscode from 'vscode';
 import type { Connection } from './client';
-import { ClientCommands, Context, INDEX_URI, SCHEME, ServerCommands, TreeItemData, ViewName, WAITING_URI } from './protocol';
+import {
+  AcceptArgs, ClientCommands, CompareArgs, Context, ForgetStageArgs, INDEX_URI, InvalidateFactArgs, MigrateArgs, ProbeArgs,
+  RecallArgs, RejectArgs, RescanArgs, ResumeArgs, SCHEME, ServerCommands, TreeItemData, ViewName, WAITING_URI,
+} from './protocol';
 import type { Node, Trees } from './trees';
 import { openAsSetting, PreviewPanels } from './preview';
 
@@ -26,76 +29,38 @@ export async function openSource(u: vscode.Uri, preview = true): Promise<vscode.
   return vscode.window.showTextDocument(doc, { preview });
 }
 
-type ItemArg = Node | TreeItemData | string | { id?: string } | undefined;
+/** What a tree-menu command receives: the node it was invoked on (or, from code, a bare id). */
+type ItemArg = Node | string | undefined;
 
+/** The tree item a context-menu command was invoked on. */
 function itemOf(arg: ItemArg): TreeItemData | undefined {
-  if (!arg || typeof arg === 'string') { return undefined; }
-  if ((arg as Node).kind === 'item') { return (arg as Extract<Node, { kind: 'item' }>).item; }
-  if ((arg as TreeItemData).label !== undefined && (arg as TreeItemData).id !== undefined) { return arg as TreeItemData; }
-  return undefined;
-}
-
-const KIND_PREFIX = /^(proposal|proposal\.suppressed|proposals?|fact|facts|checkpointStage|stage|skill|run|transcript|record|memoryRecord):/;
-
-/** The id a server command wants for a tree item: item.data.id, else its id without a "kind:" prefix. */
-export function idOf(arg: ItemArg): string | undefined {
-  if (typeof arg === 'string') { return arg; }
-  const item = itemOf(arg);
-  if (!item) { return typeof (arg as { id?: unknown })?.id === 'string' ? (arg as { id: string }).id : undefined; }
-  const fromData = item.data?.id;
-  if (typeof fromData === 'string') { return fromData; }
-  return item.id.replace(KIND_PREFIX, '');
-}
-
-/** {pipeline, key} for a checkpoint-stage item. */
-export function stageOf(arg: ItemArg): { pipeline: string; key: string } | undefined {
-  const item = itemOf(arg);
-  const raw = arg as { pipeline?: unknown; key?: unknown } | undefined;
-  if (!item && raw && typeof raw.pipeline === 'string' && typeof raw.key === 'string') {
-    return { pipeline: raw.pipeline, key: raw.key };
-  }
-  if (!item) { return undefined; }
-  const d = item.data ?? {};
-  if (typeof d.pipeline === 'string' && typeof d.key === 'string') { return { pipeline: d.pipeline, key: d.key }; }
-  // harn-state:/checkpoints/<pipeline>.md?key=<key>  or  ...#<key>
-  if (item.uri) {
-    const u = vscode.Uri.parse(item.uri);
-    const m = /^\/checkpoints\/(.+)\.md$/.exec(u.path);
-    const q = new URLSearchParams(u.query);
-    const key = q.get('key') ?? (u.fragment ? u.fragment : undefined);
-    if (m && key) { return { pipeline: m[1], key }; }
-  }
-  // id "checkpointStage:<pipeline>:<key>" / "<pipeline>\u0000<key>" / parent pipeline + own key
-  const id = item.id.replace(KIND_PREFIX, '');
-  for (const sep of ['\u0000', '::', '#']) {
-    const i = id.indexOf(sep);
-    if (i > 0) { return { pipeline: id.slice(0, i), key: id.slice(i + sep.length) }; }
-  }
-  const node = arg as Node;
-  if (typeof node === 'object' && node.kind === 'item' && node.parent) {
-    const parentId = node.parent.item.id.replace(/^(checkpointFile|checkpoints?|pipeline):/, '');
-    return { pipeline: parentId, key: id };
-  }
-  const i = id.indexOf(':');
-  return i > 0 ? { pipeline: id.slice(0, i), key: id.slice(i + 1) } : undefined;
+  return arg && typeof arg === 'object' && arg.kind === 'item' ? arg.item : undefined;
 }
 
 /**
- * The server's raw text of what Accept would write to one file:
- * `harn-state:/proposals/<id>.md?file=<project-relative path>`. Compare diffs against this
- * document as it is; it never parses text back out of the rendered proposal (whose free text
- * comes from the proposal and could imitate a "What Accept writes" block).
+ * A string field of the item's `data`: the argument object of its server command, which the
+ * server sends explicitly ({id}, ForgetStageArgs, {requestId, ...}). Ids are never taken apart.
  */
-export function proposedFileUri(id: string, relPath: string): vscode.Uri {
-  // The query is given already encoded: the client sends harn-state: URIs as written.
-  return vscode.Uri.from({
-    scheme: SCHEME,
-    path: `/proposals/${encodeURIComponent(id)}.md`,
-    query: `file=${encodeURIComponent(relPath)}`,
-  });
+function dataField(item: TreeItemData | undefined, field: string): string | undefined {
+  const v = item?.data?.[field];
+  return typeof v === 'string' && v ? v : undefined;
 }
 
-/** The server's `harn-state:/proposals/<id>.md?file=...` URI, its query kept exactly as encoded. */
+/** The id a server command wants: a bare id as given, else the item's `data.id`. */
+export function idOf(arg: ItemArg): string | undefined {
+  return typeof arg === 'string' ? (arg || undefined) : dataField(itemOf(arg), 'id');
+}
+
+/** ForgetStageArgs of a `checkpointStage` item, exactly as the server put them in its `data`. */
+export function stageArgsOf(arg: ItemArg): ForgetStageArgs | undefined {
+  const item = itemOf(arg);
+  if (item?.contextValue !== Context.checkpointStage) { return undefined; }
+  const pipeline = dataField(item, 'pipeline');
+  const key = dataField(item, 'key');
+  return pipeline && key ? { pipeline, key } : undefined;
+}
+
+/** The server's raw-text URI from CompareArgs (`harn-state:/proposals/<id>.md?file=...`), its query kept exactly as encoded. */
 export function rawUriFromServer(uri: unknown): vscode.Uri | undefined {
   if (typeof uri !== 'string') { return undefined; }
   const m = /^harn-state:(\/proposals\/[^?#]+\.md)\?(file=[^#]*)$/.exec(uri);
@@ -106,11 +71,9 @@ export function rawUriFromServer(uri: unknown): vscode.Uri | undefined {
 }
 
 function describeResult(result: unknown): string | undefined {
-  if (!result || typeof result !== 'object') { return typeof result === 'string' ? result : undefined; }
-  const r = result as Record<string, unknown>;
-  for (const k of ['message', 'summary']) { if (typeof r[k] === 'string') { return r[k] as string; } }
-  for (const k of ['path', 'skill_path', 'skillPath', 'written']) { if (typeof r[k] === 'string') { return `wrote ${r[k]}`; } }
-  return undefined;
+  const r = result as { message?: unknown; summary?: unknown } | undefined;
+  if (typeof r?.message === 'string') { return r.message; }
+  return typeof r?.summary === 'string' ? r.summary : undefined;
 }
 
 /** Wraps a command handler: a failure is logged and shown once, never thrown at VS Code. */
@@ -157,7 +120,7 @@ export function registerCommands(
       items.map(it => ({ label: it.label, description: it.description, detail: it.tooltip?.split('\n')[0], it })),
       { placeHolder, matchOnDescription: true, matchOnDetail: true },
     );
-    return pick ? idOf(pick.it) : undefined;
+    return pick ? dataField(pick.it, 'id') : undefined;
   };
 
   const reg = (id: string, what: string, fn: (...args: any[]) => Promise<unknown>) =>
@@ -179,11 +142,13 @@ export function registerCommands(
   reg(ClientCommands.open, 'Open', async (uri: string | vscode.Uri) => openDocument(uri));
 
   // "Compare with existing": the file on disk vs the exact text Accept would write, as the
-  // server serves it raw (`?file=`). The server puts that URI in the command's arguments.
-  reg(ClientCommands.compareWithExisting, 'Compare with existing', async (arg: { id?: string; path?: string; uri?: string }) => {
-    if (!arg?.id || !arg.path) { throw new Error('needs {id, path}'); }
+  // server serves it raw (`?file=`, CompareArgs.uri). Never text parsed out of a rendered document.
+  reg(ClientCommands.compareWithExisting, 'Compare with existing', async (arg?: CompareArgs) => {
+    const right = rawUriFromServer(arg?.uri);
+    if (!arg || typeof arg.id !== 'string' || typeof arg.path !== 'string' || !right) {
+      throw new Error('needs {id, path, uri} (uri: harn-state:/proposals/<id>.md?file=...)');
+    }
     const existing = vscode.Uri.file(arg.path);
-    const right = rawUriFromServer(arg.uri) ?? proposedFileUri(arg.id, vscode.workspace.asRelativePath(existing, false));
     return vscode.commands.executeCommand('vscode.diff', existing, right, `${vscode.workspace.asRelativePath(existing)} ↔ proposal ${arg.id}`);
   });
   reg(ClientCommands.openIndex, 'Open index', async () => openDocument(INDEX_URI));
@@ -197,7 +162,8 @@ export function registerCommands(
   });
 
   reg(ClientCommands.rescan, 'Rescan', async () => {
-    const res = await conn.execute(ServerCommands.rescan, {});
+    const args: RescanArgs = {};
+    const res = await conn.execute(ServerCommands.rescan, args);
     outcome('rescan', res);
     trees.refreshAll();
   });
@@ -212,12 +178,11 @@ export function registerCommands(
       });
     }
     if (!query || !query.trim()) { return undefined; }
-    const args: Record<string, unknown> = { query: query.trim() };
+    const args: RecallArgs = { query: query.trim() };
     if (typeof namespace === 'string' && namespace) { args.namespace = namespace; }
-    const res = await conn.execute<{ uri?: string } | string>(ServerCommands.recall, args);
-    const uri = typeof res === 'string' ? res : res?.uri;
-    if (!uri) { throw new Error('the server returned no document'); }
-    return openDocument(uri, false);
+    const res = await conn.execute(ServerCommands.recall, args);
+    if (typeof res?.uri !== 'string') { throw new Error('the server returned no document'); }
+    return openDocument(res.uri, false);
   });
 
   reg(ClientCommands.probeTypecheck, 'Typecheck probe', async () => {
@@ -228,16 +193,18 @@ export function registerCommands(
       ? new vscode.Range(doc.lineAt(0).range.start, doc.lineAt(doc.lineCount - 1).range.end)
       : editor.selection;
     if (doc.isDirty) { await doc.save(); }
-    const range = {
-      start: { line: sel.start.line, character: sel.start.character },
-      end: { line: sel.end.line, character: sel.end.character },
+    const args: ProbeArgs = {
+      uri: doc.uri.toString(),
+      range: {
+        start: { line: sel.start.line, character: sel.start.character },
+        end: { line: sel.end.line, character: sel.end.character },
+      },
     };
     const result = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Window, title: 'Harn typecheck probe' },
-      () => conn.execute<Record<string, unknown> | undefined>(ServerCommands.probeTypecheck, { uri: doc.uri.toString(), range }),
+      () => conn.execute(ServerCommands.probeTypecheck, args),
     );
-    const n = Array.isArray(result?.diagnostics) ? (result!.diagnostics as unknown[]).length : undefined;
-    const msg = describeResult(result) ?? (n !== undefined ? `${n} diagnostic${n === 1 ? '' : 's'}` : 'done');
+    const msg = describeResult(result) ?? 'done';
     log.info(`Typecheck probe on ${doc.uri.toString()} ${sel.start.line + 1}:${sel.start.character + 1}-${sel.end.line + 1}:${sel.end.character + 1}: ${msg}`);
     void vscode.window.setStatusBarMessage(`Harn probe: ${msg}`, 8000);
     return result;
@@ -246,7 +213,8 @@ export function registerCommands(
   reg(ClientCommands.acceptProposal, 'Accept proposal', async (arg?: ItemArg) => {
     const id = idOf(arg) ?? await pickItem('skills', Context.proposal, 'Pending proposal to accept');
     if (!id) { return undefined; }
-    const res = await conn.execute(ServerCommands.acceptProposal, { id });
+    const args: AcceptArgs = { id };
+    const res = await conn.execute(ServerCommands.acceptProposal, args);
     if (outcome(`accept proposal ${id}`, res)) { trees.refresh('skills'); }
     return res;
   });
@@ -265,7 +233,8 @@ export function registerCommands(
       if (input === undefined) { return undefined; }
       days = Number(input.trim());
     }
-    const res = await conn.execute(ServerCommands.rejectProposal, { id, days });
+    const args: RejectArgs = { id, days };
+    const res = await conn.execute(ServerCommands.rejectProposal, args);
     if (outcome(`reject proposal ${id} for ${days} days`, res)) { trees.refresh('skills'); }
     return res;
   });
@@ -277,13 +246,14 @@ export function registerCommands(
     const ok = await vscode.window.showWarningMessage(
       `Invalidate the fact "${label}"? Harn will no longer use it.`, { modal: true }, 'Invalidate');
     if (ok !== 'Invalidate') { return undefined; }
-    const res = await conn.execute(ServerCommands.invalidateFact, { id });
+    const args: InvalidateFactArgs = { id };
+    const res = await conn.execute(ServerCommands.invalidateFact, args);
     if (outcome(`invalidate fact ${id}`, res)) { trees.refresh('memory'); }
     return res;
   });
 
   reg(ClientCommands.forgetCheckpointStage, 'Forget checkpoint stage', async (arg?: ItemArg) => {
-    const stage = stageOf(arg);
+    const stage = stageArgsOf(arg);
     if (!stage) { throw new Error('choose a stage in the Checkpoints view'); }
     const ok = await vscode.window.showWarningMessage(
       `Forget stage "${stage.key}" of pipeline "${stage.pipeline}"? The next run recomputes it.`, { modal: true }, 'Forget');
@@ -294,14 +264,14 @@ export function registerCommands(
   });
 
   reg(ClientCommands.migratePatternLearning, 'Migrate pattern-learning state', async () => {
-    const res = await conn.execute(ServerCommands.migratePatternLearning, {});
+    const args: MigrateArgs = {};
+    const res = await conn.execute(ServerCommands.migratePatternLearning, args);
     if (outcome('migrate pattern-learning state', res)) { trees.refreshAll(); }
     return res;
   });
 
   reg(ClientCommands.resumeEscalation, 'Resume escalation', async (arg?: ItemArg) => {
-    const data = itemOf(arg)?.data;
-    const requestId = typeof data?.requestId === 'string' ? data.requestId : idOf(arg)?.replace(/^hitl:/, '');
+    const requestId = dataField(itemOf(arg), 'requestId');
     if (!requestId) { throw new Error('choose an escalation under "Waiting for you" in the Runs view'); }
     if (!vscode.workspace.isTrusted) { throw new Error('resuming runs the harn binary; trust this workspace first'); }
     const reviewer = vscode.workspace.getConfiguration('harnState').get<string>('hitl.reviewer') || 'your user name';
@@ -311,7 +281,8 @@ export function registerCommands(
       ignoreFocusOut: true,
     });
     if (reason === undefined) { return undefined; }
-    const res = await conn.execute(ServerCommands.resumeEscalation, { requestId, reason });
+    const args: ResumeArgs = { requestId, reason };
+    const res = await conn.execute(ServerCommands.resumeEscalation, args);
     if (outcome(`resume escalation ${requestId}`, res)) { trees.refresh('runs'); }
     return res;
   });

@@ -1,5 +1,10 @@
 // The harn-ls interface contract as the extension sees it (design.md, "LSP surface").
-// Method names, command names and payload shapes live here and nowhere else.
+// Method names, command names and payload shapes live here and nowhere else in the extension.
+// It mirrors harn_ls/contract.py; tests/unit/test_contract.py parses this file and fails when the
+// two disagree. Keep its simple forms: `export const X = { key: 'value', ... } as const;` and
+// `export interface X {` with one `field: type;` or `field?: type;` per line, closed by `}` alone.
+// A field is optional (`?`) when the Python field has a default and either the client sends the
+// class or the default is None; names are camelCase (Python's snake_case, converted).
 
 export const SCHEME = 'harn-state';
 export const INDEX_URI = 'harn-state:/index.md';
@@ -14,15 +19,15 @@ export const Methods = {
 
 /** Commands the server runs through workspace/executeCommand. */
 export const ServerCommands = {
-  acceptProposal: 'harnState.acceptProposal', // {id}
-  rejectProposal: 'harnState.rejectProposal', // {id, days?}
-  invalidateFact: 'harnState.invalidateFact', // {id}
-  forgetCheckpointStage: 'harnState.forgetCheckpointStage', // {pipeline, key}
-  probeTypecheck: 'harnState.probeTypecheck', // {uri, range}
-  recall: 'harnState.recall', // {query, namespace?} -> {uri}
-  migratePatternLearning: 'harnState.migratePatternLearning', // {}
-  rescan: 'harnState.rescan', // {}
-  resumeEscalation: 'harnState.resumeEscalation', // {requestId, reason?}: runs `harn orchestrator resume` (trusted only)
+  acceptProposal: 'harnState.acceptProposal', // AcceptArgs -> AcceptResult | Failure
+  rejectProposal: 'harnState.rejectProposal', // RejectArgs -> RejectResult | Failure
+  invalidateFact: 'harnState.invalidateFact', // InvalidateFactArgs -> InvalidateFactResult | Failure
+  forgetCheckpointStage: 'harnState.forgetCheckpointStage', // ForgetStageArgs -> ForgetStageResult | Failure
+  probeTypecheck: 'harnState.probeTypecheck', // ProbeArgs -> ProbeResult | ProbeCancelled | Failure
+  recall: 'harnState.recall', // RecallArgs -> RecallResult
+  migratePatternLearning: 'harnState.migratePatternLearning', // MigrateArgs -> MigrateResult | Failure
+  rescan: 'harnState.rescan', // RescanArgs -> RescanResult
+  resumeEscalation: 'harnState.resumeEscalation', // ResumeArgs -> ResumeResult | ResumeFailure | Failure (trusted only)
 } as const;
 
 /** Commands the extension contributes (package.json). */
@@ -36,7 +41,7 @@ export const ClientCommands = {
   openSource: 'harnState.openSource',
   /** Used by the server in tree items and code lenses: open a harn-state: URI (string argument). */
   open: 'harnState.open',
-  /** Used by the server's "Compare with existing" code action: {id, path}. */
+  /** Used by the server's "Compare with existing" code action: CompareArgs. */
   compareWithExisting: 'harnState.compareWithExisting',
   loadMore: 'harnState.loadMore',
   rescan: 'harnState.ui.rescan',
@@ -72,42 +77,196 @@ export const Context = {
   hitlEscalation: 'hitlRequest.escalation',
 } as const;
 
-export interface HitlArrivedParams {
-  root?: string;
-  requests: Array<{ requestId: string; kind: string; prompt?: string; agent?: string; uri: string }>;
-}
-
 export const WAITING_URI = 'harn-state:/hitl.md';
 
+// ------------------------------------------------------------------ command arguments (sent)
+export interface AcceptArgs {
+  id: string;
+  skillRoot?: string | null;
+  root?: string | null;
+}
+
+export interface RejectArgs {
+  id: string;
+  days?: number;
+  root?: string | null;
+}
+
+export interface InvalidateFactArgs {
+  id: string;
+  root?: string | null;
+}
+
+/** Also the `data` of a `checkpointStage` tree item, passed on as it is. */
+export interface ForgetStageArgs {
+  pipeline: string;
+  key: string;
+  root?: string | null;
+}
+
+export interface Position {
+  line: number;
+  character: number;
+}
+
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+export interface ProbeArgs {
+  uri: string;
+  range?: Range | null;
+}
+
+export interface RecallArgs {
+  query?: string;
+  namespace?: string | null;
+}
+
+export interface MigrateArgs {
+  root?: string | null;
+}
+
+export interface RescanArgs {
+}
+
+export interface ResumeArgs {
+  requestId: string;
+  reason?: string;
+}
+
+/** Argument of compareWithExisting: the file at `path` vs `uri`, the server's raw text of what Accept writes. */
+export interface CompareArgs {
+  id: string;
+  path: string;
+  uri: string;
+}
+
+// ------------------------------------------------------------------- command results (received)
+/** Any command that refuses or fails (the server has shown `message` already). */
+export interface Failure {
+  message: string;
+  ok: false;
+}
+
+export interface AcceptResult {
+  message: string;
+  id: string;
+  name: string;
+  kind: string;
+  written: string[];
+  unchanged: string[];
+  skillPath: string;
+  skillUri: string;
+  warning?: string | null;
+  ok: true;
+}
+
+export interface RejectResult {
+  message: string;
+  id: string;
+  name: string;
+  suppressedUntil: string;
+  ok: true;
+}
+
+export interface InvalidateFactResult {
+  message: string;
+  id: string;
+  namespace: string;
+  ok: true;
+}
+
+export interface ForgetStageResult {
+  message: string;
+  pipeline: string;
+  key: string;
+  remaining: string[];
+  ok: true;
+}
+
+export interface MigrateResult {
+  message: string;
+  migrated: boolean;
+  counts: Record<string, number>;
+  problems: string[];
+  ok: true;
+}
+
+export interface RecallResult {
+  uri: string;
+}
+
+export interface RescanResult {
+  counts: Record<string, Record<string, number>>;
+  ok: true;
+}
+
+export interface ProbeResult {
+  outcome: string;
+  summary: string;
+  factId: string | null;
+  envelope: Record<string, unknown>;
+  diagnostics: number;
+  notes: string[];
+  ok: true;
+}
+
+export interface ProbeCancelled {
+  message: string;
+  outcome: string;
+  ok: false;
+}
+
+export interface ResumeResult {
+  message: string;
+  argv: string[];
+  state?: string | null;
+  ok: true;
+}
+
+export interface ResumeFailure {
+  message: string;
+  argv: string[];
+  ok: false;
+}
+
+// ------------------------------------------------------------------- tree, status, notifications
 export interface LspCommand {
   title: string;
   command: string;
-  arguments?: unknown[];
+  arguments: unknown[];
 }
 
 export interface TreeParams {
   view: ViewName;
-  parent?: string;
+  parent?: string | null;
   page?: number;
+  root?: string | null;
+  showSuppressed?: boolean;
 }
 
 export interface TreeItemData {
   id: string;
   label: string;
-  description?: string;
-  tooltip?: string;
-  icon?: string;
-  uri?: string;
-  command?: LspCommand;
-  contextValue?: string;
-  hasChildren?: boolean;
-  /** Optional structured arguments for the item's actions (e.g. {pipeline, key}). */
-  data?: Record<string, unknown>;
+  description: string;
+  tooltip: string;
+  icon: string;
+  contextValue: string;
+  hasChildren: boolean;
+  uri?: string | null;
+  command?: LspCommand | null;
+  /** The argument object of the item's server command (ForgetStageArgs for a checkpoint stage,
+   * {id} for a proposal or fact, {requestId, ...} for a request waiting for a human). */
+  data?: Record<string, unknown> | null;
 }
 
 export interface TreeResult {
   items: TreeItemData[];
   nextPage?: number | null;
+  /** All items under the parent, sent when there is more than one page. */
+  total?: number | null;
 }
 
 export interface TreeChangedParams {
@@ -116,13 +275,58 @@ export interface TreeChangedParams {
 }
 
 export interface StatusParams {
-  root?: string | null;
-  counts?: Record<string, number>;
-  problems?: number | unknown[];
-  watching?: boolean;
+  root: string;
+  counts: Record<string, number>;
+  problems: number;
+  watching: boolean;
+  recallReady: boolean;
+  warnings: string[];
   /** False when the project has no .harn/ (nor run) directory. */
-  hasState?: boolean;
+  hasState: boolean;
 }
+
+export interface HitlRequestNote {
+  requestId: string;
+  kind: string;
+  prompt: string;
+  agent: string | null;
+  uri: string;
+}
+
+export interface HitlArrivedParams {
+  root: string;
+  requests: HitlRequestNote[];
+}
+
+type SC = typeof ServerCommands;
+
+/** The argument each server command takes (Connection.execute checks it at compile time). */
+export type CommandArgs = {
+  [K in SC[keyof SC]]:
+    K extends SC['acceptProposal'] ? AcceptArgs :
+    K extends SC['rejectProposal'] ? RejectArgs :
+    K extends SC['invalidateFact'] ? InvalidateFactArgs :
+    K extends SC['forgetCheckpointStage'] ? ForgetStageArgs :
+    K extends SC['probeTypecheck'] ? ProbeArgs :
+    K extends SC['recall'] ? RecallArgs :
+    K extends SC['migratePatternLearning'] ? MigrateArgs :
+    K extends SC['rescan'] ? RescanArgs :
+    K extends SC['resumeEscalation'] ? ResumeArgs : never;
+};
+
+/** What each server command answers. */
+export type CommandResults = {
+  [K in SC[keyof SC]]:
+    K extends SC['acceptProposal'] ? AcceptResult | Failure :
+    K extends SC['rejectProposal'] ? RejectResult | Failure :
+    K extends SC['invalidateFact'] ? InvalidateFactResult | Failure :
+    K extends SC['forgetCheckpointStage'] ? ForgetStageResult | Failure :
+    K extends SC['probeTypecheck'] ? ProbeResult | ProbeCancelled | Failure :
+    K extends SC['recall'] ? RecallResult :
+    K extends SC['migratePatternLearning'] ? MigrateResult | Failure :
+    K extends SC['rescan'] ? RescanResult :
+    K extends SC['resumeEscalation'] ? ResumeResult | ResumeFailure | Failure : never;
+};
 
 /** The harnState.* settings sent in initializationOptions. */
 export interface InitializationOptions {

@@ -41,7 +41,7 @@ export class StatusBar implements vscode.Disposable {
 
   update(status: StatusParams): void {
     const counts = status?.counts ?? {};
-    const problems = Array.isArray(status?.problems) ? status.problems.length : Number(status?.problems ?? 0);
+    const problems = status?.problems ?? 0;
     const parts: string[] = [];
     const seen = new Set<string>();
     for (const [key, word] of SHOWN) {
@@ -63,7 +63,7 @@ export class StatusBar implements vscode.Disposable {
 
     const md = new vscode.MarkdownString(undefined, true);
     md.appendMarkdown(`**Harn State** — ${status?.watching ? 'watching for changes' : 'not watching'}\n\n`);
-    if (status?.root) { md.appendMarkdown(`Root: \`${status.root}\`\n\n`); }
+    if (status?.root) { md.appendMarkdown('Root: '); md.appendText(status.root); md.appendMarkdown('\n\n'); }
     const rows = Object.entries(counts);
     if (rows.length) {
       md.appendMarkdown('| | |\n|---|---:|\n');
@@ -71,6 +71,12 @@ export class StatusBar implements vscode.Disposable {
       md.appendMarkdown('\n');
     }
     md.appendMarkdown(problems ? `$(warning) ${plural(problems, 'data problem')}\n\n` : 'No data problems\n\n');
+    for (const w of status?.warnings ?? []) {
+      md.appendMarkdown('$(warning) ');
+      md.appendText(w); // server text (it can name settings and paths): shown as plain text
+      md.appendMarkdown('\n\n');
+    }
+    if (status && !status.recallReady) { md.appendMarkdown('Recall index: still building\n\n'); }
     if (typeof waiting === 'number' && waiting > 0) {
       md.appendMarkdown(`$(bell-dot) ${plural(waiting, 'request')} waiting for a human\n\n`);
     }

@@ -36,11 +36,9 @@ interface Listing {
   nodes: Node[];
 }
 
-/** Accepts both `{items, nextPage}` and a bare item array (older drafts of the contract). */
-function normalise(result: TreeResult | TreeItemData[] | undefined | null): TreeResult {
-  if (!result) { return { items: [] }; }
-  if (Array.isArray(result)) { return { items: result }; }
-  return { items: result.items ?? [], nextPage: result.nextPage };
+/** A TreeResult; no answer (the server is not running) is an empty page. */
+function normalise(result: TreeResult | undefined | null): TreeResult {
+  return result ?? { items: [] };
 }
 
 function themeIcon(icon?: string): vscode.ThemeIcon | undefined {

@@ -10,14 +10,15 @@ export const ViewCommands = {
   compareRun: 'harnState.ui.compareRun',
 } as const;
 
+/** The tree item a context-menu command was invoked on (VS Code passes the node). */
 function itemOf(arg: unknown): TreeItemData | undefined {
   const node = arg as Node | undefined;
-  if (node && typeof node === 'object' && (node as { kind?: string }).kind === 'item') {
-    return (node as Extract<Node, { kind: 'item' }>).item;
-  }
-  const it = arg as TreeItemData | undefined;
-  return it && typeof it === 'object' && typeof it.id === 'string' ? it : undefined;
+  return node && typeof node === 'object' && node.kind === 'item' ? node.item : undefined;
 }
+
+/** A run item's id, as the server sends it in `data.id`. */
+const runIdOf = (item: TreeItemData | undefined): string | undefined =>
+  typeof item?.data?.id === 'string' ? item.data.id : undefined;
 
 const enc = (s: string) => encodeURIComponent(s);
 
@@ -49,13 +50,13 @@ export function registerViewCommands(
   });
 
   const pickRun = async (placeHolder: string, exclude?: string): Promise<string | undefined> => {
-    const runs = (await trees.collect('runs', 'run', 0)).filter(r => (r.data?.id ?? r.id) !== exclude);
+    const runs = (await trees.collect('runs', 'run', 0)).filter(r => runIdOf(r) !== undefined && runIdOf(r) !== exclude);
     if (!runs.length) {
       void vscode.window.showInformationMessage('Harn State: no other run to compare with.');
       return undefined;
     }
     const pick = await vscode.window.showQuickPick(
-      runs.map(r => ({ label: r.label, description: r.description, detail: r.tooltip, id: String(r.data?.id ?? r.id.replace(/^run:/, '')) })),
+      runs.map(r => ({ label: r.label, description: r.description, detail: r.tooltip, id: runIdOf(r) as string })),
       { placeHolder, matchOnDescription: true, matchOnDetail: true },
     );
     return pick?.id;
@@ -63,9 +64,7 @@ export function registerViewCommands(
 
   reg(ViewCommands.compareRun, 'Compare runs', async (arg?: unknown, other?: string) => {
     const item = itemOf(arg);
-    const a = typeof arg === 'string' ? arg
-      : (typeof item?.data?.id === 'string' ? item.data.id as string : item?.id.replace(/^run:/, ''))
-        ?? await pickRun('First run to compare');
+    const a = (typeof arg === 'string' ? arg : runIdOf(item)) ?? await pickRun('First run to compare');
     if (!a) { return undefined; }
     const b = typeof other === 'string' ? other : await pickRun(`Compare ${a} with…`, a);
     if (!b) { return undefined; }

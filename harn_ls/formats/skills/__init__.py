@@ -70,7 +70,6 @@ from .validation import (  # noqa: F401
 )
 from .signatures import (  # noqa: F401
     SignatureStatus,
-    fingerprint_for_public_key,
     verify_signature,
 )
 from .skill_file import (  # noqa: F401
@@ -124,7 +123,6 @@ __all__ = [
     "split_frontmatter",
     "parse_frontmatter",
     "SignatureStatus",
-    "fingerprint_for_public_key",
     "verify_signature",
     "Skill",
     "parse_skill_file",

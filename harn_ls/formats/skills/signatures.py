@@ -57,11 +57,6 @@ _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _ENVELOPE_FIELDS = ("schema", "signed_at", "signer_fingerprint", "ed25519_sig_base64", "skill_sha256")
 
 
-def fingerprint_for_public_key(raw_key: bytes) -> str:
-    """Harn's signer fingerprint: hex SHA-256 of the raw 32-byte Ed25519 key."""
-    return hashlib.sha256(raw_key).hexdigest()
-
-
 def _load_envelope(raw: bytes) -> dict[str, str]:
     def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -1,0 +1,40 @@
+"""The kinds of state a ChangeSet names (`ChangeSet.kinds`, `watch --json` "changed.kinds"),
+in one place: producers (workspace, extra_state) and readers (documents, tree, status) use
+these names, never string literals of their own."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ChangeKind(StrEnum):
+    MEMORY = "memory"
+    FACTS = "facts"
+    PATTERN = "pattern"
+    CHECKPOINTS = "checkpoints"
+    SKILLS = "skills"
+    RUNS = "runs"
+    SESSIONS = "sessions"
+    ROOTS = "roots"  # which state roots exist (a rescan)
+    # issue 16: event logs, requests waiting for a human, the rest of .harn/
+    EVENTS = "events"
+    HITL = "hitl"
+    STORE = "store"
+    WORKFLOWS = "workflows"
+    RECEIPTS = "receipts"
+    WORKTREES = "worktrees"
+    CRYSTALLIZATION = "crystallization"
+    LOCKS = "locks"
+    EMBED = "embed"
+
+
+K = ChangeKind
+
+# State files ExtraState reads, each its own kind.
+STATE_FILE_KINDS = (K.STORE, K.WORKFLOWS, K.RECEIPTS, K.WORKTREES, K.CRYSTALLIZATION, K.LOCKS, K.EMBED)
+# What ExtraState reports (its part of a rescan and of live changes).
+EXTRA_KINDS = frozenset({K.EVENTS, K.HITL, *STATE_FILE_KINDS})
+# The Workspace's own state: what "everything may have changed" means for it.
+CORE_KINDS = frozenset({K.MEMORY, K.FACTS, K.PATTERN, K.CHECKPOINTS, K.SKILLS, K.RUNS, K.SESSIONS})
+# A rescan of the Workspace's own state.
+RESCAN_KINDS = CORE_KINDS | {K.ROOTS}
