@@ -23,8 +23,6 @@ def vector_cache_path(ns_dir: str, model_hint: str | None, text: str) -> str:
 
 def read_cached_vector(path: str, expect_dim: int | None = None) -> tuple[list[float] | None, str]:
     """Read one cache file `{"model", "dim", "vector"}`; (None, reason) when unusable."""
-    from harn_ls.safe_read import VECTOR_FILE_CAP, read_confined
-
     try:
         # Confined to the namespace directory (<ns>/vectors/<hint>/<hash>.json), a regular file, capped:
         # a cache entry symlinked to /dev/zero or out of the project is "unreadable", never read.
