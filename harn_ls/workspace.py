@@ -11,12 +11,11 @@ from __future__ import annotations
 import gc
 import os
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from harn_ls import paths as paths_mod
 from harn_ls import safe_read
-from harn_ls.change_kinds import RESCAN_KINDS, ChangeKind, K
+from harn_ls.change_kinds import RESCAN_KINDS, ChangeKind, ChangeSet, K  # noqa: F401 (ChangeSet re-exported)
 from harn_ls.formats import checkpoints as ckpt_fmt
 from harn_ls.formats import facts as facts_fmt
 from harn_ls.formats import pattern_learning as pl_fmt
@@ -39,35 +38,6 @@ PATTERN_NAMESPACE = "project/pattern-learning"
 CODE_LEGACY_NOT_MIGRATED = "HL-PAT-010"
 CODE_LINK_OUT = "HL-LINK-001"  # a symlink inside the project whose target is outside it: reported, never followed
 EVENTS_FILE = "events.jsonl"
-
-
-@dataclass
-class ChangeSet:
-    kinds: set[ChangeKind] = field(default_factory=set)  # harn_ls.change_kinds
-    namespaces: set[str] = field(default_factory=set)
-    pipelines: set[str] = field(default_factory=set)
-    fact_files: set[str] = field(default_factory=set)  # project-relative source files whose facts changed
-    problem_paths: set[str] = field(default_factory=set)  # state files whose problem list may have changed
-    runs: set[str] = field(default_factory=set)
-    rescanned: bool = False
-
-    def __bool__(self) -> bool:
-        return bool(self.kinds)
-
-    def merge(self, other: "ChangeSet") -> None:
-        for name in ("kinds", "namespaces", "pipelines", "fact_files", "problem_paths", "runs"):
-            getattr(self, name).update(getattr(other, name))
-        self.rescanned = self.rescanned or other.rescanned
-
-    def to_json(self) -> dict:
-        return {
-            "kinds": sorted(self.kinds),
-            "namespaces": sorted(self.namespaces),
-            "pipelines": sorted(self.pipelines),
-            "fact_files": sorted(self.fact_files),
-            "runs": sorted(self.runs),
-            "rescanned": self.rescanned,
-        }
 
 
 def _is_under(path: str, root: str) -> bool:
