@@ -1,9 +1,11 @@
-"""The kinds of state a ChangeSet names (`ChangeSet.kinds`, `watch --json` "changed.kinds"),
-in one place: producers (workspace, extra_state) and readers (documents, tree, status) use
-these names, never string literals of their own."""
+"""What changed after a scan or an apply (`ChangeSet`), and the kinds of state it names
+(`ChangeSet.kinds`, `watch --json` "changed.kinds"), in one place: producers (workspace,
+extra_state) and readers (documents, tree, status) use these names, never string literals of
+their own."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 
@@ -38,3 +40,32 @@ EXTRA_KINDS = frozenset({K.EVENTS, K.HITL, *STATE_FILE_KINDS})
 CORE_KINDS = frozenset({K.MEMORY, K.FACTS, K.PATTERN, K.CHECKPOINTS, K.SKILLS, K.RUNS, K.SESSIONS})
 # A rescan of the Workspace's own state.
 RESCAN_KINDS = CORE_KINDS | {K.ROOTS}
+
+
+@dataclass
+class ChangeSet:
+    kinds: set[ChangeKind] = field(default_factory=set)
+    namespaces: set[str] = field(default_factory=set)
+    pipelines: set[str] = field(default_factory=set)
+    fact_files: set[str] = field(default_factory=set)  # project-relative source files whose facts changed
+    problem_paths: set[str] = field(default_factory=set)  # state files whose problem list may have changed
+    runs: set[str] = field(default_factory=set)
+    rescanned: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.kinds)
+
+    def merge(self, other: "ChangeSet") -> None:
+        for name in ("kinds", "namespaces", "pipelines", "fact_files", "problem_paths", "runs"):
+            getattr(self, name).update(getattr(other, name))
+        self.rescanned = self.rescanned or other.rescanned
+
+    def to_json(self) -> dict:
+        return {
+            "kinds": sorted(self.kinds),
+            "namespaces": sorted(self.namespaces),
+            "pipelines": sorted(self.pipelines),
+            "fact_files": sorted(self.fact_files),
+            "runs": sorted(self.runs),
+            "rescanned": self.rescanned,
+        }

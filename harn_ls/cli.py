@@ -33,7 +33,7 @@ def _target(path: str | None) -> str:
     return target
 
 
-def _project(path: str | None, args=None) -> "object":
+def _project(path: str | None, args=None, memory_only: bool = False) -> "object":
     # start-up: the workspace loads every format parser (~0.5 s); --help and usage errors skip it
     from harn_ls.workspace import Workspace
 
@@ -41,7 +41,7 @@ def _project(path: str | None, args=None) -> "object":
     # cyclic collector would only rescan them (seconds on a big project).
     gc.disable()
     use_cache = args is not None and not getattr(args, "no_cache", False)
-    return Workspace.load(_target(path), cache=use_cache)
+    return Workspace.load(_target(path), cache=use_cache, memory_only=memory_only)
 
 
 _NON_ASCII_OR_DEL = re.compile(rb"[\x7f-\xff]")
@@ -150,7 +150,7 @@ def cmd_recall(args) -> int:
     from harn_ls.render.recall import recall_json, render_recall_markdown
 
     path, (query,) = _split_path_and_rest(args.args, 1)
-    ws = _project(path, args)
+    ws = _project(path, args, memory_only=True)  # recall needs the memory namespaces only
     if args.namespace is not None and args.namespace not in ws.memory:
         raise UsageError(f"unknown namespace: {args.namespace}")
     result = ws.recall.recall(query, k=args.k, namespace=args.namespace, explain=args.explain)

@@ -8,8 +8,11 @@ override. Nothing here creates a directory.
 from __future__ import annotations
 
 import os
+import tomllib
 from dataclasses import dataclass, field
 from typing import Mapping
+
+from harn_ls.safe_read import read_confined
 
 
 def find_project_root(start: str) -> str:
@@ -155,10 +158,6 @@ def _manifest_skill_paths(project_root: str) -> tuple[list[str], list[tuple[str,
     project (`/usr`, `../../..`, a symlink out): such entries are refused with a reason."""
     manifest = os.path.join(project_root, "harn.toml")
     try:
-        import tomllib
-
-        from harn_ls.safe_read import read_confined
-
         data = tomllib.loads(read_confined(manifest, project_root, MANIFEST_CAP).decode("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return [], []

@@ -30,22 +30,28 @@ dropped first.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 import time
 import zlib
+from array import array
 from typing import TYPE_CHECKING, Any, Mapping
 
 import orjson
 
 from harn_ls.cache_dir import cache_enabled, cache_root, project_cache_dir
+from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay, decode_rows, record_from_row,
+                               record_row)
+from harn_ls.workspace_runs import TranscriptSummary
 
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
 
-FORMAT = "harn-ls-state/1"
+FORMAT = "harn-ls-state/4"
 STATE_DIR = "state"
 MANIFEST = "manifest.json"
 TAIL_HASH_BYTES = 4096
@@ -54,10 +60,6 @@ STALE_TEMP_SECONDS = 300  # unreferenced payload files younger than this may bel
 
 _INDEX_ARRAYS = ("dl", "df", "off", "pslot", "pcode", "seqs")
 _INDEX_DTYPES = {"dl": "i4", "df": "i8", "off": "i8", "pslot": "i4", "pcode": ("u2", "u4", "i8"), "seqs": "i8"}
-
-
-class CacheInvalid(Exception):
-    """A payload that does not match its manifest entry (or does not decode)."""
 
 
 # ----------------------------------------------------------------------------- validators
@@ -102,18 +104,6 @@ def check_file(path: str, v: Mapping[str, Any]) -> str:
 
 
 # ----------------------------------------------------------------------------- records <-> rows
-def record_row(r: MemoryRecord) -> list:
-    text = None if r.text is r.value or (isinstance(r.value, str) and r.text == r.value) else r.text
-    return [r.id, r.key, r.value, text, list(r.tags), r.stored_at, r.seq, r.line_no, r.provenance, r.status, r.scope,
-            r.flags, r.updated_at]
-
-
-def record_from_row(row: list, namespace: str) -> MemoryRecord:
-    rid, key, value, text, tags, stored_at, seq, line_no, prov, status, scope, flags, updated_at = row
-    return MemoryRecord(rid, namespace, key, value, value if text is None else text, tuple(tags), stored_at, seq,
-                        line_no, prov, status, scope, flags, updated_at)
-
-
 def _problem_row(p: Problem) -> list:
     return [p.path, p.line, p.code, p.message, p.severity.value, p.column, p.end_line]
 
@@ -130,7 +120,14 @@ def _fact_row(f) -> list:
             f.memory_key, f.stored_at, f.line_no]
 
 
+def _facts_from_rows(rows: list, ns: str) -> list:
+    """[(seq, Fact or None, problems)] of a namespace's cached fact rows (checked with its meta payload)."""
+    return [(seq, None if f is None else _fact_from_row(f, ns), [_problem_from_row(p) for p in probs])
+            for seq, f, probs in rows]
+
+
 def _fact_from_row(row: list, ns: str):
+    # start-up: formats.facts (~14 ms) loads only when cached facts are decoded; a warm recall never does
     from harn_ls.formats.facts import Evidence, Fact, FileRange
 
     fid, kind, claim, conf, ev, prov, asserted, valid, rid, key, stored_at, line_no = row
@@ -138,33 +135,48 @@ def _fact_from_row(row: list, ns: str):
     return Fact(fid, kind, claim, conf, evidence, prov, asserted, valid, ns, rid, key, stored_at, line_no)
 
 
-def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> tuple[bytes, bytes]:
-    """(meta, records) documents of one materialized namespace."""
+PAYLOADS = {"meta": ".meta.json", "facts": ".facts.json", "records": ".records.json", "rows": ".rows.jsonl",
+            "rowidx": ".rowidx.bin"}
+
+
+def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> dict[str, bytes]:
+    """The payloads (PAYLOADS) of one materialized namespace. The facts are a payload of their own (a
+    one-shot recall does not decode them); the active records are rows (one orjson array a line) so one
+    can be decoded alone; the row index holds, per row, (seq, end offset, CRC-32 of the row) as native
+    int64 triples."""
     active, forgotten, hidden = len(space.active), len(space.forgotten), len(space.hidden)
     meta = {
         "seq": space.seq, "event_count": space.event_count, "last_event_at": space.last_event_at,
         "config": space.config, "open_event": space.open_event, "sizes": [active, forgotten, hidden],
         "problems": [_problem_row(p) for p in space.problems],
-        "facts": [[seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
-                  for seq, f, probs in fact_entries],
     }
+    facts = [[seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
+             for seq, f, probs in fact_entries]
+    dumps = orjson.dumps
+    rows = [dumps(record_row(r)) for r in space.active.values()]
+    index = array("q")
+    end = 0
+    for r, row in zip(space.active.values(), rows):
+        end += len(row) + 1
+        index.extend((r.seq, end, zlib.crc32(row)))
     records = {
-        "active": [record_row(r) for r in space.active.values()],
         "forgotten": sorted(space.forgotten),
         "hidden": [record_row(r) for r in space.hidden],
         "forgets": space.forgets,
     }
     opt = orjson.OPT_NON_STR_KEYS
-    return orjson.dumps(meta, option=opt), orjson.dumps(records, option=opt)
+    rows.append(b"")
+    return {"meta": dumps(meta, option=opt), "facts": dumps(facts, option=opt), "records": dumps(records, option=opt),
+            "rows": b"\n".join(rows), "rowidx": index.tobytes()}
 
 
-def fill_namespace(space: MemoryNamespace, data: bytes) -> None:
-    """Set the record-level state of a restored namespace from its records document."""
+def fill_namespace(space: MemoryNamespace, data: bytes, rows: bytes) -> None:
+    """Set the record-level state of a restored namespace from its records document and rows."""
     doc = orjson.loads(data)
     ns = space.namespace
     active: dict[int, MemoryRecord] = {}
     by_id: dict[str, list[int]] = {}
-    for row in doc["active"]:
+    for row in decode_rows(rows):
         r = record_from_row(row, ns)
         active[r.seq] = r
         seqs = by_id.get(r.id)
@@ -194,6 +206,8 @@ class StateCache:
         self._runs: dict[str, list] | None = None  # path -> [validator, row] as cached
         self._runs_seen: dict[str, list] = {}  # path -> [validator, row] for this run's save
         self._runs_changed = False
+        self.keep_runs = False  # the run records were not scanned this time: keep their entry as it is
+        self.readers: dict[str, RowReader] = {}  # namespace -> single records of its restored rows
 
     @classmethod
     def open(cls, project_root: str, env: Mapping[str, str] | None = None, enabled: bool = True) -> "StateCache | None":
@@ -251,9 +265,10 @@ class StateCache:
             raise CacheInvalid(f"{desc['name']}: size differs")
         return fh
 
-    def restore_namespace(self, ns: str, path: str, tail: "JsonlTail") -> tuple[MemoryNamespace, list] | None:
-        """The cached namespace (records built lazily) and its facts [(seq, Fact or None, problems)],
-        with `tail` set to continue after the cached offset; None when there is no valid entry."""
+    def restore_namespace(self, ns: str, path: str, tail: "JsonlTail") -> tuple[MemoryNamespace, Any] | None:
+        """The cached namespace (records built lazily) and a function giving its facts
+        [(seq, Fact or None, problems)], with `tail` set to continue after the cached offset; None
+        when there is no valid entry."""
         e = self.entry(ns, path)
         if e is None:
             return None
@@ -264,33 +279,30 @@ class StateCache:
         try:
             meta = orjson.loads(self.read_payload(e.get("meta")))
             problems = [_problem_from_row(r) for r in meta["problems"]]
-            facts = [(seq, None if f is None else _fact_from_row(f, ns), [_problem_from_row(p) for p in probs])
-                     for seq, f, probs in meta["facts"]]
+            facts_data = self.read_payload(e.get("facts"))  # checked now, decoded when asked for
             summary = {k: meta[k] for k in ("seq", "event_count", "last_event_at", "config", "open_event", "sizes")}
-            records = self.open_payload(e.get("records"))  # open now: the folder may vanish before it is read
+            # open now: the folder may vanish before they are read
+            records, rows, rowidx = (self.open_payload(e.get(part)) for part in ("records", "rows", "rowidx"))
         except (CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             return None
 
-        desc = e["records"]
-
-        def load(space: MemoryNamespace, fh=records) -> None:
+        def load(space: MemoryNamespace) -> None:
             try:
-                with fh:
-                    data = fh.read()
-                if len(data) != desc["size"] or zlib.crc32(data) != desc["crc"]:
-                    raise CacheInvalid("records payload changed")
-                fill_namespace(space, data)
+                with records as fh:
+                    data = _checked(fh.read(), e["records"])
+                fill_namespace(space, data, _checked(_pread_all(rows), e["rows"]))
             except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
                 _replay(space, v["offset"])  # the log's bytes up to the offset were checked unchanged
 
         space = MemoryNamespace.restored(ns, path, summary, problems, load)
+        self.readers[ns] = RowReader(space, v["offset"], rows, e["rows"], rowidx, e["rowidx"])
         tail.offset = v["offset"]
         tail.line_no = v["line_no"]
         tail._ino = v["ino"]
         tail._head = bytes.fromhex(v["head"])
         tail.torn_bytes = v["torn"]
         self.hits[ns] = state
-        return space, facts
+        return space, lambda: _facts_from_rows(orjson.loads(facts_data), ns)
 
     # -- run records: the slim record lists and documents need, by (dev, ino, size, mtime, ctime) --
     def _cached_runs(self) -> dict:
@@ -332,6 +344,7 @@ class StateCache:
 
     def load_index_arrays(self, desc: dict) -> tuple[dict, list[str], int]:
         """(arrays, terms, total_tokens) of a cached recall index; the postings memory-mapped."""
+        # start-up: numpy (~0.15 s) loads only for a cached recall index; inspect and show never need it
         import numpy as np
 
         arrays = {}
@@ -342,8 +355,6 @@ class StateCache:
                 if name in ("pslot", "pcode", "off"):
                     arr = np.load(os.path.join(self.folder, d["name"]), mmap_mode="r", allow_pickle=False)
                 else:
-                    import io
-
                     arr = np.load(io.BytesIO(data), allow_pickle=False)
             except (OSError, ValueError) as exc:
                 raise CacheInvalid(str(exc)) from None
@@ -351,12 +362,13 @@ class StateCache:
             if arr.ndim != 1 or arr.dtype.str[1:] not in ((want,) if isinstance(want, str) else want):
                 raise CacheInvalid(f"{name}: unexpected array {arr.dtype} {arr.shape}")
             arrays[name] = arr
-        try:
-            terms = orjson.loads(self.read_payload(desc.get("terms")))
-        except orjson.JSONDecodeError as exc:
+        try:  # one term a line (a token never holds a newline), UTF-8
+            data = self.read_payload(desc.get("terms"))
+            terms = data.decode("utf-8").split("\n") if data else []
+        except UnicodeDecodeError as exc:
             raise CacheInvalid(str(exc)) from None
         total = desc.get("total_tokens")
-        if not isinstance(terms, list) or not set(map(type, terms)) <= {str} or not isinstance(total, int):
+        if not isinstance(total, int) or "" in terms:
             raise CacheInvalid("bad terms")
         return arrays, terms, total
 
@@ -396,10 +408,10 @@ class StateCache:
                 v = file_validator(path, tail.offset, tail.line_no, tail.torn_bytes, tail._head)
                 if v is None or v["ino"] != tail._ino:
                     continue
-                meta, records = namespace_payloads(space, ws._fact_entries(ns))
                 stem = f"ns{i}-{hashlib.sha256(ns.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
-                entry = {"path": path, "validator": v, "meta": self._write_payload(stem + ".meta.json", meta, token),
-                         "records": self._write_payload(stem + ".records.json", records, token), "index": None}
+                entry = {"path": path, "validator": v, "index": None}
+                for part, data in namespace_payloads(space, ws._fact_entries(ns)).items():
+                    entry[part] = self._write_payload(stem + PAYLOADS[part], data, token)
                 wrote = True
             index = ws._recall.indexes.get(ns) if ws._recall is not None else None
             if index is not None and (not unchanged or not entry.get("index")):
@@ -407,7 +419,7 @@ class StateCache:
                 wrote = True
             out[ns] = entry
         runs_desc = self.manifest.get("runs") if self.manifest else None
-        if self._runs_changed or set(self._runs_seen) != set(self._cached_runs()):
+        if not self.keep_runs and (self._runs_changed or set(self._runs_seen) != set(self._cached_runs())):
             runs_desc = self._write_payload("runs.json", orjson.dumps(self._runs_seen), token)
             wrote = True
         if not wrote and set(out) == set(old):
@@ -425,8 +437,7 @@ class StateCache:
         return True
 
     def _save_index(self, index, stem: str, token: str) -> dict:
-        import io
-
+        # start-up: numpy (~0.15 s) loads only when a recall index is saved
         import numpy as np
 
         index.compact()  # one sorted postings array, every slot alive; results never depend on it
@@ -444,7 +455,7 @@ class StateCache:
             buf = io.BytesIO()
             np.save(buf, arr, allow_pickle=False)
             desc[name] = self._write_payload(f"{stem}.{name}.npy", buf.getvalue(), token)
-        desc["terms"] = self._write_payload(f"{stem}.terms.json", orjson.dumps(index._terms), token)
+        desc["terms"] = self._write_payload(f"{stem}.terms.txt", "\n".join(index._terms).encode("utf-8"), token)
         return desc
 
     def _sweep(self, manifest: dict, previous: dict) -> None:
@@ -482,23 +493,6 @@ class StateCache:
         return existed
 
 
-def _replay(space: MemoryNamespace, offset: int) -> None:
-    """Fallback when a checked records document still does not decode: re-read the log up to the
-    cached offset (the validator showed those bytes unchanged)."""
-    from harn_ls.formats.jsonl import JsonlTail
-
-    fresh = MemoryNamespace(space.namespace, space.path)
-    tail = JsonlTail(space.path)
-    for batch in tail.iter_batches():
-        lines = [ln for ln in batch.lines if ln.offset < offset]
-        fresh.apply_lines(lines)
-        if tail.offset >= offset:
-            break
-    d = space.__dict__
-    for name in ("active", "_by_id", "forgotten", "hidden", "forgets"):
-        d[name] = getattr(fresh, name)
-
-
 def _stat_validator(path: str) -> list | None:
     try:
         st = os.stat(path)
@@ -519,11 +513,8 @@ def _run_row(run) -> dict:
 
 
 def _run_from_row(row: dict):
-    from harn_ls.formats.runs import RunRecord
-    from harn_ls.workspace import TranscriptSummary
-
     summaries = [TranscriptSummary(*t) for t in row["transcripts"]]
-    run = RunRecord(**{name: row[name] for name in _RUN_FIELDS})
+    run = runs_fmt.RunRecord(**{name: row[name] for name in _RUN_FIELDS})
     run.problems = [_problem_from_row(p) for p in row["problems"]]
     run.transcripts = summaries
     return run, summaries
@@ -534,7 +525,7 @@ def _names(manifest: dict) -> set[str]:
     if isinstance(manifest.get("runs") if manifest else None, dict):
         names.add(manifest["runs"].get("name"))
     for e in (manifest.get("namespaces") or {}).values() if manifest else ():
-        for part in ("meta", "records"):
+        for part in PAYLOADS:
             if isinstance(e.get(part), dict):
                 names.add(e[part].get("name"))
         for d in (e.get("index") or {}).values():
@@ -598,35 +589,51 @@ def touch(cache: StateCache) -> None:
 def restore_index(cache: StateCache, ns: str, space: MemoryNamespace, base: dict | None = None):
     """The recall index of a namespace from the cache, over `base` (the records it was built
     over: the namespace's active records as restored); None when missing or not consistent."""
+    # numpy and the index are loaded only when recall is used: `inspect` never needs them
     import numpy as np
 
-    from harn_ls.recall import NamespaceIndex, _Doc
+    # (same reason: the recall package imports numpy)
+    from harn_ls.recall.docs import _Doc, _LazyDocs, _LazySlots, _TermIds
+    # (same reason)
+    from harn_ls.recall.index import NamespaceIndex
 
     desc = cache.index_entry(ns)
     if desc is None:
         return None
-    records = space.active if base is None else base
+    reader = cache.readers.get(ns) if base is None and not space.materialized else None
+    records = None if reader is not None else space.active if base is None else base
     try:
         arrays, terms, total = cache.load_index_arrays(desc)
         seqs = arrays["seqs"].tolist()
         n, nterms = len(seqs), len(terms)
         off, pslot, pcode = arrays["off"], arrays["pslot"], arrays["pcode"]
-        if n != len(records) or len(arrays["dl"]) != n or len(arrays["df"]) != nterms or len(off) != nterms + 1 \
+        if reader is not None:
+            rows = reader.seqs()  # the namespace as restored, unchanged since: the index's records
+            if rows is None or len(rows) != n or (rows != seqs and set(rows) != set(seqs)):
+                raise CacheInvalid("index and rows differ")
+        elif n != len(records):
+            raise CacheInvalid("index and records differ")
+        if len(arrays["dl"]) != n or len(arrays["df"]) != nterms or len(off) != nterms + 1 \
                 or int(off[0]) != 0 or int(off[-1]) != len(pslot) or len(pcode) != len(pslot) \
                 or (len(pslot) and (int(pslot.min()) < 0 or int(pslot.max()) >= n)) or bool(np.any(np.diff(off) < 0)):
             raise CacheInvalid("index arrays do not fit together")
-        srec = [records[s] for s in seqs]
+        srec = None if reader is not None else [records[s] for s in seqs]
     except (CacheInvalid, KeyError, TypeError, ValueError):
         return None
     idx = NamespaceIndex(ns, space.config, os.path.dirname(space.path))
     idx._terms = terms
-    idx._tid = dict(zip(terms, range(nterms)))
+    idx._tid = _TermIds(terms)  # a dict once the index changes (NamespaceIndex._materialize)
     idx._df = np.array(arrays["df"], dtype=np.int64)  # written to on removals: a private copy
     idx._dl = np.array(arrays["dl"], dtype=np.int32)
     idx._alive = np.ones(n, dtype=bool)
     idx._nslots = n
-    idx._srec = srec
-    idx.docs = {r.seq: _Doc(r, slot) for slot, r in enumerate(srec)}
+    if srec is None:
+        same_order = reader.seqs_cached == seqs  # then a row's position is its slot: share the map
+        idx.docs = _LazyDocs(seqs, reader.record, reader.all, reader.positions() if same_order else None)
+        idx._srec = _LazySlots(idx.docs)
+    else:
+        idx._srec = srec
+        idx.docs = {r.seq: _Doc(r, slot) for slot, r in enumerate(srec)}
     idx.total_tokens = total
     idx._off, idx._pslot, idx._pcode = off, pslot, pcode  # read-only maps; a merge replaces them
     return idx

@@ -11,24 +11,26 @@ from __future__ import annotations
 import gc
 import os
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from harn_ls import paths as paths_mod
 from harn_ls import safe_read
-from harn_ls.change_kinds import RESCAN_KINDS, ChangeKind, K
-from harn_ls.extra_state import ExtraState
+from harn_ls.change_kinds import RESCAN_KINDS, ChangeKind, ChangeSet, K  # noqa: F401 (ChangeSet re-exported)
 from harn_ls.formats import checkpoints as ckpt_fmt
 from harn_ls.formats import facts as facts_fmt
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats import session_store as ss_fmt
-from harn_ls.formats import skills as skills_fmt
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, MemoryRecord, namespace_of
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.state_cache import StateCache
+from harn_ls.workspace_recall import RecallPart
+from harn_ls.workspace_runs import RunsPart, TranscriptEntry, _json_files
 
 if TYPE_CHECKING:  # numpy (via recall) is imported only when recall is used: `inspect` never needs it
+    from harn_ls.extra_state import ExtraState
+    from harn_ls.formats import skills as skills_fmt
     from harn_ls.history import CheckpointHistory
     from harn_ls.recall import RecallEngine
 
@@ -38,101 +40,15 @@ CODE_LINK_OUT = "HL-LINK-001"  # a symlink inside the project whose target is ou
 EVENTS_FILE = "events.jsonl"
 
 
-@dataclass
-class ChangeSet:
-    kinds: set[ChangeKind] = field(default_factory=set)  # harn_ls.change_kinds
-    namespaces: set[str] = field(default_factory=set)
-    pipelines: set[str] = field(default_factory=set)
-    fact_files: set[str] = field(default_factory=set)  # project-relative source files whose facts changed
-    problem_paths: set[str] = field(default_factory=set)  # state files whose problem list may have changed
-    runs: set[str] = field(default_factory=set)
-    rescanned: bool = False
-
-    def __bool__(self) -> bool:
-        return bool(self.kinds)
-
-    def merge(self, other: "ChangeSet") -> None:
-        for name in ("kinds", "namespaces", "pipelines", "fact_files", "problem_paths", "runs"):
-            getattr(self, name).update(getattr(other, name))
-        self.rescanned = self.rescanned or other.rescanned
-
-    def to_json(self) -> dict:
-        return {
-            "kinds": sorted(self.kinds),
-            "namespaces": sorted(self.namespaces),
-            "pipelines": sorted(self.pipelines),
-            "fact_files": sorted(self.fact_files),
-            "runs": sorted(self.runs),
-            "rescanned": self.rescanned,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class TranscriptSummary:
-    """What lists need of a transcript; the transcript itself is read back from its file on demand."""
-
-    id: str
-    message_count: int
-    event_count: int
-    asset_count: int
-
-
-class TranscriptEntry:
-    """A transcript found in a run record or worker snapshot.
-
-    Run-record transcripts are not kept in memory (they are most of a busy project's
-    bytes); `transcript` re-reads the record, through a small cache, when a document
-    needs the full text.
-    """
-
-    __slots__ = ("id", "run_id", "path", "message_count", "event_count", "asset_count", "_held", "_ws")
-
-    def __init__(self, transcript, run_id: str | None, path: str, ws: "Workspace | None" = None, keep: bool = True) -> None:
-        self.id = transcript.id
-        self.run_id = run_id
-        self.path = path
-        self.message_count = len(transcript.messages)
-        self.event_count = len(transcript.events)
-        self.asset_count = len(transcript.assets)
-        self._held = transcript if keep else None
-        self._ws = ws
-
-    @classmethod
-    def from_summary(cls, sm: TranscriptSummary, run_id: str | None, path: str, ws: "Workspace") -> "TranscriptEntry":
-        self = cls.__new__(cls)
-        self.id, self.run_id, self.path = sm.id, run_id, path
-        self.message_count, self.event_count, self.asset_count = sm.message_count, sm.event_count, sm.asset_count
-        self._held = None
-        self._ws = ws
-        return self
-
-    @property
-    def transcript(self):
-        if self._held is not None:
-            return self._held
-        return self._ws._load_run_transcript(self.path, self.id) if self._ws is not None else None
-
-    def summary(self) -> TranscriptSummary:
-        return TranscriptSummary(self.id, self.message_count, self.event_count, self.asset_count)
-
-
-def _json_files(directory: str) -> list[str]:
-    """`*.json` directly in a directory, sorted; none when it does not exist (yet)."""
-    try:
-        names = sorted(os.listdir(directory))
-    except OSError:
-        return []
-    return [os.path.join(directory, n) for n in names if n.endswith(".json")]
-
-
 def _is_under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-class Workspace:
+class Workspace(RunsPart, RecallPart):
     def __init__(self, paths: paths_mod.ProjectPaths, env: Mapping[str, str] | None = None) -> None:
         self.paths = paths
-        self.extra = ExtraState(paths, env)  # event logs, HITL, store, receipts, worktrees, … (issue 16)
+        self._env = env
+        self._extra: ExtraState | None = None  # event logs, HITL, store, receipts, worktrees, … (issue 16)
         self.root = paths.project_root
         self.memory: dict[str, MemoryNamespace] = {}
         self._tails: dict[str, JsonlTail] = {}
@@ -165,18 +81,34 @@ class Workspace:
         self._index_deltas: dict[str, list[MemoryDelta]] = {}
         self.loaded_at = 0.0
         self.generation = 0  # bumped on every change, used to cache rendered text
+        self._memory_only = False  # Workspace.load(memory_only=True): see there
+        self._real_dirs: dict[str, str] = {}  # realpath memo, emptied when a scan or an apply starts
+        self._pending_facts: dict[str, object] = {}  # memory_only: cached facts not decoded (unless changed)
+
+    @property
+    def extra(self) -> ExtraState:
+        """Event logs, HITL, store, receipts, worktrees… (issue 16), made on first use."""
+        if self._extra is None:
+            # extra_state pulls in the HITL, event and SQLite readers (~60 ms): a one-shot recall never needs them
+            from harn_ls.extra_state import ExtraState
+
+            self._extra = ExtraState(self.paths, self._env)
+        return self._extra
 
     # ------------------------------------------------------------------ load
     @classmethod
     def load(cls, path: str, env: Mapping[str, str] | None = None, home: str | None = None,
-             cache: bool = False) -> "Workspace":
+             cache: bool = False, memory_only: bool = False) -> "Workspace":
         """Read the project. With `cache`, namespaces whose logs the state cache still matches are
-        restored from it (plus any appended bytes) instead of re-read; `save_cache()` writes it back."""
+        restored from it (plus any appended bytes) instead of re-read; `save_cache()` writes it back.
+        `memory_only` (a one-shot recall): only the memory namespaces and their facts are read;
+        checkpoints, skills, runs, sessions and the rest stay empty (and their cache entries kept)."""
         ws = cls(paths_mod.resolve(path, env=env, home=home), env)
+        ws._memory_only = memory_only
         if cache:
-            from harn_ls.state_cache import StateCache
-
             ws._state_cache = StateCache.open(ws.root, env)
+            if ws._state_cache is not None:
+                ws._state_cache.keep_runs = memory_only
         ws.rescan()
         return ws
 
@@ -225,6 +157,7 @@ class Workspace:
                 gc.enable()
 
     def _rescan(self) -> ChangeSet:
+        self._real_dirs.clear()
         self.memory.clear()
         self._tails.clear()
         self._ns_path.clear()
@@ -237,6 +170,7 @@ class Workspace:
         self._cache_dirty.clear()
         self._index_base.clear()
         self._index_deltas.clear()
+        self._pending_facts.clear()
         self.checkpoints.clear()
         self.runs.clear()
         self._run_paths.clear()
@@ -247,6 +181,9 @@ class Workspace:
         changes.kinds.update(RESCAN_KINDS)
         for ns, path in self._discover_namespaces().items():
             self._load_namespace(ns, path, changes)
+        if self._memory_only:
+            self.generation += 1
+            return changes
         self._refresh_pattern(changes)
         self._scan_checkpoints(changes)
         self._refresh_skills(changes)
@@ -298,18 +235,25 @@ class Workspace:
             self.memory[ns] = MemoryNamespace(ns, path)
             self._cache_dirty.add(ns)
         else:
-            self.memory[ns], fact_entries = restored
+            self.memory[ns], facts = restored
             self._index_deltas[ns] = []
-            for seq, fact, problems in fact_entries:
-                key = (ns, seq)
-                if problems:
-                    self._fact_problems[key] = problems
-                if fact is not None:
-                    self.facts[key] = fact
-                    self._index_fact(fact, key, changes)
+            if self._memory_only:
+                self._pending_facts[ns] = facts  # a one-shot recall never looks at them
+            else:
+                self._restore_facts(ns, facts, changes)
             changes.kinds.update((K.MEMORY, K.FACTS))
             changes.namespaces.add(ns)
         self._read_namespace(ns, changes)
+
+    def _restore_facts(self, ns: str, facts, changes: ChangeSet) -> None:
+        """Index the facts of a namespace restored from the cache (`facts()` decodes them)."""
+        for seq, fact, problems in facts():
+            key = (ns, seq)
+            if problems:
+                self._fact_problems[key] = problems
+            if fact is not None:
+                self.facts[key] = fact
+                self._index_fact(fact, key, changes)
 
     def _read_namespace(self, ns: str, changes: ChangeSet) -> None:
         path = self._ns_path[ns]
@@ -333,6 +277,8 @@ class Workspace:
             if not batch.lines:
                 continue
             changes.kinds.add(K.MEMORY)  # even bad lines change the problem list
+            if ns in self._pending_facts:  # the namespace changes: its facts are needed to save it
+                self._restore_facts(ns, self._pending_facts.pop(ns), changes)
             changes.namespaces.add(ns)
             self._cache_dirty.add(ns)
             deltas = self._index_deltas.get(ns) if self._recall is None else None
@@ -349,6 +295,9 @@ class Workspace:
 
     def _forget_cached(self, ns: str) -> None:
         self._cache_dirty.add(ns)
+        self._pending_facts.pop(ns, None)
+        if self._state_cache is not None:
+            self._state_cache.readers.pop(ns, None)  # (it holds the restored namespace and its open payloads)
         self._index_base.pop(ns, None)
         self._index_deltas.pop(ns, None)
 
@@ -453,91 +402,15 @@ class Workspace:
     # ---------------------------------------------------------------- skills
     def _refresh_skills(self, changes: ChangeSet) -> None:
         old = self.skills
+        # the skills package pulls in a YAML loader (~30 ms): a one-shot recall never reads skills
+        from harn_ls.formats import skills as skills_fmt
+
         self.skills = skills_fmt.discover_skills(self.paths, self.paths.trusted_signers_dir)
         changes.kinds.add(K.SKILLS)
         for inv in (old, self.skills):
             if inv is not None:
                 for s in list(inv.skills) + list(inv.shadowed):
                     changes.problem_paths.add(s.path)
-
-    # ------------------------------------------------------------------ runs
-    def _scan_runs(self, changes: ChangeSet) -> None:
-        d = self.paths.run_root
-        for path in (_json_files(d) if self._root_ok(d) else []):
-            self._read_run(path, changes)
-        pg = os.path.join(d, "playground")
-        if self._root_ok(d) and os.path.isdir(pg):
-            for job in sorted(os.listdir(pg)):
-                p = os.path.join(pg, job, "run.json")
-                if os.path.isfile(p):
-                    self._read_run(p, changes)
-        for path in (_json_files(self.paths.worker_dir) if self._root_ok(self.paths.worker_dir) else []):
-            self._read_worker(path, changes)
-
-    def _forget_run_path(self, path: str) -> None:
-        run_id = self._run_paths.pop(path, None)
-        if run_id is None:
-            return
-        self.runs.pop(run_id, None)
-        for tid in [t for t, e in self.transcripts.items() if e.path == path]:
-            del self.transcripts[tid]
-
-    def _read_run(self, path: str, changes: ChangeSet) -> None:
-        changes.kinds.add(K.RUNS)
-        changes.problem_paths.add(path)
-        self._forget_run_path(path)
-        if self._leaves_project_reported(path) or not os.path.lexists(path) or os.path.isdir(path):
-            return
-        cache = self._state_cache
-        cached = cache.restore_run(path) if cache is not None else None
-        if cached is not None:
-            run, summaries = cached
-            entries = [TranscriptEntry.from_summary(sm, run.id, path, self) for sm in summaries]
-        else:
-            run = runs_fmt.read_run_record(path)
-            entries = [TranscriptEntry(tr, run.id, path, self, keep=False) for tr in run.transcripts]
-            _slim_run(run, [e.summary() for e in entries])
-            if cache is not None:
-                cache.remember_run(path, run)
-        self.runs[run.id] = run
-        self._run_paths[path] = run.id
-        changes.runs.add(run.id)
-        for entry in entries:
-            self.transcripts[entry.id] = entry
-
-    def _load_run_transcript(self, path: str, transcript_id: str):
-        """Full transcript from its run record, re-read on demand (a few records are cached)."""
-        run = self.full_run_record(path)
-        return next((t for t in run.transcripts if t.id == transcript_id), None) if run is not None else None
-
-    def full_run_record(self, path: str):
-        """The whole parsed run record (stages with usage, tool recordings…), re-read on demand; a few are cached."""
-        try:
-            st = os.stat(path)
-        except OSError:
-            return None
-        key = (path, st.st_mtime_ns, st.st_size)
-        cache = self._transcript_cache
-        run = cache.get(key)
-        if run is None:
-            run = runs_fmt.read_run_record(path)
-            cache[key] = run
-            while len(cache) > 4:
-                cache.pop(next(iter(cache)))
-        return run
-
-    def _read_worker(self, path: str, changes: ChangeSet) -> None:
-        changes.kinds.add(K.RUNS)
-        for tid in [t for t, e in self.transcripts.items() if e.path == path]:
-            del self.transcripts[tid]
-        self.workers.pop(path, None)
-        if self._leaves_project_reported(path) or not os.path.lexists(path) or os.path.isdir(path):
-            return
-        snap = runs_fmt.read_worker_snapshot(path)
-        self.workers[path] = snap
-        tr = getattr(snap, "transcript", None)
-        if tr is not None:
-            self.transcripts[tr.id] = TranscriptEntry(tr, None, path, self)
 
     # -------------------------------------------------------------- sessions
     def _refresh_sessions(self, changes: ChangeSet) -> None:
@@ -550,6 +423,7 @@ class Workspace:
     # ----------------------------------------------------------------- apply
     def apply(self, changed: Iterable[str]) -> ChangeSet:
         """Bring the model up to date with the given changed paths (files or dirs)."""
+        self._real_dirs.clear()
         changes = ChangeSet()
         paths = self.paths
         need_skills = need_pattern = need_sessions = False
@@ -636,7 +510,26 @@ class Workspace:
     def _leaves_project(self, path: str) -> bool:
         """Inside the project by name but outside once symlinks are resolved: never followed.
         (A root the environment puts outside the project, HARN_STATE_DIR=/elsewhere, is not affected.)"""
-        return _is_under(os.path.abspath(path), self.root) and not self.paths.is_inside_project(path)
+        p = os.path.abspath(path)
+        if not _is_under(p, self.root):
+            return False
+        real, real_root = self._realpath(p), self._realpath(self.root)
+        return not (real == real_root or real.startswith(real_root + os.sep))
+
+    def _realpath(self, path: str) -> str:
+        """os.path.realpath, with the real path of each directory remembered for one scan or apply
+        (a run folder holds thousands of files): a path that is not a symlink resolves to its
+        directory's real path plus its name."""
+        memo = self._real_dirs
+        got = memo.get(path)
+        if got is None:
+            parent, name = os.path.split(path)
+            if not name or name in (".", "..") or os.path.islink(path):
+                got = os.path.realpath(path)
+            else:
+                got = os.path.join(self._realpath(parent), name)
+            memo[path] = got
+        return got
 
     def _was_directory(self, path: str) -> bool:
         """A vanished path with a dot in its name (`.harn`, `notes.v2`) was a directory if something we
@@ -681,82 +574,6 @@ class Workspace:
             if not os.path.exists(cf.path):
                 self._read_checkpoint(cf.path, changes)
         self._scan_checkpoints(changes)
-
-    def _rescan_runs(self, changes: ChangeSet) -> None:
-        for path in list(self._run_paths):
-            if not os.path.exists(path):
-                self._read_run(path, changes)
-        for path in list(self.workers):
-            if not os.path.exists(path):
-                self._read_worker(path, changes)
-        self._scan_runs(changes)
-
-    # --------------------------------------------------------------- recall
-    @property
-    def recall(self) -> RecallEngine:
-        """The recall index, built on first use (inspect and hovers never need it) and
-        kept up to date incrementally from then on."""
-        if self._recall is None:
-            from harn_ls.recall import RecallEngine
-
-            engine = RecallEngine()
-            for step in self.recall_build_steps(chunk=0):
-                step(engine)
-            self._recall = engine
-            self._index_base.clear()
-            self._index_deltas.clear()
-        return self._recall
-
-    @property
-    def recall_ready(self) -> bool:
-        return self._recall is not None
-
-    def recall_build_steps(self, chunk: int = 500) -> list:
-        """The recall build cut into short steps (chunk=0: one step per namespace), so a server
-        can interleave hovers with it. Each step takes the engine being built; `adopt_recall`
-        installs it if nothing changed meanwhile."""
-        steps = []
-        for ns, space in self.memory.items():
-            if self._state_cache is not None and ns in self._index_deltas and self._state_cache.index_entry(ns):
-                steps.append(lambda e, ns=ns, space=space: self._cached_index_step(e, ns, space))
-            else:
-                steps += self._build_steps(ns, space, chunk)
-        return steps
-
-    def _cached_index_step(self, engine: RecallEngine, ns: str, space: MemoryNamespace) -> None:
-        """One namespace's index from the state cache (plus the deltas applied since it was
-        written); built from the records when the cached one does not check out."""
-        from harn_ls.state_cache import restore_index
-
-        idx = restore_index(self._state_cache, ns, space, self._index_base.get(ns))
-        if idx is None:
-            for step in self._build_steps(ns, space, 0):
-                step(engine)
-            return
-        engine.indexes[ns] = idx
-        for delta in self._index_deltas.get(ns, ()):
-            idx.apply(delta)
-
-    def _build_steps(self, ns: str, space: MemoryNamespace, chunk: int) -> list:
-        steps = []
-        records = space.records()
-        if not records:
-            steps.append(lambda e, ns=ns, space=space: e.set_config(ns, space.config, os.path.dirname(space.path)))
-        size = chunk or len(records) or 1
-        for i in range(0, len(records), size):
-            part = records[i:i + size]
-            steps.append(lambda e, space=space, part=part: e.sync_namespace(space, MemoryDelta(added=part)))
-        return steps
-
-    def adopt_recall(self, engine: RecallEngine, generation: int) -> bool:
-        if self._recall is not None:
-            return True
-        if generation != self.generation:
-            return False
-        self._recall = engine
-        self._index_base.clear()
-        self._index_deltas.clear()
-        return True
 
     # --------------------------------------------------------------- queries
     def namespace_path(self, ns: str) -> str | None:
@@ -847,25 +664,6 @@ class Workspace:
             "transcripts": len(self.transcripts),
             "sessions": len(self.sessions.sessions) if self.sessions else 0,
         } | self.extra.counts()
-
-
-_STAGE_SUMMARY_KEYS = ("id", "node_id", "kind", "status", "outcome", "branch", "started_at", "finished_at")
-
-
-def _slim_run(run, summaries: list[TranscriptSummary]) -> None:
-    """Keep what lists and the run document show; drop the parsed record (transcripts, artifacts)."""
-    run.transcripts = summaries
-    slim = []
-    for st in run.stages:
-        if isinstance(st, dict):
-            d = {k: st[k] for k in _STAGE_SUMMARY_KEYS if k in st and not isinstance(st[k], (dict, list))}
-            attempts = st.get("attempts")
-            d["attempts"] = [None] * len(attempts) if isinstance(attempts, list) else []
-            slim.append(d)
-    run.stages = slim
-    if isinstance(run.usage, dict):
-        run.usage = {k: v for k, v in run.usage.items() if not isinstance(v, (dict, list)) or len(str(v)) < 500}
-    run.data = None
 
 
 def _looks_like_fact(record: MemoryRecord) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from harn_ls.formats.harn_json import serde_compact
+from harn_ls.formats.locks import checkpoint_running
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.safe_read import CHECKPOINT_CAP, ReadRefused, json_density_problem, read_confined
 
@@ -335,6 +336,4 @@ def running_now(path: str, table=None) -> bool | None:
     of an existing lock file); never creates the lock file. None = cannot tell.
     This replaces any guess from the file's modification time.
     """
-    from harn_ls.formats.locks import checkpoint_running
-
     return checkpoint_running(path, table)

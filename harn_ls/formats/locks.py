@@ -27,6 +27,7 @@ Results: True (held), False (not held, or no lock file), None (cannot tell).
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 from dataclasses import dataclass
@@ -108,8 +109,6 @@ def probe_flock(path: str) -> bool | None:
     another holder has it exclusively, False when free or absent, None when
     the file cannot be opened.
     """
-    import fcntl
-
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)

@@ -13,6 +13,7 @@ cold read of the whole file.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
@@ -320,7 +321,5 @@ class MemoryNamespace:
 
 
 def namespace_of(memory_root: str, events_path: str) -> str:
-    import os
-
     rel = os.path.relpath(os.path.dirname(events_path), memory_root)
     return "/".join(p for p in rel.split(os.sep) if p not in ("", "."))

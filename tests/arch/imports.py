@@ -74,7 +74,11 @@ def edges() -> list[ImportEdge]:
                         targets.append(f"{base}.{alias.name}")
             else:
                 continue
-            above = lines[node.lineno - 2].strip() if node.lineno >= 2 else ""
+            # the comment above the import, or above the block of consecutive imports it ends
+            row = node.lineno - 2
+            while row >= 0 and lines[row].strip().startswith(("import ", "from ")):
+                row -= 1
+            above = lines[row].strip() if row >= 0 else ""
             reason = above[1:].strip() if above.startswith("#") else ""
             for target in targets:
                 found.append(ImportEdge(name, target, node.lineno, id(node) not in nested, reason))

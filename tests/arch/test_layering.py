@@ -15,6 +15,18 @@ PURE_CORE = (
     "harn_ls.harn_source",
     "harn_ls.contract",
     "harn_ls.change_kinds",
+    "harn_ls.accept_plan",
+    "harn_ls.debounce",
+    "harn_ls.extra_state",
+    "harn_ls.history",
+    "harn_ls.refusal",
+    "harn_ls.safe_read",
+    "harn_ls.state_cache",
+    "harn_ls.state_rows",
+    "harn_ls.text_positions",
+    "harn_ls.watch",
+    "harn_ls.workspace_recall",
+    "harn_ls.workspace_runs",
 )
 LSP_LIBRARIES = ("pygls", "lsprotocol", "cattrs", "attrs")
 
@@ -45,23 +57,12 @@ def test_no_import_cycles_at_module_level():
     assert cycles(internal_graph(include_nested=False)) == []
 
 
-# Issue 13 is not finished: these cycles still go through imports inside functions. The list may
-# only shrink; a new cycle fails here. Remove an entry when its cycle is gone.
-KNOWN_LAZY_CYCLES = [
-    ["harn_ls.state_cache", "harn_ls.workspace"],
-]
-# Imports inside functions without a one-line reason above them; may only go down.
-UNEXPLAINED_LAZY_IMPORTS_CEILING = 149
+def test_no_import_cycles_even_through_imports_inside_functions():
+    assert cycles(internal_graph(include_nested=True)) == []
 
 
-def test_no_new_import_cycles_through_lazy_imports():
-    found = cycles(internal_graph(include_nested=True))
-    new = [c for c in found if not any(set(c) <= set(k) for k in KNOWN_LAZY_CYCLES)]
-    assert new == []
-    gone = [k for k in KNOWN_LAZY_CYCLES if not any(set(k) & set(c) for c in found)]
-    assert gone == [], "a known cycle is gone: remove it from KNOWN_LAZY_CYCLES"
-
-
-def test_lazy_imports_without_reason_do_not_grow():
+def test_every_import_inside_a_function_says_why():
+    """Imports go at the top; one kept inside a function (start-up cost, an optional platform module)
+    has a one-line comment right above it, or above the block of imports it belongs to."""
     unexplained = [f"{e.source}:{e.line} {e.target}" for e in edges() if not e.top_level and not e.reason]
-    assert len(unexplained) <= UNEXPLAINED_LAZY_IMPORTS_CEILING, unexplained[-10:]
+    assert unexplained == []

@@ -274,6 +274,12 @@ def test_no_pickle_in_the_cache(project, cache_env):
         data = f.read_bytes()
         if f.name.endswith(".npy"):
             assert data.startswith(b"\x93NUMPY") and b"'O'" not in data[:200]  # no object arrays
+        elif f.name.endswith(".rows.jsonl"):
+            assert all(isinstance(orjson.loads(line), list) for line in data.splitlines())  # one JSON row a line
+        elif f.name.endswith(".terms.txt"):
+            assert all(line for line in data.decode("utf-8").split("\n"))  # one recall term a line
+        elif f.name.endswith(".rowidx.bin"):
+            assert len(data) % 24 == 0  # (seq, end offset, CRC-32) int64 triples, nothing else
         else:
             orjson.loads(data)  # plain JSON
 
@@ -294,7 +300,7 @@ def test_old_payloads_are_swept_and_size_is_capped(project, tmp_path, cache_env,
     manifest = orjson.loads((folder / MANIFEST).read_bytes())
     named = {MANIFEST, manifest["runs"]["name"]}
     for e in manifest["namespaces"].values():
-        named |= {e["meta"]["name"], e["records"]["name"]}
+        named |= {e[part]["name"] for part in ("meta", "facts", "records", "rows", "rowidx")}
         named |= {d["name"] for d in (e["index"] or {}).values() if isinstance(d, dict)}
     assert {f.name for f in folder.iterdir()} == named
     # another, older project's state is evicted once the root is over its cap

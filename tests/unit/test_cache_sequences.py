@@ -8,10 +8,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.test_cache import SAMPLE, append, cache_folder, cold, event, ids_in, snapshot
+from tests.unit.test_cache import QUERIES, SAMPLE, append, cache_folder, cold, event, ids_in, snapshot
+from harn_ls.render.recall import recall_json
 from harn_ls.workspace import Workspace
 
 LOGS = [".harn/memory/agent/notes/events.jsonl", ".harn/memory/workspace/acme/events.jsonl",
@@ -94,6 +96,12 @@ def test_random_change_sequences_never_change_an_answer(steps):
             for n, (op, which) in enumerate(steps):
                 apply_op(project, op, which, n)
                 expected = cold(project)
+                # recall first, before any record is decoded (a cached index restores lazily), then a
+                # memory-only load as `harn-ls recall` does
+                for memory_only in (False, True):
+                    lazy = Workspace.load(str(project), cache=True, memory_only=memory_only)
+                    got = [recall_json(lazy.recall.recall(q, k=10, explain=True)) for q in QUERIES]
+                    assert orjson.loads(orjson.dumps(got, default=str)) == expected["recall"], (op, which)
                 ws = Workspace.load(str(project), cache=True)
                 assert snapshot(ws) == expected, (op, which)
                 ws.save_cache()

@@ -58,3 +58,17 @@ def test_index_remove_undoes_add():
     assert idx.tf("beta", 0) == 4 and idx.df("alpha") == 1 and "tag" in idx.boosts
     idx.remove(0)
     assert idx.postings == {} and idx.boosts == {} and idx.total_tokens == 0
+
+
+def test_recall_asks_numpy_for_no_blas_thread_pool_unless_told_otherwise():
+    import os
+    import subprocess
+    import sys
+
+    code = "import os, harn_ls.recall, numpy; print(os.environ['OPENBLAS_NUM_THREADS'])"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "1", out.stderr
+    out = subprocess.run([sys.executable, "-c", code], env=env | {"OPENBLAS_NUM_THREADS": "3"}, capture_output=True,
+                         text=True, timeout=120)
+    assert out.stdout.strip() == "3", out.stderr

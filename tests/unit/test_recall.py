@@ -580,7 +580,8 @@ def test_cross_check_rank_bm25():
 from collections import Counter  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 
-from harn_ls import recall as recall_mod  # noqa: E402
+from harn_ls.recall import index as recall_mod  # noqa: E402
+from harn_ls.recall import tokenizer as tokenizer_mod  # noqa: E402
 from harn_ls.recall import NamespaceIndex, analyze  # noqa: E402
 
 
@@ -613,7 +614,7 @@ def test_analyze_equals_counting_the_tokens_of_the_searchable_text(key, value, t
     assert {t: v & recall_mod._TF_MASK for t, v in counts.items()} == Counter(tokens)
     key_t, tag_t = set(tokenize(r.key)), {x for tag in r.tags for x in tokenize(tag)}
     for t, v in counts.items():
-        assert bool(v & recall_mod._KEY_FLAG) == (t in key_t) and bool(v & recall_mod._TAG_FLAG) == (t in tag_t)
+        assert bool(v & tokenizer_mod._KEY_FLAG) == (t in key_t) and bool(v & tokenizer_mod._TAG_FLAG) == (t in tag_t)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

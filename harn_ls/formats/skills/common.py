@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from harn_ls.safe_read import ReadRefused, read_confined
+
 
 # --------------------------------------------------------------------------
 # Constants
@@ -67,8 +69,6 @@ def _read_bounded(path: str, limit: int) -> bytes:
 
     Through safe_read: the open itself never blocks (a FIFO swapped in after a stat) and the type is
     checked on the open file. Confinement is the caller's (`confine_to`)."""
-    from harn_ls.safe_read import ReadRefused, read_confined
-
     try:
         return read_confined(path, None, limit)
     except ReadRefused as exc:

@@ -7,8 +7,10 @@ Harn's shadowing.
 from __future__ import annotations
 
 import os
+import tomllib
 from dataclasses import dataclass
 from typing import Sequence
+from urllib.parse import unquote, urlparse
 
 from ..problems import Problem, Severity
 from .common import (
@@ -52,8 +54,6 @@ class _SkillsConfig:
 
 
 def _read_skills_config(project_root: str) -> _SkillsConfig:
-    import tomllib
-
     try:
         raw = _read_bounded(os.path.join(project_root, "harn.toml"), MAX_SKILL_BYTES)
         data = tomllib.loads(raw.decode("utf-8"))
@@ -80,8 +80,6 @@ def _registry_dir(url: str | None, project_root: str) -> str | None:
     if url.startswith(("http://", "https://")):
         return None  # a passive viewer never fetches keys
     if url.startswith("file://"):
-        from urllib.parse import unquote, urlparse
-
         url = unquote(urlparse(url).path)
     return url if os.path.isabs(url) else os.path.normpath(os.path.join(project_root, url))
 

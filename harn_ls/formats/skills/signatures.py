@@ -79,6 +79,7 @@ def _load_envelope(raw: bytes) -> dict[str, str]:
 
 def _load_public_key(fingerprint: str, dirs: Sequence[str]):
     """(key or None, error or None). A key file that does not parse is an error."""
+    # start-up: cryptography (OpenSSL bindings, ~40 ms) loads only when a skill is signed
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
@@ -114,6 +115,7 @@ def verify_signature(
     `registry_dir` is a local-path signer registry (`signer_registry_url`
     that is a path or file:// URL); HTTP registries are never fetched.
     """
+    # start-up: cryptography (OpenSSL bindings, ~40 ms) loads only when a skill is signed
     from cryptography.exceptions import InvalidSignature
 
     try:

@@ -1,0 +1,110 @@
+"""The index's documents: a record and its slot (`_Doc`), and the lazy mappings an index restored
+from the state cache starts with (records decoded when first asked for)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Callable
+
+from harn_ls.formats.memory import MemoryRecord
+
+
+class _Doc:
+    __slots__ = ("record", "slot", "vec_hash")
+
+    def __init__(self, record: MemoryRecord, slot: int) -> None:
+        self.record = record
+        self.slot = slot  # dense document slot in the index arrays
+        self.vec_hash: str | None = None  # sha256 of the searchable text, computed lazily
+
+
+class _LazyDocs(Mapping):
+    """seq -> `_Doc` of an index restored from the state cache: a record is decoded the first
+    time it is asked for (a query touches only its hits and the ties at the cut), never all at once
+    unless the index is modified (`NamespaceIndex._materialize`)."""
+
+    def __init__(self, seqs: list[int], fetch: Callable[[int], MemoryRecord],
+                 fetch_all: Callable[[], dict[int, MemoryRecord]], slot_of: dict[int, int] | None = None) -> None:
+        self.seqs = seqs  # slot -> seq
+        self._slot = dict(zip(seqs, range(len(seqs)))) if slot_of is None else slot_of  # seq -> slot (read only)
+        self._docs: dict[int, _Doc] = {}
+        self._fetch = fetch
+        self.fetch_all = fetch_all
+
+    def __getitem__(self, seq: int) -> _Doc:
+        doc = self._docs.get(seq)
+        if doc is None:
+            slot = self._slot[seq]  # KeyError for an unknown seq, as a dict
+            doc = self._docs[seq] = _Doc(self._fetch(seq), slot)
+        return doc
+
+    def __contains__(self, seq: object) -> bool:
+        return seq in self._slot
+
+    def __iter__(self):
+        return iter(self.seqs)
+
+    def __len__(self) -> int:
+        return len(self.seqs)
+
+
+class _LazySlots:
+    """slot -> record over `_LazyDocs` (read-only; every slot is alive)."""
+
+    __slots__ = ("_docs",)
+
+    def __init__(self, docs: _LazyDocs) -> None:
+        self._docs = docs
+
+    def __getitem__(self, slot: int) -> MemoryRecord:
+        return self._docs[self._docs.seqs[slot]].record
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+
+class _TermIds:
+    """term -> term id over a restored index's term list, without building the whole dict: a query
+    looks up a handful of terms (a C-level scan of the list each, remembered). After `_SCAN_MAX`
+    distinct terms, or for anything but a lookup, the dict is built once and used from then on."""
+
+    __slots__ = ("_terms", "_memo", "_full")
+    _SCAN_MAX = 64
+
+    def __init__(self, terms: list[str]) -> None:
+        self._terms = terms
+        self._memo: dict[str, int | None] = {}
+        self._full: dict[str, int] | None = None
+
+    def as_dict(self) -> dict[str, int]:
+        if self._full is None:
+            self._full = dict(zip(self._terms, range(len(self._terms))))
+        return self._full
+
+    def get(self, term: str, default: int | None = None) -> int | None:
+        if self._full is not None or len(self._memo) >= self._SCAN_MAX:
+            return self.as_dict().get(term, default)
+        if term in self._memo:
+            got = self._memo[term]
+        else:
+            try:
+                got = self._terms.index(term)
+            except ValueError:
+                got = None
+            self._memo[term] = got
+        return default if got is None else got
+
+    def __getitem__(self, term: str) -> int:
+        got = self.get(term)
+        if got is None:
+            raise KeyError(term)
+        return got
+
+    def __contains__(self, term: object) -> bool:
+        return isinstance(term, str) and self.get(term) is not None
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    def items(self):
+        return self.as_dict().items()

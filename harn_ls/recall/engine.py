@@ -1,0 +1,133 @@
+"""All namespaces: one `NamespaceIndex` each, recall across them merged in Harn's order."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable
+
+from harn_ls.formats.memory import MemoryDelta, MemoryRecord
+from harn_ls.recall.index import NamespaceIndex
+from harn_ls.recall.results import (DEFAULT_K, Explain, Hit, Mode, NamespaceOutcome, RecallResult, _newest_sort,
+                                    _tie_sort, _with, clamp_k)
+from harn_ls.recall.tokenizer import tokenize
+from harn_ls.recall.vectors import cosine
+
+_BACKEND_MODE: dict[str, Mode] = {"bm25": "lexical", "vector": "semantic", "hybrid": "hybrid"}
+
+
+class RecallEngine:
+    """One `NamespaceIndex` per namespace; feed it every `MemoryDelta`."""
+
+    def __init__(self) -> None:
+        self.indexes: dict[str, NamespaceIndex] = {}
+
+    def _index(self, namespace: str) -> NamespaceIndex:
+        idx = self.indexes.get(namespace)
+        if idx is None:
+            idx = self.indexes[namespace] = NamespaceIndex(namespace)
+        return idx
+
+    def apply(self, namespace: str, delta: MemoryDelta, config: dict | None = None, ns_dir: str | None = None) -> None:
+        idx = self._index(namespace)
+        if config is not None:
+            idx.config = dict(config)
+        if ns_dir is not None:
+            idx.ns_dir = ns_dir
+        idx.apply(delta)
+
+    def set_config(self, namespace: str, config: dict, ns_dir: str | None = None) -> None:
+        idx = self._index(namespace)
+        idx.config = dict(config)
+        if ns_dir is not None:
+            idx.ns_dir = ns_dir
+
+    def load(self, namespace: str, records: Iterable[MemoryRecord], config: dict | None = None,
+             ns_dir: str | None = None) -> None:
+        """(Re)build one namespace from scratch, e.g. after its log was truncated or replaced."""
+        idx = self.indexes[namespace] = NamespaceIndex(namespace, config, ns_dir)
+        idx.add_many(records)
+
+    def sync_namespace(self, mem_ns: Any, delta: MemoryDelta) -> None:
+        """Convenience for a `MemoryNamespace`: its config and directory travel with the delta."""
+        self.apply(mem_ns.namespace, delta, mem_ns.config, os.path.dirname(mem_ns.path))
+
+    def drop(self, namespace: str) -> None:
+        self.indexes.pop(namespace, None)
+
+    def namespaces(self) -> list[str]:
+        return sorted(self.indexes)
+
+    # -- recall --------------------------------------------------------------
+    def recall(self, query: str, k: int | None = DEFAULT_K, namespace: str | None = None,
+               explain: bool = False) -> RecallResult:
+        k = clamp_k(k)
+        q = tokenize(query)
+        if namespace is not None:
+            idx = self.indexes.get(namespace)
+            if idx is None:
+                return RecallResult([], "lexical", f"no memory namespace {namespace!r}", None, tuple(q), k, {})
+            hits, outcome = self._recall_one(idx, query, q, k, explain)
+            return RecallResult(hits, outcome.mode, outcome.note, outcome.config, tuple(q), k, {namespace: outcome})
+        # Across namespaces: each ranked with its own statistics, then merged.
+        hits: list[Hit] = []
+        outcomes: dict[str, NamespaceOutcome] = {}
+        for name in sorted(self.indexes):
+            ns_hits, outcomes[name] = self._recall_one(self.indexes[name], query, q, k, explain)
+            hits.extend(ns_hits)
+        if q or any(o.mode != "lexical" for o in outcomes.values()):
+            hits = _tie_sort(hits)[:k]
+        else:
+            hits = _newest_sort(hits)[:k]
+        modes = {o.mode for o in outcomes.values()} or {"lexical"}
+        mode: Mode = modes.pop() if len(modes) == 1 else "mixed"
+        note = "; ".join(f"{name}: {o.note}" for name, o in outcomes.items() if o.note)
+        return RecallResult(hits, mode, note, None, tuple(q), k, outcomes)
+
+    def _recall_one(self, idx: NamespaceIndex, query: str, q: list[str], k: int,
+                    explain: bool) -> tuple[list[Hit], NamespaceOutcome]:
+        config = dict(idx.config)
+        wanted = _BACKEND_MODE.get(config.get("backend", "bm25"), "lexical")
+        note = ""
+        if wanted != "lexical":
+            qv, vecs, why = idx.cached_vectors(query)
+            if vecs is not None:
+                hits = self._vector_hits(idx, q, qv, vecs, wanted, k, explain)
+                return hits, NamespaceOutcome(wanted, "", config, len(idx))
+            note = (f"backend {config.get('backend')} (model hint {config.get('embed_model_hint', 'default')!r}) "
+                    f"could not be used: {why}; showing lexical BM25 recall instead")
+        if not q:
+            hits = [self._hit(idx, seq, 0.0) for seq in idx.newest(k)]
+        else:
+            hits = [self._hit(idx, seq, score, idx.explain(seq, q) if explain else None)
+                    for score, seq in idx.top_lexical(q, k)]
+        return hits, NamespaceOutcome("lexical", note, config, len(idx))
+
+    def _vector_hits(self, idx: NamespaceIndex, q: list[str], qv: list[float], vecs: dict[int, list[float]],
+                     mode: Mode, k: int, explain: bool) -> list[Hit]:
+        cos = {seq: cosine(qv, v) for seq, v in vecs.items()}
+        if mode == "semantic":
+            scores = {seq: c for seq, c in cos.items() if c > 0.0}
+        else:
+            lex = idx.lexical_scores(q) if q else {}
+            top = max(lex.values(), default=0.0)
+            denom = max(1.0, top)
+            bw = float(idx.config.get("bm25_weight", 0.5))
+            cw = float(idx.config.get("cosine_weight", 0.5))
+            scores = {seq: bw * (lex.get(seq, 0.0) / denom) + cw * c
+                      for seq, c in cos.items() if lex.get(seq, 0.0) > 0.0 or c > 0.0}
+        hits = []
+        for score, seq in idx._top(scores, k):
+            ex = None
+            if explain:
+                base = idx.explain(seq, q)
+                if mode == "semantic":
+                    ex = _with(base, cosine=cos[seq])
+                else:
+                    ex = _with(base, cosine=cos[seq], lexical_norm=base.lexical / denom, bm25_weight=bw, cosine_weight=cw)
+            hits.append(self._hit(idx, seq, score, ex))
+        return hits
+
+    @staticmethod
+    def _hit(idx: NamespaceIndex, seq: int, score: float, ex: Explain | None = None) -> Hit:
+        r = idx.docs[seq].record
+        return Hit(r.id, r.key, idx.namespace, score, r.stored_at, r.tags, r.seq, r, ex)

@@ -1,0 +1,169 @@
+"""Harn's tokenizer (harn-formats §C.5): Rust `char::is_alphanumeric` splitting, ASCII case
+folding, and the per-record analysis the index is built from (term frequencies with key/tag flags)."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+try:  # the C counting loop behind collections.Counter, without Counter's per-call overhead
+    from collections import _count_elements  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - other Pythons
+    def _count_elements(mapping: dict, iterable: Iterable) -> None:
+        get = mapping.get
+        for elem in iterable:
+            mapping[elem] = get(elem, 0) + 1
+
+from harn_ls.formats.harn_json import serde_compact
+from harn_ls.formats.memory import MemoryRecord
+
+# --------------------------------------------------------------------------
+# Tokenizer
+# --------------------------------------------------------------------------
+# Rust's `char::is_alphanumeric` is Unicode Alphabetic ∪ Numeric (Nd/Nl/No).
+# Python's `str.isalnum` (= regex `[^\W_]`) covers a strict subset of that:
+# it misses the Other_Alphabetic combining marks (Indic vowel signs such as
+# U+093F "ि", Hebrew points, Arabic harakat, circled letters Ⓐ, ...) and
+# letters assigned after Python's Unicode version (14.0 on 3.11). Without
+# them "हिन्दी" would split into different tokens than Harn's. The table
+# below is exactly (Alphabetic ∪ N) minus isalnum, generated once from the
+# `regex` module's Unicode tables (Unicode 16/17; a Rust toolchain on an
+# older Unicode may still split on the handful of letters new in 17).
+# There are no code points where Python says alphanumeric and Rust does not.
+_RUST_ONLY_ALNUM = """
+    345 363-36F 5B0-5BD 5BF 5C1-5C2 5C4-5C5 5C7 610-61A 64B-657 659-65F 670 6D6-6DC 6E1-6E4
+    6E7-6E8 6ED 711 730-73F 7A6-7B0 816-817 81B-823 825-827 829-82C 88F 897 8D4-8DF 8E3-8E9
+    8F0-903 93A-93B 93E-94C 94E-94F 955-957 962-963 981-983 9BE-9C4 9C7-9C8 9CB-9CC 9D7 9E2-9E3
+    A01-A03 A3E-A42 A47-A48 A4B-A4C A51 A70-A71 A75 A81-A83 ABE-AC5 AC7-AC9 ACB-ACC AE2-AE3 AFA-
+    AFC B01-B03 B3E-B44 B47-B48 B4B-B4C B56-B57 B62-B63 B82 BBE-BC2 BC6-BC8 BCA-BCC BD7 C00-C04
+    C3E-C44 C46-C48 C4A-C4C C55-C56 C5C C62-C63 C81-C83 CBE-CC4 CC6-CC8 CCA-CCC CD5-CD6 CDC
+    CE2-CE3 CF3 D00-D03 D3E-D44 D46-D48 D4A-D4C D57 D62-D63 D81-D83 DCF-DD4 DD6 DD8-DDF DF2-DF3
+    E31 E34-E3A E4D EB1 EB4-EB9 EBB-EBC ECD F71-F83 F8D-F97 F99-FBC 102B-1036 1038 103B-103E
+    1056-1059 105E-1060 1062-1064 1067-106D 1071-1074 1082-108D 108F 109A-109D 1712-1713
+    1732-1733 1752-1753 1772-1773 17B6-17C8 1885-1886 18A9 1920-192B 1930-1938 1A17-1A1B
+    1A55-1A5E 1A61-1A74 1ABF-1AC0 1ACC-1ACE 1B00-1B04 1B35-1B43 1B80-1B82 1BA1-1BA9 1BAC-1BAD
+    1BE7-1BF1 1C24-1C36 1C89-1C8A 1DD3-1DF4 24B6-24E9 2DE0-2DFF A674-A67B A69E-A69F A7CB-A7CF
+    A7D2 A7D4 A7DA-A7DC A7F1 A802 A80B A823-A827 A880-A881 A8B4-A8C3 A8C5 A8FF A926-A92A
+    A947-A952 A980-A983 A9B4-A9BF A9E5 AA29-AA36 AA43 AA4C-AA4D AA7B-AA7D AAB0 AAB2-AAB4
+    AAB7-AAB8 AABE AAEB-AAEF AAF5 ABE3-ABEA FB1E 10376-1037A 105C0-105F3 10940-10959 10A01-10A03
+    10A05-10A06 10A0C-10A0F 10D24-10D27 10D40-10D65 10D69 10D6F-10D85 10EAB-10EAC 10EC2-10EC7
+    10EFA-10EFC 11000-11002 11038-11045 11073-11074 11080-11082 110B0-110B8 110C2 11100-11102
+    11127-11132 11145-11146 11180-11182 111B3-111BF 111CE-111CF 1122C-11234 11237 1123E-11241
+    112DF-112E8 11300-11303 1133E-11344 11347-11348 1134B-1134C 11357 11362-11363 11380-11389
+    1138B 1138E 11390-113B5 113B7-113C0 113C2 113C5 113C7-113CA 113CC-113CD 113D1 113D3
+    11435-11441 11443-11445 114B0-114C1 115AF-115B5 115B8-115BE 115DC-115DD 11630-1163E 11640
+    116AB-116B5 116D0-116E3 1171D-1172A 1182C-11838 11930-11935 11937-11938 1193B-1193C 11940
+    11942 119D1-119D7 119DA-119DF 119E4 11A01-11A0A 11A35-11A39 11A3B-11A3E 11A51-11A5B
+    11A8A-11A97 11B60-11B67 11BC0-11BE0 11BF0-11BF9 11C2F-11C36 11C38-11C3E 11C92-11CA7
+    11CA9-11CB6 11D31-11D36 11D3A 11D3C-11D3D 11D3F-11D41 11D43 11D47 11D8A-11D8E 11D90-11D91
+    11D93-11D96 11DB0-11DDB 11DE0-11DE9 11EF3-11EF6 11F00-11F10 11F12-11F3A 11F3E-11F40
+    11F50-11F59 1342F 13441-13446 13460-143FA 16100-1612E 16130-16139 16D40-16D6C 16D70-16D79
+    16EA0-16EB8 16EBB-16ED3 16F4F 16F51-16F87 16F8F-16F92 16FF0-16FF6 187F8-187FF 18CFF
+    18D09-18D1E 18D80-18DF2 1B132 1B155 1BC9E 1CCF0-1CCF9 1D2C0-1D2D3 1DF25-1DF2A 1E000-1E006
+    1E008-1E018 1E01B-1E021 1E023-1E024 1E026-1E02A 1E030-1E06D 1E08F 1E4D0-1E4EB 1E4F0-1E4F9
+    1E5D0-1E5ED 1E5F0-1E5FA 1E6C0-1E6DE 1E6E0-1E6F5 1E6FE-1E6FF 1E947 1F130-1F149 1F150-1F169
+    1F170-1F189 2B739-2B73F 2CEA2-2CEAD 2EBF0-2EE5D 31350-33479
+"""
+
+
+def _extra_class(table: str) -> str:
+    parts = []
+    for item in table.split():
+        lo, _, hi = item.partition("-")
+        parts.append(re.escape(chr(int(lo, 16))) + ("-" + re.escape(chr(int(hi, 16))) if hi else ""))
+    return "".join(parts)
+
+
+_EXTRA = _extra_class(_RUST_ONLY_ALNUM)
+# ASCII-only text (the common case) cannot contain any of the extra code
+# points, and every 1-char ASCII token is 1 UTF-8 byte: `{2,}` drops it while
+# still splitting there (a maximal run of length 1 simply does not match).
+_ASCII_TOKEN = re.compile(r"[^\W_]{2,}")
+_UNICODE_TOKEN = re.compile(r"(?:[^\W_]|[" + _EXTRA + r"])+")
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
+def is_token_char(ch: str) -> bool:
+    """Rust `char::is_alphanumeric` for one character."""
+    return bool(_UNICODE_TOKEN.fullmatch(ch))
+
+
+def tokenize(text: str) -> list[str]:
+    """Harn's `tokenize`: split on non-alphanumerics, ASCII-lowercase, drop 1-byte tokens."""
+    if text.isascii():
+        return _ASCII_TOKEN.findall(text.lower())
+    # str.lower would also fold non-ASCII letters; Harn keeps their case.
+    toks = _UNICODE_TOKEN.findall(text.translate(_ASCII_LOWER))
+    return [t for t in toks if len(t) > 1 or ord(t) > 0x7F]
+
+
+def searchable_text(record: MemoryRecord) -> str:
+    """`key \\n text \\n tags joined by space \\n compact JSON of value` (§C.5)."""
+    return "\n".join((record.key, record.text, " ".join(record.tags), serde_compact(record.value)))
+
+# --------------------------------------------------------------------------
+# Record analysis: term frequencies and field flags in one pass
+# --------------------------------------------------------------------------
+# `tokenize(key \n text \n tags \n json)` is the concatenation of the four
+# parts' tokens ("\n" never joins a token), so the parts are tokenized
+# separately. That lets a record whose JSON value renders to exactly its
+# text (every dict value: Harn stores `text = compact JSON of value`) or to
+# its quoted text (a string value without escapes) tokenize the text once
+# and count it twice — the tokens are provably the same.
+#
+# ASCII parts are split with str.translate + str.split (every non-alphanumeric
+# byte becomes a space, A-Z fold), which keeps the 1-byte tokens; they are
+# removed from the counts afterwards (`_SINGLES`), cheaper than filtering
+# every token.
+
+_ASCII_SPLIT = str.maketrans({c: (chr(c).lower() if chr(c).isalnum() else " ") for c in range(128)})
+_SINGLES = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")  # every 1-byte token after ASCII folding
+_TF_BITS = 40
+_TF_MASK = (1 << _TF_BITS) - 1
+_KEY_FLAG = 1 << _TF_BITS  # analysis value = tf | KEY_FLAG | TAG_FLAG
+_TAG_FLAG = 2 << _TF_BITS
+
+
+def _raw_tokens(text: str) -> list[str]:
+    """`tokenize` without dropping 1-byte tokens."""
+    if text.isascii():
+        return text.translate(_ASCII_SPLIT).split()
+    return _UNICODE_TOKEN.findall(text.translate(_ASCII_LOWER))
+
+
+def analyze(record: MemoryRecord) -> tuple[dict[str, int], int]:
+    """(term -> tf | key/tag flags, token count) of a record's searchable text.
+
+    Equal to `Counter(tokenize(searchable_text(record)))` in the low bits, with
+    `_KEY_FLAG` set on the key's tokens and `_TAG_FLAG` on the tags' tokens."""
+    text = record.text
+    tt = _raw_tokens(text)
+    js = serde_compact(record.value)
+    counts: dict[str, int] = {}
+    _count_elements(counts, tt)
+    if js == text or (len(js) == len(text) + 2 and js[0] == '"' and js[-1] == '"' and js.startswith(text, 1)):
+        _count_elements(counts, tt)
+        n = 2 * len(tt)
+    else:
+        tj = _raw_tokens(js)
+        _count_elements(counts, tj)
+        n = len(tt) + len(tj)
+    tk = _raw_tokens(record.key)
+    if tk:
+        _count_elements(counts, tk)
+        n += len(tk)
+    tg = _raw_tokens(" ".join(record.tags)) if record.tags else ()
+    if tg:
+        _count_elements(counts, tg)
+        n += len(tg)
+    for s in _SINGLES.intersection(counts):
+        n -= counts.pop(s)
+    if tk:
+        for t in set(tk):
+            if t in counts:
+                counts[t] |= _KEY_FLAG
+    if tg:
+        for t in set(tg):
+            if t in counts:
+                counts[t] |= _TAG_FLAG
+    return counts, n

@@ -1,0 +1,59 @@
+"""Harn's embedding cache (§C.5 semantic / hybrid, §C.6 file layout) and cosine similarity.
+Reads only: vectors are written by Harn, never by harn-ls."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+from harn_ls.formats.harn_json import sha256_hex
+from harn_ls.safe_read import VECTOR_FILE_CAP, read_confined
+
+
+def sanitize_model_hint(hint: str | None) -> str:
+    """Harn's cache directory name for a model hint: keep [A-Za-z0-9_-], others -> `_`."""
+    out = "".join(c if (c.isascii() and c.isalnum()) or c in "-_" else "_" for c in hint or "")
+    return out or "default"
+
+def vector_cache_path(ns_dir: str, model_hint: str | None, text: str) -> str:
+    """`<ns dir>/vectors/<sanitized hint>/<sha256(text)>.json`; text = searchable text or raw query."""
+    return os.path.join(ns_dir, "vectors", sanitize_model_hint(model_hint), sha256_hex(text) + ".json")
+
+
+def read_cached_vector(path: str, expect_dim: int | None = None) -> tuple[list[float] | None, str]:
+    """Read one cache file `{"model", "dim", "vector"}`; (None, reason) when unusable."""
+    try:
+        # Confined to the namespace directory (<ns>/vectors/<hint>/<hash>.json), a regular file, capped:
+        # a cache entry symlinked to /dev/zero or out of the project is "unreadable", never read.
+        ns_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(path))))
+        data = json.loads(read_confined(path, ns_dir, VECTOR_FILE_CAP))
+    except FileNotFoundError:
+        return None, "not cached"
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable cache file ({exc.__class__.__name__})"
+    if not isinstance(data, dict) or not isinstance(data.get("vector"), list):
+        return None, "cache file without a vector list"
+    vec = data["vector"]
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vec):
+        return None, "cache file vector has non-numbers"
+    dim = data.get("dim")
+    if isinstance(dim, int) and dim != len(vec):
+        return None, f"cache file says dim={dim} but holds {len(vec)} numbers"
+    if expect_dim is not None and len(vec) != expect_dim:
+        return None, f"dimension mismatch: {len(vec)} vs {expect_dim} (Harn reports an error)"
+    return [float(x) for x in vec], ""
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    """Cosine similarity; 0.0 when either vector has zero norm (Harn's convention)."""
+    dot = 0.0
+    na = 0.0
+    nb = 0.0
+    for x, y in zip(a, b):
+        dot += x * y
+        na += x * x
+        nb += y * y
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return dot / (math.sqrt(na) * math.sqrt(nb))

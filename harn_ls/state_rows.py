@@ -1,0 +1,135 @@
+"""The state cache's record rows: one memory record per line (an orjson array), a row index of
+(seq, end offset, CRC-32) per row, and `RowReader`, which decodes single rows on demand and falls
+back to projecting the log again whenever a row does not check out."""
+
+from __future__ import annotations
+
+import os
+import zlib
+from array import array
+from typing import Mapping
+
+import orjson
+
+from harn_ls.formats.jsonl import JsonlTail
+from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
+
+
+class CacheInvalid(Exception):
+    """A payload that does not match its manifest entry (or does not decode)."""
+
+
+def record_row(r: MemoryRecord) -> list:
+    text = None if r.text is r.value or (isinstance(r.value, str) and r.text == r.value) else r.text
+    return [r.id, r.key, r.value, text, list(r.tags), r.stored_at, r.seq, r.line_no, r.provenance, r.status, r.scope,
+            r.flags, r.updated_at]
+
+
+def record_from_row(row: list, namespace: str) -> MemoryRecord:
+    rid, key, value, text, tags, stored_at, seq, line_no, prov, status, scope, flags, updated_at = row
+    return MemoryRecord(rid, namespace, key, value, value if text is None else text, tuple(tags), stored_at, seq,
+                        line_no, prov, status, scope, flags, updated_at)
+
+
+def decode_rows(rows: bytes) -> list:
+    """Every row of a rows payload (orjson never writes a raw newline inside a document)."""
+    return orjson.loads(b"[" + rows[:-1].replace(b"\n", b",") + b"]") if rows else []
+
+
+def _checked(data: bytes, desc: Mapping) -> bytes:
+    if len(data) != desc["size"] or zlib.crc32(data) != desc["crc"]:
+        raise CacheInvalid("payload changed")
+    return data
+
+
+def _pread_all(fh) -> bytes:
+    """The whole of an open payload file, whatever its read position (several readers share it)."""
+    size = os.fstat(fh.fileno()).st_size
+    return os.pread(fh.fileno(), size, 0)
+
+
+class RowReader:
+    """Single active records of a restored namespace, read from its cached rows on demand.
+
+    Each row is checked against its CRC-32 from the row index (itself checked against the manifest)
+    and must carry the sequence asked for; anything else - a short read, a changed byte, a row index
+    that does not fit - makes the reader give up on the cache and project the log again up to the
+    cached offset (the bytes the validator showed unchanged), which is what the rows held."""
+
+    def __init__(self, space: MemoryNamespace, offset: int, rows, rows_desc: Mapping, rowidx, rowidx_desc: Mapping):
+        self.space, self.offset = space, offset
+        self._rows, self._rows_desc, self._rowidx, self._rowidx_desc = rows, rows_desc, rowidx, rowidx_desc
+        self._pos: dict[int, int] | None = None
+        self._ends: array | None = None
+        self._crcs: array | None = None
+        self._fallback: dict[int, MemoryRecord] | None = None
+        self.seqs_cached: list[int] | None = None
+
+    def seqs(self) -> list[int] | None:
+        """The row sequences in row order, None when the row index is not usable."""
+        try:
+            data = _checked(_pread_all(self._rowidx), self._rowidx_desc)
+            idx = array("q")
+            if len(data) % (3 * idx.itemsize):
+                raise CacheInvalid("row index size")
+            idx.frombytes(data)
+        except (OSError, CacheInvalid, KeyError, TypeError, ValueError):
+            return None
+        seqs, ends = idx[0::3].tolist(), idx[1::3].tolist()
+        if ends and (ends[-1] != self._rows_desc.get("size") or ends[0] <= 0 or ends != sorted(ends)):
+            return None  # (each row is still checked by its CRC and sequence when read)
+        self._pos = dict(zip(seqs, range(len(seqs))))
+        self._ends, self._crcs = ends, idx[2::3]
+        self.seqs_cached = seqs if len(self._pos) == len(seqs) else None
+        return self.seqs_cached
+
+    def positions(self) -> dict[int, int] | None:
+        """seq -> row position (after `seqs()`); not to be modified."""
+        return self._pos
+
+    def record(self, seq: int) -> MemoryRecord:
+        if self._fallback is None and self._pos is not None:
+            i = self._pos.get(seq)
+            if i is not None:
+                start = self._ends[i - 1] if i else 0
+                try:
+                    row = os.pread(self._rows.fileno(), self._ends[i] - start - 1, start)
+                    if zlib.crc32(row) == self._crcs[i]:
+                        r = record_from_row(orjson.loads(row), self.space.namespace)
+                        if r.seq == seq:
+                            return r
+                except (OSError, orjson.JSONDecodeError, TypeError, ValueError):
+                    pass
+        return self.all()[seq]
+
+    def all(self) -> dict[int, MemoryRecord]:
+        """seq -> record of every row (one read, checked as a whole)."""
+        if self._fallback is not None:
+            return self._fallback
+        try:
+            out = {}
+            ns = self.space.namespace
+            for row in decode_rows(_checked(_pread_all(self._rows), self._rows_desc)):
+                r = record_from_row(row, ns)
+                out[r.seq] = r
+            return out
+        except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            fresh = MemoryNamespace(self.space.namespace, self.space.path)
+            _replay(fresh, self.offset)
+            self._fallback = fresh.active
+            return self._fallback
+
+
+def _replay(space: MemoryNamespace, offset: int) -> None:
+    """Fallback when a checked records document still does not decode: re-read the log up to the
+    cached offset (the validator showed those bytes unchanged)."""
+    fresh = MemoryNamespace(space.namespace, space.path)
+    tail = JsonlTail(space.path)
+    for batch in tail.iter_batches():
+        lines = [ln for ln in batch.lines if ln.offset < offset]
+        fresh.apply_lines(lines)
+        if tail.offset >= offset:
+            break
+    d = space.__dict__
+    for name in ("active", "_by_id", "forgotten", "hidden", "forgets"):
+        d[name] = getattr(fresh, name)

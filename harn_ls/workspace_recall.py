@@ -1,0 +1,82 @@
+"""The workspace's recall index: built on first use, from the state cache when it holds a valid
+index for a namespace (plus the deltas applied since), else from the records in short steps."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from harn_ls.formats.memory import MemoryDelta, MemoryNamespace
+from harn_ls.state_cache import restore_index
+
+if TYPE_CHECKING:  # numpy (via recall) is imported only when recall is used: `inspect` never needs it
+    from harn_ls.recall import RecallEngine
+
+
+class RecallPart:
+    """Recall build and adoption (mixed into `Workspace`)."""
+
+    @property
+    def recall(self) -> RecallEngine:
+        """The recall index, built on first use (inspect and hovers never need it) and
+        kept up to date incrementally from then on."""
+        if self._recall is None:
+            # numpy (via recall) is imported only when recall is used: `inspect` never needs it
+            from harn_ls.recall import RecallEngine
+
+            engine = RecallEngine()
+            for step in self.recall_build_steps(chunk=0):
+                step(engine)
+            self._recall = engine
+            self._index_base.clear()
+            self._index_deltas.clear()
+        return self._recall
+
+    @property
+    def recall_ready(self) -> bool:
+        return self._recall is not None
+
+    def recall_build_steps(self, chunk: int = 500) -> list:
+        """The recall build cut into short steps (chunk=0: one step per namespace), so a server
+        can interleave hovers with it. Each step takes the engine being built; `adopt_recall`
+        installs it if nothing changed meanwhile."""
+        steps = []
+        for ns, space in self.memory.items():
+            if self._state_cache is not None and ns in self._index_deltas and self._state_cache.index_entry(ns):
+                steps.append(lambda e, ns=ns, space=space: self._cached_index_step(e, ns, space))
+            else:
+                steps += self._build_steps(ns, space, chunk)
+        return steps
+
+    def _cached_index_step(self, engine: RecallEngine, ns: str, space: MemoryNamespace) -> None:
+        """One namespace's index from the state cache (plus the deltas applied since it was
+        written); built from the records when the cached one does not check out."""
+        idx = restore_index(self._state_cache, ns, space, self._index_base.get(ns))
+        if idx is None:
+            for step in self._build_steps(ns, space, 0):
+                step(engine)
+            return
+        engine.indexes[ns] = idx
+        for delta in self._index_deltas.get(ns, ()):
+            idx.apply(delta)
+
+    def _build_steps(self, ns: str, space: MemoryNamespace, chunk: int) -> list:
+        steps = []
+        records = space.records()
+        if not records:
+            steps.append(lambda e, ns=ns, space=space: e.set_config(ns, space.config, os.path.dirname(space.path)))
+        size = chunk or len(records) or 1
+        for i in range(0, len(records), size):
+            part = records[i:i + size]
+            steps.append(lambda e, space=space, part=part: e.sync_namespace(space, MemoryDelta(added=part)))
+        return steps
+
+    def adopt_recall(self, engine: RecallEngine, generation: int) -> bool:
+        if self._recall is not None:
+            return True
+        if generation != self.generation:
+            return False
+        self._recall = engine
+        self._index_base.clear()
+        self._index_deltas.clear()
+        return True

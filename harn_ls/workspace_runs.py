@@ -1,0 +1,182 @@
+"""Run records, worker snapshots and their transcripts, as the workspace keeps them: slim run
+records (what lists and the run document show) and transcript summaries; a transcript's full text is
+re-read from its run record on demand."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from harn_ls.change_kinds import K
+from harn_ls.formats import runs as runs_fmt
+
+# Annotations name `Workspace` and `ChangeSet` (harn_ls/workspace.py) without importing them: that module
+# imports this one.
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptSummary:
+    """What lists need of a transcript; the transcript itself is read back from its file on demand."""
+
+    id: str
+    message_count: int
+    event_count: int
+    asset_count: int
+
+
+class TranscriptEntry:
+    """A transcript found in a run record or worker snapshot.
+
+    Run-record transcripts are not kept in memory (they are most of a busy project's
+    bytes); `transcript` re-reads the record, through a small cache, when a document
+    needs the full text.
+    """
+
+    __slots__ = ("id", "run_id", "path", "message_count", "event_count", "asset_count", "_held", "_ws")
+
+    def __init__(self, transcript, run_id: str | None, path: str, ws: "Workspace | None" = None, keep: bool = True) -> None:
+        self.id = transcript.id
+        self.run_id = run_id
+        self.path = path
+        self.message_count = len(transcript.messages)
+        self.event_count = len(transcript.events)
+        self.asset_count = len(transcript.assets)
+        self._held = transcript if keep else None
+        self._ws = ws
+
+    @classmethod
+    def from_summary(cls, sm: TranscriptSummary, run_id: str | None, path: str, ws: "Workspace") -> "TranscriptEntry":
+        self = cls.__new__(cls)
+        self.id, self.run_id, self.path = sm.id, run_id, path
+        self.message_count, self.event_count, self.asset_count = sm.message_count, sm.event_count, sm.asset_count
+        self._held = None
+        self._ws = ws
+        return self
+
+    @property
+    def transcript(self):
+        if self._held is not None:
+            return self._held
+        return self._ws._load_run_transcript(self.path, self.id) if self._ws is not None else None
+
+    def summary(self) -> TranscriptSummary:
+        return TranscriptSummary(self.id, self.message_count, self.event_count, self.asset_count)
+
+
+def _json_files(directory: str) -> list[str]:
+    """`*.json` directly in a directory, sorted; none when it does not exist (yet)."""
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    return [os.path.join(directory, n) for n in names if n.endswith(".json")]
+
+
+class RunsPart:
+    """The workspace's run-record and worker-snapshot readers (mixed into `Workspace`)."""
+
+    def _scan_runs(self, changes: ChangeSet) -> None:
+        d = self.paths.run_root
+        for path in (_json_files(d) if self._root_ok(d) else []):
+            self._read_run(path, changes)
+        pg = os.path.join(d, "playground")
+        if self._root_ok(d) and os.path.isdir(pg):
+            for job in sorted(os.listdir(pg)):
+                p = os.path.join(pg, job, "run.json")
+                if os.path.isfile(p):
+                    self._read_run(p, changes)
+        for path in (_json_files(self.paths.worker_dir) if self._root_ok(self.paths.worker_dir) else []):
+            self._read_worker(path, changes)
+
+    def _forget_run_path(self, path: str) -> None:
+        run_id = self._run_paths.pop(path, None)
+        if run_id is None:
+            return
+        self.runs.pop(run_id, None)
+        for tid in [t for t, e in self.transcripts.items() if e.path == path]:
+            del self.transcripts[tid]
+
+    def _read_run(self, path: str, changes: ChangeSet) -> None:
+        changes.kinds.add(K.RUNS)
+        changes.problem_paths.add(path)
+        self._forget_run_path(path)
+        if self._leaves_project_reported(path) or not os.path.lexists(path) or os.path.isdir(path):
+            return
+        cache = self._state_cache
+        cached = cache.restore_run(path) if cache is not None else None
+        if cached is not None:
+            run, summaries = cached
+            entries = [TranscriptEntry.from_summary(sm, run.id, path, self) for sm in summaries]
+        else:
+            run = runs_fmt.read_run_record(path)
+            entries = [TranscriptEntry(tr, run.id, path, self, keep=False) for tr in run.transcripts]
+            _slim_run(run, [e.summary() for e in entries])
+            if cache is not None:
+                cache.remember_run(path, run)
+        self.runs[run.id] = run
+        self._run_paths[path] = run.id
+        changes.runs.add(run.id)
+        for entry in entries:
+            self.transcripts[entry.id] = entry
+
+    def _load_run_transcript(self, path: str, transcript_id: str):
+        """Full transcript from its run record, re-read on demand (a few records are cached)."""
+        run = self.full_run_record(path)
+        return next((t for t in run.transcripts if t.id == transcript_id), None) if run is not None else None
+
+    def full_run_record(self, path: str):
+        """The whole parsed run record (stages with usage, tool recordings…), re-read on demand; a few are cached."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        key = (path, st.st_mtime_ns, st.st_size)
+        cache = self._transcript_cache
+        run = cache.get(key)
+        if run is None:
+            run = runs_fmt.read_run_record(path)
+            cache[key] = run
+            while len(cache) > 4:
+                cache.pop(next(iter(cache)))
+        return run
+
+    def _read_worker(self, path: str, changes: ChangeSet) -> None:
+        changes.kinds.add(K.RUNS)
+        for tid in [t for t, e in self.transcripts.items() if e.path == path]:
+            del self.transcripts[tid]
+        self.workers.pop(path, None)
+        if self._leaves_project_reported(path) or not os.path.lexists(path) or os.path.isdir(path):
+            return
+        snap = runs_fmt.read_worker_snapshot(path)
+        self.workers[path] = snap
+        tr = getattr(snap, "transcript", None)
+        if tr is not None:
+            self.transcripts[tr.id] = TranscriptEntry(tr, None, path, self)
+
+    def _rescan_runs(self, changes: ChangeSet) -> None:
+        for path in list(self._run_paths):
+            if not os.path.exists(path):
+                self._read_run(path, changes)
+        for path in list(self.workers):
+            if not os.path.exists(path):
+                self._read_worker(path, changes)
+        self._scan_runs(changes)
+
+
+_STAGE_SUMMARY_KEYS = ("id", "node_id", "kind", "status", "outcome", "branch", "started_at", "finished_at")
+
+
+def _slim_run(run, summaries: list[TranscriptSummary]) -> None:
+    """Keep what lists and the run document show; drop the parsed record (transcripts, artifacts)."""
+    run.transcripts = summaries
+    slim = []
+    for st in run.stages:
+        if isinstance(st, dict):
+            d = {k: st[k] for k in _STAGE_SUMMARY_KEYS if k in st and not isinstance(st[k], (dict, list))}
+            attempts = st.get("attempts")
+            d["attempts"] = [None] * len(attempts) if isinstance(attempts, list) else []
+            slim.append(d)
+    run.stages = slim
+    if isinstance(run.usage, dict):
+        run.usage = {k: v for k, v in run.usage.items() if not isinstance(v, (dict, list)) or len(str(v)) < 500}
+    run.data = None
