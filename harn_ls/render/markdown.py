@@ -116,29 +116,32 @@ def escape_markdown(text: Any) -> str:
     return "".join(out)
 
 
+def take_escape(text: str, i: int, entities: dict[str, str] = _ENTITIES) -> tuple[str, int] | None:
+    """At `text[i]`: (the character a backslash escape or one of `entities` stands for, the index after
+    it), or None when no escape starts there. Shared by `unescape_markdown` and the terminal renderer."""
+    ch = text[i]
+    if ch == "\\" and i + 1 < len(text):
+        return text[i + 1], i + 2
+    if ch == "&":
+        for ent, value in entities.items():
+            if text.startswith(ent, i):
+                return value, i + len(ent)
+    return None
+
+
 def unescape_markdown(text: str) -> str:
     """The inverse of `escape_markdown` (tests, and clients that want the data back)."""
     out = []
     i = 0
     n = len(text)
     while i < n:
-        ch = text[i]
-        if ch == "\\" and i + 1 < n:
-            out.append(text[i + 1])
-            i += 2
-            continue
-        if ch == "&":
-            for ent, value in _ENTITIES.items():
-                if text.startswith(ent, i):
-                    out.append(value)
-                    i += len(ent)
-                    break
-            else:
-                out.append(ch)
-                i += 1
-            continue
-        out.append(ch)
-        i += 1
+        taken = take_escape(text, i)
+        if taken is not None:
+            out.append(taken[0])
+            i = taken[1]
+        else:
+            out.append(text[i])
+            i += 1
     return "".join(out)
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 
+from harn_ls.render.markdown import take_escape
+
 # bidi embeddings/overrides/isolates and marks, line/paragraph separators: they change how a
 # line reads without being visible; the rest of category Cf (ZWJ in emoji, soft hyphen) is kept
 _INVISIBLE_REORDERING = frozenset(
@@ -76,18 +78,10 @@ def _inline_to_text(line: str) -> str:
     link_starts: list[int] = []  # positions in `out` where an unescaped `[` opened a label
     while i < n:
         ch = line[i]
-        if ch == "\\" and i + 1 < n:
-            out.append(line[i + 1])
-            i += 2
-        elif ch == "&":
-            for ent, value in _ENTITIES.items():
-                if line.startswith(ent, i):
-                    out.append(value)
-                    i += len(ent)
-                    break
-            else:
-                out.append(ch)
-                i += 1
+        taken = take_escape(line, i, _ENTITIES) if ch in "\\&" else None
+        if taken is not None:
+            out.append(taken[0])
+            i = taken[1]
         elif ch == "`":
             run = len(line[i:]) - len(line[i:].lstrip("`"))
             fence = line[i:i + run]

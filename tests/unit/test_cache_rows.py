@@ -3,7 +3,6 @@ rows file or row index that is truncated, changed, foreign or missing is never t
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import orjson
@@ -13,27 +12,13 @@ from harn_ls.recall.index import _LazyDocs
 from harn_ls.render.recall import recall_json
 from harn_ls.state_cache import MANIFEST, StateCache
 from harn_ls.workspace import Workspace
+from tests.unit.test_cache import cache_env, project  # noqa: F401  (the same fixtures: a cache folder, a copy of the sample)
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "fixtures" / "sample-project"
 QUERIES = ["invoice rounding", "decimal money billing", "", "the of", "money", "release version"]
 NOTES = ".harn/memory/agent/notes/events.jsonl"
 NS = "agent/notes"
-
-
-@pytest.fixture
-def cache_env(tmp_path, monkeypatch):
-    folder = tmp_path / "cache"
-    monkeypatch.setenv("HARN_LS_CACHE_DIR", str(folder))
-    monkeypatch.delenv("HARN_LS_CACHE", raising=False)
-    return folder
-
-
-@pytest.fixture
-def project(tmp_path):
-    dest = tmp_path / "proj"
-    shutil.copytree(SAMPLE, dest, symlinks=True)
-    return dest
 
 
 def answers(ws: Workspace) -> list:
