@@ -182,11 +182,21 @@ class Project:
             if not aborted and await self.run(lambda: self.ws.adopt_recall(engine, generation)):
                 await self.run(_freeze_heap)
                 await self.run(self._save_cache)
+                await self._materialize_recall()
                 return
             await asyncio.sleep(0.3)
         await self.run(lambda: self.ws.recall)
         await self.run(_freeze_heap)
         await self.run(self._save_cache)
+
+    async def _materialize_recall(self) -> None:
+        """A cached recall index comes back lazily (records decoded on demand) and decodes all its
+        records on its first change. In the server, do that now, one namespace per step on the
+        project thread, so the first append batch after start does not wait for it (1M events:
+        seconds) and hovers are served between the steps."""
+        for namespace in await self.run(lambda: self.ws.recall.namespaces()):
+            await self.run(lambda ns=namespace: self.ws.recall.materialize(ns))
+        await self.run(_freeze_heap)
 
     def _save_cache(self) -> None:
         """Write the state cache once the model is complete (only what it does not hold yet)."""

@@ -54,6 +54,12 @@ class RecallEngine:
     def drop(self, namespace: str) -> None:
         self.indexes.pop(namespace, None)
 
+    def materialize(self, namespace: str) -> None:
+        """See `NamespaceIndex.materialize` (a namespace without an index is a no-op)."""
+        idx = self.indexes.get(namespace)
+        if idx is not None:
+            idx.materialize()
+
     def namespaces(self) -> list[str]:
         return sorted(self.indexes)
 

@@ -189,6 +189,11 @@ class NamespaceIndex:
             self._df[:nterms] -= np.bincount(np.array(self._tail_dec, dtype=np.int64), minlength=nterms)
             self._tail_dec = []
 
+    def materialize(self) -> None:
+        """Decode every record of a lazily restored index now (and build its term dict): what its
+        first change would otherwise do. Answers are the same either way; only when the cost is paid."""
+        self._materialize()
+
     def _materialize(self) -> None:
         """Decode every record of a lazily restored index (and build its term dict) before it is modified."""
         if type(self._tid) is not dict:

@@ -53,6 +53,18 @@ def test_warm_recall_decodes_only_its_hits(project, cache_env):
     assert answers(ws) == expected
 
 
+def test_materializing_a_lazy_index_early_changes_no_answer(project, cache_env):
+    """What the server does after start (lsp/project.py), so the first append does not pay for it."""
+    expected = fill(project)
+    ws = Workspace.load(str(project), cache=True)
+    assert isinstance(ws.recall.indexes[NS].docs, _LazyDocs)
+    for ns in ws.recall.namespaces():
+        ws.recall.materialize(ns)
+    assert not isinstance(ws.recall.indexes[NS].docs, _LazyDocs)  # every record decoded now
+    assert answers(ws) == expected
+    ws.recall.materialize("no/such-namespace")  # a namespace without an index: nothing to do
+
+
 def test_lazy_index_then_an_append_equals_a_cold_load(project, cache_env):
     fill(project)
     ws = Workspace.load(str(project), cache=True)
