@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 from typing import Mapping
 
 
@@ -46,3 +47,25 @@ def project_cache_dir(project_root: str, env: Mapping[str, str] | None = None) -
     if real_folder == real_root or real_folder.startswith(real_root.rstrip(os.sep) + os.sep):
         raise ValueError(f"cache folder {folder} would be inside the project {project_root}")
     return folder
+
+
+def write_cache_file(path: str, data: bytes, durable: bool = False) -> None:
+    """Write one file of harn-ls's own cache folder atomically (temp file + rename; folders made,
+    private to the user). `durable` fsyncs the data before the rename, for records that must
+    survive a crash (the append journal). Raises OSError; no temp file is left behind."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 
 import orjson
 
-from harn_ls.cache_dir import cache_enabled, project_cache_dir
+from harn_ls.cache_dir import cache_enabled, project_cache_dir, write_cache_file
 
 MAX_VERSIONS = 50
 MAX_BYTES = 32 * 1024 * 1024
@@ -46,21 +45,6 @@ class Version:
 def _slug(pipeline: str) -> str:
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in pipeline)[:40].strip(".") or "p"
     return f"{safe}-{hashlib.sha256(pipeline.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 class CheckpointHistory:
@@ -152,7 +136,7 @@ class CheckpointHistory:
             d = self._dir(pipeline)
             obj = os.path.join(d, "objects", f"{digest}.json")
             if not os.path.isfile(obj):
-                _atomic_write(obj, data)
+                write_cache_file(obj, data)
             n = int(idx.get("next") or 1)
             versions.append({"n": n, "sha256": digest, "size": len(data), "seen_at": seen_at if seen_at is not None else time.time()})
             idx["next"] = n + 1
@@ -163,7 +147,7 @@ class CheckpointHistory:
             return n
 
     def _save(self, pipeline: str, idx: dict) -> None:
-        _atomic_write(os.path.join(self._dir(pipeline), "index.json"), orjson.dumps(idx))
+        write_cache_file(os.path.join(self._dir(pipeline), "index.json"), orjson.dumps(idx))
 
     def _prune_objects(self, pipeline: str, idx: dict) -> None:
         keep = {v.get("sha256") for v in idx["versions"]}

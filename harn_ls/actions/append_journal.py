@@ -27,7 +27,7 @@ import os
 
 import orjson
 
-from harn_ls.cache_dir import cache_root
+from harn_ls.cache_dir import cache_root, write_cache_file
 
 PAGE = 4096
 _HEADER_CAP = 4096  # the JSON header line of a record; anything longer is not ours
@@ -48,23 +48,9 @@ def record_intent(real_path: str, st: os.stat_result, start: int, payload: bytes
     path = _record_path(real_path)
     header = orjson.dumps({"path": real_path, "dev": st.st_dev, "ino": st.st_ino,
                            "start": start, "length": len(payload)})
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
-        try:
-            view = memoryview(header + b"\n" + payload)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        write_cache_file(path, header + b"\n" + payload, durable=True)
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         return None
     return path
 
