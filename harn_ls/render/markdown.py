@@ -23,8 +23,8 @@ New document renderers should use only these for data (see docs/guarantees.md).
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
+import time as _time
 from typing import Any
 from urllib.parse import quote
 
@@ -283,6 +283,24 @@ def short_text(text: Any, n: int = 80) -> str:
 _EPOCH = re.compile(r"^\d{9,13}(\.\d+)?$")
 
 
+def display_time(value: Any) -> str:
+    """Run records mix RFC 3339 strings and epoch seconds or milliseconds (numbers or strings):
+    one form, `YYYY-MM-DD HH:MM:SS` (UTC). A number no clock can show comes back as written."""
+    if value is None or value == "":
+        return ""
+    s = str(value)
+    try:
+        secs = float(s)
+    except ValueError:
+        return s.replace("T", " ")[:19]
+    if secs > 1e12:  # milliseconds
+        secs /= 1000
+    try:
+        return _time.strftime("%Y-%m-%d %H:%M:%S", _time.gmtime(secs))
+    except (OverflowError, OSError, ValueError):  # inf, nan, 1e300 from a hostile or broken record
+        return s
+
+
 def moment(value: Any) -> Any:
     """A timestamp for people: epoch seconds (or milliseconds) as UTC time with the raw number kept.
 
@@ -292,9 +310,4 @@ def moment(value: Any) -> Any:
     text = str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
     if not isinstance(text, str) or not _EPOCH.match(text):
         return value
-    seconds = float(text) / (1000 if len(text.split(".")[0]) == 13 else 1)
-    try:
-        stamp = _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return value
-    return f"{stamp:%Y-%m-%d %H:%M:%S} UTC (epoch {text})"
+    return f"{display_time(text)} UTC (epoch {text})"

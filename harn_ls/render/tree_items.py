@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
@@ -22,7 +21,7 @@ from harn_ls.formats.locks import read_flock_table
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.render import tree_state
 from harn_ls.render.limits import DESCRIPTION_BYTES, LABEL_BYTES, MAX_RESPONSE_BYTES, TOOLTIP_BYTES, one_line
-from harn_ls.render.markdown import capped_markdown, short_text
+from harn_ls.render.markdown import capped_markdown, display_time, short_text
 from harn_ls.render.uri import make_uri
 
 
@@ -53,20 +52,6 @@ def _item(open_command: str, id: str, label: str, *, description: str = "", tool
     if data:
         out["data"] = data
     return out
-
-
-def display_time(value) -> str:
-    """Run records mix RFC 3339 strings and epoch seconds (as numbers or strings); show one form."""
-    if value is None or value == "":
-        return ""
-    s = str(value)
-    try:
-        secs = float(s)
-    except ValueError:
-        return s.replace("T", " ")[:19]
-    if secs > 1e12:  # milliseconds
-        secs /= 1000
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(secs))
 
 
 def _has_state(ws) -> bool:

@@ -122,3 +122,17 @@ def test_display_time_forms():
     assert display_time("2026-05-06T14:02:00Z") == "2026-05-06 14:02:00"
     assert display_time(1778076120) == display_time("1778076120") == display_time(1778076120000)
     assert display_time(None) == "" and display_time("") == ""
+
+
+def test_a_run_whose_start_no_clock_can_show_still_lists(tmp_path):
+    """A cloned project's run record with `started_at: "1e400"` (or nan) used to raise OverflowError
+    in the runs view and in the run document; it is shown as written."""
+    assert display_time("1e400") == "1e400" and display_time("nan") == "nan"
+    project = copy_sample(tmp_path / "p")
+    run_file = sorted((project / ".harn-runs").glob("run_*.json"))[0]
+    record = orjson.loads(run_file.read_bytes())
+    record["started_at"] = "1e400"
+    run_file.write_bytes(orjson.dumps(record))
+    ws = Workspace.load(str(project))
+    runs = [i for i in tree_items(ws, "runs", None, OPTS) if i["id"] == f"run:{record['id']}"]
+    assert runs and runs[0]["description"].endswith("· 1e400")
