@@ -147,7 +147,10 @@ async function quickOpen(page, relPath) {
 }
 
 async function gotoLine(page, line, col = 1) {
-  await activeEditor(page).locator('.view-lines').click({ position: { x: 5, y: 5 } });
+  // focus the editor; a widget over its corner (a lens, a hover, a toast) can take the click, and
+  // then the hidden input area is focused directly
+  await activeEditor(page).locator('.view-lines').click({ position: { x: 5, y: 5 }, timeout: 5_000 })
+    .catch(() => activeEditor(page).locator('textarea.inputarea').first().focus());
   await page.keyboard.press('Control+G');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ timeout: 10_000 });
