@@ -10,6 +10,8 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	@# an editable install writes no bytecode; compile it as an installed package has it
+	$(PY) -m compileall -q harn_ls
 	@touch $(STAMP)
 
 venv: $(STAMP)
