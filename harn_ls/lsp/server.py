@@ -32,6 +32,7 @@ from harn_ls.lsp.probe import ProbeState
 from harn_ls.lsp.project import Project
 from harn_ls.lsp.requests import RequestRegistry
 from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
+from harn_ls.lsp.wire import OrjsonWire
 from harn_ls.render import RenderSettings, make_uri
 from harn_ls.workspace import ChangeSet
 
@@ -55,7 +56,7 @@ def response_converter():
     return converter
 
 
-class HarnProtocol(LanguageServerProtocol):
+class HarnProtocol(OrjsonWire, LanguageServerProtocol):
     def __init__(self, server: LanguageServer, converter: Any) -> None:
         super().__init__(server, converter)
         self.requests = RequestRegistry()  # our handlers' in-flight requests (see lsp/requests.py)

@@ -1,0 +1,132 @@
+"""harn_ls/lsp/wire.py: messages encoded by orjson mean exactly what pygls's json.dumps wrote,
+the header counts the bytes sent, and what orjson refuses is still sent as before."""
+
+from __future__ import annotations
+
+import enum
+import json
+
+from lsprotocol import types as T
+from pygls.protocol import JsonRPCNotification, JsonRPCResponseMessage
+
+from harn_ls.lsp.server import response_converter
+from harn_ls.lsp.wire import OrjsonWire, encode_body
+
+
+def _default(converter):
+    def default(obj):  # what pygls's JsonRPCProtocol does with an object json cannot encode
+        if hasattr(obj, "__attrs_attrs__"):
+            return converter.unstructure(obj)
+        if isinstance(obj, enum.Enum):
+            return obj.value
+        return obj.__dict__
+    return default
+
+
+def _messages():
+    lens = T.CodeLens(range=T.Range(start=T.Position(line=2, character=1), end=T.Position(line=2, character=3)),
+                      command=T.Command(title="3 facts · é", command="harnState.open", arguments=["harn-state:/x.md"]),
+                      data={"t": "facts", "start": 3})
+    hover = T.Hover(contents=T.MarkupContent(kind=T.MarkupKind.Markdown, value="**x** \u202e ünïcødé \u2028 😀"))
+    results = [
+        None, [], {"items": [], "nextPage": None}, {1: "int key", None: "none key", 2.5: "float key"},
+        [{"range": {"start": {"line": i, "character": 0}, "end": {"line": i, "character": 0}},
+          "data": {"t": "facts", "uri": "file:///p/s%C3%A9.py", "start": i + 1, "end": i + 2}} for i in range(50)],
+        [lens, (1, 2, "tuple")], hover, T.TextDocumentContentResult(text="# doc\n\x00\x1b[2J\x7f\x85"),
+        {"big": 2 ** 70}, {"surrogate": "file-\udcff.py"}, {"nan": 1e400 * 0},
+    ]
+    out = [JsonRPCResponseMessage(id=i, result=r, jsonrpc="2.0") for i, r in enumerate(results)]
+    out.append(JsonRPCNotification(method="window/logMessage", jsonrpc="2.0",
+                                   params=T.LogMessageParams(type=T.MessageType.Warning, message="née")))
+    return out
+
+
+def test_orjson_body_means_what_json_dumps_wrote():
+    default = _default(response_converter())
+    for message in _messages():
+        ours = encode_body(message, default)
+        theirs = json.dumps(message, default=default)
+        # NaN: json.dumps writes the non-JSON token NaN, orjson null; compare what a client parses
+        if "NaN" in theirs:
+            assert json.loads(ours)["result"] == {"nan": None}
+            continue
+        assert json.loads(ours.decode("utf-8")) == json.loads(theirs), message
+
+
+def test_what_orjson_refuses_is_sent_as_json_dumps_wrote_it():
+    default = _default(response_converter())
+    for result in ({"big": 2 ** 70}, {"surrogate": "file-\udcff.py"}):
+        message = JsonRPCResponseMessage(id=1, result=result, jsonrpc="2.0")
+        assert encode_body(message, default) == json.dumps(message, default=default).encode("utf-8")
+
+
+def test_unencodable_object_still_raises():
+    class Opaque:
+        __slots__ = ()
+
+    def default(obj):
+        raise TypeError(f"cannot encode {type(obj).__name__}")
+
+    try:
+        encode_body({"x": Opaque()}, default)
+    except TypeError as exc:
+        assert "Opaque" in str(exc)
+    else:
+        raise AssertionError("an object neither encoder takes was encoded")
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.chunks.append(data)
+
+
+class _Protocol(OrjsonWire):
+    CONTENT_TYPE = "application/vscode-jsonrpc"
+    CHARSET = "utf-8"
+
+    def __init__(self, include_headers: bool = True) -> None:
+        self.writer = _Writer()
+        self._include_headers = include_headers
+        self.errors: list[Exception] = []
+        self._server = self
+
+    def _serialize_message(self, obj):
+        return _default(response_converter())(obj)
+
+    def _report_server_error(self, error, source) -> None:
+        self.errors.append(error)
+
+
+def _split(frame: bytes) -> tuple[dict, bytes]:
+    head, _, body = frame.partition(b"\r\n\r\n")
+    headers = dict(line.split(": ", 1) for line in head.decode("ascii").split("\r\n"))
+    return headers, body
+
+
+def test_content_length_counts_bytes_of_a_non_ascii_body():
+    proto = _Protocol()
+    message = JsonRPCResponseMessage(id=3, result={"title": "ünïcødé 😀" * 10}, jsonrpc="2.0")
+    proto._send_data(message)
+    (frame,) = proto.writer.chunks
+    headers, body = _split(frame)
+    assert int(headers["Content-Length"]) == len(body)
+    assert headers["Content-Type"] == "application/vscode-jsonrpc; charset=utf-8"
+    assert json.loads(body.decode("utf-8")) == {"id": 3, "jsonrpc": "2.0", "result": {"title": "ünïcødé 😀" * 10}}
+
+
+def test_without_headers_nothing_empty_and_errors_reported():
+    proto = _Protocol(include_headers=False)
+    proto._send_data(None)
+    proto._send_data({})
+    assert proto.writer.chunks == []
+    proto._send_data({"jsonrpc": "2.0", "method": "x", "params": [1]})
+    assert proto.writer.chunks == [b'{"jsonrpc":"2.0","method":"x","params":[1]}']
+
+    class Opaque:
+        __slots__ = ()
+
+    proto._send_data({"x": Opaque()})
+    assert len(proto.errors) == 1 and len(proto.writer.chunks) == 1
