@@ -1,21 +1,65 @@
 """Code lenses: facts above the code they describe, cache state above checkpoint calls, and
 Accept / Reject above a proposal document. Lenses are returned bare and filled in
-`codeLens/resolve`; titles and targets come from render/lenses.py and render/proposal_choices.py."""
+`codeLens/resolve`; titles and targets come from render/lenses.py and render/proposal_choices.py.
+
+A busy file has hundreds of fact lenses, all sent at once, so each is kept small: its data is
+`[file number, first line, last line]`, the file number standing for the document URI in
+`LensFiles`, not the URI itself (the URI was half of the ~190 bytes of a lens)."""
 
 from __future__ import annotations
+
+import random
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from harn_ls import contract as P
 from harn_ls.lsp.view_types import line_range, on_proposal_document, to_command
-from harn_ls.render.lenses import checkpoint_lens, checkpoint_lens_spots, fact_lens, fact_lens_ranges
+from harn_ls.render.lenses import FACTS_CHANGED, checkpoint_lens, checkpoint_lens_spots, fact_lens, fact_lens_ranges
 from harn_ls.render.proposal_choices import proposal_choices, proposal_lenses
 
 _TOP = line_range(0)
 
 
+class LensFiles:
+    """Document URIs by number, for fact lens data: the numbers of one server process start at a
+    random point and are never reused, so a lens kept from another process or an evicted file
+    resolves to "facts changed" rather than to another file's facts."""
+
+    def __init__(self, max_files: int = 4096) -> None:
+        self.max_files = max_files
+        self._next = random.randrange(1, 1 << 24)
+        self._number: dict[str, int] = {}
+        self._uri: dict[int, str] = {}
+
+    def number(self, uri: str) -> int:
+        n = self._number.pop(uri, None)  # popped and put back: least recently asked about first
+        if n is None:
+            n = self._next
+            self._next += 1
+            self._uri[n] = uri
+        self._number[uri] = n
+        while len(self._number) > self.max_files:
+            old = next(iter(self._number))
+            del self._uri[self._number.pop(old)]
+        return n
+
+    def uri(self, n) -> str | None:
+        return self._uri.get(n) if type(n) is int else None
+
+
+def _fact_lens_target(files: LensFiles, lens: types.CodeLens) -> tuple[str, int, int] | None:
+    """(uri, start, end) of a fact lens this process handed out; None if its data is not one of ours."""
+    data = lens.data
+    if not (isinstance(data, list) and len(data) == 3 and type(data[1]) is int and type(data[2]) is int):
+        return None
+    uri = files.uri(data[0])
+    return (uri, data[1], data[2]) if uri is not None else None
+
+
 def register(server) -> None:
+    files = LensFiles()
+
     @server.handler(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
     async def code_lens(ls, params: types.CodeLensParams) -> list:
         uri = params.text_document.uri
@@ -29,11 +73,12 @@ def register(server) -> None:
         if ls.settings.codeLens.facts:
             min_conf = ls.settings.facts.minConfidence
             ranges = await proj.run(lambda: fact_lens_ranges(proj.ws, path, min_conf, proj.fact_spans))
+            number = files.number(uri) if ranges else 0
             for start, end in ranges:
                 # Plain JSON-ready dicts: hundreds of lenses skip the attrs round trip on the way out.
                 line = start - 1
                 lenses.append({"range": {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 0}},
-                               "data": {"t": "facts", "uri": uri, "start": start, "end": end}})
+                               "data": [number, start, end]})
         if ls.settings.codeLens.checkpoints and path.endswith(".harn"):
             doc = ls.workspace.get_text_document(uri)
             try:
@@ -47,22 +92,35 @@ def register(server) -> None:
 
     @server.handler(types.CODE_LENS_RESOLVE)
     async def resolve(ls, lens: types.CodeLens):
+        if isinstance(lens.data, list):
+            return await resolve_fact_lens(ls, files, lens)
         data = lens.data if isinstance(lens.data, dict) else {}
-        kind = data.get("t")
-        if kind not in ("facts", "ckpt"):
+        if data.get("t") != "ckpt":
             return lens
         proj = ls.project_for_uri(data.get("uri", ""))
         if proj is None or proj.ws is None:
             lens.command = types.Command(title="harn-ls: project not loaded", command="")
             return lens
-        if kind == "facts":
-            path = to_fs_path(data["uri"])
-            min_conf = ls.settings.facts.minConfidence
-            view = await proj.run(lambda: fact_lens(proj.ws, path, data["start"], data["end"], min_conf, proj.fact_spans))
-        else:
-            view = await proj.run(lambda: checkpoint_lens(proj.ws, data["pipeline"], data["stage"]))
+        view = await proj.run(lambda: checkpoint_lens(proj.ws, data["pipeline"], data["stage"]))
         lens.command = to_command(view)
         return lens
+
+
+async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types.CodeLens:
+    target = _fact_lens_target(files, lens)
+    if target is None:  # not one of ours, or its file is no longer numbered: the client asks again
+        lens.command = to_command(FACTS_CHANGED)
+        return lens
+    uri, start, end = target
+    proj = ls.project_for_uri(uri)
+    if proj is None or proj.ws is None:
+        lens.command = types.Command(title="harn-ls: project not loaded", command="")
+        return lens
+    path = to_fs_path(uri)
+    min_conf = ls.settings.facts.minConfidence
+    view = await proj.run(lambda: fact_lens(proj.ws, path, start, end, min_conf, proj.fact_spans))
+    lens.command = to_command(view)
+    return lens
 
 
 async def proposal_document_lenses(ls, uri: str) -> list[types.CodeLens]:

@@ -53,6 +53,31 @@ async def test_lenses_bare_then_resolved(client):
     assert stale.command.title.endswith("may be stale")
 
 
+async def test_lens_data_names_no_uri_and_foreign_data_is_not_trusted(client):
+    """Fact lens data is [file number, start, end], not the URI; a lens this server did not hand
+    out (an unknown number, a wrong shape, the old URI form) resolves to no facts."""
+    invoice = open_file(client, client.project / "src/billing/invoice.py")
+    webhooks = open_file(client, client.project / "src/billing/tax.py")
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=invoice)))
+    other = await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=webhooks)))
+    lens = next(lens for lens in lenses if lens.range.start.line == 27)
+    number, start, end = lens.data
+    assert (start, end) == (28, 29) and "invoice" not in str(lens.data)
+    assert all(o.data[0] != number for o in other)  # one number per file
+    again = await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=invoice)))
+    assert {tuple(x.data) for x in again} == {tuple(x.data) for x in lenses}  # stable between requests
+    for data in ([number + 10_000_000, start, end], [number], [str(number), start, end], [number, "28", end],
+                 {"t": "facts", "uri": invoice, "start": start, "end": end}):
+        forged = types.CodeLens(range=lens.range, data=data)
+        resolved = await client.code_lens_resolve_async(forged)
+        title = resolved.command.title if resolved.command is not None else None
+        assert title in (None, "facts changed · reopen"), (data, title)
+    assert (await client.code_lens_resolve_async(lens)).command.title == "1 fact · observation 0.9"
+
+
 async def test_moved_code_reanchors(client):
     path = client.project / "src/billing/invoice.py"
     text = path.read_text()
@@ -87,3 +112,15 @@ async def test_uncached_pipeline(client):
     assert lenses
     for lens in lenses:
         assert (await client.code_lens_resolve_async(lens)).command.title == "not cached"
+
+
+def test_lens_file_numbers_are_never_reused():
+    from harn_ls.lsp.code_lens import LensFiles
+
+    files = LensFiles(max_files=2)
+    a, b = files.number("file:///a.py"), files.number("file:///b.py")
+    assert a != b and files.number("file:///a.py") == a  # a is now the most recently used
+    c = files.number("file:///c.py")  # evicts b, the least recently used
+    assert files.uri(b) is None and files.uri(a) == "file:///a.py" and files.uri(c) == "file:///c.py"
+    assert files.number("file:///b.py") not in (a, b, c)  # b comes back under a new number
+    assert files.uri(str(a)) is None and files.uri(True) is None and files.uri(float(a)) is None
