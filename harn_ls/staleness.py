@@ -87,11 +87,20 @@ def _norm(lines: list[str]) -> str:
     return "\n".join(_norm_line(line) for line in lines).strip()
 
 
-def anchor(lines: list[str] | None, start: int, end: int, snippet: str | None, reason: str = "") -> Anchor:
+def normalized_lines(lines: list[str]) -> list[str]:
+    """Each line with its whitespace runs collapsed, as `anchor` compares them: computed once per
+    file and handed to every `anchor` call on it (hundreds of facts on one file each searched
+    the same 400 lines around their range)."""
+    return [_norm_line(line) for line in lines]
+
+
+def anchor(lines: list[str] | None, start: int, end: int, snippet: str | None, reason: str = "",
+           normed_lines: list[str] | None = None) -> Anchor:
     """Where the evidence applies now. Linear in the size of the file, whatever the range says.
 
     `ok` when the recorded range (clamped to the file) still contains the snippet; `moved` to the
-    occurrence nearest the recorded start within SEARCH_RADIUS lines; otherwise `stale`."""
+    occurrence nearest the recorded start within SEARCH_RADIUS lines; otherwise `stale`.
+    `normed_lines`, when given, is `normalized_lines(lines)`."""
     if lines is None:
         return Anchor("refused", start, end, reason) if reason else Anchor("missing", start, end)
     n = len(lines)
@@ -110,7 +119,10 @@ def anchor(lines: list[str] | None, start: int, end: int, snippet: str | None, r
     lo = max(1, start - SEARCH_RADIUS)
     hi = min(n, end + SEARCH_RADIUS)
     region_end = min(n, max(hi + height - 1, end))
-    normed = [_norm_line(line) for line in lines[lo - 1:region_end]]  # each line normalised once
+    if normed_lines is not None and len(normed_lines) == n:
+        normed = normed_lines[lo - 1:region_end]
+    else:
+        normed = [_norm_line(line) for line in lines[lo - 1:region_end]]  # each line normalised once
     if start <= n and want in "\n".join(normed[start - lo:min(end, n) - lo + 1]).strip():
         return Anchor("ok", *shown)
     # A window of `height` lines starting at line s contains the snippet iff some occurrence of it

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from harn_ls.staleness import Anchor, anchor, refusal, source_lines
+from harn_ls.staleness import SEARCH_RADIUS, Anchor, anchor, normalized_lines, refusal, source_lines
 
 FactKey = tuple  # (namespace, seq): a fact's key in `Workspace.facts`
 
@@ -123,8 +123,9 @@ class FactSpanCache:
             entry.generation = ws.generation
             return
         fresh: dict[FactKey, tuple[object, list[FactSpan]]] = {}
+        todo: list[tuple[FactKey, object, list]] = []  # facts to anchor, with their evidence on this file
         for key in sorted(keys):
-            fact = ws.facts.get(key)
+            fact = facts.get(key)
             if fact is None:
                 continue
             kept = old.get(key)
@@ -132,14 +133,25 @@ class FactSpanCache:
                 fresh[key] = kept
                 self.stats.reused += 1
                 continue
-            spans = [FactSpan(fact, ev, anchor(entry.lines, ev.range.start, ev.range.end, ev.snippet, entry.reason))
-                     for ev in fact.evidence if ev.range is not None and ev.range.path == rel]
-            self.stats.anchored += len(spans)
-            fresh[key] = (fact, spans)
+            fresh[key] = (fact, [])  # keeps key order; the spans are filled below
+            todo.append((key, fact, [ev for ev in fact.evidence if ev.range is not None and ev.range.path == rel]))
+        normed = _normalized_for(entry.lines, sum(len(evidence) for _k, _f, evidence in todo))
+        for key, fact, evidence in todo:
+            fresh[key] = (fact, [FactSpan(fact, ev, anchor(entry.lines, ev.range.start, ev.range.end, ev.snippet,
+                                                           entry.reason, normed)) for ev in evidence])
+            self.stats.anchored += len(evidence)
         entry.per_fact = fresh
         entry.by_confidence = {}
         entry.groups = {}
         entry.generation = ws.generation
+
+
+def _normalized_for(lines: list[str] | None, n_anchors: int) -> list[str] | None:
+    """The whole file normalised once when the anchors to compute would normalise more lines
+    than it has (each looks at up to 2 * SEARCH_RADIUS lines); None lets each anchor do its own."""
+    if lines is None or n_anchors * 2 * SEARCH_RADIUS < len(lines):
+        return None
+    return normalized_lines(lines)
 
 
 def fact_spans(ws, abs_path: str, min_confidence: float, cache: FactSpanCache | None = None) -> list[FactSpan]:

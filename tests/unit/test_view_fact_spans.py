@@ -7,8 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harn_ls.render.fact_spans import FactSpanCache, fact_spans, group_by_range, spans_at
+from harn_ls.staleness import anchor, normalized_lines
 from harn_ls.workspace import Workspace
 from tests.helpers.views import INVOICE, INVOICE_FACT, LATE_FEE_FACT, append_events, copy_sample, fact_event
 
@@ -123,3 +126,37 @@ def test_another_workspace_starts_afresh_and_size_is_bounded(project):
     other = Workspace.load(str(project))
     spans = cache.spans(other, str(project / INVOICE), 0.0)
     assert len(cache) == 1 and all(s.fact is other.facts_by_id[s.fact.id] for s in spans)
+
+
+_LINE = st.lists(st.sampled_from(["def", "x", "=", "1", "return", "(", ")", "  ", "\t", "a b"]), max_size=5).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(_LINE, max_size=60), start=st.integers(-3, 70), length=st.integers(0, 8),
+       snippet_at=st.integers(0, 70), snippet_len=st.integers(0, 4), spaced=st.booleans())
+def test_anchor_with_the_file_normalised_once_is_the_same_anchor(lines, start, length, snippet_at, snippet_len, spaced):
+    """The span cache normalises a file once for all its anchors: same answer as each anchor alone."""
+    snippet = "\n".join(lines[snippet_at:snippet_at + snippet_len])
+    if spaced:
+        snippet = "  " + snippet.replace(" ", "   ") + " \n"
+    alone = anchor(lines, start, start + length, snippet)
+    assert anchor(lines, start, start + length, snippet, "", normalized_lines(lines)) == alone
+    assert anchor(lines, start, start + length, snippet, "", normalized_lines(lines[:-1])) == alone  # wrong length: ignored
+
+
+def test_many_facts_on_one_file_anchor_as_one_fact_alone(project):
+    """Enough facts on a file to normalise it once: every span still equals its anchor computed alone."""
+    src = project / "src/many.py"
+    body = [f"    value_{i} = compute({i})" for i in range(120)]
+    src.write_text("\n".join(body) + "\n")
+    events = [fact_event(f"fact_many_{i}", f"claim {i}", f"src/many.py:{i + 1}-{i + 2}",
+                         snippet=body[(i * 7) % 120].strip() if i % 3 else None) for i in range(40)]
+    ws = Workspace.load(str(project))
+    ws.apply([str(append_events(project, events))])
+    spans = FactSpanCache().spans(ws, str(src), 0.0)
+    assert len(spans) == 40
+    lines = src.read_text().splitlines()
+    for s in spans:
+        rng = s.evidence.range
+        assert s.anchor == anchor(lines, rng.start, rng.end, s.evidence.snippet)
+    assert {s.anchor.state for s in spans} >= {"ok", "moved", "unchecked"}
