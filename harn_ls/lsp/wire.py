@@ -6,7 +6,8 @@ orjson. The objects json cannot encode (lsprotocol's attrs classes, anything els
 pygls's own `default`, so the JSON means the same; only its spelling changes (no spaces, non-ASCII
 text as UTF-8 rather than `\\uXXXX`). A message orjson refuses (a lone surrogate from a file name
 decoded with surrogateescape, an integer over 64 bits) falls back to `json.dumps`, which writes
-it exactly as before.
+it exactly as before. A result may be pre-encoded JSON (`Encoded`: the code lenses of a busy file,
+encoded once per version of its spans), written as is.
 """
 
 from __future__ import annotations
@@ -27,12 +28,35 @@ log = logging.getLogger(__name__)
 _OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 
+# orjson >= 3.10 embeds pre-encoded JSON (`orjson.Fragment`); older ones get the decoded value.
+_FRAGMENT = getattr(orjson, "Fragment", None)
+
+
+class Encoded:
+    """A value already encoded as JSON (bytes from `orjson.dumps`), to be written into a message as is."""
+
+    __slots__ = ("json", "_fragment")
+
+    def __init__(self, json_bytes: bytes) -> None:
+        self.json = json_bytes
+        self._fragment = _FRAGMENT(json_bytes) if _FRAGMENT is not None else None
+
+    def for_orjson(self) -> Any:
+        return self._fragment if self._fragment is not None else orjson.loads(self.json)
+
+
 def encode_body(data: Any, default: Callable[[Any], Any]) -> bytes:
     """The UTF-8 JSON of one message; `default` turns what JSON has no type for into dicts."""
+    def for_orjson(obj: Any) -> Any:
+        return obj.for_orjson() if isinstance(obj, Encoded) else default(obj)
+
+    def for_json(obj: Any) -> Any:
+        return orjson.loads(obj.json) if isinstance(obj, Encoded) else default(obj)
+
     try:
-        return orjson.dumps(data, default=default, option=_OPTIONS)
+        return orjson.dumps(data, default=for_orjson, option=_OPTIONS)
     except TypeError:  # orjson.JSONEncodeError: lone surrogate, int over 64 bits, `default` gave up
-        return json.dumps(data, default=default).encode("utf-8")
+        return json.dumps(data, default=for_json).encode("utf-8")
 
 
 class OrjsonWire:

@@ -53,6 +53,14 @@ def fact_lens_ranges(ws, abs_path: str, min_confidence: float, cache: FactSpanCa
     return sorted(fact_groups(ws, abs_path, min_confidence, cache))
 
 
+def fact_lens_groups(ws, abs_path: str, min_confidence: float,
+                     cache: FactSpanCache | None = None) -> tuple[object, list[tuple[int, int]]]:
+    """`fact_lens_ranges` and the groups they come from: with a cache, the same object until the
+    file's spans change, so it can stand for the ranges in whatever is derived from them."""
+    groups = fact_groups(ws, abs_path, min_confidence, cache)
+    return groups, sorted(groups)
+
+
 def fact_lens(ws, abs_path: str, start: int, end: int, min_confidence: float,
               cache: FactSpanCache | None = None) -> ViewCommand:
     """The title of the lens over lines start..end and the fact it opens (the most confident)."""

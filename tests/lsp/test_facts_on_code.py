@@ -124,3 +124,54 @@ def test_lens_file_numbers_are_never_reused():
     assert files.uri(b) is None and files.uri(a) == "file:///a.py" and files.uri(c) == "file:///c.py"
     assert files.number("file:///b.py") not in (a, b, c)  # b comes back under a new number
     assert files.uri(str(a)) is None and files.uri(True) is None and files.uri(float(a)) is None
+
+
+async def test_lenses_follow_a_new_fact_on_the_file(client):
+    """Lenses are encoded once per version of the file's spans: a new fact on the file, a saved
+    edit of the file, each shows in the next request."""
+    from tests.lsp.test_live import new_fact_line
+
+    path = client.project / "src/billing/invoice.py"
+    uri = open_file(client, path)
+
+    async def lens_data():
+        lenses = await client.text_document_code_lens_async(types.CodeLensParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))
+        return sorted((lens.range.start.line, tuple(lens.data)) for lens in lenses)
+
+    first = await lens_data()
+    assert await lens_data() == first
+    assert 4 not in {line for line, _ in first}
+    events = client.project / ".harn/memory/project/facts/events.jsonl"
+    client.rec.tree_changed.clear()
+    with open(events, "a") as fh:
+        fh.write(new_fact_line("Invoices start with a header", "src/billing/invoice.py:5-6") + "\n")
+    await client.rec.wait_for(lambda: any(t["view"] == "memory" for t in client.rec.tree_changed), 10)
+    second = await lens_data()
+    assert {line for line, _ in second} == {line for line, _ in first} | {4}
+    lens = next(lens for lens in await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=uri))) if lens.range.start.line == 4)
+    assert (await client.code_lens_resolve_async(lens)).command.title == "1 fact · claim 0.7"
+    path.write_text("# one line more\n" + path.read_text())  # saved: its facts are re-anchored
+    moved = {line for line, _ in await lens_data()}
+    assert 28 in moved and 27 not in moved  # the fact with a snippet follows its code
+
+
+def test_ready_lenses_are_rebuilt_for_a_new_version_of_the_spans():
+    import orjson
+
+    from harn_ls.lsp.code_lens import ReadyLenses
+
+    ready = ReadyLenses(max_files=1)
+    groups = {(3, 4): [], (9, 9): []}
+    lenses, encoded = ready.get("file:///a.py", groups, 7, [(3, 4), (9, 9)])
+    assert lenses == [{"range": {"start": {"line": 2, "character": 0}, "end": {"line": 2, "character": 0}}, "data": [7, 3, 4]},
+                      {"range": {"start": {"line": 8, "character": 0}, "end": {"line": 8, "character": 0}}, "data": [7, 9, 9]}]
+    assert orjson.loads(encoded.json) == lenses
+    assert ready.get("file:///a.py", groups, 7, [(3, 4), (9, 9)])[1] is encoded  # same version: as sent
+    newer = dict(groups)  # the span cache's new groups after a change: equal or not, another object
+    assert ready.get("file:///a.py", newer, 7, [(3, 4), (9, 9)])[1] is not encoded
+    _, renumbered = ready.get("file:///a.py", newer, 8, [(3, 4), (9, 9)])
+    assert orjson.loads(renumbered.json)[0]["data"] == [8, 3, 4]
+    ready.get("file:///b.py", {}, 9, [(1, 1)])  # evicts a.py
+    assert ready.get("file:///a.py", newer, 8, [(3, 4), (9, 9)])[1] is not renumbered

@@ -10,7 +10,7 @@ from lsprotocol import types as T
 from pygls.protocol import JsonRPCNotification, JsonRPCResponseMessage
 
 from harn_ls.lsp.server import response_converter
-from harn_ls.lsp.wire import OrjsonWire, encode_body
+from harn_ls.lsp.wire import Encoded, OrjsonWire, encode_body
 
 
 def _default(converter):
@@ -130,3 +130,16 @@ def test_without_headers_nothing_empty_and_errors_reported():
 
     proto._send_data({"x": Opaque()})
     assert len(proto.errors) == 1 and len(proto.writer.chunks) == 1
+
+
+def test_pre_encoded_result_is_written_as_is_and_decoded_by_the_fallback():
+    import orjson
+
+    default = _default(response_converter())
+    lenses = [{"range": {"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 0}}, "data": [7, 2, 3]}]
+    encoded = Encoded(orjson.dumps(lenses))
+    message = JsonRPCResponseMessage(id=4, result=encoded, jsonrpc="2.0")
+    assert json.loads(encode_body(message, default)) == {"id": 4, "jsonrpc": "2.0", "result": lenses}
+    # the json.dumps fallback (something else in the message orjson refuses) decodes it
+    both = {"lenses": encoded, "big": 2 ** 70}
+    assert json.loads(encode_body(both, default)) == {"lenses": lenses, "big": 2 ** 70}
