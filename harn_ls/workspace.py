@@ -58,6 +58,10 @@ class Workspace(RunsPart, RecallPart):
         self.facts_by_id: dict[str, facts_fmt.Fact] = {}
         self._fact_keys_by_id: dict[str, list[tuple[str, int]]] = {}  # duplicate ids: the last one shown
         self.facts_by_file: dict[str, set[tuple[str, int]]] = {}
+        # Per source file, a number that changes whenever one of its facts is added or removed: the
+        # span cache (render/fact_spans.py) checks it instead of every fact of a file after each batch.
+        self.fact_file_stamps: dict[str, int] = {}
+        self._fact_stamp = 0
         self._fact_problems: dict[tuple[str, int], list[Problem]] = {}
         self._link_problems: dict[str, Problem] = {}  # path -> "symlink ... leaves the project; not followed"
         self.watch_problems: list[Problem] = []  # set by whoever watches the project (root refused, budget)
@@ -346,6 +350,8 @@ class Workspace(RunsPart, RecallPart):
             if ev.range is not None:
                 self.facts_by_file.setdefault(ev.range.path, set()).add(key)
                 changes.fact_files.add(ev.range.path)
+                self._fact_stamp += 1
+                self.fact_file_stamps[ev.range.path] = self._fact_stamp
 
     def _unindex_fact(self, fact, key, changes: ChangeSet) -> None:
         keys = self._fact_keys_by_id.get(fact.id, [])
@@ -366,6 +372,8 @@ class Workspace(RunsPart, RecallPart):
                     if not keys:
                         del self.facts_by_file[ev.range.path]
                 changes.fact_files.add(ev.range.path)
+                self._fact_stamp += 1
+                self.fact_file_stamps[ev.range.path] = self._fact_stamp
 
     def _refresh_pattern(self, changes: ChangeSet) -> None:
         space = self.memory.get(PATTERN_NAMESPACE)

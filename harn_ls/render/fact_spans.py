@@ -5,9 +5,12 @@ lens all need the spans of the whole file, and a hover needs them again. It is o
 project (`lsp/project.py`) and used only on that project's worker thread, like the model.
 
 Invalidation is per file and per fact, never "the whole model changed": after an append batch
-the next request compares the file's facts with the ones it anchored (by identity; the model
-replaces a fact object when its record changes) and anchors only the new ones. A saved source
-file (`source_lines` hands back a new list) re-anchors that file's facts only.
+the next request looks at the file's stamp (`Workspace.fact_file_stamps`, renewed whenever one
+of its facts is added or removed); only when it moved does it compare the file's facts with the
+ones it anchored (by identity; the model replaces a fact object when its record changes) and
+anchor the new ones. A saved source file (`source_lines` hands back a new list) re-anchors that
+file's facts only. (The stamp spares touching a thousand facts scattered over a 3 GB heap after
+every batch: ~8 ms at 1M events.)
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class _FileSpans:
     lines: list[str] | None
     reason: str
     per_fact: dict[FactKey, tuple[object, list[FactSpan]]]
+    stamp: int | None = None  # the file's `fact_file_stamps` value `per_fact` was checked against
     by_confidence: dict[float, list[FactSpan]] = field(default_factory=dict)
     groups: dict[float, dict[tuple[int, int], list[FactSpan]]] = field(default_factory=dict)
 
@@ -116,10 +120,16 @@ class FactSpanCache:
         """Bring `entry` up to the model: keep the anchors of facts that are still the same object."""
         self.stats.rechecked += 1
         old = entry.per_fact
+        stamp = ws.fact_file_stamps.get(rel)
+        if stamp is not None and stamp == entry.stamp:
+            self.stats.reused += len(old)  # the usual case after an append elsewhere: nothing to redo
+            entry.generation = ws.generation
+            return
+        entry.stamp = stamp
         keys = ws.facts_by_file.get(rel, ())
         facts = ws.facts
         if len(keys) == len(old) and all(k in old and facts.get(k) is old[k][0] for k in keys):
-            self.stats.reused += len(old)  # the usual case after an append elsewhere: nothing to redo
+            self.stats.reused += len(old)  # a fact changed and changed back, or the first check of an entry
             entry.generation = ws.generation
             return
         fresh: dict[FactKey, tuple[object, list[FactSpan]]] = {}

@@ -160,3 +160,39 @@ def test_many_facts_on_one_file_anchor_as_one_fact_alone(project):
         rng = s.evidence.range
         assert s.anchor == anchor(lines, rng.start, rng.end, s.evidence.snippet)
     assert {s.anchor.state for s in spans} >= {"ok", "moved", "unchecked"}
+
+
+class _CountingFacts(dict):
+    """The model's facts, counting lookups: what a recheck touches."""
+    lookups = 0
+
+    def get(self, key, default=None):
+        type(self).lookups += 1
+        return super().get(key, default)
+
+
+def test_file_stamp_moves_only_with_the_file_facts_and_spares_the_recheck(project):
+    ws = Workspace.load(str(project))
+    cache = FactSpanCache()
+    path = str(project / INVOICE)
+    before = cache.spans(ws, path, 0.0)
+    stamp, tax_stamp = ws.fact_file_stamps[INVOICE], ws.fact_file_stamps[TAX]
+    ws.facts = _CountingFacts(ws.facts)
+    # a fact on another file: this file's stamp stays, its facts are not even looked at
+    ws.apply([str(append_events(project, [fact_event("fact_tax", "tax thing", f"{TAX}:42")]))])
+    assert ws.fact_file_stamps[INVOICE] == stamp and ws.fact_file_stamps[TAX] != tax_stamp
+    assert cache.spans(ws, path, 0.0) is before and _CountingFacts.lookups == 0
+    # a new fact, the same fact stored again, a forgotten fact: each moves the stamp
+    for event in (fact_event("fact_new", "new", f"{INVOICE}:3"), fact_event("fact_new", "new again", f"{INVOICE}:4"),
+                  {"type": "forget", "id": "019e1d0f-4300-7465-88da-25cd264dee98", "namespace": "project/facts",
+                   "predicate": {"id": INVOICE_FACT}, "forgotten_ids": [INVOICE_FACT],
+                   "forgotten_at": "2026-05-12T09:14:03.512848123+00:00"}):
+        seen_stamp = ws.fact_file_stamps[INVOICE]
+        ws.apply([str(append_events(project, [event]))])
+        assert ws.fact_file_stamps[INVOICE] != seen_stamp
+        assert seen(cache.spans(ws, path, 0.0)) == fresh(ws, path)
+    ids = [s.fact.id for s in cache.spans(ws, path, 0.0)]
+    assert INVOICE_FACT not in ids and LATE_FEE_FACT in ids and "fact_new" in ids
+    # a rescan re-indexes every fact under new stamps: the cache checks again and agrees
+    ws.rescan()
+    assert seen(cache.spans(ws, path, 0.0)) == fresh(ws, path)
