@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Callable
 
 from harn_ls.staleness import SEARCH_RADIUS, Anchor, anchor, normalized_lines, refusal, source_lines
 
 FactKey = tuple  # (namespace, seq): a fact's key in `Workspace.facts`
+MAX_DERIVED = 4096  # values kept per file by `FactSpanCache.derived` (one per hovered line)
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class _FileSpans:
     stamp: int | None = None  # the file's `fact_file_stamps` value `per_fact` was checked against
     by_confidence: dict[float, list[FactSpan]] = field(default_factory=dict)
     groups: dict[float, dict[tuple[int, int], list[FactSpan]]] = field(default_factory=dict)
+    derived: dict[tuple, object] = field(default_factory=dict)  # `FactSpanCache.derived`: hovers by line
 
 
 @dataclass
@@ -82,6 +85,22 @@ class FactSpanCache:
         out = entry.groups.get(min_confidence)
         if out is None:
             out = entry.groups[min_confidence] = group_by_range(self._filtered(entry, min_confidence))
+        return out
+
+    def derived(self, ws, abs_path: str, min_confidence: float, key: tuple, compute: Callable[[list[FactSpan]], object]):
+        """`compute(self.spans(...))`, kept under `key` until the file's spans change (the hover of a
+        line: asked again and again as the mouse moves, and after every batch that left the file alone)."""
+        entry = self._entry(ws, abs_path)
+        if entry is None:
+            return compute([])
+        full_key = (min_confidence, *key)
+        try:
+            return entry.derived[full_key]
+        except KeyError:
+            pass
+        if len(entry.derived) >= MAX_DERIVED:
+            entry.derived.clear()
+        out = entry.derived[full_key] = compute(self._filtered(entry, min_confidence))
         return out
 
     def _entry(self, ws, abs_path: str) -> _FileSpans | None:
@@ -153,6 +172,7 @@ class FactSpanCache:
         entry.per_fact = fresh
         entry.by_confidence = {}
         entry.groups = {}
+        entry.derived = {}
         entry.generation = ws.generation
 
 

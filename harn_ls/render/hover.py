@@ -59,8 +59,15 @@ def hover_markdown(spans: list[FactSpan]) -> str:
 
 
 def hover_at(ws, abs_path: str, line: int, min_confidence: float, cache: FactSpanCache | None = None) -> HoverView | None:
-    """The hover at a 0-based `line` of a source file, or None when no fact covers it."""
-    hits = spans_at(fact_spans(ws, abs_path, min_confidence, cache), line + 1)
+    """The hover at a 0-based `line` of a source file, or None when no fact covers it (with a
+    cache: rendered once per line and version of the file's spans)."""
+    if cache is None:
+        return _hover_view(fact_spans(ws, abs_path, min_confidence), line)
+    return cache.derived(ws, abs_path, min_confidence, ("hover", line), lambda spans: _hover_view(spans, line))
+
+
+def _hover_view(spans: list[FactSpan], line: int) -> HoverView | None:
+    hits = spans_at(spans, line + 1)
     if not hits:
         return None
     return HoverView(hover_markdown(hits), min(s.anchor.start for s in hits) - 1, max(s.anchor.end for s in hits) - 1)

@@ -101,3 +101,27 @@ def test_late_fee_fact_is_its_own_hover(project):
     ws = Workspace.load(str(project))
     view = hover_at(ws, _path(project), 15, 0.0)
     assert f"/facts/{LATE_FEE_FACT}.md" in view.markdown and f"/facts/{INVOICE_FACT}.md" not in view.markdown
+
+
+def test_cached_hover_is_kept_until_the_file_facts_change(project):
+    """With the span cache a line's hover is rendered once per version of the file's spans, and
+    always equals the hover computed afresh."""
+    ws = Workspace.load(str(project))
+    cache = FactSpanCache()
+    path = _path(project)
+    first = hover_at(ws, path, 27, 0.0, cache)
+    assert first is not None and hover_at(ws, path, 27, 0.0, cache) is first
+    assert hover_at(ws, path, 27, 0.0) == first  # no cache: the same hover
+    assert hover_at(ws, path, 0, 0.0, cache) is None and hover_at(ws, path, 27, 0.95, cache) is None
+    # a fact on another file: the hover is still valid and kept
+    ws.apply([str(append_events(project, [fact_event("fact_tax", "tax thing", "src/billing/tax.py:4")]))])
+    assert hover_at(ws, path, 27, 0.0, cache) is first
+    # a new fact on these lines: rendered again, with it
+    ws.apply([str(append_events(project, [fact_event("fact_more", "also rounds half up", f"{INVOICE}:28")]))])
+    again = hover_at(ws, path, 27, 0.0, cache)
+    assert again is not first and "also rounds half up" in again.markdown and again == hover_at(ws, path, 27, 0.0)
+    # the file saved with a line more above: the fact follows its code, the old line has nothing new
+    src = project / INVOICE
+    src.write_text("# one more line\n" + src.read_text())
+    moved = hover_at(ws, path, 28, 0.0, cache)
+    assert moved is not None and INVOICE_FACT in moved.markdown and moved == hover_at(ws, path, 28, 0.0)
