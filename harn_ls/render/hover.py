@@ -15,6 +15,7 @@ from harn_ls.render.markdown import capped_markdown, cell, inline, link, short_t
 from harn_ls.render.uri import make_uri
 
 EVIDENCE_SHOWN = 10
+WIDE_SPAN = 64  # lines: a span over more is not listed line by line in `LineIndex`
 
 
 @dataclass(frozen=True)
@@ -60,14 +61,39 @@ def hover_markdown(spans: list[FactSpan]) -> str:
 
 def hover_at(ws, abs_path: str, line: int, min_confidence: float, cache: FactSpanCache | None = None) -> HoverView | None:
     """The hover at a 0-based `line` of a source file, or None when no fact covers it (with a
-    cache: rendered once per line and version of the file's spans)."""
+    cache: rendered once per line and version of the file's spans, found through a line index)."""
     if cache is None:
-        return _hover_view(fact_spans(ws, abs_path, min_confidence), line)
-    return cache.derived(ws, abs_path, min_confidence, ("hover", line), lambda spans: _hover_view(spans, line))
+        return _hover_view(spans_at(fact_spans(ws, abs_path, min_confidence), line + 1))
+
+    def render(spans: list[FactSpan]) -> HoverView | None:
+        index = cache.derived(ws, abs_path, min_confidence, ("lines",), LineIndex)
+        return _hover_view(index.at(line + 1))
+    return cache.derived(ws, abs_path, min_confidence, ("hover", line), render)
 
 
-def _hover_view(spans: list[FactSpan], line: int) -> HoverView | None:
-    hits = spans_at(spans, line + 1)
+class LineIndex:
+    """`spans_at` for every line without looking at every span: each span listed under the lines it
+    covers (a span over more than WIDE_SPAN lines is checked on each lookup instead)."""
+
+    def __init__(self, spans: list[FactSpan]) -> None:
+        self.spans = spans
+        self.by_line: dict[int, list[int]] = {}
+        self.wide: list[int] = []
+        for i, s in enumerate(spans):
+            if s.anchor.end - s.anchor.start >= WIDE_SPAN:
+                self.wide.append(i)
+                continue
+            for ln in range(s.anchor.start, s.anchor.end + 1):
+                self.by_line.setdefault(ln, []).append(i)
+
+    def at(self, line: int) -> list[FactSpan]:
+        """The spans covering this 1-based line, in their order in `spans` (as `spans_at`)."""
+        found = self.by_line.get(line, [])
+        wide = [i for i in self.wide if self.spans[i].anchor.start <= line <= self.spans[i].anchor.end]
+        return [self.spans[i] for i in (sorted(found + wide) if wide else found)]
+
+
+def _hover_view(hits: list[FactSpan]) -> HoverView | None:
     if not hits:
         return None
     return HoverView(hover_markdown(hits), min(s.anchor.start for s in hits) - 1, max(s.anchor.end for s in hits) - 1)

@@ -6,11 +6,14 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from harn_ls.render.fact_spans import FactSpanCache
-from harn_ls.render.hover import hover_at, hover_markdown
+from harn_ls.render.fact_spans import FactSpan, FactSpanCache, spans_at
+from harn_ls.render.hover import LineIndex, hover_at, hover_markdown
 from harn_ls.render.limits import HOVER_FACTS
 from harn_ls.render.markdown import escape_markdown
+from harn_ls.staleness import Anchor
 from harn_ls.workspace import Workspace
 from tests.helpers.views import INVOICE, INVOICE_FACT, LATE_FEE_FACT, append_events, copy_sample, fact_event
 from tests.security.inert import assert_no_live_markup
@@ -125,3 +128,13 @@ def test_cached_hover_is_kept_until_the_file_facts_change(project):
     src.write_text("# one more line\n" + src.read_text())
     moved = hover_at(ws, path, 28, 0.0, cache)
     assert moved is not None and INVOICE_FACT in moved.markdown and moved == hover_at(ws, path, 28, 0.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ranges=st.lists(st.tuples(st.integers(1, 120), st.integers(0, 150)), max_size=40))
+def test_line_index_finds_what_a_scan_finds(ranges):
+    spans = [FactSpan(fact=i, evidence=None, anchor=Anchor("ok", start, start + length))
+             for i, (start, length) in enumerate(ranges)]
+    index = LineIndex(spans)
+    for line in range(0, 300):
+        assert index.at(line) == spans_at(spans, line)
