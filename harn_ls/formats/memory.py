@@ -14,7 +14,7 @@ cold read of the whole file.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from harn_ls.formats.harn_json import serde_compact
@@ -32,8 +32,16 @@ CODE_UPDATE_UNKNOWN = "HL-MEM-004"
 DEFAULT_CONFIG = {"backend": "bm25", "embed_model_hint": "default", "bm25_weight": 0.5, "cosine_weight": 0.5}
 
 
-@dataclass(frozen=True, slots=True)
+_RECORD_FIELDS = ("id", "namespace", "key", "value", "text", "tags", "stored_at", "seq", "line_no", "provenance",
+                  "status", "scope", "flags", "updated_at")
+
+
 class MemoryRecord:
+    """One active (or hidden) store, as projected. Treated as immutable: an update makes a new
+    record (`with_changes`). A plain slots class, not a frozen dataclass: a cold load builds one
+    per store, and the frozen `__init__` (one `object.__setattr__` per field) cost ~4 us each."""
+
+    __slots__ = _RECORD_FIELDS
     id: str
     namespace: str
     key: str
@@ -43,11 +51,50 @@ class MemoryRecord:
     stored_at: str
     seq: int  # sequence of the store event (tie-break)
     line_no: int  # 1-based line of the store event
-    provenance: Any = None
-    status: str | None = None
-    scope: str | None = None
-    flags: dict = field(default_factory=dict)
-    updated_at: str | None = None
+    provenance: Any
+    status: str | None
+    scope: str | None
+    flags: dict
+    updated_at: str | None
+
+    def __init__(self, id: str, namespace: str, key: str, value: Any, text: str, tags: tuple[str, ...],
+                 stored_at: str, seq: int, line_no: int, provenance: Any = None, status: str | None = None,
+                 scope: str | None = None, flags: dict | None = None, updated_at: str | None = None) -> None:
+        self.id = id
+        self.namespace = namespace
+        self.key = key
+        self.value = value
+        self.text = text
+        self.tags = tags
+        self.stored_at = stored_at
+        self.seq = seq
+        self.line_no = line_no
+        self.provenance = provenance
+        self.status = status
+        self.scope = scope
+        self.flags = {} if flags is None else flags
+        self.updated_at = updated_at
+
+    def _fields(self) -> tuple:
+        return tuple(getattr(self, name) for name in _RECORD_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]  # value and flags are dicts: as unhashable as the dataclass was
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in _RECORD_FIELDS)
+        return f"MemoryRecord({inner})"
+
+    def with_changes(self, **changes: Any) -> "MemoryRecord":
+        """A copy with some fields replaced (the record itself is never modified)."""
+        for name in changes:
+            if name not in _RECORD_FIELDS:
+                raise TypeError(f"MemoryRecord has no field {name!r}")
+        return MemoryRecord(*(changes[name] if name in changes else getattr(self, name) for name in _RECORD_FIELDS))
 
     def to_json(self) -> dict:
         out = {
@@ -300,7 +347,7 @@ class MemoryNamespace:
         if isinstance(event.get("flags"), dict):
             changes["flags"] = {**old.flags, **event["flags"]}
         changes["updated_at"] = _str(event, "updated_at")
-        new = replace(old, **changes)
+        new = old.with_changes(**changes)
         self.active[old.seq] = new
         self.last_event_at = changes["updated_at"] or self.last_event_at
         delta.remove(old)
