@@ -22,7 +22,6 @@ from harn_ls.formats.jsonl import JsonlLine
 from harn_ls.formats.problems import Problem, Severity
 
 EVENT_TYPES = ("store", "forget", "open", "update")
-_STR_ONLY = {str}
 
 CODE_UNKNOWN_TYPE = "HL-MEM-001"
 CODE_BAD_FIELD = "HL-MEM-002"
@@ -271,11 +270,17 @@ class MemoryNamespace:
         text = get("text", "")
         tags = get("tags", [])
         flags = get("flags", {})
-        # Every well-formed store passes these exact-type checks (orjson gives plain str/list/dict);
-        # anything else takes the field-by-field path that names what is wrong.
-        if not (type(rid) is str and type(key) is str and type(stored_at) is str and type(text) is str
-                and type(tags) is list and type(flags) is dict and "value" in event
-                and (not tags or set(map(type, tags)) == _STR_ONLY)):
+        # Every well-formed store passes these exact-type checks (orjson gives plain str/list/dict;
+        # joining the tags raises on any that is not a string); anything else takes the
+        # field-by-field path that names what is wrong.
+        well_formed = (type(rid) is str and type(key) is str and type(stored_at) is str and type(text) is str
+                       and type(tags) is list and type(flags) is dict and "value" in event)
+        if well_formed and tags:
+            try:
+                "".join(tags)
+            except TypeError:
+                well_formed = False
+        if not well_formed:
             rid, key, stored_at = _str(event, "id"), _str(event, "key"), _str(event, "stored_at")
             bad = [n for n, ok in (("id", rid is not None), ("key", key is not None), ("stored_at", stored_at is not None),
                                    ("value", "value" in event), ("text", isinstance(text, str)),
@@ -302,8 +307,13 @@ class MemoryNamespace:
                 Severity.WARNING)
             return
         self.active[seq] = record
-        self._by_id.setdefault(rid, []).append(seq)
-        delta.add(record)
+        seqs = self._by_id.get(rid)
+        if seqs is None:
+            self._by_id[rid] = [seq]
+        else:
+            seqs.append(seq)
+        delta.added.append(record)  # delta.add(record), inlined: one per store of a cold load
+        delta._added_ids.add(id(record))
 
     def _forget(self, event: dict, line_no: int, delta: MemoryDelta) -> None:
         ids = event.get("forgotten_ids", [])
