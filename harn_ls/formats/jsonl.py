@@ -172,6 +172,7 @@ class JsonlTail:
         loads = orjson.loads
         offset = self.offset
         line_no = self.line_no
+        crlf = b"\r" in data  # else no line needs its CR cut
         for raw in data.split(b"\n")[:-1]:
             line_no += 1
             start = offset
@@ -180,7 +181,7 @@ class JsonlTail:
                 self.line_no = line_no
                 append(JsonlLine(line_no, start, None, self._too_long(len(raw))))
                 continue
-            if raw.endswith(b"\r"):
+            if crlf and raw.endswith(b"\r"):
                 raw = raw[:-1]
             # The density rule first (nothing dense is parsed): a line with at most
             # SMALL_CONTAINERS container bytes always passes it, anything more is judged by

@@ -235,11 +235,19 @@ class MemoryNamespace:
     # -- mutation ------------------------------------------------------------
     def apply_lines(self, lines: Iterable[JsonlLine]) -> MemoryDelta:
         delta = MemoryDelta()
+        store = self._store
         for line in lines:
             if line.problem is not None:
                 self.problems.append(line.problem)
                 continue
-            self._apply_event(line.value, line.line_no, delta)
+            event = line.value
+            if event.get("type") == "store":  # most events: _apply_event's dispatch, inlined
+                seq = self.seq
+                self.seq = seq + 1
+                self.event_count += 1
+                store(event, seq, line.line_no, delta)
+            else:
+                self._apply_event(event, line.line_no, delta)
         delta.compact()
         return delta
 
