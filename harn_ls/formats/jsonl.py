@@ -122,8 +122,8 @@ class JsonlTail:
                     else:
                         carry = data
                     continue
-                complete, carry = data[: cut + 1], data[cut + 1 :]
-                batch = JsonlBatch(lines=self._parse(complete), reset=reset and first)
+                carry = data[cut + 1 :]
+                batch = JsonlBatch(lines=self._parse(data), reset=reset and first)  # (no copy of the complete lines)
                 first = False
                 yield batch
             self.torn_bytes = skipped if skipped >= 0 else len(carry)
@@ -164,7 +164,7 @@ class JsonlTail:
             "(Harn refuses to read this log until it is fixed)", Severity.ERROR)
 
     def _parse(self, data: bytes) -> list[JsonlLine]:
-        """Every complete line of `data` (which ends with a newline). The common line - short
+        """Every complete line of `data` (what follows its last newline is left alone). The common line - short
         enough, sparse enough, a JSON object - takes the inline path below; anything else goes
         through `_parse_line`, which gives every verdict (so both paths agree by construction)."""
         out: list[JsonlLine] = []

@@ -28,6 +28,11 @@ CODE_BAD_FIELD = "HL-MEM-002"
 CODE_HIDDEN_BY_TOMBSTONE = "HL-MEM-003"
 CODE_UPDATE_UNKNOWN = "HL-MEM-004"
 
+# Shared defaults of an absent `tags` / `flags` (a literal default would build one per store); never
+# modified: a record gets tuple(tags) and dict(flags).
+_NO_TAGS: list = []
+_NO_FLAGS: dict = {}
+
 DEFAULT_CONFIG = {"backend": "bm25", "embed_model_hint": "default", "bm25_weight": 0.5, "cosine_weight": 0.5}
 
 
@@ -276,8 +281,8 @@ class MemoryNamespace:
         get = event.get
         rid, key, stored_at = get("id"), get("key"), get("stored_at")
         text = get("text", "")
-        tags = get("tags", [])
-        flags = get("flags", {})
+        tags = get("tags", _NO_TAGS)
+        flags = get("flags", _NO_FLAGS)
         # Every well-formed store passes these exact-type checks (orjson gives plain str/list/dict;
         # joining the tags raises on any that is not a string); anything else takes the
         # field-by-field path that names what is wrong.
