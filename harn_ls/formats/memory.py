@@ -13,6 +13,7 @@ cold read of the whole file.
 
 from __future__ import annotations
 
+import operator
 import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -32,12 +33,15 @@ CODE_UPDATE_UNKNOWN = "HL-MEM-004"
 # modified: a record gets tuple(tags) and dict(flags).
 _NO_TAGS: list = []
 _NO_FLAGS: dict = {}
+# The fields Harn writes in every store event (flags, provenance, status and scope are optional).
+_STORE_FIELDS = operator.itemgetter("id", "key", "stored_at", "text", "tags")
 
 DEFAULT_CONFIG = {"backend": "bm25", "embed_model_hint": "default", "bm25_weight": 0.5, "cosine_weight": 0.5}
 
 
 _RECORD_FIELDS = ("id", "namespace", "key", "value", "text", "tags", "stored_at", "seq", "line_no", "provenance",
                   "status", "scope", "flags", "updated_at")
+_FIELD_NAMES = frozenset(_RECORD_FIELDS)
 
 
 class MemoryRecord:
@@ -95,10 +99,15 @@ class MemoryRecord:
 
     def with_changes(self, **changes: Any) -> "MemoryRecord":
         """A copy with some fields replaced (the record itself is never modified)."""
-        for name in changes:
-            if name not in _RECORD_FIELDS:
-                raise TypeError(f"MemoryRecord has no field {name!r}")
-        return MemoryRecord(*(changes[name] if name in changes else getattr(self, name) for name in _RECORD_FIELDS))
+        unknown = changes.keys() - _FIELD_NAMES
+        if unknown:
+            raise TypeError(f"MemoryRecord has no field {sorted(unknown)[0]!r}")
+        get = changes.get
+        return MemoryRecord(
+            get("id", self.id), get("namespace", self.namespace), get("key", self.key), get("value", self.value),
+            get("text", self.text), get("tags", self.tags), get("stored_at", self.stored_at), get("seq", self.seq),
+            get("line_no", self.line_no), get("provenance", self.provenance), get("status", self.status),
+            get("scope", self.scope), get("flags", self.flags), get("updated_at", self.updated_at))
 
     def to_json(self) -> dict:
         out = {
@@ -279,9 +288,12 @@ class MemoryNamespace:
 
     def _store(self, event: dict, seq: int, line_no: int, delta: MemoryDelta) -> None:
         get = event.get
-        rid, key, stored_at = get("id"), get("key"), get("stored_at")
-        text = get("text", "")
-        tags = get("tags", _NO_TAGS)
+        try:  # the fields Harn writes in every store, in one call
+            rid, key, stored_at, text, tags = _STORE_FIELDS(event)
+        except KeyError:
+            rid, key, stored_at = get("id"), get("key"), get("stored_at")
+            text = get("text", "")
+            tags = get("tags", _NO_TAGS)
         flags = get("flags", _NO_FLAGS)
         # Every well-formed store passes these exact-type checks (orjson gives plain str/list/dict;
         # joining the tags raises on any that is not a string); anything else takes the
