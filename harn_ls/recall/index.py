@@ -16,13 +16,10 @@ from harn_ls.formats.harn_json import sha256_hex
 from harn_ls.formats.memory import DEFAULT_CONFIG, MemoryDelta, MemoryRecord
 from harn_ls.recall.docs import _Doc, _LazyDocs
 from harn_ls.recall.results import Explain, TermExplain
+from harn_ls.recall.scoring import B, K1, KEY_BOOST, TAG_BOOST, QueryTerm, idf_of, search
 from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analyze, searchable_text
 from harn_ls.recall.vectors import read_cached_vector, sanitize_model_hint
 
-K1 = 1.2
-B = 0.75
-KEY_BOOST = 0.4
-TAG_BOOST = 0.25
 
 
 # Harn's per-query-term field boost, `(0.4 if in key) + (0.25 if in tags)`,
@@ -111,6 +108,8 @@ class NamespaceIndex:
         self._tail_dec: list[int] = []  # term ids whose _df a removal decrements
         self._norm_key: tuple[float, int] | None = None
         self._norm: np.ndarray | None = None
+        self._ordered_for: np.ndarray | None = None  # the `_pslot` array `_ordered` was checked on
+        self._ordered = False
 
     def __len__(self) -> int:
         return len(self.docs)
@@ -467,70 +466,54 @@ class NamespaceIndex:
             self._norm_key = key
         return self._norm
 
-    def _score(self, q: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(live slots with score > 0, their Harn lexical scores), slots ascending.
+    def _postings_ordered(self) -> bool:
+        """Whether each term's main postings list its slots strictly ascending (what `_merge` writes;
+        arrays restored from the state cache are checked once), so they can be binary-searched."""
+        pslot = self._pslot
+        if self._ordered_for is not pslot:
+            ok = True
+            if len(pslot) > 1:
+                falls = np.flatnonzero(pslot[1:] <= pslot[:-1]) + 1  # may only happen where a term starts
+                ok = bool(np.isin(falls, self._off).all())
+            self._ordered_for, self._ordered = pslot, ok
+        return self._ordered
 
-        Query terms are summed in query order, duplicates included, each
-        term's BM25 part computed elementwise as `idf * tf * (k1 + 1) /
-        (tf + norm)`; the field boosts are summed the same way in their own
-        buffer and added last (`bm25 + boost`), exactly as Harn does."""
-        n, avgdl = self.stats()
+    def _query_terms(self, q: list[str]) -> list[QueryTerm]:
+        """The query's terms this namespace knows (with live postings), in query order, repeats included."""
+        n, _ = self.stats()
         self._flush()
         tid_get = self._tid.get
-        parts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]] = {}
-        order: list[str] = []
+        main_ordered = None
+        seen: dict[str, QueryTerm | None] = {}
+        order: list[QueryTerm] = []
         for term in q:
-            if term in parts:
-                order.append(term)
-                continue
-            tid = tid_get(term)
-            if tid is None:
-                continue
-            slots, codes, df = self._term_postings(tid)
-            if not df:
-                continue
-            idf = math.log1p((n - df + 0.5) / (df + 0.5))
-            tf = (codes >> 2).astype(np.float64)
-            contrib = idf * (tf * (K1 + 1.0)) / (tf + self._norms(avgdl)[slots])
-            flags = codes & 3
-            if flags.any():  # Harn adds 0.4 (key) and then 0.25 (tag): two additions, not one of 0.65
-                bslots, bvals = slots[(flags & 1) != 0], slots[(flags & 2) != 0]
-            else:
-                bslots = bvals = None
-            parts[term] = (slots, contrib, bslots, bvals)
-            order.append(term)
+            if term not in seen:
+                tid = tid_get(term)
+                seen[term] = None
+                if tid is not None:
+                    slots, codes, df = self._term_postings(tid)
+                    if df:
+                        if main_ordered is None:
+                            main_ordered = self._postings_ordered()
+                        nmain = int(self._off[tid + 1] - self._off[tid]) if tid < len(self._off) - 1 else 0
+                        tail = slots[nmain:]  # overflow postings: slots in arrival order, all past the main ones
+                        ordered = main_ordered and (not len(tail) or not nmain or int(tail[0]) > int(slots[nmain - 1]))
+                        ordered = ordered and bool(np.all(tail[1:] > tail[:-1]))
+                        # (plain arrays over the cache's memory maps: numpy's memmap wrapper costs per operation)
+                        seen[term] = QueryTerm(np.asarray(slots), np.asarray(codes), idf_of(n, df), ordered)
+            got = seen[term]
+            if got is not None:
+                order.append(got)
+        return order
+
+    def _score(self, q: list[str], k: int | None = None, floor: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(live slots with score > 0, their Harn lexical scores); with `k`, records that cannot be in
+        the top k (or score below `floor`) may be left out (`scoring.search`)."""
+        order = self._query_terms(q)
         if not order:
             return _EMPTY_I32, np.zeros(0)
-        ns = self._nslots
-        acc = np.zeros(ns)
-        first = True
-        touched = 0
-        for term in order:
-            slots, contrib = parts[term][0], parts[term][1]
-            if first:
-                acc[slots] = contrib  # 0.0 + x == x
-                first = False
-            else:
-                acc[slots] += contrib  # a term's slots are distinct: one add per slot
-            touched += len(slots)
-        boost = None
-        for term in order:
-            kslots, tslots = parts[term][2], parts[term][3]
-            if kslots is not None:
-                if boost is None:
-                    boost = np.zeros(ns)
-                boost[kslots] += KEY_BOOST
-                boost[tslots] += TAG_BOOST
-        if touched * 8 < ns:
-            cand = np.unique(np.concatenate([p[0] for p in parts.values()]))
-        else:
-            cand = np.flatnonzero(acc)
-        if self._ndead:
-            cand = cand[self._alive[cand]]
-        scores = acc[cand]
-        if boost is not None:
-            scores = scores + boost[cand]
-        return cand, scores
+        _, avgdl = self.stats()
+        return search(order, self._norms(avgdl), self._alive if self._ndead else None, self._nslots, k, floor)
 
     def lexical_scores(self, q: list[str]) -> dict[int, float]:
         """seq -> Harn lexical score for every record with score > 0."""
@@ -573,9 +556,10 @@ class NamespaceIndex:
             terms.append(TermExplain(t, count, counts.get(t, 0) & _TF_MASK, df, idf, per_term.get(t, 0.0), kb, tb))
         return Explain(tuple(terms), bm25, kb_total, tb_total, bm25 + boost, dl, avgdl, n)
 
-    def top_lexical(self, q: list[str], k: int) -> list[tuple[float, int]]:
-        """Top k (score, seq) in Harn order; ties at the cut are resolved exactly."""
-        slots, scores = self._score(q)
+    def top_lexical(self, q: list[str], k: int, floor: float | None = None) -> list[tuple[float, int]]:
+        """Top k (score, seq) in Harn order; ties at the cut are resolved exactly. With `floor` (the
+        k-th best score of other namespaces), records scoring below it may be left out."""
+        slots, scores = self._score(q, k, floor)
         nc = len(slots)
         if not nc:
             return []
@@ -587,9 +571,10 @@ class NamespaceIndex:
             need = k - len(above)
             if len(ties) > need:
                 # Only the records tied at the k-th score need the full key.
-                sl = slots.tolist()
-                ties = np.array(heapq.nlargest(need, ties.tolist(), key=lambda i: (
-                    srec[sl[i]].stored_at, srec[sl[i]].seq)), dtype=np.int64)
+                at, tied = ties.tolist(), slots[ties].tolist()
+                chosen = heapq.nlargest(need, range(len(tied)), key=lambda j: (
+                    srec[tied[j]].stored_at, srec[tied[j]].seq))
+                ties = np.array([at[j] for j in chosen], dtype=np.int64)
             pick = np.concatenate((above, ties))
             slots, scores = slots[pick], scores[pick]
         items = list(zip(scores.tolist(), slots.tolist()))

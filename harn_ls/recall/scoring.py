@@ -1,0 +1,216 @@
+"""Harn's BM25 arithmetic over one namespace's postings, and the search that finds the records a
+query can rank: every record with a score > 0, or, for a top-k, only those that can still reach
+the k-th best score (MaxScore: whole terms whose best possible share cannot lift a record to that
+score are only looked up, never scanned).
+
+Every score is computed with the same IEEE operations in the same order as Harn's scalar formula
+(see the package docstring), so a record gets the same bits whichever records are skipped: the
+BM25 parts are summed per record in query order (a term the record lacks adds nothing, and
+`x + 0.0 == x`), the field boosts are folded in their own sum, key before tag per query term, and
+added last."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+K1 = 1.2
+B = 0.75
+KEY_BOOST = 0.4
+TAG_BOOST = 0.25
+
+# Per uint16 posting code (`tf << 2 | flags`, 0 = the record lacks the term): tf as float64 (one gather
+# instead of a shift and a cast), and Harn's boost addends, 0.0 where a flag is absent (`x + 0.0 == x`).
+_CODES = np.arange(1 << 16, dtype=np.int64)
+_TF_OF_CODE = (_CODES >> 2).astype(np.float64)
+_KEY_OF_CODE = np.where(_CODES & 1, KEY_BOOST, 0.0)
+_TAG_OF_CODE = np.where(_CODES & 2, TAG_BOOST, 0.0)
+# the fold's first step, `(0.0 + key) + tag`, evaluated once per flag code
+_FIRST_OF_CODE = np.array([(0.0 + (KEY_BOOST if c & 1 else 0.0)) + (TAG_BOOST if c & 2 else 0.0) for c in range(4)])[
+    _CODES & 3]
+del _CODES
+# A term's bound is inflated by this much so that rounding in the computed score (a few ulps) can never
+# make a skipped record score above the bound it was skipped by.
+_BOUND_SLACK = 1e-9
+# A term is looked up by binary search in its postings when they outnumber the records asked about this
+# many times; below that, scattering all its postings into a scratch array and gathering is cheaper.
+_SPARSE_RATIO = 16
+_EMPTY_SLOTS = np.zeros(0, dtype=np.int32)
+
+
+def idf_of(n: int, df: int) -> float:
+    return math.log1p((n - df + 0.5) / (df + 0.5))
+
+
+def contributions(idf: float, codes: np.ndarray, norms: np.ndarray) -> np.ndarray:
+    """`idf * (tf * (k1 + 1)) / (tf + norm)` elementwise, for postings `codes` of records with `norms`
+    (0.0 for code 0: a record without the term). Products and sums are commutative in IEEE
+    arithmetic, so the in-place forms give the scalar formula's bits."""
+    tf = _TF_OF_CODE[codes] if codes.dtype == np.uint16 else (codes >> 2).astype(np.float64)
+    out = tf * (K1 + 1.0)
+    out *= idf
+    out /= norms + tf
+    return out
+
+
+def _flag_index(codes: np.ndarray) -> np.ndarray:
+    """Codes usable as indexes into the uint16 boost tables (only the flag bits matter there)."""
+    return codes if codes.dtype == np.uint16 else (codes & 3).astype(np.uint16)
+
+
+class QueryTerm:
+    """One distinct query term in one namespace: its postings (slots ascending when `ordered`), idf,
+    how often the query repeats it, and the most one record can gain from it."""
+
+    __slots__ = ("slots", "codes", "idf", "count", "bound", "ordered")
+
+    def __init__(self, slots: np.ndarray, codes: np.ndarray, idf: float, ordered: bool) -> None:
+        self.slots, self.codes, self.idf, self.ordered = slots, codes, idf, ordered
+        self.count = 0
+        self.bound = 0.0
+
+    def finish(self) -> None:
+        # tf / (tf + norm) < 1 for every record (norm >= k1 * (1 - b) > 0), so a part is below idf * (k1 + 1)
+        self.bound = self.count * (self.idf * (K1 + 1.0) + KEY_BOOST + TAG_BOOST) * (1.0 + _BOUND_SLACK)
+
+    def codes_at(self, cand: np.ndarray, nslots: int) -> np.ndarray:
+        """This term's posting code for each candidate slot, 0 where the record lacks the term."""
+        n = len(self.slots)
+        if self.ordered and n > _SPARSE_RATIO * len(cand):  # binary search in the (ascending) postings
+            pos = np.searchsorted(self.slots, cand)
+            np.minimum(pos, n - 1, out=pos)
+            codes = self.codes[pos]
+            codes[self.slots[pos] != cand] = 0
+            return codes
+        dense = np.zeros(nslots, dtype=self.codes.dtype)  # a code per slot (fresh zero pages: only touched ones cost)
+        dense[self.slots] = self.codes
+        return dense[cand]
+
+
+def _sum_parts(order: list[QueryTerm], parts: dict[int, np.ndarray]) -> np.ndarray:
+    """The BM25 parts summed in query order, repeats included (a fresh array)."""
+    acc: np.ndarray | None = None
+    for t in order:
+        part = parts[id(t)]
+        acc = part.copy() if acc is None else acc.__iadd__(part)
+    assert acc is not None
+    return acc
+
+
+def _fold_boosts(order: list[QueryTerm], codes: dict[int, np.ndarray]) -> np.ndarray:
+    """Harn's boost fold: per query term in order, + 0.4 if a key token, then + 0.25 if a tag token."""
+    boost: np.ndarray | None = None
+    for t in order:
+        index = _flag_index(codes[id(t)])
+        if boost is None:
+            boost = _FIRST_OF_CODE[index]
+        else:
+            boost += _KEY_OF_CODE[index]
+            boost += _TAG_OF_CODE[index]
+    assert boost is not None
+    return boost
+
+
+def _partial(own: QueryTerm, part: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """The score the candidates would have if they held no other query term: never above their score
+    (the other terms only add non-negative values, and every rounded step is monotonic)."""
+    return _sum_parts([own] * own.count, {id(own): part}) + _fold_boosts([own] * own.count, {id(own): codes})
+
+
+def _score(order: list[QueryTerm], distinct: list[QueryTerm], norm: np.ndarray, nslots: int, cand: np.ndarray,
+           own: QueryTerm, own_codes: np.ndarray, own_part: np.ndarray) -> np.ndarray:
+    """Harn's lexical score of each candidate slot (`own`'s codes and parts for them given)."""
+    norms = norm[cand]
+    parts, codes = {id(own): own_part}, {id(own): own_codes}
+    for t in distinct:
+        if t is not own:
+            codes[id(t)] = c = t.codes_at(cand, nslots)
+            parts[id(t)] = contributions(t.idf, c, norms)
+    acc = _sum_parts(order, parts)
+    acc += _fold_boosts(order, codes)  # bm25 + boost: the same addition
+    return acc
+
+
+def _nonessential(distinct: list[QueryTerm], theta: float) -> set[int]:
+    """The terms (ids) whose bounds, smallest first, sum below theta: a record holding no other query
+    term scores below theta."""
+    out: set[int] = set()
+    total = 0.0
+    for t in sorted(distinct, key=lambda t: t.bound):
+        if total + t.bound >= theta:
+            break
+        total += t.bound
+        out.add(id(t))
+    return out
+
+
+def _kth(values: np.ndarray, k: int) -> float:
+    return float(np.partition(values, len(values) - k)[len(values) - k])
+
+
+def search(order: list[QueryTerm], norm: np.ndarray, alive: np.ndarray | None, nslots: int,
+           k: int | None = None, floor: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(slots, scores) of live records with score > 0 — with `k`, possibly only those that can still
+    rank in the top k (and score >= `floor`, when given: the k-th best score found elsewhere).
+
+    Terms are visited smallest postings first. A term's records not scored yet are the candidates;
+    with `k`, those whose score without the other terms plus the other terms' bounds stays below
+    theta (a score k records are known to reach) are dropped before the other terms are looked up,
+    and a term is skipped once it is non-essential (`_nonessential`): then every record it holds
+    either was a candidate already or cannot rank."""
+    distinct = list({id(t): t for t in order}.values())
+    for t in distinct:
+        t.count = 0
+    for t in order:
+        t.count += 1
+    for t in distinct:
+        t.finish()
+    theta = -math.inf if floor is None or k is None else floor
+    seen: np.ndarray | None = None
+    done = 0
+    out_slots: list[np.ndarray] = []
+    out_scores: list[np.ndarray] = []
+    best = np.zeros(0)  # the k best scores so far, unordered
+    for t in sorted(distinct, key=lambda t: len(t.slots)):  # smallest postings first: they raise theta cheaply
+        if k is not None and id(t) in _nonessential(distinct, theta):
+            continue  # and it stays so (theta only grows): a record only it holds cannot rank
+        done += 1
+        if seen is None and alive is None:
+            cand, codes = t.slots, t.codes  # every posting: no copy
+        else:
+            keep = alive[t.slots] if seen is None else ~seen[t.slots]
+            if seen is not None and alive is not None:
+                keep &= alive[t.slots]
+            cand, codes = t.slots[keep], t.codes[keep]
+        if not len(cand):
+            continue
+        last = done == len(distinct)
+        if not last:  # a later term must skip what is scored already
+            if seen is None:
+                seen = np.zeros(nslots, dtype=bool)
+            seen[cand] = True
+        part = contributions(t.idf, codes, norm[cand])
+        if k is not None and len(cand) > k:
+            partial = _partial(t, part, codes)
+            theta = max(theta, _kth(partial, k))  # k records score at least their partial score
+            rest = sum(u.bound for u in distinct if u is not t)
+            keep = partial + rest >= theta if rest else partial >= theta
+            if rest == 0:  # no other term: the partial score is the score
+                out_slots.append(cand[keep])
+                out_scores.append(partial[keep])
+                continue
+            cand, codes, part = cand[keep], codes[keep], part[keep]
+        scores = _score(order, distinct, norm, nslots, cand, t, codes, part)
+        out_slots.append(cand)
+        out_scores.append(scores)
+        if k is not None and not last:
+            best = np.concatenate((best, scores))
+            if len(best) >= k:
+                best = np.partition(best, len(best) - k)[len(best) - k:]
+                theta = max(theta, float(best.min()))
+    if not out_slots:
+        return _EMPTY_SLOTS, np.zeros(0)
+    if len(out_slots) == 1:
+        return out_slots[0], out_scores[0]
+    return np.concatenate(out_slots), np.concatenate(out_scores)
