@@ -36,6 +36,8 @@ _BOUND_SLACK = 1e-9
 # A term is looked up by binary search in its postings when they outnumber the records asked about this
 # many times; below that, scattering all its postings into a scratch array and gathering is cheaper.
 _SPARSE_RATIO = 16
+# Up to this many candidates that only another term's boost could lift are simply kept (looked up).
+_FEW_UNSURE = 2048
 _EMPTY_SLOTS = np.zeros(0, dtype=np.int32)
 
 
@@ -61,18 +63,27 @@ def _flag_index(codes: np.ndarray) -> np.ndarray:
 
 class QueryTerm:
     """One distinct query term in one namespace: its postings (slots ascending when `ordered`), idf,
-    how often the query repeats it, and the most one record can gain from it."""
+    how often the query repeats it, and the most one record can gain from it: `bm25_bound` from its
+    BM25 part alone, `bound` with the field boosts (only records in `flagged_slots()` get those)."""
 
-    __slots__ = ("slots", "codes", "idf", "count", "bound", "ordered")
+    __slots__ = ("slots", "codes", "idf", "count", "bound", "bm25_bound", "ordered", "_flagged")
 
     def __init__(self, slots: np.ndarray, codes: np.ndarray, idf: float, ordered: bool) -> None:
         self.slots, self.codes, self.idf, self.ordered = slots, codes, idf, ordered
         self.count = 0
-        self.bound = 0.0
+        self.bound = self.bm25_bound = 0.0
+        self._flagged: np.ndarray | None = None
 
     def finish(self) -> None:
         # tf / (tf + norm) < 1 for every record (norm >= k1 * (1 - b) > 0), so a part is below idf * (k1 + 1)
+        self.bm25_bound = self.count * self.idf * (K1 + 1.0) * (1.0 + _BOUND_SLACK)
         self.bound = self.count * (self.idf * (K1 + 1.0) + KEY_BOOST + TAG_BOOST) * (1.0 + _BOUND_SLACK)
+
+    def flagged_slots(self) -> np.ndarray:
+        """The slots whose posting carries a key or tag flag (the only records this term boosts)."""
+        if self._flagged is None:
+            self._flagged = self.slots[(self.codes & 3) != 0]
+        return self._flagged
 
     def codes_at(self, cand: np.ndarray, nslots: int) -> np.ndarray:
         """This term's posting code for each candidate slot, 0 where the record lacks the term."""
@@ -145,6 +156,27 @@ def _nonessential(distinct: list[QueryTerm], theta: float) -> set[int]:
     return out
 
 
+def _may_rank(partial: np.ndarray, theta: float, cand: np.ndarray, others: list[QueryTerm],
+              nslots: int) -> np.ndarray:
+    """Which candidates can still reach theta: their partial score plus the other terms' BM25 bounds,
+    or, for a record some other term boosts, plus the other terms' whole bounds. (Keeping more
+    records than needed is always safe; it only costs their lookups.)"""
+    keep = partial + sum(u.bm25_bound for u in others) >= theta
+    maybe = partial + sum(u.bound for u in others) >= theta
+    maybe &= ~keep
+    if np.count_nonzero(maybe) > _FEW_UNSURE:
+        boosted = np.zeros(nslots, dtype=bool)
+        for u in others:
+            boosted[u.flagged_slots()] = True
+        maybe &= boosted[cand]
+    keep |= maybe
+    return keep
+
+
+def _sample_size(k: int) -> int:
+    return max(16 * k, 256)
+
+
 def _kth(values: np.ndarray, k: int) -> float:
     return float(np.partition(values, len(values) - k)[len(values) - k])
 
@@ -194,12 +226,17 @@ def search(order: list[QueryTerm], norm: np.ndarray, alive: np.ndarray | None, n
         if k is not None and len(cand) > k:
             partial = _partial(t, part, codes)
             theta = max(theta, _kth(partial, k))  # k records score at least their partial score
-            rest = sum(u.bound for u in distinct if u is not t)
-            keep = partial + rest >= theta if rest else partial >= theta
-            if rest == 0:  # no other term: the partial score is the score
+            others = [u for u in distinct if u is not t]
+            if not others:  # the partial score is the score
+                keep = partial >= theta
                 out_slots.append(cand[keep])
                 out_scores.append(partial[keep])
                 continue
+            if len(cand) > _sample_size(k):  # score the most promising few first: a higher theta prunes more
+                top = np.argpartition(partial, len(partial) - _sample_size(k))[-_sample_size(k):]
+                sample = _score(order, distinct, norm, nslots, cand[top], t, codes[top], part[top])
+                theta = max(theta, _kth(sample, k))
+            keep = _may_rank(partial, theta, cand, others, nslots)
             cand, codes, part = cand[keep], codes[keep], part[keep]
         scores = _score(order, distinct, norm, nslots, cand, t, codes, part)
         out_slots.append(cand)
