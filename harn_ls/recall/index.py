@@ -16,7 +16,7 @@ from harn_ls.formats.harn_json import sha256_hex
 from harn_ls.formats.memory import DEFAULT_CONFIG, MemoryDelta, MemoryRecord
 from harn_ls.recall.docs import _Doc, _LazyDocs
 from harn_ls.recall.results import Explain, TermExplain
-from harn_ls.recall.scoring import B, K1, KEY_BOOST, TAG_BOOST, QueryTerm, idf_of, search
+from harn_ls.recall.scoring import B, K1, KEY_BOOST, TAG_BOOST, FlaggedMemo, QueryTerm, idf_of, search
 from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analyze, searchable_text
 from harn_ls.recall.vectors import read_cached_vector, sanitize_model_hint
 
@@ -108,8 +108,10 @@ class NamespaceIndex:
         self._tail_dec: list[int] = []  # term ids whose _df a removal decrements
         self._norm_key: tuple[float, int] | None = None
         self._norm: np.ndarray | None = None
+        self._norm_min = 0.0
         self._ordered_for: np.ndarray | None = None  # the `_pslot` array `_ordered` was checked on
         self._ordered = False
+        self._flagged = FlaggedMemo()  # emptied whenever postings are added or merged
 
     def __len__(self) -> int:
         return len(self.docs)
@@ -166,6 +168,7 @@ class NamespaceIndex:
         return first
 
     def _append_overflow(self, ids: np.ndarray, slots: np.ndarray | int, vals: list[int] | np.ndarray) -> None:
+        self._flagged.clear()
         m = self._m
         k = len(ids)
         if m + k > len(self._ov_term):
@@ -334,6 +337,7 @@ class NamespaceIndex:
         with `renumber`, also pack the live slots and forget unused terms."""
         self._materialize()
         self._flush()
+        self._flagged.clear()
         m = self._m
         nterms = len(self._terms)
         ov_term = self._ov_term[:m]
@@ -416,9 +420,10 @@ class NamespaceIndex:
     def _term_postings(self, tid: int) -> tuple[np.ndarray, np.ndarray, int]:
         """(slots, codes, df) of one term, main and overflow (dead slots included); flushed first."""
         df = int(self._df[tid])
-        if tid < len(self._off) - 1:
-            lo, hi = self._off[tid], self._off[tid + 1]
-            slots, codes = self._pslot[lo:hi], self._pcode[lo:hi]
+        off = np.asarray(self._off)  # (a memory map restored from the cache: numpy's wrapper costs per access)
+        if tid < len(off) - 1:
+            lo, hi = off[tid], off[tid + 1]
+            slots, codes = np.asarray(self._pslot)[lo:hi], np.asarray(self._pcode)[lo:hi]
         else:
             slots, codes = _EMPTY_I32, self._pcode[:0]
         if self._m:
@@ -463,6 +468,7 @@ class NamespaceIndex:
         key = (avgdl, self._nslots)
         if self._norm_key != key:
             self._norm = K1 * ((1.0 - B) + (B * self._dl[: self._nslots]) / avgdl)
+            self._norm_min = float(self._norm.min()) if self._nslots else 0.0  # (bounds: scoring.QueryTerm)
             self._norm_key = key
         return self._norm
 
@@ -495,12 +501,13 @@ class NamespaceIndex:
                     if df:
                         if main_ordered is None:
                             main_ordered = self._postings_ordered()
-                        nmain = int(self._off[tid + 1] - self._off[tid]) if tid < len(self._off) - 1 else 0
+                        off = np.asarray(self._off)
+                        nmain = int(off[tid + 1] - off[tid]) if tid < len(off) - 1 else 0
                         tail = slots[nmain:]  # overflow postings: slots in arrival order, all past the main ones
                         ordered = main_ordered and (not len(tail) or not nmain or int(tail[0]) > int(slots[nmain - 1]))
                         ordered = ordered and bool(np.all(tail[1:] > tail[:-1]))
-                        # (plain arrays over the cache's memory maps: numpy's memmap wrapper costs per operation)
-                        seen[term] = QueryTerm(np.asarray(slots), np.asarray(codes), idf_of(n, df), ordered)
+                        seen[term] = QueryTerm(slots, codes, idf_of(n, df), ordered,
+                                               self._flagged, tid)
             got = seen[term]
             if got is not None:
                 order.append(got)
@@ -513,7 +520,8 @@ class NamespaceIndex:
         if not order:
             return _EMPTY_I32, np.zeros(0)
         _, avgdl = self.stats()
-        return search(order, self._norms(avgdl), self._alive if self._ndead else None, self._nslots, k, floor)
+        norm = self._norms(avgdl)
+        return search(order, norm, self._norm_min, self._alive if self._ndead else None, self._nslots, k, floor)
 
     def lexical_scores(self, q: list[str]) -> dict[int, float]:
         """seq -> Harn lexical score for every record with score > 0."""

@@ -38,6 +38,12 @@ _BOUND_SLACK = 1e-9
 _SPARSE_RATIO = 16
 # Up to this many candidates that only another term's boost could lift are simply kept (looked up).
 _FEW_UNSURE = 2048
+# Scores stay far below 1e6 (idf < 15 per query term), where a few ulps are under 1e-9.
+_ABS_SLACK = 1e-9
+# Code bounds: a table this long (tf < 256 exactly; larger tf share the last, loosest entry); and the
+# number of postings from which a term's candidates are first filtered by them.
+_CODE_TABLE = 1024
+_PREFILTER_MIN = 8192
 _EMPTY_SLOTS = np.zeros(0, dtype=np.int32)
 
 
@@ -61,28 +67,72 @@ def _flag_index(codes: np.ndarray) -> np.ndarray:
     return codes if codes.dtype == np.uint16 else (codes & 3).astype(np.uint16)
 
 
+class FlaggedMemo:
+    """Per index: term id -> the slots its postings flag, kept across queries until the postings
+    change (`clear`); bounded, as it holds copies of slots."""
+
+    __slots__ = ("_by_term", "_size", "_limit")
+
+    def __init__(self, limit: int = 1 << 21) -> None:
+        self._by_term: dict[int, np.ndarray] = {}
+        self._size = 0
+        self._limit = limit
+
+    def get(self, key: int) -> np.ndarray | None:
+        return self._by_term.get(key)
+
+    def put(self, key: int, slots: np.ndarray) -> None:
+        if self._size + len(slots) > self._limit:
+            self.clear()
+        self._by_term[key] = slots
+        self._size += len(slots)
+
+    def clear(self) -> None:
+        self._by_term = {}
+        self._size = 0
+
+
 class QueryTerm:
     """One distinct query term in one namespace: its postings (slots ascending when `ordered`), idf,
     how often the query repeats it, and the most one record can gain from it: `bm25_bound` from its
     BM25 part alone, `bound` with the field boosts (only records in `flagged_slots()` get those)."""
 
-    __slots__ = ("slots", "codes", "idf", "count", "bound", "bm25_bound", "ordered", "_flagged")
+    __slots__ = ("slots", "codes", "idf", "count", "bound", "bm25_bound", "ordered", "_flagged", "_memo", "_key")
 
-    def __init__(self, slots: np.ndarray, codes: np.ndarray, idf: float, ordered: bool) -> None:
+    def __init__(self, slots: np.ndarray, codes: np.ndarray, idf: float, ordered: bool,
+                 memo: FlaggedMemo | None = None, key: int = -1) -> None:
         self.slots, self.codes, self.idf, self.ordered = slots, codes, idf, ordered
         self.count = 0
         self.bound = self.bm25_bound = 0.0
         self._flagged: np.ndarray | None = None
+        self._memo, self._key = memo, key  # where the flagged slots of these very postings are remembered
 
     def finish(self) -> None:
         # tf / (tf + norm) < 1 for every record (norm >= k1 * (1 - b) > 0), so a part is below idf * (k1 + 1)
         self.bm25_bound = self.count * self.idf * (K1 + 1.0) * (1.0 + _BOUND_SLACK)
         self.bound = self.count * (self.idf * (K1 + 1.0) + KEY_BOOST + TAG_BOOST) * (1.0 + _BOUND_SLACK)
 
+    def code_bounds(self, norm_min: float) -> np.ndarray:
+        """Per posting code (clipped to the table): the most a record with that code can score from
+        this term alone, its norm being at least `norm_min` (the same rounded operations as the score,
+        each monotonic, so never below it)."""
+        codes = np.arange(_CODE_TABLE)
+        tf = (codes >> 2).astype(np.float64)
+        bm25 = self.idf * (tf * (K1 + 1.0)) / (tf + norm_min)
+        table = self.count * (bm25 + np.where(codes & 1, KEY_BOOST, 0.0) + np.where(codes & 2, TAG_BOOST, 0.0))
+        table *= 1.0 + _BOUND_SLACK
+        table[-1] = self.bound  # the codes clipped to the last entry: any tf
+        return table
+
     def flagged_slots(self) -> np.ndarray:
         """The slots whose posting carries a key or tag flag (the only records this term boosts)."""
         if self._flagged is None:
-            self._flagged = self.slots[(self.codes & 3) != 0]
+            got = self._memo.get(self._key) if self._memo is not None else None
+            if got is None:
+                got = self.slots[(self.codes & 3) != 0]
+                if self._memo is not None:
+                    self._memo.put(self._key, got)
+            self._flagged = got
         return self._flagged
 
     def codes_at(self, cand: np.ndarray, nslots: int) -> np.ndarray:
@@ -126,6 +176,8 @@ def _fold_boosts(order: list[QueryTerm], codes: dict[int, np.ndarray]) -> np.nda
 def _partial(own: QueryTerm, part: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """The score the candidates would have if they held no other query term: never above their score
     (the other terms only add non-negative values, and every rounded step is monotonic)."""
+    if own.count == 1:  # `part + (0.0 + key) + tag`, without the copies
+        return part + _FIRST_OF_CODE[_flag_index(codes)]
     return _sum_parts([own] * own.count, {id(own): part}) + _fold_boosts([own] * own.count, {id(own): codes})
 
 
@@ -160,17 +212,32 @@ def _may_rank(partial: np.ndarray, theta: float, cand: np.ndarray, others: list[
               nslots: int) -> np.ndarray:
     """Which candidates can still reach theta: their partial score plus the other terms' BM25 bounds,
     or, for a record some other term boosts, plus the other terms' whole bounds. (Keeping more
-    records than needed is always safe; it only costs their lookups.)"""
-    keep = partial + sum(u.bm25_bound for u in others) >= theta
-    maybe = partial + sum(u.bound for u in others) >= theta
-    maybe &= ~keep
-    if np.count_nonzero(maybe) > _FEW_UNSURE:
+    records than needed is always safe; it only costs their lookups.) The thresholds are lowered by
+    `_ABS_SLACK` for the rounding of `theta - bounds`."""
+    maybe = np.flatnonzero(partial >= theta - sum(u.bound for u in others) - _ABS_SLACK)
+    if len(maybe) > _FEW_UNSURE:
+        sure = partial[maybe] >= theta - sum(u.bm25_bound for u in others) - _ABS_SLACK
         boosted = np.zeros(nslots, dtype=bool)
         for u in others:
             boosted[u.flagged_slots()] = True
-        maybe &= boosted[cand]
-    keep |= maybe
-    return keep
+        sure |= boosted[cand[maybe]]
+        maybe = maybe[sure]
+    return maybe
+
+
+def _prefilter(t: QueryTerm, others: list[QueryTerm], scorer: tuple, cand: np.ndarray, codes: np.ndarray,
+               k: int, theta: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """The candidates of term t that their posting code alone does not rule out, and theta raised by
+    scoring the few with the best codes first: no arithmetic on the postings that cannot rank."""
+    order, distinct, norm, norm_min, nslots = scorer
+    bounds = np.take(t.code_bounds(norm_min), codes, mode="clip")
+    size = _sample_size(k)
+    top = np.argpartition(bounds, len(bounds) - size)[-size:]
+    tc, tcodes = cand[top], codes[top]
+    sample = _score(order, distinct, norm, nslots, tc, t, tcodes, contributions(t.idf, tcodes, norm[tc]))
+    theta = max(theta, _kth(sample, k))
+    keep = _may_rank(bounds, theta, cand, others, nslots)
+    return cand[keep], codes[keep], theta
 
 
 def _sample_size(k: int) -> int:
@@ -181,7 +248,7 @@ def _kth(values: np.ndarray, k: int) -> float:
     return float(np.partition(values, len(values) - k)[len(values) - k])
 
 
-def search(order: list[QueryTerm], norm: np.ndarray, alive: np.ndarray | None, nslots: int,
+def search(order: list[QueryTerm], norm: np.ndarray, norm_min: float, alive: np.ndarray | None, nslots: int,
            k: int | None = None, floor: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(slots, scores) of live records with score > 0 — with `k`, possibly only those that can still
     rank in the top k (and score >= `floor`, when given: the k-th best score found elsewhere).
@@ -222,17 +289,20 @@ def search(order: list[QueryTerm], norm: np.ndarray, alive: np.ndarray | None, n
             if seen is None:
                 seen = np.zeros(nslots, dtype=bool)
             seen[cand] = True
+        others = [u for u in distinct if u is not t]
+        sampled = k is not None and len(cand) > _PREFILTER_MIN
+        if sampled:
+            cand, codes, theta = _prefilter(t, others, (order, distinct, norm, norm_min, nslots), cand, codes, k, theta)
         part = contributions(t.idf, codes, norm[cand])
         if k is not None and len(cand) > k:
             partial = _partial(t, part, codes)
             theta = max(theta, _kth(partial, k))  # k records score at least their partial score
-            others = [u for u in distinct if u is not t]
             if not others:  # the partial score is the score
                 keep = partial >= theta
                 out_slots.append(cand[keep])
                 out_scores.append(partial[keep])
                 continue
-            if len(cand) > _sample_size(k):  # score the most promising few first: a higher theta prunes more
+            if not sampled and len(cand) > _sample_size(k):  # the most promising few first: a higher theta prunes more
                 top = np.argpartition(partial, len(partial) - _sample_size(k))[-_sample_size(k):]
                 sample = _score(order, distinct, norm, nslots, cand[top], t, codes[top], part[top])
                 theta = max(theta, _kth(sample, k))
