@@ -231,11 +231,12 @@ def _prefilter(t: QueryTerm, others: list[QueryTerm], scorer: tuple, cand: np.nd
     scoring the few with the best codes first: no arithmetic on the postings that cannot rank."""
     order, distinct, norm, norm_min, nslots = scorer
     bounds = np.take(t.code_bounds(norm_min), codes, mode="clip")
-    size = _sample_size(k)
-    top = np.argpartition(bounds, len(bounds) - size)[-size:]
+    size = min(_sample_size(k), len(bounds))
+    top = np.argpartition(bounds, len(bounds) - size)[len(bounds) - size:]
     tc, tcodes = cand[top], codes[top]
     sample = _score(order, distinct, norm, nslots, tc, t, tcodes, contributions(t.idf, tcodes, norm[tc]))
-    theta = max(theta, _kth(sample, k))
+    if len(sample) >= k:
+        theta = max(theta, _kth(sample, k))
     keep = _may_rank(bounds, theta, cand, others, nslots)
     return cand[keep], codes[keep], theta
 
@@ -302,8 +303,9 @@ def search(order: list[QueryTerm], norm: np.ndarray, norm_min: float, alive: np.
                 out_slots.append(cand[keep])
                 out_scores.append(partial[keep])
                 continue
-            if not sampled and len(cand) > _sample_size(k):  # the most promising few first: a higher theta prunes more
-                top = np.argpartition(partial, len(partial) - _sample_size(k))[-_sample_size(k):]
+            size = _sample_size(k)
+            if not sampled and len(cand) > size >= k:  # the most promising few first: a higher theta prunes more
+                top = np.argpartition(partial, len(partial) - size)[len(partial) - size:]
                 sample = _score(order, distinct, norm, nslots, cand[top], t, codes[top], part[top])
                 theta = max(theta, _kth(sample, k))
             keep = _may_rank(partial, theta, cand, others, nslots)
