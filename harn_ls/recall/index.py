@@ -432,7 +432,10 @@ class NamespaceIndex:
                 df += len(hit)
                 val = self._ov_val[hit]
                 slots = np.concatenate((slots, self._ov_slot[hit]))
-                codes = np.concatenate((codes, ((val & _TF_MASK) << 2) | (val >> _TF_BITS)))
+                ov_codes = ((val & _TF_MASK) << 2) | (val >> _TF_BITS)
+                if codes.dtype == np.uint16 and int(ov_codes.max()) < 1 << 16:
+                    ov_codes = ov_codes.astype(np.uint16)  # keep the narrow codes the scorer's tables index
+                codes = np.concatenate((codes, ov_codes))
         return slots, codes, df
 
     def _views(self) -> Iterable[tuple[str, list[int], list[int]]]:
