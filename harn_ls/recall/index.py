@@ -571,6 +571,9 @@ class NamespaceIndex:
         """Top k (score, seq) in Harn order; ties at the cut are resolved exactly. With `floor` (the
         k-th best score of other namespaces), records scoring below it may be left out."""
         slots, scores = self._score(q, k, floor)
+        if floor is not None:  # below it a record cannot be in the merged top k: not even decoded
+            above = scores >= floor
+            slots, scores = slots[above], scores[above]
         nc = len(slots)
         if not nc:
             return []

@@ -1,7 +1,17 @@
 """Harn's BM25 arithmetic over one namespace's postings, and the search that finds the records a
-query can rank: every record with a score > 0, or, for a top-k, only those that can still reach
-the k-th best score (MaxScore: whole terms whose best possible share cannot lift a record to that
-score are only looked up, never scanned).
+query can rank: every record with a score > 0, or, for a top k, only those that can still reach
+the k-th best score.
+
+The top-k search (`search`) visits the query's terms rarest first. For a term's candidates (its
+records not scored yet) it proves most of them out before doing arithmetic on them: a per-code
+table bounds what a record can score from this term (`QueryTerm.code_bounds`), the few with the
+best codes are scored in full to learn a score k records reach (theta), and a candidate is kept
+only if its bound plus the other terms' bounds reaches theta (the boosts counted only for records
+another term flags). The survivors' exact partial scores prune again; the rest are scored in
+full, the other terms looked up by binary search in their (ascending) postings or through a dense
+code array. A term whose bound cannot lift a record to theta is never scanned (MaxScore). Across
+namespaces the engine passes the k-th score already found as a starting theta (`floor`). Bounds
+carry a relative slack far above rounding, so a skipped record provably scores below theta.
 
 Every score is computed with the same IEEE operations in the same order as Harn's scalar formula
 (see the package docstring), so a record gets the same bits whichever records are skipped: the
