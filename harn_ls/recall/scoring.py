@@ -107,7 +107,8 @@ class QueryTerm:
     how often the query repeats it, and the most one record can gain from it: `bm25_bound` from its
     BM25 part alone, `bound` with the field boosts (only records in `flagged_slots()` get those)."""
 
-    __slots__ = ("slots", "codes", "idf", "count", "bound", "bm25_bound", "ordered", "_flagged", "_memo", "_key")
+    __slots__ = ("slots", "codes", "idf", "count", "bound", "bm25_bound", "ordered", "_flagged", "_memo", "_key",
+                 "_dense")
 
     def __init__(self, slots: np.ndarray, codes: np.ndarray, idf: float, ordered: bool,
                  memo: FlaggedMemo | None = None, key: int = -1) -> None:
@@ -116,6 +117,7 @@ class QueryTerm:
         self.bound = self.bm25_bound = 0.0
         self._flagged: np.ndarray | None = None
         self._memo, self._key = memo, key  # where the flagged slots of these very postings are remembered
+        self._dense: np.ndarray | None = None
 
     def finish(self) -> None:
         # tf / (tf + norm) < 1 for every record (norm >= k1 * (1 - b) > 0), so a part is below idf * (k1 + 1)
@@ -154,9 +156,10 @@ class QueryTerm:
             codes = self.codes[pos]
             codes[self.slots[pos] != cand] = 0
             return codes
-        dense = np.zeros(nslots, dtype=self.codes.dtype)  # a code per slot (fresh zero pages: only touched ones cost)
-        dense[self.slots] = self.codes
-        return dense[cand]
+        if self._dense is None:  # a code per slot, kept for this query's later candidate sets
+            self._dense = np.zeros(nslots, dtype=self.codes.dtype)
+            self._dense[self.slots] = self.codes
+        return self._dense[cand]
 
 
 def _sum_parts(order: list[QueryTerm], parts: dict[int, np.ndarray]) -> np.ndarray:
@@ -220,18 +223,17 @@ def _nonessential(distinct: list[QueryTerm], theta: float) -> set[int]:
 
 def _may_rank(partial: np.ndarray, theta: float, cand: np.ndarray, others: list[QueryTerm],
               nslots: int) -> np.ndarray:
-    """Which candidates can still reach theta: their partial score plus the other terms' BM25 bounds,
-    or, for a record some other term boosts, plus the other terms' whole bounds. (Keeping more
+    """Which candidates can still reach theta: their partial score plus the other terms' BM25 bounds
+    plus the boost bounds of the other terms that flag the record. (Keeping more
     records than needed is always safe; it only costs their lookups.) The thresholds are lowered by
     `_ABS_SLACK` for the rounding of `theta - bounds`."""
     maybe = np.flatnonzero(partial >= theta - sum(u.bound for u in others) - _ABS_SLACK)
     if len(maybe) > _FEW_UNSURE:
-        sure = partial[maybe] >= theta - sum(u.bm25_bound for u in others) - _ABS_SLACK
-        boosted = np.zeros(nslots, dtype=bool)
+        boosts = np.zeros(nslots)  # per record: the most the boosts of the terms that flag it can add
         for u in others:
-            boosted[u.flagged_slots()] = True
-        sure |= boosted[cand[maybe]]
-        maybe = maybe[sure]
+            boosts[u.flagged_slots()] += u.bound - u.bm25_bound  # (a term's flagged slots are distinct)
+        need = theta - sum(u.bm25_bound for u in others) - _ABS_SLACK
+        maybe = maybe[partial[maybe] + boosts[cand[maybe]] >= need]
     return maybe
 
 
@@ -249,6 +251,34 @@ def _prefilter(t: QueryTerm, others: list[QueryTerm], scorer: tuple, cand: np.nd
         theta = max(theta, _kth(sample, k))
     keep = _may_rank(bounds, theta, cand, others, nslots)
     return cand[keep], codes[keep], theta
+
+
+def _score_all(order: list[QueryTerm], distinct: list[QueryTerm], norm: np.ndarray, alive: np.ndarray | None,
+               nslots: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every live record's score, each term's postings added into per-slot sums (in query order):
+    cheaper than lookups when most records hold several of the query's terms."""
+    parts = {id(t): contributions(t.idf, t.codes, norm[t.slots]) for t in distinct}
+    acc = np.zeros(nslots)
+    boost = np.zeros(nslots)
+    for t in order:
+        acc[t.slots] += parts[id(t)]  # a term's slots are distinct: one addition per slot (0.0 + x == x first)
+    for t in order:  # only flagged postings add a boost (+ 0.0 elsewhere changes nothing)
+        flagged = np.flatnonzero(t.codes & 3)
+        slots, index = t.slots[flagged], _flag_index(t.codes[flagged])
+        boost[slots] += _KEY_OF_CODE[index]
+        boost[slots] += _TAG_OF_CODE[index]
+    cand = np.flatnonzero(acc)  # every part is > 0 (idf > 0, tf >= 1)
+    if alive is not None:
+        cand = cand[alive[cand]]
+    scores = acc[cand]
+    scores += boost[cand]
+    return cand, scores
+
+
+def _prunes_little(done: int, before: int, after: int, distinct: list[QueryTerm], theta: float) -> bool:
+    """At the first term: the bounds kept most candidates and several terms stay essential, so
+    looking the other terms up for each would cost more than adding up all postings (`_score_all`)."""
+    return done == 1 and 2 * after > before and len(distinct) - len(_nonessential(distinct, theta)) > 2
 
 
 def _sample_size(k: int) -> int:
@@ -270,6 +300,8 @@ def search(order: list[QueryTerm], norm: np.ndarray, norm_min: float, alive: np.
     and a term is skipped once it is non-essential (`_nonessential`): then every record it holds
     either was a candidate already or cannot rank."""
     distinct = list({id(t): t for t in order}.values())
+    if k is None:
+        return _score_all(order, distinct, norm, alive, nslots)
     for t in distinct:
         t.count = 0
     for t in order:
@@ -303,7 +335,10 @@ def search(order: list[QueryTerm], norm: np.ndarray, norm_min: float, alive: np.
         others = [u for u in distinct if u is not t]
         sampled = k is not None and len(cand) > _PREFILTER_MIN
         if sampled:
+            before = len(cand)
             cand, codes, theta = _prefilter(t, others, (order, distinct, norm, norm_min, nslots), cand, codes, k, theta)
+            if _prunes_little(done, before, len(cand), distinct, theta):
+                return _score_all(order, distinct, norm, alive, nslots)
         part = contributions(t.idf, codes, norm[cand])
         if k is not None and len(cand) > k:
             partial = _partial(t, part, codes)
@@ -319,6 +354,8 @@ def search(order: list[QueryTerm], norm: np.ndarray, norm_min: float, alive: np.
                 sample = _score(order, distinct, norm, nslots, cand[top], t, codes[top], part[top])
                 theta = max(theta, _kth(sample, k))
             keep = _may_rank(partial, theta, cand, others, nslots)
+            if _prunes_little(done, len(cand), len(keep), distinct, theta):
+                return _score_all(order, distinct, norm, alive, nslots)
             cand, codes, part = cand[keep], codes[keep], part[keep]
         scores = _score(order, distinct, norm, nslots, cand, t, codes, part)
         out_slots.append(cand)
