@@ -54,6 +54,12 @@ def _full_top(idx: NamespaceIndex, q: list[str], k: int) -> list[tuple[float, in
     return idx._top(idx.lexical_scores(q), k)
 
 
+def _scalar_top(idx: NamespaceIndex, q: list[str], k: int) -> list[tuple[float, int]]:
+    """Independent of the vectorised code: each record's score by the scalar formula (`explain`)."""
+    scores = {seq: idx.explain(seq, q).lexical for seq in list(idx.docs)}
+    return idx._top({seq: s for seq, s in scores.items() if s > 0}, k)
+
+
 def _queries(rng: random.Random, n: int) -> list[list[str]]:
     out = [["w0"], ["w0", "w0"], ["w0", "w1", "w2"], ["w1", "w299"], ["w2", "w0", "w2"], ["nothere", "w5"]]
     out += [tokenize(" ".join(rng.choices(VOCAB, WEIGHTS, k=rng.randint(1, 4)))) for _ in range(n)]
@@ -72,6 +78,21 @@ def test_top_k_search_equals_ranking_every_full_score(setting):
         for q in queries:
             for k in (1, 3, 10, 100):
                 assert idx.top_lexical(q, k) == _full_top(idx, q, k), (q, k)
+
+
+@pytest.mark.parametrize("all_postings", [False, True])
+def test_full_scores_and_the_all_postings_path_equal_the_scalar_formula(all_postings, monkeypatch):
+    live = Live()
+    live.feed(*_records(700, 17))
+    idx = live.engine.indexes["t"]
+    if all_postings:  # as when the bounds prune little: every posting added up (`_score_all`)
+        monkeypatch.setattr(scoring, "_prunes_little", lambda *a: True)
+    with thresholds(0, 3, 0, 0):
+        for q in _queries(random.Random(8), 6):
+            want = _scalar_top(idx, q, 100)
+            assert _full_top(idx, q, 100) == want, q
+            for k in (1, 10):
+                assert idx.top_lexical(q, k) == want[:k], (q, k)
 
 
 @pytest.mark.parametrize("setting", SETTINGS[:2])
