@@ -6,6 +6,7 @@ from __future__ import annotations
 import heapq
 import math
 import os
+from functools import partial
 from itertools import compress, count, repeat
 from operator import is_
 from typing import Iterable
@@ -109,8 +110,9 @@ class NamespaceIndex:
         self._norm_key: tuple[float, int] | None = None
         self._norm: np.ndarray | None = None
         self._norm_min = 0.0
-        self._ordered_for: np.ndarray | None = None  # the `_pslot` array `_ordered` was checked on
-        self._ordered = False
+        self._ordered_for: np.ndarray | None = None  # the `_pslot` array `_merge` wrote (sorted per term)
+        self._checked_for: np.ndarray | None = None  # the `_pslot` array `_checked` holds terms of
+        self._checked: dict[int, bool] = {}  # term id -> main postings ascending (arrays not from `_merge`)
         self._flagged = FlaggedMemo()  # emptied whenever postings are added or merged
 
     def __len__(self) -> int:
@@ -379,6 +381,8 @@ class NamespaceIndex:
         np.cumsum(np.bincount(term, minlength=nterms), out=off[1:])
         del term
         self._pslot = slot[order]
+        # main slots ascending per term, the overflow's in arrival order and past them: sorted, no check
+        self._ordered_for = self._pslot
         del slot
         self._pcode = code[order]
         self._off = off
@@ -475,24 +479,27 @@ class NamespaceIndex:
             self._norm_key = key
         return self._norm
 
-    def _postings_ordered(self) -> bool:
-        """Whether each term's main postings list its slots strictly ascending (what `_merge` writes;
-        arrays restored from the state cache are checked once), so they can be binary-searched."""
-        pslot = self._pslot
-        if self._ordered_for is not pslot:
-            ok = True
-            if len(pslot) > 1:
-                falls = np.flatnonzero(pslot[1:] <= pslot[:-1]) + 1  # may only happen where a term starts
-                ok = bool(np.isin(falls, self._off).all())
-            self._ordered_for, self._ordered = pslot, ok
-        return self._ordered
+    def _term_ordered(self, tid: int, slots: np.ndarray, nmain: int) -> bool:
+        """Whether a term's postings list its slots strictly ascending, so they can be binary-searched:
+        `_merge` writes the main arrays so, and the overflow comes in slot order after them; arrays
+        restored from the state cache are checked, per term and once (only terms a query searches)."""
+        if self._ordered_for is not self._pslot:
+            if self._checked_for is not self._pslot:
+                self._checked_for, self._checked = self._pslot, {}
+            ok = self._checked.get(tid)
+            if ok is None:
+                main = slots[:nmain]
+                ok = self._checked[tid] = bool(np.all(main[1:] > main[:-1]))
+            if not ok:
+                return False
+        tail = slots[nmain:]
+        return (not len(tail) or not nmain or int(tail[0]) > int(slots[nmain - 1])) and bool(np.all(tail[1:] > tail[:-1]))
 
     def _query_terms(self, q: list[str]) -> list[QueryTerm]:
         """The query's terms this namespace knows (with live postings), in query order, repeats included."""
         n, _ = self.stats()
         self._flush()
         tid_get = self._tid.get
-        main_ordered = None
         seen: dict[str, QueryTerm | None] = {}
         order: list[QueryTerm] = []
         for term in q:
@@ -502,15 +509,10 @@ class NamespaceIndex:
                 if tid is not None:
                     slots, codes, df = self._term_postings(tid)
                     if df:
-                        if main_ordered is None:
-                            main_ordered = self._postings_ordered()
                         off = np.asarray(self._off)
                         nmain = int(off[tid + 1] - off[tid]) if tid < len(off) - 1 else 0
-                        tail = slots[nmain:]  # overflow postings: slots in arrival order, all past the main ones
-                        ordered = main_ordered and (not len(tail) or not nmain or int(tail[0]) > int(slots[nmain - 1]))
-                        ordered = ordered and bool(np.all(tail[1:] > tail[:-1]))
-                        seen[term] = QueryTerm(slots, codes, idf_of(n, df), ordered,
-                                               self._flagged, tid)
+                        ordered = partial(self._term_ordered, tid, slots, nmain)  # asked only before a binary search
+                        seen[term] = QueryTerm(slots, codes, idf_of(n, df), ordered, self._flagged, tid)
             got = seen[term]
             if got is not None:
                 order.append(got)

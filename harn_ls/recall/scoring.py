@@ -22,6 +22,7 @@ added last."""
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -110,9 +111,9 @@ class QueryTerm:
     __slots__ = ("slots", "codes", "idf", "count", "bound", "bm25_bound", "ordered", "_flagged", "_memo", "_key",
                  "_dense")
 
-    def __init__(self, slots: np.ndarray, codes: np.ndarray, idf: float, ordered: bool,
+    def __init__(self, slots: np.ndarray, codes: np.ndarray, idf: float, ordered: bool | Callable[[], bool],
                  memo: FlaggedMemo | None = None, key: int = -1) -> None:
-        self.slots, self.codes, self.idf, self.ordered = slots, codes, idf, ordered
+        self.slots, self.codes, self.idf, self.ordered = slots, codes, idf, ordered  # (a callable: asked once)
         self.count = 0
         self.bound = self.bm25_bound = 0.0
         self._flagged: np.ndarray | None = None
@@ -123,6 +124,11 @@ class QueryTerm:
         # tf / (tf + norm) < 1 for every record (norm >= k1 * (1 - b) > 0), so a part is below idf * (k1 + 1)
         self.bm25_bound = self.count * self.idf * (K1 + 1.0) * (1.0 + _BOUND_SLACK)
         self.bound = self.count * (self.idf * (K1 + 1.0) + KEY_BOOST + TAG_BOOST) * (1.0 + _BOUND_SLACK)
+
+    def is_ordered(self) -> bool:
+        if not isinstance(self.ordered, bool):
+            self.ordered = bool(self.ordered())
+        return self.ordered
 
     def code_bounds(self, norm_min: float) -> np.ndarray:
         """Per posting code (clipped to the table): the most a record with that code can score from
@@ -150,7 +156,7 @@ class QueryTerm:
     def codes_at(self, cand: np.ndarray, nslots: int) -> np.ndarray:
         """This term's posting code for each candidate slot, 0 where the record lacks the term."""
         n = len(self.slots)
-        if self.ordered and n > _SPARSE_RATIO * len(cand):  # binary search in the (ascending) postings
+        if n > _SPARSE_RATIO * len(cand) and self.is_ordered():  # binary search in the (ascending) postings
             pos = np.searchsorted(self.slots, cand)
             np.minimum(pos, n - 1, out=pos)
             codes = self.codes[pos]
