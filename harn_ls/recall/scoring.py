@@ -248,13 +248,16 @@ def _prefilter(t: QueryTerm, others: list[QueryTerm], scorer: tuple, cand: np.nd
     """The candidates of term t that their posting code alone does not rule out, and theta raised by
     scoring the few with the best codes first: no arithmetic on the postings that cannot rank."""
     order, distinct, norm, norm_min, nslots = scorer
-    bounds = np.take(t.code_bounds(norm_min), codes, mode="clip")
+    table = t.code_bounds(norm_min)
+    bounds = np.take(table, codes, mode="clip")
     size = min(_sample_size(k), len(bounds))
     top = np.argpartition(bounds, len(bounds) - size)[len(bounds) - size:]
     tc, tcodes = cand[top], codes[top]
     sample = _score(order, distinct, norm, nslots, tc, t, tcodes, contributions(t.idf, tcodes, norm[tc]))
     if len(sample) >= k:
         theta = max(theta, _kth(sample, k))
+    if table[4:].min() + sum(u.bound for u in others) >= theta - _ABS_SLACK:  # (codes 0-3: tf 0, never stored)
+        return cand, codes, theta  # no code's bound is low enough to rule a record out
     keep = _may_rank(bounds, theta, cand, others, nslots)
     return cand[keep], codes[keep], theta
 
