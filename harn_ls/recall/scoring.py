@@ -84,7 +84,7 @@ class FlaggedMemo:
 
     __slots__ = ("_by_term", "_size", "_limit")
 
-    def __init__(self, limit: int = 1 << 21) -> None:
+    def __init__(self, limit: int = 1 << 19) -> None:  # at most 2 MB of slots per namespace
         self._by_term: dict[int, np.ndarray] = {}
         self._size = 0
         self._limit = limit
