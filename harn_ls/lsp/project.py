@@ -165,7 +165,8 @@ class Project:
     async def warm_recall(self, attempts: int = 3) -> None:
         """Build the recall index in short steps on the project thread, so hovers and lenses
         are served in between; restart if the memory changed meanwhile, and after a few
-        restarts just build it in one go."""
+        restarts just build it in one go. Returns as soon as recall answers: what is left to
+        do (the cache write, decoding cached records) is `settle_recall`'s."""
         for _ in range(attempts):
             generation, steps = await self.run(lambda: (self.ws.generation, self.ws.recall_build_steps()))
             engine = RecallEngine()
@@ -180,23 +181,17 @@ class Project:
                     aborted = True
                     break
             if not aborted and await self.run(lambda: self.ws.adopt_recall(engine, generation)):
-                await self.run(_freeze_heap)
-                await self.run(self._save_cache)
-                await self._materialize_recall()
                 return
             await asyncio.sleep(0.3)
         await self.run(lambda: self.ws.recall)
+
+    async def settle_recall(self) -> None:
+        """After recall is ready: write the state cache, then decode the records a cached index
+        left undecoded, and move the model out of the collector's view. None of it changes an
+        answer; it spares the first append batch (and a later full collection) the work."""
         await self.run(_freeze_heap)
         await self.run(self._save_cache)
-
-    async def _materialize_recall(self) -> None:
-        """A cached recall index comes back lazily (records decoded on demand) and decodes all its
-        records on its first change. In the server, do that now, one namespace per step on the
-        project thread, so the first append batch after start does not wait for it (1M events:
-        seconds) and hovers are served between the steps."""
-        for namespace in await self.run(lambda: self.ws.recall.namespaces()):
-            await self.run(lambda ns=namespace: self.ws.recall.materialize(ns))
-        await self.run(_freeze_heap)
+        await self._materialize_recall()
 
     def _save_cache(self) -> None:
         """Write the state cache once the model is complete (only what it does not hold yet)."""
