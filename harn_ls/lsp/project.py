@@ -193,6 +193,22 @@ class Project:
         await self.run(self._save_cache)
         await self._materialize_recall()
 
+    async def _materialize_recall(self) -> None:
+        """A cached recall index comes back lazily (records decoded on demand) and decodes all its
+        records on its first change. In the server, do that now, in short steps on the project
+        thread (`Workspace.recall_settle_steps`), so the first append batch after start does not
+        wait for it (1M events: seconds) and requests and batches are served between the steps."""
+        def _step(step) -> bool:
+            done = step()
+            # what it decoded lives as long as the model: out of the collector's view at once, or
+            # the next full collection walks it (and the one after that, every few steps)
+            gc.freeze()
+            return done
+
+        for step in await self.run(lambda: self.ws.recall_settle_steps()):
+            while not await self.run(_step, step):
+                pass
+
     def _save_cache(self) -> None:
         """Write the state cache once the model is complete (only what it does not hold yet)."""
         try:
