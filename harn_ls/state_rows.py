@@ -121,6 +121,8 @@ class RowReader:
 
     def decoded(self) -> dict[int, MemoryRecord]:
         """seq -> record of every row, from the rows alone: raises when they do not check out."""
+        while not self.decode_some(50_000):  # finish what the steps began (checked as a whole at the end)
+            pass
         if self._all is None:
             out = {}
             ns = self.space.namespace

@@ -73,10 +73,11 @@ class RecallPart:
 
     def recall_settle_steps(self, rows_per_step: int = 5000) -> list:
         """What a cached index leaves for later once recall answers: the records it did not decode.
-        Each step is short (a few thousand rows, or one namespace's hand-over) and returns True when
+        Each step is short (a few thousand rows, or one index taking them) and returns True when
         done, False to be called again, so a server serves requests and append batches in between.
-        The index and its namespace then hold the same record objects, decoded once. Each step looks
-        the namespace up again: a rescan or reset meanwhile only leaves it less to do."""
+        The namespace, when it is first needed, takes the same decoded records (`RowReader.decoded`):
+        one copy of each. Each step looks its namespace up again: a rescan or reset meanwhile only
+        leaves it less to do."""
         if self._recall is None:
             return []
         steps = []
@@ -85,18 +86,12 @@ class RecallPart:
             reader = readers.get(ns)
             if reader is not None:
                 steps.append(lambda reader=reader: reader.decode_some(rows_per_step))
-            steps.append(lambda ns=ns: self._settle_namespace(ns))
+            steps.append(lambda ns=ns: self._settle_index(ns))
         return steps
 
-    def _settle_namespace(self, ns: str) -> bool:
-        """Decode a lazily restored index's records (`NamespaceIndex.materialize`), then build its
-        namespace's records from the same decoded rows, so neither pays for it on the next append."""
+    def _settle_index(self, ns: str) -> bool:
         if self._recall is not None:
-            self._recall.materialize(ns)
-        space = self.memory.get(ns)
-        reader = self._state_cache.readers.get(ns) if self._state_cache is not None else None
-        if space is not None and reader is not None and reader.space is space and not space.materialized:
-            space.active  # the loader (StateCache.restore_namespace) takes the rows the index just took
+            self._recall.materialize(ns)  # a lazily restored index takes its decoded records
         return True
 
     def adopt_recall(self, engine: RecallEngine, generation: int) -> bool:

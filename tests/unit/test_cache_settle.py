@@ -1,6 +1,6 @@
 """What the server does once recall answers from a cached index (lsp/project.py settle_recall): the
-records the index left undecoded are decoded in short steps (`Workspace.recall_settle_steps`), then
-the index and its namespace hold the same record objects. None of it may change an answer, whatever
+records the index left undecoded are decoded in short steps (`Workspace.recall_settle_steps`), and
+the index and (when it is needed) its namespace hold the same record objects. None of it may change an answer, whatever
 happens between the steps, and rows that do not check out are never trusted."""
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ def test_settle_steps_decode_in_steps_and_share_the_records(project, cache_env):
     calls, _ = run_steps(ws.recall_settle_steps(rows_per_step=2))
     assert calls > len(ws.recall.namespaces()) * 2  # a decode step was called more than once: spread out
     idx, space = ws.recall.indexes[NS], ws.memory[NS]
-    assert not isinstance(idx.docs, _LazyDocs) and space.materialized
+    assert not isinstance(idx.docs, _LazyDocs)
+    assert not space.materialized  # the namespace is built when first needed (from the same rows)
     assert len(space.active) == n_records
     # one decoded record per row: the index and the namespace share it
     assert all(idx.docs[seq].record is record for seq, record in space.active.items())
