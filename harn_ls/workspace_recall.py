@@ -71,7 +71,7 @@ class RecallPart:
             steps.append(lambda e, space=space, part=part: e.sync_namespace(space, MemoryDelta(added=part)))
         return steps
 
-    def recall_settle_steps(self, rows_per_step: int = 5000) -> list:
+    def recall_settle_steps(self, rows_per_step: int = 2000) -> list:
         """What a cached index leaves for later once recall answers: the records it did not decode.
         Each step is short (a few thousand rows, or one index taking them) and returns True when
         done, False to be called again, so a server serves requests and append batches in between.
