@@ -130,7 +130,14 @@ class RowReader:
                 r = record_from_row(row, ns)
                 out[r.seq] = r
             self._all, self._step = out, None
+            self._drop_row_index()
         return self._all
+
+    def _drop_row_index(self) -> None:
+        """Every row is decoded (`_all`): single-row reads answer from it, so the per-row index
+        (Python ints and a seq -> row dict: ~100 bytes a row) is no longer needed."""
+        self._pos = self._ends = self._crcs = None
+        self.seqs_cached = None
 
     def decode_some(self, max_rows: int) -> bool:
         """Decode up to `max_rows` more rows towards `all()`, so a server can spread the work over
@@ -163,6 +170,7 @@ class RowReader:
                         or os.fstat(self._rows.fileno()).st_size != ends[-1] or len(out) != len(ends):
                     raise CacheInvalid("rows changed")
                 self._all, self._step = out, None
+                self._drop_row_index()
                 return True
         except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             self._step = None
