@@ -64,6 +64,7 @@ class Project:
         self.last_batch_at: float = 0.0
         # Project thread only: each file's problems as last handed to the diagnostics registry.
         self.published_problems: dict[str, tuple[Problem, ...]] = {}
+        self.closed = False  # set by close(): long background work stops at its next step
         self.fact_spans = FactSpanCache()  # hover / lens spans per source file; used on the worker thread only
 
     @property
@@ -192,8 +193,10 @@ class Project:
         """After recall is ready: write the state cache, then decode the records a cached index
         left undecoded, and move the model out of the collector's view. None of it changes an
         answer; it spares the first append batch (and a later full collection) the work."""
-        await self.run(_freeze_heap)
-        await self.run(self._save_cache)
+        for work in (_freeze_heap, self._save_cache):
+            if self.closed:  # the folder left the workspace meanwhile: nothing left to settle
+                return
+            await self.run(work)
         await self._materialize_recall()
 
     async def _materialize_recall(self) -> None:
@@ -209,9 +212,13 @@ class Project:
             gc.freeze()
             return done
 
+        if self.closed:
+            return
         for step in await self.run(lambda: self.ws.recall_settle_steps()):
-            while not await self.run(_step, step):
+            while not self.closed and not await self.run(_step, step):
                 pass
+            if self.closed:
+                return
 
     def _save_cache(self) -> None:
         """Write the state cache once the model is complete (only what it does not hold yet)."""
@@ -235,6 +242,7 @@ class Project:
         return changes
 
     def close(self) -> None:
+        self.closed = True
         if self.watcher is not None:
             try:
                 self.watcher.stop()

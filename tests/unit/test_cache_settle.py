@@ -5,6 +5,7 @@ happens between the steps, and rows that do not check out are never trusted."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,28 @@ def test_the_namespace_takes_the_rows_the_index_decoded(project, cache_env):
     space = ws.memory[NS]
     assert not space.materialized
     assert all(ws.recall.indexes[NS].docs[seq].record is r for seq, r in space.active.items())
+
+
+def test_a_project_closed_while_it_settles_stops_quietly(project, cache_env):
+    """A folder removed from the workspace mid-settle: the remaining steps are skipped, nothing
+    is scheduled on its stopped thread (which would raise)."""
+    # the server layer (pygls) is imported only by this test of the module's upkeep
+    from harn_ls.lsp.project import Project
+
+    fill(project)
+
+    async def scenario() -> tuple[bool, bool]:
+        async def on_changes(_proj, _changes) -> None:
+            return None
+
+        proj = Project(str(project), on_changes)
+        await proj.load()
+        await proj.warm_recall()
+        lazy_before = await proj.run(lambda: isinstance(proj.ws.recall.indexes[NS].docs, _LazyDocs))
+        proj.close()
+        await proj.settle_recall()  # returns at once instead of raising on the stopped pool
+        # (its thread is stopped: read the model directly, past the thread guard the tests turn on)
+        return lazy_before, isinstance(vars(proj.ws)["_recall"].indexes[NS].docs, _LazyDocs)
+
+    lazy_before, lazy_after = asyncio.run(scenario())
+    assert lazy_before and lazy_after  # nothing was decoded after close
