@@ -44,7 +44,7 @@ from harn_ls.cache_dir import cache_enabled, cache_root, project_cache_dir
 from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay, decode_rows, record_from_row,
+from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _replay, record_from_row,
                                record_row)
 from harn_ls.workspace_runs import TranscriptSummary
 
@@ -170,14 +170,14 @@ def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> dict[str, 
             "rows": b"\n".join(rows), "rowidx": index.tobytes()}
 
 
-def fill_namespace(space: MemoryNamespace, data: bytes, rows: bytes) -> None:
-    """Set the record-level state of a restored namespace from its records document and rows."""
+def fill_namespace(space: MemoryNamespace, data: bytes, rows: Mapping[int, MemoryRecord]) -> None:
+    """Set the record-level state of a restored namespace from its records document and its
+    decoded rows (`RowReader.decoded`: the same record objects the restored index holds)."""
     doc = orjson.loads(data)
     ns = space.namespace
     active: dict[int, MemoryRecord] = {}
     by_id: dict[str, list[int]] = {}
-    for row in decode_rows(rows):
-        r = record_from_row(row, ns)
+    for r in rows.values():
         active[r.seq] = r
         seqs = by_id.get(r.id)
         if seqs is None:
@@ -290,12 +290,12 @@ class StateCache:
             try:
                 with records as fh:
                     data = _checked(fh.read(), e["records"])
-                fill_namespace(space, data, _checked(_pread_all(rows), e["rows"]))
+                fill_namespace(space, data, reader.decoded())
             except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
                 _replay(space, v["offset"])  # the log's bytes up to the offset were checked unchanged
 
         space = MemoryNamespace.restored(ns, path, summary, problems, load)
-        self.readers[ns] = RowReader(space, v["offset"], rows, e["rows"], rowidx, e["rowidx"])
+        reader = self.readers[ns] = RowReader(space, v["offset"], rows, e["rows"], rowidx, e["rowidx"])
         tail.offset = v["offset"]
         tail.line_no = v["line_no"]
         tail._ino = v["ino"]

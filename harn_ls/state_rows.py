@@ -64,6 +64,10 @@ class RowReader:
         self._crcs: array | None = None
         self._fallback: dict[int, MemoryRecord] | None = None
         self.seqs_cached: list[int] | None = None
+        # every row decoded once, shared by the index and the namespace (see `all`), and the
+        # progress of decoding them in steps (`decode_some`): next row, rows so far, running CRC
+        self._all: dict[int, MemoryRecord] | None = None
+        self._step: tuple[int, dict[int, MemoryRecord], int] | None = (0, {}, 0)
 
     def seqs(self) -> list[int] | None:
         """The row sequences in row order, None when the row index is not usable."""
@@ -103,21 +107,76 @@ class RowReader:
         return self.all()[seq]
 
     def all(self) -> dict[int, MemoryRecord]:
-        """seq -> record of every row (one read, checked as a whole)."""
+        """seq -> record of every row (one read, checked as a whole; decoded once: the index and
+        the namespace get the same record objects). Not to be modified."""
         if self._fallback is not None:
             return self._fallback
         try:
-            out = {}
-            ns = self.space.namespace
-            for row in decode_rows(_checked(_pread_all(self._rows), self._rows_desc)):
-                r = record_from_row(row, ns)
-                out[r.seq] = r
-            return out
+            return self.decoded()
         except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             fresh = MemoryNamespace(self.space.namespace, self.space.path)
             _replay(fresh, self.offset)
             self._fallback = fresh.active
             return self._fallback
+
+    def decoded(self) -> dict[int, MemoryRecord]:
+        """seq -> record of every row, from the rows alone: raises when they do not check out."""
+        while not self.decode_some(50_000):  # finish what the steps began (checked as a whole at the end)
+            pass
+        if self._all is None:
+            out = {}
+            ns = self.space.namespace
+            for row in decode_rows(_checked(_pread_all(self._rows), self._rows_desc)):
+                r = record_from_row(row, ns)
+                out[r.seq] = r
+            self._all, self._step = out, None
+            self._drop_row_index()
+        return self._all
+
+    def _drop_row_index(self) -> None:
+        """Every row is decoded (`_all`): single-row reads answer from it, so the per-row index
+        (Python ints and a seq -> row dict: ~100 bytes a row) is no longer needed."""
+        self._pos = self._ends = self._crcs = None
+        self.seqs_cached = None
+
+    def decode_some(self, max_rows: int) -> bool:
+        """Decode up to `max_rows` more rows towards `all()`, so a server can spread the work over
+        short steps; True once there is nothing left to do this way. The rows decoded in steps are
+        only used when the CRC over all of them and the total size match the manifest; anything
+        else drops them and leaves `all()` to do it in one go (and check it) as before."""
+        if self._step is None or self._fallback is not None:
+            return True
+        if self._ends is None and self.seqs() is None:
+            self._step = None
+            return True
+        ends = self._ends
+        start, out, crc = self._step
+        stop = min(len(ends), start + max(1, max_rows))
+        if start >= stop:
+            self._step = None
+            return True
+        first = ends[start - 1] if start else 0
+        try:
+            data = os.pread(self._rows.fileno(), ends[stop - 1] - first, first)
+            if len(data) != ends[stop - 1] - first:
+                raise CacheInvalid("short read")
+            crc = zlib.crc32(data, crc)
+            ns = self.space.namespace
+            for row in decode_rows(data):
+                r = record_from_row(row, ns)
+                out[r.seq] = r
+            if stop == len(ends):
+                if crc != self._rows_desc["crc"] or ends[-1] != self._rows_desc["size"] \
+                        or os.fstat(self._rows.fileno()).st_size != ends[-1] or len(out) != len(ends):
+                    raise CacheInvalid("rows changed")
+                self._all, self._step = out, None
+                self._drop_row_index()
+                return True
+        except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            self._step = None
+            return True
+        self._step = (stop, out, crc)
+        return False
 
 
 def _replay(space: MemoryNamespace, offset: int) -> None:
