@@ -33,7 +33,7 @@ def _target(path: str | None) -> str:
     return target
 
 
-def _project(path: str | None, args=None, memory_only: bool = False) -> "object":
+def _project(path: str | None, args=None, memory_only: bool = False, defer_facts: bool = False) -> "object":
     # start-up: the workspace loads every format parser (~0.5 s); --help and usage errors skip it
     from harn_ls.workspace import Workspace
 
@@ -41,7 +41,7 @@ def _project(path: str | None, args=None, memory_only: bool = False) -> "object"
     # cyclic collector would only rescan them (seconds on a big project).
     gc.disable()
     use_cache = args is not None and not getattr(args, "no_cache", False)
-    return Workspace.load(_target(path), cache=use_cache, memory_only=memory_only)
+    return Workspace.load(_target(path), cache=use_cache, memory_only=memory_only, defer_facts=defer_facts)
 
 
 _NON_ASCII_OR_DEL = re.compile(rb"[\x7f-\xff]")
@@ -80,9 +80,10 @@ def cmd_inspect(args) -> int:
     # start-up: the renderers load only for the command that prints them
     from harn_ls.render.inspect import inspect_json, inspect_text
 
-    ws = _project(args.path, args)
+    # --json prints the facts of unchanged namespaces in their cached form (never decoded)
+    ws = _project(args.path, args, defer_facts=args.json)
     if args.json:
-        _dump(inspect_json(ws))
+        _dump(inspect_json(ws, facts_fragment=True))
     else:
         sys.stdout.write(inspect_text(ws))
     _done(ws)

@@ -44,14 +44,14 @@ from harn_ls.cache_dir import cache_enabled, cache_root, project_cache_dir
 from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay, decode_rows, record_from_row,
-                               record_row)
+from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay, decode_rows,
+                               fact_inspect_fragment, record_from_row, record_row)
 from harn_ls.workspace_runs import TranscriptSummary
 
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
 
-FORMAT = "harn-ls-state/4"
+FORMAT = "harn-ls-state/5"
 STATE_DIR = "state"
 MANIFEST = "manifest.json"
 TAIL_HASH_BYTES = 4096
@@ -136,19 +136,22 @@ def _fact_from_row(row: list, ns: str):
 
 
 PAYLOADS = {"meta": ".meta.json", "facts": ".facts.json", "records": ".records.json", "rows": ".rows.jsonl",
-            "rowidx": ".rowidx.bin"}
+            "rowidx": ".rowidx.bin", "ifacts": ".ifacts.json"}
 
 
 def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> dict[str, bytes]:
     """The payloads (PAYLOADS) of one materialized namespace. The facts are a payload of their own (a
     one-shot recall does not decode them); the active records are rows (one orjson array a line) so one
     can be decoded alone; the row index holds, per row, (seq, end offset, CRC-32 of the row) as native
-    int64 triples."""
+    int64 triples. `ifacts` holds each fact as `inspect --json` prints it ([id, fragment], entry order);
+    the meta counts the facts and lists their problems, so a one-shot inspect decodes neither."""
     active, forgotten, hidden = len(space.active), len(space.forgotten), len(space.hidden)
     meta = {
         "seq": space.seq, "event_count": space.event_count, "last_event_at": space.last_event_at,
         "config": space.config, "open_event": space.open_event, "sizes": [active, forgotten, hidden],
         "problems": [_problem_row(p) for p in space.problems],
+        "fact_count": sum(1 for _seq, f, _probs in fact_entries if f is not None),
+        "fact_problems": [[seq, [_problem_row(p) for p in probs]] for seq, _f, probs in fact_entries if probs],
     }
     facts = [[seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
              for seq, f, probs in fact_entries]
@@ -166,8 +169,9 @@ def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> dict[str, 
     }
     opt = orjson.OPT_NON_STR_KEYS
     rows.append(b"")
+    ifacts = [[f.id, fact_inspect_fragment(f)] for _seq, f, _probs in fact_entries if f is not None]
     return {"meta": dumps(meta, option=opt), "facts": dumps(facts, option=opt), "records": dumps(records, option=opt),
-            "rows": b"\n".join(rows), "rowidx": index.tobytes()}
+            "rows": b"\n".join(rows), "rowidx": index.tobytes(), "ifacts": dumps(ifacts)}
 
 
 def fill_namespace(space: MemoryNamespace, data: bytes, rows: bytes) -> None:
@@ -208,6 +212,8 @@ class StateCache:
         self._runs_changed = False
         self.keep_runs = False  # the run records were not scanned this time: keep their entry as it is
         self.readers: dict[str, RowReader] = {}  # namespace -> single records of its restored rows
+        # namespace -> (fact count, [(seq, [Problem])], ifacts payload description) as restored
+        self.fact_summaries: dict[str, tuple[int, list, Any]] = {}
 
     @classmethod
     def open(cls, project_root: str, env: Mapping[str, str] | None = None, enabled: bool = True) -> "StateCache | None":
@@ -279,6 +285,10 @@ class StateCache:
         try:
             meta = orjson.loads(self.read_payload(e.get("meta")))
             problems = [_problem_from_row(r) for r in meta["problems"]]
+            fact_count = meta["fact_count"]
+            if not isinstance(fact_count, int):
+                raise CacheInvalid("bad fact count")
+            fact_problems = [(seq, [_problem_from_row(p) for p in probs]) for seq, probs in meta["fact_problems"]]
             facts_data = self.read_payload(e.get("facts"))  # checked now, decoded when asked for
             summary = {k: meta[k] for k in ("seq", "event_count", "last_event_at", "config", "open_event", "sizes")}
             # open now: the folder may vanish before they are read
@@ -302,7 +312,27 @@ class StateCache:
         tail._head = bytes.fromhex(v["head"])
         tail.torn_bytes = v["torn"]
         self.hits[ns] = state
+        self.fact_summaries[ns] = (fact_count, fact_problems, e.get("ifacts"))
         return space, lambda: _facts_from_rows(orjson.loads(facts_data), ns)
+
+    def fact_problems(self, ns: str) -> list[tuple[int, list[Problem]]]:
+        """[(seq, problems)] of the facts of a restored namespace, in entry order (from its meta)."""
+        return self.fact_summaries[ns][1]
+
+    def inspect_fact_fragments(self, ns: str) -> list | None:
+        """[[fact id, fragment]] of a restored namespace's facts as `inspect --json` prints them
+        (state_rows.fact_inspect_fragment), entry order; None when missing or not intact."""
+        summary = self.fact_summaries.get(ns)
+        if summary is None:
+            return None
+        try:
+            doc = orjson.loads(self.read_payload(summary[2]))
+        except (CacheInvalid, orjson.JSONDecodeError):
+            return None
+        if not isinstance(doc, list) or len(doc) != summary[0] or not all(
+                isinstance(e, list) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], str) for e in doc):
+            return None
+        return doc
 
     # -- run records: the slim record lists and documents need, by (dev, ino, size, mtime, ctime) --
     def _cached_runs(self) -> dict:

@@ -133,3 +133,30 @@ def _replay(space: MemoryNamespace, offset: int) -> None:
     d = space.__dict__
     for name in ("active", "_by_id", "forgotten", "hidden", "forgets"):
         d[name] = getattr(fresh, name)
+
+
+# ----------------------------------------------------------------------------- inspect fact entries
+# `inspect --json` prints every fact; a warm one-shot inspect takes the printed form of an unchanged
+# namespace's facts from the cache instead of decoding ~10k Fact objects only to print them again.
+INSPECT_JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+FACT_ENTRY_INDENT = "\n    "  # an entry of the top-level "facts" list sits two levels deep
+
+
+def fact_inspect_entry(f) -> dict:
+    """One fact as `inspect --json` lists it."""
+    return {"id": f.id, "kind": f.kind, "claim": f.claim, "confidence": f.confidence, "namespace": f.namespace,
+            "ranges": [f"{e.range.path}:{e.range.start}-{e.range.end}" for e in f.evidence if e.range is not None]}
+
+
+def fact_inspect_fragment(f) -> str:
+    """`fact_inspect_entry` serialized exactly as orjson writes it inside the indented "facts" list
+    (orjson escapes every newline inside a string, so each raw newline is indentation)."""
+    data = orjson.dumps(fact_inspect_entry(f), default=str, option=INSPECT_JSON_OPTIONS)
+    return data.decode("utf-8").replace("\n", FACT_ENTRY_INDENT)
+
+
+def join_fact_fragments(fragments: list[str]) -> str:
+    """The "facts" list from its entries' fragments, as orjson writes a list at that depth."""
+    if not fragments:
+        return "[]"
+    return "[" + FACT_ENTRY_INDENT + ("," + FACT_ENTRY_INDENT).join(fragments) + "\n  ]"

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import os
 
+import orjson
+
 from harn_ls.formats.checkpoints import running_now
 from harn_ls.formats.facts import date_now_iso
 from harn_ls.formats.locks import read_flock_table, running_session_writers, session_running
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.render.state_docs import inspect_extra, inspect_extra_text
+from harn_ls.state_rows import fact_inspect_entry, fact_inspect_fragment, join_fact_fragments
 
 
-def inspect_json(ws) -> dict:
+def inspect_json(ws, facts_fragment: bool = False) -> dict:
+    """Everything found, as `inspect --json` prints it. `facts_fragment`: the "facts" list may be an
+    orjson.Fragment (the bytes orjson would write for it at that depth, with INSPECT_JSON_OPTIONS),
+    taken from the state cache for the namespaces whose facts were not decoded."""
     p = ws.paths
     now = date_now_iso()
     pattern = ws.pattern
@@ -45,11 +51,7 @@ def inspect_json(ws) -> dict:
              "forgotten_ids": sizes[1], "hidden_by_tombstone": sizes[2], "config": s.config}
             for ns, s, sizes in ((ns, s, s.sizes()) for ns, s in sorted(ws.memory.items()))
         ],
-        "facts": [
-            {"id": f.id, "kind": f.kind, "claim": f.claim, "confidence": f.confidence, "namespace": f.namespace,
-             "ranges": [f"{e.range.path}:{e.range.start}-{e.range.end}" for e in f.evidence if e.range is not None]}
-            for f in sorted(ws.facts.values(), key=lambda f: f.id)
-        ],
+        "facts": _facts(ws, facts_fragment),
         "pattern_learning": {
             "observations": len(pattern.observations) if pattern else 0,
             "pending": [
@@ -76,6 +78,45 @@ def inspect_json(ws) -> dict:
         },
         "problems": problems,
     } | _extra(ws)
+
+
+def _facts(ws, as_fragment: bool):
+    fragments = _fact_fragments(ws) if as_fragment else None
+    if fragments is not None:
+        return orjson.Fragment(join_fact_fragments(fragments))
+    ws.materialize_facts()
+    return [fact_inspect_entry(f) for f in sorted(ws.facts.values(), key=lambda f: f.id)]
+
+
+def _fact_fragments(ws) -> list[str] | None:
+    """Every fact's fragment in the order of `sorted(ws.facts.values(), key=id)` had every cached fact
+    been decoded; None when some cached fragments are not usable (then the facts are decoded).
+
+    Decoded, a namespace's facts are one run of `ws.facts` (a load restores or reads one namespace at
+    a time, in `ws.memory` order) in the cached entry order the fragments keep; the sort is stable."""
+    deferred = ws.deferred_fact_namespaces()
+    if not deferred:
+        return None
+    position = {ns: i for i, ns in enumerate(ws.memory)}
+    decoded: dict[str, list] = {}
+    last = -1
+    for (ns, _seq), f in ws.facts.items():
+        i = position.get(ns, -1)
+        if i < 0 or i < last or ns in deferred:
+            return None  # not one run per namespace in namespace order: decode and sort them all
+        last = i
+        decoded.setdefault(ns, []).append(f)
+    entries: list = []
+    for ns in ws.memory:
+        if ns in deferred:
+            cached = ws.cached_inspect_facts(ns)
+            if cached is None:
+                return None
+            entries.extend(cached)
+        else:
+            entries.extend([f.id, fact_inspect_fragment(f)] for f in decoded.get(ns, ()))
+    entries.sort(key=lambda e: e[0])
+    return [e[1] for e in entries]
 
 
 def _extra(ws) -> dict:

@@ -15,7 +15,7 @@ import pytest
 
 from harn_ls.render.inspect import inspect_json
 from harn_ls.render.recall import recall_json
-from harn_ls.state_cache import MANIFEST, StateCache
+from harn_ls.state_cache import MANIFEST, PAYLOADS, StateCache
 from harn_ls.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -300,7 +300,7 @@ def test_old_payloads_are_swept_and_size_is_capped(project, tmp_path, cache_env,
     manifest = orjson.loads((folder / MANIFEST).read_bytes())
     named = {MANIFEST, manifest["runs"]["name"]}
     for e in manifest["namespaces"].values():
-        named |= {e[part]["name"] for part in ("meta", "facts", "records", "rows", "rowidx")}
+        named |= {e[part]["name"] for part in PAYLOADS}
         named |= {d["name"] for d in (e["index"] or {}).values() if isinstance(d, dict)}
     assert {f.name for f in folder.iterdir()} == named
     # another, older project's state is evicted once the root is over its cap
