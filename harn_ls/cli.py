@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import re
 import sys
 
 from harn_ls import __version__
@@ -44,9 +43,6 @@ def _project(path: str | None, args=None, memory_only: bool = False, defer_facts
     return Workspace.load(_target(path), cache=use_cache, memory_only=memory_only, defer_facts=defer_facts)
 
 
-_NON_ASCII_OR_DEL = re.compile(rb"[\x7f-\xff]")
-
-
 def _dump(obj) -> None:
     # start-up: orjson is needed only by --json output
     import orjson
@@ -57,7 +53,9 @@ def _dump(obj) -> None:
     out = sys.stdout
     out.flush()
     data = orjson.dumps(obj, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
-    if _NON_ASCII_OR_DEL.search(data):  # orjson escapes C0 controls but writes C1 and bidi controls raw
+    # orjson escapes C0 controls but writes DEL, C1 and bidi controls raw; the two C scans find any byte
+    # 0x7f-0xff in milliseconds where a regex character class took ~75 ms on a 4 MB answer
+    if not data.isascii() or b"\x7f" in data:
         data = safe_for_terminal(data.decode("utf-8")).encode("utf-8")
     buf = getattr(out, "buffer", None)
     if buf is not None:

@@ -586,9 +586,6 @@ class Workspace(RunsPart, RecallPart):
         self._scan_checkpoints(changes)
 
     # ---------------------------------------------------- deferred cached facts
-    def _pending_fact_count(self) -> int:
-        return sum(self._state_cache.fact_summaries[ns][0] for ns in self._pending_facts) if self._pending_facts else 0
-
     def deferred_fact_namespaces(self) -> set[str]:
         return set(self._pending_facts)
 
@@ -614,7 +611,9 @@ class Workspace(RunsPart, RecallPart):
         p = os.path.abspath(abs_path)
         if not _is_under(p, self.root):
             return None
-        return os.path.relpath(p, self.root).replace(os.sep, "/")
+        root = self.root  # os.path.relpath costs ~30 us; a normalized root's relative path is the rest of p
+        rel = p[len(root.rstrip(os.sep)) + 1:] if p != root and root == os.path.abspath(root) else os.path.relpath(p, root)
+        return rel.replace(os.sep, "/")
 
     def pending_proposals(self, include_suppressed: bool = False, now: str | None = None) -> list:
         if self.pattern is None:
@@ -683,7 +682,7 @@ class Workspace(RunsPart, RecallPart):
             "checkpointKeys": sum(len(c.entries) for c in self.checkpoints.values()),
             "namespaces": len(self.memory),
             "records": active,
-            "facts": len(self.facts) + self._pending_fact_count(),
+            "facts": len(self.facts) + sum(self._state_cache.fact_summaries[ns][0] for ns in self._pending_facts),
             "proposals": len(pending),
             "skills": len(self.skills.skills) if self.skills else 0,
             "runs": len(self.runs),
