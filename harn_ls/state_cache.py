@@ -45,7 +45,7 @@ from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay, decode_rows,
-                               fact_inspect_fragment, record_from_row, record_row)
+                               fact_inspect_payload, read_fact_inspect_payload, record_from_row, record_row)
 from harn_ls.workspace_runs import TranscriptSummary
 
 if TYPE_CHECKING:
@@ -57,6 +57,9 @@ MANIFEST = "manifest.json"
 TAIL_HASH_BYTES = 4096
 DEFAULT_MAX_MB = 2048
 STALE_TEMP_SECONDS = 300  # unreferenced payload files younger than this may belong to a concurrent writer
+# An entry may lag its log by up to this many appended bytes: rewriting a namespace's payloads (and its
+# recall index) after each small append costs more than replaying the new lines on the next load.
+LAG_BYTES = 1 << 20
 
 _INDEX_ARRAYS = ("dl", "df", "off", "pslot", "pcode", "seqs")
 _INDEX_DTYPES = {"dl": "i4", "df": "i8", "off": "i8", "pslot": "i4", "pcode": ("u2", "u4", "i8"), "seqs": "i8"}
@@ -136,14 +139,14 @@ def _fact_from_row(row: list, ns: str):
 
 
 PAYLOADS = {"meta": ".meta.json", "facts": ".facts.json", "records": ".records.json", "rows": ".rows.jsonl",
-            "rowidx": ".rowidx.bin", "ifacts": ".ifacts.json"}
+            "rowidx": ".rowidx.bin", "ifacts": ".ifacts.txt"}
 
 
 def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> dict[str, bytes]:
     """The payloads (PAYLOADS) of one materialized namespace. The facts are a payload of their own (a
     one-shot recall does not decode them); the active records are rows (one orjson array a line) so one
     can be decoded alone; the row index holds, per row, (seq, end offset, CRC-32 of the row) as native
-    int64 triples. `ifacts` holds each fact as `inspect --json` prints it ([id, fragment], entry order);
+    int64 triples. `ifacts` holds the facts as `inspect --json` prints them (state_rows.fact_inspect_payload);
     the meta counts the facts and lists their problems, so a one-shot inspect decodes neither."""
     active, forgotten, hidden = len(space.active), len(space.forgotten), len(space.hidden)
     meta = {
@@ -169,9 +172,9 @@ def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> dict[str, 
     }
     opt = orjson.OPT_NON_STR_KEYS
     rows.append(b"")
-    ifacts = [[f.id, fact_inspect_fragment(f)] for _seq, f, _probs in fact_entries if f is not None]
+    ifacts = fact_inspect_payload([f for _seq, f, _probs in fact_entries if f is not None])
     return {"meta": dumps(meta, option=opt), "facts": dumps(facts, option=opt), "records": dumps(records, option=opt),
-            "rows": b"\n".join(rows), "rowidx": index.tobytes(), "ifacts": dumps(ifacts)}
+            "rows": b"\n".join(rows), "rowidx": index.tobytes(), "ifacts": ifacts}
 
 
 def fill_namespace(space: MemoryNamespace, data: bytes, rows: bytes) -> None:
@@ -214,6 +217,8 @@ class StateCache:
         self.readers: dict[str, RowReader] = {}  # namespace -> single records of its restored rows
         # namespace -> (fact count, [(seq, [Problem])], ifacts payload description) as restored
         self.fact_summaries: dict[str, tuple[int, list, Any]] = {}
+        self.restored: dict[str, MemoryNamespace] = {}  # namespace -> the object restored from its entry
+        self.damaged: set[str] = set()  # namespaces whose entry turned out unusable after restore: rewritten
 
     @classmethod
     def open(cls, project_root: str, env: Mapping[str, str] | None = None, enabled: bool = True) -> "StateCache | None":
@@ -312,6 +317,7 @@ class StateCache:
         tail._head = bytes.fromhex(v["head"])
         tail.torn_bytes = v["torn"]
         self.hits[ns] = state
+        self.restored[ns] = space
         self.fact_summaries[ns] = (fact_count, fact_problems, e.get("ifacts"))
         return space, lambda: _facts_from_rows(orjson.loads(facts_data), ns)
 
@@ -319,20 +325,17 @@ class StateCache:
         """[(seq, problems)] of the facts of a restored namespace, in entry order (from its meta)."""
         return self.fact_summaries[ns][1]
 
-    def inspect_fact_fragments(self, ns: str) -> list | None:
-        """[[fact id, fragment]] of a restored namespace's facts as `inspect --json` prints them
-        (state_rows.fact_inspect_fragment), entry order; None when missing or not intact."""
+    def inspect_facts(self, ns: str) -> tuple[list[str], list[int], bytes] | None:
+        """(ids, ends, body) of a restored namespace's facts as `inspect --json` prints them
+        (state_rows.fact_inspect_payload); None when missing or not intact."""
         summary = self.fact_summaries.get(ns)
         if summary is None:
             return None
         try:
-            doc = orjson.loads(self.read_payload(summary[2]))
-        except (CacheInvalid, orjson.JSONDecodeError):
+            return read_fact_inspect_payload(self.read_payload(summary[2]), summary[0])
+        except CacheInvalid:
+            self.damaged.add(ns)
             return None
-        if not isinstance(doc, list) or len(doc) != summary[0] or not all(
-                isinstance(e, list) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], str) for e in doc):
-            return None
-        return doc
 
     # -- run records: the slim record lists and documents need, by (dev, ino, size, mtime, ctime) --
     def _cached_runs(self) -> dict:
@@ -431,7 +434,9 @@ class StateCache:
             if tail is None:
                 continue
             prev = old.get(ns) if self.hits.get(ns) == "same" else None
-            unchanged = prev is not None and ns not in ws._cache_dirty
+            unchanged = prev is not None and ns not in ws._cache_dirty and ns not in self.damaged
+            if not unchanged and self._may_lag(ns, old.get(ns), space, tail, ws):
+                prev, unchanged = old[ns], True
             if unchanged:
                 entry = dict(prev)
             else:
@@ -465,6 +470,22 @@ class StateCache:
         self._sweep(manifest, previous)
         evict(self.env, keep=os.path.dirname(self.folder))
         return True
+
+    def _may_lag(self, ns: str, prev: Any, space: MemoryNamespace, tail: "JsonlTail", ws) -> bool:
+        """Keep a namespace's entry as it is although its log grew: the state in memory is that entry's
+        (the very namespace object restored from it) plus lines appended after its offset, fewer than
+        LAG_BYTES; the next load restores the entry and replays them, as this one did. Its recall
+        index is kept too: an index built in this run (it holds the new records) is not saved into it."""
+        if self.hits.get(ns) not in ("same", "appended") or self.restored.get(ns) is not space \
+                or not isinstance(prev, dict) or ns in self.damaged:
+            return False
+        if not prev.get("index") and ws._recall is not None and ws._recall.indexes.get(ns) is not None:
+            return False  # rewrite the entry so that the index built now is saved with the records it holds
+        try:
+            grown = tail.offset - prev["validator"]["offset"]
+        except (KeyError, TypeError):
+            return False
+        return 0 <= grown <= LAG_BYTES
 
     def _save_index(self, index, stem: str, token: str) -> dict:
         # start-up: numpy (~0.15 s) loads only when a recall index is saved

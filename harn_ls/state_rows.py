@@ -139,7 +139,8 @@ def _replay(space: MemoryNamespace, offset: int) -> None:
 # `inspect --json` prints every fact; a warm one-shot inspect takes the printed form of an unchanged
 # namespace's facts from the cache instead of decoding ~10k Fact objects only to print them again.
 INSPECT_JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
-FACT_ENTRY_INDENT = "\n    "  # an entry of the top-level "facts" list sits two levels deep
+FACT_ENTRY_INDENT = b"\n    "  # an entry of the top-level "facts" list sits two levels deep
+FACT_SEPARATOR = b"," + FACT_ENTRY_INDENT
 
 
 def fact_inspect_entry(f) -> dict:
@@ -148,15 +149,59 @@ def fact_inspect_entry(f) -> dict:
             "ranges": [f"{e.range.path}:{e.range.start}-{e.range.end}" for e in f.evidence if e.range is not None]}
 
 
-def fact_inspect_fragment(f) -> str:
+def fact_inspect_fragment(f) -> bytes:
     """`fact_inspect_entry` serialized exactly as orjson writes it inside the indented "facts" list
     (orjson escapes every newline inside a string, so each raw newline is indentation)."""
-    data = orjson.dumps(fact_inspect_entry(f), default=str, option=INSPECT_JSON_OPTIONS)
-    return data.decode("utf-8").replace("\n", FACT_ENTRY_INDENT)
+    return orjson.dumps(fact_inspect_entry(f), default=str, option=INSPECT_JSON_OPTIONS).replace(b"\n", FACT_ENTRY_INDENT)
 
 
-def join_fact_fragments(fragments: list[str]) -> str:
-    """The "facts" list from its entries' fragments, as orjson writes a list at that depth."""
-    if not fragments:
-        return "[]"
-    return "[" + FACT_ENTRY_INDENT + ("," + FACT_ENTRY_INDENT).join(fragments) + "\n  ]"
+def join_fact_fragments(body: bytes) -> bytes:
+    """The "facts" list around its entries (joined by FACT_SEPARATOR), as orjson writes it at that depth."""
+    return b"[" + FACT_ENTRY_INDENT + body + b"\n  ]" if body else b"[]"
+
+
+def fact_inspect_payload(facts: list) -> bytes:
+    """The cached inspect form of a namespace's facts (given in entry order): one JSON line
+    {"ids": [...], "ends": [...]} then the fragments sorted by id (stably, as `inspect` sorts them)
+    and joined by FACT_SEPARATOR; fragment i ends at ends[i] of that body."""
+    ordered = sorted(facts, key=lambda f: f.id)
+    fragments = [fact_inspect_fragment(f) for f in ordered]
+    ends, end = [], -len(FACT_SEPARATOR)
+    for frag in fragments:
+        end += len(FACT_SEPARATOR) + len(frag)
+        ends.append(end)
+    head = orjson.dumps({"ids": [f.id for f in ordered], "ends": ends})
+    return head + b"\n" + FACT_SEPARATOR.join(fragments)
+
+
+def read_fact_inspect_payload(data: bytes, count: int) -> tuple[list[str], list[int], bytes]:
+    """(ids, ends, body) of `fact_inspect_payload`; CacheInvalid unless it holds `count` facts
+    whose fragments tile the body."""
+    head, sep, body = data.partition(b"\n")
+    try:
+        doc = orjson.loads(head)
+        ids, ends = doc["ids"], doc["ends"]
+    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise CacheInvalid(str(exc)) from None
+    if not sep or not isinstance(ids, list) or not isinstance(ends, list) or len(ids) != count or len(ends) != count \
+            or not all(type(i) is str for i in ids) or not all(type(e) is int for e in ends) \
+            or (ends[-1] if ends else 0) != len(body) or not _tiles(body, ends):
+        raise CacheInvalid("inspect facts do not fit together")
+    return ids, ends, body
+
+
+def _tiles(body: bytes, ends: list[int]) -> bool:
+    """Each fragment one JSON object, the separator exactly between each two."""
+    sep, n = FACT_SEPARATOR, len(FACT_SEPARATOR)
+    start = 0
+    for end in ends:
+        if end <= start or body[start] != 0x7B or body[end - 1] != 0x7D or (end < len(body) and body[end:end + n] != sep):
+            return False  # 0x7B, 0x7D: "{", "}"
+        start = end + n
+    return True
+
+
+def split_fact_body(body: bytes, ends: list[int]) -> list[bytes]:
+    """The fragments of a body `read_fact_inspect_payload` checked."""
+    starts = [0] + [end + len(FACT_SEPARATOR) for end in ends[:-1]]
+    return [body[a:b] for a, b in zip(starts, ends)]

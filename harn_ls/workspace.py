@@ -589,9 +589,9 @@ class Workspace(RunsPart, RecallPart):
     def deferred_fact_namespaces(self) -> set[str]:
         return set(self._pending_facts)
 
-    def cached_inspect_facts(self, ns: str) -> list | None:
-        """[[fact id, inspect fragment]] of a deferred namespace (StateCache.inspect_fact_fragments)."""
-        return self._state_cache.inspect_fact_fragments(ns) if ns in self._pending_facts else None
+    def cached_inspect_facts(self, ns: str) -> tuple | None:
+        """(ids, ends, body) of a deferred namespace's printed facts (StateCache.inspect_facts)."""
+        return self._state_cache.inspect_facts(ns) if ns in self._pending_facts else None
 
     def materialize_facts(self) -> None:
         """Decode every deferred namespace's cached facts into `facts` and the fact indexes."""

@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from harn_ls.render.inspect import inspect_json
+from harn_ls import state_cache
 from harn_ls.state_cache import MANIFEST, StateCache
 from harn_ls.workspace import Workspace
 from tests.unit.test_cache import FACTS, NOTES, append, cache_env, cli, event, project  # noqa: F401  (fixtures)
@@ -78,8 +79,12 @@ def test_warm_inspect_prints_cached_facts_byte_for_byte(project, cache_env):
     assert again == expected and ws2._state_cache.hits["team/extra"] == "same"
 
 
+@pytest.mark.parametrize("lag", [True, False])
 @pytest.mark.parametrize("changed", [FACTS, TEAM, NOTES])
-def test_an_appended_namespace_is_decoded_and_merged_with_the_cached_ones(project, cache_env, changed):
+def test_an_appended_namespace_is_decoded_and_merged_with_the_cached_ones(project, cache_env, changed, lag,
+                                                                          monkeypatch):
+    if not lag:
+        monkeypatch.setattr(state_cache, "LAG_BYTES", 0)
     add_tricky_facts(project)
     fill(project)
     ns = "project/facts" if changed == FACTS else "team/extra" if changed == TEAM else "agent/notes"
@@ -95,7 +100,8 @@ def test_an_appended_namespace_is_decoded_and_merged_with_the_cached_ones(projec
 
 
 @pytest.mark.parametrize("mode", ["defer_facts", "memory_only"])
-def test_a_torn_append_saves_the_deferred_facts_too(project, cache_env, mode):
+def test_a_torn_append_saves_the_deferred_facts_too(project, cache_env, mode, monkeypatch):
+    monkeypatch.setattr(state_cache, "LAG_BYTES", -1)  # the entry is rewritten, not left lagging
     add_tricky_facts(project)
     fill(project)
     append(project / TEAM, fact_event("fact_t", "team/extra", 60, "torn")[:-20])  # no whole new line
@@ -117,7 +123,7 @@ def manifest_entry(project: Path, ns: str) -> tuple[Path, dict, dict]:
     return folder, manifest, manifest["namespaces"][ns]
 
 
-@pytest.mark.parametrize("damage", ["flip", "truncate", "delete", "unnamed", "wrong_count"])
+@pytest.mark.parametrize("damage", ["flip", "truncate", "delete", "unnamed", "wrong_count", "wrong_ends"])
 def test_damaged_cached_inspect_facts_are_never_printed(project, cache_env, damage):
     add_tricky_facts(project)
     expected = cold_bytes(project)
@@ -135,9 +141,15 @@ def test_damaged_cached_inspect_facts_are_never_printed(project, cache_env, dama
     else:
         if damage == "unnamed":
             del e["ifacts"]
-        else:  # a consistent payload (size and checksum match) that does not hold the counted facts
-            doc = orjson.loads(data)[:-1]
-            new = orjson.dumps(doc)
+        else:  # consistent payloads (size and checksum match) that do not hold the counted facts
+            head, _, body = data.partition(b"\n")
+            doc = orjson.loads(head)
+            if damage == "wrong_count":  # one fact fewer than the meta counts
+                doc = {"ids": doc["ids"][:-1], "ends": doc["ends"][:-1]}
+                body = body[: doc["ends"][-1]]
+            else:  # the fragments do not tile the body
+                doc["ends"][0] += 1
+            new = orjson.dumps(doc) + b"\n" + body
             payload.write_bytes(new)
             e["ifacts"]["size"], e["ifacts"]["crc"] = len(new), __import__("zlib").crc32(new)
         (folder / MANIFEST).write_bytes(orjson.dumps(manifest))
@@ -145,6 +157,10 @@ def test_damaged_cached_inspect_facts_are_never_printed(project, cache_env, dama
     assert got == expected
     assert isinstance(data_["facts"], list)  # decoded instead
     assert any(k[0] == "team/extra" for k in ws.facts)
+    assert ws.save_cache()  # and the entry is written again
+    assert "team/extra" in ws._state_cache.damaged
+    got, ws, data_ = fast(project)
+    assert got == expected and isinstance(data_["facts"], orjson.Fragment)
 
 
 def test_a_cache_of_the_previous_format_is_rebuilt(project, cache_env):
@@ -178,3 +194,17 @@ def test_cli_warm_inspect_json_equals_no_cache(project, cache_env):
     assert b"\\u202e" in second.stdout and "\u202e".encode() not in second.stdout  # still made terminal-safe
     append(project / FACTS, fact_event("fact_new", "project/facts", 80, "after"))
     assert cli("inspect", str(project), "--json").stdout == cli("inspect", str(project), "--json", "--no-cache").stdout
+
+
+@pytest.mark.parametrize("append_to", [None, FACTS, NOTES])
+def test_facts_of_one_namespace_are_printed_from_its_cached_body(project, cache_env, append_to):
+    """The sample's facts are all in project/facts: the cached body is the whole list (unless that
+    namespace changed; a change elsewhere leaves it deferred)."""
+    fill(project)
+    if append_to is not None:
+        ns = "project/facts" if append_to == FACTS else "agent/notes"
+        append(project / append_to, fact_event("fact_1", ns, 90, "one more"))
+    expected = cold_bytes(project)
+    got, ws, data = fast(project)
+    assert got == expected and isinstance(data["facts"], orjson.Fragment)
+    assert ("project/facts" in ws.deferred_fact_namespaces()) == (append_to != FACTS)
