@@ -57,9 +57,6 @@ MANIFEST = "manifest.json"
 TAIL_HASH_BYTES = 4096
 DEFAULT_MAX_MB = 2048
 STALE_TEMP_SECONDS = 300  # unreferenced payload files younger than this may belong to a concurrent writer
-# An entry may lag its log by up to this many appended bytes: rewriting a namespace's payloads (and its
-# recall index) after each small append costs more than replaying the new lines on the next load.
-LAG_BYTES = 1 << 20
 
 _INDEX_ARRAYS = ("dl", "df", "off", "pslot", "pcode", "seqs")
 _INDEX_DTYPES = {"dl": "i4", "df": "i8", "off": "i8", "pslot": "i4", "pcode": ("u2", "u4", "i8"), "seqs": "i8"}
@@ -217,7 +214,6 @@ class StateCache:
         self.readers: dict[str, RowReader] = {}  # namespace -> single records of its restored rows
         # namespace -> (fact count, [(seq, [Problem])], ifacts payload description) as restored
         self.fact_summaries: dict[str, tuple[int, list, Any]] = {}
-        self.restored: dict[str, MemoryNamespace] = {}  # namespace -> the object restored from its entry
         self.damaged: set[str] = set()  # namespaces whose entry turned out unusable after restore: rewritten
 
     @classmethod
@@ -317,7 +313,6 @@ class StateCache:
         tail._head = bytes.fromhex(v["head"])
         tail.torn_bytes = v["torn"]
         self.hits[ns] = state
-        self.restored[ns] = space
         self.fact_summaries[ns] = (fact_count, fact_problems, e.get("ifacts"))
         return space, lambda: _facts_from_rows(orjson.loads(facts_data), ns)
 
@@ -435,8 +430,6 @@ class StateCache:
                 continue
             prev = old.get(ns) if self.hits.get(ns) == "same" else None
             unchanged = prev is not None and ns not in ws._cache_dirty and ns not in self.damaged
-            if not unchanged and self._may_lag(ns, old.get(ns), space, tail, ws):
-                prev, unchanged = old[ns], True
             if unchanged:
                 entry = dict(prev)
             else:
@@ -470,22 +463,6 @@ class StateCache:
         self._sweep(manifest, previous)
         evict(self.env, keep=os.path.dirname(self.folder))
         return True
-
-    def _may_lag(self, ns: str, prev: Any, space: MemoryNamespace, tail: "JsonlTail", ws) -> bool:
-        """Keep a namespace's entry as it is although its log grew: the state in memory is that entry's
-        (the very namespace object restored from it) plus lines appended after its offset, fewer than
-        LAG_BYTES; the next load restores the entry and replays them, as this one did. Its recall
-        index is kept too: an index built in this run (it holds the new records) is not saved into it."""
-        if self.hits.get(ns) not in ("same", "appended") or self.restored.get(ns) is not space \
-                or not isinstance(prev, dict) or ns in self.damaged:
-            return False
-        if not prev.get("index") and ws._recall is not None and ws._recall.indexes.get(ns) is not None:
-            return False  # rewrite the entry so that the index built now is saved with the records it holds
-        try:
-            grown = tail.offset - prev["validator"]["offset"]
-        except (KeyError, TypeError):
-            return False
-        return 0 <= grown <= LAG_BYTES
 
     def _save_index(self, index, stem: str, token: str) -> dict:
         # start-up: numpy (~0.15 s) loads only when a recall index is saved

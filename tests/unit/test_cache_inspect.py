@@ -10,7 +10,6 @@ import orjson
 import pytest
 
 from harn_ls.render.inspect import inspect_json
-from harn_ls import state_cache
 from harn_ls.state_cache import MANIFEST, StateCache
 from harn_ls.workspace import Workspace
 from tests.unit.test_cache import FACTS, NOTES, append, cache_env, cli, event, project  # noqa: F401  (fixtures)
@@ -79,12 +78,8 @@ def test_warm_inspect_prints_cached_facts_byte_for_byte(project, cache_env):
     assert again == expected and ws2._state_cache.hits["team/extra"] == "same"
 
 
-@pytest.mark.parametrize("lag", [True, False])
 @pytest.mark.parametrize("changed", [FACTS, TEAM, NOTES])
-def test_an_appended_namespace_is_decoded_and_merged_with_the_cached_ones(project, cache_env, changed, lag,
-                                                                          monkeypatch):
-    if not lag:
-        monkeypatch.setattr(state_cache, "LAG_BYTES", 0)
+def test_an_appended_namespace_is_decoded_and_merged_with_the_cached_ones(project, cache_env, changed):
     add_tricky_facts(project)
     fill(project)
     ns = "project/facts" if changed == FACTS else "team/extra" if changed == TEAM else "agent/notes"
@@ -100,8 +95,7 @@ def test_an_appended_namespace_is_decoded_and_merged_with_the_cached_ones(projec
 
 
 @pytest.mark.parametrize("mode", ["defer_facts", "memory_only"])
-def test_a_torn_append_saves_the_deferred_facts_too(project, cache_env, mode, monkeypatch):
-    monkeypatch.setattr(state_cache, "LAG_BYTES", -1)  # the entry is rewritten, not left lagging
+def test_a_torn_append_saves_the_deferred_facts_too(project, cache_env, mode):
     add_tricky_facts(project)
     fill(project)
     append(project / TEAM, fact_event("fact_t", "team/extra", 60, "torn")[:-20])  # no whole new line

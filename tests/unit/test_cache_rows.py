@@ -10,7 +10,6 @@ import pytest
 
 from harn_ls.recall.index import _LazyDocs
 from harn_ls.render.recall import recall_json
-from harn_ls import state_cache
 from harn_ls.state_cache import MANIFEST, StateCache
 from harn_ls.workspace import Workspace
 from tests.unit.test_cache import cache_env, project  # noqa: F401  (the same fixtures: a cache folder, a copy of the sample)
@@ -144,8 +143,7 @@ def facts_view(ws: Workspace) -> dict:
     }, default=str))
 
 
-def test_memory_only_load_of_an_appended_namespace_saves_its_facts(project, cache_env, monkeypatch):
-    monkeypatch.setattr(state_cache, "LAG_BYTES", 0)  # the entry is rewritten, not left lagging
+def test_memory_only_load_of_an_appended_namespace_saves_its_facts(project, cache_env):
     fill(project)
     facts_log = project / ".harn/memory/project/facts/events.jsonl"
     with open(facts_log, "ab") as fh:
