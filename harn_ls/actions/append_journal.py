@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 
 import orjson
 
@@ -31,6 +32,10 @@ from harn_ls.cache_dir import cache_root, write_cache_file
 
 PAGE = 4096
 _HEADER_CAP = 4096  # the JSON header line of a record; anything longer is not ours
+# A record outlives its append only when harn-ls died inside it, and the next append to that file
+# consumes it. A log never appended to again would keep its record (and its payload, possibly
+# megabytes) for good: records older than this are dropped when a new one is written.
+STALE_AFTER_S = 30 * 24 * 3600
 
 
 def needs_record(start: int, length: int) -> bool:
@@ -46,6 +51,7 @@ def _record_path(real_path: str) -> str:
 def record_intent(real_path: str, st: os.stat_result, start: int, payload: bytes) -> str | None:
     """Write the intent record (atomically, durably); returns its path, or None if the cache folder is unusable."""
     path = _record_path(real_path)
+    prune_stale(os.path.dirname(path))
     header = orjson.dumps({"path": real_path, "dev": st.st_dev, "ino": st.st_ino,
                            "start": start, "length": len(payload)})
     try:
@@ -53,6 +59,26 @@ def record_intent(real_path: str, st: os.stat_result, start: int, payload: bytes
     except OSError:
         return None
     return path
+
+
+def prune_stale(folder: str, now: float | None = None) -> int:
+    """Drop intent records older than STALE_AFTER_S in `folder`; returns how many went."""
+    now = time.time() if now is None else now
+    dropped = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        if not entry.name.endswith(".intent"):
+            continue
+        try:
+            if now - entry.stat(follow_symlinks=False).st_mtime > STALE_AFTER_S:
+                os.unlink(entry.path)
+                dropped += 1
+        except OSError:
+            pass
+    return dropped
 
 
 def drop_intent(record: str | None) -> None:

@@ -126,3 +126,25 @@ def test_whole_lines_of_a_cut_write_stay_and_only_the_unfinished_line_goes(tmp_p
     append_lines(str(project), str(log), ['{"type":"store","id":"b"}'])
     assert [e["id"] for e in _lines(log)] == ["a", "0", "1", "2", "b"]
     assert not os.path.exists(record)
+
+
+def test_records_older_than_the_stale_age_are_pruned_when_a_new_one_is_written(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARN_LS_CACHE_DIR", str(tmp_path / "cache"))
+    log = tmp_path / "proj" / "events.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(b"")
+    folder = tmp_path / "cache" / "appends"
+    folder.mkdir(parents=True)
+    old, fresh = folder / ("a" * 32 + ".intent"), folder / ("b" * 32 + ".intent")
+    for p in (old, fresh):
+        p.write_bytes(b'{"path":"/x","dev":1,"ino":2,"start":0,"length":1}\nx')
+    aged = time.time() - append_journal.STALE_AFTER_S - 60
+    os.utime(old, (aged, aged))
+    keep_other = folder / "notes.txt"  # not a record: never touched
+    keep_other.write_text("x")
+    os.utime(keep_other, (aged, aged))
+    real = os.path.realpath(log)
+    record = append_journal.record_intent(real, os.stat(real), 0, b"y" * 5000)
+    assert record is not None and os.path.exists(record)
+    assert not old.exists()
+    assert fresh.exists() and keep_other.exists()
