@@ -139,12 +139,14 @@ PAYLOADS = {"meta": ".meta.json", "facts": ".facts.json", "records": ".records.j
             "rowidx": ".rowidx.bin", "ifacts": ".ifacts.txt"}
 
 
-def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> dict[str, bytes]:
+def namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_rows: dict | None = None) -> dict[str, bytes]:
     """The payloads (PAYLOADS) of one materialized namespace. The facts are a payload of their own (a
     one-shot recall does not decode them); the active records are rows (one orjson array a line) so one
     can be decoded alone; the row index holds, per row, (seq, end offset, CRC-32 of the row) as native
     int64 triples. `ifacts` holds the facts as `inspect --json` prints them (state_rows.fact_inspect_payload);
-    the meta counts the facts and lists their problems, so a one-shot inspect decodes neither."""
+    the meta counts the facts and lists their problems, so a one-shot inspect decodes neither.
+    `cached_rows` (seq -> (record, row bytes) as restored): a record still the very object restored
+    from a row keeps that row's bytes instead of being encoded again."""
     active, forgotten, hidden = len(space.active), len(space.forgotten), len(space.hidden)
     meta = {
         "seq": space.seq, "event_count": space.event_count, "last_event_at": space.last_event_at,
@@ -156,7 +158,14 @@ def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> dict[str, 
     facts = [[seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
              for seq, f, probs in fact_entries]
     dumps = orjson.dumps
-    rows = [dumps(record_row(r)) for r in space.active.values()]
+    if cached_rows:
+        rows = []
+        for r in space.active.values():
+            got = cached_rows.get(r.seq)
+            # records are frozen and an update replaces the record: the same object, the same row
+            rows.append(got[1] if got is not None and got[0] is r else dumps(record_row(r)))
+    else:
+        rows = [dumps(record_row(r)) for r in space.active.values()]
     index = array("q")
     end = 0
     for r, row in zip(space.active.values(), rows):
@@ -215,6 +224,10 @@ class StateCache:
         # namespace -> (fact count, [(seq, [Problem])], ifacts payload description) as restored
         self.fact_summaries: dict[str, tuple[int, list, Any]] = {}
         self.damaged: set[str] = set()  # namespaces whose entry turned out unusable after restore: rewritten
+        # a one-shot run (Workspace.load memory_only / defer_facts) keeps the rows it decodes, so that a
+        # namespace changed by an append is saved without encoding its unchanged records again
+        self.keep_row_bytes = False
+        self._row_bytes: dict[str, tuple[MemoryNamespace, list, bytes]] = {}  # ns -> (space, records, rows)
 
     @classmethod
     def open(cls, project_root: str, env: Mapping[str, str] | None = None, enabled: bool = True) -> "StateCache | None":
@@ -301,7 +314,10 @@ class StateCache:
             try:
                 with records as fh:
                     data = _checked(fh.read(), e["records"])
-                fill_namespace(space, data, _checked(_pread_all(rows), e["rows"]))
+                rows_data = _checked(_pread_all(rows), e["rows"])
+                fill_namespace(space, data, rows_data)
+                if self.keep_row_bytes:
+                    self._row_bytes[ns] = (space, list(space.active.values()), rows_data)
             except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
                 _replay(space, v["offset"])  # the log's bytes up to the offset were checked unchanged
 
@@ -438,7 +454,7 @@ class StateCache:
                     continue
                 stem = f"ns{i}-{hashlib.sha256(ns.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
                 entry = {"path": path, "validator": v, "index": None}
-                for part, data in namespace_payloads(space, ws._fact_entries(ns)).items():
+                for part, data in namespace_payloads(space, ws._fact_entries(ns), self._cached_rows(ns, space)).items():
                     entry[part] = self._write_payload(stem + PAYLOADS[part], data, token)
                 wrote = True
             index = ws._recall.indexes.get(ns) if ws._recall is not None else None
@@ -446,6 +462,7 @@ class StateCache:
                 entry["index"] = self._save_index(index, f"ns{i}", token)
                 wrote = True
             out[ns] = entry
+        self._row_bytes.clear()  # (rows of unchanged namespaces: not needed any more)
         runs_desc = self.manifest.get("runs") if self.manifest else None
         if not self.keep_runs and (self._runs_changed or set(self._runs_seen) != set(self._cached_runs())):
             runs_desc = self._write_payload("runs.json", orjson.dumps(self._runs_seen), token)
@@ -463,6 +480,17 @@ class StateCache:
         self._sweep(manifest, previous)
         evict(self.env, keep=os.path.dirname(self.folder))
         return True
+
+    def _cached_rows(self, ns: str, space: MemoryNamespace) -> dict | None:
+        """seq -> (record, row bytes) of the rows this namespace object was restored from, if kept."""
+        kept = self._row_bytes.pop(ns, None)
+        if kept is None or kept[0] is not space:
+            return None
+        records, data = kept[1], kept[2]
+        lines = data.split(b"\n")[:-1]  # (every row ends with a newline)
+        if len(lines) != len(records):
+            return None
+        return {r.seq: (r, row) for r, row in zip(records, lines)}
 
     def _save_index(self, index, stem: str, token: str) -> dict:
         # start-up: numpy (~0.15 s) loads only when a recall index is saved

@@ -113,6 +113,7 @@ class Workspace(RunsPart, RecallPart):
             ws._state_cache = StateCache.open(ws.root, env)
             if ws._state_cache is not None:
                 ws._state_cache.keep_runs = memory_only
+                ws._state_cache.keep_row_bytes = memory_only or defer_facts  # one-shot: kept until saved
         ws.rescan()
         return ws
 

@@ -202,3 +202,37 @@ def test_facts_of_one_namespace_are_printed_from_its_cached_body(project, cache_
     got, ws, data = fast(project)
     assert got == expected and isinstance(data["facts"], orjson.Fragment)
     assert ("project/facts" in ws.deferred_fact_namespaces()) == (append_to != FACTS)
+
+
+@pytest.mark.parametrize("mode", ["defer_facts", "memory_only"])
+def test_a_one_shot_save_reuses_unchanged_rows_byte_for_byte(project, cache_env, mode, tmp_path, monkeypatch):
+    """After an append with updates and forgets, a one-shot load keeps the rows it decoded and saves
+    the unchanged ones as they were: the payloads equal those a full load writes, and the next load
+    equals a cold one."""
+    from tests.unit.test_cache import ids_in
+
+    fill(project)
+    log = project / NOTES
+    old = ids_in(log)
+    append(log, event("store", "n-1", "agent/notes", 1) + event("update", old[0], "agent/notes", 2)
+           + event("forget", old[1], "agent/notes", 3) + event("update", "n-1", "agent/notes", 4))
+    ws = Workspace.load(str(project), cache=True, **{mode: True})
+    assert ws._state_cache.keep_row_bytes
+    if mode == "memory_only":
+        ws.recall  # noqa: B018 - as `harn-ls recall` does
+    else:
+        inspect_json(ws, facts_fragment=True)
+    assert "agent/notes" in ws._state_cache._row_bytes  # decoded to apply the append: its rows kept
+    assert ws.save_cache()
+    assert not ws._state_cache._row_bytes  # (and let go once saved)
+    folder, _manifest, e = manifest_entry(project, "agent/notes")
+    one_shot = {part: (folder / e[part]["name"]).read_bytes() for part in ("rows", "rowidx", "records", "meta")}
+    monkeypatch.setenv("HARN_LS_CACHE_DIR", str(tmp_path / "other-cache"))  # the same state, saved by a full load
+    full = Workspace.load(str(project), cache=True)
+    assert full.save_cache()
+    folder2, _m2, e2 = manifest_entry(project, "agent/notes")
+    assert one_shot == {part: (folder2 / e2[part]["name"]).read_bytes() for part in one_shot}
+    monkeypatch.setenv("HARN_LS_CACHE_DIR", str(cache_env))
+    expected = cold_bytes(project)
+    assert fast(project)[0] == expected
+    assert dump(inspect_json(Workspace.load(str(project), cache=True))) == expected
