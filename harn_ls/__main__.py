@@ -1,3 +1,34 @@
+"""`python -m harn_ls` and the `harn-ls` script: run the CLI, then leave without tearing the heap down."""
+
+import atexit
+import os
+import sys
+import threading
+
 from harn_ls.cli import main
 
-raise SystemExit(main())
+
+def _exit(code: int) -> None:
+    """Exit with `code`. A one-shot command over a big project leaves millions of objects
+    (records, facts, parsed values); the interpreter's own exit frees them one by one and runs a
+    last collection over all of them (~1.2 s of CPU at 100k events, after the answer is out).
+    When no other thread is still running, the exit hooks run, the streams are flushed and the
+    process ends without that teardown; otherwise (a server still stopping) it exits normally."""
+    others = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
+    if others:
+        raise SystemExit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: the answer was already refused downstream
+            pass
+    os._exit(code)
+
+
+def run() -> None:
+    _exit(main())
+
+
+if __name__ == "__main__":
+    run()

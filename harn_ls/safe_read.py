@@ -39,7 +39,7 @@ MEMORY_LINE_CAP = 16 * MB       # one line of a memory `events.jsonl` (longer li
 MAX_MEMORY_FACTOR = 20          # peak memory for parsing one file / line <= 20x its size
 _DICT_COST = 200                # bytes a parsed small dict costs in CPython (object + slot in its parent)
 _LIST_COST = 72                 # ... an empty list
-_SMALL_CONTAINERS = 256         # below this many containers the density rule does not apply
+SMALL_CONTAINERS = 256         # below this many containers the density rule does not apply
 SOURCE_FILE_CAP = 8 * MB        # a source file a fact's `file_range` points at
 SKILL_FILE_CAP = 1 * MB         # SKILL.md, signature envelopes, signer keys
 TRANSCRIPT_CAP = 64 * MB        # an `llm_transcript.jsonl` side file
@@ -154,7 +154,7 @@ def json_density_problem(data: bytes) -> str | None:
     rest). Every container needs a `{` or `[` byte, so counting them (inside strings too, which
     only over-counts) bounds the cost before anything is parsed."""
     dicts, lists = data.count(b"{"), data.count(b"[")
-    if dicts + lists <= _SMALL_CONTAINERS:
+    if dicts + lists <= SMALL_CONTAINERS:
         return None
     cost = dicts * _DICT_COST + lists * _LIST_COST
     budget = (MAX_MEMORY_FACTOR - 4) * len(data)  # leave room for the bytes, the decoded text, the strings

@@ -22,7 +22,7 @@ from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats import session_store as ss_fmt
 from harn_ls.formats.jsonl import JsonlTail
-from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, MemoryRecord, namespace_of
+from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, namespace_of
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.state_cache import StateCache
 from harn_ls.workspace_recall import RecallPart
@@ -339,7 +339,8 @@ class Workspace(RunsPart, RecallPart):
                 changes.kinds.add(K.FACTS)
                 self._unindex_fact(fact, (ns, record.seq), changes)
         for record in delta.added:
-            if not _looks_like_fact(record):
+            value = record.value  # only harn.fact.v1 values are facts (checked inline: once per store of a cold load)
+            if not (isinstance(value, dict) and value.get("schema") == facts_fmt.FACT_SCHEMA):
                 continue
             fact, problems = facts_fmt.fact_from_record(record, self.root, path)
             if problems:
@@ -690,8 +691,3 @@ class Workspace(RunsPart, RecallPart):
             "transcripts": len(self.transcripts),
             "sessions": len(self.sessions.sessions) if self.sessions else 0,
         } | self.extra.counts()
-
-
-def _looks_like_fact(record: MemoryRecord) -> bool:
-    v = record.value
-    return isinstance(v, dict) and v.get("schema") == "harn.fact.v1"

@@ -5,23 +5,13 @@ re-read from its run record on demand."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from harn_ls.change_kinds import K
 from harn_ls.formats import runs as runs_fmt
+from harn_ls.formats.transcripts import TranscriptSummary
 
 # Annotations name `Workspace` and `ChangeSet` (harn_ls/workspace.py) without importing them: that module
 # imports this one.
-
-
-@dataclass(frozen=True, slots=True)
-class TranscriptSummary:
-    """What lists need of a transcript; the transcript itself is read back from its file on demand."""
-
-    id: str
-    message_count: int
-    event_count: int
-    asset_count: int
 
 
 class TranscriptEntry:
@@ -108,9 +98,9 @@ class RunsPart:
             run, summaries = cached
             entries = [TranscriptEntry.from_summary(sm, run.id, path, self) for sm in summaries]
         else:
-            run = runs_fmt.read_run_record(path)
-            entries = [TranscriptEntry(tr, run.id, path, self, keep=False) for tr in run.transcripts]
-            _slim_run(run, [e.summary() for e in entries])
+            run = runs_fmt.read_run_record(path, summaries=True)
+            entries = [TranscriptEntry.from_summary(sm, run.id, path, self) for sm in run.transcripts]
+            _slim_run(run, run.transcripts)
             if cache is not None:
                 cache.remember_run(path, run)
         self.runs[run.id] = run

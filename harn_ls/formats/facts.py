@@ -16,6 +16,7 @@ only when they are not nil.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from dataclasses import dataclass
@@ -364,6 +365,12 @@ class FileRange:
     end: int  # 1-based, inclusive
 
 
+@functools.lru_cache(maxsize=8)
+def _normalized_root(project_root: str) -> str:
+    # One project root for thousands of ranges in a load: normalize it once.
+    return posixpath.normpath(project_root.replace("\\", "/")) if project_root else "/"
+
+
 def parse_file_range(ref: str, project_root: str) -> FileRange | None:
     """`<path>:<start>[-<end>]` inside the project, else None (an opaque label).
 
@@ -383,7 +390,7 @@ def parse_file_range(ref: str, project_root: str) -> FileRange | None:
     raw = match.group("path")
     if "\x00" in raw:
         return None
-    root = posixpath.normpath(project_root.replace("\\", "/")) if project_root else "/"
+    root = _normalized_root(project_root)
     if posixpath.isabs(raw):
         full = posixpath.normpath(raw)
     else:

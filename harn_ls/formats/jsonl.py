@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import orjson
 
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.safe_read import MEMORY_LINE_CAP, ReadRefused, json_density_problem, open_regular
+from harn_ls.safe_read import MEMORY_LINE_CAP, SMALL_CONTAINERS, ReadRefused, json_density_problem, open_regular
 
 CHUNK_BYTES = 4 * 1024 * 1024
 HEAD_BYTES = 64
@@ -122,8 +122,8 @@ class JsonlTail:
                     else:
                         carry = data
                     continue
-                complete, carry = data[: cut + 1], data[cut + 1 :]
-                batch = JsonlBatch(lines=self._parse(complete), reset=reset and first)
+                carry = data[cut + 1 :]
+                batch = JsonlBatch(lines=self._parse(data), reset=reset and first)  # (no copy of the complete lines)
                 first = False
                 yield batch
             self.torn_bytes = skipped if skipped >= 0 else len(carry)
@@ -164,25 +164,41 @@ class JsonlTail:
             "(Harn refuses to read this log until it is fixed)", Severity.ERROR)
 
     def _parse(self, data: bytes) -> list[JsonlLine]:
+        """Every complete line of `data` (what follows its last newline is left alone). The common line - short
+        enough, sparse enough, a JSON object - takes the inline path below; anything else goes
+        through `_parse_line`, which gives every verdict (so both paths agree by construction)."""
         out: list[JsonlLine] = []
-        start = 0
-        base = self.offset
-        end = len(data)
-        while start < end:
-            nl = data.index(b"\n", start)
-            raw = data[start:nl]
-            self.line_no += 1
-            offset = base + start
-            start = nl + 1
+        append = out.append
+        loads = orjson.loads
+        offset = self.offset
+        line_no = self.line_no
+        crlf = b"\r" in data  # else no line needs its CR cut
+        for raw in data.split(b"\n")[:-1]:
+            line_no += 1
+            start = offset
+            offset += len(raw) + 1
             if len(raw) > MAX_LINE_BYTES:  # the same verdict whether the line arrived whole or in pieces
-                out.append(JsonlLine(self.line_no, offset, None, self._too_long(len(raw))))
+                self.line_no = line_no
+                append(JsonlLine(line_no, start, None, self._too_long(len(raw))))
                 continue
-            if raw.endswith(b"\r"):
+            if crlf and raw.endswith(b"\r"):
                 raw = raw[:-1]
-            if not raw.strip():
-                continue
-            out.append(self._parse_line(raw, self.line_no, offset))
-        self.offset = base + end
+            # The density rule first (nothing dense is parsed): a line with at most
+            # SMALL_CONTAINERS container bytes always passes it, anything more is judged by
+            # _parse_line. A blank line fails to parse and is dropped there too.
+            if len(raw) > SMALL_CONTAINERS and raw.count(b"{") + raw.count(b"[") > SMALL_CONTAINERS:
+                value = None
+            else:
+                try:
+                    value = loads(raw)
+                except (orjson.JSONDecodeError, RecursionError):
+                    value = None
+            if type(value) is dict:
+                append(JsonlLine(line_no, start, value))
+            elif raw.strip():
+                append(self._parse_line(raw, line_no, start))
+        self.line_no = line_no
+        self.offset = offset
         return out
 
     def _parse_line(self, raw: bytes, line_no: int, offset: int) -> JsonlLine:

@@ -13,8 +13,9 @@ cold read of the whole file.
 
 from __future__ import annotations
 
+import operator
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from harn_ls.formats.harn_json import serde_compact
@@ -22,18 +23,33 @@ from harn_ls.formats.jsonl import JsonlLine
 from harn_ls.formats.problems import Problem, Severity
 
 EVENT_TYPES = ("store", "forget", "open", "update")
-_STR_ONLY = {str}
 
 CODE_UNKNOWN_TYPE = "HL-MEM-001"
 CODE_BAD_FIELD = "HL-MEM-002"
 CODE_HIDDEN_BY_TOMBSTONE = "HL-MEM-003"
 CODE_UPDATE_UNKNOWN = "HL-MEM-004"
 
+# Shared defaults of an absent `tags` / `flags` (a literal default would build one per store); never
+# modified: a record gets tuple(tags) and dict(flags).
+_NO_TAGS: list = []
+_NO_FLAGS: dict = {}
+# The fields Harn writes in every store event (flags, provenance, status and scope are optional).
+_STORE_FIELDS = operator.itemgetter("id", "key", "stored_at", "text", "tags")
+
 DEFAULT_CONFIG = {"backend": "bm25", "embed_model_hint": "default", "bm25_weight": 0.5, "cosine_weight": 0.5}
 
 
-@dataclass(frozen=True, slots=True)
+_RECORD_FIELDS = ("id", "namespace", "key", "value", "text", "tags", "stored_at", "seq", "line_no", "provenance",
+                  "status", "scope", "flags", "updated_at")
+_FIELD_NAMES = frozenset(_RECORD_FIELDS)
+
+
 class MemoryRecord:
+    """One active (or hidden) store, as projected. Treated as immutable: an update makes a new
+    record (`with_changes`). A plain slots class, not a frozen dataclass: a cold load builds one
+    per store, and the frozen `__init__` (one `object.__setattr__` per field) cost ~4 us each."""
+
+    __slots__ = _RECORD_FIELDS
     id: str
     namespace: str
     key: str
@@ -43,11 +59,55 @@ class MemoryRecord:
     stored_at: str
     seq: int  # sequence of the store event (tie-break)
     line_no: int  # 1-based line of the store event
-    provenance: Any = None
-    status: str | None = None
-    scope: str | None = None
-    flags: dict = field(default_factory=dict)
-    updated_at: str | None = None
+    provenance: Any
+    status: str | None
+    scope: str | None
+    flags: dict
+    updated_at: str | None
+
+    def __init__(self, id: str, namespace: str, key: str, value: Any, text: str, tags: tuple[str, ...],
+                 stored_at: str, seq: int, line_no: int, provenance: Any = None, status: str | None = None,
+                 scope: str | None = None, flags: dict | None = None, updated_at: str | None = None) -> None:
+        self.id = id
+        self.namespace = namespace
+        self.key = key
+        self.value = value
+        self.text = text
+        self.tags = tags
+        self.stored_at = stored_at
+        self.seq = seq
+        self.line_no = line_no
+        self.provenance = provenance
+        self.status = status
+        self.scope = scope
+        self.flags = {} if flags is None else flags
+        self.updated_at = updated_at
+
+    def _fields(self) -> tuple:
+        return tuple(getattr(self, name) for name in _RECORD_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]  # value and flags are dicts: as unhashable as the dataclass was
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in _RECORD_FIELDS)
+        return f"MemoryRecord({inner})"
+
+    def with_changes(self, **changes: Any) -> "MemoryRecord":
+        """A copy with some fields replaced (the record itself is never modified)."""
+        unknown = changes.keys() - _FIELD_NAMES
+        if unknown:
+            raise TypeError(f"MemoryRecord has no field {sorted(unknown)[0]!r}")
+        get = changes.get
+        return MemoryRecord(
+            get("id", self.id), get("namespace", self.namespace), get("key", self.key), get("value", self.value),
+            get("text", self.text), get("tags", self.tags), get("stored_at", self.stored_at), get("seq", self.seq),
+            get("line_no", self.line_no), get("provenance", self.provenance), get("status", self.status),
+            get("scope", self.scope), get("flags", self.flags), get("updated_at", self.updated_at))
 
     def to_json(self) -> dict:
         out = {
@@ -189,11 +249,19 @@ class MemoryNamespace:
     # -- mutation ------------------------------------------------------------
     def apply_lines(self, lines: Iterable[JsonlLine]) -> MemoryDelta:
         delta = MemoryDelta()
+        store = self._store
         for line in lines:
             if line.problem is not None:
                 self.problems.append(line.problem)
                 continue
-            self._apply_event(line.value, line.line_no, delta)
+            event = line.value
+            if event.get("type") == "store":  # most events: _apply_event's dispatch, inlined
+                seq = self.seq
+                self.seq = seq + 1
+                self.event_count += 1
+                store(event, seq, line.line_no, delta)
+            else:
+                self._apply_event(event, line.line_no, delta)
         delta.compact()
         return delta
 
@@ -220,15 +288,24 @@ class MemoryNamespace:
 
     def _store(self, event: dict, seq: int, line_no: int, delta: MemoryDelta) -> None:
         get = event.get
-        rid, key, stored_at = get("id"), get("key"), get("stored_at")
-        text = get("text", "")
-        tags = get("tags", [])
-        flags = get("flags", {})
-        # Every well-formed store passes these exact-type checks (orjson gives plain str/list/dict);
-        # anything else takes the field-by-field path that names what is wrong.
-        if not (type(rid) is str and type(key) is str and type(stored_at) is str and type(text) is str
-                and type(tags) is list and type(flags) is dict and "value" in event
-                and (not tags or set(map(type, tags)) == _STR_ONLY)):
+        try:  # the fields Harn writes in every store, in one call
+            rid, key, stored_at, text, tags = _STORE_FIELDS(event)
+        except KeyError:
+            rid, key, stored_at = get("id"), get("key"), get("stored_at")
+            text = get("text", "")
+            tags = get("tags", _NO_TAGS)
+        flags = get("flags", _NO_FLAGS)
+        # Every well-formed store passes these exact-type checks (orjson gives plain str/list/dict;
+        # joining the tags raises on any that is not a string); anything else takes the
+        # field-by-field path that names what is wrong.
+        well_formed = (type(rid) is str and type(key) is str and type(stored_at) is str and type(text) is str
+                       and type(tags) is list and type(flags) is dict and "value" in event)
+        if well_formed and tags:
+            try:
+                "".join(tags)
+            except TypeError:
+                well_formed = False
+        if not well_formed:
             rid, key, stored_at = _str(event, "id"), _str(event, "key"), _str(event, "stored_at")
             bad = [n for n, ok in (("id", rid is not None), ("key", key is not None), ("stored_at", stored_at is not None),
                                    ("value", "value" in event), ("text", isinstance(text, str)),
@@ -255,8 +332,13 @@ class MemoryNamespace:
                 Severity.WARNING)
             return
         self.active[seq] = record
-        self._by_id.setdefault(rid, []).append(seq)
-        delta.add(record)
+        seqs = self._by_id.get(rid)
+        if seqs is None:
+            self._by_id[rid] = [seq]
+        else:
+            seqs.append(seq)
+        delta.added.append(record)  # delta.add(record), inlined: one per store of a cold load
+        delta._added_ids.add(id(record))
 
     def _forget(self, event: dict, line_no: int, delta: MemoryDelta) -> None:
         ids = event.get("forgotten_ids", [])
@@ -300,7 +382,7 @@ class MemoryNamespace:
         if isinstance(event.get("flags"), dict):
             changes["flags"] = {**old.flags, **event["flags"]}
         changes["updated_at"] = _str(event, "updated_at")
-        new = replace(old, **changes)
+        new = old.with_changes(**changes)
         self.active[old.seq] = new
         self.last_event_at = changes["updated_at"] or self.last_event_at
         delta.remove(old)

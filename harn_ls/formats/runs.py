@@ -20,7 +20,7 @@ from harn_ls.formats.problems import Problem, Severity
 from harn_ls.safe_read import (
     RUN_RECORD_CAP, ReadRefused, confinement_problem, json_density_problem, read_confined, regular_file_size,
 )
-from harn_ls.formats.transcripts import Transcript, transcript_from_value
+from harn_ls.formats.transcripts import Transcript, TranscriptSummary, transcript_from_value, transcript_summary_from_value
 
 RUN_RECORD_TYPE = "run_record"
 LLM_TRANSCRIPT_NAME = "llm_transcript.jsonl"
@@ -49,7 +49,7 @@ class RunRecord:
     finished_at: str | None = None
     stages: list[dict] = field(default_factory=list)
     usage: dict = field(default_factory=dict)
-    transcripts: list[Transcript] = field(default_factory=list)
+    transcripts: list = field(default_factory=list)  # Transcript views (TranscriptSummary when read for a listing)
     llm_transcript_path: str | None = None
     problems: list[Problem] = field(default_factory=list)
     mtime: float | None = None
@@ -169,20 +169,29 @@ def _timestamp(data: dict, name: str, problems: list[Problem], path: str, where:
     return _field(data, name, (str,), problems, path, where)
 
 
-def _transcript(value: Any, source: str, path: str, problems: list[Problem], where: str) -> Transcript | None:
+def _transcript(value: Any, source: str, path: str, problems: list[Problem], where: str,
+                summary: bool = False) -> Transcript | TranscriptSummary | None:
     if value is None:
         return None
-    t = transcript_from_value(value, source, path=path)
+    if summary:
+        found = transcript_summary_from_value(value, source, path=path)
+        t, t_problems = found if found is not None else (None, [])
+    else:
+        t = transcript_from_value(value, source, path=path)
+        t_problems = t.problems if t is not None else []
     if t is None:
         problems.append(Problem(path, 0, CODE_BAD_TRANSCRIPT,
             f"{where}transcript is a {type(value).__name__}, not a transcript object; not shown", Severity.WARNING))
         return None
-    problems.extend(t.problems)
+    problems.extend(t_problems)
     return t
 
 
-def read_run_record(path: str) -> RunRecord:
-    """Read one run record. Never raises: unreadable/invalid input gives Problems and `data=None`."""
+def read_run_record(path: str, *, summaries: bool = False) -> RunRecord:
+    """Read one run record. Never raises: unreadable/invalid input gives Problems and `data=None`.
+
+    With `summaries`, `transcripts` holds a `TranscriptSummary` per transcript (counts only, the
+    same problems) instead of the full views: what a listing needs, without building every event."""
     problems: list[Problem] = []
     name = os.path.basename(path)
     stem = name[: -len(".json")] if name.endswith(".json") else name
@@ -219,7 +228,7 @@ def read_run_record(path: str) -> RunRecord:
     record.usage = _field(data, "usage", (dict,), problems, path) or {}
     stages = _field(data, "stages", (list,), problems, path) or []
     source = f"run:{record.id}"
-    top = _transcript(data.get("transcript"), source, path, problems, "")
+    top = _transcript(data.get("transcript"), source, path, problems, "", summaries)
     if top is not None:
         record.transcripts.append(top)
     for index, stage in enumerate(stages):
@@ -228,7 +237,7 @@ def read_run_record(path: str) -> RunRecord:
             continue
         record.stages.append(stage)
         sid = stage.get("id") if isinstance(stage.get("id"), str) else str(index)
-        t = _transcript(stage.get("transcript"), f"{source}/stage:{sid}", path, problems, f"stage {sid}: ")
+        t = _transcript(stage.get("transcript"), f"{source}/stage:{sid}", path, problems, f"stage {sid}: ", summaries)
         if t is not None:
             record.transcripts.append(t)
     return record

@@ -266,13 +266,23 @@ def _asset_from(raw: Any, index: int, problems: list[Problem], path: str, line: 
                            _typed(raw, "mime_type", (str,), problems, path, line, here), storage_path, raw)
 
 
-def transcript_from_value(value: Any, source: str, *, path: str | None = None, line: int = 0) -> Transcript | None:
-    """View of a transcript value; None when `value` is not an object at all.
+def _event_clean(raw: Any) -> bool:
+    """True when `_event_from` would accept this event without a problem (every checked field
+    absent, null or of its type; a known or absent visibility): then counting it is enough."""
+    if type(raw) is not dict:
+        return False
+    get = raw.get
+    role, kind, text, ident = get("role"), get("kind"), get("text"), get("id")
+    blocks, metadata, visibility = get("blocks"), get("metadata"), get("visibility")
+    return ((role is None or isinstance(role, str)) and (kind is None or isinstance(kind, str))
+            and (text is None or isinstance(text, str)) and (ident is None or isinstance(ident, str))
+            and (blocks is None or isinstance(blocks, list)) and (metadata is None or isinstance(metadata, dict))
+            and (visibility is None or visibility in VISIBILITIES))
 
-    `path`/`line` locate Problems (defaults to `source`, whole file).
-    """
-    if not isinstance(value, dict):
-        return None
+
+def _transcript_parts(value: dict, source: str, path: str | None, line: int, full: bool) -> tuple:
+    """(problems, messages, events, assets, id, summary, metadata, state, version); with `full`
+    False `events` is only their count. Problems come in the same order either way."""
     ppath = path or source
     problems: list[Problem] = []
     where = f"transcript {source}"
@@ -294,20 +304,50 @@ def transcript_from_value(value: Any, source: str, *, path: str | None = None, l
         return v
 
     messages = seq("messages")
-    events = [e for i, r in enumerate(seq("events")) if (e := _event_from(r, i, problems, ppath, line, where)) is not None]
+    events: list[TranscriptEvent] | int
+    if full:
+        events = [e for i, r in enumerate(seq("events")) if (e := _event_from(r, i, problems, ppath, line, where)) is not None]
+    else:  # a clean event is only counted; any other goes through _event_from for its problems
+        events = sum(1 for i, r in enumerate(seq("events"))
+                     if _event_clean(r) or _event_from(r, i, problems, ppath, line, where) is not None)
     assets = [a for i, r in enumerate(seq("assets")) if (a := _asset_from(r, i, problems, ppath, line, where)) is not None]
-    return Transcript(
-        id=_typed(value, "id", (str,), problems, ppath, line, where),
-        source=source,
-        messages=messages,
-        events=events,
-        assets=assets,
-        summary=_typed(value, "summary", (str,), problems, ppath, line, where),
-        metadata=_typed(value, "metadata", (dict,), problems, ppath, line, where),
-        state=_typed(value, "state", (str,), problems, ppath, line, where),
-        version=version,
-        problems=problems,
-    )
+    return (problems, messages, events, assets, _typed(value, "id", (str,), problems, ppath, line, where),
+            _typed(value, "summary", (str,), problems, ppath, line, where),
+            _typed(value, "metadata", (dict,), problems, ppath, line, where),
+            _typed(value, "state", (str,), problems, ppath, line, where), version)
+
+
+def transcript_from_value(value: Any, source: str, *, path: str | None = None, line: int = 0) -> Transcript | None:
+    """View of a transcript value; None when `value` is not an object at all.
+
+    `path`/`line` locate Problems (defaults to `source`, whole file).
+    """
+    if not isinstance(value, dict):
+        return None
+    problems, messages, events, assets, tid, summary, metadata, state, version = _transcript_parts(value, source, path, line, True)
+    return Transcript(id=tid, source=source, messages=messages, events=events, assets=assets, summary=summary,
+                      metadata=metadata, state=state, version=version, problems=problems)
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptSummary:
+    """What lists need of a transcript; the transcript itself is read back from its file on demand."""
+
+    id: str | None
+    message_count: int
+    event_count: int
+    asset_count: int
+
+
+def transcript_summary_from_value(value: Any, source: str, *, path: str | None = None,
+                                  line: int = 0) -> tuple[TranscriptSummary, list[Problem]] | None:
+    """The counts and problems `transcript_from_value` would give, without building its events
+    (a cold load only lists transcripts); None when `value` is not an object at all."""
+    if not isinstance(value, dict):
+        return None
+    problems, messages, n_events, assets, tid, _summary, _metadata, _state, _version = _transcript_parts(
+        value, source, path, line, False)
+    return TranscriptSummary(tid, len(messages), n_events, len(assets)), problems
 
 
 # -- llm_transcript.jsonl ------------------------------------------------------

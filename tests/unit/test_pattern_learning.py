@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import replace
 from pathlib import Path
 
 from harn_ls.formats import pattern_learning as pl
@@ -109,8 +108,8 @@ def test_wrong_typed_and_wrong_schema_records_are_problems_rest_loads():
         MemoryRecord(id="untagged", namespace=NS, key="x", value={"schema": pl.SCHEMA}, text="", tags=("misc",),
                      stored_at="t", seq=9, line_no=10),
     ]
-    records[3] = replace(records[3], value={**records[3].value, "schema": "harn.pattern_learning.v0"})
-    records[8] = replace(records[8], value={"id": "p", "support": 1, "schema": pl.SCHEMA, "record_kind": "observation"})
+    records[3] = records[3].with_changes(value={**records[3].value, "schema": "harn.pattern_learning.v0"})
+    records[8] = records[8].with_changes(value={"id": "p", "support": 1, "schema": pl.SCHEMA, "record_kind": "observation"})
     learn = pl.project_pattern_learning(records, "events.jsonl")
     assert [p.id for p in learn.pending] == ["prompt-ok", "prompt-booltitle"]
     bool_title = learn.pending[1]
