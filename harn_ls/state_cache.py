@@ -162,7 +162,7 @@ def namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_rows: 
         rows = []
         for r in space.active.values():
             got = cached_rows.get(r.seq)
-            # records are frozen and an update replaces the record: the same object, the same row
+            # records are treated as immutable (an update makes a new one): the same object, the same row
             rows.append(got[1] if got is not None and got[0] is r else dumps(record_row(r)))
     else:
         rows = [dumps(record_row(r)) for r in space.active.values()]
