@@ -660,14 +660,3 @@ class NamespaceIndex:
                               f"(first: {first_why})")
         return qv, out, ""
 
-
-def _sorted_unique(arr):
-    """np.unique of a 1-D array (sorted, each value once) without np.unique: in numpy 2 its first
-    call imports numpy.ma (~60 ms), a third of a one-shot `harn-ls recall` with a warm cache."""
-    arr.sort()  # (a fresh array from np.concatenate: sorted in place)
-    if arr.size < 2:
-        return arr
-    keep = np.empty(arr.size, dtype=bool)
-    keep[0] = True
-    np.not_equal(arr[1:], arr[:-1], out=keep[1:])
-    return arr[keep]
