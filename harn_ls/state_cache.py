@@ -44,14 +44,14 @@ from harn_ls.cache_dir import cache_enabled, cache_root, project_cache_dir
 from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay, decode_rows, record_from_row,
-                               record_row)
+from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay,
+                               fact_inspect_payload, read_fact_inspect_payload, record_from_row, record_row)
 from harn_ls.workspace_runs import TranscriptSummary
 
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
 
-FORMAT = "harn-ls-state/4"
+FORMAT = "harn-ls-state/5"
 STATE_DIR = "state"
 MANIFEST = "manifest.json"
 TAIL_HASH_BYTES = 4096
@@ -136,24 +136,36 @@ def _fact_from_row(row: list, ns: str):
 
 
 PAYLOADS = {"meta": ".meta.json", "facts": ".facts.json", "records": ".records.json", "rows": ".rows.jsonl",
-            "rowidx": ".rowidx.bin"}
+            "rowidx": ".rowidx.bin", "ifacts": ".ifacts.txt"}
 
 
-def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> dict[str, bytes]:
+def namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_rows: dict | None = None) -> dict[str, bytes]:
     """The payloads (PAYLOADS) of one materialized namespace. The facts are a payload of their own (a
     one-shot recall does not decode them); the active records are rows (one orjson array a line) so one
     can be decoded alone; the row index holds, per row, (seq, end offset, CRC-32 of the row) as native
-    int64 triples."""
+    int64 triples. `ifacts` holds the facts as `inspect --json` prints them (state_rows.fact_inspect_payload);
+    the meta counts the facts and lists their problems, so a one-shot inspect decodes neither.
+    `cached_rows` (seq -> (record, row bytes) as restored): a record still the very object restored
+    from a row keeps that row's bytes instead of being encoded again."""
     active, forgotten, hidden = len(space.active), len(space.forgotten), len(space.hidden)
     meta = {
         "seq": space.seq, "event_count": space.event_count, "last_event_at": space.last_event_at,
         "config": space.config, "open_event": space.open_event, "sizes": [active, forgotten, hidden],
         "problems": [_problem_row(p) for p in space.problems],
+        "fact_count": sum(1 for _seq, f, _probs in fact_entries if f is not None),
+        "fact_problems": [[seq, [_problem_row(p) for p in probs]] for seq, _f, probs in fact_entries if probs],
     }
     facts = [[seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
              for seq, f, probs in fact_entries]
     dumps = orjson.dumps
-    rows = [dumps(record_row(r)) for r in space.active.values()]
+    if cached_rows:
+        rows = []
+        for r in space.active.values():
+            got = cached_rows.get(r.seq)
+            # records are treated as immutable (an update makes a new one): the same object, the same row
+            rows.append(got[1] if got is not None and got[0] is r else dumps(record_row(r)))
+    else:
+        rows = [dumps(record_row(r)) for r in space.active.values()]
     index = array("q")
     end = 0
     for r, row in zip(space.active.values(), rows):
@@ -166,18 +178,19 @@ def namespace_payloads(space: MemoryNamespace, fact_entries: list) -> dict[str, 
     }
     opt = orjson.OPT_NON_STR_KEYS
     rows.append(b"")
+    ifacts = fact_inspect_payload([f for _seq, f, _probs in fact_entries if f is not None])
     return {"meta": dumps(meta, option=opt), "facts": dumps(facts, option=opt), "records": dumps(records, option=opt),
-            "rows": b"\n".join(rows), "rowidx": index.tobytes()}
+            "rows": b"\n".join(rows), "rowidx": index.tobytes(), "ifacts": ifacts}
 
 
-def fill_namespace(space: MemoryNamespace, data: bytes, rows: bytes) -> None:
-    """Set the record-level state of a restored namespace from its records document and rows."""
+def fill_namespace(space: MemoryNamespace, data: bytes, rows: Mapping[int, MemoryRecord]) -> None:
+    """Set the record-level state of a restored namespace from its records document and its
+    decoded rows (`RowReader.decoded`: the same record objects the restored index holds)."""
     doc = orjson.loads(data)
     ns = space.namespace
     active: dict[int, MemoryRecord] = {}
     by_id: dict[str, list[int]] = {}
-    for row in decode_rows(rows):
-        r = record_from_row(row, ns)
+    for r in rows.values():
         active[r.seq] = r
         seqs = by_id.get(r.id)
         if seqs is None:
@@ -208,6 +221,13 @@ class StateCache:
         self._runs_changed = False
         self.keep_runs = False  # the run records were not scanned this time: keep their entry as it is
         self.readers: dict[str, RowReader] = {}  # namespace -> single records of its restored rows
+        # namespace -> (fact count, [(seq, [Problem])], ifacts payload description) as restored
+        self.fact_summaries: dict[str, tuple[int, list, Any]] = {}
+        self.damaged: set[str] = set()  # namespaces whose entry turned out unusable after restore: rewritten
+        # a one-shot run (Workspace.load memory_only / defer_facts) keeps the rows it decodes, so that a
+        # namespace changed by an append is saved without encoding its unchanged records again
+        self.keep_row_bytes = False
+        self._row_bytes: dict[str, tuple[MemoryNamespace, list, bytes]] = {}  # ns -> (space, records, rows)
 
     @classmethod
     def open(cls, project_root: str, env: Mapping[str, str] | None = None, enabled: bool = True) -> "StateCache | None":
@@ -279,6 +299,10 @@ class StateCache:
         try:
             meta = orjson.loads(self.read_payload(e.get("meta")))
             problems = [_problem_from_row(r) for r in meta["problems"]]
+            fact_count = meta["fact_count"]
+            if not isinstance(fact_count, int):
+                raise CacheInvalid("bad fact count")
+            fact_problems = [(seq, [_problem_from_row(p) for p in probs]) for seq, probs in meta["fact_problems"]]
             facts_data = self.read_payload(e.get("facts"))  # checked now, decoded when asked for
             summary = {k: meta[k] for k in ("seq", "event_count", "last_event_at", "config", "open_event", "sizes")}
             # open now: the folder may vanish before they are read
@@ -290,19 +314,40 @@ class StateCache:
             try:
                 with records as fh:
                     data = _checked(fh.read(), e["records"])
-                fill_namespace(space, data, _checked(_pread_all(rows), e["rows"]))
+                decoded = reader.decoded()  # (row order: the same record objects the index holds)
+                fill_namespace(space, data, decoded)
+                if self.keep_row_bytes:
+                    rows_data = _checked(_pread_all(rows), e["rows"])
+                    self._row_bytes[ns] = (space, list(decoded.values()), rows_data)
             except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
                 _replay(space, v["offset"])  # the log's bytes up to the offset were checked unchanged
 
         space = MemoryNamespace.restored(ns, path, summary, problems, load)
-        self.readers[ns] = RowReader(space, v["offset"], rows, e["rows"], rowidx, e["rowidx"])
+        reader = self.readers[ns] = RowReader(space, v["offset"], rows, e["rows"], rowidx, e["rowidx"])
         tail.offset = v["offset"]
         tail.line_no = v["line_no"]
         tail._ino = v["ino"]
         tail._head = bytes.fromhex(v["head"])
         tail.torn_bytes = v["torn"]
         self.hits[ns] = state
+        self.fact_summaries[ns] = (fact_count, fact_problems, e.get("ifacts"))
         return space, lambda: _facts_from_rows(orjson.loads(facts_data), ns)
+
+    def fact_problems(self, ns: str) -> list[tuple[int, list[Problem]]]:
+        """[(seq, problems)] of the facts of a restored namespace, in entry order (from its meta)."""
+        return self.fact_summaries[ns][1]
+
+    def inspect_facts(self, ns: str) -> tuple[list[str], list[int], bytes] | None:
+        """(ids, ends, body) of a restored namespace's facts as `inspect --json` prints them
+        (state_rows.fact_inspect_payload); None when missing or not intact."""
+        summary = self.fact_summaries.get(ns)
+        if summary is None:
+            return None
+        try:
+            return read_fact_inspect_payload(self.read_payload(summary[2]), summary[0])
+        except CacheInvalid:
+            self.damaged.add(ns)
+            return None
 
     # -- run records: the slim record lists and documents need, by (dev, ino, size, mtime, ctime) --
     def _cached_runs(self) -> dict:
@@ -401,7 +446,7 @@ class StateCache:
             if tail is None:
                 continue
             prev = old.get(ns) if self.hits.get(ns) == "same" else None
-            unchanged = prev is not None and ns not in ws._cache_dirty
+            unchanged = prev is not None and ns not in ws._cache_dirty and ns not in self.damaged
             if unchanged:
                 entry = dict(prev)
             else:
@@ -410,7 +455,7 @@ class StateCache:
                     continue
                 stem = f"ns{i}-{hashlib.sha256(ns.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
                 entry = {"path": path, "validator": v, "index": None}
-                for part, data in namespace_payloads(space, ws._fact_entries(ns)).items():
+                for part, data in namespace_payloads(space, ws._fact_entries(ns), self._cached_rows(ns, space)).items():
                     entry[part] = self._write_payload(stem + PAYLOADS[part], data, token)
                 wrote = True
             index = ws._recall.indexes.get(ns) if ws._recall is not None else None
@@ -418,6 +463,7 @@ class StateCache:
                 entry["index"] = self._save_index(index, f"ns{i}", token)
                 wrote = True
             out[ns] = entry
+        self._row_bytes.clear()  # (rows of unchanged namespaces: not needed any more)
         runs_desc = self.manifest.get("runs") if self.manifest else None
         if not self.keep_runs and (self._runs_changed or set(self._runs_seen) != set(self._cached_runs())):
             runs_desc = self._write_payload("runs.json", orjson.dumps(self._runs_seen), token)
@@ -435,6 +481,17 @@ class StateCache:
         self._sweep(manifest, previous)
         evict(self.env, keep=os.path.dirname(self.folder))
         return True
+
+    def _cached_rows(self, ns: str, space: MemoryNamespace) -> dict | None:
+        """seq -> (record, row bytes) of the rows this namespace object was restored from, if kept."""
+        kept = self._row_bytes.pop(ns, None)
+        if kept is None or kept[0] is not space:
+            return None
+        records, data = kept[1], kept[2]
+        lines = data.split(b"\n")[:-1]  # (every row ends with a newline)
+        if len(lines) != len(records):
+            return None
+        return {r.seq: (r, row) for r, row in zip(records, lines)}
 
     def _save_index(self, index, stem: str, token: str) -> dict:
         # start-up: numpy (~0.15 s) loads only when a recall index is saved

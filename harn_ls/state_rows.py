@@ -32,8 +32,14 @@ def record_from_row(row: list, namespace: str) -> MemoryRecord:
 
 
 def decode_rows(rows: bytes) -> list:
-    """Every row of a rows payload (orjson never writes a raw newline inside a document)."""
-    return orjson.loads(b"[" + rows[:-1].replace(b"\n", b",") + b"]") if rows else []
+    """Every row of a rows payload (orjson never writes a raw newline inside a document). One parse
+    per row: ~35% faster than joining the rows into one array first (no copies of the payload)."""
+    if not rows:
+        return []
+    if not rows.endswith(b"\n"):
+        raise CacheInvalid("rows do not end with a newline")
+    loads = orjson.loads
+    return [loads(row) for row in rows.split(b"\n")[:-1]]
 
 
 def _checked(data: bytes, desc: Mapping) -> bytes:
@@ -64,6 +70,10 @@ class RowReader:
         self._crcs: array | None = None
         self._fallback: dict[int, MemoryRecord] | None = None
         self.seqs_cached: list[int] | None = None
+        # every row decoded once, shared by the index and the namespace (see `all`), and the
+        # progress of decoding them in steps (`decode_some`): next row, rows so far, running CRC
+        self._all: dict[int, MemoryRecord] | None = None
+        self._step: tuple[int, dict[int, MemoryRecord], int] | None = (0, {}, 0)
 
     def seqs(self) -> list[int] | None:
         """The row sequences in row order, None when the row index is not usable."""
@@ -103,21 +113,76 @@ class RowReader:
         return self.all()[seq]
 
     def all(self) -> dict[int, MemoryRecord]:
-        """seq -> record of every row (one read, checked as a whole)."""
+        """seq -> record of every row (one read, checked as a whole; decoded once: the index and
+        the namespace get the same record objects). Not to be modified."""
         if self._fallback is not None:
             return self._fallback
         try:
-            out = {}
-            ns = self.space.namespace
-            for row in decode_rows(_checked(_pread_all(self._rows), self._rows_desc)):
-                r = record_from_row(row, ns)
-                out[r.seq] = r
-            return out
+            return self.decoded()
         except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             fresh = MemoryNamespace(self.space.namespace, self.space.path)
             _replay(fresh, self.offset)
             self._fallback = fresh.active
             return self._fallback
+
+    def decoded(self) -> dict[int, MemoryRecord]:
+        """seq -> record of every row, from the rows alone: raises when they do not check out."""
+        while not self.decode_some(50_000):  # finish what the steps began (checked as a whole at the end)
+            pass
+        if self._all is None:
+            out = {}
+            ns = self.space.namespace
+            for row in decode_rows(_checked(_pread_all(self._rows), self._rows_desc)):
+                r = record_from_row(row, ns)
+                out[r.seq] = r
+            self._all, self._step = out, None
+            self._drop_row_index()
+        return self._all
+
+    def _drop_row_index(self) -> None:
+        """Every row is decoded (`_all`): single-row reads answer from it, so the per-row index
+        (Python ints and a seq -> row dict: ~100 bytes a row) is no longer needed."""
+        self._pos = self._ends = self._crcs = None
+        self.seqs_cached = None
+
+    def decode_some(self, max_rows: int) -> bool:
+        """Decode up to `max_rows` more rows towards `all()`, so a server can spread the work over
+        short steps; True once there is nothing left to do this way. The rows decoded in steps are
+        only used when the CRC over all of them and the total size match the manifest; anything
+        else drops them and leaves `all()` to do it in one go (and check it) as before."""
+        if self._step is None or self._fallback is not None:
+            return True
+        if self._ends is None and self.seqs() is None:
+            self._step = None
+            return True
+        ends = self._ends
+        start, out, crc = self._step
+        stop = min(len(ends), start + max(1, max_rows))
+        if start >= stop:
+            self._step = None
+            return True
+        first = ends[start - 1] if start else 0
+        try:
+            data = os.pread(self._rows.fileno(), ends[stop - 1] - first, first)
+            if len(data) != ends[stop - 1] - first:
+                raise CacheInvalid("short read")
+            crc = zlib.crc32(data, crc)
+            ns = self.space.namespace
+            for row in decode_rows(data):
+                r = record_from_row(row, ns)
+                out[r.seq] = r
+            if stop == len(ends):
+                if crc != self._rows_desc["crc"] or ends[-1] != self._rows_desc["size"] \
+                        or os.fstat(self._rows.fileno()).st_size != ends[-1] or len(out) != len(ends):
+                    raise CacheInvalid("rows changed")
+                self._all, self._step = out, None
+                self._drop_row_index()
+                return True
+        except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            self._step = None
+            return True
+        self._step = (stop, out, crc)
+        return False
 
 
 def _replay(space: MemoryNamespace, offset: int) -> None:
@@ -133,3 +198,75 @@ def _replay(space: MemoryNamespace, offset: int) -> None:
     d = space.__dict__
     for name in ("active", "_by_id", "forgotten", "hidden", "forgets"):
         d[name] = getattr(fresh, name)
+
+
+# ----------------------------------------------------------------------------- inspect fact entries
+# `inspect --json` prints every fact; a warm one-shot inspect takes the printed form of an unchanged
+# namespace's facts from the cache instead of decoding ~10k Fact objects only to print them again.
+INSPECT_JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+FACT_ENTRY_INDENT = b"\n    "  # an entry of the top-level "facts" list sits two levels deep
+FACT_SEPARATOR = b"," + FACT_ENTRY_INDENT
+
+
+def fact_inspect_entry(f) -> dict:
+    """One fact as `inspect --json` lists it."""
+    return {"id": f.id, "kind": f.kind, "claim": f.claim, "confidence": f.confidence, "namespace": f.namespace,
+            "ranges": [f"{e.range.path}:{e.range.start}-{e.range.end}" for e in f.evidence if e.range is not None]}
+
+
+def fact_inspect_fragment(f) -> bytes:
+    """`fact_inspect_entry` serialized exactly as orjson writes it inside the indented "facts" list
+    (orjson escapes every newline inside a string, so each raw newline is indentation)."""
+    return orjson.dumps(fact_inspect_entry(f), default=str, option=INSPECT_JSON_OPTIONS).replace(b"\n", FACT_ENTRY_INDENT)
+
+
+def join_fact_fragments(body: bytes) -> bytes:
+    """The "facts" list around its entries (joined by FACT_SEPARATOR), as orjson writes it at that depth."""
+    return b"[" + FACT_ENTRY_INDENT + body + b"\n  ]" if body else b"[]"
+
+
+def fact_inspect_payload(facts: list) -> bytes:
+    """The cached inspect form of a namespace's facts (given in entry order): one JSON line
+    {"ids": [...], "ends": [...]} then the fragments sorted by id (stably, as `inspect` sorts them)
+    and joined by FACT_SEPARATOR; fragment i ends at ends[i] of that body."""
+    ordered = sorted(facts, key=lambda f: f.id)
+    fragments = [fact_inspect_fragment(f) for f in ordered]
+    ends, end = [], -len(FACT_SEPARATOR)
+    for frag in fragments:
+        end += len(FACT_SEPARATOR) + len(frag)
+        ends.append(end)
+    head = orjson.dumps({"ids": [f.id for f in ordered], "ends": ends})
+    return head + b"\n" + FACT_SEPARATOR.join(fragments)
+
+
+def read_fact_inspect_payload(data: bytes, count: int) -> tuple[list[str], list[int], bytes]:
+    """(ids, ends, body) of `fact_inspect_payload`; CacheInvalid unless it holds `count` facts
+    whose fragments tile the body."""
+    head, sep, body = data.partition(b"\n")
+    try:
+        doc = orjson.loads(head)
+        ids, ends = doc["ids"], doc["ends"]
+    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise CacheInvalid(str(exc)) from None
+    if not sep or not isinstance(ids, list) or not isinstance(ends, list) or len(ids) != count or len(ends) != count \
+            or not all(type(i) is str for i in ids) or not all(type(e) is int for e in ends) \
+            or (ends[-1] if ends else 0) != len(body) or not _tiles(body, ends):
+        raise CacheInvalid("inspect facts do not fit together")
+    return ids, ends, body
+
+
+def _tiles(body: bytes, ends: list[int]) -> bool:
+    """Each fragment one JSON object, the separator exactly between each two."""
+    sep, n = FACT_SEPARATOR, len(FACT_SEPARATOR)
+    start = 0
+    for end in ends:
+        if end <= start or body[start] != 0x7B or body[end - 1] != 0x7D or (end < len(body) and body[end:end + n] != sep):
+            return False  # 0x7B, 0x7D: "{", "}"
+        start = end + n
+    return True
+
+
+def split_fact_body(body: bytes, ends: list[int]) -> list[bytes]:
+    """The fragments of a body `read_fact_inspect_payload` checked."""
+    starts = [0] + [end + len(FACT_SEPARATOR) for end in ends[:-1]]
+    return [body[a:b] for a, b in zip(starts, ends)]

@@ -87,7 +87,8 @@ class Workspace(RunsPart, RecallPart):
         self.generation = 0  # bumped on every change, used to cache rendered text
         self._memory_only = False  # Workspace.load(memory_only=True): see there
         self._real_dirs: dict[str, str] = {}  # realpath memo, emptied when a scan or an apply starts
-        self._pending_facts: dict[str, object] = {}  # memory_only: cached facts not decoded (unless changed)
+        self._pending_facts: dict[str, object] = {}  # memory_only/defer_facts: cached facts not decoded (unless changed)
+        self._defer_facts = False  # Workspace.load(defer_facts=True): see there
 
     @property
     def extra(self) -> ExtraState:
@@ -102,17 +103,21 @@ class Workspace(RunsPart, RecallPart):
     # ------------------------------------------------------------------ load
     @classmethod
     def load(cls, path: str, env: Mapping[str, str] | None = None, home: str | None = None,
-             cache: bool = False, memory_only: bool = False) -> "Workspace":
+             cache: bool = False, memory_only: bool = False, defer_facts: bool = False) -> "Workspace":
         """Read the project. With `cache`, namespaces whose logs the state cache still matches are
         restored from it (plus any appended bytes) instead of re-read; `save_cache()` writes it back.
         `memory_only` (a one-shot recall): only the memory namespaces and their facts are read;
-        checkpoints, skills, runs, sessions and the rest stay empty (and their cache entries kept)."""
+        checkpoints, skills, runs, sessions and the rest stay empty (and their cache entries kept).
+        `defer_facts` (a one-shot `inspect --json`): the facts of namespaces restored unchanged stay
+        undecoded (their problems and count are restored); `materialize_facts()` decodes them."""
         ws = cls(paths_mod.resolve(path, env=env, home=home), env)
         ws._memory_only = memory_only
+        ws._defer_facts = defer_facts
         if cache:
             ws._state_cache = StateCache.open(ws.root, env)
             if ws._state_cache is not None:
                 ws._state_cache.keep_runs = memory_only
+                ws._state_cache.keep_row_bytes = memory_only or defer_facts  # one-shot: kept until saved
         ws.rescan()
         return ws
 
@@ -131,6 +136,8 @@ class Workspace(RunsPart, RecallPart):
     def _fact_entries(self, ns: str) -> list:
         """[(seq, fact or None, problems)] of a namespace, in an order consistent with both `facts`
         and `_fact_problems` (so a restore rebuilds both dicts in the same order)."""
+        if ns in self._pending_facts:  # saving a namespace whose cached facts were never decoded
+            self._restore_facts(ns, self._pending_facts.pop(ns), ChangeSet())
         f_keys = [k for k in self.facts if k[0] == ns]
         p_keys = [k for k in self._fact_problems if k[0] == ns]
         in_p = set(p_keys)
@@ -243,6 +250,10 @@ class Workspace(RunsPart, RecallPart):
             self._index_deltas[ns] = []
             if self._memory_only:
                 self._pending_facts[ns] = facts  # a one-shot recall never looks at them
+            elif self._defer_facts:
+                self._pending_facts[ns] = facts  # a one-shot inspect prints their cached form
+                for seq, problems in cache.fact_problems(ns):
+                    self._fact_problems[(ns, seq)] = problems
             else:
                 self._restore_facts(ns, facts, changes)
             changes.kinds.update((K.MEMORY, K.FACTS))
@@ -584,6 +595,19 @@ class Workspace(RunsPart, RecallPart):
                 self._read_checkpoint(cf.path, changes)
         self._scan_checkpoints(changes)
 
+    # ---------------------------------------------------- deferred cached facts
+    def deferred_fact_namespaces(self) -> set[str]:
+        return set(self._pending_facts)
+
+    def cached_inspect_facts(self, ns: str) -> tuple | None:
+        """(ids, ends, body) of a deferred namespace's printed facts (StateCache.inspect_facts)."""
+        return self._state_cache.inspect_facts(ns) if ns in self._pending_facts else None
+
+    def materialize_facts(self) -> None:
+        """Decode every deferred namespace's cached facts into `facts` and the fact indexes."""
+        for ns in list(self._pending_facts):
+            self._restore_facts(ns, self._pending_facts.pop(ns), ChangeSet())
+
     # --------------------------------------------------------------- queries
     def namespace_path(self, ns: str) -> str | None:
         return self._ns_path.get(ns)
@@ -597,7 +621,9 @@ class Workspace(RunsPart, RecallPart):
         p = os.path.abspath(abs_path)
         if not _is_under(p, self.root):
             return None
-        return os.path.relpath(p, self.root).replace(os.sep, "/")
+        root = self.root  # os.path.relpath costs ~30 us; a normalized root's relative path is the rest of p
+        rel = p[len(root.rstrip(os.sep)) + 1:] if p != root and root == os.path.abspath(root) else os.path.relpath(p, root)
+        return rel.replace(os.sep, "/")
 
     def pending_proposals(self, include_suppressed: bool = False, now: str | None = None) -> list:
         if self.pattern is None:
@@ -666,7 +692,7 @@ class Workspace(RunsPart, RecallPart):
             "checkpointKeys": sum(len(c.entries) for c in self.checkpoints.values()),
             "namespaces": len(self.memory),
             "records": active,
-            "facts": len(self.facts),
+            "facts": len(self.facts) + sum(self._state_cache.fact_summaries[ns][0] for ns in self._pending_facts),
             "proposals": len(pending),
             "skills": len(self.skills.skills) if self.skills else 0,
             "runs": len(self.runs),

@@ -13,6 +13,7 @@ raises `ModelThreadError`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import os
@@ -63,6 +64,7 @@ class Project:
         self.last_batch_at: float = 0.0
         # Project thread only: each file's problems as last handed to the diagnostics registry.
         self.published_problems: dict[str, tuple[Problem, ...]] = {}
+        self.closed = False  # set by close(): long background work stops at its next step
         self.fact_spans = FactSpanCache()  # hover / lens spans per source file; used on the worker thread only
 
     @property
@@ -79,6 +81,7 @@ class Project:
     async def load(self) -> ChangeSet:
         self._loop = asyncio.get_running_loop()
 
+        @paused_gc
         def _load() -> ChangeSet:
             start = time.perf_counter()
             # The state cache (outside the project; off with HARN_LS_CACHE=off) spares re-reading
@@ -130,6 +133,7 @@ class Project:
         if self._loop is None or self.ws is None:
             return
 
+        @paused_gc
         def _apply() -> ChangeSet:
             ws = self.ws
             try:
@@ -165,7 +169,8 @@ class Project:
     async def warm_recall(self, attempts: int = 3) -> None:
         """Build the recall index in short steps on the project thread, so hovers and lenses
         are served in between; restart if the memory changed meanwhile, and after a few
-        restarts just build it in one go."""
+        restarts just build it in one go. Returns as soon as recall answers: what is left to
+        do (the cache write, decoding cached records) is `settle_recall`'s."""
         for _ in range(attempts):
             generation, steps = await self.run(lambda: (self.ws.generation, self.ws.recall_build_steps()))
             engine = RecallEngine()
@@ -180,23 +185,40 @@ class Project:
                     aborted = True
                     break
             if not aborted and await self.run(lambda: self.ws.adopt_recall(engine, generation)):
-                await self.run(_freeze_heap)
-                await self.run(self._save_cache)
-                await self._materialize_recall()
                 return
             await asyncio.sleep(0.3)
         await self.run(lambda: self.ws.recall)
-        await self.run(_freeze_heap)
-        await self.run(self._save_cache)
+
+    async def settle_recall(self) -> None:
+        """After recall is ready: write the state cache, then decode the records a cached index
+        left undecoded, and move the model out of the collector's view. None of it changes an
+        answer; it spares the first append batch (and a later full collection) the work."""
+        for work in (_freeze_heap, self._save_cache):
+            if self.closed:  # the folder left the workspace meanwhile: nothing left to settle
+                return
+            await self.run(work)
+        await self._materialize_recall()
 
     async def _materialize_recall(self) -> None:
         """A cached recall index comes back lazily (records decoded on demand) and decodes all its
-        records on its first change. In the server, do that now, one namespace per step on the
-        project thread, so the first append batch after start does not wait for it (1M events:
-        seconds) and hovers are served between the steps."""
-        for namespace in await self.run(lambda: self.ws.recall.namespaces()):
-            await self.run(lambda ns=namespace: self.ws.recall.materialize(ns))
-        await self.run(_freeze_heap)
+        records on its first change. In the server, do that now, in short steps on the project
+        thread (`Workspace.recall_settle_steps`), so the first append batch after start does not
+        wait for it (1M events: seconds) and requests and batches are served between the steps."""
+        @paused_gc
+        def _step(step) -> bool:
+            done = step()
+            # what it decoded lives as long as the model: out of the collector's view at once, or
+            # the next full collection walks it (and the one after that, every few steps)
+            gc.freeze()
+            return done
+
+        if self.closed:
+            return
+        for step in await self.run(lambda: self.ws.recall_settle_steps()):
+            while not self.closed and not await self.run(_step, step):
+                pass
+            if self.closed:
+                return
 
     def _save_cache(self) -> None:
         """Write the state cache once the model is complete (only what it does not hold yet)."""
@@ -220,12 +242,32 @@ class Project:
         return changes
 
     def close(self) -> None:
+        self.closed = True
         if self.watcher is not None:
             try:
                 self.watcher.stop()
             except Exception:
                 log.exception("stopping watcher")
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def paused_gc(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run `fn` (a step on the project thread) with the cyclic collector paused. Decoding or
+    applying a large batch allocates millions of container objects; with the model frozen
+    (gc.freeze) the collector counts almost nothing as old, so it would run a full collection
+    over the growing batch every few thousand allocations. Paused, the new objects are walked
+    once, by the first collections after the step. What the step frees by reference counting is
+    freed as before; only cyclic garbage waits for those collections."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+    return wrapper
 
 
 def _freeze_heap() -> None:

@@ -27,7 +27,9 @@ the query terms). That is complete: every key/tag token is also a token of
 the searchable text (`key \\n text \\n tags \\n value`), so a record with a
 boost is always in the postings, and a record outside them scores 0 and is
 dropped by Harn's `score > 0` rule. idf is always > 0, so every visited
-record scores > 0.
+record scores > 0. For a top k, `scoring.search` also skips the records
+that provably cannot reach the k-th best score (bounds per posting code and
+per term, MaxScore), which changes no score and no rank.
 
 Storage is numpy arrays (see `NamespaceIndex`): postings as (slot, tf/flags)
 pairs in a term-sorted array plus an append-only overflow, about 6 bytes a

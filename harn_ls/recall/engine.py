@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import os
 from typing import Any, Iterable
 
@@ -78,7 +79,9 @@ class RecallEngine:
         hits: list[Hit] = []
         outcomes: dict[str, NamespaceOutcome] = {}
         for name in sorted(self.indexes):
-            ns_hits, outcomes[name] = self._recall_one(self.indexes[name], query, q, k, explain)
+            # k hits in hand: a record scoring below the k-th of them cannot make the merged top k
+            floor = heapq.nlargest(k, [h.score for h in hits])[-1] if len(hits) >= k else None
+            ns_hits, outcomes[name] = self._recall_one(self.indexes[name], query, q, k, explain, floor)
             hits.extend(ns_hits)
         if q or any(o.mode != "lexical" for o in outcomes.values()):
             hits = _tie_sort(hits)[:k]
@@ -90,7 +93,7 @@ class RecallEngine:
         return RecallResult(hits, mode, note, None, tuple(q), k, outcomes)
 
     def _recall_one(self, idx: NamespaceIndex, query: str, q: list[str], k: int,
-                    explain: bool) -> tuple[list[Hit], NamespaceOutcome]:
+                    explain: bool, floor: float | None = None) -> tuple[list[Hit], NamespaceOutcome]:
         config = dict(idx.config)
         wanted = _BACKEND_MODE.get(config.get("backend", "bm25"), "lexical")
         note = ""
@@ -105,7 +108,7 @@ class RecallEngine:
             hits = [self._hit(idx, seq, 0.0) for seq in idx.newest(k)]
         else:
             hits = [self._hit(idx, seq, score, idx.explain(seq, q) if explain else None)
-                    for score, seq in idx.top_lexical(q, k)]
+                    for score, seq in idx.top_lexical(q, k, floor)]
         return hits, NamespaceOutcome("lexical", note, config, len(idx))
 
     def _vector_hits(self, idx: NamespaceIndex, q: list[str], qv: list[float], vecs: dict[int, list[float]],

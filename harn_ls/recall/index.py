@@ -6,6 +6,7 @@ from __future__ import annotations
 import heapq
 import math
 import os
+from functools import partial
 from itertools import compress, count, repeat
 from operator import is_
 from typing import Iterable
@@ -16,13 +17,10 @@ from harn_ls.formats.harn_json import sha256_hex
 from harn_ls.formats.memory import DEFAULT_CONFIG, MemoryDelta, MemoryRecord
 from harn_ls.recall.docs import _Doc, _LazyDocs
 from harn_ls.recall.results import Explain, TermExplain
+from harn_ls.recall.scoring import B, K1, KEY_BOOST, TAG_BOOST, FlaggedMemo, QueryTerm, idf_of, search
 from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analyze, searchable_text
 from harn_ls.recall.vectors import read_cached_vector, sanitize_model_hint
 
-K1 = 1.2
-B = 0.75
-KEY_BOOST = 0.4
-TAG_BOOST = 0.25
 
 
 # Harn's per-query-term field boost, `(0.4 if in key) + (0.25 if in tags)`,
@@ -111,6 +109,11 @@ class NamespaceIndex:
         self._tail_dec: list[int] = []  # term ids whose _df a removal decrements
         self._norm_key: tuple[float, int] | None = None
         self._norm: np.ndarray | None = None
+        self._norm_min = 0.0
+        self._ordered_for: np.ndarray | None = None  # the `_pslot` array `_merge` wrote (sorted per term)
+        self._checked_for: np.ndarray | None = None  # the `_pslot` array `_checked` holds terms of
+        self._checked: dict[int, bool] = {}  # term id -> main postings ascending (arrays not from `_merge`)
+        self._flagged = FlaggedMemo()  # emptied whenever postings are added or merged
 
     def __len__(self) -> int:
         return len(self.docs)
@@ -167,6 +170,7 @@ class NamespaceIndex:
         return first
 
     def _append_overflow(self, ids: np.ndarray, slots: np.ndarray | int, vals: list[int] | np.ndarray) -> None:
+        self._flagged.clear()
         m = self._m
         k = len(ids)
         if m + k > len(self._ov_term):
@@ -335,6 +339,7 @@ class NamespaceIndex:
         with `renumber`, also pack the live slots and forget unused terms."""
         self._materialize()
         self._flush()
+        self._flagged.clear()
         m = self._m
         nterms = len(self._terms)
         ov_term = self._ov_term[:m]
@@ -376,6 +381,8 @@ class NamespaceIndex:
         np.cumsum(np.bincount(term, minlength=nterms), out=off[1:])
         del term
         self._pslot = slot[order]
+        # main slots ascending per term, the overflow's in arrival order and past them: sorted, no check
+        self._ordered_for = self._pslot
         del slot
         self._pcode = code[order]
         self._off = off
@@ -417,9 +424,10 @@ class NamespaceIndex:
     def _term_postings(self, tid: int) -> tuple[np.ndarray, np.ndarray, int]:
         """(slots, codes, df) of one term, main and overflow (dead slots included); flushed first."""
         df = int(self._df[tid])
-        if tid < len(self._off) - 1:
-            lo, hi = self._off[tid], self._off[tid + 1]
-            slots, codes = self._pslot[lo:hi], self._pcode[lo:hi]
+        off = np.asarray(self._off)  # (a memory map restored from the cache: numpy's wrapper costs per access)
+        if tid < len(off) - 1:
+            lo, hi = off[tid], off[tid + 1]
+            slots, codes = np.asarray(self._pslot)[lo:hi], np.asarray(self._pcode)[lo:hi]
         else:
             slots, codes = _EMPTY_I32, self._pcode[:0]
         if self._m:
@@ -428,7 +436,10 @@ class NamespaceIndex:
                 df += len(hit)
                 val = self._ov_val[hit]
                 slots = np.concatenate((slots, self._ov_slot[hit]))
-                codes = np.concatenate((codes, ((val & _TF_MASK) << 2) | (val >> _TF_BITS)))
+                ov_codes = ((val & _TF_MASK) << 2) | (val >> _TF_BITS)
+                if codes.dtype == np.uint16 and int(ov_codes.max()) < 1 << 16:
+                    ov_codes = ov_codes.astype(np.uint16)  # keep the narrow codes the scorer's tables index
+                codes = np.concatenate((codes, ov_codes))
         return slots, codes, df
 
     def _views(self) -> Iterable[tuple[str, list[int], list[int]]]:
@@ -464,73 +475,58 @@ class NamespaceIndex:
         key = (avgdl, self._nslots)
         if self._norm_key != key:
             self._norm = K1 * ((1.0 - B) + (B * self._dl[: self._nslots]) / avgdl)
+            self._norm_min = float(self._norm.min()) if self._nslots else 0.0  # (bounds: scoring.QueryTerm)
             self._norm_key = key
         return self._norm
 
-    def _score(self, q: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(live slots with score > 0, their Harn lexical scores), slots ascending.
+    def _term_ordered(self, tid: int, slots: np.ndarray, nmain: int) -> bool:
+        """Whether a term's postings list its slots strictly ascending, so they can be binary-searched:
+        `_merge` writes the main arrays so, and the overflow comes in slot order after them; arrays
+        restored from the state cache are checked, per term and once (only terms a query searches)."""
+        if self._ordered_for is not self._pslot:
+            if self._checked_for is not self._pslot:
+                self._checked_for, self._checked = self._pslot, {}
+            ok = self._checked.get(tid)
+            if ok is None:
+                main = slots[:nmain]
+                ok = self._checked[tid] = bool(np.all(main[1:] > main[:-1]))
+            if not ok:
+                return False
+        tail = slots[nmain:]
+        return (not len(tail) or not nmain or int(tail[0]) > int(slots[nmain - 1])) and bool(np.all(tail[1:] > tail[:-1]))
 
-        Query terms are summed in query order, duplicates included, each
-        term's BM25 part computed elementwise as `idf * tf * (k1 + 1) /
-        (tf + norm)`; the field boosts are summed the same way in their own
-        buffer and added last (`bm25 + boost`), exactly as Harn does."""
-        n, avgdl = self.stats()
+    def _query_terms(self, q: list[str]) -> list[QueryTerm]:
+        """The query's terms this namespace knows (with live postings), in query order, repeats included."""
+        n, _ = self.stats()
         self._flush()
         tid_get = self._tid.get
-        parts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]] = {}
-        order: list[str] = []
+        seen: dict[str, QueryTerm | None] = {}
+        order: list[QueryTerm] = []
         for term in q:
-            if term in parts:
-                order.append(term)
-                continue
-            tid = tid_get(term)
-            if tid is None:
-                continue
-            slots, codes, df = self._term_postings(tid)
-            if not df:
-                continue
-            idf = math.log1p((n - df + 0.5) / (df + 0.5))
-            tf = (codes >> 2).astype(np.float64)
-            contrib = idf * (tf * (K1 + 1.0)) / (tf + self._norms(avgdl)[slots])
-            flags = codes & 3
-            if flags.any():  # Harn adds 0.4 (key) and then 0.25 (tag): two additions, not one of 0.65
-                bslots, bvals = slots[(flags & 1) != 0], slots[(flags & 2) != 0]
-            else:
-                bslots = bvals = None
-            parts[term] = (slots, contrib, bslots, bvals)
-            order.append(term)
+            if term not in seen:
+                tid = tid_get(term)
+                seen[term] = None
+                if tid is not None:
+                    slots, codes, df = self._term_postings(tid)
+                    if df:
+                        off = np.asarray(self._off)
+                        nmain = int(off[tid + 1] - off[tid]) if tid < len(off) - 1 else 0
+                        ordered = partial(self._term_ordered, tid, slots, nmain)  # asked only before a binary search
+                        seen[term] = QueryTerm(slots, codes, idf_of(n, df), ordered, self._flagged, tid)
+            got = seen[term]
+            if got is not None:
+                order.append(got)
+        return order
+
+    def _score(self, q: list[str], k: int | None = None, floor: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(live slots with score > 0, their Harn lexical scores); with `k`, records that cannot be in
+        the top k (or score below `floor`) may be left out (`scoring.search`)."""
+        order = self._query_terms(q)
         if not order:
             return _EMPTY_I32, np.zeros(0)
-        ns = self._nslots
-        acc = np.zeros(ns)
-        first = True
-        touched = 0
-        for term in order:
-            slots, contrib = parts[term][0], parts[term][1]
-            if first:
-                acc[slots] = contrib  # 0.0 + x == x
-                first = False
-            else:
-                acc[slots] += contrib  # a term's slots are distinct: one add per slot
-            touched += len(slots)
-        boost = None
-        for term in order:
-            kslots, tslots = parts[term][2], parts[term][3]
-            if kslots is not None:
-                if boost is None:
-                    boost = np.zeros(ns)
-                boost[kslots] += KEY_BOOST
-                boost[tslots] += TAG_BOOST
-        if touched * 8 < ns:
-            cand = np.unique(np.concatenate([p[0] for p in parts.values()]))
-        else:
-            cand = np.flatnonzero(acc)
-        if self._ndead:
-            cand = cand[self._alive[cand]]
-        scores = acc[cand]
-        if boost is not None:
-            scores = scores + boost[cand]
-        return cand, scores
+        _, avgdl = self.stats()
+        norm = self._norms(avgdl)
+        return search(order, norm, self._norm_min, self._alive if self._ndead else None, self._nslots, k, floor)
 
     def lexical_scores(self, q: list[str]) -> dict[int, float]:
         """seq -> Harn lexical score for every record with score > 0."""
@@ -573,9 +569,13 @@ class NamespaceIndex:
             terms.append(TermExplain(t, count, counts.get(t, 0) & _TF_MASK, df, idf, per_term.get(t, 0.0), kb, tb))
         return Explain(tuple(terms), bm25, kb_total, tb_total, bm25 + boost, dl, avgdl, n)
 
-    def top_lexical(self, q: list[str], k: int) -> list[tuple[float, int]]:
-        """Top k (score, seq) in Harn order; ties at the cut are resolved exactly."""
-        slots, scores = self._score(q)
+    def top_lexical(self, q: list[str], k: int, floor: float | None = None) -> list[tuple[float, int]]:
+        """Top k (score, seq) in Harn order; ties at the cut are resolved exactly. With `floor` (the
+        k-th best score of other namespaces), records scoring below it may be left out."""
+        slots, scores = self._score(q, k, floor)
+        if floor is not None:  # below it a record cannot be in the merged top k: not even decoded
+            above = scores >= floor
+            slots, scores = slots[above], scores[above]
         nc = len(slots)
         if not nc:
             return []
@@ -587,9 +587,10 @@ class NamespaceIndex:
             need = k - len(above)
             if len(ties) > need:
                 # Only the records tied at the k-th score need the full key.
-                sl = slots.tolist()
-                ties = np.array(heapq.nlargest(need, ties.tolist(), key=lambda i: (
-                    srec[sl[i]].stored_at, srec[sl[i]].seq)), dtype=np.int64)
+                at, tied = ties.tolist(), slots[ties].tolist()
+                chosen = heapq.nlargest(need, range(len(tied)), key=lambda j: (
+                    srec[tied[j]].stored_at, srec[tied[j]].seq))
+                ties = np.array([at[j] for j in chosen], dtype=np.int64)
             pick = np.concatenate((above, ties))
             slots, scores = slots[pick], scores[pick]
         items = list(zip(scores.tolist(), slots.tolist()))
@@ -658,3 +659,4 @@ class NamespaceIndex:
             return qv, None, (f"the embedding cache lacks vectors for {missing} of {len(self.docs)} records "
                               f"(first: {first_why})")
         return qv, out, ""
+

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import heapq
 import os
+
+import orjson
 
 from harn_ls.formats.checkpoints import running_now
 from harn_ls.formats.facts import date_now_iso
 from harn_ls.formats.locks import read_flock_table, running_session_writers, session_running
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.render.state_docs import inspect_extra, inspect_extra_text
+from harn_ls.state_rows import (FACT_SEPARATOR, fact_inspect_entry, fact_inspect_fragment, join_fact_fragments,
+                               split_fact_body)
 
 
-def inspect_json(ws) -> dict:
+def inspect_json(ws, facts_fragment: bool = False) -> dict:
+    """Everything found, as `inspect --json` prints it. `facts_fragment`: the "facts" list may be an
+    orjson.Fragment (the bytes orjson would write for it at that depth, with INSPECT_JSON_OPTIONS),
+    taken from the state cache for the namespaces whose facts were not decoded."""
     p = ws.paths
     now = date_now_iso()
     pattern = ws.pattern
@@ -45,11 +53,7 @@ def inspect_json(ws) -> dict:
              "forgotten_ids": sizes[1], "hidden_by_tombstone": sizes[2], "config": s.config}
             for ns, s, sizes in ((ns, s, s.sizes()) for ns, s in sorted(ws.memory.items()))
         ],
-        "facts": [
-            {"id": f.id, "kind": f.kind, "claim": f.claim, "confidence": f.confidence, "namespace": f.namespace,
-             "ranges": [f"{e.range.path}:{e.range.start}-{e.range.end}" for e in f.evidence if e.range is not None]}
-            for f in sorted(ws.facts.values(), key=lambda f: f.id)
-        ],
+        "facts": _facts(ws, facts_fragment),
         "pattern_learning": {
             "observations": len(pattern.observations) if pattern else 0,
             "pending": [
@@ -76,6 +80,53 @@ def inspect_json(ws) -> dict:
         },
         "problems": problems,
     } | _extra(ws)
+
+
+def _facts(ws, as_fragment: bool):
+    body = _cached_facts_body(ws) if as_fragment else None
+    if body is not None:
+        return orjson.Fragment(join_fact_fragments(body))
+    ws.materialize_facts()
+    return [fact_inspect_entry(f) for f in sorted(ws.facts.values(), key=lambda f: f.id)]
+
+
+def _cached_facts_body(ws) -> bytes | None:
+    """The entries of the "facts" list as `sorted(ws.facts.values(), key=id)` would give them had every
+    cached fact been decoded, joined by FACT_SEPARATOR; None when some cached form is not usable (then
+    the facts are decoded).
+
+    Decoded, a namespace's facts are one run of `ws.facts` (a load restores or reads one namespace at a
+    time, in `ws.memory` order) in the cached entry order; each namespace's part is sorted stably by id
+    (the cached ones when saved), and merging the parts in `ws.memory` order keeps ties in that order."""
+    deferred = ws.deferred_fact_namespaces()
+    if not deferred:
+        return None
+    position = {ns: i for i, ns in enumerate(ws.memory)}
+    decoded: dict[str, list] = {}
+    last = -1
+    for (ns, _seq), f in ws.facts.items():
+        i = position.get(ns, -1)
+        if i < 0 or i < last or ns in deferred:
+            return None  # not one run per namespace in namespace order: decode and sort them all
+        last = i
+        decoded.setdefault(ns, []).append(f)
+    # per namespace with facts, in namespace order: (ids by id, cached body or None, ends or fragments)
+    parts: list[tuple[list[str], bytes | None, list]] = []
+    for ns in ws.memory:
+        if ns in deferred:
+            cached = ws.cached_inspect_facts(ns)
+            if cached is None:
+                return None
+            ids, ends, body = cached
+            if ids:
+                parts.append((ids, body, ends))
+        elif ns in decoded:
+            facts = sorted(decoded[ns], key=lambda f: f.id)
+            parts.append(([f.id for f in facts], None, [fact_inspect_fragment(f) for f in facts]))
+    if len(parts) == 1 and parts[0][1] is not None:
+        return parts[0][1]  # one namespace holds every fact: its cached body is the whole list
+    runs = [zip(ids, rest if body is None else split_fact_body(body, rest)) for ids, body, rest in parts]
+    return FACT_SEPARATOR.join(frag for _id, frag in heapq.merge(*runs, key=lambda e: e[0]))
 
 
 def _extra(ws) -> dict:

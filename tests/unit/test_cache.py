@@ -15,7 +15,7 @@ import pytest
 
 from harn_ls.render.inspect import inspect_json
 from harn_ls.render.recall import recall_json
-from harn_ls.state_cache import MANIFEST, StateCache
+from harn_ls.state_cache import MANIFEST, PAYLOADS, StateCache
 from harn_ls.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -280,6 +280,10 @@ def test_no_pickle_in_the_cache(project, cache_env):
             assert all(line for line in data.decode("utf-8").split("\n"))  # one recall term a line
         elif f.name.endswith(".rowidx.bin"):
             assert len(data) % 24 == 0  # (seq, end offset, CRC-32) int64 triples, nothing else
+        elif f.name.endswith(".ifacts.txt"):  # a JSON header line, then JSON objects (facts as inspect prints them)
+            head, _, body = data.partition(b"\n")
+            assert isinstance(orjson.loads(head), dict)
+            assert all(isinstance(x, dict) for x in orjson.loads(b"[" + body + b"]"))
         else:
             orjson.loads(data)  # plain JSON
 
@@ -300,7 +304,7 @@ def test_old_payloads_are_swept_and_size_is_capped(project, tmp_path, cache_env,
     manifest = orjson.loads((folder / MANIFEST).read_bytes())
     named = {MANIFEST, manifest["runs"]["name"]}
     for e in manifest["namespaces"].values():
-        named |= {e[part]["name"] for part in ("meta", "facts", "records", "rows", "rowidx")}
+        named |= {e[part]["name"] for part in PAYLOADS}
         named |= {d["name"] for d in (e["index"] or {}).values() if isinstance(d, dict)}
     assert {f.name for f in folder.iterdir()} == named
     # another, older project's state is evicted once the root is over its cap

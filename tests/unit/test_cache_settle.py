@@ -1,0 +1,143 @@
+"""What the server does once recall answers from a cached index (lsp/project.py settle_recall): the
+records the index left undecoded are decoded in short steps (`Workspace.recall_settle_steps`), and
+the index and (when it is needed) its namespace hold the same record objects. None of it may change an answer, whatever
+happens between the steps, and rows that do not check out are never trusted."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from harn_ls.recall.docs import _LazyDocs
+from harn_ls.workspace import Workspace
+from tests.unit.test_cache import append, cache_env, cold, event, ids_in, project, snapshot  # noqa: F401  (fixtures)
+from tests.unit.test_cache_rows import NOTES, NS, answers, entry, fill
+
+
+def run_steps(steps: list, limit: int | None = None) -> tuple[int, list]:
+    """Run settle steps (each until it says done); stop after `limit` calls. Returns (calls, steps left)."""
+    calls = 0
+    for i, step in enumerate(steps):
+        while True:
+            if limit is not None and calls >= limit:
+                return calls, steps[i:]
+            calls += 1
+            if step():
+                break
+    return calls, []
+
+
+def test_settle_steps_decode_in_steps_and_share_the_records(project, cache_env):
+    expected = fill(project)
+    expected_snapshot = cold(project)
+    ws = Workspace.load(str(project), cache=True)
+    assert isinstance(ws.recall.indexes[NS].docs, _LazyDocs)
+    n_records = len(ws.recall.indexes[NS])
+    calls, _ = run_steps(ws.recall_settle_steps(rows_per_step=2))
+    assert calls > len(ws.recall.namespaces()) * 2  # a decode step was called more than once: spread out
+    idx, space = ws.recall.indexes[NS], ws.memory[NS]
+    assert not isinstance(idx.docs, _LazyDocs)
+    assert not space.materialized  # the namespace is built when first needed (from the same rows)
+    assert len(space.active) == n_records
+    # one decoded record per row: the index and the namespace share it
+    assert all(idx.docs[seq].record is record for seq, record in space.active.items())
+    assert answers(ws) == expected
+    assert snapshot(ws) == expected_snapshot
+
+
+def test_append_between_settle_steps_equals_a_cold_load(project, cache_env):
+    fill(project)
+    ws = Workspace.load(str(project), cache=True)
+    ws.recall  # noqa: B018 - recall answers (from the cached index)
+    _, left = run_steps(ws.recall_settle_steps(rows_per_step=1), limit=3)  # part of agent/notes' rows decoded
+    assert left
+    log = project / NOTES
+    old = ids_in(log)
+    append(log, event("store", "settle-1", NS, 1) + event("update", old[0], NS, 2) + event("forget", old[1], NS, 3))
+    ws.apply([str(log)])
+    run_steps(left)
+    assert snapshot(ws) == cold(project)
+    assert answers(ws) == answers(Workspace.load(str(project)))
+
+
+def test_rescan_between_settle_steps_equals_a_cold_load(project, cache_env):
+    fill(project)
+    ws = Workspace.load(str(project), cache=True)
+    ws.recall  # noqa: B018 - the index is in use
+    _, left = run_steps(ws.recall_settle_steps(rows_per_step=1), limit=2)
+    ws.rescan()
+    run_steps(left)
+    run_steps(ws.recall_settle_steps())
+    assert snapshot(ws) == cold(project)
+
+
+@pytest.mark.parametrize("damage", ["flip-row", "swap-rows", "grow-rows"])
+def test_settle_steps_never_trust_damaged_rows(project, cache_env, damage):
+    """Damage the rows after the load opened them (the manifest said they were fine): the decoded
+    steps are dropped when the running CRC or the size disagrees, and the log is projected again."""
+    expected = fill(project)
+    expected_snapshot = cold(project)
+    folder, e = entry(project)
+    rows = folder / e["rows"]["name"]
+    ws = Workspace.load(str(project), cache=True)
+    ws.recall  # noqa: B018 - recall answers (from the cached index)
+    data = bytearray(rows.read_bytes())
+    if damage == "flip-row":  # same size, one byte changed
+        data[data.index(b"money")] ^= 0x01
+    elif damage == "swap-rows":  # the same rows in another order
+        data = bytearray(b"\n".join(reversed(bytes(data).split(b"\n")[:-1])) + b"\n")
+    else:  # one more row after the ones the row index knows
+        data += data[: data.index(b"\n") + 1]
+    with open(rows, "r+b") as fh:  # in place: the open payload sees the change
+        fh.write(bytes(data))
+    run_steps(ws.recall_settle_steps(rows_per_step=3))
+    assert ws._state_cache.readers[NS]._fallback is not None or ws._state_cache.readers[NS]._all is None
+    assert answers(ws) == expected
+    assert snapshot(ws) == expected_snapshot
+
+
+def test_settle_steps_without_a_cache_or_recall_do_nothing(project, cache_env):
+    ws = Workspace.load(str(project))
+    assert ws.recall_settle_steps() == []  # no index yet
+    ws.recall  # noqa: B018 - built from the records: nothing lazy to settle
+    calls, _ = run_steps(ws.recall_settle_steps())
+    assert calls == len(ws.recall.namespaces())
+    assert snapshot(ws) == cold(project)
+
+
+def test_the_namespace_takes_the_rows_the_index_decoded(project, cache_env):
+    """Without the steps too: whichever of the index and the namespace decodes the rows first,
+    the other gets the same record objects (one copy of each record in memory)."""
+    fill(project)
+    ws = Workspace.load(str(project), cache=True)
+    ws.recall.materialize(NS)
+    space = ws.memory[NS]
+    assert not space.materialized
+    assert all(ws.recall.indexes[NS].docs[seq].record is r for seq, r in space.active.items())
+
+
+def test_a_project_closed_while_it_settles_stops_quietly(project, cache_env):
+    """A folder removed from the workspace mid-settle: the remaining steps are skipped, nothing
+    is scheduled on its stopped thread (which would raise)."""
+    # the server layer (pygls) is imported only by this test of the module's upkeep
+    from harn_ls.lsp.project import Project
+
+    fill(project)
+
+    async def scenario() -> tuple[bool, bool]:
+        async def on_changes(_proj, _changes) -> None:
+            return None
+
+        proj = Project(str(project), on_changes)
+        await proj.load()
+        await proj.warm_recall()
+        lazy_before = await proj.run(lambda: isinstance(proj.ws.recall.indexes[NS].docs, _LazyDocs))
+        proj.close()
+        await proj.settle_recall()  # returns at once instead of raising on the stopped pool
+        # (its thread is stopped: read the model directly, past the thread guard the tests turn on)
+        return lazy_before, isinstance(vars(proj.ws)["_recall"].indexes[NS].docs, _LazyDocs)
+
+    lazy_before, lazy_after = asyncio.run(scenario())
+    assert lazy_before and lazy_after  # nothing was decoded after close
