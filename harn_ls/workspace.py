@@ -58,9 +58,7 @@ class Workspace(RunsPart, RecallPart):
         self.facts_by_id: dict[str, facts_fmt.Fact] = {}
         self._fact_keys_by_id: dict[str, list[tuple[str, int]]] = {}  # duplicate ids: the last one shown
         self.facts_by_file: dict[str, set[tuple[str, int]]] = {}
-        # Per source file, a number that changes whenever one of its facts is added or removed: the
-        # span cache (render/fact_spans.py) checks it instead of every fact of a file after each batch.
-        self.fact_file_stamps: dict[str, int] = {}
+        self.fact_file_stamps: dict[str, int] = {}  # renewed as a file's facts change: render/fact_spans.py
         self._fact_stamp = 0
         self._fact_problems: dict[tuple[str, int], list[Problem]] = {}
         self._link_problems: dict[str, Problem] = {}  # path -> "symlink ... leaves the project; not followed"
