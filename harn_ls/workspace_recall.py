@@ -71,13 +71,13 @@ class RecallPart:
             steps.append(lambda e, space=space, part=part: e.sync_namespace(space, MemoryDelta(added=part)))
         return steps
 
-    def recall_settle_steps(self, rows_per_step: int = 2000) -> list:
+    def recall_settle_steps(self, rows_per_step: int = 400) -> list:
         """What a cached index leaves for later once recall answers: the records it did not decode.
-        Each step is short (a few thousand rows, or one index taking them) and returns True when
-        done, False to be called again, so a server serves requests and append batches in between.
-        The namespace, when it is first needed, takes the same decoded records (`RowReader.decoded`):
-        one copy of each. Each step looks its namespace up again: a rescan or reset meanwhile only
-        leaves it less to do."""
+        Each step is short (a few hundred rows, or a slice of one index taking them: a few ms at
+        1M events) and returns True when done, False to be called again, so a server serves
+        requests and append batches in between. The namespace, when it is first needed, takes the
+        same decoded records (`RowReader.decoded`): one copy of each. Each step looks its namespace
+        up again: a rescan or reset meanwhile only leaves it less to do."""
         if self._recall is None:
             return []
         steps = []
@@ -86,13 +86,22 @@ class RecallPart:
             reader = readers.get(ns)
             if reader is not None:
                 steps.append(lambda reader=reader: reader.decode_some(rows_per_step))
-            steps.append(lambda ns=ns: self._settle_index(ns))
+            steps.append(self._settle_index_step(ns))
         return steps
 
-    def _settle_index(self, ns: str) -> bool:
-        if self._recall is not None:
-            self._recall.materialize(ns)  # a lazily restored index takes its decoded records
-        return True
+    def _settle_index_step(self, ns: str):
+        """A step that hands a lazily restored index its decoded records, a slice per call."""
+        pending = None
+
+        def step() -> bool:
+            nonlocal pending
+            if pending is None:
+                if self._recall is None:
+                    return True
+                pending = self._recall.materialize_steps(ns)
+            return next(pending, StopIteration) is StopIteration
+
+        return step
 
     def adopt_recall(self, engine: RecallEngine, generation: int) -> bool:
         if self._recall is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 import os
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from harn_ls.formats.memory import MemoryDelta, MemoryRecord
 from harn_ls.recall.index import NamespaceIndex
@@ -60,6 +60,11 @@ class RecallEngine:
         idx = self.indexes.get(namespace)
         if idx is not None:
             idx.materialize()
+
+    def materialize_steps(self, namespace: str) -> Iterator[None]:
+        """`materialize` in short steps (`NamespaceIndex.materialize_steps`); empty without an index."""
+        idx = self.indexes.get(namespace)
+        return idx.materialize_steps() if idx is not None else iter(())
 
     def namespaces(self) -> list[str]:
         return sorted(self.indexes)

@@ -141,3 +141,35 @@ def test_a_project_closed_while_it_settles_stops_quietly(project, cache_env):
 
     lazy_before, lazy_after = asyncio.run(scenario())
     assert lazy_before and lazy_after  # nothing was decoded after close
+
+
+def test_index_materialized_in_slices_equals_one_go_and_a_change_meanwhile_wins(project, cache_env):
+    fill(project)
+    sliced = Workspace.load(str(project), cache=True)
+    whole = Workspace.load(str(project), cache=True)
+    a, b = sliced.recall.indexes[NS], whole.recall.indexes[NS]
+    n = len(a)
+    assert n > 2 and isinstance(a.docs, _LazyDocs)
+    steps = list(a.materialize_steps(records_per_step=1))
+    assert len(steps) >= n  # one slice per record, plus the term table and the fetch
+    b.materialize()
+    assert list(a.docs) == list(b.docs)
+    assert [(d.slot, d.record.seq) for d in a.docs.values()] == [(d.slot, d.record.seq) for d in b.docs.values()]
+    assert [r.seq for r in a._srec] == [r.seq for r in b._srec]
+    assert answers(sliced) == answers(whole)
+
+    # a change between slices materializes the index itself; the remaining slices leave it alone
+    ws = Workspace.load(str(project), cache=True)
+    idx = ws.recall.indexes[NS]
+    pending = idx.materialize_steps(records_per_step=1)
+    for _ in range(3):
+        next(pending)
+    log = project / NOTES
+    append(log, event("store", "slice-1", NS, 1))
+    ws.apply([str(log)])
+    docs_after_change = idx.docs
+    assert not isinstance(docs_after_change, _LazyDocs)
+    for _ in pending:
+        pass
+    assert idx.docs is docs_after_change
+    assert answers(ws) == answers(Workspace.load(str(project), cache=False))
