@@ -71,9 +71,9 @@ class RecallPart:
             steps.append(lambda e, space=space, part=part: e.sync_namespace(space, MemoryDelta(added=part)))
         return steps
 
-    def recall_settle_steps(self, rows_per_step: int = 400) -> list:
+    def recall_settle_steps(self, rows_per_step: int = 100) -> list:
         """What a cached index leaves for later once recall answers: the records it did not decode.
-        Each step is short (a few hundred rows, or a slice of one index taking them: a few ms at
+        Each step is short (100 rows, or a slice of one index taking them: about a ms at
         1M events) and returns True when done, False to be called again, so a server serves
         requests and append batches in between. The namespace, when it is first needed, takes the
         same decoded records (`RowReader.decoded`): one copy of each. Each step looks its namespace

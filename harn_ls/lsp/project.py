@@ -32,6 +32,10 @@ from harn_ls.workspace import ChangeSet, Workspace
 
 log = logging.getLogger(__name__)
 THREAD_CHECK_ENV = "HARN_LS_THREAD_CHECK"
+# Settle steps (upkeep after recall is ready) run once the client has been quiet this long, but
+# wait no longer than the second figure for it.
+SETTLE_QUIET_S = 0.05
+SETTLE_MAX_WAIT_S = 0.5
 
 
 class ModelThreadError(RuntimeError):
@@ -66,6 +70,7 @@ class Project:
         self.published_problems: dict[str, tuple[Problem, ...]] = {}
         self.closed = False  # set by close(): long background work stops at its next step
         self.fact_spans = FactSpanCache()  # hover / lens spans per source file; used on the worker thread only
+        self._quiet_for: Callable[[], float] | None = None  # settle_recall's: seconds since the last request
 
     @property
     def root(self) -> str:
@@ -189,15 +194,38 @@ class Project:
             await asyncio.sleep(0.3)
         await self.run(lambda: self.ws.recall)
 
-    async def settle_recall(self) -> None:
+    async def settle_recall(self, quiet_for: Callable[[], float] | None = None) -> None:
         """After recall is ready: write the state cache, then decode the records a cached index
         left undecoded, and move the model out of the collector's view. None of it changes an
-        answer; it spares the first append batch (and a later full collection) the work."""
+        answer; it spares the first append batch (and a later full collection) the work.
+        `quiet_for()` (seconds since the client's last request) lets every step wait for a pause
+        in the client's requests: a hover behind a step also waits for the GIL, up to a switch
+        interval (5 ms) per hand-over, so steps that interleave with a burst of hovers cost each
+        of them several ms."""
+        self._quiet_for = quiet_for
         for work in (_freeze_heap, self._save_cache):
             if self.closed:  # the folder left the workspace meanwhile: nothing left to settle
                 return
+            await self._wait_for_quiet()
             await self.run(work)
         await self._materialize_recall()
+
+    async def _wait_for_quiet(self) -> None:
+        """Wait until the client has been quiet (no request, no batch applied) for SETTLE_QUIET_S,
+        but at most SETTLE_MAX_WAIT_S:
+        a client that never pauses still gets its settle done, a step at a time."""
+        quiet_for = self._quiet_for
+        if quiet_for is None:
+            return
+        waited = 0.0
+        while waited < SETTLE_MAX_WAIT_S and not self.closed:
+            # a batch just applied is followed by its notifications and, often, the client's
+            # requests about it (a hover, the lenses): that counts as activity too
+            gap = SETTLE_QUIET_S - min(quiet_for(), time.time() - self.last_batch_at)
+            if gap <= 0:
+                return
+            await asyncio.sleep(gap)
+            waited += gap
 
     async def _materialize_recall(self) -> None:
         """A cached recall index comes back lazily (records decoded on demand) and decodes all its
@@ -215,8 +243,10 @@ class Project:
         if self.closed:
             return
         for step in await self.run(lambda: self.ws.recall_settle_steps()):
-            while not self.closed and not await self.run(_step, step):
-                pass
+            while not self.closed:
+                await self._wait_for_quiet()
+                if await self.run(_step, step):
+                    break
             if self.closed:
                 return
 

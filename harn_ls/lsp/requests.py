@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterator, Union
@@ -41,6 +42,11 @@ class RequestRegistry:
         # arrival and the start of our handler; remembered (a few) so the handler sees it.
         self._early: OrderedDict[MsgId, None] = OrderedDict()
         self._remember = remember
+        self.last_activity = 0.0  # time.monotonic() a request last started or finished
+
+    def quiet_for(self) -> float:
+        """Seconds since the last request started or finished; 0 while one is running."""
+        return 0.0 if self._running else time.monotonic() - self.last_activity
 
     @contextlib.contextmanager
     def track(self, msg_id: MsgId | None, method: str) -> Iterator[InFlight | None]:
@@ -54,10 +60,12 @@ class RequestRegistry:
             del self._early[msg_id]
             entry.signal.cancel()
         self._running[msg_id] = entry
+        self.last_activity = time.monotonic()
         try:
             yield entry
         finally:
             self._running.pop(msg_id, None)
+            self.last_activity = time.monotonic()
             entry.finished.set()
 
     def get(self, msg_id: MsgId | None) -> InFlight | None:

@@ -284,7 +284,7 @@ class HarnLanguageServer(LanguageServer):
     async def _warm_then_report(self, proj: Project) -> None:
         await proj.warm_recall()
         await self.send_status(proj)  # recall answers from here on; the rest is upkeep
-        await proj.settle_recall()
+        await proj.settle_recall(self.requests.quiet_for)
 
     def remove_folder(self, path: str) -> None:
         proj = self.projects.pop(os.path.abspath(path), None)

@@ -198,7 +198,7 @@ class NamespaceIndex:
         first change would otherwise do. Answers are the same either way; only when the cost is paid."""
         self._materialize()
 
-    def materialize_steps(self, records_per_step: int = 5_000) -> Iterator[None]:
+    def materialize_steps(self, records_per_step: int = 1_000) -> Iterator[None]:
         """`materialize` in short steps (a server runs one per turn of its project thread, so a
         hover never waits for a whole namespace: 300k records took ~0.4 s at once). Nothing
         changes until the last step swaps the finished tables in; a change meanwhile materializes

@@ -173,3 +173,51 @@ def test_index_materialized_in_slices_equals_one_go_and_a_change_meanwhile_wins(
         pass
     assert idx.docs is docs_after_change
     assert answers(ws) == answers(Workspace.load(str(project), cache=False))
+
+
+def test_settle_steps_wait_for_a_pause_in_the_clients_requests(project, cache_env, monkeypatch):
+    """Each settle step waits until the client has been quiet for SETTLE_QUIET_S (at most
+    SETTLE_MAX_WAIT_S): a burst of hovers is not interleaved with upkeep."""
+    from harn_ls.lsp import project as project_mod
+    from harn_ls.lsp.project import Project
+
+    fill(project)
+    busy_until = [0.0]
+    calls_while_busy = []
+
+    async def main() -> None:
+        proj = Project(str(project), lambda *_: None)
+        await proj.run(lambda: setattr(proj, "ws", Workspace.load(str(project), cache=True)))
+        await proj.run(lambda: proj.ws.recall)
+        loop = asyncio.get_running_loop()
+        real_run = proj.run
+
+        async def watched_run(fn, *args):
+            if loop.time() < busy_until[0]:
+                calls_while_busy.append(fn)
+            return await real_run(fn, *args)
+
+        proj.run = watched_run
+        busy_until[0] = loop.time() + 0.3  # a client busy for 0.3 s: requests end to end
+        quiet = lambda: 0.0 if loop.time() < busy_until[0] else 1.0  # noqa: E731
+        started = loop.time()
+        await proj.settle_recall(quiet)
+        assert loop.time() - started >= 0.3 - 0.01
+        proj.close()
+
+    monkeypatch.setattr(project_mod, "SETTLE_MAX_WAIT_S", 5.0)
+    asyncio.run(main())
+    assert calls_while_busy == []
+
+
+def test_request_registry_reports_quiet_time():
+    from harn_ls.lsp.requests import RequestRegistry
+
+    async def main() -> None:
+        reg = RequestRegistry()
+        with reg.track(1, "textDocument/hover"):
+            assert reg.quiet_for() == 0.0
+        await asyncio.sleep(0.02)
+        assert reg.quiet_for() >= 0.015
+
+    asyncio.run(main())
