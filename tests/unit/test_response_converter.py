@@ -3,23 +3,17 @@ shape the handlers return (plain dicts, lsprotocol objects, mixes, enums, None).
 
 from __future__ import annotations
 
-import enum
 import json
 
 from lsprotocol import types as T
 from pygls.protocol import JsonRPCResponseMessage, default_converter
 
 from harn_ls.lsp.server import response_converter
+from tests.helpers.pygls_json import pygls_default
 
 
 def _dumps(converter, message) -> str:
-    def default(obj):  # what pygls's JsonRPCProtocol does with an object json cannot encode
-        if hasattr(obj, "__attrs_attrs__"):
-            return converter.unstructure(obj)
-        if isinstance(obj, enum.Enum):
-            return obj.value
-        return obj.__dict__
-    return json.dumps(message, default=default)
+    return json.dumps(message, default=pygls_default(converter))
 
 
 def test_same_json_as_pygls_for_every_result_shape():

@@ -3,7 +3,6 @@ the header counts the bytes sent, and what orjson refuses is still sent as befor
 
 from __future__ import annotations
 
-import enum
 import json
 
 from lsprotocol import types as T
@@ -11,16 +10,7 @@ from pygls.protocol import JsonRPCNotification, JsonRPCResponseMessage
 
 from harn_ls.lsp.server import response_converter
 from harn_ls.lsp.wire import Encoded, OrjsonWire, encode_body
-
-
-def _default(converter):
-    def default(obj):  # what pygls's JsonRPCProtocol does with an object json cannot encode
-        if hasattr(obj, "__attrs_attrs__"):
-            return converter.unstructure(obj)
-        if isinstance(obj, enum.Enum):
-            return obj.value
-        return obj.__dict__
-    return default
+from tests.helpers.pygls_json import pygls_default as _default
 
 
 def _messages():
