@@ -147,6 +147,12 @@ def read_confined(path: str, root: str | None, cap: int, extra_roots: Iterable[s
         os.close(fd)
 
 
+def few_containers(data: bytes) -> bool:
+    """True when `data` holds at most SMALL_CONTAINERS `{`/`[` bytes: the density rule always
+    passes it, so a hot path may parse such a line without calling `json_density_problem`."""
+    return len(data) <= SMALL_CONTAINERS or data.count(b"{") + data.count(b"[") <= SMALL_CONTAINERS
+
+
 def json_density_problem(data: bytes) -> str | None:
     """None when parsing `data` as JSON stays within MAX_MEMORY_FACTOR x its size, else the reason.
 

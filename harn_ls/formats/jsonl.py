@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import orjson
 
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.safe_read import MEMORY_LINE_CAP, SMALL_CONTAINERS, ReadRefused, json_density_problem, open_regular
+from harn_ls.safe_read import MEMORY_LINE_CAP, ReadRefused, few_containers, json_density_problem, open_regular
 
 CHUNK_BYTES = 4 * 1024 * 1024
 HEAD_BYTES = 64
@@ -183,10 +183,10 @@ class JsonlTail:
                 continue
             if crlf and raw.endswith(b"\r"):
                 raw = raw[:-1]
-            # The density rule first (nothing dense is parsed): a line with at most
-            # SMALL_CONTAINERS container bytes always passes it, anything more is judged by
-            # _parse_line. A blank line fails to parse and is dropped there too.
-            if len(raw) > SMALL_CONTAINERS and raw.count(b"{") + raw.count(b"[") > SMALL_CONTAINERS:
+            # The density rule first (nothing dense is parsed): a line with few containers
+            # always passes it, anything more is judged by _parse_line. A blank line fails to
+            # parse and is dropped there too.
+            if not few_containers(raw):
                 value = None
             else:
                 try:
