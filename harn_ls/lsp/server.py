@@ -296,12 +296,14 @@ class HarnLanguageServer(LanguageServer):
     # -------------------------------------------------------- change fan-out
     async def on_changes(self, proj: Project, changes: ChangeSet) -> None:
         n_problems = await diagnostics.publish(self, proj)
+        # Status first: what follows makes the client ask (documents, lenses, the tree), and a request
+        # that arrives while the status is still being counted on the project thread waits for it.
+        await self.send_status(proj, n_problems)
         await documents.refresh_changed(self, proj, changes)
         if self.supports("workspace.code_lens.refresh_support"):
             self.spawn(self._refresh_lenses(), "codeLens/refresh")
         for view in tree.views_for(changes):
             self.protocol.notify(P.TREE_CHANGED, P.to_wire(P.TreeChangedParams(view=view)))
-        await self.send_status(proj, n_problems)
         if K.HITL in changes.kinds:
             await self._announce_hitl(proj)
 
