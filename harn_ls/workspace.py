@@ -301,7 +301,7 @@ class Workspace(RunsPart, RecallPart):
             if deltas is not None:
                 deltas.append(delta)
             self._apply_delta(ns, delta, changes)
-        if self._recall is not None and ns not in self._recall.indexes:
+        if self._recall is not None and not self._recall.has_index(ns):  # (reading `indexes` would fold the queue)
             # every namespace has an index, even an empty one, however it was read
             self._recall.set_config(ns, space.config, os.path.dirname(path))
         changes.problem_paths.add(path)
