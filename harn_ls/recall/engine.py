@@ -26,7 +26,7 @@ class RecallEngine:
     index without folding first. The queue is bounded (`PENDING_MAX` records), so a process that
     never recalls never holds more than that."""
 
-    PENDING_MAX = 20_000  # queued added + removed records; beyond it `apply` folds them in at once
+    PENDING_MAX = 10_000  # queued added + removed records (about 100 batches); beyond, `apply` folds them in
 
     def __init__(self) -> None:
         self._indexes: dict[str, NamespaceIndex] = {}
