@@ -208,7 +208,7 @@ def append(path: Path, data: bytes) -> None:
 def bench_incremental(ws, path: Path, ns: str, repeats: int, queries: list[str]) -> tuple[dict, dict]:
     """(apply p50/p95 per batch size, the deferred recall-index work). `ws.apply` queues the batch
     for the recall index (RecallEngine.apply); the server folds it in once its client is quiet
-    (`settle_recall`), which is timed after each apply as "index update", and a recall right
+    (`Workspace.fold_recall_queue`), which is timed after each apply as "index update", and a recall right
     after a 100-event batch, with nothing folded yet, pays it itself ("first recall")."""
     app = Appender(ns, ws, seed=len(ws.memory[ns].records()))
     out, upkeep = {}, {}
@@ -223,7 +223,7 @@ def bench_incremental(ws, path: Path, ns: str, repeats: int, queries: list[str])
             assert ws.memory[ns].event_count == before + k, "apply did not reflect the appended events"
             times.append(dt * 1000)
             t0 = time.perf_counter()
-            ws.settle_recall()  # what the server does once the client is quiet after a batch
+            ws.fold_recall_queue()  # what the server does once the client is quiet after a batch
             folds.append((time.perf_counter() - t0) * 1000)
         out[str(k)] = pcts(times)
         upkeep[str(k)] = pcts(folds)

@@ -103,7 +103,7 @@ class RecallPart:
 
         return step
 
-    def settle_recall(self) -> bool:
+    def fold_recall_queue(self) -> bool:
         """Fold the deltas the recall index queued (`RecallEngine.apply`) into it now: a server's
         work for a quiet moment after a batch. True when there was something to fold."""
         if self._recall is None or not self._recall.pending:

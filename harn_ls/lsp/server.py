@@ -320,7 +320,7 @@ class HarnLanguageServer(LanguageServer):
                 if self.requests.quiet_for() >= SETTLE_QUIET_S:
                     break
             if not proj.closed:
-                await proj.run(paused_gc(lambda: proj.ws.settle_recall()))
+                await proj.run(paused_gc(lambda: proj.ws.fold_recall_queue()))
 
         self.spawn(fold_recall_queue(), "recall index update")
 

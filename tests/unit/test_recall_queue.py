@@ -159,7 +159,7 @@ def test_workspace_settle_folds_the_batch_and_equals_a_cold_load(tmp_path):
     project = tmp_path / "p"
     shutil.copytree(SAMPLE, project)
     ws = Workspace.load(str(project))
-    assert not ws.settle_recall()  # no index yet: nothing to fold
+    assert not ws.fold_recall_queue()  # no index yet: nothing to fold
     ws.recall  # noqa: B018 - build it
     log = project / ".harn/memory/agent/notes/events.jsonl"
     with open(log, "a") as fh:
@@ -168,8 +168,8 @@ def test_workspace_settle_folds_the_batch_and_equals_a_cold_load(tmp_path):
                      '"text":"ledger refund %d","tags":[],"stored_at":"2026-11-29T00:00:%02dZ"}\n' % (i, i, i, i, i))
     ws.apply([str(log)])
     assert ws._recall.pending
-    assert ws.settle_recall() and not ws._recall.pending
-    assert not ws.settle_recall()
+    assert ws.fold_recall_queue() and not ws._recall.pending
+    assert not ws.fold_recall_queue()
     cold = Workspace.load(str(project))
     for q in ("ledger refund", "invoice stripe", ""):
         got = [(h.namespace, h.id, h.score) for h in ws.recall.recall(q, k=20).hits]
