@@ -65,9 +65,6 @@ from .common import (  # noqa: F401
 from .frontmatter import (  # noqa: F401
     split_frontmatter,
 )
-from .validation import (  # noqa: F401
-    parse_frontmatter,
-)
 from .signatures import (  # noqa: F401
     SignatureStatus,
     verify_signature,
@@ -80,12 +77,25 @@ from .discovery import (  # noqa: F401
     SkillInventory,
     discover_skills,
 )
-from .writer import (  # noqa: F401
-    slugify,
-    is_valid_skill_name,
-    yaml_double_quoted,
-    render_learned_skill,
-)
+
+# `validation` and `writer` import PyYAML (~30 ms), which reading a project without skills never
+# needs: their public names load on first use (PEP 562 module __getattr__)
+_WRITER_NAMES = ("slugify", "is_valid_skill_name", "yaml_double_quoted", "render_learned_skill")
+
+
+def __getattr__(name: str):
+    if name == "parse_frontmatter":
+        # start-up: PyYAML only when frontmatter is parsed
+        from . import validation as module
+    elif name in _WRITER_NAMES:
+        # start-up: PyYAML only when a learned skill is written
+        from . import writer as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
 
 __all__ = [
     "MAX_SKILL_BYTES",
