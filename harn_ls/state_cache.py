@@ -33,6 +33,7 @@ import hashlib
 import io
 import os
 import shutil
+import stat
 import time
 import zlib
 from array import array
@@ -375,6 +376,33 @@ class StateCache:
             return None
         self._runs_seen[path] = entry
         return run, summaries
+
+    def restore_regular_runs(self, paths: list[str]) -> dict[str, tuple]:
+        """path -> (slim RunRecord, transcript summaries) of the listed run records that are, by one
+        lstat each, still the very regular files cached (not a symlink: a cached entry holds the
+        stat of a regular file, and a link's own lstat never matches it); the others are not
+        answered here (read them with `restore_run` / from the file)."""
+        runs = self._cached_runs()
+        out: dict[str, tuple] = {}
+        if not runs:
+            return out
+        lstat, is_reg = os.lstat, stat.S_ISREG
+        for path in paths:
+            entry = runs.get(path)
+            if not isinstance(entry, list) or len(entry) != 2:
+                continue
+            try:
+                st = lstat(path)
+            except OSError:
+                continue
+            if not is_reg(st.st_mode) or entry[0] != [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]:
+                continue
+            try:
+                out[path] = _run_from_row(entry[1])
+            except (KeyError, TypeError, ValueError, IndexError):
+                continue
+            self._runs_seen[path] = entry
+        return out
 
     def remember_run(self, path: str, run) -> None:
         v = _stat_validator(path)
