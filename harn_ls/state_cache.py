@@ -42,12 +42,12 @@ from typing import TYPE_CHECKING, Any, Mapping
 import orjson
 
 from harn_ls.cache_dir import cache_enabled, cache_root, project_cache_dir
-from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
-from harn_ls.formats.problems import Problem, Severity
+from harn_ls.formats.problems import Problem
+from harn_ls.state_parts import (_problem_from_row, _problem_row, _run_from_row, _run_row, _stat_validator,  # noqa: F401
+                                 pattern_projection, restore_pattern, save_pattern)  # (pattern_projection: Workspace's)
 from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay,
                                fact_inspect_payload, read_fact_inspect_payload, record_from_row, record_row)
-from harn_ls.workspace_runs import TranscriptSummary
 
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
@@ -105,15 +105,6 @@ def check_file(path: str, v: Mapping[str, Any]) -> str:
 
 
 # ----------------------------------------------------------------------------- records <-> rows
-def _problem_row(p: Problem) -> list:
-    return [p.path, p.line, p.code, p.message, p.severity.value, p.column, p.end_line]
-
-
-def _problem_from_row(row: list) -> Problem:
-    path, line, code, message, severity, column, end_line = row
-    return Problem(path, line, code, message, Severity(severity), column, end_line)
-
-
 def _fact_row(f) -> list:
     ev = [[e.kind, e.ref, e.snippet, None if e.range is None else [e.range.path, e.range.start, e.range.end]]
           for e in f.evidence]
@@ -410,6 +401,10 @@ class StateCache:
             self._runs_seen[path] = [v, _run_row(run)]
         self._runs_changed = True
 
+    def restore_pattern(self, ns: str, path: str):
+        """The cached pattern-learning projection of `ns` (state_parts.restore_pattern), else None."""
+        return restore_pattern(self, ns, path)
+
     def index_entry(self, ns: str) -> dict | None:
         e = self.manifest.get("namespaces", {}).get(ns) if self.manifest else None
         idx = e.get("index") if isinstance(e, dict) else None
@@ -496,11 +491,12 @@ class StateCache:
         if not self.keep_runs and (self._runs_changed or set(self._runs_seen) != set(self._cached_runs())):
             runs_desc = self._write_payload("runs.json", orjson.dumps(self._runs_seen), token)
             wrote = True
-        if not wrote and set(out) == set(old):
+        pattern_desc, wrote_pattern = save_pattern(self, ws, out, token)
+        if not wrote and not wrote_pattern and set(out) == set(old):
             touch(self)
             return True
         manifest = {"format": FORMAT, "project": self.project_root, "root": self.root, "written_at": time.time(),
-                    "namespaces": out, "runs": runs_desc}
+                    "namespaces": out, "runs": runs_desc, "pattern": pattern_desc}
         tmp = os.path.join(self.folder, f".{MANIFEST}.{token}.tmp")
         with open(tmp, "wb") as fh:
             fh.write(orjson.dumps(manifest))
@@ -578,37 +574,13 @@ class StateCache:
         return existed
 
 
-def _stat_validator(path: str) -> list | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-
-
-_RUN_FIELDS = ("id", "path", "status", "workflow_id", "workflow_name", "started_at", "finished_at", "stages", "usage",
-               "llm_transcript_path", "mtime", "size", "task", "parent_run_id", "playground_job")
-
-
-def _run_row(run) -> dict:
-    row = {name: getattr(run, name) for name in _RUN_FIELDS}
-    row["problems"] = [_problem_row(p) for p in run.problems]
-    row["transcripts"] = [[t.id, t.message_count, t.event_count, t.asset_count] for t in run.transcripts]
-    return row
-
-
-def _run_from_row(row: dict):
-    summaries = [TranscriptSummary(*t) for t in row["transcripts"]]
-    run = runs_fmt.RunRecord(**{name: row[name] for name in _RUN_FIELDS})
-    run.problems = [_problem_from_row(p) for p in row["problems"]]
-    run.transcripts = summaries
-    return run, summaries
-
-
 def _names(manifest: dict) -> set[str]:
     names = {MANIFEST}
     if isinstance(manifest.get("runs") if manifest else None, dict):
         names.add(manifest["runs"].get("name"))
+    pattern = manifest.get("pattern") if manifest else None
+    if isinstance(pattern, dict) and isinstance(pattern.get("payload"), dict):
+        names.add(pattern["payload"].get("name"))
     for e in (manifest.get("namespaces") or {}).values() if manifest else ():
         for part in PAYLOADS:
             if isinstance(e.get(part), dict):
