@@ -69,10 +69,19 @@ def _values(obj, names: tuple[str, ...]) -> list:
     return [getattr(obj, n) for n in names]
 
 
-def _view(cls, names: tuple[str, ...], row: list):
-    if not isinstance(row, list) or len(row) != len(names):
-        raise ValueError(f"{cls.__name__}: row does not fit")
-    return cls(**dict(zip(names, row)))
+def _views(cls, names: tuple[str, ...], rows: list) -> list:
+    """The views of `rows` (field values in `names` order), built positionally: the fields before
+    `record` from the row, then None for the record, then the rest (~2x faster than keywords)."""
+    at = [f.name for f in fields(cls)].index("record")
+    if list(names) != [f.name for f in fields(cls) if f.name != "record"]:
+        raise ValueError(f"{cls.__name__}: fields changed")
+    n = len(names)
+    out = []
+    for row in rows:
+        if type(row) is not list or len(row) != n:
+            raise ValueError(f"{cls.__name__}: row does not fit")
+        out.append(cls(*row[:at], None, *row[at:]))
+    return out
 
 
 def pattern_payload(pattern: pl_fmt.PatternLearning) -> bytes:
@@ -101,16 +110,16 @@ def pattern_from_payload(data: bytes) -> pl_fmt.PatternLearning:
     if doc["fields"] != [list(_OBSERVATION), list(_PROPOSAL), list(_STATE)]:
         raise ValueError("pattern views changed shape")
     out = pl_fmt.PatternLearning()
-    out.observations = [_view(pl_fmt.Observation, _OBSERVATION, r) for r in doc["observations"]]
-    out.pending = [_view(pl_fmt.Proposal, _PROPOSAL, r) for r in doc["pending"]]
-    out.state_records = [_view(pl_fmt.PatternState, _STATE, r) for r in doc["state_records"]]
+    out.observations = _views(pl_fmt.Observation, _OBSERVATION, doc["observations"])
+    out.pending = _views(pl_fmt.Proposal, _PROPOSAL, doc["pending"])
+    out.state_records = _views(pl_fmt.PatternState, _STATE, doc["state_records"])
     state = doc["state"]
     if type(state) is int:
         if not 0 <= state < len(out.state_records):
             raise ValueError("bad state index")
         out.state = out.state_records[state]
     else:
-        out.state = _view(pl_fmt.PatternState, _STATE, state)
+        out.state = _views(pl_fmt.PatternState, _STATE, [state])[0]
     out.problems = [_problem_from_row(p) for p in doc["problems"]]
     counts = doc["counts"]
     if not isinstance(counts, dict) or not isinstance(doc["rejected"], int):
