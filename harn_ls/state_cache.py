@@ -41,11 +41,12 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import orjson
 
-from harn_ls.cache_dir import cache_enabled, cache_root, project_cache_dir
+from harn_ls.cache_dir import _tree_bytes, cache_enabled, evict_projects, project_cache_dir
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.problems import Problem
-from harn_ls.state_parts import (_problem_from_row, _problem_row, _run_from_row, _run_row, _stat_validator,  # noqa: F401
-                                 pattern_projection, restore_pattern, save_pattern)  # (pattern_projection: Workspace's)
+from harn_ls.state_parts import (CheckpointRows, _problem_from_row, _problem_row, _run_from_row, _run_row,  # noqa: F401
+                                 _stat_validator, pattern_projection, read_checkpoint, restore_pattern,
+                                 save_pattern)  # (pattern_projection, read_checkpoint: Workspace's)
 from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay,
                                fact_inspect_payload, read_fact_inspect_payload, record_from_row, record_row)
 
@@ -212,6 +213,7 @@ class StateCache:
         self._runs_seen: dict[str, list] = {}  # path -> [validator, row] for this run's save
         self._runs_changed = False
         self.keep_runs = False  # the run records were not scanned this time: keep their entry as it is
+        self.checkpoint_rows = CheckpointRows()  # (like the runs: kept as they are when keep_runs)
         self.readers: dict[str, RowReader] = {}  # namespace -> single records of its restored rows
         # namespace -> (fact count, [(seq, [Problem])], ifacts payload description) as restored
         self.fact_summaries: dict[str, tuple[int, list, Any]] = {}
@@ -492,11 +494,15 @@ class StateCache:
             runs_desc = self._write_payload("runs.json", orjson.dumps(self._runs_seen), token)
             wrote = True
         pattern_desc, wrote_pattern = save_pattern(self, ws, out, token)
+        ckpt_desc = self.manifest.get("checkpoints") if self.manifest else None
+        ckpt_data = None if self.keep_runs else self.checkpoint_rows.payload(self)
+        if ckpt_data is not None:
+            ckpt_desc, wrote = self._write_payload("checkpoints.json", ckpt_data, token), True
         if not wrote and not wrote_pattern and set(out) == set(old):
             touch(self)
             return True
         manifest = {"format": FORMAT, "project": self.project_root, "root": self.root, "written_at": time.time(),
-                    "namespaces": out, "runs": runs_desc, "pattern": pattern_desc}
+                    "namespaces": out, "runs": runs_desc, "pattern": pattern_desc, "checkpoints": ckpt_desc}
         tmp = os.path.join(self.folder, f".{MANIFEST}.{token}.tmp")
         with open(tmp, "wb") as fh:
             fh.write(orjson.dumps(manifest))
@@ -576,8 +582,9 @@ class StateCache:
 
 def _names(manifest: dict) -> set[str]:
     names = {MANIFEST}
-    if isinstance(manifest.get("runs") if manifest else None, dict):
-        names.add(manifest["runs"].get("name"))
+    for part in ("runs", "checkpoints"):
+        if isinstance(manifest.get(part) if manifest else None, dict):
+            names.add(manifest[part].get("name"))
     pattern = manifest.get("pattern") if manifest else None
     if isinstance(pattern, dict) and isinstance(pattern.get("payload"), dict):
         names.add(pattern["payload"].get("name"))
@@ -591,48 +598,9 @@ def _names(manifest: dict) -> set[str]:
     return names
 
 
-def _tree_bytes(folder: str) -> int:
-    total = 0
-    for dirpath, _dirs, files in os.walk(folder):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, f)).st_size
-            except OSError:
-                pass
-    return total
-
-
 def evict(env: Mapping[str, str] | None = None, keep: str | None = None) -> list[str]:
     """Drop the state folders of the least recently used projects until the cache root is under its cap."""
-    env = os.environ if env is None else env
-    try:
-        cap = int(float(env.get("HARN_LS_CACHE_MAX_MB", DEFAULT_MAX_MB)) * 1024 * 1024)
-    except ValueError:
-        cap = DEFAULT_MAX_MB * 1024 * 1024
-    root = cache_root(env)
-    found = []
-    try:
-        for de in os.scandir(root):
-            state = os.path.join(de.path, STATE_DIR)
-            if de.is_dir(follow_symlinks=False) and os.path.isdir(state):
-                try:
-                    used = os.stat(os.path.join(state, MANIFEST)).st_mtime
-                except OSError:
-                    used = 0.0
-                found.append((used, de.path, state, _tree_bytes(state)))
-    except OSError:
-        return []
-    total = sum(f[3] for f in found)
-    dropped = []
-    for used, project, state, size in sorted(found):
-        if total <= cap:
-            break
-        if keep is not None and os.path.abspath(project) == os.path.abspath(keep):
-            continue
-        shutil.rmtree(state, ignore_errors=True)
-        total -= size
-        dropped.append(project)
-    return dropped
+    return evict_projects(env, keep, STATE_DIR, MANIFEST, DEFAULT_MAX_MB)
 
 
 def touch(cache: StateCache) -> None:

@@ -6,10 +6,12 @@ caller then builds the part again from the project."""
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import fields
 
 import orjson
 
+from harn_ls.formats import checkpoints as ckpt_fmt
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.state_rows import CacheInvalid
 from harn_ls.formats import runs as runs_fmt
@@ -183,3 +185,83 @@ def pattern_projection(cache, space, path: str) -> tuple[pl_fmt.PatternLearning,
         return restored, None
     records = space.records() if space is not None else []
     return pl_fmt.project_pattern_learning(records, path), (space, space.event_count) if space is not None else None
+
+
+# ----------------------------------------------------------------------------- checkpoint files
+def _lstat_validator(st: os.stat_result) -> list:
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _checkpoint_row(cf: ckpt_fmt.CheckpointFile) -> list:
+    entries = [[e.key, e.value, e.keyed, e.fingerprint, e.line] for e in cf.entries.values()]
+    return [cf.pipeline, cf.path, entries, [_problem_row(p) for p in cf.problems], cf.mtime, cf.size]
+
+
+def _checkpoint_from_row(row: list) -> ckpt_fmt.CheckpointFile:
+    pipeline, path, entries, problems, mtime, size = row
+    cf = ckpt_fmt.CheckpointFile(pipeline, path, {}, [_problem_from_row(p) for p in problems], False, mtime, size, True)
+    for key, value, keyed, fingerprint, line in entries:
+        cf.entries[key] = ckpt_fmt.CheckpointEntry(key, value, keyed, fingerprint, line)
+    return cf
+
+
+class CheckpointRows:
+    """Checkpoint files as read, kept per file with the lstat of the regular file they were read from
+    (device, inode, size, mtime_ns, ctime_ns): a file whose lstat still matches is not read again; any
+    other (changed, replaced, a link, gone) is read, and kept only when it did not change while read."""
+
+    def __init__(self) -> None:
+        self.cached: dict[str, list] | None = None  # path -> [validator, row] from the payload
+        self.seen: dict[str, list] = {}  # path -> [validator, row] for the next save
+        self.changed = False
+
+    def _load(self, cache) -> dict:
+        if self.cached is None:
+            self.cached = {}
+            desc = cache.manifest.get("checkpoints") if cache.manifest else None
+            try:
+                doc = orjson.loads(cache.read_payload(desc)) if desc else {}
+            except (CacheInvalid, orjson.JSONDecodeError):
+                doc = {}
+            if isinstance(doc, dict):
+                self.cached = doc
+        return self.cached
+
+    def read(self, cache, path: str) -> ckpt_fmt.CheckpointFile:
+        try:
+            before = os.lstat(path)
+        except OSError:
+            before = None
+        entry = self._load(cache).get(path) if before is not None and stat.S_ISREG(before.st_mode) else None
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] == _lstat_validator(before):
+            try:
+                cf = _checkpoint_from_row(entry[1])
+            except (KeyError, TypeError, ValueError):
+                cf = None
+            if cf is not None and cf.path == path:
+                self.seen[path] = entry
+                return cf
+        self.changed = True
+        cf = ckpt_fmt.read_checkpoint_file(path)
+        try:
+            after = os.lstat(path)
+        except OSError:
+            return cf
+        if before is not None and stat.S_ISREG(after.st_mode) and _lstat_validator(after) == _lstat_validator(before) \
+                and cf.exists and not cf.retry:
+            self.seen[path] = [_lstat_validator(after), _checkpoint_row(cf)]
+        return cf
+
+    def payload(self, cache) -> bytes | None:
+        """The payload to write, or None when the cached one still holds exactly what was seen."""
+        if not self.changed and set(self.seen) == set(self._load(cache)):
+            return None
+        try:
+            return orjson.dumps(self.seen)
+        except TypeError:  # a value orjson cannot write: keep none (they are read again next time)
+            return b"{}"
+
+
+def read_checkpoint(cache, path: str) -> ckpt_fmt.CheckpointFile:
+    """A checkpoint file, from the state cache's rows when it still matches them."""
+    return ckpt_fmt.read_checkpoint_file(path) if cache is None else cache.checkpoint_rows.read(cache, path)

@@ -24,7 +24,7 @@ from harn_ls.formats import session_store as ss_fmt
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, namespace_of
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.state_cache import StateCache, pattern_projection
+from harn_ls.state_cache import StateCache, pattern_projection, read_checkpoint
 from harn_ls.workspace_recall import RecallPart
 from harn_ls.workspace_runs import RunsPart, TranscriptEntry, _json_files
 
@@ -416,7 +416,7 @@ class Workspace(RunsPart, RecallPart):
         if not os.path.lexists(path) or self._leaves_project_reported(path) or not self.paths.is_inside_project(path):
             self.checkpoints.pop(pipeline, None)
             return
-        self.checkpoints[pipeline] = ckpt_fmt.read_checkpoint_file(path)
+        self.checkpoints[pipeline] = read_checkpoint(self._state_cache, path)  # (cached rows while the file matches)
 
     # ---------------------------------------------------------------- skills
     def _refresh_skills(self, changes: ChangeSet) -> None:
