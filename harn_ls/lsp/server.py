@@ -16,11 +16,15 @@ import threading
 import time
 from typing import Any, Callable
 
-from lsprotocol import types
-from pygls.lsp.server import LanguageServer
-from pygls.protocol import JsonRPCResponseMessage, LanguageServerProtocol, default_converter
-from pygls.protocol.language_server import lsp_method
-from pygls.uris import to_fs_path
+from harn_ls.lsp.attrs_code import cached_attrs_compiles
+
+# lsprotocol's ~570 attrs classes: their generated methods come from the code cache (lsp/attrs_code.py)
+with cached_attrs_compiles():
+    from lsprotocol import types
+    from pygls.lsp.server import LanguageServer
+    from pygls.protocol import JsonRPCResponseMessage, LanguageServerProtocol, default_converter
+    from pygls.protocol.language_server import lsp_method
+    from pygls.uris import to_fs_path
 
 from harn_ls import __version__
 from harn_ls import contract as P
