@@ -273,7 +273,7 @@ class HarnLanguageServer(LanguageServer):
         """Say once per (folder, skillRoot) when Accept would write where Harn's pattern learning never looks."""
         if proj.ws is None:
             return
-        warning = await proj.run(lambda: skill_root_warning(proj.ws, self.settings.skillRoot))
+        warning = await proj.run_before_facts(lambda: skill_root_warning(proj.ws, self.settings.skillRoot))
         key = (proj.root, self.settings.skillRoot)
         if not warning or key in self._skill_root_warned:
             return
@@ -311,7 +311,7 @@ class HarnLanguageServer(LanguageServer):
 
     async def _announce_hitl(self, proj: Project) -> None:
         """`harn/hitlArrived` for requests waiting for a human that were not there before (issue 16)."""
-        new = await proj.run(lambda: proj.ws.extra.take_new_requests())
+        new = await proj.run_before_facts(lambda: proj.ws.extra.take_new_requests())
         if new:
             self.protocol.notify(P.HITL_ARRIVED, P.to_wire(P.HitlArrivedParams(root=proj.root, requests=[
                 P.HitlRequestNote(request_id=r.request_id, kind=r.kind, prompt=r.prompt[:300], agent=r.agent,
@@ -332,7 +332,7 @@ class HarnLanguageServer(LanguageServer):
                 root=ws.root, counts=ws.counts(), problems=problems, watching=proj.watching, recall_ready=ws.recall_ready,
                 warnings=[warning] if warning else [],
                 has_state=os.path.isdir(ws.paths.state_root) or os.path.isdir(ws.paths.run_root)))
-        self.protocol.notify(P.STATUS, await proj.run(_status))
+        self.protocol.notify(P.STATUS, await proj.run_before_facts(_status))  # counts facts, decodes none
 
     async def pull_configuration(self) -> None:
         if not self.supports("workspace.configuration"):
