@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 from harn_ls.lsp.attrs_code import cached_attrs_compiles
 
-# lsprotocol's ~570 attrs classes: their generated methods come from the code cache (lsp/attrs_code.py)
+# lsprotocol's ~570 attrs classes (and the contract's): their generated methods come from the code
+# cache (lsp/attrs_code.py)
 with cached_attrs_compiles():
     from lsprotocol import types
     from pygls.lsp.server import LanguageServer
@@ -26,8 +27,9 @@ with cached_attrs_compiles():
     from pygls.protocol.language_server import lsp_method
     from pygls.uris import to_fs_path
 
+    from harn_ls import contract as P
+
 from harn_ls import __version__
-from harn_ls import contract as P
 from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
 from harn_ls.accept_plan import skill_root_warning
 from harn_ls.lsp import code_actions, code_lens, commands, diagnostics, documents, hover, probe, symbols, tree
