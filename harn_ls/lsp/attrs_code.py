@@ -78,9 +78,8 @@ class CodeCache:
         self.calls = 0
 
     def worth_saving(self) -> bool:
-        """A frozen class's `__hash__` source holds a per-process constant (str hashes are seeded),
-        so a few calls miss in every start: rewrite the file only when a real share missed (first
-        start, another attrs or lsprotocol), not for those."""
+        """Rewrite the file only when a real share missed (first start, another attrs or
+        lsprotocol), not for a stray class defined differently in one start."""
         return self.misses * 20 >= self.calls > 0
 
     def compile(self, source: Any, filename: Any, mode: str, flags: int = 0, dont_inherit: bool = False,
@@ -88,7 +87,9 @@ class CodeCache:
         if not dont_inherit:
             # what compile() would inherit from its caller (attrs' module has `from __future__ import annotations`)
             flags |= sys._getframe(1).f_code.co_flags & FUTURE_FLAGS
-        if not isinstance(source, str) or not isinstance(filename, str) or optimize != -1 or kwargs:
+        if (not isinstance(source, str) or not isinstance(filename, str) or optimize != -1 or kwargs
+                or "def __hash__(" in source):
+            # a generated __hash__ holds a per-process constant (str hashes are seeded): never the same source twice
             return compile(source, filename, mode, flags, True, optimize, **kwargs)
         key = (filename, mode, flags, source)
         self.calls += 1

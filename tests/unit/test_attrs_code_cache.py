@@ -102,9 +102,9 @@ def test_server_import_fills_and_reuses_the_cache(tmp_path):
     runs = [subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout.split()
             for _ in range(2)]
     first, second = runs
-    assert int(first[0]) > 300 and int(first[1]) == int(first[0])  # every class compiled, then saved
-    # the same calls, all found but the few whose source holds a per-process hash constant
-    assert int(second[0]) == int(first[0]) and int(second[1]) <= 2
+    # every class compiled (but frozen ones' hash-holding scripts, never cached), then saved
+    assert int(first[0]) > 300 and int(first[1]) >= 0.9 * int(first[0])
+    assert int(second[0]) == int(first[0]) and int(second[1]) == 0  # the same calls, all found
     assert first[2:] == second[2:] == ["3:4", "True"]  # lsprotocol's own repr of a Position
 
 
@@ -120,3 +120,14 @@ def test_a_few_misses_do_not_rewrite_the_file(tmp_path):
         exec(code, ns)
         assert ns["x"] == i
     assert warm.misses == 1 and not warm.worth_saving()
+
+
+def test_generated_hash_methods_are_never_cached(tmp_path):
+    """A frozen class's __hash__ source holds hash() of a string: seeded per process, so it is
+    compiled every time and neither stored nor counted (it would make every start rewrite the file)."""
+    env = {"HARN_LS_CACHE_DIR": str(tmp_path)}
+    ns = {"attrs": attrs}
+    with attrs_code.cached_attrs_compiles(env) as block:
+        exec("@attrs.frozen\nclass Frozen:\n    x: int = 0\n", ns)
+    assert block.cache.calls == 0 and not block.cache.used
+    assert hash(ns["Frozen"](1)) == hash(ns["Frozen"](1)) and ns["Frozen"](1) == ns["Frozen"](1)
