@@ -18,8 +18,8 @@ from typing import Any, Callable
 
 from harn_ls.lsp.attrs_code import cached_attrs_compiles
 
-# lsprotocol's ~570 attrs classes (and the contract's): their generated methods come from the code
-# cache (lsp/attrs_code.py)
+# lsprotocol's ~570 attrs classes (and ours: the contract, the settings): their generated methods
+# come from the code cache (lsp/attrs_code.py)
 with cached_attrs_compiles():
     from lsprotocol import types
     from pygls.lsp.server import LanguageServer
@@ -27,20 +27,19 @@ with cached_attrs_compiles():
     from pygls.protocol.language_server import lsp_method
     from pygls.uris import to_fs_path
 
+    from harn_ls import __version__
     from harn_ls import contract as P
-
-from harn_ls import __version__
-from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
-from harn_ls.accept_plan import skill_root_warning
-from harn_ls.lsp import code_actions, code_lens, commands, diagnostics, documents, hover, probe, symbols, tree
-from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
-from harn_ls.lsp.probe import ProbeState
-from harn_ls.lsp.project import Project
-from harn_ls.lsp.requests import RequestRegistry
-from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
-from harn_ls.lsp.wire import OrjsonWire
-from harn_ls.render import RenderSettings, make_uri
-from harn_ls.workspace import ChangeSet
+    from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
+    from harn_ls.accept_plan import skill_root_warning
+    from harn_ls.lsp import code_actions, code_lens, commands, diagnostics, documents, hover, probe, symbols, tree
+    from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
+    from harn_ls.lsp.probe import ProbeState
+    from harn_ls.lsp.project import Project
+    from harn_ls.lsp.requests import RequestRegistry
+    from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
+    from harn_ls.lsp.wire import OrjsonWire
+    from harn_ls.render import RenderSettings, make_uri
+    from harn_ls.workspace import ChangeSet
 
 log = logging.getLogger("harn_ls")
 SLOW_HANDLER_SECONDS = 0.1
