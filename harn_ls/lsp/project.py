@@ -101,7 +101,7 @@ class Project:
         gc.freeze()
 
     def submit(self, fn: Callable[..., Any], *args: Any):
-        return self._pool.submit(fn, *args)
+        return self._pool.submit(self._with_facts, fn, args)
 
     async def load(self) -> ChangeSet:
         self._loop = asyncio.get_running_loop()

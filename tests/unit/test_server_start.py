@@ -81,13 +81,22 @@ def test_an_append_before_the_facts_are_decoded_equals_a_cold_load(project, cach
     log = project / FACTS
 
     async def scenario():
-        proj = _start(project)
+        applied = asyncio.Event()
+
+        async def on_changes(_proj, _changes) -> None:
+            applied.set()
+
+        proj = Project(str(project), on_changes)
         await proj.load()
         append(log, event("store", "start-1", FACT_NS, 1))
-        # the watcher's batch runs on the project thread as it is (no request came first)
-        await asyncio.wrap_future(proj.submit(lambda: proj.ws.apply([str(log)])))
+        # the watcher's batch runs on the project thread as the model is (no request came first)
+        proj._on_batch_from_thread({str(log)}, False)
+        await asyncio.wait_for(applied.wait(), 30)
+        left = await proj.run_before_facts(lambda: sorted(proj.ws.deferred_fact_namespaces()))
         snap = await proj.run(lambda: snapshot(proj.ws))
         proj.close()
-        return snap
+        return left, snap
 
-    assert asyncio.run(scenario()) == cold(project)
+    left, snap = asyncio.run(scenario())
+    assert FACT_NS not in left  # the batch decoded the namespace it changed
+    assert snap == cold(project)
