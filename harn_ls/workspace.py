@@ -111,8 +111,7 @@ class Workspace(RunsPart, RecallPart):
         `defer_facts` (a one-shot `inspect --json`): the facts of namespaces restored unchanged stay
         undecoded (problems, count restored); `materialize_facts()` decodes them. `keep_rows`: see below."""
         ws = cls(paths_mod.resolve(path, env=env, home=home), env)
-        ws._memory_only = memory_only
-        ws._defer_facts = defer_facts
+        ws._memory_only, ws._defer_facts = memory_only, defer_facts
         if cache:
             ws._state_cache = StateCache.open(ws.root, env)
             if ws._state_cache is not None:
