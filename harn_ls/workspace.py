@@ -102,21 +102,21 @@ class Workspace(RunsPart, RecallPart):
     # ------------------------------------------------------------------ load
     @classmethod
     def load(cls, path: str, env: Mapping[str, str] | None = None, home: str | None = None,
-             cache: bool = False, memory_only: bool = False, defer_facts: bool = False) -> "Workspace":
+             cache: bool = False, memory_only: bool = False, defer_facts: bool = False,
+             keep_rows: bool | None = None) -> "Workspace":
         """Read the project. With `cache`, namespaces whose logs the state cache still matches are
         restored from it (plus any appended bytes) instead of re-read; `save_cache()` writes it back.
         `memory_only` (a one-shot recall): only the memory namespaces and their facts are read;
         checkpoints, skills, runs, sessions and the rest stay empty (and their cache entries kept).
         `defer_facts` (a one-shot `inspect --json`): the facts of namespaces restored unchanged stay
-        undecoded (their problems and count are restored); `materialize_facts()` decodes them."""
+        undecoded (problems, count restored); `materialize_facts()` decodes them. `keep_rows`: see below."""
         ws = cls(paths_mod.resolve(path, env=env, home=home), env)
-        ws._memory_only = memory_only
-        ws._defer_facts = defer_facts
+        ws._memory_only, ws._defer_facts = memory_only, defer_facts
         if cache:
             ws._state_cache = StateCache.open(ws.root, env)
             if ws._state_cache is not None:
                 ws._state_cache.keep_runs = memory_only
-                ws._state_cache.keep_row_bytes = memory_only or defer_facts  # one-shot: kept until saved
+                ws._state_cache.keep_row_bytes = (memory_only or defer_facts) if keep_rows is None else keep_rows  # one-shot: until saved
         ws.rescan()
         return ws
 

@@ -53,6 +53,9 @@ class TranscriptEntry:
         return TranscriptSummary(self.id, self.message_count, self.event_count, self.asset_count)
 
 
+FULL_RUNS_CACHE_BYTES = 16 * 1024 * 1024  # file bytes of the full run records kept parsed (see full_run_record)
+
+
 def _json_files(directory: str) -> list[str]:
     """`*.json` directly in a directory, sorted; none when it does not exist (yet)."""
     try:
@@ -130,19 +133,21 @@ class RunsPart:
         return next((t for t in run.transcripts if t.id == transcript_id), None) if run is not None else None
 
     def full_run_record(self, path: str):
-        """The whole parsed run record (stages with usage, tool recordings…), re-read on demand; a few are cached."""
+        """The whole parsed run record (stages with usage, tool recordings…), re-read on demand; a few are
+        cached: at most 4, and only the last one read once their files add up to FULL_RUNS_CACHE_BYTES
+        (a parsed record takes about twice its file's bytes: 25 MB for the 14 MB record of the bench)."""
         try:
             st = os.stat(path)
         except OSError:
             return None
         key = (path, st.st_mtime_ns, st.st_size)
         cache = self._transcript_cache
-        run = cache.get(key)
+        run = cache.pop(key, None)
         if run is None:
             run = runs_fmt.read_run_record(path)
-            cache[key] = run
-            while len(cache) > 4:
-                cache.pop(next(iter(cache)))
+        cache[key] = run  # (the most recently used last)
+        while len(cache) > 4 or (len(cache) > 1 and sum(k[2] for k in cache) > FULL_RUNS_CACHE_BYTES):
+            cache.pop(next(iter(cache)))
         return run
 
     def _read_worker(self, path: str, changes: ChangeSet) -> None:

@@ -18,9 +18,6 @@ from harn_ls import contract as C
 from harn_ls.actions import ActionFailed
 from harn_ls.actions.checkpoints import forget_stage as do_forget
 from harn_ls.actions.facts import invalidate_fact
-from harn_ls.actions.hitl import RESUME_TIMEOUT_S, resume_argv
-from harn_ls.actions.migrate import migrate_pattern_learning
-from harn_ls.actions.probes import run_process
 from harn_ls.actions.proposals import accept_proposal, reject_proposal
 from harn_ls.lsp.probe import run_probe_command
 from harn_ls.render import make_uri
@@ -114,6 +111,9 @@ async def migrate(ls, a: C.MigrateArgs):
                 break
         else:
             proj = ls.default_project()
+    # start-up: the migration (and its legacy-stream readers) loads when a user asks for it
+    from harn_ls.actions.migrate import migrate_pattern_learning
+
     result = await _run_action(ls, proj, migrate_pattern_learning, done="pattern learning migrated")
     return result if isinstance(result, C.Failure) else C.from_fields(C.MigrateResult, result)
 
@@ -187,6 +187,10 @@ async def resume_escalation_command(ls, a: C.ResumeArgs):
     if proj is None:
         return C.Failure(f"no escalation {rid} in the open projects")
     reviewer = _reviewer(ls)
+    # start-up: the resume planner and process runner (with harn check's output parser, ~20 ms) load at first use
+    from harn_ls.actions.hitl import RESUME_TIMEOUT_S, resume_argv
+    from harn_ls.actions.probes import run_process
+
     try:
         argv, view = await proj.run(lambda: resume_argv(proj.ws, rid, ls.harn_program(), reviewer, a.reason))
         result = await run_process(argv, cwd=proj.root, timeout=RESUME_TIMEOUT_S)

@@ -81,7 +81,7 @@ async def publish(ls, proj) -> int:
         proj.published_problems = now
         return changed, gone, sum(len(p) for p in by_path.values())
 
-    changed, gone, count = await proj.run(_collect)
+    changed, gone, count = await proj.run_before_facts(_collect)  # facts' problems are kept decoded
     source = problems_source(proj.root)
     for uri in gone:
         ls.diagnostics.clear(source, uri)

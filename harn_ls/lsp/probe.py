@@ -29,6 +29,7 @@ import contextlib
 import logging
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -36,8 +37,10 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from harn_ls.actions import ActionFailed, uuid7
-from harn_ls.actions import probes as runner
 from harn_ls.text_positions import shift_position
+
+if TYPE_CHECKING:
+    from harn_ls.actions import probes as runner
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +61,13 @@ class ProbeState:
     snippet: str
 
 
+def _runner():
+    # start-up: the probe runner and the parser of `harn check` output (~20 ms) load at the first probe
+    from harn_ls.actions import probes
+
+    return probes
+
+
 def to_lsp_diagnostic(d: runner.ProbeDiagnostic) -> types.Diagnostic:
     (sl, sc), (el, ec) = d.range
     message = d.message + (f"\nhelp: {d.help}" if d.help else "")
@@ -66,14 +76,14 @@ def to_lsp_diagnostic(d: runner.ProbeDiagnostic) -> types.Diagnostic:
         message=message,
         severity=_SEVERITY.get(d.severity, types.DiagnosticSeverity.Error),
         code=d.code,
-        source=runner.SOURCE,
+        source=_runner().SOURCE,
         data={"checkSource": d.check_source} if d.check_source else None,
     )
 
 
 def _clear(ls, uri: str) -> bool:
     ls.probe_states.pop(uri, None)
-    return ls.diagnostics.clear(runner.SOURCE, uri)
+    return ls.diagnostics.clear(_runner().SOURCE, uri)
 
 
 # -- edits ---------------------------------------------------------------------------------
@@ -103,12 +113,12 @@ def apply_changes(ls, uri: str, changes, current_text: str | None) -> bool:
             continue
         if ce <= start:  # entirely before: shift the range and its diagnostics
             st.range = (shift_position(start, cs, ce, ch.text), shift_position(end, cs, ce, ch.text))
-            ls.diagnostics.set(runner.SOURCE, uri, [_shift_diag(d, cs, ce, ch.text)
-                                                     for d in ls.diagnostics.get(runner.SOURCE, uri)])
+            ls.diagnostics.set(_runner().SOURCE, uri, [_shift_diag(d, cs, ce, ch.text)
+                                                     for d in ls.diagnostics.get(_runner().SOURCE, uri)])
             moved = True
             continue
         return _clear(ls, uri)  # the edit touches the probed code
-    if current_text is not None and runner.select(current_text, st.range).snippet != st.snippet:
+    if current_text is not None and _runner().select(current_text, st.range).snippet != st.snippet:
         return _clear(ls, uri)
     return moved
 
@@ -156,7 +166,7 @@ async def run_probe_command(ls, args: dict) -> dict:
     if proj is None or proj.ws is None:
         return _fail(ls, "no Harn project is open")
     try:
-        rng = runner.range_from_lsp(args.get("range"))
+        rng = _runner().range_from_lsp(args.get("range"))
         doc = ls.workspace.get_text_document(uri)
         text = doc.source
     except ActionFailed as exc:
@@ -172,7 +182,7 @@ async def run_probe_command(ls, args: dict) -> dict:
     where = os.path.basename(path) + ("" if rng is None else f":{rng[0][0] + 1}")
     token = await _begin_progress(ls, "Harn typecheck probe", f"harn check {where}")
     memory_root = await proj.run(lambda: proj.ws.paths.memory_root)
-    probe_task = asyncio.ensure_future(runner.run_typecheck_probe(
+    probe_task = asyncio.ensure_future(_runner().run_typecheck_probe(
         proj.root, path, text, rng, ls.harn_program(),
         settings.probes.timeoutSeconds,
         store=settings.probes.storeFacts, memory_root=memory_root))
@@ -209,11 +219,11 @@ async def run_probe_command(ls, args: dict) -> dict:
 
     notes = []
     current = ls.workspace.get_text_document(uri)
-    if current.version != version and runner.select(current.source, outcome.range).snippet != outcome.snippet:
+    if current.version != version and _runner().select(current.source, outcome.range).snippet != outcome.snippet:
         notes.append("the document changed while the probe ran; diagnostics not shown")
     else:
         ls.probe_states[uri] = ProbeState(range=outcome.range, snippet=outcome.snippet)
-        ls.diagnostics.set(runner.SOURCE, uri, [to_lsp_diagnostic(d) for d in outcome.diagnostics])
+        ls.diagnostics.set(_runner().SOURCE, uri, [to_lsp_diagnostic(d) for d in outcome.diagnostics])
 
     if outcome.events_path:
         await proj.apply_now([outcome.events_path])

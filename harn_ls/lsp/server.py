@@ -16,25 +16,30 @@ import threading
 import time
 from typing import Any, Callable
 
-from lsprotocol import types
-from pygls.lsp.server import LanguageServer
-from pygls.protocol import JsonRPCResponseMessage, LanguageServerProtocol, default_converter
-from pygls.protocol.language_server import lsp_method
-from pygls.uris import to_fs_path
+from harn_ls.lsp.attrs_code import cached_attrs_compiles
 
-from harn_ls import __version__
-from harn_ls import contract as P
-from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
-from harn_ls.accept_plan import skill_root_warning
-from harn_ls.lsp import code_actions, code_lens, commands, diagnostics, documents, hover, probe, symbols, tree
-from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
-from harn_ls.lsp.probe import ProbeState
-from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project, paused_gc
-from harn_ls.lsp.requests import RequestRegistry
-from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
-from harn_ls.lsp.wire import OrjsonWire
-from harn_ls.render import RenderSettings, make_uri
-from harn_ls.workspace import ChangeSet
+# lsprotocol's ~570 attrs classes (and ours: the contract, the settings): their generated methods
+# come from the code cache (lsp/attrs_code.py)
+with cached_attrs_compiles():
+    from lsprotocol import types
+    from pygls.lsp.server import LanguageServer
+    from pygls.protocol import JsonRPCResponseMessage, LanguageServerProtocol, default_converter
+    from pygls.protocol.language_server import lsp_method
+    from pygls.uris import to_fs_path
+
+    from harn_ls import __version__
+    from harn_ls import contract as P
+    from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
+    from harn_ls.accept_plan import skill_root_warning
+    from harn_ls.lsp import code_actions, code_lens, commands, diagnostics, documents, hover, probe, symbols, tree
+    from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
+    from harn_ls.lsp.probe import ProbeState
+    from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project, paused_gc
+    from harn_ls.lsp.requests import RequestRegistry
+    from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
+    from harn_ls.lsp.wire import OrjsonWire
+    from harn_ls.render import RenderSettings, make_uri
+    from harn_ls.workspace import ChangeSet
 
 log = logging.getLogger("harn_ls")
 SLOW_HANDLER_SECONDS = 0.1
@@ -269,7 +274,7 @@ class HarnLanguageServer(LanguageServer):
         """Say once per (folder, skillRoot) when Accept would write where Harn's pattern learning never looks."""
         if proj.ws is None:
             return
-        warning = await proj.run(lambda: skill_root_warning(proj.ws, self.settings.skillRoot))
+        warning = await proj.run_before_facts(lambda: skill_root_warning(proj.ws, self.settings.skillRoot))
         key = (proj.root, self.settings.skillRoot)
         if not warning or key in self._skill_root_warned:
             return
@@ -326,7 +331,7 @@ class HarnLanguageServer(LanguageServer):
 
     async def _announce_hitl(self, proj: Project) -> None:
         """`harn/hitlArrived` for requests waiting for a human that were not there before (issue 16)."""
-        new = await proj.run(lambda: proj.ws.extra.take_new_requests())
+        new = await proj.run_before_facts(lambda: proj.ws.extra.take_new_requests())
         if new:
             self.protocol.notify(P.HITL_ARRIVED, P.to_wire(P.HitlArrivedParams(root=proj.root, requests=[
                 P.HitlRequestNote(request_id=r.request_id, kind=r.kind, prompt=r.prompt[:300], agent=r.agent,
@@ -347,7 +352,7 @@ class HarnLanguageServer(LanguageServer):
                 root=ws.root, counts=ws.counts(), problems=problems, watching=proj.watching, recall_ready=ws.recall_ready,
                 warnings=[warning] if warning else [],
                 has_state=os.path.isdir(ws.paths.state_root) or os.path.isdir(ws.paths.run_root)))
-        self.protocol.notify(P.STATUS, await proj.run(_status))
+        self.protocol.notify(P.STATUS, await proj.run_before_facts(_status))  # counts facts, decodes none
 
     async def pull_configuration(self) -> None:
         if not self.supports("workspace.configuration"):
