@@ -46,10 +46,6 @@ def _one(client_cls, project: Path, rel: str, ranges, env: dict | None, first: s
         c.notify("textDocument/didOpen", {"textDocument": {"uri": file_uri, "languageId": "python", "version": 1,
                                                            "text": (project / rel).read_text()}})
         doc = {"textDocument": {"uri": file_uri}}
-        if os.environ.get("FIRST_BENCH_WARM_OTHER"):
-            other = {"textDocument": {"uri": (project / "nothing-here.py").as_uri()}}
-            c.request("textDocument/hover", other | {"position": {"line": 0, "character": 0}})
-            c.request("textDocument/codeLens", other)
         (s1, _e1), (s2, _e2) = ranges[len(ranges) // 2], ranges[len(ranges) // 3]
         if first == "hover":
             ms1, res, _ = c.request("textDocument/hover", doc | {"position": {"line": s1 - 1, "character": 4}})

@@ -4,6 +4,7 @@ the store itself gives the answer of a fresh computation, never the stored one."
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
@@ -286,3 +287,44 @@ def test_any_sequence_answers_as_a_fresh_computation(ops):
             assert got == {rel: fresh(ws, rel) for rel in (INVOICE, TAX)}, ops[:i + 1]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- the server's hooks
+def test_server_saves_after_requests_and_restores_at_settle(project, env, monkeypatch):
+    """lsp/project.py + lsp/span_save.py: a request that anchored spans leads to one delayed save on
+    the project thread; the next server run brings the file back during its settle, before any request."""
+    from harn_ls.lsp import span_save
+    from harn_ls.lsp.project import Project
+
+    monkeypatch.setattr(span_save, "SAVE_DELAY_S", 0.05)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    path = str(project / INVOICE)
+
+    async def first_run() -> list:
+        proj = Project(str(project), lambda _p, _c: None)
+        await proj.load()
+        got = await span_save.run_noting_spans(proj, lambda: answer(proj.fact_spans.spans(proj.ws, path, 0.0)))
+        for _ in range(100):
+            if await proj.run(lambda: not proj.fact_spans.store.unsaved):
+                break
+            await asyncio.sleep(0.02)
+        proj.close()
+        return got
+
+    async def second_run() -> tuple:
+        staleness._cache.clear()  # a new process
+        proj = Project(str(project), lambda _p, _c: None)
+        await proj.load()
+        await proj.settle_recall()
+        stats = await proj.run(lambda: (proj.fact_spans.stats.restored, proj.fact_spans.stats.anchored))
+        got = await proj.run(lambda: answer(proj.fact_spans.spans(proj.ws, path, 0.0)))
+        expected = await proj.run(lambda: fresh(proj.ws, INVOICE))
+        proj.close()
+        return stats, got, expected
+
+    first = asyncio.run(first_run())
+    assert Path(SpanStore.open(str(project), env).path).is_file()
+    (restored, anchored), got, expected = asyncio.run(second_run())
+    assert got == first == expected
+    assert restored == len(first) and anchored == 0
