@@ -207,8 +207,10 @@ class Project:
         self._quiet_for = quiet_for
         # the spans of the files shown in earlier runs come back first (in ~10 ms steps), before the
         # heap is frozen: the first hover or lens on one of them is then served as a warm one
-        while not self.closed and not await self.run(self._restore_spans):
+        while not self.closed:
             await self._wait_for_quiet()
+            if await self.run(self._restore_spans):
+                break
         for work in (_freeze_heap, self._save_cache):
             if self.closed:  # the folder left the workspace meanwhile: nothing left to settle
                 return
