@@ -9,8 +9,9 @@ code lens after a server start costs what a warm one does.
 What an entry holds, per source file (its project-relative POSIX path):
   - the file as it was read: (st_dev, st_ino, st_size, st_mtime_ns) and a sha256 of the lines
     the anchors were computed from (`lines_digest`);
-  - one anchor per distinct anchor input: (recorded start, recorded end, blake2b of the snippet)
-    -> (state, current start, current end).
+  - one anchor per distinct anchor input: (recorded start, recorded end, snippet) -> (state,
+    current start, current end), stored as columns (one list per field) so that a file's entry
+    is checked and indexed by a few passes in C rather than item by item.
 
 An anchor is a pure function of the file's lines and those inputs (`staleness.anchor`, whose
 constants are part of FORMAT), so the facts are validated input by input: a fact added, edited
@@ -48,7 +49,8 @@ MAX_ANCHORS = 250_000  # anchors kept over all files (~60 bytes each on disk)
 STORED_STATES = frozenset({"ok", "moved", "stale", "unchecked"})  # missing / refused are never stored
 
 _MAX_LINE = 1 << 62  # a recorded range beyond this (a hostile `f.py:99999...`) is anchored each time, not stored
-InputKey = tuple  # (recorded start, recorded end, snippet digest): what an anchor depends on besides the lines
+InputKey = tuple  # (recorded start, recorded end, snippet or None): what an anchor depends on besides the lines
+_COLUMNS = 6  # starts, ends, snippets, states, current starts, current ends
 
 
 def lines_digest(lines: list[str]) -> str:
@@ -58,16 +60,9 @@ def lines_digest(lines: list[str]) -> str:
     return h.hexdigest()
 
 
-def snippet_digest(snippet: str | None) -> str:
-    """blake2b-128 of a snippet ("" for none): the stored form of an anchor's snippet input."""
-    if snippet is None:
-        return ""
-    return hashlib.blake2b(snippet.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
 def input_key(evidence) -> InputKey:
     rng = evidence.range
-    return (rng.start, rng.end, snippet_digest(evidence.snippet))
+    return (rng.start, rng.end, evidence.snippet)
 
 
 def _stat_key(path: str) -> list | None:
@@ -85,21 +80,50 @@ def _safe_rel(rel: object) -> bool:
     return all(part not in ("", ".", "..") for part in rel.split("/"))
 
 
-def _decode_anchors(raw: object) -> dict[InputKey, Anchor] | None:
-    """The stored anchors of one file, or None if any of them is not of the stored shape."""
-    if not isinstance(raw, list):
-        return None
-    out: dict[InputKey, Anchor] = {}
-    for item in raw:
-        if not isinstance(item, list) or len(item) != 6:
+def _ints(values: list) -> bool:
+    return all(type(v) is int for v in values)
+
+
+class _FileAnchors:
+    """One file's stored anchors, indexed by input; an `Anchor` is made for an input when asked."""
+
+    __slots__ = ("index", "states", "starts", "ends")
+
+    def __init__(self, index: dict, states: list, starts: list, ends: list) -> None:
+        self.index, self.states, self.starts, self.ends = index, states, starts, ends
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def get(self, key: InputKey) -> Anchor | None:
+        i = self.index.get(key)
+        return None if i is None else Anchor(self.states[i], self.starts[i], self.ends[i])
+
+    @classmethod
+    def decode(cls, raw: object) -> "_FileAnchors | None":
+        """From the stored columns; None if any column or value is not of the stored shape."""
+        if not (isinstance(raw, list) and len(raw) == _COLUMNS and all(isinstance(c, list) for c in raw)):
             return None
-        start, end, sdig, state, a_start, a_end = item
-        if not (type(start) is int and type(end) is int and type(a_start) is int and type(a_end) is int
-                and isinstance(sdig, str) and len(sdig) in (0, 32) and state in STORED_STATES
-                and 1 <= a_start <= a_end):
+        starts, ends, snippets, states, a_starts, a_ends = raw
+        n = len(starts)
+        if any(len(c) != n for c in raw) or not (_ints(starts) and _ints(ends) and _ints(a_starts) and _ints(a_ends)):
             return None
-        out[(start, end, sdig)] = Anchor(state, a_start, a_end)
-    return out
+        if not all(s is None or type(s) is str for s in snippets) or not all(type(s) is str for s in states) \
+                or not STORED_STATES.issuperset(states) \
+                or not all(1 <= a <= b for a, b in zip(a_starts, a_ends)):
+            return None
+        return cls(dict(zip(zip(starts, ends, snippets), range(n))), states, a_starts, a_ends)
+
+    @classmethod
+    def of(cls, anchors: dict[InputKey, Anchor]) -> "_FileAnchors":
+        keys = list(anchors)
+        values = list(anchors.values())
+        return cls(dict(zip(keys, range(len(keys)))), [a.state for a in values], [a.start for a in values],
+                   [a.end for a in values])
+
+    def columns(self) -> list:
+        keys = list(self.index)
+        return [[k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys], self.states, self.starts, self.ends]
 
 
 class SpanStore:
@@ -109,7 +133,7 @@ class SpanStore:
         self.path = os.path.join(folder, FILE)
         self.project = os.path.realpath(project_root)
         self.root = os.path.abspath(project_root)
-        # rel -> [stat key, lines digest, anchors as stored (list) or decoded (dict)]; least recently used first
+        # rel -> [stat key, lines digest, anchors as stored (columns) or decoded (_FileAnchors)]; least recently used first
         self._files: dict[str, list] = {}
         self._anchors = 0  # anchors held in total (for MAX_ANCHORS)
         self.unsaved = False
@@ -154,21 +178,21 @@ class SpanStore:
                     and isinstance(item[3], list)):
                 continue  # an entry of another shape: dropped, the file is anchored afresh
             self._files[item[0]] = [item[1], item[2], item[3]]
-            self._anchors += len(item[3])
+            self._anchors += _count(item[3])
         return True
 
     def recent(self, n: int) -> list[str]:
         """The `n` most recently used files, least recent first."""
         return list(self._files)[-n:] if n > 0 else []
 
-    def anchors(self, rel: str, full_path: str, digest: str) -> dict[InputKey, Anchor] | None:
+    def anchors(self, rel: str, full_path: str, digest: str) -> _FileAnchors | None:
         """The stored anchors of `rel`, if the file on disk is still the one they were computed on:
         same stat and same lines (`digest` = lines_digest of the lines just read). Else None (and
         the entry is dropped)."""
         entry = self._files.pop(rel, None)
         if entry is None:
             return None
-        decoded = entry[2] if isinstance(entry[2], dict) else _decode_anchors(entry[2])
+        decoded = entry[2] if isinstance(entry[2], _FileAnchors) else _FileAnchors.decode(entry[2])
         if decoded is None or entry[1] != digest or _stat_key(full_path) != entry[0]:
             self._files[rel] = entry
             self.drop(rel)
@@ -181,7 +205,7 @@ class SpanStore:
     def drop(self, rel: str) -> None:
         old = self._files.pop(rel, None)
         if old is not None:
-            self._anchors -= len(old[2])
+            self._anchors -= _count(old[2])
             self.unsaved = True
 
     def remember(self, rel: str, full_path: str, digest: str, anchors: dict[InputKey, Anchor]) -> None:
@@ -192,12 +216,12 @@ class SpanStore:
         self.unsaved = True
         if stat is None or len(anchors) > MAX_ANCHORS:
             return
-        kept = {k: a for k, a in anchors.items() if k[1] < _MAX_LINE}  # (end >= start >= 1: both fit in JSON)
+        kept = _FileAnchors.of({k: a for k, a in anchors.items() if k[1] < _MAX_LINE})  # (end >= start >= 1: fit in JSON)
         self._files[rel] = [stat, digest, kept]
         self._anchors += len(kept)
         while len(self._files) > MAX_FILES or self._anchors > MAX_ANCHORS:
             oldest = next(iter(self._files))
-            self._anchors -= len(self._files.pop(oldest)[2])
+            self._anchors -= _count(self._files.pop(oldest)[2])
 
     def save(self) -> bool:
         """Write the store if it changed (atomically; never raises). False when nothing was written."""
@@ -205,8 +229,8 @@ class SpanStore:
             return False
         files = []
         for rel, (stat, digest, anchors) in self._files.items():
-            if isinstance(anchors, dict):
-                anchors = [[k[0], k[1], k[2], a.state, a.start, a.end] for k, a in anchors.items()]
+            if isinstance(anchors, _FileAnchors):
+                anchors = anchors.columns()
             files.append([rel, stat, digest, anchors])
         body = orjson.dumps({"project": self.project, "root": self.root, "files": files})
         header = f"{FORMAT} {len(body)} {zlib.crc32(body)}\n".encode("ascii")
@@ -216,3 +240,10 @@ class SpanStore:
             return False
         self.unsaved = False
         return True
+
+
+def _count(anchors: object) -> int:
+    """Anchors in an entry, decoded or as stored (columns)."""
+    if isinstance(anchors, _FileAnchors):
+        return len(anchors)
+    return len(anchors[0]) if isinstance(anchors, list) and anchors and isinstance(anchors[0], list) else 0

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from harn_ls.staleness import SEARCH_RADIUS, Anchor, anchor, normalized_lines, refusal, source_lines
 from harn_ls.state_spans import SpanStore, input_key, lines_digest
@@ -31,8 +31,7 @@ FactKey = tuple  # (namespace, seq): a fact's key in `Workspace.facts`
 MAX_DERIVED = 4096  # values kept per file by `FactSpanCache.derived` (one per hovered line)
 
 
-@dataclass(frozen=True)
-class FactSpan:
+class FactSpan(NamedTuple):  # a tuple: made by the thousand when a busy file is anchored or restored
     fact: object
     evidence: object
     anchor: Anchor
@@ -197,8 +196,9 @@ class FactSpanCache:
             return
         if entry.digest is None:
             entry.digest = lines_digest(entry.lines)
-        known = store.anchors(rel, full, entry.digest) or {}
-        found = [[known.get(input_key(ev)) for ev in evidence] for _k, _f, evidence in todo]
+        known = store.anchors(rel, full, entry.digest)
+        found = [[known.get(input_key(ev)) for ev in evidence] if known is not None else [None] * len(evidence)
+                 for _k, _f, evidence in todo]
         missing = sum(a is None for anchors in found for a in anchors)
         normed = _normalized_for(entry.lines, missing) if missing else None
         for (key, fact, evidence), anchors in zip(todo, found):
@@ -207,7 +207,7 @@ class FactSpanCache:
                 for ev, a in zip(evidence, anchors)])
         self.stats.anchored += missing
         self.stats.restored += sum(len(evidence) for _k, _f, evidence in todo) - missing
-        if missing or not known:
+        if missing or known is None:
             store.remember(rel, full, entry.digest,
                            {input_key(s.evidence): s.anchor for _f, spans in fresh.values() for s in spans})
 

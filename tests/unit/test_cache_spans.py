@@ -187,11 +187,35 @@ def _foreign_project(path: Path, _project: Path) -> None:
 
 
 def _wrong_anchors(path: Path, _project: Path) -> None:
-    """A well-formed file that lies: every stored anchor says `ok` at 1-1."""
+    """A well-formed file with anchors of another shape (each file's entry is dropped, not trusted)."""
+    doc = orjson.loads(path.read_bytes().partition(b"\n")[2])
+    bad_columns = (
+        lambda c: c[3].__setitem__(slice(None), ["refused"] * len(c[3])),  # refused is never stored
+        lambda c: c[3].__setitem__(0, ["ok"]),  # not a state (and not hashable)
+        lambda c: c[4].__setitem__(0, 0),  # lines are 1-based
+        lambda c: c[0].__setitem__(0, "1"),  # not a line number
+        lambda c: c[2].__setitem__(0, 7),  # not a snippet
+        lambda c: c[5].pop(),  # columns of different lengths
+    )
+    for i, item in enumerate(doc["files"]):
+        bad_columns[i % len(bad_columns)](item[3])
+    _rewrite(path, doc)
+
+
+@pytest.mark.parametrize("which", range(6))
+def test_each_malformed_column_drops_the_entry(project, env, which):
+    _ws, _c, before = server_run(project, env)
+    path = _store_file(env, project)
     doc = orjson.loads(path.read_bytes().partition(b"\n")[2])
     for item in doc["files"]:
-        item[3] = [[a[0], a[1], a[2], "refused", 1, 1] for a in item[3]]  # refused is never stored: dropped
+        columns = item[3]
+        [lambda: columns[3].__setitem__(0, "refused"), lambda: columns[3].__setitem__(0, ["ok"]),
+         lambda: columns[4].__setitem__(0, 0), lambda: columns[0].__setitem__(0, "1"),
+         lambda: columns[2].__setitem__(0, 7), lambda: columns[5].pop()][which]()
     _rewrite(path, doc)
+    ws, cache, got = server_run(project, env)
+    assert got == before == {rel: fresh(ws, rel) for rel in (INVOICE, TAX)}
+    assert cache.stats.restored == 0 and cache.stats.anchored > 0
 
 
 @pytest.mark.parametrize("damage", [_corrupt, _truncate, _foreign_version, _foreign_project, _wrong_anchors])
