@@ -352,3 +352,21 @@ def test_server_saves_after_requests_and_restores_at_settle(project, env, monkey
     (restored, anchored), got, expected = asyncio.run(second_run())
     assert got == first == expected
     assert restored == len(first) and anchored == 0
+
+
+def test_the_state_cache_keeps_and_clears_the_store_with_its_own_files(project, env, monkeypatch):
+    """The store lives in a folder of the state folder: a state cache save (whose sweep drops old
+    files it does not name) leaves it alone, `cache clear` drops it with the rest."""
+    from harn_ls.state_cache import StateCache
+
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    server_run(project, env)
+    path = Path(SpanStore.open(str(project), env).path)
+    old = path.stat().st_mtime - 3600
+    os.utime(path.parent, (old, old))
+    os.utime(path, (old, old))
+    ws = Workspace.load(str(project), cache=True)
+    assert ws.save_cache()
+    assert len(SpanStore.open(str(project), env)) == 2
+    assert StateCache(str(project)).clear() and not path.exists()
