@@ -48,7 +48,7 @@ MAX_FILES = 512  # source files kept
 MAX_ANCHORS = 250_000  # anchors kept over all files (~60 bytes each on disk)
 STORED_STATES = frozenset({"ok", "moved", "stale", "unchecked"})  # missing / refused are never stored
 
-_MAX_LINE = 1 << 62  # a recorded range beyond this (a hostile `f.py:99999...`) is anchored each time, not stored
+_MAX_LINE = 1 << 62  # a range beyond this (a hostile `f.py:99999...`) is anchored each time, not stored (JSON ints)
 InputKey = tuple  # (recorded start, recorded end, snippet or None): what an anchor depends on besides the lines
 _COLUMNS = 6  # starts, ends, snippets, states, current starts, current ends
 
@@ -78,6 +78,11 @@ def _safe_rel(rel: object) -> bool:
     if not isinstance(rel, str) or not rel or "\x00" in rel or "\\" in rel or rel.startswith("/"):
         return False
     return all(part not in ("", ".", "..") for part in rel.split("/"))
+
+
+def _encodable(snippet: str | None) -> bool:
+    """A snippet the store can write as JSON (a lone surrogate cannot be; such an anchor is just not stored)."""
+    return snippet is None or snippet.isascii() or not any("\ud800" <= c <= "\udfff" for c in snippet)
 
 
 def _ints(values: list) -> bool:
@@ -216,7 +221,7 @@ class SpanStore:
         self.unsaved = True
         if stat is None or len(anchors) > MAX_ANCHORS:
             return
-        kept = _FileAnchors.of({k: a for k, a in anchors.items() if k[1] < _MAX_LINE})  # (end >= start >= 1: fit in JSON)
+        kept = _FileAnchors.of({k: a for k, a in anchors.items() if k[1] < _MAX_LINE and _encodable(k[2])})
         self._files[rel] = [stat, digest, kept]
         self._anchors += len(kept)
         while len(self._files) > MAX_FILES or self._anchors > MAX_ANCHORS:
@@ -232,11 +237,10 @@ class SpanStore:
             if isinstance(anchors, _FileAnchors):
                 anchors = anchors.columns()
             files.append([rel, stat, digest, anchors])
-        body = orjson.dumps({"project": self.project, "root": self.root, "files": files})
-        header = f"{FORMAT} {len(body)} {zlib.crc32(body)}\n".encode("ascii")
         try:
-            write_cache_file(self.path, header + body)
-        except OSError:
+            body = orjson.dumps({"project": self.project, "root": self.root, "files": files})
+            write_cache_file(self.path, f"{FORMAT} {len(body)} {zlib.crc32(body)}\n".encode("ascii") + body)
+        except (OSError, TypeError):  # (orjson.JSONEncodeError is a TypeError: `remember` keeps none such)
             return False
         self.unsaved = False
         return True

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from harn_ls import staleness, state_spans
 from harn_ls.render.fact_spans import FactSpanCache, fact_spans
+from harn_ls.staleness import Anchor
 from harn_ls.state_spans import SpanStore
 from harn_ls.workspace import Workspace
 from tests.helpers.views import INVOICE, INVOICE_FACT, append_events, copy_sample, fact_event
@@ -370,3 +371,18 @@ def test_the_state_cache_keeps_and_clears_the_store_with_its_own_files(project, 
     assert ws.save_cache()
     assert len(SpanStore.open(str(project), env)) == 2
     assert StateCache(str(project)).clear() and not path.exists()
+
+
+def test_what_json_cannot_hold_is_anchored_each_time_not_stored(project, env):
+    """A snippet with a lone surrogate or a range beyond 64-bit integers: correct answers, a store
+    that still saves (without those anchors)."""
+    ws = Workspace.load(str(project))
+    cache = FactSpanCache(store=SpanStore.open(str(project), env))
+    key_ok, key_odd, key_huge = (3, 4, "import"), (5, 6, "x\ud800y"), (2, 1 << 70, None)
+    cache.store.remember(INVOICE, str(project / INVOICE), "d", {key_ok: Anchor("ok", 3, 4),
+                                                               key_odd: Anchor("stale", 5, 6),
+                                                               key_huge: Anchor("unchecked", 2, 40)})
+    assert cache.save_store()
+    stored = SpanStore.open(str(project), env).anchors(INVOICE, str(project / INVOICE), "d")
+    assert stored.get(key_ok) == Anchor("ok", 3, 4) and stored.get(key_odd) is None and stored.get(key_huge) is None
+    assert answer(cache.spans(ws, str(project / INVOICE), 0.0)) == fresh(ws, INVOICE)
