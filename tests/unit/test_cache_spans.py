@@ -318,6 +318,7 @@ def test_any_sequence_answers_as_a_fresh_computation(ops):
 def test_server_saves_after_requests_and_restores_at_settle(project, env, monkeypatch):
     """lsp/project.py + lsp/span_save.py: a request that anchored spans leads to one delayed save on
     the project thread; the next server run brings the file back during its settle, before any request."""
+    # the server layer (pygls) is imported by the one test of its hooks only
     from harn_ls.lsp import span_save
     from harn_ls.lsp.project import Project
 
@@ -358,6 +359,7 @@ def test_server_saves_after_requests_and_restores_at_settle(project, env, monkey
 def test_the_state_cache_keeps_and_clears_the_store_with_its_own_files(project, env, monkeypatch):
     """The store lives in a folder of the state folder: a state cache save (whose sweep drops old
     files it does not name) leaves it alone, `cache clear` drops it with the rest."""
+    # (kept next to the one test that clears the state cache)
     from harn_ls.state_cache import StateCache
 
     for key, value in env.items():
