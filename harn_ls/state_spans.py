@@ -45,7 +45,7 @@ FORMAT = f"harn-ls-spans/1 r{SEARCH_RADIUS} m{MAX_MATCHES}"  # anchor()'s consta
 FOLDER = os.path.join("state", "spans")  # under the project's cache folder (swept and evicted with the state cache)
 FILE = "spans.bin"
 MAX_FILES = 512  # source files kept
-MAX_ANCHORS = 250_000  # anchors kept over all files (~60 bytes each on disk)
+MAX_ANCHORS = 100_000  # anchors kept over all files (~120 bytes each on disk: at most ~12 MB)
 STORED_STATES = frozenset({"ok", "moved", "stale", "unchecked"})  # missing / refused are never stored
 
 _MAX_LINE = 1 << 62  # a range beyond this (a hostile `f.py:99999...`) is anchored each time, not stored (JSON ints)
