@@ -8,6 +8,7 @@ import asyncio
 import os
 import shutil
 import tempfile
+import time
 import zlib
 from pathlib import Path
 
@@ -388,3 +389,42 @@ def test_what_json_cannot_hold_is_anchored_each_time_not_stored(project, env):
     stored = SpanStore.open(str(project), env).anchors(INVOICE, str(project / INVOICE), "d")
     assert stored.get(key_ok) == Anchor("ok", 3, 4) and stored.get(key_odd) is None and stored.get(key_huge) is None
     assert answer(cache.spans(ws, str(project / INVOICE), 0.0)) == fresh(ws, INVOICE)
+
+
+def test_the_delayed_save_waits_for_a_pause_in_batches(monkeypatch):
+    """lsp/span_save.py: a save due while watcher batches keep coming is put off until a second
+    without one (and written anyway after MAX_POSTPONED tries)."""
+    # the server layer (pygls) is imported by the tests of its hooks only
+    from harn_ls.lsp import span_save
+
+    saved = []
+
+    class Proj:
+        closed = False
+        last_batch_at = 0.0
+
+        def submit(self, fn, *args):
+            saved.append(time.time())
+
+    monkeypatch.setattr(span_save, "QUIET_AFTER_BATCH_S", 0.05)
+
+    async def main() -> None:
+        proj = Proj()
+        proj.last_batch_at = time.time()  # a batch just applied
+        span_save._submit_save(proj)
+        assert saved == []
+        await asyncio.sleep(0.02)
+        proj.last_batch_at = time.time()  # and another one
+        await asyncio.sleep(0.04)
+        assert saved == []
+        for _ in range(200):  # (a loaded machine runs timers late, never early)
+            if saved:
+                break
+            await asyncio.sleep(0.01)
+        assert len(saved) == 1 and saved[0] - proj.last_batch_at >= 0.05 - 0.005
+        monkeypatch.setattr(span_save, "MAX_POSTPONED", 0)
+        proj.last_batch_at = time.time()
+        span_save._submit_save(proj)
+        assert len(saved) == 2  # never put off forever
+
+    asyncio.run(main())
