@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 from typing import Mapping
 
@@ -69,3 +70,49 @@ def write_cache_file(path: str, data: bytes, durable: bool = False) -> None:
         except OSError:
             pass
         raise
+
+
+def _tree_bytes(folder: str) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(folder):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def evict_projects(env: Mapping[str, str] | None, keep: str | None, state_dir: str, manifest: str,
+                   default_max_mb: int) -> list[str]:
+    """Drop the `state_dir` folders of the least recently used projects (by their `manifest`'s mtime)
+    until the cache root is under its cap (`HARN_LS_CACHE_MAX_MB`, else `default_max_mb`)."""
+    env = os.environ if env is None else env
+    try:
+        cap = int(float(env.get("HARN_LS_CACHE_MAX_MB", default_max_mb)) * 1024 * 1024)
+    except ValueError:
+        cap = default_max_mb * 1024 * 1024
+    root = cache_root(env)
+    found = []
+    try:
+        for de in os.scandir(root):
+            state = os.path.join(de.path, state_dir)
+            if de.is_dir(follow_symlinks=False) and os.path.isdir(state):
+                try:
+                    used = os.stat(os.path.join(state, manifest)).st_mtime
+                except OSError:
+                    used = 0.0
+                found.append((used, de.path, state, _tree_bytes(state)))
+    except OSError:
+        return []
+    total = sum(f[3] for f in found)
+    dropped = []
+    for used, project, state, size in sorted(found):
+        if total <= cap:
+            break
+        if keep is not None and os.path.abspath(project) == os.path.abspath(keep):
+            continue
+        shutil.rmtree(state, ignore_errors=True)
+        total -= size
+        dropped.append(project)
+    return dropped

@@ -313,84 +313,99 @@ def cmd_serve(args) -> int:
     return run_server(tcp=tcp, harn=harn, allow_probes=args.allow_probes)
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = ("serve", "inspect", "show", "compare", "recall", "proposals", "probe", "cache", "watch")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `only` (a command name), just that command's sub-parser: the same
+    parse and the same messages for that command, for a fraction of the set-up (~10 ms for all)."""
     p = argparse.ArgumentParser(prog="harn-ls", description="See and steer the state Harn agents leave in a project.")
     p.add_argument("--version", action="version", version=f"harn-ls {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+    # one command built: the usage still lists them all, as argparse writes it for the whole parser
+    sub = p.add_subparsers(dest="command", required=True, metavar=None if only is None else "{" + ",".join(COMMANDS) + "}")
 
-    s = sub.add_parser("serve", help="run the language server")
-    s.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (default)")
-    s.add_argument("--tcp", metavar="HOST:PORT", help="listen on a loopback address instead (127.0.0.1, ::1, localhost)")
-    s.add_argument("--harn", metavar="PATH", default=None,
-                   help="the harn binary for typecheck probes (also $HARN_LS_HARN); over TCP the only source, "
-                        "client settings are ignored")
-    s.add_argument("--allow-probes", action="store_true",
-                   help="with --tcp: let clients run typecheck probes (off by default over TCP)")
-    s.set_defaults(func=cmd_serve)
+    if only in (None, "serve"):
+        s = sub.add_parser("serve", help="run the language server")
+        s.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (default)")
+        s.add_argument("--tcp", metavar="HOST:PORT", help="listen on a loopback address instead (127.0.0.1, ::1, localhost)")
+        s.add_argument("--harn", metavar="PATH", default=None,
+                       help="the harn binary for typecheck probes (also $HARN_LS_HARN); over TCP the only source, "
+                            "client settings are ignored")
+        s.add_argument("--allow-probes", action="store_true",
+                       help="with --tcp: let clients run typecheck probes (off by default over TCP)")
+        s.set_defaults(func=cmd_serve)
 
-    s = sub.add_parser("inspect", help="everything found in the project, with problems")
-    s.add_argument("path", nargs="?")
-    s.add_argument("--json", action="store_true")
-    _no_cache(s)
-    s.set_defaults(func=cmd_inspect)
+    if only in (None, "inspect"):
+        s = sub.add_parser("inspect", help="everything found in the project, with problems")
+        s.add_argument("path", nargs="?")
+        s.add_argument("--json", action="store_true")
+        _no_cache(s)
+        s.set_defaults(func=cmd_inspect)
 
-    s = sub.add_parser("show", help="print a harn-state: document", usage="harn-ls show [PATH] URI [--show-private] [--format text|md|svg]")
-    s.add_argument("args", nargs="+", metavar="[PATH] URI")
-    s.add_argument("--show-private", action="store_true", help="include private reasoning in transcripts")
-    s.add_argument("--format", choices=("text", "md", "svg"), default="text",
-                   help="text: Markdown without pictures (default); md: with inline SVG pictures; svg: the document's picture")
-    _no_cache(s)
-    s.set_defaults(func=cmd_show)
+    if only in (None, "show"):
+        s = sub.add_parser("show", help="print a harn-state: document", usage="harn-ls show [PATH] URI [--show-private] [--format text|md|svg]")
+        s.add_argument("args", nargs="+", metavar="[PATH] URI")
+        s.add_argument("--show-private", action="store_true", help="include private reasoning in transcripts")
+        s.add_argument("--format", choices=("text", "md", "svg"), default="text",
+                       help="text: Markdown without pictures (default); md: with inline SVG pictures; svg: the document's picture")
+        _no_cache(s)
+        s.set_defaults(func=cmd_show)
 
-    s = sub.add_parser("compare", help="compare two runs: stages, status, durations, tokens, where the conversations diverge",
-                       usage="harn-ls compare PATH RUN_A RUN_B [--format text|md]")
-    s.add_argument("path")
-    s.add_argument("run_a")
-    s.add_argument("run_b")
-    s.add_argument("--format", choices=("text", "md"), default="text")
-    _no_cache(s)
-    s.set_defaults(func=cmd_compare)
+    if only in (None, "compare"):
+        s = sub.add_parser("compare", help="compare two runs: stages, status, durations, tokens, where the conversations diverge",
+                           usage="harn-ls compare PATH RUN_A RUN_B [--format text|md]")
+        s.add_argument("path")
+        s.add_argument("run_a")
+        s.add_argument("run_b")
+        s.add_argument("--format", choices=("text", "md"), default="text")
+        _no_cache(s)
+        s.set_defaults(func=cmd_compare)
 
-    s = sub.add_parser("recall", help="Harn-parity memory recall",
-                       usage="harn-ls recall [PATH] QUERY [--namespace NS] [-k K] [--explain] [--json]")
-    s.add_argument("args", nargs="+", metavar="[PATH] QUERY")
-    s.add_argument("--namespace", "-n")
-    s.add_argument("-k", type=int, default=5)
-    s.add_argument("--explain", action="store_true")
-    s.add_argument("--json", action="store_true")
-    _no_cache(s)
-    s.set_defaults(func=cmd_recall)
+    if only in (None, "recall"):
+        s = sub.add_parser("recall", help="Harn-parity memory recall",
+                           usage="harn-ls recall [PATH] QUERY [--namespace NS] [-k K] [--explain] [--json]")
+        s.add_argument("args", nargs="+", metavar="[PATH] QUERY")
+        s.add_argument("--namespace", "-n")
+        s.add_argument("-k", type=int, default=5)
+        s.add_argument("--explain", action="store_true")
+        s.add_argument("--json", action="store_true")
+        _no_cache(s)
+        s.set_defaults(func=cmd_recall)
 
-    s = sub.add_parser("proposals", help="list / accept / reject learned-skill proposals",
-                       usage="harn-ls proposals [PATH] list|accept ID|reject ID [--days N] [--all] [--skill-root DIR] [--json]")
-    s.add_argument("args", nargs="+", metavar="[PATH] list|accept ID|reject ID")
-    s.add_argument("--days", type=int, default=14)
-    s.add_argument("--all", action="store_true", help="include suppressed proposals")
-    s.add_argument("--skill-root", default=None, help="where accepted skills go (default .claude/skills)")
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_proposals)
+    if only in (None, "proposals"):
+        s = sub.add_parser("proposals", help="list / accept / reject learned-skill proposals",
+                           usage="harn-ls proposals [PATH] list|accept ID|reject ID [--days N] [--all] [--skill-root DIR] [--json]")
+        s.add_argument("args", nargs="+", metavar="[PATH] list|accept ID|reject ID")
+        s.add_argument("--days", type=int, default=14)
+        s.add_argument("--all", action="store_true", help="include suppressed proposals")
+        s.add_argument("--skill-root", default=None, help="where accepted skills go (default .claude/skills)")
+        s.add_argument("--json", action="store_true")
+        s.set_defaults(func=cmd_proposals)
 
-    s = sub.add_parser("probe", help="run a typecheck probe on a file or range")
-    s.add_argument("kind", choices=["typecheck"])
-    s.add_argument("file")
-    s.add_argument("--range", help="L:C-L:C, 1-based lines and columns")
-    s.add_argument("--harn", default=None, help="harn binary (default: harn on PATH)")
-    s.add_argument("--no-store", action="store_true", help="do not store the observation fact")
-    s.add_argument("--timeout", type=float, default=30.0)
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_probe)
+    if only in (None, "probe"):
+        s = sub.add_parser("probe", help="run a typecheck probe on a file or range")
+        s.add_argument("kind", choices=["typecheck"])
+        s.add_argument("file")
+        s.add_argument("--range", help="L:C-L:C, 1-based lines and columns")
+        s.add_argument("--harn", default=None, help="harn binary (default: harn on PATH)")
+        s.add_argument("--no-store", action="store_true", help="do not store the observation fact")
+        s.add_argument("--timeout", type=float, default=30.0)
+        s.add_argument("--json", action="store_true")
+        s.set_defaults(func=cmd_probe)
 
-    s = sub.add_parser("cache", help="show or drop the state cache kept outside the project",
-                       usage="harn-ls cache info|clear [PATH] [--json]")
-    s.add_argument("verb", metavar="info|clear")
-    s.add_argument("path", nargs="?")
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_cache)
+    if only in (None, "cache"):
+        s = sub.add_parser("cache", help="show or drop the state cache kept outside the project",
+                           usage="harn-ls cache info|clear [PATH] [--json]")
+        s.add_argument("verb", metavar="info|clear")
+        s.add_argument("path", nargs="?")
+        s.add_argument("--json", action="store_true")
+        s.set_defaults(func=cmd_cache)
 
-    s = sub.add_parser("watch", help="follow the project live, one line per change batch")
-    s.add_argument("path", nargs="?")
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_watch)
+    if only in (None, "watch"):
+        s = sub.add_parser("watch", help="follow the project live, one line per change batch")
+        s.add_argument("path", nargs="?")
+        s.add_argument("--json", action="store_true")
+        s.set_defaults(func=cmd_watch)
     return p
 
 
@@ -400,7 +415,9 @@ def _no_cache(s) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    # a known command first: only its sub-parser is built (anything else: the whole parser's messages)
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:

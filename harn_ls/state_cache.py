@@ -33,6 +33,7 @@ import hashlib
 import io
 import os
 import shutil
+import stat
 import time
 import zlib
 from array import array
@@ -40,13 +41,14 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import orjson
 
-from harn_ls.cache_dir import cache_enabled, cache_root, project_cache_dir
-from harn_ls.formats import runs as runs_fmt
+from harn_ls.cache_dir import _tree_bytes, cache_enabled, evict_projects, project_cache_dir
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
-from harn_ls.formats.problems import Problem, Severity
+from harn_ls.formats.problems import Problem
+from harn_ls.state_parts import (CheckpointRows, _problem_from_row, _problem_row, _run_from_row, _run_row,  # noqa: F401
+                                 _stat_validator, pattern_projection, read_checkpoint, restore_pattern,
+                                 save_pattern)  # (pattern_projection, read_checkpoint: Workspace's)
 from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay,
                                fact_inspect_payload, read_fact_inspect_payload, record_from_row, record_row)
-from harn_ls.workspace_runs import TranscriptSummary
 
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
@@ -104,15 +106,6 @@ def check_file(path: str, v: Mapping[str, Any]) -> str:
 
 
 # ----------------------------------------------------------------------------- records <-> rows
-def _problem_row(p: Problem) -> list:
-    return [p.path, p.line, p.code, p.message, p.severity.value, p.column, p.end_line]
-
-
-def _problem_from_row(row: list) -> Problem:
-    path, line, code, message, severity, column, end_line = row
-    return Problem(path, line, code, message, Severity(severity), column, end_line)
-
-
 def _fact_row(f) -> list:
     ev = [[e.kind, e.ref, e.snippet, None if e.range is None else [e.range.path, e.range.start, e.range.end]]
           for e in f.evidence]
@@ -220,6 +213,7 @@ class StateCache:
         self._runs_seen: dict[str, list] = {}  # path -> [validator, row] for this run's save
         self._runs_changed = False
         self.keep_runs = False  # the run records were not scanned this time: keep their entry as it is
+        self.checkpoint_rows = CheckpointRows()  # (like the runs: kept as they are when keep_runs)
         self.readers: dict[str, RowReader] = {}  # namespace -> single records of its restored rows
         # namespace -> (fact count, [(seq, [Problem])], ifacts payload description) as restored
         self.fact_summaries: dict[str, tuple[int, list, Any]] = {}
@@ -376,11 +370,42 @@ class StateCache:
         self._runs_seen[path] = entry
         return run, summaries
 
+    def restore_regular_runs(self, paths: list[str]) -> dict[str, tuple]:
+        """path -> (slim RunRecord, transcript summaries) of the listed run records that are, by one
+        lstat each, still the very regular files cached (not a symlink: a cached entry holds the
+        stat of a regular file, and a link's own lstat never matches it); the others are not
+        answered here (read them with `restore_run` / from the file)."""
+        runs = self._cached_runs()
+        out: dict[str, tuple] = {}
+        if not runs:
+            return out
+        lstat, is_reg = os.lstat, stat.S_ISREG
+        for path in paths:
+            entry = runs.get(path)
+            if not isinstance(entry, list) or len(entry) != 2:
+                continue
+            try:
+                st = lstat(path)
+            except OSError:
+                continue
+            if not is_reg(st.st_mode) or entry[0] != [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]:
+                continue
+            try:
+                out[path] = _run_from_row(entry[1])
+            except (KeyError, TypeError, ValueError, IndexError):
+                continue
+            self._runs_seen[path] = entry
+        return out
+
     def remember_run(self, path: str, run) -> None:
         v = _stat_validator(path)
         if v is not None and not run.retry:
             self._runs_seen[path] = [v, _run_row(run)]
         self._runs_changed = True
+
+    def restore_pattern(self, ns: str, path: str):
+        """The cached pattern-learning projection of `ns` (state_parts.restore_pattern), else None."""
+        return restore_pattern(self, ns, path)
 
     def index_entry(self, ns: str) -> dict | None:
         e = self.manifest.get("namespaces", {}).get(ns) if self.manifest else None
@@ -468,11 +493,16 @@ class StateCache:
         if not self.keep_runs and (self._runs_changed or set(self._runs_seen) != set(self._cached_runs())):
             runs_desc = self._write_payload("runs.json", orjson.dumps(self._runs_seen), token)
             wrote = True
-        if not wrote and set(out) == set(old):
+        pattern_desc, wrote_pattern = save_pattern(self, ws, out, token)
+        ckpt_desc = self.manifest.get("checkpoints") if self.manifest else None
+        ckpt_data = None if self.keep_runs else self.checkpoint_rows.payload(self)
+        if ckpt_data is not None:
+            ckpt_desc, wrote = self._write_payload("checkpoints.json", ckpt_data, token), True
+        if not wrote and not wrote_pattern and set(out) == set(old):
             touch(self)
             return True
         manifest = {"format": FORMAT, "project": self.project_root, "root": self.root, "written_at": time.time(),
-                    "namespaces": out, "runs": runs_desc}
+                    "namespaces": out, "runs": runs_desc, "pattern": pattern_desc, "checkpoints": ckpt_desc}
         tmp = os.path.join(self.folder, f".{MANIFEST}.{token}.tmp")
         with open(tmp, "wb") as fh:
             fh.write(orjson.dumps(manifest))
@@ -550,37 +580,14 @@ class StateCache:
         return existed
 
 
-def _stat_validator(path: str) -> list | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-
-
-_RUN_FIELDS = ("id", "path", "status", "workflow_id", "workflow_name", "started_at", "finished_at", "stages", "usage",
-               "llm_transcript_path", "mtime", "size", "task", "parent_run_id", "playground_job")
-
-
-def _run_row(run) -> dict:
-    row = {name: getattr(run, name) for name in _RUN_FIELDS}
-    row["problems"] = [_problem_row(p) for p in run.problems]
-    row["transcripts"] = [[t.id, t.message_count, t.event_count, t.asset_count] for t in run.transcripts]
-    return row
-
-
-def _run_from_row(row: dict):
-    summaries = [TranscriptSummary(*t) for t in row["transcripts"]]
-    run = runs_fmt.RunRecord(**{name: row[name] for name in _RUN_FIELDS})
-    run.problems = [_problem_from_row(p) for p in row["problems"]]
-    run.transcripts = summaries
-    return run, summaries
-
-
 def _names(manifest: dict) -> set[str]:
     names = {MANIFEST}
-    if isinstance(manifest.get("runs") if manifest else None, dict):
-        names.add(manifest["runs"].get("name"))
+    for part in ("runs", "checkpoints"):
+        if isinstance(manifest.get(part) if manifest else None, dict):
+            names.add(manifest[part].get("name"))
+    pattern = manifest.get("pattern") if manifest else None
+    if isinstance(pattern, dict) and isinstance(pattern.get("payload"), dict):
+        names.add(pattern["payload"].get("name"))
     for e in (manifest.get("namespaces") or {}).values() if manifest else ():
         for part in PAYLOADS:
             if isinstance(e.get(part), dict):
@@ -591,48 +598,9 @@ def _names(manifest: dict) -> set[str]:
     return names
 
 
-def _tree_bytes(folder: str) -> int:
-    total = 0
-    for dirpath, _dirs, files in os.walk(folder):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, f)).st_size
-            except OSError:
-                pass
-    return total
-
-
 def evict(env: Mapping[str, str] | None = None, keep: str | None = None) -> list[str]:
     """Drop the state folders of the least recently used projects until the cache root is under its cap."""
-    env = os.environ if env is None else env
-    try:
-        cap = int(float(env.get("HARN_LS_CACHE_MAX_MB", DEFAULT_MAX_MB)) * 1024 * 1024)
-    except ValueError:
-        cap = DEFAULT_MAX_MB * 1024 * 1024
-    root = cache_root(env)
-    found = []
-    try:
-        for de in os.scandir(root):
-            state = os.path.join(de.path, STATE_DIR)
-            if de.is_dir(follow_symlinks=False) and os.path.isdir(state):
-                try:
-                    used = os.stat(os.path.join(state, MANIFEST)).st_mtime
-                except OSError:
-                    used = 0.0
-                found.append((used, de.path, state, _tree_bytes(state)))
-    except OSError:
-        return []
-    total = sum(f[3] for f in found)
-    dropped = []
-    for used, project, state, size in sorted(found):
-        if total <= cap:
-            break
-        if keep is not None and os.path.abspath(project) == os.path.abspath(keep):
-            continue
-        shutil.rmtree(state, ignore_errors=True)
-        total -= size
-        dropped.append(project)
-    return dropped
+    return evict_projects(env, keep, STATE_DIR, MANIFEST, DEFAULT_MAX_MB)
 
 
 def touch(cache: StateCache) -> None:

@@ -24,7 +24,7 @@ from harn_ls.formats import session_store as ss_fmt
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, namespace_of
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.state_cache import StateCache
+from harn_ls.state_cache import StateCache, pattern_projection, read_checkpoint
 from harn_ls.workspace_recall import RecallPart
 from harn_ls.workspace_runs import RunsPart, TranscriptEntry, _json_files
 
@@ -65,6 +65,7 @@ class Workspace(RunsPart, RecallPart):
         self.watch_problems: list[Problem] = []  # set by whoever watches the project (root refused, budget)
         self.checkpoint_history: CheckpointHistory | None = None  # kept by whoever serves the project (lsp/project.py)
         self.pattern: pl_fmt.PatternLearning | None = None
+        self._pattern_made_of: tuple | None = None  # (MemoryNamespace, its event count) `pattern` was projected from
         self.legacy_streams: dict[str, str] = {}
         self.migration_needed = False
         self.skills: skills_fmt.SkillInventory | None = None
@@ -301,7 +302,7 @@ class Workspace(RunsPart, RecallPart):
             if deltas is not None:
                 deltas.append(delta)
             self._apply_delta(ns, delta, changes)
-        if self._recall is not None and ns not in self._recall.indexes:
+        if self._recall is not None and not self._recall.has_index(ns):  # (reading `indexes` would fold the queue)
             # every namespace has an index, even an empty one, however it was read
             self._recall.set_config(ns, space.config, os.path.dirname(path))
         changes.problem_paths.add(path)
@@ -388,8 +389,8 @@ class Workspace(RunsPart, RecallPart):
     def _refresh_pattern(self, changes: ChangeSet) -> None:
         space = self.memory.get(PATTERN_NAMESPACE)
         path = self._ns_path.get(PATTERN_NAMESPACE, os.path.join(self.paths.pattern_learning_dir, EVENTS_FILE))
-        records = space.records() if space is not None else []
-        self.pattern = pl_fmt.project_pattern_learning(records, path)
+        # a one-shot inspect (defer_facts) may take it from the state cache: state_parts.pattern_projection
+        self.pattern, self._pattern_made_of = pattern_projection(self._state_cache if self._defer_facts else None, space, path)
         self.legacy_streams = pl_fmt.legacy_stream_paths(self.paths.state_root)
         self.migration_needed = pl_fmt.needs_migration(self.paths.state_root, self.paths.pattern_learning_dir)
         changes.kinds.add(K.PATTERN)
@@ -415,7 +416,7 @@ class Workspace(RunsPart, RecallPart):
         if not os.path.lexists(path) or self._leaves_project_reported(path) or not self.paths.is_inside_project(path):
             self.checkpoints.pop(pipeline, None)
             return
-        self.checkpoints[pipeline] = ckpt_fmt.read_checkpoint_file(path)
+        self.checkpoints[pipeline] = read_checkpoint(self._state_cache, path)  # (cached rows while the file matches)
 
     # ---------------------------------------------------------------- skills
     def _refresh_skills(self, changes: ChangeSet) -> None:

@@ -103,6 +103,14 @@ class RecallPart:
 
         return step
 
+    def fold_recall_queue(self) -> bool:
+        """Fold the deltas the recall index queued (`RecallEngine.apply`) into it now: a server's
+        work for a quiet moment after a batch. True when there was something to fold."""
+        if self._recall is None or not self._recall.pending:
+            return False
+        self._recall.settle()
+        return True
+
     def adopt_recall(self, engine: RecallEngine, generation: int) -> bool:
         if self._recall is not None:
             return True

@@ -67,8 +67,19 @@ class RunsPart:
 
     def _scan_runs(self, changes: ChangeSet) -> None:
         d = self.paths.run_root
-        for path in (_json_files(d) if self._root_ok(d) else []):
-            self._read_run(path, changes)
+        paths = _json_files(d) if self._root_ok(d) else []
+        # A run record the state cache still matches by one lstat (the same regular file, so not a
+        # link: it is where its folder is, and the folder is checked once) skips the per-file checks
+        cache = self._state_cache
+        cached = cache.restore_regular_runs(paths) if cache is not None and paths and not self._leaves_project(d) else {}
+        for path in paths:
+            hit = cached.get(path)
+            if hit is None:
+                self._read_run(path, changes)
+            else:
+                self._link_problems.pop(path, None)
+                self._forget_run_path(path)
+                self._add_run(path, hit[0], hit[1], changes)
         pg = os.path.join(d, "playground")
         if self._root_ok(d) and os.path.isdir(pg):
             for job in sorted(os.listdir(pg)):
@@ -96,18 +107,22 @@ class RunsPart:
         cached = cache.restore_run(path) if cache is not None else None
         if cached is not None:
             run, summaries = cached
-            entries = [TranscriptEntry.from_summary(sm, run.id, path, self) for sm in summaries]
         else:
             run = runs_fmt.read_run_record(path, summaries=True)
-            entries = [TranscriptEntry.from_summary(sm, run.id, path, self) for sm in run.transcripts]
-            _slim_run(run, run.transcripts)
+            summaries = run.transcripts
+            _slim_run(run, summaries)
             if cache is not None:
                 cache.remember_run(path, run)
+        self._add_run(path, run, summaries, changes)
+
+    def _add_run(self, path: str, run, summaries: list, changes: ChangeSet) -> None:
+        changes.kinds.add(K.RUNS)
+        changes.problem_paths.add(path)
         self.runs[run.id] = run
         self._run_paths[path] = run.id
         changes.runs.add(run.id)
-        for entry in entries:
-            self.transcripts[entry.id] = entry
+        for sm in summaries:
+            self.transcripts[sm.id] = TranscriptEntry.from_summary(sm, run.id, path, self)
 
     def _load_run_transcript(self, path: str, transcript_id: str):
         """Full transcript from its run record, re-read on demand (a few records are cached)."""

@@ -597,10 +597,12 @@ def yaml_scalar(value: str | None) -> str:
 _RUST_WS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 
 _WS_CLASS = "[" + "".join(f"\\u{ord(c):04x}" for c in _RUST_WS) + "]"
-_WS_RUN = re.compile(_WS_CLASS + "+")
-_PEM_BLOCK = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----")
-_SECRET_VALUE = re.compile(r"(?i)\b(api[_-]?key|token|secret|password|credential)\b"
-                           + _WS_CLASS + "*[:=]" + _WS_CLASS + "*" + "[^" + _WS_CLASS[1:-1] + "]+")
+# Patterns, not compiled objects: re compiles (and caches) each on first use, so the ~2 ms of
+# compiling them is not paid by every process that imports this module only to read a project.
+_WS_RUN = _WS_CLASS + "+"
+_PEM_BLOCK = r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"
+_SECRET_VALUE = (r"(?i)\b(api[_-]?key|token|secret|password|credential)\b"
+                 + _WS_CLASS + "*[:=]" + _WS_CLASS + "*" + "[^" + _WS_CLASS[1:-1] + "]+")
 
 
 def pl_text(value: Any) -> str:
@@ -608,10 +610,10 @@ def pl_text(value: Any) -> str:
     if value is None:
         return ""
     text = value if isinstance(value, str) else str(value)
-    return _WS_RUN.sub(" ", text.strip(_RUST_WS))
+    return re.sub(_WS_RUN, " ", text.strip(_RUST_WS))
 
 
 def redact_prompt(prompt: Any) -> str:
     """`pl_redact_sensitive(pl_text(prompt))`: PEM private-key blocks, then `token=...`-style values."""
-    text = _PEM_BLOCK.sub("<redacted-private-key>", pl_text(prompt))
-    return _SECRET_VALUE.sub(lambda m: f"{m.group(1)}=<redacted>", text)
+    text = re.sub(_PEM_BLOCK, "<redacted-private-key>", pl_text(prompt))
+    return re.sub(_SECRET_VALUE, lambda m: f"{m.group(1)}=<redacted>", text)

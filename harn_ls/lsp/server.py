@@ -29,7 +29,7 @@ from harn_ls.accept_plan import skill_root_warning
 from harn_ls.lsp import code_actions, code_lens, commands, diagnostics, documents, hover, probe, symbols, tree
 from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
 from harn_ls.lsp.probe import ProbeState
-from harn_ls.lsp.project import Project
+from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project, paused_gc
 from harn_ls.lsp.requests import RequestRegistry
 from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
 from harn_ls.lsp.wire import OrjsonWire
@@ -296,14 +296,33 @@ class HarnLanguageServer(LanguageServer):
     # -------------------------------------------------------- change fan-out
     async def on_changes(self, proj: Project, changes: ChangeSet) -> None:
         n_problems = await diagnostics.publish(self, proj)
+        # Status first: what follows makes the client ask (documents, lenses, the tree), and a request
+        # that arrives while the status is still being counted on the project thread waits for it.
+        await self.send_status(proj, n_problems)
         await documents.refresh_changed(self, proj, changes)
         if self.supports("workspace.code_lens.refresh_support"):
             self.spawn(self._refresh_lenses(), "codeLens/refresh")
         for view in tree.views_for(changes):
             self.protocol.notify(P.TREE_CHANGED, P.to_wire(P.TreeChangedParams(view=view)))
-        await self.send_status(proj, n_problems)
         if K.HITL in changes.kinds:
             await self._announce_hitl(proj)
+        if K.MEMORY not in changes.kinds:
+            return
+
+        # The recall index queued this batch's records (RecallEngine.apply); fold them in once the
+        # client has been quiet for a moment (at most SETTLE_MAX_WAIT_S later), so that neither the
+        # notifications above nor the requests they cause wait for the tokenizing.
+        async def fold_recall_queue() -> None:
+            waited = 0.0
+            while waited < SETTLE_MAX_WAIT_S:
+                await asyncio.sleep(SETTLE_QUIET_S)
+                waited += SETTLE_QUIET_S
+                if self.requests.quiet_for() >= SETTLE_QUIET_S:
+                    break
+            if not proj.closed:
+                await proj.run(paused_gc(lambda: proj.ws.fold_recall_queue()))
+
+        self.spawn(fold_recall_queue(), "recall index update")
 
     async def _announce_hitl(self, proj: Project) -> None:
         """`harn/hitlArrived` for requests waiting for a human that were not there before (issue 16)."""

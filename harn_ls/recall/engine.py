@@ -17,26 +17,69 @@ _BACKEND_MODE: dict[str, Mode] = {"bm25": "lexical", "vector": "semantic", "hybr
 
 
 class RecallEngine:
-    """One `NamespaceIndex` per namespace; feed it every `MemoryDelta`."""
+    """One `NamespaceIndex` per namespace; feed it every `MemoryDelta`.
+
+    `apply` only queues a delta: the index takes the queued deltas, in order, when anything next
+    reads it (`indexes` and every method below fold them in first), or at `settle()` — which a
+    server calls once its client is quiet. An append batch then costs its projection, not the
+    tokenizing and posting merge of its records, and the answers are the same: nothing reads an
+    index without folding first. The queue is bounded (`PENDING_MAX` records), so a process that
+    never recalls never holds more than that."""
+
+    PENDING_MAX = 10_000  # queued added + removed records (about 100 batches); beyond, `apply` folds them in
 
     def __init__(self) -> None:
-        self.indexes: dict[str, NamespaceIndex] = {}
+        self._indexes: dict[str, NamespaceIndex] = {}
+        # namespace -> deltas (with the config and directory they came with) not yet in its index
+        self._pending: dict[str, list[tuple[MemoryDelta, dict | None, str | None]]] = {}
+        self._pending_records = 0
+
+    @property
+    def indexes(self) -> dict[str, NamespaceIndex]:
+        """Every namespace's index, current (queued deltas folded in first)."""
+        if self._pending:
+            self.settle()
+        return self._indexes
+
+    @property
+    def pending(self) -> bool:
+        """Whether deltas are queued (a `settle()` has work to do)."""
+        return bool(self._pending)
+
+    def has_index(self, namespace: str) -> bool:
+        """Whether the namespace has (or will have, once queued deltas are in) an index; folds nothing."""
+        return namespace in self._indexes or namespace in self._pending
+
+    def settle(self, namespace: str | None = None) -> None:
+        """Fold the queued deltas (of one namespace, or all) into their indexes, in arrival order."""
+        names = list(self._pending) if namespace is None else [namespace] if namespace in self._pending else []
+        for ns in names:
+            queued = self._pending.pop(ns)
+            idx = self._index(ns)
+            for delta, config, ns_dir in queued:
+                if config is not None:
+                    idx.config = dict(config)
+                if ns_dir is not None:
+                    idx.ns_dir = ns_dir
+                idx.apply(delta)
+                self._pending_records -= len(delta.added) + len(delta.removed)
+        if not self._pending:
+            self._pending_records = 0
 
     def _index(self, namespace: str) -> NamespaceIndex:
-        idx = self.indexes.get(namespace)
+        idx = self._indexes.get(namespace)
         if idx is None:
-            idx = self.indexes[namespace] = NamespaceIndex(namespace)
+            idx = self._indexes[namespace] = NamespaceIndex(namespace)
         return idx
 
     def apply(self, namespace: str, delta: MemoryDelta, config: dict | None = None, ns_dir: str | None = None) -> None:
-        idx = self._index(namespace)
-        if config is not None:
-            idx.config = dict(config)
-        if ns_dir is not None:
-            idx.ns_dir = ns_dir
-        idx.apply(delta)
+        self._pending.setdefault(namespace, []).append((delta, config, ns_dir))
+        self._pending_records += len(delta.added) + len(delta.removed)
+        if self._pending_records > self.PENDING_MAX:
+            self.settle()
 
     def set_config(self, namespace: str, config: dict, ns_dir: str | None = None) -> None:
+        self.settle(namespace)
         idx = self._index(namespace)
         idx.config = dict(config)
         if ns_dir is not None:
@@ -45,7 +88,8 @@ class RecallEngine:
     def load(self, namespace: str, records: Iterable[MemoryRecord], config: dict | None = None,
              ns_dir: str | None = None) -> None:
         """(Re)build one namespace from scratch, e.g. after its log was truncated or replaced."""
-        idx = self.indexes[namespace] = NamespaceIndex(namespace, config, ns_dir)
+        self._discard(namespace)
+        idx = self._indexes[namespace] = NamespaceIndex(namespace, config, ns_dir)
         idx.add_many(records)
 
     def sync_namespace(self, mem_ns: Any, delta: MemoryDelta) -> None:
@@ -53,7 +97,13 @@ class RecallEngine:
         self.apply(mem_ns.namespace, delta, mem_ns.config, os.path.dirname(mem_ns.path))
 
     def drop(self, namespace: str) -> None:
-        self.indexes.pop(namespace, None)
+        self._discard(namespace)
+        self._indexes.pop(namespace, None)
+
+    def _discard(self, namespace: str) -> None:
+        """Forget the queued deltas of a namespace whose index is replaced or dropped."""
+        for delta, _, _ in self._pending.pop(namespace, ()):
+            self._pending_records -= len(delta.added) + len(delta.removed)
 
     def materialize(self, namespace: str) -> None:
         """See `NamespaceIndex.materialize` (a namespace without an index is a no-op)."""
@@ -67,7 +117,7 @@ class RecallEngine:
         return idx.materialize_steps() if idx is not None else iter(())
 
     def namespaces(self) -> list[str]:
-        return sorted(self.indexes)
+        return sorted(self.indexes)  # (folds queued deltas: a queued namespace may be new)
 
     # -- recall --------------------------------------------------------------
     def recall(self, query: str, k: int | None = DEFAULT_K, namespace: str | None = None,

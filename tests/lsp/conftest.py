@@ -39,6 +39,7 @@ class Recorder:
         self.content_refresh: list[str] = []
         self.lens_refresh = 0
         self.hitl_arrived: list[dict] = []
+        self.order: list[str] = []  # every message above, by method, in the order the client got them
 
     @property
     def shown(self) -> list[str]:
@@ -89,10 +90,12 @@ def make_client_fixture(init_options: dict | None = None):
         @lsp_client.feature("harn/treeChanged")
         def _tree_changed(params):
             rec.tree_changed.append(_as_dict(params))
+            rec.order.append("harn/treeChanged")
 
         @lsp_client.feature("harn/status")
         def _status(params):
             rec.status.append(_as_dict(params))
+            rec.order.append("harn/status")
 
         @lsp_client.feature("harn/hitlArrived")
         def _hitl_arrived(params):
@@ -101,11 +104,13 @@ def make_client_fixture(init_options: dict | None = None):
         @lsp_client.feature(types.WORKSPACE_TEXT_DOCUMENT_CONTENT_REFRESH)
         def _refresh(params):
             rec.content_refresh.append(params.uri)
+            rec.order.append(types.WORKSPACE_TEXT_DOCUMENT_CONTENT_REFRESH)
             return None
 
         @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
         def _lens_refresh(params):
             rec.lens_refresh += 1
+            rec.order.append(types.WORKSPACE_CODE_LENS_REFRESH)
             return None
 
         caps = pytest_lsp.client_capabilities("visual-studio-code")

@@ -83,3 +83,23 @@ async def test_torn_line_waits_for_newline(client):
     assert "HL-JSONL-001" not in index  # the torn prefix was never parsed as a line
 
 
+
+
+async def test_status_comes_before_what_makes_the_client_ask(client):
+    """After a batch, harn/status is sent before harn/treeChanged, the code-lens refresh and the document
+    refresh: a client asks for things as soon as it hears those, and its requests should not wait for
+    the status to be counted."""
+    rec = client.rec
+    project = client.project
+    doc_uri = "harn-state:/memory/project/facts.md"
+    await client.workspace_text_document_content_async(types.TextDocumentContentParams(uri=doc_uri))
+    open_file(client, project / "src/billing/tax.py")
+    await rec.wait_for(lambda: rec.status, 10)
+    rec.order.clear()
+    with open(project / ".harn/memory/project/facts/events.jsonl", "a") as fh:
+        fh.write(new_fact_line("Refunds are rounded like charges", "src/billing/tax.py:1-3") + "\n")
+    asks = ("harn/treeChanged", types.WORKSPACE_CODE_LENS_REFRESH, types.WORKSPACE_TEXT_DOCUMENT_CONTENT_REFRESH)
+    await rec.wait_for(lambda: all(m in rec.order for m in asks) and "harn/status" in rec.order, 10)
+    first_status = rec.order.index("harn/status")
+    for method in asks:
+        assert first_status < rec.order.index(method), rec.order

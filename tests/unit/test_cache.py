@@ -302,7 +302,7 @@ def test_old_payloads_are_swept_and_size_is_capped(project, tmp_path, cache_env,
         append(project / NOTES, event("store", f"sweep-{i}", "agent/notes", 20 + i))
         check(project)
     manifest = orjson.loads((folder / MANIFEST).read_bytes())
-    named = {MANIFEST, manifest["runs"]["name"]}
+    named = {MANIFEST, manifest["runs"]["name"], manifest["pattern"]["payload"]["name"], manifest["checkpoints"]["name"]}
     for e in manifest["namespaces"].values():
         named |= {e[part]["name"] for part in PAYLOADS}
         named |= {d["name"] for d in (e["index"] or {}).values() if isinstance(d, dict)}

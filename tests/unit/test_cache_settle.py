@@ -167,6 +167,7 @@ def test_index_materialized_in_slices_equals_one_go_and_a_change_meanwhile_wins(
     log = project / NOTES
     append(log, event("store", "slice-1", NS, 1))
     ws.apply([str(log)])
+    assert ws.recall.indexes[NS] is idx  # reading the index folds the batch it queued (RecallEngine.apply)
     docs_after_change = idx.docs
     assert not isinstance(docs_after_change, _LazyDocs)
     for _ in pending:

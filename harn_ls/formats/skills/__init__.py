@@ -65,27 +65,38 @@ from .common import (  # noqa: F401
 from .frontmatter import (  # noqa: F401
     split_frontmatter,
 )
-from .validation import (  # noqa: F401
-    parse_frontmatter,
-)
-from .signatures import (  # noqa: F401
-    SignatureStatus,
-    verify_signature,
-)
-from .skill_file import (  # noqa: F401
-    Skill,
-    parse_skill_file,
-)
 from .discovery import (  # noqa: F401
     SkillInventory,
     discover_skills,
 )
-from .writer import (  # noqa: F401
-    slugify,
-    is_valid_skill_name,
-    yaml_double_quoted,
-    render_learned_skill,
-)
+
+# Reading a project without skills needs neither the SKILL.md reader (`skill_file`, `signatures`)
+# nor PyYAML (`validation`, `writer`): their public names load on first use (PEP 562 __getattr__)
+_LAZY = {"SignatureStatus": "signatures", "verify_signature": "signatures", "Skill": "skill_file",
+         "parse_skill_file": "skill_file", "parse_frontmatter": "validation", "slugify": "writer",
+         "is_valid_skill_name": "writer", "yaml_double_quoted": "writer", "render_learned_skill": "writer"}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module == "signatures":
+        # start-up: see _LAZY
+        from . import signatures as found
+    elif module == "skill_file":
+        # start-up: see _LAZY
+        from . import skill_file as found
+    elif module == "validation":
+        # start-up: see _LAZY (PyYAML only when frontmatter is parsed)
+        from . import validation as found
+    elif module == "writer":
+        # start-up: see _LAZY (PyYAML only when a learned skill is written)
+        from . import writer as found
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(found, name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
 
 __all__ = [
     "MAX_SKILL_BYTES",

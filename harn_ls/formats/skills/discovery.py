@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 from urllib.parse import unquote, urlparse
 
 from ..problems import Problem, Severity
@@ -24,7 +24,9 @@ from .common import (
     _read_bounded,
     _within,
 )
-from .skill_file import Skill, parse_skill_file
+
+if TYPE_CHECKING:
+    from .skill_file import Skill
 
 
 # --------------------------------------------------------------------------
@@ -177,6 +179,9 @@ def discover_skills(
                 continue
             # SkillLayerRoot has no namespace yet; honour one if a caller's root carries it.
             namespace = getattr(layer_root, "namespace", None)
+            # start-up: the SKILL.md reader (signatures, ~5 ms) loads once a project has a skill file
+            from .skill_file import parse_skill_file
+
             skill = parse_skill_file(candidate, layer, root, namespace, trusted_signers_dir=signers_dir,
                                      registry_dir=registry_dir, confine_to=base,
                                      registry_is_project=registry_is_project)

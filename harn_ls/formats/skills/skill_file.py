@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..problems import Problem, Severity
 from .common import (
@@ -38,7 +38,9 @@ from .common import (
 )
 from .frontmatter import _split
 from .signatures import SignatureStatus, verify_signature
-from .validation import _parse_detailed, _Parsed
+
+if TYPE_CHECKING:
+    from .validation import _Parsed
 
 
 # --------------------------------------------------------------------------
@@ -128,6 +130,9 @@ def parse_skill_file(
                     f"SKILL.md is not valid UTF-8 (byte {exc.start}); {skip_word}", Severity.ERROR)
         )
         return skill
+
+    # start-up: validation pulls in PyYAML (~30 ms); only a SKILL.md that was found and read needs it
+    from .validation import _parse_detailed, _Parsed
 
     split = _split(text)
     skill.body = split.body

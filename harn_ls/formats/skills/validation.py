@@ -27,7 +27,7 @@ from .common import (
     MISSING_SHORT_MESSAGE,
     _rust_trim,
 )
-from .frontmatter import _compose, _HardenedLoader, _YamlLimitError
+from .yaml_core import _compose, _HardenedLoader, _YamlLimitError
 
 
 # --------------------------------------------------------------------------

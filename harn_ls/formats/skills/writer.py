@@ -9,7 +9,7 @@ from yaml.nodes import ScalarNode
 from ..pattern_learning import slugify  # Harn's one slug rule (skill and tool names)
 from ..pattern_learning import yaml_scalar as pl_yaml_scalar  # Harn's SKILL.md field quoting
 from .common import _rust_trim
-from .frontmatter import _CoreResolver
+from .yaml_core import _CoreResolver
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,276 @@
+"""The state cache's project-wide parts, as rows: problems, the slim run-record listing (validated
+per run record file by `StateCache`), and the pattern-learning projection (tied to the exact cached
+state of its namespace). Data only, decoded with orjson; a row that does not fit raises, and the
+caller then builds the part again from the project."""
+
+from __future__ import annotations
+
+import operator
+import os
+import stat
+from dataclasses import fields
+
+import orjson
+
+from harn_ls.formats import checkpoints as ckpt_fmt
+from harn_ls.formats import pattern_learning as pl_fmt
+from harn_ls.state_rows import CacheInvalid
+from harn_ls.formats import runs as runs_fmt
+from harn_ls.formats.problems import Problem, Severity
+from harn_ls.formats.transcripts import TranscriptSummary
+
+
+def _problem_row(p: Problem) -> list:
+    return [p.path, p.line, p.code, p.message, p.severity.value, p.column, p.end_line]
+
+
+def _problem_from_row(row: list) -> Problem:
+    path, line, code, message, severity, column, end_line = row
+    return Problem(path, line, code, message, Severity(severity), column, end_line)
+
+
+# ----------------------------------------------------------------------------- run records
+def _stat_validator(path: str) -> list | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+_RUN_FIELDS = ("id", "path", "status", "workflow_id", "workflow_name", "started_at", "finished_at", "stages", "usage",
+               "llm_transcript_path", "mtime", "size", "task", "parent_run_id", "playground_job")
+
+
+def _run_row(run) -> dict:
+    row = {name: getattr(run, name) for name in _RUN_FIELDS}
+    row["problems"] = [_problem_row(p) for p in run.problems]
+    row["transcripts"] = [[t.id, t.message_count, t.event_count, t.asset_count] for t in run.transcripts]
+    return row
+
+
+# RunRecord's fields in declaration order, up to the last one a row holds: a row is turned into the
+# positional arguments by one itemgetter (keyword arguments cost ~50% more over 1,000 run records)
+_RUN_ORDER = tuple(f.name for f in fields(runs_fmt.RunRecord))
+_RUN_ARGS = _RUN_ORDER[: max(_RUN_ORDER.index(n) for n in (*_RUN_FIELDS, "transcripts", "problems")) + 1]
+_RUN_GET = operator.itemgetter(*_RUN_ARGS)
+_RUN_AT_TRANSCRIPTS, _RUN_AT_PROBLEMS = _RUN_ARGS.index("transcripts"), _RUN_ARGS.index("problems")
+
+
+def _run_from_row(row: dict):
+    summaries = [TranscriptSummary(*t) for t in row["transcripts"]]
+    args = list(_RUN_GET(row))
+    args[_RUN_AT_TRANSCRIPTS] = summaries
+    args[_RUN_AT_PROBLEMS] = [_problem_from_row(p) for p in args[_RUN_AT_PROBLEMS]]
+    return runs_fmt.RunRecord(*args), summaries
+
+
+# ----------------------------------------------------------------------------- pattern learning
+def _field_names(cls) -> tuple[str, ...]:
+    """A view's fields as the payload stores them: all but its link to the memory record."""
+    return tuple(f.name for f in fields(cls) if f.name != "record")
+
+
+_OBSERVATION = _field_names(pl_fmt.Observation)
+_PROPOSAL = _field_names(pl_fmt.Proposal)
+_STATE = _field_names(pl_fmt.PatternState)
+
+
+def _values(obj, names: tuple[str, ...]) -> list:
+    return [getattr(obj, n) for n in names]
+
+
+def _views(cls, names: tuple[str, ...], rows: list) -> list:
+    """The views of `rows` (field values in `names` order), built positionally: the fields before
+    `record` from the row, then None for the record, then the rest (~2x faster than keywords)."""
+    at = [f.name for f in fields(cls)].index("record")
+    if list(names) != [f.name for f in fields(cls) if f.name != "record"]:
+        raise ValueError(f"{cls.__name__}: fields changed")
+    n = len(names)
+    out = []
+    for row in rows:
+        if type(row) is not list or len(row) != n:
+            raise ValueError(f"{cls.__name__}: row does not fit")
+        out.append(cls(*row[:at], None, *row[at:]))
+    return out
+
+
+def pattern_payload(pattern: pl_fmt.PatternLearning) -> bytes:
+    """The projection, every field but the memory-record links (raises TypeError on a value orjson
+    cannot write: then the projection is not cached)."""
+    state = pattern.state
+    state_at = next((i for i, st in enumerate(pattern.state_records) if st is state), None)
+    doc = {
+        "fields": [_OBSERVATION, _PROPOSAL, _STATE],
+        "observations": [_values(o, _OBSERVATION) for o in pattern.observations],
+        "pending": [_values(p, _PROPOSAL) for p in pattern.pending],
+        "state_records": [_values(st, _STATE) for st in pattern.state_records],
+        # the chosen state: one of the state records, or the default (none visible)
+        "state": state_at if state_at is not None else _values(state, _STATE),
+        "problems": [_problem_row(p) for p in pattern.problems],
+        "counts": pattern.counts,
+        "rejected": len(pattern.rejected),
+    }
+    return orjson.dumps(doc)
+
+
+def pattern_from_payload(data: bytes) -> pl_fmt.PatternLearning:
+    """The projection as `pattern_payload` kept it, without record links (and without the rejected
+    records themselves); raises ValueError, TypeError, KeyError on anything that does not fit."""
+    doc = orjson.loads(data)
+    if doc["fields"] != [list(_OBSERVATION), list(_PROPOSAL), list(_STATE)]:
+        raise ValueError("pattern views changed shape")
+    out = pl_fmt.PatternLearning()
+    out.observations = _views(pl_fmt.Observation, _OBSERVATION, doc["observations"])
+    out.pending = _views(pl_fmt.Proposal, _PROPOSAL, doc["pending"])
+    out.state_records = _views(pl_fmt.PatternState, _STATE, doc["state_records"])
+    state = doc["state"]
+    if type(state) is int:
+        if not 0 <= state < len(out.state_records):
+            raise ValueError("bad state index")
+        out.state = out.state_records[state]
+    else:
+        out.state = _views(pl_fmt.PatternState, _STATE, [state])[0]
+    out.problems = [_problem_from_row(p) for p in doc["problems"]]
+    counts = doc["counts"]
+    if not isinstance(counts, dict) or not isinstance(doc["rejected"], int):
+        raise ValueError("bad counts")
+    out.counts = counts
+    return out
+
+
+def _entry_key(e: dict) -> str | None:
+    """What names one written namespace entry: its meta payload's file name (unique, never rewritten)."""
+    meta = e.get("meta")
+    return meta.get("name") if isinstance(meta, dict) and isinstance(meta.get("name"), str) else None
+
+
+def restore_pattern(cache, ns: str, path: str) -> pl_fmt.PatternLearning | None:
+    """The cached projection (PatternLearning without record links) of namespace `ns` of a StateCache,
+    when `ns` was restored unchanged this run from the very entry the projection was made of."""
+    desc = cache.manifest.get("pattern") if cache.manifest else None
+    e = cache.entry(ns, path)
+    if not isinstance(desc, dict) or e is None or cache.hits.get(ns) != "same" or ns in cache.damaged \
+            or desc.get("ns") != ns or desc.get("of") != _entry_key(e):
+        return None
+    try:
+        return pattern_from_payload(cache.read_payload(desc.get("payload")))
+    except (CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError):
+        return None
+
+
+def save_pattern(cache, ws, out: dict, token: str) -> tuple[dict | None, bool]:
+    """(the manifest's "pattern" entry, whether a payload was written) for a StateCache save whose new
+    namespace entries are `out`: the previous one while it still names the pattern namespace's entry
+    being saved; else the workspace's projection, when it was made of that namespace exactly as
+    saved (the same object at the same event count); else none."""
+    ns = pl_fmt.NAMESPACE
+    e = out.get(ns)
+    key = _entry_key(e) if e is not None else None
+    if key is None:
+        return None, False
+    prev = cache.manifest.get("pattern") if cache.manifest else None
+    if isinstance(prev, dict) and prev.get("ns") == ns and prev.get("of") == key:
+        return prev, False
+    made_of = getattr(ws, "_pattern_made_of", None)
+    space = ws.memory.get(ns)
+    if ws.pattern is None or space is None or not made_of or made_of[0] is not space \
+            or made_of[1] != space.event_count:
+        return None, False
+    try:
+        data = pattern_payload(ws.pattern)
+    except (TypeError, ValueError):  # a value orjson cannot write (a huge integer): not cached
+        return None, False
+    return {"ns": ns, "of": key, "payload": cache._write_payload("pattern.json", data, token)}, True
+
+
+def pattern_projection(cache, space, path: str) -> tuple[pl_fmt.PatternLearning, tuple | None]:
+    """(the pattern-learning projection of namespace `space` (None: absent) whose log is `path`, what
+    it was made of: (space, event count), or None when it came from `cache`). With a cache (a
+    one-shot inspect), the cached projection of a namespace restored unchanged: the same views
+    without their record links, which nothing such a run prints follows."""
+    restored = restore_pattern(cache, pl_fmt.NAMESPACE, path) if cache is not None and space is not None else None
+    if restored is not None:
+        return restored, None
+    records = space.records() if space is not None else []
+    return pl_fmt.project_pattern_learning(records, path), (space, space.event_count) if space is not None else None
+
+
+# ----------------------------------------------------------------------------- checkpoint files
+def _lstat_validator(st: os.stat_result) -> list:
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _checkpoint_row(cf: ckpt_fmt.CheckpointFile) -> list:
+    entries = [[e.key, e.value, e.keyed, e.fingerprint, e.line] for e in cf.entries.values()]
+    return [cf.pipeline, cf.path, entries, [_problem_row(p) for p in cf.problems], cf.mtime, cf.size]
+
+
+def _checkpoint_from_row(row: list) -> ckpt_fmt.CheckpointFile:
+    pipeline, path, entries, problems, mtime, size = row
+    cf = ckpt_fmt.CheckpointFile(pipeline, path, {}, [_problem_from_row(p) for p in problems], False, mtime, size, True)
+    for key, value, keyed, fingerprint, line in entries:
+        cf.entries[key] = ckpt_fmt.CheckpointEntry(key, value, keyed, fingerprint, line)
+    return cf
+
+
+class CheckpointRows:
+    """Checkpoint files as read, kept per file with the lstat of the regular file they were read from
+    (device, inode, size, mtime_ns, ctime_ns): a file whose lstat still matches is not read again; any
+    other (changed, replaced, a link, gone) is read, and kept only when it did not change while read."""
+
+    def __init__(self) -> None:
+        self.cached: dict[str, list] | None = None  # path -> [validator, row] from the payload
+        self.seen: dict[str, list] = {}  # path -> [validator, row] for the next save
+        self.changed = False
+
+    def _load(self, cache) -> dict:
+        if self.cached is None:
+            self.cached = {}
+            desc = cache.manifest.get("checkpoints") if cache.manifest else None
+            try:
+                doc = orjson.loads(cache.read_payload(desc)) if desc else {}
+            except (CacheInvalid, orjson.JSONDecodeError):
+                doc = {}
+            if isinstance(doc, dict):
+                self.cached = doc
+        return self.cached
+
+    def read(self, cache, path: str) -> ckpt_fmt.CheckpointFile:
+        try:
+            before = os.lstat(path)
+        except OSError:
+            before = None
+        entry = self._load(cache).get(path) if before is not None and stat.S_ISREG(before.st_mode) else None
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] == _lstat_validator(before):
+            try:
+                cf = _checkpoint_from_row(entry[1])
+            except (KeyError, TypeError, ValueError):
+                cf = None
+            if cf is not None and cf.path == path:
+                self.seen[path] = entry
+                return cf
+        self.changed = True
+        cf = ckpt_fmt.read_checkpoint_file(path)
+        try:
+            after = os.lstat(path)
+        except OSError:
+            return cf
+        if before is not None and stat.S_ISREG(after.st_mode) and _lstat_validator(after) == _lstat_validator(before) \
+                and cf.exists and not cf.retry:
+            self.seen[path] = [_lstat_validator(after), _checkpoint_row(cf)]
+        return cf
+
+    def payload(self, cache) -> bytes | None:
+        """The payload to write, or None when the cached one still holds exactly what was seen."""
+        if not self.changed and set(self.seen) == set(self._load(cache)):
+            return None
+        try:
+            return orjson.dumps(self.seen)
+        except TypeError:  # a value orjson cannot write: keep none (they are read again next time)
+            return b"{}"
+
+
+def read_checkpoint(cache, path: str) -> ckpt_fmt.CheckpointFile:
+    """A checkpoint file, from the state cache's rows when it still matches them."""
+    return ckpt_fmt.read_checkpoint_file(path) if cache is None else cache.checkpoint_rows.read(cache, path)

@@ -1,0 +1,151 @@
+"""A warm load lists unchanged run records from the state cache by one lstat each: whatever happens
+to a run record (or to the run folder) between runs, the warm `inspect --json` equals an uncached
+one, and a damaged run-listing payload is never trusted."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import zlib
+from pathlib import Path
+
+import orjson
+import pytest
+
+from harn_ls.state_cache import MANIFEST, StateCache
+from harn_ls.workspace import Workspace
+from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
+from tests.unit.test_cache_inspect import cold_bytes, fast
+
+RUNS = ".harn-runs"
+
+
+def run_files(project: Path) -> list[Path]:
+    return sorted(p for p in (project / RUNS).iterdir() if p.name.endswith(".json") and p.is_file())
+
+
+def filled(project: Path) -> Workspace:
+    """Fill the cache (twice: the second load is served from it) and return the warm workspace."""
+    for _ in range(2):
+        ws = Workspace.load(str(project), cache=True, defer_facts=True)
+        assert ws.save_cache()
+    return ws
+
+
+def served_from_cache(project: Path) -> set[str]:
+    cache = StateCache.open(str(project))
+    assert cache is not None
+    paths = [str(p) for p in run_files(project)]
+    return set(cache.restore_regular_runs(paths))
+
+
+def test_unchanged_run_records_are_listed_from_the_cache(project, cache_env):
+    filled(project)
+    assert served_from_cache(project) == {str(p) for p in run_files(project)}
+    got, ws, _data = fast(project)
+    assert got == cold_bytes(project)
+    assert ws.runs
+
+
+def _touch_same_size(p: Path) -> None:
+    st = p.stat()
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+
+
+def _rewrite_status(p: Path) -> None:
+    doc = orjson.loads(p.read_bytes())
+    doc["status"] = "failed" if doc.get("status") != "failed" else "completed"
+    p.write_bytes(orjson.dumps(doc))
+
+
+def _delete(p: Path) -> None:
+    p.unlink()
+
+
+def _add_copy(p: Path) -> None:
+    doc = orjson.loads(p.read_bytes())
+    doc["id"] = "run_added_after_the_cache"
+    (p.parent / "run_added_after_the_cache.json").write_bytes(orjson.dumps(doc))
+
+
+def _link_inside(p: Path) -> None:
+    target = p.parent.parent / "elsewhere.json"
+    shutil.copyfile(p, target)
+    p.unlink()
+    p.symlink_to(target)
+
+
+def _link_outside(p: Path) -> None:
+    outside = p.parent.parent.parent / "outside-run.json"
+    shutil.copyfile(p, outside)
+    p.unlink()
+    p.symlink_to(outside)
+
+
+def _directory(p: Path) -> None:
+    p.unlink()
+    p.mkdir()
+
+
+def _hard_link_elsewhere(p: Path) -> None:
+    os.link(p, p.parent.parent / "second-name.json")  # same file: its ctime changes
+
+
+CHANGES = {"same-size-new-mtime": _touch_same_size, "rewritten": _rewrite_status, "deleted": _delete,
+           "added": _add_copy, "symlink-inside": _link_inside, "symlink-outside": _link_outside,
+           "directory": _directory, "hard-linked": _hard_link_elsewhere}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_changed_run_record_is_read_again(project, cache_env, change):
+    filled(project)
+    victim = run_files(project)[0]
+    CHANGES[change](victim)
+    expected = cold_bytes(project)
+    got, ws, _data = fast(project)
+    assert got == expected
+    if change != "added":
+        assert str(victim) not in served_from_cache(project)  # never answered from the stale entry
+    assert ws.save_cache()
+    assert fast(project)[0] == expected  # and the refreshed cache agrees
+
+
+def test_a_run_folder_that_leaves_the_project_is_not_listed_from_the_cache(project, cache_env, tmp_path):
+    filled(project)
+    moved = tmp_path / "runs-outside"
+    shutil.move(str(project / RUNS), moved)
+    (project / RUNS).symlink_to(moved)
+    expected = cold_bytes(project)
+    got, ws, _data = fast(project)
+    assert got == expected
+    assert not ws.runs
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "not-a-dict", "bad-rows"])
+def test_a_damaged_run_listing_is_never_trusted(project, cache_env, damage):
+    filled(project)
+    folder = Path(StateCache(str(project)).folder)
+    manifest = orjson.loads((folder / MANIFEST).read_bytes())
+    payload = folder / manifest["runs"]["name"]
+    data = payload.read_bytes()
+    if damage == "flip":
+        data = data.replace(b'"status":"', b'"status":"X', 1)
+    elif damage == "truncate":
+        data = data[: len(data) // 2]
+    else:
+        doc = orjson.loads(data)
+        if damage == "not-a-dict":
+            doc = {path: "entry" for path in doc}
+        else:
+            doc = {path: [entry[0], {"id": 1}] for path, entry in doc.items()}
+        data = orjson.dumps(doc)
+        # a payload consistent with its manifest entry: only the content is wrong
+        manifest["runs"].update(size=len(data), crc=zlib.crc32(data))
+        (folder / MANIFEST).write_bytes(orjson.dumps(manifest))
+    payload.write_bytes(data)
+    expected = cold_bytes(project)
+    got, ws, _data = fast(project)
+    assert got == expected
+    assert ws.save_cache()
+    assert fast(project)[0] == expected
+    assert served_from_cache(project) == {str(p) for p in run_files(project)}  # rebuilt
