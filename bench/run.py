@@ -52,6 +52,7 @@ import orjson  # noqa: E402
 
 import bench_recall  # noqa: E402
 import cli_bench  # noqa: E402
+import first_bench  # noqa: E402
 from harn_ls.formats.harn_json import serde_compact  # noqa: E402
 
 OUT = HERE / "out"
@@ -742,6 +743,13 @@ def main(argv: list[str] | None = None) -> int:
                                          100 if args.quick else 300, 10 if args.quick else 30)
     finally:
         shutil.rmtree(proj.parent, ignore_errors=True)
+    print("first hover / code lens after a server start (100k) ...", flush=True)
+    proj = scratch_copy(large, [])
+    try:
+        env = dict(os.environ, HARN_LS_CACHE_DIR=str(bench_cache / "first"))
+        results["first_after_start"] = first_bench.bench_first_after_start(Client, proj, rel, ranges, env, rep)
+    finally:
+        shutil.rmtree(proj.parent, ignore_errors=True)
     print("whole-process CLI and server start (100k) ...", flush=True)
     proj = scratch_copy(large, [ns_rel])
     try:
@@ -812,6 +820,8 @@ def bench_huge(bench_cache: Path, quick: bool) -> dict:
                        stdout=subprocess.DEVNULL, check=True)
         out["server"] = bench_server(proj, proj / rel_log, ns, rel, ranges, "", "", 50 if quick else 100,
                                      10 if quick else 20, env=env, docs=False)
+        print("1M: first hover / code lens after a server start ...", flush=True)
+        out["first_after_start"] = first_bench.bench_first_after_start(Client, proj, rel, ranges, env, 2 if quick else 3)
     finally:
         shutil.rmtree(proj.parent, ignore_errors=True)
     return out
@@ -845,6 +855,8 @@ def huge_table(h: dict) -> str:
     for key in ("hover_ms", "code_lens_ms", "hover_after_append_ms", "code_lens_after_append_ms"):
         if key in hs:
             out.append(f"{key}: p50 {hs[key]['p50']:.3g} p95 {hs[key]['p95']:.3g}")
+    for label, _u, v, _b in first_bench.rows("1M", h["first_after_start"]) if "first_after_start" in h else ():
+        out.append(f"{label}: median {v['median']:.3g} ms [{v['min']:.3g}-{v['max']:.3g}]")
     if "append_to_notification_ms" in hs:
         a = hs["append_to_notification_ms"]
         out.append(f"append batch -> client notified: first batch after start {a['first']:.4g} ms, "
@@ -997,6 +1009,8 @@ def table(r: dict) -> str:
                            ("code_lens_after_append_ms", "codeLens right after a 100-event append batch")):
             v = srv[key]
             rows.append((label, "ms p50/p95", (v["p50"], v["p95"], v["min"], v["max"]), "p95 <= 10 ms"))
+    if "first_after_start" in r:
+        rows.extend(first_bench.rows("100k", r["first_after_start"]))
     ss = r.get("server_start", {}).get("large")
     if ss:
         for kind in ("cold", "warm"):
@@ -1029,6 +1043,8 @@ def table(r: dict) -> str:
             if key in hs:
                 v = hs[key]
                 rows.append((label, "ms p50/p95", (v["p50"], v["p95"], v["min"], v["max"]), "p95 <= 10 ms"))
+        if "first_after_start" in h:
+            rows.extend(first_bench.rows(f"{ev:,}", h["first_after_start"]))
         if "server_peak_rss_kb" in hs:
             mem = h["disk_bytes"]["memory_logs"]
             rows.append((f"server peak RSS ({ev:,}; memory logs {mem / 1e6:.0f} MB)", "MB", hs["server_peak_rss_kb"] / 1024,

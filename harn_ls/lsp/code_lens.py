@@ -16,6 +16,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from harn_ls import contract as P
+from harn_ls.lsp.span_save import run_noting_spans
 from harn_ls.lsp.wire import Encoded
 from harn_ls.lsp.view_types import line_range, on_proposal_document, to_command
 from harn_ls.render.lenses import FACTS_CHANGED, checkpoint_lens, checkpoint_lens_spots, fact_lens, fact_lens_groups
@@ -103,7 +104,8 @@ def register(server) -> None:
         fact_lenses, encoded = [], None
         if ls.settings.codeLens.facts:
             min_conf = ls.settings.facts.minConfidence
-            groups, ranges = await proj.run(lambda: fact_lens_groups(proj.ws, path, min_conf, proj.fact_spans))
+            groups, ranges = await run_noting_spans(proj, lambda: fact_lens_groups(proj.ws, path, min_conf,
+                                                                                   proj.fact_spans))
             if ranges:
                 fact_lenses, encoded = ready.get(uri, groups, files.number(uri), ranges)
         if not (ls.settings.codeLens.checkpoints and path.endswith(".harn")):
@@ -147,7 +149,7 @@ async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types
         return lens
     path = to_fs_path(uri)
     min_conf = ls.settings.facts.minConfidence
-    view = await proj.run(lambda: fact_lens(proj.ws, path, start, end, min_conf, proj.fact_spans))
+    view = await run_noting_spans(proj, lambda: fact_lens(proj.ws, path, start, end, min_conf, proj.fact_spans))
     lens.command = to_command(view)
     return lens
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from harn_ls.lsp.span_save import run_noting_spans
 from harn_ls.render.hover import hover_at
 
 
@@ -17,7 +18,8 @@ def register(server) -> None:
             return None
         path = to_fs_path(uri)
         min_conf = ls.settings.facts.minConfidence
-        view = await proj.run(lambda: hover_at(proj.ws, path, params.position.line, min_conf, proj.fact_spans))
+        view = await run_noting_spans(proj, lambda: hover_at(proj.ws, path, params.position.line, min_conf,
+                                                             proj.fact_spans))
         if view is None:
             return None
         return types.Hover(

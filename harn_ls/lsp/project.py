@@ -27,6 +27,7 @@ from harn_ls.render.fact_spans import FactSpanCache
 from harn_ls.formats.problems import Problem
 from harn_ls.history import CheckpointHistory, record_workspace
 from harn_ls.recall import RecallEngine
+from harn_ls.state_spans import SpanStore
 from harn_ls.watch import StateWatcher
 from harn_ls.workspace import ChangeSet, Workspace
 
@@ -118,6 +119,7 @@ class Project:
                 guard_thread(ws, threading.get_ident())
             self._root = ws.root
             self.ws = ws
+            self.fact_spans.store = SpanStore.open(ws.root)  # anchors of earlier runs: a first hover as fast as a warm one
             self.load_seconds = time.perf_counter() - start
             # The model lives as long as the server: move it out of the cyclic GC's
             # reach, or every full collection walks millions of objects (~1 s on a
@@ -225,7 +227,17 @@ class Project:
         interval (5 ms) per hand-over, so steps that interleave with a burst of hovers cost each
         of them several ms."""
         self._quiet_for = quiet_for
-        for work in (self._decode_facts_if_deferred, _freeze_heap, self._save_cache):
+        # facts the load left in the state cache's form are decoded first, as a step of their own
+        if not self.closed:
+            await self._wait_for_quiet()
+            await self.run_before_facts(self._decode_facts_if_deferred)
+        # the spans of the files shown in earlier runs come back next (in ~10 ms steps), before the
+        # heap is frozen: the first hover or lens on one of them is then served as a warm one
+        while not self.closed:
+            await self._wait_for_quiet()
+            if await self.run(self._restore_spans):
+                break
+        for work in (_freeze_heap, self._save_cache):
             if self.closed:  # the folder left the workspace meanwhile: nothing left to settle
                 return
             await self._wait_for_quiet()
@@ -276,10 +288,19 @@ class Project:
         if self.ws.deferred_fact_namespaces():
             self._decode_facts()
 
+    def _restore_spans(self) -> bool:
+        """One step of bringing back the stored fact spans (FactSpanCache.restore); True when done."""
+        try:
+            return self.fact_spans.restore(self.ws)
+        except Exception:  # the spans are a convenience: never let them stop the settle
+            log.exception("restoring fact spans failed")
+            return True
+
     def _save_cache(self) -> None:
         """Write the state cache once the model is complete (only what it does not hold yet)."""
         try:
             self.ws.save_cache()
+            self.fact_spans.save_store()
         except Exception:
             log.exception("writing the state cache failed")
         finally:

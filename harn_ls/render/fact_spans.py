@@ -11,22 +11,27 @@ ones it anchored (by identity; the model replaces a fact object when its record 
 anchor the new ones. A saved source file (`source_lines` hands back a new list) re-anchors that
 file's facts only. (The stamp spares touching a thousand facts scattered over a 3 GB heap after
 every batch: ~8 ms at 1M events.)
+
+With a `SpanStore` attached (the server's, harn_ls/state_spans.py), anchors computed in an earlier
+run on the same file text are taken from it instead of being computed again (each looked up by its
+own inputs: recorded range and snippet), and what is computed here is handed to it to be saved.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from harn_ls.staleness import SEARCH_RADIUS, Anchor, anchor, normalized_lines, refusal, source_lines
+from harn_ls.state_spans import SpanStore, input_key, lines_digest
 
 FactKey = tuple  # (namespace, seq): a fact's key in `Workspace.facts`
 MAX_DERIVED = 4096  # values kept per file by `FactSpanCache.derived` (one per hovered line)
 
 
-@dataclass(frozen=True)
-class FactSpan:
+class FactSpan(NamedTuple):  # a tuple: made by the thousand when a busy file is anchored or restored
     fact: object
     evidence: object
     anchor: Anchor
@@ -44,6 +49,7 @@ class _FileSpans:
     by_confidence: dict[float, list[FactSpan]] = field(default_factory=dict)
     groups: dict[float, dict[tuple[int, int], list[FactSpan]]] = field(default_factory=dict)
     derived: dict[tuple, object] = field(default_factory=dict)  # `FactSpanCache.derived`: hovers by line
+    digest: str | None = None  # state_spans.lines_digest(lines), computed when a store needs it
 
 
 @dataclass
@@ -52,6 +58,7 @@ class CacheStats:
     rechecked: int = 0  # the model changed: facts compared, only new ones anchored
     anchored: int = 0  # (fact, evidence) anchors computed in total
     reused: int = 0  # facts whose anchors were kept across a model change
+    restored: int = 0  # anchors taken from the span store (computed by an earlier run on the same text)
 
 
 class FactSpanCache:
@@ -59,11 +66,13 @@ class FactSpanCache:
 
     The lists and dicts handed out are the cache's own: callers read them, never change them."""
 
-    def __init__(self, max_files: int = 64) -> None:
+    def __init__(self, max_files: int = 64, store: SpanStore | None = None) -> None:
         self.max_files = max_files
+        self.store = store  # anchors kept between runs (the server's); None: computed in this process only
         self.stats = CacheStats()
         self._ws: object | None = None
         self._files: dict[str, _FileSpans] = {}
+        self._to_restore: list[str] | None = None  # `restore`: the stored files not brought back yet
 
     def clear(self) -> None:
         self._files.clear()
@@ -118,7 +127,7 @@ class FactSpanCache:
         if entry is None or entry.lines is not lines or entry.reason != reason:
             entry = _FileSpans(-1, lines, reason, {})
         if entry.generation != ws.generation:
-            self._recheck(ws, rel, entry)
+            self._recheck(ws, rel, full, entry)
         else:
             self.stats.hits += 1
         self._files[rel] = entry
@@ -135,7 +144,7 @@ class FactSpanCache:
             entry.by_confidence[min_confidence] = out
         return out
 
-    def _recheck(self, ws, rel: str, entry: _FileSpans) -> None:
+    def _recheck(self, ws, rel: str, full: str, entry: _FileSpans) -> None:
         """Bring `entry` up to the model: keep the anchors of facts that are still the same object."""
         self.stats.rechecked += 1
         old = entry.per_fact
@@ -164,16 +173,77 @@ class FactSpanCache:
                 continue
             fresh[key] = (fact, [])  # keeps key order; the spans are filled below
             todo.append((key, fact, [ev for ev in fact.evidence if ev.range is not None and ev.range.path == rel]))
-        normed = _normalized_for(entry.lines, sum(len(evidence) for _k, _f, evidence in todo))
-        for key, fact, evidence in todo:
-            fresh[key] = (fact, [FactSpan(fact, ev, anchor(entry.lines, ev.range.start, ev.range.end, ev.snippet,
-                                                           entry.reason, normed)) for ev in evidence])
-            self.stats.anchored += len(evidence)
+        self._anchor_todo(rel, full, entry, todo, fresh)
         entry.per_fact = fresh
         entry.by_confidence = {}
         entry.groups = {}
         entry.derived = {}
         entry.generation = ws.generation
+
+
+    def _anchor_todo(self, rel: str, full: str, entry: _FileSpans, todo: list, fresh: dict) -> None:
+        """Fill `fresh[key]` for each (key, fact, evidence) of `todo`: anchors from the store when it
+        holds them for this text, the others computed (and then handed to the store)."""
+        store = self.store if entry.lines is not None and todo else None
+        if store is None:
+            if self.store is not None and entry.lines is None:
+                self.store.drop(rel)  # a missing or refused file: nothing stored is of use for it
+            normed = _normalized_for(entry.lines, sum(len(evidence) for _k, _f, evidence in todo))
+            for key, fact, evidence in todo:
+                fresh[key] = (fact, [FactSpan(fact, ev, anchor(entry.lines, ev.range.start, ev.range.end, ev.snippet,
+                                                               entry.reason, normed)) for ev in evidence])
+                self.stats.anchored += len(evidence)
+            return
+        if entry.digest is None:
+            entry.digest = lines_digest(entry.lines)
+        known = store.anchors(rel, full, entry.digest)
+        found = [[known.get(input_key(ev)) for ev in evidence] if known is not None else [None] * len(evidence)
+                 for _k, _f, evidence in todo]
+        missing = sum(a is None for anchors in found for a in anchors)
+        normed = _normalized_for(entry.lines, missing) if missing else None
+        for (key, fact, evidence), anchors in zip(todo, found):
+            fresh[key] = (fact, [FactSpan(fact, ev, a if a is not None else anchor(
+                entry.lines, ev.range.start, ev.range.end, ev.snippet, entry.reason, normed))
+                for ev, a in zip(evidence, anchors)])
+        self.stats.anchored += missing
+        self.stats.restored += sum(len(evidence) for _k, _f, evidence in todo) - missing
+        if missing or known is None:
+            store.remember(rel, full, entry.digest,
+                           {input_key(s.evidence): s.anchor for _f, spans in fresh.values() for s in spans})
+
+    def restore(self, ws, budget_s: float = 0.01) -> bool:
+        """Bring back the spans of the files the store holds (the most recently used `max_files`),
+        for about `budget_s` per call; True once all are back. Run after a server start, so the
+        first hover or lens on such a file is served as a warm one is. Each file goes through the
+        same checks as a request (read confined to the project, stat and text compared with the
+        store's), so what comes back is what a request would have computed."""
+        if self.store is None:
+            return True
+        if self._to_restore is None:
+            self._to_restore = self.store.recent(self.max_files)
+        deadline = time.perf_counter() + budget_s
+        while self._to_restore:
+            rel = self._to_restore.pop(0)
+            if rel in ws.facts_by_file:
+                self._entry(ws, os.path.join(ws.root, rel))
+            if time.perf_counter() >= deadline:
+                break
+        return not self._to_restore
+
+    def take_save_request(self) -> bool:
+        """True once per stretch of unsaved anchors: the caller then schedules one `save_store`."""
+        store = self.store
+        if store is None or not store.unsaved or store.save_requested:
+            return False
+        store.save_requested = True
+        return True
+
+    def save_store(self) -> bool:
+        """Write the span store if it holds anchors not saved yet (project thread; never raises)."""
+        if self.store is None:
+            return False
+        self.store.save_requested = False
+        return self.store.save()
 
 
 def _normalized_for(lines: list[str] | None, n_anchors: int) -> list[str] | None:

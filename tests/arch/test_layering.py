@@ -23,6 +23,7 @@ PURE_CORE = (
     "harn_ls.safe_read",
     "harn_ls.state_cache",
     "harn_ls.state_rows",
+    "harn_ls.state_spans",
     "harn_ls.text_positions",
     "harn_ls.watch",
     "harn_ls.workspace_recall",
