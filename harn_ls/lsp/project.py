@@ -230,7 +230,7 @@ class Project:
         # facts the load left in the state cache's form are decoded first, as a step of their own
         if not self.closed:
             await self._wait_for_quiet()
-            await self.run_before_facts(self._decode_facts_if_deferred)
+            await self.run(self._decode_facts_if_deferred)
         # the spans of the files shown in earlier runs come back next (in ~10 ms steps), before the
         # heap is frozen: the first hover or lens on one of them is then served as a warm one
         while not self.closed:
