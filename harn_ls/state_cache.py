@@ -45,7 +45,7 @@ from harn_ls.cache_dir import _tree_bytes, cache_enabled, evict_projects, projec
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.problems import Problem
 from harn_ls.state_parts import (CheckpointRows, _problem_from_row, _problem_row, _run_from_row, _run_row,  # noqa: F401
-                                 _stat_validator, pattern_projection, read_checkpoint, restore_pattern,
+                                 _lstat_validator, _stat_validator, pattern_projection, read_checkpoint, restore_pattern,
                                  save_pattern)  # (pattern_projection, read_checkpoint: Workspace's)
 from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay,
                                fact_inspect_payload, read_fact_inspect_payload, record_from_row, record_row)
@@ -394,10 +394,17 @@ class StateCache:
             self._runs_seen[path] = entry
         return out
 
-    def remember_run(self, path: str, run) -> None:
-        v = _stat_validator(path)
-        if v is not None and not run.retry:
-            self._runs_seen[path] = [v, _run_row(run)]
+    def remember_run(self, path: str, run, before: os.stat_result | None) -> None:
+        """Keep a run record read from `path`, whose lstat `before` was taken before the read: only
+        when the file was a regular file that did not change while it was read (the lstat after
+        agrees), so a rewrite during the read is never cached with the new stat and the old content."""
+        try:
+            after = os.lstat(path)
+        except OSError:
+            after = None
+        if before is not None and after is not None and stat.S_ISREG(before.st_mode) and not run.retry \
+                and _lstat_validator(before) == _lstat_validator(after):
+            self._runs_seen[path] = [_lstat_validator(after), _run_row(run)]
         self._runs_changed = True
 
     def restore_pattern(self, ns: str, path: str):

@@ -73,6 +73,7 @@ class Workspace(RunsPart, RecallPart):
         self._run_paths: dict[str, str] = {}  # path -> run id
         self.workers: dict[str, object] = {}
         self.transcripts: dict[str, TranscriptEntry] = {}
+        self._transcripts_by_path: dict[str, list[str]] = {}  # run record / worker path -> ids read from it
         self._transcript_cache: dict[tuple, object] = {}
         self.sessions: ss_fmt.SessionStoreSnapshot | None = None
         self._recall: RecallEngine | None = None
@@ -182,10 +183,7 @@ class Workspace(RunsPart, RecallPart):
         self._index_deltas.clear()
         self._pending_facts.clear()
         self.checkpoints.clear()
-        self.runs.clear()
-        self._run_paths.clear()
-        self.transcripts.clear()
-        self.workers.clear()
+        self._clear_runs()
         self._link_problems.clear()
         changes = ChangeSet(rescanned=True)
         changes.kinds.update(RESCAN_KINDS)

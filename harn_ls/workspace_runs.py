@@ -56,6 +56,13 @@ class TranscriptEntry:
 FULL_RUNS_CACHE_BYTES = 16 * 1024 * 1024  # file bytes of the full run records kept parsed (see full_run_record)
 
 
+def _lstat_or_none(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
 def _json_files(directory: str) -> list[str]:
     """`*.json` directly in a directory, sorted; none when it does not exist (yet)."""
     try:
@@ -92,13 +99,32 @@ class RunsPart:
         for path in (_json_files(self.paths.worker_dir) if self._root_ok(self.paths.worker_dir) else []):
             self._read_worker(path, changes)
 
+    def _clear_runs(self) -> None:
+        self.runs.clear()
+        self._run_paths.clear()
+        self.transcripts.clear()
+        self._transcripts_by_path.clear()
+        self.workers.clear()
+
     def _forget_run_path(self, path: str) -> None:
         run_id = self._run_paths.pop(path, None)
         if run_id is None:
             return
         self.runs.pop(run_id, None)
-        for tid in [t for t, e in self.transcripts.items() if e.path == path]:
-            del self.transcripts[tid]
+        self._forget_transcripts_of(path)
+
+    def _forget_transcripts_of(self, path: str) -> None:
+        """Drop the transcripts read from `path`, by the per-file index: scanning every transcript for
+        each file made a rescan of N run records O(N x transcripts)."""
+        for tid in self._transcripts_by_path.pop(path, ()):
+            entry = self.transcripts.get(tid)
+            # A later file may have brought a transcript with the same id: that one stays.
+            if entry is not None and entry.path == path:
+                del self.transcripts[tid]
+
+    def _keep_transcript(self, entry: TranscriptEntry) -> None:
+        self.transcripts[entry.id] = entry
+        self._transcripts_by_path.setdefault(entry.path, []).append(entry.id)
 
     def _read_run(self, path: str, changes: ChangeSet) -> None:
         changes.kinds.add(K.RUNS)
@@ -111,11 +137,14 @@ class RunsPart:
         if cached is not None:
             run, summaries = cached
         else:
+            # The lstat before the read, so that a file rewritten while it is read is not cached with
+            # the new stat and the old content (remember_run compares it with one taken after).
+            before = _lstat_or_none(path) if cache is not None else None
             run = runs_fmt.read_run_record(path, summaries=True)
             summaries = run.transcripts
             _slim_run(run, summaries)
             if cache is not None:
-                cache.remember_run(path, run)
+                cache.remember_run(path, run, before)
         self._add_run(path, run, summaries, changes)
 
     def _add_run(self, path: str, run, summaries: list, changes: ChangeSet) -> None:
@@ -125,7 +154,7 @@ class RunsPart:
         self._run_paths[path] = run.id
         changes.runs.add(run.id)
         for sm in summaries:
-            self.transcripts[sm.id] = TranscriptEntry.from_summary(sm, run.id, path, self)
+            self._keep_transcript(TranscriptEntry.from_summary(sm, run.id, path, self))
 
     def _load_run_transcript(self, path: str, transcript_id: str):
         """Full transcript from its run record, re-read on demand (a few records are cached)."""
@@ -152,8 +181,7 @@ class RunsPart:
 
     def _read_worker(self, path: str, changes: ChangeSet) -> None:
         changes.kinds.add(K.RUNS)
-        for tid in [t for t, e in self.transcripts.items() if e.path == path]:
-            del self.transcripts[tid]
+        self._forget_transcripts_of(path)
         self.workers.pop(path, None)
         if self._leaves_project_reported(path) or not os.path.lexists(path) or os.path.isdir(path):
             return
@@ -161,7 +189,7 @@ class RunsPart:
         self.workers[path] = snap
         tr = getattr(snap, "transcript", None)
         if tr is not None:
-            self.transcripts[tr.id] = TranscriptEntry(tr, None, path, self)
+            self._keep_transcript(TranscriptEntry(tr, None, path, self))
 
     def _rescan_runs(self, changes: ChangeSet) -> None:
         for path in list(self._run_paths):

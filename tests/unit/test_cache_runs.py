@@ -149,3 +149,29 @@ def test_a_damaged_run_listing_is_never_trusted(project, cache_env, damage):
     assert ws.save_cache()
     assert fast(project)[0] == expected
     assert served_from_cache(project) == {str(p) for p in run_files(project)}  # rebuilt
+
+
+def test_a_run_record_rewritten_while_it_is_read_is_not_cached_with_the_new_stat(project, cache_env, monkeypatch):
+    """The record is read, then rewritten before the reader returns: the stat after the read is the new
+    file's, the content the old one's. That pair must not be cached, or the next warm load would list
+    the old content for the new file."""
+    from harn_ls import workspace_runs
+
+    victim = run_files(project)[0]
+    real_read = workspace_runs.runs_fmt.read_run_record
+    rewritten = []
+
+    def read_then_rewrite(path, **kw):
+        run = real_read(path, **kw)
+        if path == str(victim) and not rewritten:
+            _rewrite_status(victim)
+            rewritten.append(path)
+        return run
+
+    monkeypatch.setattr(workspace_runs.runs_fmt, "read_run_record", read_then_rewrite)
+    ws = Workspace.load(str(project), cache=True, defer_facts=True)
+    assert rewritten and ws.save_cache()
+    monkeypatch.setattr(workspace_runs.runs_fmt, "read_run_record", real_read)
+    assert str(victim) not in served_from_cache(project)
+    expected = cold_bytes(project)
+    assert fast(project)[0] == expected
