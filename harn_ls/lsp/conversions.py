@@ -25,10 +25,14 @@ _SERVER_SENT = (types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, types.WINDOW_LOG_MESSAG
 
 
 def client_methods(protocol: Any) -> list[str]:
-    """Every method a client message may carry that this server reads: handled ones first."""
+    """Every method a client message may carry after start that this server reads: handled ones
+    first. Not initialize (its conversions were made when it came: the warm-up would only make
+    its result's again, ~30 ms, see the second pass in `warm_steps`) nor the notebook ones (no
+    notebook sync is advertised, so no client sends them)."""
     fm = protocol.fm
     methods = list(fm.features) + [m for m in fm.builtin_features if m not in fm.features]
-    return methods + [m for m in _CLIENT_EXTRA if m not in methods]
+    methods += [m for m in _CLIENT_EXTRA if m not in methods]
+    return [m for m in methods if m != types.INITIALIZE and not m.startswith("notebookDocument/")]
 
 
 def attrs_classes_in(annotation: Any, seen: set | None = None) -> Iterator[type]:
