@@ -192,12 +192,14 @@ def fill_namespace(space: MemoryNamespace, data: bytes, rows: Mapping[int, Memor
     doc = orjson.loads(data)
     ns = space.namespace
     active: dict[int, MemoryRecord] = {}
-    by_id: dict[str, list[int]] = {}
+    by_id: dict[str, int | list[int]] = {}  # (as MemoryNamespace._by_id: an int, a list when several)
     for r in rows.values():
         active[r.seq] = r
         seqs = by_id.get(r.id)
         if seqs is None:
-            by_id[r.id] = [r.seq]
+            by_id[r.id] = r.seq
+        elif type(seqs) is int:
+            by_id[r.id] = [seqs, r.seq]
         else:
             seqs.append(r.seq)
     d = space.__dict__

@@ -60,3 +60,14 @@ def test_past_the_cap_tags_are_still_right_but_not_kept(monkeypatch):
     got = shared_tags(iter(["c", "d"]))
     assert got == ("c", "d") and len(memory._SHARED_TAGS) == 2
     assert shared_tags(["a"]) is memory._SHARED_TAGS[("a",)]
+
+
+def test_duplicate_ids_one_then_several_stores():
+    space = project(store("a", []), store("b", []), store("a", ["second"]),
+                    {"type": "update", "id": "a", "tags": ["upd"], "updated_at": "2026-01-02T00:00:00Z"},
+                    store("a", ["third"]))
+    assert space.get("a").tags == ("third",) and space.get("b").tags == ()
+    assert [r.tags for r in space.by_key("k-a")] == [(), ("upd",), ("third",)]
+    space.apply_lines([JsonlLine(9, 0, {"type": "forget", "id": "f", "forgotten_ids": ["a", "b"],
+                                        "forgotten_at": "2026-01-03T00:00:00Z"})])
+    assert space.get("a") is None and space.get("b") is None and space.records() == []
