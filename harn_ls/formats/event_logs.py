@@ -21,7 +21,6 @@ from harn_ls.formats.events import (
     Event,
     FileEventLog,
     LogSummary,
-    SqliteEventLog,
     TopicInfo,
 )
 from harn_ls.formats.problems import Problem, Severity
@@ -83,9 +82,13 @@ class LogView:
             os.path.join(self.loc.path, "topics"))
 
     def backend(self):
-        if self._backend is None:
-            self._backend = (SqliteEventLog(self.loc.path, self.copy_dir, self.root) if self.loc.backend == "sqlite"
-                             else FileEventLog(self.loc.path))
+        if self._backend is None and self.loc.backend == "sqlite":
+            # start-up: sqlite3 and tempfile load only once a project has an events.sqlite to read
+            from harn_ls.formats.events_sqlite import SqliteEventLog
+
+            self._backend = SqliteEventLog(self.loc.path, self.copy_dir, self.root)
+        elif self._backend is None:
+            self._backend = FileEventLog(self.loc.path)
         return self._backend
 
     def problems(self) -> list[Problem]:
