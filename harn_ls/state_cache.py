@@ -132,14 +132,24 @@ PAYLOADS = {"meta": ".meta.json", "facts": ".facts.json", "records": ".records.j
 
 
 def namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_rows: dict | None = None) -> dict[str, bytes]:
-    """The payloads (PAYLOADS) of one materialized namespace. The facts are a payload of their own (a
-    one-shot recall does not decode them); the active records are rows (one orjson array a line) so one
-    can be decoded alone; the row index holds, per row, (seq, end offset, CRC-32 of the row) as native
-    int64 triples. `ifacts` holds the facts as `inspect --json` prints them (state_rows.fact_inspect_payload);
-    the meta counts the facts and lists their problems, so a one-shot inspect decodes neither.
-    `cached_rows` (seq -> (record, row bytes) as restored): a record still the very object restored
-    from a row keeps that row's bytes instead of being encoded again."""
+    """The payloads (PAYLOADS) of one materialized namespace, all at once (see iter_namespace_payloads)."""
+    return {part: bytes(data) for part, data in iter_namespace_payloads(space, fact_entries, cached_rows)}
+
+
+def iter_namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_rows: dict | None = None):
+    """(part, bytes-like) for each payload (PAYLOADS) of one materialized namespace, built one at a
+    time so a save writes each and drops it before building the next (the peak RSS of a cold start
+    is this save: holding every payload at once, plus a bytes copy of the rows, cost ~50 MB at 100k).
+    The facts are a payload of their own (a one-shot recall does not decode them); the active
+    records are rows (one orjson array a line) so one can be decoded alone; the row index holds, per
+    row, (seq, end offset, CRC-32 of the row) as native int64 triples. `ifacts` holds the facts as
+    `inspect --json` prints them (state_rows.fact_inspect_payload); the meta counts the facts and
+    lists their problems, so a one-shot inspect decodes neither. `cached_rows` (seq -> (record, row
+    bytes) as restored): a record still the very object restored from a row keeps that row's bytes
+    instead of being encoded again. The rows come as the bytearray they were built in (no copy)."""
     active, forgotten, hidden = len(space.active), len(space.forgotten), len(space.hidden)
+    dumps = orjson.dumps
+    opt = orjson.OPT_NON_STR_KEYS
     meta = {
         "seq": space.seq, "event_count": space.event_count, "last_event_at": space.last_event_at,
         "config": space.config, "open_event": space.open_event, "sizes": [active, forgotten, hidden],
@@ -147,9 +157,16 @@ def namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_rows: 
         "fact_count": sum(1 for _seq, f, _probs in fact_entries if f is not None),
         "fact_problems": [[seq, [_problem_row(p) for p in probs]] for seq, _f, probs in fact_entries if probs],
     }
-    facts = [[seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
-             for seq, f, probs in fact_entries]
-    dumps = orjson.dumps
+    yield "meta", dumps(meta, option=opt)
+    yield "facts", dumps([[seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
+                          for seq, f, probs in fact_entries], option=opt)
+    records = {
+        "forgotten": sorted(space.forgotten),
+        "hidden": [record_row(r) for r in space.hidden],
+        "forgets": space.forgets,
+    }
+    yield "records", dumps(records, option=opt)
+    del records
     # One growing buffer, not a list of rows: a bytes object from orjson.dumps holds several times
     # its length (~4 KB for a 900-byte row), so 28k rows held at once cost ~120 MB at 100k events.
     rows = bytearray()
@@ -161,15 +178,11 @@ def namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_rows: 
         rows += row
         rows += b"\n"
         index.extend((r.seq, len(rows), zlib.crc32(row)))
-    records = {
-        "forgotten": sorted(space.forgotten),
-        "hidden": [record_row(r) for r in space.hidden],
-        "forgets": space.forgets,
-    }
-    opt = orjson.OPT_NON_STR_KEYS
-    ifacts = fact_inspect_payload([f for _seq, f, _probs in fact_entries if f is not None])
-    return {"meta": dumps(meta, option=opt), "facts": dumps(facts, option=opt), "records": dumps(records, option=opt),
-            "rows": bytes(rows), "rowidx": index.tobytes(), "ifacts": ifacts}
+    yield "rows", rows
+    del rows
+    yield "rowidx", index.tobytes()
+    del index
+    yield "ifacts", fact_inspect_payload([f for _seq, f, _probs in fact_entries if f is not None])
 
 
 def fill_namespace(space: MemoryNamespace, data: bytes, rows: Mapping[int, MemoryRecord]) -> None:
@@ -178,12 +191,14 @@ def fill_namespace(space: MemoryNamespace, data: bytes, rows: Mapping[int, Memor
     doc = orjson.loads(data)
     ns = space.namespace
     active: dict[int, MemoryRecord] = {}
-    by_id: dict[str, list[int]] = {}
+    by_id: dict[str, int | list[int]] = {}  # (as MemoryNamespace._by_id: an int, a list when several)
     for r in rows.values():
         active[r.seq] = r
         seqs = by_id.get(r.id)
         if seqs is None:
-            by_id[r.id] = [r.seq]
+            by_id[r.id] = r.seq
+        elif type(seqs) is int:
+            by_id[r.id] = [seqs, r.seq]
         else:
             seqs.append(r.seq)
     d = space.__dict__
@@ -476,8 +491,10 @@ class StateCache:
                     continue
                 stem = f"ns{i}-{hashlib.sha256(ns.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
                 entry = {"path": path, "validator": v, "index": None}
-                for part, data in namespace_payloads(space, ws._fact_entries(ns), self._cached_rows(ns, space)).items():
+                parts = iter_namespace_payloads(space, ws._fact_entries(ns), self._cached_rows(ns, space))
+                for part, data in parts:
                     entry[part] = self._write_payload(stem + PAYLOADS[part], data, token)
+                    del data  # (the payload goes before the next is built)
                 wrote = True
             index = ws._recall.indexes.get(ns) if ws._recall is not None else None
             if index is not None and (not unchanged or not entry.get("index")):
@@ -537,7 +554,9 @@ class StateCache:
         for name, arr in arrays.items():
             buf = io.BytesIO()
             np.save(buf, arr, allow_pickle=False)
-            desc[name] = self._write_payload(f"{stem}.{name}.npy", buf.getvalue(), token)
+            # (a view of the buffer, not a copy: the postings of a large namespace are tens of MB)
+            with buf.getbuffer() as view:
+                desc[name] = self._write_payload(f"{stem}.{name}.npy", view, token)
         desc["terms"] = self._write_payload(f"{stem}.terms.txt", "\n".join(index._terms).encode("utf-8"), token)
         return desc
 

@@ -12,7 +12,7 @@ from typing import Mapping
 import orjson
 
 from harn_ls.formats.jsonl import JsonlTail
-from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
+from harn_ls.formats.memory import EMPTY_FLAGS, MemoryNamespace, MemoryRecord, shared_tags
 
 
 class CacheInvalid(Exception):
@@ -27,8 +27,10 @@ def record_row(r: MemoryRecord) -> list:
 
 def record_from_row(row: list, namespace: str) -> MemoryRecord:
     rid, key, value, text, tags, stored_at, seq, line_no, prov, status, scope, flags, updated_at = row
-    return MemoryRecord(rid, namespace, key, value, value if text is None else text, tuple(tags), stored_at, seq,
-                        line_no, prov, status, scope, flags, updated_at)
+    if type(flags) is dict and not flags:
+        flags = EMPTY_FLAGS  # (shared, like a freshly projected record's)
+    return MemoryRecord(rid, namespace, key, value, value if text is None else text, shared_tags(tags), stored_at,
+                        seq, line_no, prov, status, scope, flags, updated_at)
 
 
 def decode_rows(rows: bytes) -> list:

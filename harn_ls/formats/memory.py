@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import operator
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -33,10 +34,31 @@ CODE_UPDATE_UNKNOWN = "HL-MEM-004"
 # modified: a record gets tuple(tags) and dict(flags).
 _NO_TAGS: list = []
 _NO_FLAGS: dict = {}
+# The flags of every record stored without any (most): one shared empty dict, not one each (~5 MB
+# at 100k). Nothing modifies a record's flags (an update merges into a new dict; `to_json` copies).
+EMPTY_FLAGS: dict = {}
+# Tag tuples seen so far, each the first of its equal tuples (its strings interned): records share
+# them instead of holding one tuple and one string per tag each (~18 MB at 100k). Bounded: tags are
+# project bytes, so past the cap a new combination is simply not shared.
+_SHARED_TAGS: dict[tuple, tuple] = {}
+_SHARED_TAGS_CAP = 4096
 # The fields Harn writes in every store event (flags, provenance, status and scope are optional).
 _STORE_FIELDS = operator.itemgetter("id", "key", "stored_at", "text", "tags")
 
 DEFAULT_CONFIG = {"backend": "bm25", "embed_model_hint": "default", "bm25_weight": 0.5, "cosine_weight": 0.5}
+
+
+def shared_tags(tags: Iterable[str]) -> tuple[str, ...]:
+    """tuple(tags), as the one tuple equal records share when it is already known (see _SHARED_TAGS)."""
+    key = tuple(tags)
+    got = _SHARED_TAGS.get(key)
+    if got is not None:
+        return got
+    if len(_SHARED_TAGS) >= _SHARED_TAGS_CAP:
+        return key
+    key = tuple(sys.intern(t) if type(t) is str else t for t in key)
+    _SHARED_TAGS[key] = key
+    return key
 
 
 _RECORD_FIELDS = ("id", "namespace", "key", "value", "text", "tags", "stored_at", "seq", "line_no", "provenance",
@@ -80,7 +102,7 @@ class MemoryRecord:
         self.provenance = provenance
         self.status = status
         self.scope = scope
-        self.flags = {} if flags is None else flags
+        self.flags = EMPTY_FLAGS if flags is None else flags
         self.updated_at = updated_at
 
     def _fields(self) -> tuple:
@@ -121,7 +143,7 @@ class MemoryRecord:
             "provenance": self.provenance,
             "status": self.status,
             "scope": self.scope,
-            "flags": self.flags,
+            "flags": dict(self.flags),  # (a copy: the caller may modify it; the record's may be shared)
             "sequence": self.seq,
         }
         if self.updated_at:
@@ -186,7 +208,9 @@ class MemoryNamespace:
         self.seq = 0
         self.forgotten: set[str] = set()
         self.active: dict[int, MemoryRecord] = {}  # seq -> record, file order (dict keeps insertion order)
-        self._by_id: dict[str, list[int]] = {}  # id -> seqs of active stores, file order
+        # id -> seq of its active store, or a list of seqs (file order) when several stores share the id:
+        # one int, not a one-element list per record (~9 MB at 100k)
+        self._by_id: dict[str, int | list[int]] = {}
         self.config: dict = dict(DEFAULT_CONFIG)
         self.open_event: dict | None = None
         self.problems: list[Problem] = []
@@ -244,7 +268,9 @@ class MemoryNamespace:
 
     def get(self, record_id: str) -> MemoryRecord | None:
         seqs = self._by_id.get(record_id)
-        return self.active[seqs[-1]] if seqs else None
+        if seqs is None:
+            return None
+        return self.active[seqs if type(seqs) is int else seqs[-1]]
 
     # -- mutation ------------------------------------------------------------
     def apply_lines(self, lines: Iterable[JsonlLine]) -> MemoryDelta:
@@ -322,8 +348,9 @@ class MemoryNamespace:
             text = value  # a string value is its own text (§C.2): keep one copy, not two
         status, scope = get("status"), get("scope")
         record = MemoryRecord(
-            rid, self.namespace, key, value, text, tuple(tags), stored_at, seq, line_no, get("provenance"),
-            status if isinstance(status, str) else None, scope if isinstance(scope, str) else None, dict(flags),
+            rid, self.namespace, key, value, text, shared_tags(tags), stored_at, seq, line_no, get("provenance"),
+            status if isinstance(status, str) else None, scope if isinstance(scope, str) else None,
+            dict(flags) if flags else EMPTY_FLAGS,
         )
         if rid in self.forgotten:
             self.hidden.append(record)
@@ -332,9 +359,12 @@ class MemoryNamespace:
                 Severity.WARNING)
             return
         self.active[seq] = record
-        seqs = self._by_id.get(rid)
+        by_id = self._by_id
+        seqs = by_id.get(rid)
         if seqs is None:
-            self._by_id[rid] = [seq]
+            by_id[rid] = seq
+        elif type(seqs) is int:
+            by_id[rid] = [seqs, seq]
         else:
             seqs.append(seq)
         delta.added.append(record)  # delta.add(record), inlined: one per store of a cold load
@@ -351,7 +381,8 @@ class MemoryNamespace:
             if rid in self.forgotten:
                 continue
             self.forgotten.add(rid)
-            for seq in self._by_id.pop(rid, ()):
+            seqs = self._by_id.pop(rid, ())
+            for seq in (seqs,) if type(seqs) is int else seqs:
                 delta.remove(self.active.pop(seq))
 
     def _update(self, event: dict, line_no: int, delta: MemoryDelta) -> None:
@@ -361,11 +392,10 @@ class MemoryNamespace:
             return
         if rid in self.forgotten:
             return
-        seqs = self._by_id.get(rid)
-        if not seqs:
+        old = self.get(rid)
+        if old is None:
             self._problem(line_no, CODE_UPDATE_UNKNOWN, f"update for unknown record {rid}; Harn ignores it", Severity.INFO)
             return
-        old = self.active[seqs[-1]]
         changes: dict[str, Any] = {}
         if "value" in event:
             changes["value"] = event["value"]
@@ -373,7 +403,7 @@ class MemoryNamespace:
         if isinstance(event.get("text"), str):
             changes["text"] = event["text"]
         if isinstance(event.get("tags"), list):
-            changes["tags"] = tuple(t for t in event["tags"] if isinstance(t, str))
+            changes["tags"] = shared_tags(t for t in event["tags"] if isinstance(t, str))
         for name in ("status", "scope"):
             if isinstance(event.get(name), str):
                 changes[name] = event[name]

@@ -12,7 +12,7 @@ from tests.arch.imports import edges
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 # module name -> distribution name, where they differ
-DISTRIBUTION = {"yaml": "pyyaml"}
+DISTRIBUTION = {"yaml": "pyyaml", "attr": "attrs"}  # attrs ships both `attr` and `attrs`
 
 
 def declared() -> set[str]:
