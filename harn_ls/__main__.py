@@ -3,7 +3,6 @@
 import atexit
 import os
 import sys
-import threading
 
 from harn_ls.cli import main
 
@@ -14,7 +13,11 @@ def _exit(code: int) -> None:
     last collection over all of them (~1.2 s of CPU at 100k events, after the answer is out).
     When no other thread is still running, the exit hooks run, the streams are flushed and the
     process ends without that teardown; otherwise (a server still stopping) it exits normally."""
-    others = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
+    # threading never loaded (~4 ms a one-shot command need not pay): no thread was started, since
+    # harn-ls starts its threads only through it
+    threading = sys.modules.get("threading")
+    others = [] if threading is None else [
+        t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
     if others:
         raise SystemExit(code)
     atexit._run_exitfuncs()

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import tempfile
 from typing import Mapping
 
 
@@ -56,6 +54,9 @@ def write_cache_file(path: str, data: bytes, durable: bool = False) -> None:
     survive a crash (the append journal). Raises OSError; no temp file is left behind."""
     folder = os.path.dirname(path)
     os.makedirs(folder, mode=0o700, exist_ok=True)
+    # start-up: tempfile (with shutil and random, ~10 ms) loads only when a cache file is written
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -112,6 +113,9 @@ def evict_projects(env: Mapping[str, str] | None, keep: str | None, state_dir: s
             break
         if keep is not None and os.path.abspath(project) == os.path.abspath(keep):
             continue
+        # start-up: shutil (with bz2 and lzma, ~8 ms) loads only when a cache folder is dropped
+        import shutil
+
         shutil.rmtree(state, ignore_errors=True)
         total -= size
         dropped.append(project)

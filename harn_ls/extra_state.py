@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING
 
 from harn_ls import cache_dir
 from harn_ls.change_kinds import STATE_FILE_KINDS, ChangeKind, K
-from harn_ls.formats import hitl as hitl_fmt
 from harn_ls.formats import state_files as sf
-from harn_ls.formats.event_logs import LogView, discover
+from harn_ls.formats.event_logs import LogView, discover, hitl_rules
 from harn_ls.formats.problems import Problem, Severity
+
+if TYPE_CHECKING:
+    from harn_ls.formats import hitl as hitl_fmt
 
 
 def _under(path: str, root: str) -> bool:
@@ -188,8 +191,11 @@ class ExtraState:
     def waiting(self) -> list[hitl_fmt.HitlRequest]:
         out = []
         for v in self.logs.values():
-            out.extend(hitl_fmt.waiting(v.requests))
-        out.sort(key=lambda r: (hitl_fmt.parse_time_ms(r.requested_at) or 0, r.event_id), reverse=True)
+            if v.requests:  # a log that was never read has none (and needs no HITL rules loaded)
+                out.extend(hitl_rules().waiting(v.requests))
+        if out:
+            parse_time_ms = hitl_rules().parse_time_ms
+            out.sort(key=lambda r: (parse_time_ms(r.requested_at) or 0, r.event_id), reverse=True)
         return out
 
     def request(self, request_id: str) -> tuple[hitl_fmt.HitlRequest, LogView] | None:

@@ -20,7 +20,6 @@ from harn_ls.formats import checkpoints as ckpt_fmt
 from harn_ls.formats import facts as facts_fmt
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats import runs as runs_fmt
-from harn_ls.formats import session_store as ss_fmt
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, namespace_of
 from harn_ls.formats.problems import Problem, Severity
@@ -28,8 +27,9 @@ from harn_ls.state_cache import StateCache, pattern_projection, read_checkpoint
 from harn_ls.workspace_recall import RecallPart
 from harn_ls.workspace_runs import RunsPart, TranscriptEntry, _json_files
 
-if TYPE_CHECKING:  # numpy (via recall) is imported only when recall is used: `inspect` never needs it
+if TYPE_CHECKING:  # numpy (recall), sqlite3 (sessions) load only when used: `inspect` needs neither
     from harn_ls.extra_state import ExtraState
+    from harn_ls.formats import session_store as ss_fmt
     from harn_ls.formats import skills as skills_fmt
     from harn_ls.history import CheckpointHistory
     from harn_ls.recall import RecallEngine
@@ -431,11 +431,15 @@ class Workspace(RunsPart, RecallPart):
 
     # -------------------------------------------------------------- sessions
     def _refresh_sessions(self, changes: ChangeSet) -> None:
-        path = self.paths.session_store
         changes.kinds.add(K.SESSIONS)
-        changes.problem_paths.add(path)
+        changes.problem_paths.add(path := self.paths.session_store)
         # lexists: a FIFO, a device or a symlink out of the project is reported by the reader, never opened.
-        self.sessions = ss_fmt.read_session_store(path) if os.path.lexists(path) else None
+        if not os.path.lexists(path):
+            self.sessions = None
+            return
+        # start-up: the reader (sqlite3) loads only once a project has a session store
+        from harn_ls.formats import session_store as ss_fmt
+        self.sessions = ss_fmt.read_session_store(path)
 
     # ----------------------------------------------------------------- apply
     def apply(self, changed: Iterable[str]) -> ChangeSet:
@@ -685,14 +689,10 @@ class Workspace(RunsPart, RecallPart):
         active = sum(s.sizes()[0] for s in self.memory.values())
         pending = self.pending_proposals()
         return {
-            "checkpoints": len(self.checkpoints),
-            "checkpointKeys": sum(len(c.entries) for c in self.checkpoints.values()),
-            "namespaces": len(self.memory),
-            "records": active,
+            "checkpoints": len(self.checkpoints), "checkpointKeys": sum(len(c.entries) for c in self.checkpoints.values()),
+            "namespaces": len(self.memory), "records": active,
             "facts": len(self.facts) + sum(self._state_cache.fact_summaries[ns][0] for ns in self._pending_facts),
-            "proposals": len(pending),
-            "skills": len(self.skills.skills) if self.skills else 0,
-            "runs": len(self.runs),
-            "transcripts": len(self.transcripts),
+            "proposals": len(pending), "skills": len(self.skills.skills) if self.skills else 0,
+            "runs": len(self.runs), "transcripts": len(self.transcripts),
             "sessions": len(self.sessions.sessions) if self.sessions else 0,
         } | self.extra.counts()

@@ -15,19 +15,29 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from harn_ls.formats import hitl as hitl_fmt
 from harn_ls.formats.events import (
     Event,
     FileEventLog,
     LogSummary,
-    SqliteEventLog,
     TopicInfo,
 )
 from harn_ls.formats.problems import Problem, Severity
 
+if TYPE_CHECKING:
+    from harn_ls.formats import hitl as hitl_fmt
+
 MAX_HITL_EVENTS = 20_000  # per HITL topic; beyond it the oldest are dropped (with a problem)
 TAIL_BATCH = 500
+
+
+def hitl_rules():
+    """formats/hitl.py, loaded once a log exists: only a present log has HITL events to read."""
+    # start-up: the HITL rules (with calendar, ~5 ms) load only when an event log is refreshed
+    from harn_ls.formats import hitl
+
+    return hitl
 
 
 @dataclass(frozen=True)
@@ -83,9 +93,13 @@ class LogView:
             os.path.join(self.loc.path, "topics"))
 
     def backend(self):
-        if self._backend is None:
-            self._backend = (SqliteEventLog(self.loc.path, self.copy_dir, self.root) if self.loc.backend == "sqlite"
-                             else FileEventLog(self.loc.path))
+        if self._backend is None and self.loc.backend == "sqlite":
+            # start-up: sqlite3 and tempfile load only once a project has an events.sqlite to read
+            from harn_ls.formats.events_sqlite import SqliteEventLog
+
+            self._backend = SqliteEventLog(self.loc.path, self.copy_dir, self.root)
+        elif self._backend is None:
+            self._backend = FileEventLog(self.loc.path)
         return self._backend
 
     def problems(self) -> list[Problem]:
@@ -128,7 +142,7 @@ class LogView:
     # ------------------------------------------------------------------ HITL
     def _tail_hitl(self, be, changed: set[str], file_changes: dict) -> bool:
         any_change = False
-        for topic in hitl_fmt.HITL_TOPICS:
+        for topic in hitl_rules().HITL_TOPICS:
             if topic not in changed:
                 continue
             any_change = True
@@ -164,7 +178,8 @@ class LogView:
                     f"{topic} holds more than {MAX_HITL_EVENTS} events; only the newest are used for pending requests",
                     Severity.INFO))
         # waitpoint records of HITL requests: the latest one per request
-        wp_topics = [t for t in changed if t.startswith(hitl_fmt.WAITPOINT_PREFIX)]
+        prefix = hitl_rules().WAITPOINT_PREFIX
+        wp_topics = [t for t in changed if t.startswith(prefix)]
         if wp_topics:
             any_change = True
             if self.loc.backend == "file":
@@ -187,7 +202,7 @@ class LogView:
         p = ev.payload if isinstance(ev.payload, dict) else {}
         wid = p.get("id") if isinstance(p.get("id"), str) else ev.headers.get("waitpoint_id")
         if not isinstance(wid, str):
-            wid = topic[len(hitl_fmt.WAITPOINT_PREFIX):]
+            wid = topic[len(hitl_rules().WAITPOINT_PREFIX):]
         if ev.kind == "waitpoint.state":
             self.waitpoints[wid] = p
         elif ev.kind in ("waitpoint_created", "waitpoint_completed", "waitpoint_cancelled"):
@@ -196,14 +211,15 @@ class LogView:
 
     def _drop_waitpoint(self, topic: str) -> None:
         self._wp_heads.pop(topic, None)
-        suffix = topic[len(hitl_fmt.WAITPOINT_PREFIX):]
-        for wid in [w for w in self.waitpoints if hitl_fmt.sanitize_topic_component(w) == suffix]:
+        hitl = hitl_rules()
+        suffix = topic[len(hitl.WAITPOINT_PREFIX):]
+        for wid in [w for w in self.waitpoints if hitl.sanitize_topic_component(w) == suffix]:
             del self.waitpoints[wid]
 
     def _derive(self, now_ms: int | None) -> None:
-        events = [ev for t in hitl_fmt.HITL_TOPICS for ev in self.hitl_events.get(t, [])]
+        events = [ev for t in hitl_rules().HITL_TOPICS for ev in self.hitl_events.get(t, [])]
         now = now_ms if now_ms is not None else int(time.time() * 1000)
-        self.requests, self.hitl_problems = hitl_fmt.derive(events, self.waitpoints, now, log_label=self.label,
+        self.requests, self.hitl_problems = hitl_rules().derive(events, self.waitpoints, now, log_label=self.label,
                                                             path=self.path)
 
     # ----------------------------------------------------------------- pages

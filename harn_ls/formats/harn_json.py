@@ -14,7 +14,6 @@ Two encoders matter, because Harn uses two:
 from __future__ import annotations
 
 import hashlib
-from decimal import Decimal
 from typing import Any
 
 from orjson import dumps as _orjson_dumps
@@ -51,6 +50,9 @@ _SERDE_ESCAPES = _build_table(harn=False)
 def _rust_display_float(value: float) -> str:
     if value != value or value in (float("inf"), float("-inf")):
         return "null"
+    # start-up: decimal (~10 ms) loads only once a float is written the way Harn writes it
+    from decimal import Decimal
+
     text = format(Decimal(repr(value)), "f")
     if "." in text:
         text = text.rstrip("0").rstrip(".")
@@ -64,6 +66,9 @@ def _ryu_float(value: float) -> str:
     if value == 0.0:
         return "-0.0" if str(value).startswith("-") else "0.0"
     sign = "-" if value < 0 else ""
+    # start-up: decimal (~10 ms) loads only once a float is written the way serde writes it
+    from decimal import Decimal
+
     digits_tuple, exponent = Decimal(repr(abs(value))).normalize().as_tuple()[1:]
     digits = "".join(map(str, digits_tuple))
     length = len(digits)

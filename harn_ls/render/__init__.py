@@ -10,9 +10,24 @@ never from this package, so `harn_ls.render` is not part of any import cycle.
 
 from __future__ import annotations
 
-from harn_ls.render.uri import SCHEME, RenderSettings, StateUri, UriError, make_uri, parse_uri
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harn_ls.render.uri import RenderSettings
 
 __all__ = ["SCHEME", "RenderSettings", "StateUri", "UriError", "make_uri", "parse_uri", "render_uri"]
+_URI_NAMES = frozenset(__all__) - {"render_uri"}
+
+
+def __getattr__(name: str):
+    """The URI helpers, re-exported from render/uri.py on first use: a CLI command that only prints
+    through render/terminal.py (inspect --json) never loads them (dataclasses, urllib.parse)."""
+    if name not in _URI_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # start-up: render/uri.py (~10 ms) loads on the first URI helper asked for, not with the package
+    from harn_ls.render import uri
+
+    return getattr(uri, name)
 
 
 def render_uri(ws, uri: str, settings: RenderSettings | None = None) -> str:

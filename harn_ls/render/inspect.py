@@ -11,7 +11,7 @@ from harn_ls.formats.checkpoints import running_now
 from harn_ls.formats.facts import date_now_iso
 from harn_ls.formats.locks import read_flock_table, running_session_writers, session_running
 from harn_ls.formats.pattern_learning import is_suppressed
-from harn_ls.render.state_docs import inspect_extra, inspect_extra_text
+from harn_ls.render.inspect_extra import inspect_extra, inspect_extra_text
 from harn_ls.state_rows import (FACT_SEPARATOR, fact_inspect_entry, fact_inspect_fragment, join_fact_fragments,
                                split_fact_body)
 

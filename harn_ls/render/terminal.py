@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import re
 
-from harn_ls.render.markdown import take_escape
-
 # bidi embeddings/overrides/isolates and marks, line/paragraph separators: they change how a
 # line reads without being visible; the rest of category Cf (ZWJ in emoji, soft hyphen) is kept
 _INVISIBLE_REORDERING = frozenset(
@@ -73,6 +71,10 @@ _FOLD_TAGS = re.compile(r"^\s*</?details( open)?>\s*$")
 
 
 def _inline_to_text(line: str) -> str:
+    # start-up: render/markdown.py (urllib.parse, orjson) loads for text output only: every CLI command
+    # loads this module for its terminal-safe stream
+    from harn_ls.render.markdown import take_escape
+
     out: list[str] = []
     i, n = 0, len(line)
     link_starts: list[int] = []  # positions in `out` where an unescaped `[` opened a label

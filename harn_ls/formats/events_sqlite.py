@@ -1,0 +1,256 @@
+"""The SQLite backend of the event-log readers (formats/events.py holds the events, the file
+backend and the codes and caps both use). Its own module so that sqlite3, tempfile and the
+hardened connection code load only when a project has an `events.sqlite`: most `inspect` and
+server runs never meet one.
+
+Every call opens a private read-only connection, runs a few short bounded queries and closes
+it, so Harn's writer is never blocked and its checkpoints are never pinned (§H.2.7).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import tempfile
+from typing import Any, Iterable
+
+from harn_ls.formats import sqlite_safe
+from harn_ls.formats.events import (CODE_NO_SHM, CODE_OPEN, CODE_SCHEMA, CODE_TOPIC, KNOWN_SCHEMA_VERSION, MAX_CONSUMERS,
+                                    MAX_COPY_BYTES, MAX_ROWS, MAX_TOPICS, PAGE_MAX, QUERY_DEADLINE_S, SCHEMA_MARKER,
+                                    Consumer, Event, LogSummary, TopicInfo, make_event, valid_topic)
+from harn_ls.formats.problems import Problem, Severity
+
+
+class SqliteEventLog:
+    """One `events.sqlite`. Cheap to construct; every method opens and closes its own connection."""
+
+    backend = "sqlite"
+
+    def __init__(self, path: str, copy_dir: str | None = None, root: str | None = None) -> None:
+        self.path = path
+        self.root = root  # when given, the file's real path must stay inside it
+        self.copy_dir = copy_dir  # where a -wal without -shm is copied to be read (outside the project)
+        self.exists = os.path.isfile(path)
+
+    # ------------------------------------------------------------ connections
+    def _connect(self, problems: list[Problem]) -> tuple[sqlite3.Connection, str | None] | None:
+        """A locked-down read-only connection (formats/sqlite_safe.py); a `-wal` without its `-shm`
+        is read from a copy in the cache folder, since opening it in place would create the `-shm`."""
+        tmp = None
+        target = self.path
+        if os.path.exists(self.path + "-wal") and not os.path.exists(self.path + "-shm"):
+            tmp = self._copy_for_read(problems)
+            if tmp is None:
+                return None
+            target = os.path.join(tmp, "events.sqlite")  # mode=ro there replays the copied WAL
+        try:
+            conn = sqlite_safe.open_readonly(target, None if tmp else self.root)
+        except BaseException:
+            if tmp:
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return conn, tmp
+
+    def _copy_for_read(self, problems: list[Problem]) -> str | None:
+        try:
+            size = os.path.getsize(self.path) + os.path.getsize(self.path + "-wal")
+        except OSError:
+            return None
+        if size > MAX_COPY_BYTES or not self.copy_dir:
+            problems.append(Problem(self.path, 0, CODE_NO_SHM,
+                f"{os.path.basename(self.path)}-wal exists without its -shm file; not read (reading in place would "
+                "create -shm inside the project)", Severity.WARNING))
+            return None
+        os.makedirs(self.copy_dir, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix="evcopy-", dir=self.copy_dir)
+        try:
+            shutil.copyfile(self.path, os.path.join(tmp, "events.sqlite"))
+            shutil.copyfile(self.path + "-wal", os.path.join(tmp, "events.sqlite-wal"))
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return None
+        problems.append(Problem(self.path, 0, CODE_NO_SHM,
+            f"{os.path.basename(self.path)}-wal exists without its -shm file (a writer crashed?); shown from a copy",
+            Severity.INFO))
+        return tmp
+
+    def _run(self, problems: list[Problem], fn) -> Any:
+        """Open, run `fn(query)`, close. SQLite errors and refusals become a Problem; returns None then."""
+        if not os.path.isfile(self.path):
+            return None
+        opened = None
+        try:
+            opened = self._connect(problems)
+            if opened is None:
+                return None
+            conn = opened[0]
+
+            def query(sql: str, args: tuple = ()) -> list:
+                # every statement: a deadline, a row cap, fully consumed (never a statement left open)
+                return sqlite_safe.query(conn, sql, args, QUERY_DEADLINE_S, MAX_ROWS)
+
+            self._check_schema(conn, query, problems)
+            return fn(query)
+        except _SchemaRefused:
+            return None
+        except sqlite_safe.SqliteRefused as exc:
+            problems.append(Problem(self.path, 0, CODE_OPEN, f"event log not read: {exc}", Severity.ERROR))
+            return None
+        except sqlite3.Error as exc:
+            msg = str(exc)
+            hint = ("it may be locked or mid-write — retried on the next change" if "locked" in msg or "busy" in msg
+                    else "the database may be corrupt")
+            problems.append(Problem(self.path, 0, CODE_OPEN, f"cannot read event log ({msg}); {hint}", Severity.ERROR))
+            return None
+        finally:
+            if opened is not None:
+                sqlite_safe.close_quietly(opened[0])
+                if opened[1]:
+                    shutil.rmtree(opened[1], ignore_errors=True)
+
+    def _check_schema(self, conn, query, problems: list[Problem]) -> None:
+        try:
+            cols = sqlite_safe.table_columns(conn, "events", QUERY_DEADLINE_S)
+        except sqlite_safe.SqliteDeadline:
+            raise
+        except sqlite_safe.SqliteRefused as exc:
+            problems.append(Problem(self.path, 0, CODE_SCHEMA, f"{exc}; not a Harn event log (nothing read)",
+                                    Severity.ERROR))
+            raise _SchemaRefused() from None
+        missing = {"topic", "event_id", "kind", "payload", "headers", "occurred_at_ms"} - set(cols)
+        if missing:
+            problems.append(Problem(self.path, 0, CODE_SCHEMA, f"table 'events' lacks {', '.join(sorted(missing))}; "
+                                    "not a Harn event log (nothing read)", Severity.ERROR))
+            raise _SchemaRefused()
+        self._tables = {"events"}
+        for name in ("topic_heads", "consumers"):
+            try:
+                sqlite_safe.table_columns(conn, name, QUERY_DEADLINE_S)
+                self._tables.add(name)
+            except sqlite_safe.SqliteDeadline:
+                raise
+            except sqlite_safe.SqliteRefused as exc:
+                if "no table" not in str(exc):
+                    problems.append(Problem(self.path, 0, CODE_SCHEMA, f"{exc}; ignored", Severity.WARNING))
+        self.schema_version = None
+        if sqlite_safe.object_kind(conn, SCHEMA_MARKER, QUERY_DEADLINE_S) == "table":
+            row = query(f"SELECT version FROM main.{SCHEMA_MARKER} WHERE name = 'event_log' LIMIT 1")
+            if row and isinstance(row[0][0], int):
+                self.schema_version = row[0][0]
+                if row[0][0] > KNOWN_SCHEMA_VERSION:
+                    problems.append(Problem(self.path, 0, CODE_SCHEMA,
+                        f"event log schema version {row[0][0]} is newer than this viewer knows "
+                        f"({KNOWN_SCHEMA_VERSION}); unknown schema — shown as far as the known columns go",
+                        Severity.WARNING))
+
+    # ------------------------------------------------------------- queries
+    def summary(self, known: dict[str, TopicInfo] | None = None) -> LogSummary:
+        """Topics (count, ids, latest time) and consumer cursors with lag.
+
+        `known` (the previous summary's topics) lets unchanged topics skip their queries: a topic
+        whose `topic_heads.last_id` did not move keeps its numbers."""
+        out = LogSummary()
+
+        def fn(query):
+            heads: dict[str, int] = {}
+            if "topic_heads" in self._tables:
+                for topic, last in query("SELECT topic, last_id FROM main.topic_heads LIMIT ?", (MAX_TOPICS,)):
+                    if isinstance(topic, str) and isinstance(last, int):
+                        heads[topic] = last
+            else:
+                for (topic,) in query("SELECT DISTINCT topic FROM main.events LIMIT ?", (MAX_TOPICS,)):
+                    if isinstance(topic, str):
+                        heads[topic] = -1
+            if len(heads) >= MAX_TOPICS:
+                out.problems.append(Problem(self.path, 0, CODE_SCHEMA, f"more than {MAX_TOPICS} topics; the rest are not shown",
+                                            Severity.INFO))
+            for topic, last in heads.items():
+                if not valid_topic(topic):
+                    out.problems.append(Problem(self.path, 0, CODE_TOPIC,
+                        f"topic {topic[:80]!r} is not a valid Harn topic name (letters, digits, '.', '_', '-')", Severity.WARNING))
+                prev = (known or {}).get(topic)
+                if prev is not None and last >= 0 and prev.last_id == last:
+                    out.topics[topic] = prev
+                    continue
+                first = query("SELECT event_id FROM main.events WHERE topic = ? ORDER BY event_id ASC LIMIT 1", (topic,))
+                newest = query("SELECT event_id, occurred_at_ms FROM main.events WHERE topic = ? "
+                               "ORDER BY event_id DESC LIMIT 1", (topic,))
+                info = TopicInfo(topic)
+                if first and newest:
+                    info.first_id, info.last_id = first[0][0], newest[0][0]
+                    # ids are contiguous apart from a compacted prefix (§H.2.4)
+                    info.count = max(0, info.last_id - info.first_id + 1)
+                    info.latest_ms = newest[0][1] if isinstance(newest[0][1], int) else None
+                if last > info.last_id:
+                    info.last_id = last
+                out.topics[topic] = info
+            if "consumers" in self._tables:
+                for topic, cid, cursor, updated in query(
+                        "SELECT topic, consumer_id, cursor, updated_at_ms FROM main.consumers LIMIT ?", (MAX_CONSUMERS,)):
+                    if not isinstance(topic, str) or not isinstance(cid, str) or not isinstance(cursor, int):
+                        continue
+                    head = out.topics.get(topic)
+                    lag = max(0, head.last_id - cursor) if head else 0
+                    out.consumers.append(Consumer(topic, cid, cursor, updated if isinstance(updated, int) else None, lag))
+            out.schema_version = self.schema_version
+            return True
+
+        if self._run(out.problems, fn) is None:
+            out.ok = False
+        return out
+
+    def read_after(self, topic: str, after_id: int, limit: int = 500, problems: list[Problem] | None = None) -> list[Event]:
+        """Events of `topic` with id > after_id, oldest first, at most `limit` (tail by id)."""
+        sink = problems if problems is not None else []
+        limit = max(1, min(int(limit), PAGE_MAX * 10))
+        rows = self._run(sink, lambda q: q(
+            "SELECT event_id, kind, payload, headers, occurred_at_ms FROM main.events "
+            "WHERE topic = ? AND event_id > ? ORDER BY event_id ASC LIMIT ?", (topic, int(after_id), limit)))
+        return self._events(topic, rows or [], sink)
+
+    def read_page(self, topic: str, page: int, size: int, problems: list[Problem] | None = None) -> list[Event]:
+        """Page `page` (0 = newest) of `topic`, newest first."""
+        sink = problems if problems is not None else []
+        size = max(1, min(int(size), PAGE_MAX))
+        rows = self._run(sink, lambda q: q(
+            "SELECT event_id, kind, payload, headers, occurred_at_ms FROM main.events "
+            "WHERE topic = ? ORDER BY event_id DESC LIMIT ? OFFSET ?", (topic, size, max(0, int(page)) * size)))
+        return self._events(topic, rows or [], sink)
+
+    def read_last(self, topics: Iterable[str], problems: list[Problem] | None = None) -> dict[str, Event]:
+        """The newest event of each topic (one indexed query per topic, one connection)."""
+        sink = problems if problems is not None else []
+        wanted = list(topics)
+
+        def fn(q):
+            out = {}
+            for t in wanted:
+                rows = q("SELECT event_id, kind, payload, headers, occurred_at_ms FROM main.events "
+                         "WHERE topic = ? ORDER BY event_id DESC LIMIT 1", (t,))
+                if rows:
+                    out[t] = rows[0]
+            return out
+
+        rows = self._run(sink, fn) or {}
+        result = {}
+        for t, row in rows.items():
+            evs = self._events(t, [row], sink)
+            if evs:
+                result[t] = evs[0]
+        return result
+
+    def _events(self, topic: str, rows: list, sink: list[Problem]) -> list[Event]:
+        out = []
+        for event_id, kind, payload, headers, occurred in rows:
+            if not isinstance(event_id, int):
+                continue
+            ev = make_event(self.path, topic, event_id, kind, payload, headers, occurred)
+            if ev.problem is not None:
+                sink.append(ev.problem)
+            out.append(ev)
+        return out
+
+
+class _SchemaRefused(Exception):
+    pass

@@ -1,0 +1,54 @@
+"""A one-shot `inspect --json` loads the SQLite, HITL, session-store and document helpers only when
+the project has what they read: a project without an event log or a session store never pays for
+them, and one with them still gets them read (the lazy imports skip no reader)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
+
+WATCHED = ["sqlite3", "tempfile", "threading", "harn_ls.formats.events_sqlite", "harn_ls.formats.hitl",
+           "harn_ls.formats.session_store", "harn_ls.render.uri", "harn_ls.render.markdown"]
+
+# runs the CLI in a fresh interpreter, its answer to a file, then says which watched modules it loaded
+CHILD = r"""
+import json, os, sys
+out = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+os.dup2(out, 1)
+from harn_ls.cli import main
+code = main(["inspect", sys.argv[1], "--json"])
+sys.stdout.flush()
+sys.stderr.write(json.dumps({"code": code, "loaded": [m for m in json.loads(sys.argv[3]) if m in sys.modules]}))
+"""
+
+
+def run_inspect(project, tmp_path) -> tuple[dict, list[str]]:
+    answer = tmp_path / "answer.json"
+    done = subprocess.run([sys.executable, "-c", CHILD, str(project), str(answer), json.dumps(WATCHED)],
+                          capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report["code"] == 0
+    return json.loads(answer.read_bytes()), report["loaded"]
+
+
+def test_a_project_with_event_log_and_session_store_still_has_them_read(project, cache_env, tmp_path):
+    data, loaded = run_inspect(project, tmp_path)
+    assert {"sqlite3", "harn_ls.formats.events_sqlite", "harn_ls.formats.hitl",
+            "harn_ls.formats.session_store"} <= set(loaded)
+    assert any(log["backend"] == "sqlite" and log["topics"] for log in data["event_logs"])
+    assert data["sessions"] is not None and data["sessions"]["sessions"]
+
+
+def test_warm_inspect_without_them_loads_none_of_their_readers(project, cache_env, tmp_path):
+    for name in ("events.sqlite", "session-store.sqlite"):
+        for suffix in ("", "-wal", "-shm"):
+            (project / ".harn" / (name + suffix)).unlink(missing_ok=True)
+    cold, _ = run_inspect(project, tmp_path)  # fills the state cache
+    warm, loaded = run_inspect(project, tmp_path)
+    assert warm == cold
+    assert warm["event_logs"] == [] and warm["sessions"] is None and warm["hitl"] == {"waiting": [], "resolved": []}
+    assert loaded == []
