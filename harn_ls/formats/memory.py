@@ -34,9 +34,25 @@ CODE_UPDATE_UNKNOWN = "HL-MEM-004"
 # modified: a record gets tuple(tags) and dict(flags).
 _NO_TAGS: list = []
 _NO_FLAGS: dict = {}
+
+
+class _EmptyFlags(dict):
+    """An empty dict that refuses to change: being shared by most records, a write into it would
+    give flags to all of them. Still a dict, so equality, `dict(...)` and JSON encoders see `{}`."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("a record's flags are shared and read-only: build a new dict")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse  # type: ignore[assignment]
+    update = setdefault = pop = popitem = clear = _refuse  # type: ignore[assignment]
+
+
 # The flags of every record stored without any (most): one shared empty dict, not one each (~5 MB
-# at 100k). Nothing modifies a record's flags (an update merges into a new dict; `to_json` copies).
-EMPTY_FLAGS: dict = {}
+# at 100k). Nothing modifies a record's flags (an update merges into a new dict; `to_json` copies),
+# and the shared one cannot be modified.
+EMPTY_FLAGS: dict = _EmptyFlags()
 # Tag tuples seen so far, each the first of its equal tuples (its strings interned): records share
 # them instead of holding one tuple and one string per tag each (~18 MB at 100k). Bounded: tags are
 # project bytes, so past the cap a new combination is simply not shared.

@@ -140,7 +140,13 @@ def _record(**over) -> MemoryRecord:
 
 def test_memory_record_compares_by_fields_and_copies_with_changes():
     a, b = _record(), _record()
-    assert a == b and a is not b and a.flags == {} and a.flags is not b.flags
+    assert a == b and a is not b and a.flags == {}
+    # records without flags share one empty mapping, so it must refuse writes (not leak to all)
+    for write in (lambda f: f.__setitem__("pinned", True), lambda f: f.update(pinned=True),
+                  lambda f: f.setdefault("pinned", True), lambda f: f.pop("x", None), lambda f: f.clear()):
+        with pytest.raises(TypeError):
+            write(a.flags)
+    assert b.flags == {} and orjson.dumps(a.flags) == b"{}" and dict(a.flags) == {}
     c = a.with_changes(text="new", flags={"pinned": True})
     assert (c.text, c.flags, c.id, c.seq) == ("new", {"pinned": True}, "m1", 3)
     assert a.text == "t" and a != c
