@@ -716,9 +716,10 @@ def main(argv: list[str] | None = None) -> int:
         ws = Workspace.load(str(proj))
         ws.recall  # as in the server (it builds the index right after loading): appends also index
         settle_gc()
+        events_before = sum(s.event_count for s in ws.memory.values())  # the project's size, before the appends
         batches, deferred = bench_incremental(ws, proj / ns_rel, ns, 20 if args.quick else 50,
                                               recall_queries(manifest["seed"] + 1, 50))
-        inc[size] = {"events": sum(s.event_count for s in ws.memory.values()), "batches": batches, **deferred}
+        inc[size] = {"events": events_before, "batches": batches, **deferred}
         if size == "large":
             ws_large = ws
             results["recall"] = bench_recall_ws(ws, manifest["seed"], 100 if args.quick else 200, 10 if args.quick else 20)
