@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import zlib
 from pathlib import Path
 
 import orjson
 import pytest
 
-from harn_ls.state_cache import MANIFEST, StateCache
+from harn_ls.state_cache import StateCache
 from harn_ls.workspace import Workspace
 from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
+from tests.helpers.cache_damage import damage_payload
 from tests.unit.test_cache_inspect import cold_bytes, fast
 
 CHECKPOINTS = ".harn/checkpoints"
@@ -113,24 +113,14 @@ def test_a_changed_checkpoint_is_read_again(project, cache_env, change):
 @pytest.mark.parametrize("damage", ["flip", "truncate", "bad-rows", "other-path"])
 def test_a_damaged_checkpoint_payload_is_never_trusted(project, cache_env, damage):
     filled(project)
-    folder = Path(StateCache(str(project)).folder)
-    manifest = orjson.loads((folder / MANIFEST).read_bytes())
-    payload = folder / manifest["checkpoints"]["name"]
-    data = payload.read_bytes()
-    if damage == "flip":
-        data = data.replace(b'"', b"'", 1)
-    elif damage == "truncate":
-        data = data[: len(data) // 2]
-    else:
-        doc = orjson.loads(data)
+
+    def rewrite(doc: dict) -> dict:
         if damage == "bad-rows":
-            doc = {path: [entry[0], ["only", "three", "fields"]] for path, entry in doc.items()}
-        else:  # rows that name another file than the one they are filed under
-            doc = {path: [entry[0], [entry[1][0], "/elsewhere.json", *entry[1][2:]]] for path, entry in doc.items()}
-        data = orjson.dumps(doc)
-        manifest["checkpoints"].update(size=len(data), crc=zlib.crc32(data))  # consistent: only the content is wrong
-        (folder / MANIFEST).write_bytes(orjson.dumps(manifest))
-    payload.write_bytes(data)
+            return {path: [entry[0], ["only", "three", "fields"]] for path, entry in doc.items()}
+        # rows that name another file than the one they are filed under
+        return {path: [entry[0], [entry[1][0], "/elsewhere.json", *entry[1][2:]]] for path, entry in doc.items()}
+
+    damage_payload(project, "checkpoints", damage, (b'"', b"'"), rewrite)
     expected = cold_bytes(project)
     got, ws, _data = fast(project)
     assert got == expected

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import zlib
 from pathlib import Path
 
 import orjson
 import pytest
 
-from harn_ls.state_cache import MANIFEST, StateCache
+from harn_ls.state_cache import StateCache
 from harn_ls.workspace import Workspace
 from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
+from tests.helpers.cache_damage import damage_payload
 from tests.unit.test_cache_inspect import cold_bytes, fast
 
 RUNS = ".harn-runs"
@@ -124,25 +124,13 @@ def test_a_run_folder_that_leaves_the_project_is_not_listed_from_the_cache(proje
 @pytest.mark.parametrize("damage", ["flip", "truncate", "not-a-dict", "bad-rows"])
 def test_a_damaged_run_listing_is_never_trusted(project, cache_env, damage):
     filled(project)
-    folder = Path(StateCache(str(project)).folder)
-    manifest = orjson.loads((folder / MANIFEST).read_bytes())
-    payload = folder / manifest["runs"]["name"]
-    data = payload.read_bytes()
-    if damage == "flip":
-        data = data.replace(b'"status":"', b'"status":"X', 1)
-    elif damage == "truncate":
-        data = data[: len(data) // 2]
-    else:
-        doc = orjson.loads(data)
+
+    def rewrite(doc: dict) -> dict:
         if damage == "not-a-dict":
-            doc = {path: "entry" for path in doc}
-        else:
-            doc = {path: [entry[0], {"id": 1}] for path, entry in doc.items()}
-        data = orjson.dumps(doc)
-        # a payload consistent with its manifest entry: only the content is wrong
-        manifest["runs"].update(size=len(data), crc=zlib.crc32(data))
-        (folder / MANIFEST).write_bytes(orjson.dumps(manifest))
-    payload.write_bytes(data)
+            return {path: "entry" for path in doc}
+        return {path: [entry[0], {"id": 1}] for path, entry in doc.items()}
+
+    damage_payload(project, "runs", damage, (b'"status":"', b'"status":"X'), rewrite)
     expected = cold_bytes(project)
     got, ws, _data = fast(project)
     assert got == expected
