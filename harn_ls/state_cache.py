@@ -399,7 +399,7 @@ class StateCache:
                 st = lstat(path)
             except OSError:
                 continue
-            if not is_reg(st.st_mode) or entry[0] != [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]:
+            if not is_reg(st.st_mode) or entry[0] != _lstat_validator(st):
                 continue
             try:
                 out[path] = _run_from_row(entry[1])

@@ -32,10 +32,9 @@ def _problem_from_row(row: list) -> Problem:
 # ----------------------------------------------------------------------------- run records
 def _stat_validator(path: str) -> list | None:
     try:
-        st = os.stat(path)
+        return _lstat_validator(os.stat(path))  # the same fields, of the file a link leads to
     except OSError:
         return None
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 _RUN_FIELDS = ("id", "path", "status", "workflow_id", "workflow_name", "started_at", "finished_at", "stages", "usage",
