@@ -348,7 +348,9 @@ class HarnLanguageServer(LanguageServer):
                 if self.requests.quiet_for() >= SETTLE_QUIET_S:
                     break
             if not proj.closed:
-                await proj.run(paused_gc(lambda: proj.ws.fold_recall_queue()))
+                # the index is over records, not facts: a fold queued by the start's first fan-out
+                # must not decode the facts the load deferred in the middle of the recall warm-up
+                await proj.run_before_facts(paused_gc(lambda: proj.ws.fold_recall_queue()))
 
         self.spawn(fold_recall_queue(), "recall index update")
 

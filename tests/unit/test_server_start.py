@@ -100,3 +100,35 @@ def test_an_append_before_the_facts_are_decoded_equals_a_cold_load(project, cach
     left, snap = asyncio.run(scenario())
     assert FACT_NS not in left  # the batch decoded the namespace it changed
     assert snap == cold(project)
+
+
+def test_the_first_fan_out_leaves_the_facts_deferred(project, cache_env):
+    """The start's first fan-out (every kind, memory too) queues a recall-index fold; it runs while
+    the recall warm-up is still going and must not decode the facts the load deferred (recall-ready
+    would wait for them), yet the server's answers afterwards are a cold load's."""
+    # the server module (pygls, lsprotocol) is only this test's: the others drive a bare Project
+    from harn_ls.change_kinds import RESCAN_KINDS
+    from harn_ls.lsp.server import create_server
+    from harn_ls.workspace import ChangeSet
+
+    fill(project)
+
+    async def scenario():
+        server = create_server()
+        sent = []
+        server.protocol.notify = lambda method, params=None: sent.append(method)
+        proj = Project(str(project), server.on_changes)
+        server.projects[proj.folder_path] = proj
+        await proj.load()
+        await server.on_changes(proj, ChangeSet(rescanned=True, kinds=set(RESCAN_KINDS)))
+        while server.background:  # the queued fold (and whatever else the fan-out spawned)
+            await asyncio.gather(*list(server.background))
+        left = await proj.run_before_facts(lambda: sorted(proj.ws.deferred_fact_namespaces()))
+        snap = await proj.run(lambda: snapshot(proj.ws))
+        proj.close()
+        return sent, left, snap
+
+    sent, left, snap = asyncio.run(scenario())
+    assert "harn/status" in sent
+    assert FACT_NS in left
+    assert snap == cold(project)
