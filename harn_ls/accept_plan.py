@@ -19,7 +19,6 @@ import orjson
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats.harn_json import serde_compact, stringify
 from harn_ls.formats.harn_time import iso_millis, now_ns
-from harn_ls.formats.skills import is_valid_skill_name, render_learned_skill
 from harn_ls.refusal import ActionFailed, ensure_inside
 
 NAMESPACE = pl_fmt.NAMESPACE
@@ -75,6 +74,9 @@ def check_segment(value: Any, what: str) -> str:
 
 
 def check_skill_name(name: Any) -> str:
+    # start-up: the skill writer loads PyYAML (~20 ms); a server start reads only skill_root_warning
+    from harn_ls.formats.skills import is_valid_skill_name
+
     if not isinstance(name, str) or not is_valid_skill_name(name):
         raise ActionFailed(f"HARN-PATTERN-002: refused: skill name {name!r} is empty or not its own slug "
                            "([a-z0-9] runs joined by '-'); Harn refuses to write it too")
@@ -269,6 +271,9 @@ def planned_files(ws, proposal, skill_root: str | None = None, *, now=None, name
 
 
 def render_skill(name: str, prop, short: str | None = None) -> str:
+    # start-up: as in check_skill_name
+    from harn_ls.formats.skills import render_learned_skill
+
     try:
         return render_learned_skill(name, prop.description, prop.when_to_use, prop.source, prop.body, short=short)
     except ValueError as exc:
