@@ -27,6 +27,7 @@ from typing import Any, Mapping
 from harn_ls.cache_dir import cache_enabled, cache_root, write_cache_file
 
 FILE_PREFIX = "attrs-code-"
+CATTRS_FILE_PREFIX = "cattrs-code-"  # the converter's generated functions (see cached_cattrs_compiles)
 HEADER = b"harn-ls attrs code v1\n"
 MAX_FILE_BYTES = 32 * 1024 * 1024  # ~2 MB for lsprotocol; anything far larger is not ours to load
 # The compiler flags a caller passes on to compile() (its `from __future__` features).
@@ -35,10 +36,10 @@ for _name in __future__.all_feature_names:
     FUTURE_FLAGS |= getattr(__future__, _name).compiler_flag
 
 
-def cache_path(env: Mapping[str, str] | None = None) -> str:
+def cache_path(env: Mapping[str, str] | None = None, prefix: str = FILE_PREFIX) -> str:
     """One file per interpreter (its cache tag and bytecode magic are in the name)."""
     tag = sys.implementation.cache_tag or "python"
-    return os.path.join(cache_root(env), f"{FILE_PREFIX}{tag}-{importlib.util.MAGIC_NUMBER.hex()}.bin")
+    return os.path.join(cache_root(env), f"{prefix}{tag}-{importlib.util.MAGIC_NUMBER.hex()}.bin")
 
 
 def encode(codes: dict) -> bytes:
@@ -132,13 +133,61 @@ class cached_attrs_compiles:
         except AttributeError:
             pass
         cache, self._module = self.cache, None
-        if cache is not None and cache.worth_saving() and exc[0] is None:
-            try:
-                data = encode(cache.used)  # only what this start used: entries of an old attrs drop out
-                if len(data) <= MAX_FILE_BYTES:
-                    write_cache_file(cache_path(self.env), data)
-            except (OSError, ValueError):
-                pass  # a read-only or full disk: the next start compiles again
+        if cache is not None and exc[0] is None:
+            _save(cache, cache_path(self.env))
+
+
+def _save(cache: CodeCache, path: str) -> None:
+    """Write what this process used, when a real share of it missed (CodeCache.worth_saving)."""
+    if not cache.worth_saving():
+        return
+    try:
+        data = encode(cache.used)  # only what this start used: entries of an old attrs drop out
+        if len(data) <= MAX_FILE_BYTES:
+            write_cache_file(path, data)
+    except (OSError, ValueError):
+        pass  # a read-only or full disk: the next start compiles again
+
+
+class cached_cattrs_compiles:
+    """cattrs generates and compiles a structure or unstructure function for each message type on
+    its first use: ~0.5 ms of compile() each, ~60 types before a server answers initialize and sends
+    its first notifications, ~200 more in the conversions warm-up (lsp/conversions.py). Their sources
+    are the same in every start, so they go through a code cache too, kept in its own file: from
+    `install()` on, for the rest of the process (the types come one by one, whenever first used);
+    `save()` writes the file once the start's conversions are made. Same checks, same off switch."""
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self.env = os.environ if env is None else env
+        self.cache: CodeCache | None = None
+
+    def install(self) -> "cached_cattrs_compiles":
+        if self.cache is not None or not cache_enabled(self.env):
+            return self
+        try:
+            # cattrs.gen is what we patch: its module must be loaded to receive the compile() override
+            import cattrs.gen as cattrs_gen
+        except ImportError:
+            return self
+        self.cache = CodeCache(_read(cache_path(self.env, CATTRS_FILE_PREFIX)))
+        # cattrs.gen calls the builtin by name: a module global of that name is found first
+        cattrs_gen.compile = self.cache.compile
+        return self
+
+    def save(self) -> None:
+        if self.cache is not None:
+            _save(self.cache, cache_path(self.env, CATTRS_FILE_PREFIX))
+
+    def uninstall(self) -> None:
+        """Back to the builtin (tests)."""
+        if self.cache is None:
+            return
+        # (same module as in install, loaded by then)
+        import cattrs.gen as cattrs_gen
+
+        if getattr(cattrs_gen, "compile", None) == self.cache.compile:
+            del cattrs_gen.compile
+        self.cache = None
 
 
 def _read(path: str) -> dict:

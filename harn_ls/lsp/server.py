@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from harn_ls.lsp.attrs_code import cached_attrs_compiles
+from harn_ls.lsp.attrs_code import cached_attrs_compiles, cached_cattrs_compiles
 
 # lsprotocol's ~570 attrs classes (and ours: the contract, the settings): their generated methods
 # come from the code cache (lsp/attrs_code.py)
@@ -43,6 +43,9 @@ with cached_attrs_compiles():
     from harn_ls.workspace import ChangeSet
 
 log = logging.getLogger("harn_ls")
+# pygls's converter compiles a function per message type on first use: from the code cache too, for
+# the process's life (installed by create_server, written after the conversions warm-up)
+CONVERTER_CODES = cached_cattrs_compiles()
 SLOW_HANDLER_SECONDS = 0.1
 SHUTDOWN_GRACE_SECONDS = 5.0
 
@@ -306,6 +309,8 @@ class HarnLanguageServer(LanguageServer):
             await asyncio.sleep(0)  # a message that came in meanwhile goes first
             await self._wait_for_quiet()
             step()
+        await self._wait_for_quiet()
+        CONVERTER_CODES.save()  # the start's conversions are made: the next start compiles none of them
 
     async def _wait_for_quiet(self) -> None:
         """Until the client has sent no request for SETTLE_QUIET_S, but no longer than SETTLE_MAX_WAIT_S."""
@@ -432,6 +437,7 @@ def _log_to_client(server: HarnLanguageServer) -> None:
 
 
 def create_server() -> HarnLanguageServer:
+    CONVERTER_CODES.install()
     server = HarnLanguageServer()
 
     @server.feature(types.INITIALIZE)

@@ -131,3 +131,56 @@ def test_generated_hash_methods_are_never_cached(tmp_path):
         exec("@attrs.frozen\nclass Frozen:\n    x: int = 0\n", ns)
     assert block.cache.calls == 0 and not block.cache.used
     assert hash(ns["Frozen"](1)) == hash(ns["Frozen"](1)) and ns["Frozen"](1) == ns["Frozen"](1)
+
+
+def _convert_with_fresh_converter(cls):
+    """A new cattrs converter (no hook made yet): one structure and one unstructure of `cls`."""
+    # cattrs is only these tests' (the others drive attrs alone)
+    import cattrs
+
+    converter = cattrs.Converter()
+    obj = converter.structure({"uri": "file:///x", "version": 3, "items": [1, 2]}, cls)
+    return obj, converter.unstructure(obj), converter
+
+
+@pytest.mark.parametrize("damage", ["none", "flipped", "truncated"])
+def test_converter_functions_come_from_their_own_cache(tmp_path, damage):
+    """cattrs' generated (un)structure functions: the second process-like round finds every one in
+    the file (unless the file was damaged: then all compile again), with the same results."""
+    env = {"HARN_LS_CACHE_DIR": str(tmp_path)}
+    cls = _define("Converted")
+    plain = _convert_with_fresh_converter(cls)
+    first = attrs_code.cached_cattrs_compiles(env).install()
+    try:
+        filled = _convert_with_fresh_converter(cls)
+        calls = first.cache.calls
+        assert first.cache.misses >= 2 and first.cache.misses == calls
+    finally:
+        first.save()
+        first.uninstall()
+    path = attrs_code.cache_path(env, attrs_code.CATTRS_FILE_PREFIX)
+    assert path != attrs_code.cache_path(env) and os.path.isfile(path)
+    data = open(path, "rb").read()
+    if damage != "none":
+        with open(path, "wb") as fh:
+            fh.write(data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:] if damage == "flipped" else data[: len(data) // 2])
+    second = attrs_code.cached_cattrs_compiles(env).install()
+    try:
+        reused = _convert_with_fresh_converter(cls)
+        assert second.cache.calls == calls
+        assert second.cache.misses == (0 if damage == "none" else second.cache.calls)
+    finally:
+        second.uninstall()
+    for got in (filled, reused):
+        assert got[0] == plain[0] and got[1] == plain[1] == {"uri": "file:///x", "version": 3, "items": [1, 2]}
+    hooks = [c.get_unstructure_hook(cls).__code__ for c in (plain[2], filled[2], reused[2])]
+    assert _code_equal(hooks[0], hooks[1]) and _code_equal(hooks[0], hooks[2])
+
+
+def test_converter_cache_off_reads_and_writes_nothing(tmp_path):
+    env = {"HARN_LS_CACHE_DIR": str(tmp_path), "HARN_LS_CACHE": "off"}
+    codes = attrs_code.cached_cattrs_compiles(env).install()
+    assert codes.cache is None
+    _convert_with_fresh_converter(_define("OffConverted"))
+    codes.save()
+    assert os.listdir(tmp_path) == []
