@@ -16,7 +16,10 @@ import threading
 import time
 from typing import Any, Callable
 
+from harn_ls.lsp import start_trace
 from harn_ls.lsp.attrs_code import cached_attrs_compiles, cached_cattrs_compiles
+
+start_trace.mark("server modules: importing")
 
 # lsprotocol's ~570 attrs classes (and ours: the contract, the settings): their generated methods
 # come from the code cache (lsp/attrs_code.py)
@@ -42,6 +45,7 @@ with cached_attrs_compiles():
     from harn_ls.render import RenderSettings, make_uri
     from harn_ls.workspace import ChangeSet
 
+start_trace.mark("server modules: imported")
 log = logging.getLogger("harn_ls")
 # pygls's converter compiles a function per message type on first use: from the code cache too, for
 # the process's life (installed by create_server, written after the conversions warm-up)
@@ -268,10 +272,12 @@ class HarnLanguageServer(LanguageServer):
         proj = Project(path, self.on_changes)
         self.projects[path] = proj
         await proj.load()
+        start_trace.mark(f"project loaded {proj.root}")
         await proj.start_watching()
         log.info("loaded %s in %.0f ms", proj.root, proj.load_seconds * 1000)
         await self.warn_skill_root(proj)
         await self.on_changes(proj, ChangeSet(rescanned=True, kinds=set(RESCAN_KINDS)))
+        start_trace.mark(f"first status and views sent {proj.root}")
         # Build the recall index now, after everything is shown, so the first search is warm.
         self.spawn(self._warm_then_report(proj), "recall index warm-up")
 
@@ -294,9 +300,11 @@ class HarnLanguageServer(LanguageServer):
     async def _warm_then_report(self, proj: Project) -> None:
         await proj.warm_recall()
         await self.send_status(proj)  # recall answers from here on; the rest is upkeep
+        start_trace.mark(f"recall ready {proj.root}")
         # beside the settle: the conversions run on the loop, the settle's steps on the project thread
         self.spawn(self.warm_conversions(), "message conversions warm-up")
         await proj.settle_recall(self.requests.quiet_for)
+        start_trace.mark(f"settled {proj.root}")
 
     async def warm_conversions(self) -> None:
         """Make pygls's message conversions (cattrs code, 2-14 ms per type on first use) now, a
@@ -311,6 +319,7 @@ class HarnLanguageServer(LanguageServer):
             step()
         await self._wait_for_quiet()
         CONVERTER_CODES.save()  # the start's conversions are made: the next start compiles none of them
+        start_trace.mark("message conversions made")
 
     async def _wait_for_quiet(self) -> None:
         """Until the client has sent no request for SETTLE_QUIET_S, but no longer than SETTLE_MAX_WAIT_S."""
@@ -439,9 +448,11 @@ def _log_to_client(server: HarnLanguageServer) -> None:
 def create_server() -> HarnLanguageServer:
     CONVERTER_CODES.install()
     server = HarnLanguageServer()
+    start_trace.mark("server created")
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: HarnLanguageServer, params: types.InitializeParams) -> None:
+        start_trace.mark("initialize received")
         ls.client_caps = params.capabilities
         # Pictures (inline SVG) only for editors that render our documents (VS Code and its forks);
         # Neovim and other plain-text readers get the same document without the picture lines.
@@ -461,6 +472,7 @@ def create_server() -> HarnLanguageServer:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: HarnLanguageServer, params: types.InitializedParams) -> None:
+        start_trace.mark("initialized received")
         if ls.monitor is None:
             ls.monitor = LoopMonitor(asyncio.get_running_loop(), ls)
         await ls.pull_configuration()
