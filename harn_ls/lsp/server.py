@@ -165,6 +165,8 @@ class HarnLanguageServer(LanguageServer):
         self.probes_allowed: bool = True
         # -- projects and what we told the client about them
         self.projects: dict[str, Project] = {}  # folder path -> project
+        # folder path -> (project, its load) started at initialize, taken over by add_folder
+        self.preloading: dict[str, tuple[Project, asyncio.Task]] = {}
         self.served: dict[str, tuple[str, str]] = {}  # harn-state URI -> (project root, text sha1)
         self.diagnostics: DiagnosticsRegistry[types.Diagnostic] = DiagnosticsRegistry(
             functools.partial(diagnostics.send, self), diagnostics.normalize_uri)
@@ -265,13 +267,24 @@ class HarnLanguageServer(LanguageServer):
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
     # ------------------------------------------------------------ projects
+    def preload(self, path: str) -> None:
+        """Start loading a folder of the initialize request on its project thread now: the answer to
+        initialize, the client's `initialized` and the settings round trip go by meanwhile. Nothing
+        is sent about it before `add_folder` takes it over."""
+        path = os.path.abspath(path)
+        if path in self.projects or path in self.preloading:
+            return
+        proj = Project(path, self.on_changes)
+        self.preloading[path] = (proj, asyncio.get_running_loop().create_task(proj.load(), name=f"load {path}"))
+
     async def add_folder(self, path: str) -> None:
         path = os.path.abspath(path)
         if path in self.projects:
             return
-        proj = Project(path, self.on_changes)
+        preloaded = self.preloading.pop(path, None)
+        proj = preloaded[0] if preloaded is not None else Project(path, self.on_changes)
         self.projects[path] = proj
-        await proj.load()
+        await (preloaded[1] if preloaded is not None else proj.load())
         start_trace.mark(f"project loaded {proj.root}")
         await proj.start_watching()
         log.info("loaded %s in %.0f ms", proj.root, proj.load_seconds * 1000)
@@ -329,6 +342,10 @@ class HarnLanguageServer(LanguageServer):
             waited += SETTLE_QUIET_S
 
     def remove_folder(self, path: str) -> None:
+        preloaded = self.preloading.pop(os.path.abspath(path), None)
+        if preloaded is not None:  # gone before `initialized`: never served, its load stopped or unseen
+            preloaded[1].cancel()
+            preloaded[0].close()
         proj = self.projects.pop(os.path.abspath(path), None)
         if proj is not None:
             proj.close()
@@ -469,6 +486,8 @@ def create_server() -> HarnLanguageServer:
         elif not folders and params.root_path:
             folders = [params.root_path]
         ls.pending_folders = [f for f in folders if f]
+        for folder in ls.pending_folders:
+            ls.preload(folder)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: HarnLanguageServer, params: types.InitializedParams) -> None:
@@ -516,7 +535,7 @@ def create_server() -> HarnLanguageServer:
             log.warning("shutdown: %d request(s) still running", sum(not e.finished.is_set() for e in stopping))
         for _ in range(2):  # let pygls send their answers (done callbacks run on the next loop turns)
             await asyncio.sleep(0)
-        for proj in list(ls.projects.values()):
+        for proj in list(ls.projects.values()) + [pre[0] for pre in ls.preloading.values()]:
             proj.close()
 
     for module in (documents, hover, code_lens, diagnostics, tree, symbols, code_actions, commands, probe):

@@ -132,3 +132,88 @@ def test_the_first_fan_out_leaves_the_facts_deferred(project, cache_env):
     assert "harn/status" in sent
     assert FACT_NS in left
     assert snap == cold(project)
+
+
+def test_start_trace_writes_a_timeline_only_when_asked(monkeypatch, capsys):
+    """HARN_LS_START_TRACE=1: one stderr line per step (wall since the process started, CPU, the
+    step); off, nothing at all (stdout is the LSP stream and is never written either way)."""
+    # the trace module is only this test's
+    from harn_ls.lsp import start_trace
+
+    monkeypatch.setattr(start_trace, "enabled", False)
+    start_trace.mark("server created")
+    assert capsys.readouterr() == ("", "")
+
+    monkeypatch.setattr(start_trace, "enabled", True)
+    monkeypatch.setattr(start_trace, "_started", start_trace._process_start_epoch())
+    start_trace.mark("recall ready /p")
+    start_trace.mark("settled /p")
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.splitlines()
+    assert [line.split(maxsplit=7)[7] for line in lines] == ["recall ready /p", "settled /p"]
+    walls = [float(line.split()[2]) for line in lines]
+    cpus = [float(line.split()[5]) for line in lines]
+    # this process has run for a while (the test session), and the clocks only move forward
+    assert 0 < walls[0] <= walls[1] and 0 < cpus[0] <= cpus[1]
+
+
+def _initialize(server, root) -> None:
+    uri = root.as_uri()
+    server.protocol.handle_message(server.protocol.structure_message(
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": None, "rootUri": uri, "workspaceFolders": [{"uri": uri, "name": "p"}], "capabilities": {}}}))
+
+
+def test_the_load_starts_at_initialize_and_add_folder_takes_it_over(project, cache_env):
+    """A folder of the initialize request loads while the answer and `initialized` go by; nothing is
+    said about it before `initialized`, and the same Project (loaded once) then serves it."""
+    # the server module (pygls, lsprotocol) is only these tests'
+    from harn_ls.lsp.server import create_server
+
+    async def scenario():
+        server = create_server()
+        sent = []
+        server.protocol._send_data = lambda data: sent.append(getattr(data, "method", None) or "response")
+        _initialize(server, project)
+        preloaded, load = server.preloading[str(project)]
+        await load
+        before_initialized = list(sent)
+        loads = []
+        real_load = preloaded.load
+
+        async def counted():
+            loads.append(1)
+            return await real_load()
+        preloaded.load = counted
+        server.protocol.handle_message(server.protocol.structure_message(
+            {"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        while "harn/status" not in sent:
+            await asyncio.sleep(0.01)
+        taken = (server.projects.get(str(project)) is preloaded, dict(server.preloading), loads)
+        counts = await preloaded.run_before_facts(lambda: preloaded.ws.counts())
+        for proj in server.projects.values():
+            proj.close()
+        return before_initialized, taken, counts
+
+    before, (same, left, loads), counts = asyncio.run(scenario())
+    assert before == ["response"]  # the initialize answer only
+    assert same and left == {} and loads == []  # taken over, not loaded again
+    assert counts == Workspace.load(str(project)).counts()
+
+
+def test_a_folder_removed_before_initialized_is_never_served(project, cache_env):
+    # the server module (pygls, lsprotocol) is only these tests'
+    from harn_ls.lsp.server import create_server
+
+    async def scenario():
+        server = create_server()
+        server.protocol._send_data = lambda data: None
+        _initialize(server, project)
+        preloaded, load = server.preloading[str(project)]
+        server.remove_folder(str(project))
+        await asyncio.wait([load], timeout=30)
+        return load.done(), preloaded.closed, dict(server.preloading), dict(server.projects)
+
+    stopped, closed, left, served = asyncio.run(scenario())
+    assert stopped and closed and left == {} and served == {}
