@@ -114,7 +114,7 @@ class Project:
             # unchanged logs and rebuilding their recall index.
             # Facts of namespaces restored unchanged stay in the cache's form until the first request
             # that may read them (`run`) or the first settle step: recall is ready ~0.15 s sooner at 100k.
-            ws = Workspace.load(self.folder_path, cache=True, defer_facts=True, keep_rows=False)
+            ws = Workspace.load(self.folder_path, cache=True, defer_facts=True, keep_rows=False, fold_values=True)
             if os.environ.get(THREAD_CHECK_ENV) == "1":
                 guard_thread(ws, threading.get_ident())
             self._root = ws.root
