@@ -92,6 +92,9 @@ class _InText:
     def __repr__(self) -> str:
         return "IN_TEXT"
 
+    def __reduce__(self) -> str:
+        return "IN_TEXT"  # (copied or pickled, it stays the module's one instance: `is IN_TEXT` holds)
+
 
 # Held instead of a record's value when the value is a dict or list whose compact JSON is exactly
 # the record's text (every dict value Harn stores: `text = serde_json::to_string(value)`): the prose

@@ -4,8 +4,9 @@ IN_TEXT): readers still see an equal value, the cache rows round-trip it, and a 
 
 from __future__ import annotations
 
+import copy
+import pickle
 import shutil
-from pathlib import Path
 
 import orjson
 import pytest
@@ -129,3 +130,10 @@ def test_a_folding_load_answers_as_a_plain_one(tmp_path, monkeypatch):
     assert snapshot(warm) == expected
     restored = [r for s in warm.memory.values() for r in s.records() if r.value_in_text]
     assert {r.id for r in restored} >= {r.id for r in folded}  # the rows kept them folded
+
+
+def test_a_copied_folded_record_still_reads_its_value():
+    r = project(store("a", NOTE)).get("a")
+    r.value_json()
+    for twin in (copy.copy(r), copy.deepcopy(r), pickle.loads(pickle.dumps(r))):
+        assert twin.value_in_text and twin.value == NOTE and twin == r
