@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING
 
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace
-from harn_ls.state_cache import restore_index
+from harn_ls.state_index import restore_index
 
 if TYPE_CHECKING:  # numpy (via recall) is imported only when recall is used: `inspect` never needs it
     from harn_ls.recall import RecallEngine
