@@ -42,12 +42,14 @@ import orjson
 
 from harn_ls.cache_dir import _tree_bytes, cache_enabled, evict_projects, project_cache_dir
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
+from harn_ls.formats.pattern_learning import NAMESPACE as PATTERN_NS  # (its projection is cached per entry)
 from harn_ls.formats.problems import Problem
 from harn_ls.state_parts import (CheckpointRows, _problem_from_row, _problem_row, _run_from_row, _run_row,  # noqa: F401
                                  _lstat_validator, _stat_validator, pattern_projection, read_checkpoint, restore_pattern,
                                  save_pattern)  # (pattern_projection, read_checkpoint: Workspace's)
 from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay,
                                fact_inspect_payload, read_fact_inspect_payload, record_from_row, record_row)
+from harn_ls.state_tail import TailOverlay, apply_stores, keeps_entry, merge_tail, read_tombstones, stores_only
 
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
@@ -233,6 +235,9 @@ class StateCache:
         # namespace changed by an append is saved without encoding its unchanged records again
         self.keep_row_bytes = False
         self._row_bytes: dict[str, tuple[MemoryNamespace, list, bytes]] = {}  # ns -> (space, records, rows)
+        # stores appended to restored namespaces, not decoded (state_tail.py), and where their tombstones are
+        self.overlays: dict[str, TailOverlay] = {}
+        self._tombstones: dict[str, tuple] = {}  # ns -> (open records payload, its description)
 
     @classmethod
     def open(cls, project_root: str, env: Mapping[str, str] | None = None, enabled: bool = True) -> "StateCache | None":
@@ -326,8 +331,11 @@ class StateCache:
                     self._row_bytes[ns] = (space, list(decoded.values()), rows_data)
             except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
                 _replay(space, v["offset"])  # the log's bytes up to the offset were checked unchanged
+            merge_tail(self.overlays.get(ns), space)  # stores appended since the restore, if any
 
         space = MemoryNamespace.restored(ns, path, summary, problems, load)
+        self._tombstones[ns] = (records, e["records"])
+        self.overlays.pop(ns, None)
         reader = self.readers[ns] = RowReader(space, v["offset"], rows, e["rows"], rowidx, e["rowidx"])
         tail.offset = v["offset"]
         tail.line_no = v["line_no"]
@@ -337,6 +345,33 @@ class StateCache:
         self.hits[ns] = state
         self.fact_summaries[ns] = (fact_count, fact_problems, e.get("ifacts"))
         return space, lambda: _facts_from_rows(orjson.loads(facts_data), ns)
+
+    def apply_tail(self, ns: str, space: MemoryNamespace, lines: list) -> Any:
+        """The MemoryDelta of a batch read past the offset of a restored namespace whose records
+        were not built, applied without building them (state_tail.py); None when the namespace
+        must apply it itself (other events than stores, records built, tombstones unreadable)."""
+        overlay = self.overlays.get(ns)
+        if overlay is not None and overlay.space is not space:
+            overlay = None
+        if not stores_only(lines):
+            if overlay is not None:
+                overlay.only_stores = False
+            return None
+        if space.materialized:
+            return None
+        if overlay is None:
+            forgotten = read_tombstones(*self._tombstones[ns]) if ns in self._tombstones else None
+            if forgotten is None:
+                return None
+            overlay = self.overlays[ns] = TailOverlay(space, forgotten)
+        return apply_stores(overlay, lines)
+
+    def index_base(self, ns: str, space: MemoryNamespace) -> dict:
+        """seq -> record of what a restored namespace's cached recall index was built over."""
+        overlay = self.overlays.get(ns)
+        if overlay is None or overlay.space is not space:
+            return dict(space.active)
+        return {seq: r for seq, r in space.active.items() if seq < overlay.base_seq}
 
     def fact_problems(self, ns: str) -> list[tuple[int, list[Problem]]]:
         """[(seq, problems)] of the facts of a restored namespace, in entry order (from its meta)."""
@@ -490,6 +525,10 @@ class StateCache:
                 continue
             prev = old.get(ns) if self.hits.get(ns) == "same" else None
             unchanged = prev is not None and ns not in ws._cache_dirty and ns not in self.damaged
+            if not unchanged and ns not in self.damaged and self.hits.get(ns) and ns != PATTERN_NS and keeps_entry(
+                    self.overlays.get(ns), space, old.get(ns), tail.offset,
+                    ws._recall is not None and ws._recall.has_index(ns)):
+                prev, unchanged = old[ns], True  # only stores appended since, a few: applied again next time
             if unchanged:
                 entry = dict(prev)
             else:
@@ -503,6 +542,7 @@ class StateCache:
                     entry[part] = self._write_payload(stem + PAYLOADS[part], data, token)
                     del data  # (the payload goes before the next is built)
                 wrote = True
+                self.overlays.pop(ns, None)
             index = ws._recall.indexes.get(ns) if ws._recall is not None else None
             if index is not None and (not unchanged or not entry.get("index")):
                 entry["index"] = self._save_index(index, f"ns{i}", token)

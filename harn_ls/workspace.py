@@ -260,14 +260,18 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             if not batch.lines:
                 continue
             changes.kinds.add(K.MEMORY)  # even bad lines change the problem list
-            if ns in self._pending_facts:  # the namespace changes: its facts are needed to save it
-                self._restore_pending_facts(ns, changes)
             changes.namespaces.add(ns)
             self._cache_dirty.add(ns)
             deltas = self._index_deltas.get(ns) if self._recall is None else None
-            if deltas is not None and ns not in self._index_base:
-                self._index_base[ns] = dict(space.active)  # what the cached index was built over
-            delta = space.apply_lines(batch.lines)
+            # stores appended to a restored namespace: applied without building its records (state_tail.py)
+            cache = self._state_cache
+            delta = cache.apply_tail(ns, space, batch.lines) if cache is not None else None
+            if delta is None:
+                if ns in self._pending_facts:  # the namespace changes: its facts are needed to save it
+                    self._restore_pending_facts(ns, changes)
+                if deltas is not None and ns not in self._index_base:
+                    self._index_base[ns] = cache.index_base(ns, space)  # what the cached index was built over
+                delta = space.apply_lines(batch.lines)
             if deltas is not None:
                 deltas.append(delta)
             self._apply_delta(ns, delta, changes)

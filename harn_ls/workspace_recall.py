@@ -51,7 +51,10 @@ class RecallPart:
     def _cached_index_step(self, engine: RecallEngine, ns: str, space: MemoryNamespace) -> None:
         """One namespace's index from the state cache (plus the deltas applied since it was
         written); built from the records when the cached one does not check out."""
-        idx = restore_index(self._state_cache, ns, space, self._index_base.get(ns))
+        base = self._index_base.get(ns)
+        if base is None and space.materialized:  # (built since the restore: without the stores appended)
+            base = self._state_cache.index_base(ns, space)
+        idx = restore_index(self._state_cache, ns, space, base)
         if idx is None:
             for step in self._build_steps(ns, space, 0):
                 step(engine)
