@@ -130,7 +130,7 @@ def _fact_from_row(row: list, ns: str):
 
 
 PAYLOADS = {"meta": ".meta.json", "facts": ".facts.json", "records": ".records.json", "rows": ".rows.jsonl",
-            "rowidx": ".rowidx.bin", "ifacts": ".ifacts.txt"}
+            "rowidx": ".rowidx.bin", "ifacts": ".ifacts.txt", "tombs": ".tombs.json"}
 
 
 def namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_rows: dict | None = None) -> dict[str, bytes]:
@@ -162,13 +162,11 @@ def iter_namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_r
     yield "meta", dumps(meta, option=opt)
     yield "facts", dumps([[seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
                           for seq, f, probs in fact_entries], option=opt)
-    records = {
-        "forgotten": sorted(space.forgotten),
-        "hidden": [record_row(r) for r in space.hidden],
-        "forgets": space.forgets,
-    }
+    forgotten = sorted(space.forgotten)
+    records = {"forgotten": forgotten, "hidden": [record_row(r) for r in space.hidden], "forgets": space.forgets}
     yield "records", dumps(records, option=opt)
     del records
+    yield "tombs", dumps(forgotten)  # the forgotten ids alone: what appended stores read (state_tail.py)
     # One growing buffer, not a list of rows: a bytes object from orjson.dumps holds several times
     # its length (~4 KB for a 900-byte row), so 28k rows held at once cost ~120 MB at 100k events.
     rows = bytearray()
@@ -237,7 +235,7 @@ class StateCache:
         self._row_bytes: dict[str, tuple[MemoryNamespace, list, bytes]] = {}  # ns -> (space, records, rows)
         # stores appended to restored namespaces, not decoded (state_tail.py), and where their tombstones are
         self.overlays: dict[str, TailOverlay] = {}
-        self._tombstones: dict[str, tuple] = {}  # ns -> (open records payload, its description)
+        self._tombstones: dict[str, tuple] = {}  # ns -> (tombs description, open records payload, its description)
 
     @classmethod
     def open(cls, project_root: str, env: Mapping[str, str] | None = None, enabled: bool = True) -> "StateCache | None":
@@ -334,7 +332,7 @@ class StateCache:
             merge_tail(self.overlays.get(ns), space)  # stores appended since the restore, if any
 
         space = MemoryNamespace.restored(ns, path, summary, problems, load)
-        self._tombstones[ns] = (records, e["records"])
+        self._tombstones[ns] = (e.get("tombs"), records, e["records"])
         self.overlays.pop(ns, None)
         reader = self.readers[ns] = RowReader(space, v["offset"], rows, e["rows"], rowidx, e["rowidx"])
         tail.offset = v["offset"]
@@ -360,7 +358,7 @@ class StateCache:
         if space.materialized:
             return None
         if overlay is None:
-            forgotten = read_tombstones(*self._tombstones[ns]) if ns in self._tombstones else None
+            forgotten = read_tombstones(self, *self._tombstones[ns]) if ns in self._tombstones else None
             if forgotten is None:
                 return None
             overlay = self.overlays[ns] = TailOverlay(space, forgotten)

@@ -45,11 +45,14 @@ def stores_only(lines: Iterable[JsonlLine]) -> bool:
     return all(ln.problem is not None or ln.value.get("type") == "store" for ln in lines)
 
 
-def read_tombstones(records_fh, desc) -> set[str] | None:
-    """The forgotten ids of a cached namespace, from its records payload (checked); None if unusable."""
+def read_tombstones(cache, tombs_desc, records_fh, records_desc) -> set[str] | None:
+    """The forgotten ids of a cached namespace: its tombs payload, else (an entry written before
+    there was one) its records payload; each checked against its description. None if unusable."""
     try:
-        doc = orjson.loads(_checked(_pread_all(records_fh), desc))
-        ids = doc["forgotten"]
+        if tombs_desc is not None:
+            ids = orjson.loads(cache.read_payload(tombs_desc))
+        else:
+            ids = orjson.loads(_checked(_pread_all(records_fh), records_desc))["forgotten"]
     except (OSError, ValueError, CacheInvalid, KeyError, TypeError):
         return None
     if type(ids) is not list or not all(type(i) is str for i in ids):

@@ -158,8 +158,17 @@ def _damage_records(project: Path) -> None:
     records.write_bytes(bytes(data))
 
 
+def _damage_tombs(project: Path) -> None:
+    """The forgotten ids a kept entry's appended stores are checked against: caught by its CRC."""
+    folder = Path(cache_folder(project))
+    tombs = folder / manifest(project)["namespaces"][NS]["tombs"]["name"]
+    data = bytearray(tombs.read_bytes())
+    data[len(data) // 2] ^= 0x02
+    tombs.write_bytes(bytes(data))
+
+
 CHANGES = [_shorter, _same_size, _rename, _recreate, _update_forget, _more_stores, _remove_namespace, _add_namespace,
-           _drop_cache, _damage_records]
+           _drop_cache, _damage_records, _damage_tombs]
 
 
 @pytest.mark.parametrize("change", CHANGES, ids=[c.__name__.strip("_") for c in CHANGES])
@@ -195,3 +204,17 @@ def test_apply_in_process_after_a_lazy_append_matches_a_cold_load(project, cache
     assert snapshot(ws) == cold(project)
     assert ws.save_cache()
     assert snapshot(Workspace.load(str(project), cache=True)) == cold(project)
+
+
+def test_an_entry_without_its_tombs_payload_reads_them_from_the_records_payload(project, cache_env):
+    """(an entry written before the tombs payload existed): the same tombstones, from the records payload."""
+    check(project)
+    append(project / NOTES, tricky_stores(project, 400))
+    doc = manifest(project)
+    del doc["namespaces"][NS]["tombs"]
+    (Path(cache_folder(project)) / MANIFEST).write_bytes(orjson.dumps(doc))
+    expected = cold(project)
+    ws = Workspace.load(str(project), cache=True, memory_only=True)
+    assert recall_answers(ws) == expected["recall"] and not ws.memory[NS].materialized
+    ws = Workspace.load(str(project), cache=True)
+    assert ws._state_cache.hits[NS] == "appended" and snapshot(ws) == expected
