@@ -166,8 +166,11 @@ class NamespaceIndex:
             self._alive = _grown(self._alive, end)
         self._dl[first:end] = np.maximum(np.array(ntokens, dtype=np.int32), 1)
         self._alive[first:end] = True
-        self._srec += records
-        self.docs.update(zip([r.seq for r in records], map(_Doc, records, range(first, end))))
+        if isinstance(self.docs, _LazyDocs):
+            self.docs.append(records, first)  # (`_srec`, a `_LazySlots` over the docs, follows)
+        else:
+            self._srec += records
+            self.docs.update(zip([r.seq for r in records], map(_Doc, records, range(first, end))))
         self._nslots = end
         self.total_tokens += sum(ntokens)
         self._norm_key = None
@@ -214,19 +217,19 @@ class NamespaceIndex:
         if not isinstance(docs, _LazyDocs):
             return
         by_seq = docs.fetch_all()
+        seqs = docs.seqs  # (the records `by_seq` holds: an append meanwhile stops the steps)
         yield
-        seqs = docs.seqs
         srec: list[MemoryRecord] = []
         built: dict[int, _Doc] = {}
         for start in range(0, len(seqs), max(1, records_per_step)):
-            if self.docs is not docs:
+            if self.docs is not docs or docs.seqs is not seqs:  # (changed meanwhile: `_LazyDocs.append`)
                 return
             for slot in range(start, min(len(seqs), start + records_per_step)):
                 r = by_seq[seqs[slot]]
                 srec.append(r)
                 built[r.seq] = _Doc(r, slot)
             yield
-        if self.docs is docs:
+        if self.docs is docs and docs.seqs is seqs:
             self._srec = srec
             self.docs = built
 
@@ -266,9 +269,13 @@ class NamespaceIndex:
                 self._flush()
                 self._maybe_merge()
 
-    def add_many(self, records: Iterable[MemoryRecord]) -> None:
-        """Add records in one vectorised pass (same result as `add` one by one)."""
-        self._materialize()
+    def add_many(self, records: Iterable[MemoryRecord], lazily: bool = False) -> None:
+        """Add records in one vectorised pass (same result as `add` one by one). `lazily`: a restored
+        index keeps its records undecoded (`_LazyDocs.append`); replacing one decodes them (`remove_many`)."""
+        if not lazily:
+            self._materialize()
+        elif type(self._tid) is not dict:
+            self._tid = self._tid.as_dict()  # (new terms are interned into it)
         batch: dict[int, MemoryRecord] = {}
         for r in records:  # a later record with the same sequence replaces an earlier one
             batch.pop(r.seq, None)
@@ -340,6 +347,8 @@ class NamespaceIndex:
         removed_ids = {id(r) for r in delta.removed}
         removed = [r.seq for r in delta.removed if id(r) not in added_ids]
         added = [r for r in delta.added if id(r) not in removed_ids]
+        if not removed and isinstance(self.docs, _LazyDocs):
+            return self.add_many(added, lazily=True)  # stores appended after a restore: nothing decoded
         if len(removed) >= _BATCH_MIN:
             self.remove_many(removed)
         else:
