@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import os
 import sys
 from functools import partial
 from itertools import compress, count, repeat
@@ -14,13 +13,12 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from harn_ls.formats.harn_json import sha256_hex
 from harn_ls.formats.memory import DEFAULT_CONFIG, MemoryDelta, MemoryRecord
 from harn_ls.recall.docs import _Doc, _LazyDocs
 from harn_ls.recall.results import Explain, TermExplain
 from harn_ls.recall.scoring import B, K1, KEY_BOOST, TAG_BOOST, FlaggedMemo, QueryTerm, idf_of, search
-from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analyze, searchable_text
-from harn_ls.recall.vectors import read_cached_vector, sanitize_model_hint
+from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analyze
+from harn_ls.recall.vectors import namespace_vectors
 
 
 
@@ -660,44 +658,6 @@ class NamespaceIndex:
         return heapq.nlargest(k, docs, key=lambda seq: (docs[seq].record.stored_at, seq))
 
     # -- vectors (§C.6) ------------------------------------------------------
-    def _vector_dir(self) -> str | None:
-        if not self.ns_dir:
-            return None
-        return os.path.join(self.ns_dir, "vectors", sanitize_model_hint(self.config.get("embed_model_hint")))
-
-    def _load_vector(self, content_hash: str, expect_dim: int | None) -> tuple[list[float] | None, str]:
-        if content_hash in self._vectors and self._vectors[content_hash] is not None:
-            return self._vectors[content_hash], ""
-        vdir = self._vector_dir()
-        if vdir is None:
-            return None, "no namespace directory known"
-        vec, why = read_cached_vector(os.path.join(vdir, content_hash + ".json"), expect_dim)
-        if vec is not None:
-            self._vectors[content_hash] = vec
-        return vec, why
-
     def cached_vectors(self, query: str) -> tuple[list[float] | None, dict[int, list[float]] | None, str]:
         """(query vector, seq -> record vector, reason) — vectors None when the cache lacks any."""
-        dim = self.config.get("embed_dim")
-        dim = dim if isinstance(dim, int) and dim > 0 else None
-        qv, why = self._load_vector(sha256_hex(query), dim)
-        if qv is None:
-            return None, None, f"the embedding cache has no usable vector for this query ({why})"
-        dim = dim or len(qv)
-        out: dict[int, list[float]] = {}
-        missing = 0
-        first_why = ""
-        for seq, doc in self.docs.items():
-            if doc.vec_hash is None:
-                doc.vec_hash = sha256_hex(searchable_text(doc.record))
-            v, why = self._load_vector(doc.vec_hash, dim)
-            if v is None:
-                missing += 1
-                first_why = first_why or f"{doc.record.id}: {why}"
-            else:
-                out[seq] = v
-        if missing:
-            return qv, None, (f"the embedding cache lacks vectors for {missing} of {len(self.docs)} records "
-                              f"(first: {first_why})")
-        return qv, out, ""
-
+        return namespace_vectors(self.docs, self.config, self.ns_dir, self._vectors, query)
