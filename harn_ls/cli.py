@@ -7,12 +7,17 @@ Exit codes: 0 ok (also when the data has problems), 1 failed action,
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import sys
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from harn_ls import __version__
+from harn_ls.cli_args import quick_args
+
+if TYPE_CHECKING:
+    import argparse
 
 
 class UsageError(Exception):
@@ -319,6 +324,10 @@ COMMANDS = ("serve", "inspect", "show", "compare", "recall", "proposals", "probe
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line; with `only` (a command name), just that command's sub-parser: the same
     parse and the same messages for that command, for a fraction of the set-up (~10 ms for all)."""
+    # start-up: argparse (with gettext, locale, shutil) costs ~20 ms; `inspect` and `recall` as usually
+    # spelled never need it (cli_args.quick_args)
+    import argparse
+
     p = argparse.ArgumentParser(prog="harn-ls", description="See and steer the state Harn agents leave in a project.")
     p.add_argument("--version", action="version", version=f"harn-ls {__version__}")
     # one command built: the usage still lists them all, as argparse writes it for the whole parser
@@ -409,6 +418,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
+# the commands cli_args.quick_args reads, with what argparse's set_defaults(func=...) gives them
+QUICK_COMMANDS = {"inspect": cmd_inspect, "recall": cmd_recall}
+
+
 def _no_cache(s) -> None:
     s.add_argument("--no-cache", action="store_true",
                    help="neither read nor write the state cache (also: HARN_LS_CACHE=off)")
@@ -416,12 +429,9 @@ def _no_cache(s) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    # a known command first: only its sub-parser is built (anything else: the whole parser's messages)
-    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0) if exc.code in (0, None) else 2
+    args = _parse(argv)
+    if isinstance(args, int):
+        return args
     # start-up: harn_ls.render costs ~80 ms, so it is imported only once the arguments parsed
     from harn_ls.render.terminal import TerminalSafeWriter
 
@@ -437,6 +447,20 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout = sys.stdout.wrapped
         if isinstance(sys.stderr, TerminalSafeWriter):
             sys.stderr = sys.stderr.wrapped
+
+
+def _parse(argv: list[str]):
+    """The parsed arguments, or the exit code when argparse printed help, the version or a complaint."""
+    quick = quick_args(argv)
+    if quick is not None:
+        # the same attributes argparse's namespace would have, without importing argparse
+        return SimpleNamespace(**quick, func=QUICK_COMMANDS[quick["command"]])
+    # a known command first: only its sub-parser is built (anything else: the whole parser's messages)
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0) if exc.code in (0, None) else 2
 
 
 def _run(args) -> int:

@@ -360,6 +360,8 @@ _FILE_RANGE_RE = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$",
 
 @dataclass(frozen=True, slots=True)
 class FileRange:
+    """Lines of a project file that a fact's evidence points at."""
+
     path: str  # posix, relative to the project root
     start: int  # 1-based, inclusive
     end: int  # 1-based, inclusive
@@ -411,6 +413,8 @@ def parse_file_range(ref: str, project_root: str) -> FileRange | None:
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
+    """One piece of a fact's evidence: what it refers to, and the lines when it is a file range."""
+
     kind: str
     ref: str
     snippet: str | None = None
@@ -419,6 +423,8 @@ class Evidence:
 
 @dataclass(frozen=True, slots=True)
 class Fact:
+    """A fact as Harn stores it in a memory namespace, normalized."""
+
     id: str
     kind: str
     claim: str

@@ -59,6 +59,8 @@ def _inside(path: str, root: str) -> bool:
 # ------------------------------------------------------------------------------------------------ store (§O.1)
 @dataclass
 class Store:
+    """A key-value store file (§O.1) and its entries."""
+
     path: str
     entries: dict = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
@@ -83,6 +85,8 @@ def read_store(path: str) -> Store | None:
 # ------------------------------------------------------------------------------------- workflow mailboxes (§O.2)
 @dataclass
 class Mailbox:
+    """A workflow's mailbox (§O.2): pending messages, queries, whether it is paused."""
+
     workflow_id: str
     path: str
     paused: bool = False
@@ -120,6 +124,8 @@ def read_mailboxes(workflows_dir: str, problems: list[Problem]) -> list[Mailbox]
 # ----------------------------------------------------------------------------------------------- receipts (§O.3)
 @dataclass
 class Receipt:
+    """A run receipt (§O.3) and whether its signature verifies."""
+
     id: str
     path: str
     status: str  # verified | failed | unreadable
@@ -277,6 +283,8 @@ def read_receipts(receipts_dir: str, problems: list[Problem]) -> list[Receipt]:
 # ---------------------------------------------------------------------------------------------- worktrees (§O.4)
 @dataclass
 class Worktree:
+    """A worker's git worktree (§O.4), and whether it is stale."""
+
     name: str  # <repo>/<worker_id> or <name>
     path: str
     gitdir: str | None
@@ -350,6 +358,8 @@ def read_worktrees(worktrees_dir: str, problems: list[Problem]) -> list[Worktree
 # ---------------------------------------------------------------------------------------- crystallization (§O.5)
 @dataclass
 class Candidate:
+    """A crystallization candidate folder (§O.5)."""
+
     id: str
     path: str
     complete: bool  # proposal.json present (the completion signal)
@@ -388,6 +398,8 @@ def read_candidates(crys_dir: str, problems: list[Problem]) -> list[Candidate]:
 # ------------------------------------------------------------------------------------------ locks (§O.6, §O.7)
 @dataclass
 class LockFile:
+    """A lock file (§O.6, §O.7), and whether a process holds it now."""
+
     path: str
     kind: str  # checkpoint | session | project | init
     name: str
@@ -444,6 +456,8 @@ def read_locks(state_root: str) -> list[LockFile]:
 # ----------------------------------------------------------------------------------------- embed cache (§O.8)
 @dataclass
 class EmbedCache:
+    """An embedding cache (§O.8): which model, how many vectors, how many bytes."""
+
     namespace: str  # "__embed" or a memory namespace with a vectors/ folder
     model_hint: str
     vectors: int
