@@ -12,7 +12,7 @@ import sys
 from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
 
 WATCHED = ["sqlite3", "tempfile", "threading", "harn_ls.formats.events_sqlite", "harn_ls.formats.hitl",
-           "harn_ls.formats.session_store", "harn_ls.render.uri", "harn_ls.render.markdown"]
+           "harn_ls.formats.session_store", "harn_ls.render.uri", "harn_ls.render.markdown", "argparse"]
 
 # runs the CLI in a fresh interpreter, its answer to a file, then says which watched modules it loaded
 CHILD = r"""
@@ -26,9 +26,9 @@ sys.stderr.write(json.dumps({"code": code, "loaded": [m for m in json.loads(sys.
 """
 
 
-def run_inspect(project, tmp_path) -> tuple[dict, list[str]]:
+def run_inspect(project, tmp_path, watched: list[str] = WATCHED) -> tuple[dict, list[str]]:
     answer = tmp_path / "answer.json"
-    done = subprocess.run([sys.executable, "-c", CHILD, str(project), str(answer), json.dumps(WATCHED)],
+    done = subprocess.run([sys.executable, "-c", CHILD, str(project), str(answer), json.dumps(watched)],
                           capture_output=True, text=True, timeout=120, env=dict(os.environ))
     report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report["code"] == 0
@@ -52,3 +52,17 @@ def test_warm_inspect_without_them_loads_none_of_their_readers(project, cache_en
     assert warm == cold
     assert warm["event_logs"] == [] and warm["sessions"] is None and warm["hitl"] == {"waiting": [], "resolved": []}
     assert loaded == []
+
+
+def test_warm_inspect_restores_run_transcripts_without_the_transcript_reader(project, cache_env, tmp_path):
+    """Run records come back from the state cache with their transcript summaries: a warm inspect of a
+    project without worker snapshots (which are read each time) loads no transcript view, and lists
+    the same runs and transcripts as the inspect that filled the cache."""
+    for worker in (project / ".harn" / "workers").glob("*.json"):
+        worker.unlink()
+    watched = WATCHED + ["harn_ls.formats.transcripts"]
+    cold, cold_loaded = run_inspect(project, tmp_path, watched)
+    warm, loaded = run_inspect(project, tmp_path, watched)
+    assert "harn_ls.formats.transcripts" in cold_loaded  # the cold load read the run records' transcripts
+    assert "harn_ls.formats.transcripts" not in loaded
+    assert warm == cold and warm["transcripts"] and any(r["transcripts"] for r in warm["runs"])
