@@ -1,6 +1,8 @@
 """A one-shot `inspect --json` loads the SQLite, HITL, session-store and document helpers only when
 the project has what they read: a project without an event log or a session store never pays for
-them, and one with them still gets them read (the lazy imports skip no reader)."""
+them, and one with them still gets them read (the lazy imports skip no reader). Likewise argparse
+(cli_args reads the usual command lines) and the fact and transcript classes, which a warm inspect
+prints from the state cache without building."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import sys
 from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
 
 WATCHED = ["sqlite3", "tempfile", "threading", "harn_ls.formats.events_sqlite", "harn_ls.formats.hitl",
-           "harn_ls.formats.session_store", "harn_ls.render.uri", "harn_ls.render.markdown", "argparse"]
+           "harn_ls.formats.session_store", "harn_ls.render.uri", "harn_ls.render.markdown", "argparse",
+           "harn_ls.formats.fact_types"]
 
 # runs the CLI in a fresh interpreter, its answer to a file, then says which watched modules it loaded
 CHILD = r"""
@@ -64,5 +67,6 @@ def test_warm_inspect_restores_run_transcripts_without_the_transcript_reader(pro
     cold, cold_loaded = run_inspect(project, tmp_path, watched)
     warm, loaded = run_inspect(project, tmp_path, watched)
     assert "harn_ls.formats.transcripts" in cold_loaded  # the cold load read the run records' transcripts
+    assert "harn_ls.formats.fact_types" in cold_loaded  # and built the facts it then cached
     assert "harn_ls.formats.transcripts" not in loaded
     assert warm == cold and warm["transcripts"] and any(r["transcripts"] for r in warm["runs"])
