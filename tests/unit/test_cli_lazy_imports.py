@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -70,3 +71,17 @@ def test_warm_inspect_restores_run_transcripts_without_the_transcript_reader(pro
     assert "harn_ls.formats.fact_types" in cold_loaded  # and built the facts it then cached
     assert "harn_ls.formats.transcripts" not in loaded
     assert warm == cold and warm["transcripts"] and any(r["transcripts"] for r in warm["runs"])
+
+
+def test_state_file_records_load_only_for_a_project_that_has_state_files(project, cache_env, tmp_path):
+    """The embedding cache of the sample project is still read and listed (its record class loads);
+    without it, neither the state-file records nor the fact classes load on a warm inspect."""
+    watched = ["harn_ls.formats.state_file_types", "harn_ls.formats.fact_types"]
+    cold, _ = run_inspect(project, tmp_path, watched)
+    warm, loaded = run_inspect(project, tmp_path, watched)
+    assert warm == cold and warm["embed_cache"] and loaded == ["harn_ls.formats.state_file_types"]
+    for vectors in sorted((project / ".harn" / "memory").rglob("vectors"), reverse=True):
+        shutil.rmtree(vectors)
+    cold, _ = run_inspect(project, tmp_path, watched)
+    warm, loaded = run_inspect(project, tmp_path, watched)
+    assert warm == cold and warm["embed_cache"] == [] and loaded == []
