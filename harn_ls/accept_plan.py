@@ -32,6 +32,8 @@ MAX_COMPARE_BYTES = 16 * 1024 * 1024
 
 @dataclass
 class PlannedFile:
+    """One file Accept would write, and what is already at its path."""
+
     path: str  # absolute
     text: str
     lang: str  # markdown | harn | json (for fences)
@@ -42,6 +44,8 @@ class PlannedFile:
 
 @dataclass
 class Plan:
+    """Everything one Accept writes: the files, then the forget event that retires the proposal."""
+
     files: list[PlannedFile]
     forget_predicate: str  # compact JSON, e.g. {"key":"pending:prompt-..."}
     events_path: str

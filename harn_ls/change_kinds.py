@@ -44,6 +44,8 @@ RESCAN_KINDS = CORE_KINDS | {K.ROOTS}
 
 @dataclass
 class ChangeSet:
+    """What one `Workspace.apply` changed: the kinds, and which namespaces, pipelines, files and runs."""
+
     kinds: set[ChangeKind] = field(default_factory=set)
     namespaces: set[str] = field(default_factory=set)
     pipelines: set[str] = field(default_factory=set)

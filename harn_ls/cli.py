@@ -7,12 +7,17 @@ Exit codes: 0 ok (also when the data has problems), 1 failed action,
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import sys
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from harn_ls import __version__
+from harn_ls.cli_args import quick_args
+
+if TYPE_CHECKING:
+    import argparse
 
 
 class UsageError(Exception):
@@ -32,13 +37,18 @@ def _target(path: str | None) -> str:
     return target
 
 
+def _pause_collector() -> None:
+    """A one-shot command builds millions of long-lived objects (the modules' classes and functions as
+    they load, then the model) and frees them at exit: the cyclic collector would only rescan them
+    (6-17 ms of a warm `inspect --json` while importing, seconds while loading a big project)."""
+    gc.disable()
+
+
 def _project(path: str | None, args=None, memory_only: bool = False, defer_facts: bool = False) -> "object":
+    _pause_collector()
     # start-up: the workspace loads every format parser (~0.5 s); --help and usage errors skip it
     from harn_ls.workspace import Workspace
 
-    # A one-shot command builds millions of long-lived objects and frees them at exit: the
-    # cyclic collector would only rescan them (seconds on a big project).
-    gc.disable()
     use_cache = args is not None and not getattr(args, "no_cache", False)
     return Workspace.load(_target(path), cache=use_cache, memory_only=memory_only, defer_facts=defer_facts)
 
@@ -52,7 +62,9 @@ def _dump(obj) -> None:
 
     out = sys.stdout
     out.flush()
-    data = orjson.dumps(obj, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
+    # the newline written by orjson: `+ b"\n"` copied the whole answer (6.6 MB for a 100k-event inspect)
+    data = orjson.dumps(obj, default=str,
+                        option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
     # orjson escapes C0 controls but writes DEL, C1 and bidi controls raw; the two C scans find any byte
     # 0x7f-0xff in milliseconds where a regex character class took ~75 ms on a 4 MB answer
     if not data.isascii() or b"\x7f" in data:
@@ -75,6 +87,7 @@ def _done(ws) -> None:
 
 
 def cmd_inspect(args) -> int:
+    _pause_collector()  # before the renderers load
     # start-up: the renderers load only for the command that prints them
     from harn_ls.render.inspect import inspect_json, inspect_text
 
@@ -145,6 +158,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_recall(args) -> int:
+    _pause_collector()  # before the recall renderers and numpy load
     # start-up: recall loads numpy and the index (~0.3 s); only `recall` needs it
     from harn_ls.render.recall import recall_json, render_recall_markdown
 
@@ -319,6 +333,10 @@ COMMANDS = ("serve", "inspect", "show", "compare", "recall", "proposals", "probe
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line; with `only` (a command name), just that command's sub-parser: the same
     parse and the same messages for that command, for a fraction of the set-up (~10 ms for all)."""
+    # start-up: argparse (with gettext, locale, shutil) costs ~20 ms; `inspect` and `recall` as usually
+    # spelled never need it (cli_args.quick_args)
+    import argparse
+
     p = argparse.ArgumentParser(prog="harn-ls", description="See and steer the state Harn agents leave in a project.")
     p.add_argument("--version", action="version", version=f"harn-ls {__version__}")
     # one command built: the usage still lists them all, as argparse writes it for the whole parser
@@ -409,6 +427,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
+# the commands cli_args.quick_args reads, with what argparse's set_defaults(func=...) gives them
+QUICK_COMMANDS = {"inspect": cmd_inspect, "recall": cmd_recall}
+
+
 def _no_cache(s) -> None:
     s.add_argument("--no-cache", action="store_true",
                    help="neither read nor write the state cache (also: HARN_LS_CACHE=off)")
@@ -416,12 +438,9 @@ def _no_cache(s) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    # a known command first: only its sub-parser is built (anything else: the whole parser's messages)
-    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0) if exc.code in (0, None) else 2
+    args = _parse(argv)
+    if isinstance(args, int):
+        return args
     # start-up: harn_ls.render costs ~80 ms, so it is imported only once the arguments parsed
     from harn_ls.render.terminal import TerminalSafeWriter
 
@@ -437,6 +456,20 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout = sys.stdout.wrapped
         if isinstance(sys.stderr, TerminalSafeWriter):
             sys.stderr = sys.stderr.wrapped
+
+
+def _parse(argv: list[str]):
+    """The parsed arguments, or the exit code when argparse printed help, the version or a complaint."""
+    quick = quick_args(argv)
+    if quick is not None:
+        # the same attributes argparse's namespace would have, without importing argparse
+        return SimpleNamespace(**quick, func=QUICK_COMMANDS[quick["command"]])
+    # a known command first: only its sub-parser is built (anything else: the whole parser's messages)
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0) if exc.code in (0, None) else 2
 
 
 def _run(args) -> int:

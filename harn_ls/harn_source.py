@@ -15,6 +15,8 @@ _CALL = re.compile(
 
 @dataclass(frozen=True)
 class CheckpointCall:
+    """A checkpoint call found in Harn source: which function, which stage, where."""
+
     function: str
     stage: str
     line: int  # 0-based

@@ -36,6 +36,8 @@ MAX_FILE_BYTES = 8 * 1024 * 1024  # larger checkpoint files are not kept
 
 @dataclass(frozen=True)
 class Version:
+    """One stored version of a checkpoint file in the history."""
+
     n: int
     sha256: str
     size: int

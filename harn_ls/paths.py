@@ -8,7 +8,6 @@ override. Nothing here creates a directory.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -39,12 +38,16 @@ def _env_path(env: Mapping[str, str], name: str, base: str) -> str | None:
 
 @dataclass(frozen=True)
 class SkillLayerRoot:
+    """A folder skills are loaded from, and the layer it belongs to."""
+
     layer: str  # env | project | manifest | user | package | system, plus claude / burin (pattern learning)
     path: str
 
 
 @dataclass(frozen=True)
 class ProjectPaths:
+    """Where a project's Harn state lives, after the environment and harn.toml."""
+
     project_root: str
     state_root: str  # .harn (HARN_STATE_DIR)
     run_root: str  # .harn-runs (HARN_RUN_DIR)
@@ -158,8 +161,15 @@ def _manifest_skill_paths(project_root: str) -> tuple[list[str], list[tuple[str,
     project (`/usr`, `../../..`, a symlink out): such entries are refused with a reason."""
     manifest = os.path.join(project_root, "harn.toml")
     try:
-        data = tomllib.loads(read_confined(manifest, project_root, MANIFEST_CAP).decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+        raw = read_confined(manifest, project_root, MANIFEST_CAP)
+    except (OSError, ValueError):
+        return [], []
+    # start-up: tomllib (~4 ms) loads only for a project that has a harn.toml
+    import tomllib
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
         return [], []
     skills = data.get("skills") if isinstance(data, dict) else None
     paths = skills.get("paths") if isinstance(skills, dict) else None

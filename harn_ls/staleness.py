@@ -25,6 +25,8 @@ _refused: dict[str, tuple[tuple[int, ...], str]] = {}
 
 @dataclass(frozen=True)
 class Anchor:
+    """Where a fact's evidence applies in the current file, and how sure that is."""
+
     state: str  # ok | moved | stale | missing | refused | unchecked
     start: int  # 1-based inclusive, where the fact applies now (never past the end of the file)
     end: int

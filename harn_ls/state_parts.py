@@ -17,7 +17,7 @@ from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.state_rows import CacheInvalid
 from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.formats.transcripts import TranscriptSummary
+from harn_ls.formats.transcript_summary import TranscriptSummary
 
 
 def _problem_row(p: Problem) -> list:

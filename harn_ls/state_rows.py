@@ -265,10 +265,15 @@ def read_fact_inspect_payload(data: bytes, count: int) -> tuple[list[str], list[
     except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
         raise CacheInvalid(str(exc)) from None
     if not sep or not isinstance(ids, list) or not isinstance(ends, list) or len(ids) != count or len(ends) != count \
-            or not all(type(i) is str for i in ids) or not all(type(e) is int for e in ends) \
+            or not _all_of_type(ids, str) or not _all_of_type(ends, int) \
             or (ends[-1] if ends else 0) != len(body) or not _tiles(body, ends):
         raise CacheInvalid("inspect facts do not fit together")
     return ids, ends, body
+
+
+def _all_of_type(items: list, cls: type) -> bool:
+    """Every item exactly a `cls` (a bool is no int): one pass in C (a generator took ~1 ms over 10k facts)."""
+    return not items or set(map(type, items)) == {cls}
 
 
 def _tiles(body: bytes, ends: list[int]) -> bool:

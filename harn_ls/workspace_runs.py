@@ -8,7 +8,7 @@ import os
 
 from harn_ls.change_kinds import K
 from harn_ls.formats import runs as runs_fmt
-from harn_ls.formats.transcripts import TranscriptSummary
+from harn_ls.formats.transcript_summary import TranscriptSummary
 
 # Annotations name `Workspace` and `ChangeSet` (harn_ls/workspace.py) without importing them: that module
 # imports this one.

@@ -123,6 +123,8 @@ def range_from_lsp(obj: Any) -> Range | None:
 
 @dataclass(frozen=True)
 class Selection:
+    """The snippet a probe checks, and where it sits in the document."""
+
     snippet: str
     range: Range  # normalized (clamped) document range of the snippet
     start_offset: int  # code-point offset of the snippet in the document
@@ -163,6 +165,8 @@ class SpanMapper:
 
 @dataclass
 class ProbeDiagnostic:
+    """One diagnostic of a probe, mapped back to the document it came from."""
+
     range: Range  # in the original document
     severity: str  # error | warning | info
     message: str
@@ -174,6 +178,8 @@ class ProbeDiagnostic:
 
 @dataclass
 class ProcessResult:
+    """How the harn child process of a probe ended, and what it printed."""
+
     stdout: str
     stderr: str
     exit_code: int | None  # None when killed by a signal (Rust's ExitStatus::code())
@@ -184,6 +190,8 @@ class ProcessResult:
 
 @dataclass
 class ProbeOutcome:
+    """A finished probe: its envelope, diagnostics and the fact it stored."""
+
     envelope: dict
     outcome: str
     diagnostics: list[ProbeDiagnostic]

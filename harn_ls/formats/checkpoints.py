@@ -48,6 +48,8 @@ _IGNORED_BY_HARN = "Harn silently treats an unparseable checkpoint file as empty
 
 @dataclass(slots=True)
 class CheckpointEntry:
+    """One stage of a checkpoint file as Harn stored it."""
+
     key: str
     value: Any  # the stage result for keyed records (record["value"]), else the raw value
     keyed: bool  # a well-formed keyed-stage record
@@ -57,6 +59,8 @@ class CheckpointEntry:
 
 @dataclass(slots=True)
 class CheckpointFile:
+    """One pipeline's checkpoint file: its stages, and whether it read whole."""
+
     pipeline: str
     path: str
     entries: dict[str, CheckpointEntry]

@@ -42,6 +42,8 @@ def hitl_rules():
 
 @dataclass(frozen=True)
 class LogLocation:
+    """Where one event log lives and which backend holds it."""
+
     label: str  # run | orchestrator | personas
     backend: str  # sqlite | file
     path: str  # the .sqlite file or the events/ directory
@@ -67,6 +69,8 @@ def discover(state_root: str, project_root: str) -> list[LogLocation]:
 
 @dataclass
 class LogView:
+    """One event log as last read: its summary, HITL events, waitpoints and requests."""
+
     loc: LogLocation
     copy_dir: str | None = None
     root: str | None = None  # the project: the log's real path must stay inside it

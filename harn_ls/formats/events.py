@@ -66,6 +66,8 @@ def valid_topic(topic: str) -> bool:
 
 @dataclass(slots=True)
 class Event:
+    """One event of an event log topic."""
+
     topic: str
     id: int
     kind: str
@@ -77,6 +79,8 @@ class Event:
 
 @dataclass(slots=True)
 class TopicInfo:
+    """One topic of an event log: how many events, which ids, the newest time."""
+
     topic: str
     count: int = 0
     first_id: int = 0
@@ -90,6 +94,8 @@ class TopicInfo:
 
 @dataclass(slots=True)
 class Consumer:
+    """A consumer's cursor on one topic, and how far behind the head it is."""
+
     topic: str
     consumer_id: str
     cursor: int
@@ -103,6 +109,8 @@ class Consumer:
 
 @dataclass(slots=True)
 class LogSummary:
+    """An event log's topics and consumers, or why it could not be read."""
+
     topics: dict[str, TopicInfo] = field(default_factory=dict)
     consumers: list[Consumer] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,22 @@ from harn_ls.formats.harn_json import _rust_display_float, serde_compact, sha256
 from harn_ls.formats.problems import Problem, Severity
 
 if TYPE_CHECKING:
+    from harn_ls.formats.fact_types import Evidence, Fact, FileRange  # noqa: F401
     from harn_ls.formats.memory import MemoryRecord
+
+# Fact, Evidence and FileRange are defined in fact_types.py: creating the three dataclasses costs ~5 ms at
+# import, which a warm `inspect --json` or `recall` (facts printed from, or left in, the state cache)
+# never needs. `facts.Fact` and `from harn_ls.formats.facts import Fact` still work (__getattr__).
+_FACT_TYPES = ("Fact", "Evidence", "FileRange")
+
+
+def __getattr__(name: str):
+    if name in _FACT_TYPES:
+        # start-up: the fact classes load on their first use
+        from harn_ls.formats import fact_types
+
+        return getattr(fact_types, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 FACT_SCHEMA = "harn.fact.v1"
 FACT_KINDS = ("observation", "claim", "hypothesis", "decision", "constraint")
@@ -358,13 +372,6 @@ def fact_store_event(envelope: dict, namespace: str, stored_at: str, extra_tags:
 _FILE_RANGE_RE = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$", re.DOTALL)
 
 
-@dataclass(frozen=True, slots=True)
-class FileRange:
-    path: str  # posix, relative to the project root
-    start: int  # 1-based, inclusive
-    end: int  # 1-based, inclusive
-
-
 @functools.lru_cache(maxsize=8)
 def _normalized_root(project_root: str) -> str:
     # One project root for thousands of ranges in a load: normalize it once.
@@ -403,35 +410,13 @@ def parse_file_range(ref: str, project_root: str) -> FileRange | None:
         return None
     if rel in ("", "."):
         return None
+    # start-up: the fact classes load with the first fact built (see __getattr__)
+    from harn_ls.formats.fact_types import FileRange
+
     return FileRange(rel, start, end)
 
 
 # -- facts read back from memory ------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    kind: str
-    ref: str
-    snippet: str | None = None
-    range: FileRange | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Fact:
-    id: str
-    kind: str
-    claim: str
-    confidence: float
-    evidence: tuple[Evidence, ...]
-    provenance: dict
-    asserted_at: str
-    valid_until: dict | None
-    namespace: str
-    record_id: str
-    memory_key: str
-    stored_at: str
-    line_no: int
 
 
 def fact_from_record(record: "MemoryRecord", project_root: str, path: str) -> tuple[Fact | None, list[Problem]]:
@@ -449,6 +434,9 @@ def fact_from_record(record: "MemoryRecord", project_root: str, path: str) -> tu
     except FactError as exc:
         return None, [Problem(path, record.line_no, exc.code,
             f"fact {record.id}: {exc.message}; Harn's recall_facts skips this record", Severity.WARNING)]
+    # start-up: the fact classes load with the first fact built (see __getattr__)
+    from harn_ls.formats.fact_types import Evidence, Fact
+
     evidence = tuple(
         Evidence(
             kind=e["kind"],

@@ -98,6 +98,8 @@ def _request_id(ev: Event) -> str | None:
 
 @dataclass
 class HitlRequest:
+    """A request waiting for (or answered by) a human, rebuilt from the HITL topics."""
+
     request_id: str
     kind: str  # question approval dual_control escalation
     topic: str

@@ -43,6 +43,8 @@ class JsonlLine:
 
 @dataclass(slots=True)
 class JsonlBatch:
+    """The lines a JSONL tail read found since the last read, or that the file was reset or is gone."""
+
     lines: list[JsonlLine] = field(default_factory=list)
     reset: bool = False  # the caller must drop everything it had for this file
     missing: bool = False  # the file does not exist (any more)

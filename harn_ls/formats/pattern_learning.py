@@ -97,6 +97,8 @@ def pending_sort_key(support: int, proposal_id: str) -> str:
 
 @dataclass(slots=True)
 class Observation:
+    """One pattern-learning observation: a prompt and the tools it used."""
+
     id: str
     session_id: str = ""
     prompt: str = ""
@@ -111,6 +113,8 @@ class Observation:
 
 @dataclass(slots=True)
 class Proposal:
+    """A learned-skill proposal waiting to be accepted or rejected."""
+
     id: str
     kind: str = ""
     source: str = ""
@@ -132,6 +136,8 @@ class Proposal:
 
 @dataclass(slots=True)
 class PatternState:
+    """Pattern learning's on/off switch and the proposals suppressed until a date."""
+
     enabled: bool = True
     suppressed_until: dict = field(default_factory=dict)
     updated_at: str | None = None
@@ -141,6 +147,8 @@ class PatternState:
 
 @dataclass(slots=True)
 class PatternLearning:
+    """Everything pattern learning keeps, projected from its memory namespace."""
+
     observations: list[Observation] = field(default_factory=list)
     pending: list[Proposal] = field(default_factory=list)  # support desc, id asc (Harn's order)
     state: PatternState = field(default_factory=PatternState)

@@ -145,6 +145,8 @@ def probe_envelope(kind: str, outcome: str, observed: str, evidence: dict, asser
 
 @dataclass(frozen=True, slots=True)
 class TypecheckCounts:
+    """The counts a typecheck envelope's summary gives, as printed."""
+
     parsed: bool
     errors: Any = -1  # summary.errors as printed (files with errors), -1 when absent
     warnings: Any = -1
@@ -212,6 +214,8 @@ SEVERITIES = ("error", "warning", "info")
 
 @dataclass(slots=True)
 class CheckDiagnostic:
+    """One diagnostic of `harn check --json`."""
+
     source: str
     severity: str  # error | warning | info (anything else is kept and reported in issues)
     message: str
@@ -222,6 +226,8 @@ class CheckDiagnostic:
 
 @dataclass(slots=True)
 class CheckFile:
+    """One file of `harn check --json`, with its diagnostics."""
+
     path: str
     status: str  # ok | warning | error
     diagnostics: list[CheckDiagnostic] = field(default_factory=list)
@@ -229,6 +235,8 @@ class CheckFile:
 
 @dataclass(slots=True)
 class CheckSummary:
+    """The summary counts of `harn check --json`."""
+
     ok: int
     warnings: int
     errors: int  # files whose status is error, not a diagnostic count
@@ -237,6 +245,8 @@ class CheckSummary:
 
 @dataclass(slots=True)
 class CheckEnvelope:
+    """`harn check --json` as read, with every deviation from its contract noted."""
+
     schema_version: int | None
     ok: bool | None
     files: list[CheckFile] = field(default_factory=list)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -20,7 +20,10 @@ from harn_ls.formats.problems import Problem, Severity
 from harn_ls.safe_read import (
     RUN_RECORD_CAP, ReadRefused, confinement_problem, json_density_problem, read_confined, regular_file_size,
 )
-from harn_ls.formats.transcripts import Transcript, TranscriptSummary, transcript_from_value, transcript_summary_from_value
+from harn_ls.formats.transcript_summary import TranscriptSummary
+
+if TYPE_CHECKING:
+    from harn_ls.formats.transcripts import Transcript
 
 RUN_RECORD_TYPE = "run_record"
 LLM_TRANSCRIPT_NAME = "llm_transcript.jsonl"
@@ -40,6 +43,8 @@ CODE_TOO_LARGE = "HL-RUN-008"
 
 @dataclass(slots=True)
 class RunRecord:
+    """A run record (`.harn-runs/<id>.json`) as read, with its problems."""
+
     id: str
     path: str
     status: str | None = None
@@ -67,6 +72,8 @@ class RunRecord:
 
 @dataclass(slots=True)
 class WorkerSnapshot:
+    """A worker's snapshot file: its status and transcript."""
+
     id: str
     path: str
     status: str | None = None
@@ -173,6 +180,10 @@ def _transcript(value: Any, source: str, path: str, problems: list[Problem], whe
                 summary: bool = False) -> Transcript | TranscriptSummary | None:
     if value is None:
         return None
+    # start-up: the transcript views (~10 ms of classes) load once a record holding a transcript is
+    # read from its file; a warm command restores the summaries from the state cache instead
+    from harn_ls.formats.transcripts import transcript_from_value, transcript_summary_from_value
+
     if summary:
         found = transcript_summary_from_value(value, source, path=path)
         t, t_problems = found if found is not None else (None, [])

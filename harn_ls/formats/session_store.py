@@ -61,6 +61,8 @@ EVENT_COLUMNS = (
 
 @dataclass(slots=True)
 class Session:
+    """One session of the session store."""
+
     id: str
     tenant_id: str | None = None
     persona: str | None = None
@@ -91,6 +93,8 @@ class Session:
 
 @dataclass(slots=True)
 class SessionEvent:
+    """One event of a session in the session store."""
+
     session_id: str
     event_id: int
     kind: str | None = None
@@ -118,6 +122,8 @@ class SessionEvent:
 
 @dataclass(slots=True)
 class SessionStoreSnapshot:
+    """The session store as read: its schema version, sessions and problems."""
+
     path: str
     exists: bool
     schema_version: int | None

@@ -9,12 +9,34 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from harn_ls.formats.problems import Problem, Severity
+
+if TYPE_CHECKING:
+    from harn_ls.formats.state_file_types import (  # noqa: F401
+        Candidate, EmbedCache, LockFile, Mailbox, Receipt, Store, Worktree,
+    )
+
+# The records these readers return are defined in state_file_types.py and load with the first state
+# file found (most projects have none: their seven dataclasses cost ~7 ms to create). The old names
+# still resolve here (__getattr__).
+_STATE_FILE_TYPES = ("Store", "Mailbox", "Receipt", "Worktree", "Candidate", "LockFile", "EmbedCache")
+
+
+def _types():
+    # start-up: the record classes load with the first state file found
+    from harn_ls.formats import state_file_types
+
+    return state_file_types
+
+
+def __getattr__(name: str):
+    if name in _STATE_FILE_TYPES:
+        return getattr(_types(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_ENTRIES = 5000
@@ -57,17 +79,10 @@ def _inside(path: str, root: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------ store (§O.1)
-@dataclass
-class Store:
-    path: str
-    entries: dict = field(default_factory=dict)
-    problems: list[Problem] = field(default_factory=list)
-
-
 def read_store(path: str) -> Store | None:
     if not os.path.isfile(path):
         return None
-    st = Store(path)
+    st = _types().Store(path)
     value, err = _read_json(path)
     if err:
         st.problems.append(Problem(path, 0, CODE_STORE, f"store {err}; Harn treats an unreadable store as empty and "
@@ -81,17 +96,6 @@ def read_store(path: str) -> Store | None:
 
 
 # ------------------------------------------------------------------------------------- workflow mailboxes (§O.2)
-@dataclass
-class Mailbox:
-    workflow_id: str
-    path: str
-    paused: bool = False
-    generation: int = 1
-    pending: list[dict] = field(default_factory=list)
-    queries: dict = field(default_factory=dict)
-    unanswered_updates: int = 0
-
-
 def read_mailboxes(workflows_dir: str, problems: list[Problem]) -> list[Mailbox]:
     out = []
     for name in _listdir(workflows_dir):
@@ -103,7 +107,7 @@ def read_mailboxes(workflows_dir: str, problems: list[Problem]) -> list[Mailbox]
             problems.append(Problem(path, 0, CODE_MAILBOX, f"workflow mailbox {err or 'is not a JSON object'}",
                                     Severity.WARNING))
             continue
-        mb = Mailbox(str(value.get("workflow_id") or name), path)
+        mb = _types().Mailbox(str(value.get("workflow_id") or name), path)
         mb.paused = value.get("paused") is True
         g = value.get("generation")
         mb.generation = g if isinstance(g, int) and not isinstance(g, bool) else 1
@@ -118,27 +122,6 @@ def read_mailboxes(workflows_dir: str, problems: list[Problem]) -> list[Mailbox]
 
 
 # ----------------------------------------------------------------------------------------------- receipts (§O.3)
-@dataclass
-class Receipt:
-    id: str
-    path: str
-    status: str  # verified | failed | unreadable
-    errors: list[str] = field(default_factory=list)
-    issued_at: str = ""
-    pipeline: str = ""
-    run_status: str = ""
-    event_count: int = 0
-    key_ids: list[str] = field(default_factory=list)
-    receipt_hash: str = ""
-    event_root_hash: str = ""
-    data: dict | None = None
-
-    def to_json(self) -> dict:
-        return {"id": self.id, "path": self.path, "status": self.status, "errors": self.errors,
-                "issued_at": self.issued_at, "pipeline": self.pipeline, "run_status": self.run_status,
-                "events": self.event_count, "key_ids": self.key_ids}
-
-
 def _sha256_prefixed(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -252,10 +235,10 @@ def read_receipts(receipts_dir: str, problems: list[Problem]) -> list[Receipt]:
         if err or not isinstance(value, dict):
             msg = err or "not a JSON object"
             problems.append(Problem(path, 0, CODE_RECEIPT, f"receipt {msg}", Severity.WARNING))
-            out.append(Receipt(rid, path, "unreadable", [msg]))
+            out.append(_types().Receipt(rid, path, "unreadable", [msg]))
             continue
         errors = verify_receipt(value)
-        r = Receipt(str(value.get("receipt_id") or rid), path, "failed" if errors else "verified", errors)
+        r = _types().Receipt(str(value.get("receipt_id") or rid), path, "failed" if errors else "verified", errors)
         r.issued_at = str(value.get("issued_at") or "")
         run = value.get("run") if isinstance(value.get("run"), dict) else {}
         r.pipeline, r.run_status = str(run.get("pipeline") or ""), str(run.get("status") or "")
@@ -275,16 +258,6 @@ def read_receipts(receipts_dir: str, problems: list[Problem]) -> list[Receipt]:
 
 
 # ---------------------------------------------------------------------------------------------- worktrees (§O.4)
-@dataclass
-class Worktree:
-    name: str  # <repo>/<worker_id> or <name>
-    path: str
-    gitdir: str | None
-    stale: bool
-    reason: str = ""
-    branch: str = ""
-
-
 def _worktree_at(path: str, name: str) -> Worktree | None:
     git = os.path.join(path, ".git")
     if not os.path.isfile(git):
@@ -293,15 +266,15 @@ def _worktree_at(path: str, name: str) -> Worktree | None:
         with open(git, "rb") as fh:
             line = fh.read(4096).decode("utf-8", "replace").strip()
     except OSError:
-        return Worktree(name, path, None, True, "cannot read .git")
+        return _types().Worktree(name, path, None, True, "cannot read .git")
     if not line.startswith("gitdir:"):
-        return Worktree(name, path, None, True, ".git file has no gitdir line")
+        return _types().Worktree(name, path, None, True, ".git file has no gitdir line")
     gitdir = line[len("gitdir:"):].strip()
     if not os.path.isabs(gitdir):
         gitdir = os.path.normpath(os.path.join(path, gitdir))
     if not os.path.isdir(gitdir):
-        return Worktree(name, path, gitdir, True, "its git metadata is gone (pruned or repository moved)")
-    wt = Worktree(name, path, gitdir, False)
+        return _types().Worktree(name, path, gitdir, True, "its git metadata is gone (pruned or repository moved)")
+    wt = _types().Worktree(name, path, gitdir, False)
     try:
         with open(os.path.join(gitdir, "HEAD"), "rb") as fh:
             head = fh.read(512).decode("utf-8", "replace").strip()
@@ -340,7 +313,8 @@ def read_worktrees(worktrees_dir: str, problems: list[Problem]) -> list[Worktree
             if wt is not None:
                 out.append(wt)
             else:
-                out.append(Worktree(f"{first}/{second}", p2, None, True, "no .git file: not a git worktree (left over?)"))
+                out.append(_types().Worktree(f"{first}/{second}", p2, None, True,
+                                             "no .git file: not a git worktree (left over?)"))
     for wt in out:
         if wt.stale:
             problems.append(Problem(wt.path, 0, CODE_WORKTREE, f"stale worktree {wt.name}: {wt.reason}", Severity.INFO))
@@ -348,15 +322,6 @@ def read_worktrees(worktrees_dir: str, problems: list[Problem]) -> list[Worktree
 
 
 # ---------------------------------------------------------------------------------------- crystallization (§O.5)
-@dataclass
-class Candidate:
-    id: str
-    path: str
-    complete: bool  # proposal.json present (the completion signal)
-    files: list[str] = field(default_factory=list)
-    proposal: dict = field(default_factory=dict)
-
-
 def read_candidates(crys_dir: str, problems: list[Problem]) -> list[Candidate]:
     out = []
     for name in _listdir(crys_dir):
@@ -373,7 +338,7 @@ def read_candidates(crys_dir: str, problems: list[Problem]) -> list[Candidate]:
             if len(files) >= 200:
                 break
         prop_path = os.path.join(path, "proposal.json")
-        cand = Candidate(name, path, os.path.isfile(prop_path), files)
+        cand = _types().Candidate(name, path, os.path.isfile(prop_path), files)
         if cand.complete:
             value, err = _read_json(prop_path, 4 * 1024 * 1024)
             if err or not isinstance(value, dict):
@@ -386,14 +351,6 @@ def read_candidates(crys_dir: str, problems: list[Problem]) -> list[Candidate]:
 
 
 # ------------------------------------------------------------------------------------------ locks (§O.6, §O.7)
-@dataclass
-class LockFile:
-    path: str
-    kind: str  # checkpoint | session | project | init
-    name: str
-    held: bool | None  # None: cannot tell (no /proc/locks)
-
-
 def _held_inodes() -> set[tuple[int, int, int]] | None:
     """(major, minor, inode) of files with an FLOCK held, from /proc/locks (side-effect free)."""
     try:
@@ -437,19 +394,11 @@ def read_locks(state_root: str) -> list[LockFile]:
                 state = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in held
             except OSError:
                 continue
-        out.append(LockFile(path, kind, name, state))
+        out.append(_types().LockFile(path, kind, name, state))
     return out
 
 
 # ----------------------------------------------------------------------------------------- embed cache (§O.8)
-@dataclass
-class EmbedCache:
-    namespace: str  # "__embed" or a memory namespace with a vectors/ folder
-    model_hint: str
-    vectors: int
-    bytes: int
-
-
 def read_embed_cache(memory_root: str, problems: list[Problem], cap: int = 200_000) -> list[EmbedCache]:
     """Count `<memory_root>/<ns…>/vectors/<hint>/*.json` files (never read them)."""
     out = []
@@ -473,7 +422,7 @@ def read_embed_cache(memory_root: str, problems: list[Problem], cap: int = 200_0
                                     break
                 except OSError:
                     pass
-                out.append(EmbedCache(ns, hint, n, size))
+                out.append(_types().EmbedCache(ns, hint, n, size))
             dirnames[:] = []
             continue
         dirnames.sort()

@@ -18,6 +18,7 @@ from typing import Any
 
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.formats.transcript_summary import TranscriptSummary
 
 TRANSCRIPT_TYPE = "transcript"
 TRANSCRIPT_ASSET_TYPE = "transcript_asset"
@@ -169,6 +170,8 @@ class TranscriptEvent:
 
 @dataclass(slots=True)
 class TranscriptAsset:
+    """An asset (image, file) a transcript refers to."""
+
     index: int
     id: str | None
     kind: str
@@ -181,6 +184,8 @@ class TranscriptAsset:
 
 @dataclass(slots=True)
 class Transcript:
+    """View of a transcript value: its messages, events and assets."""
+
     id: str | None
     source: str  # file path, or 'run:<id>' / 'run:<id>/stage:<id>' / 'worker:<id>' for embedded values
     messages: list
@@ -329,16 +334,6 @@ def transcript_from_value(value: Any, source: str, *, path: str | None = None, l
                       metadata=metadata, state=state, version=version, problems=problems)
 
 
-@dataclass(frozen=True, slots=True)
-class TranscriptSummary:
-    """What lists need of a transcript; the transcript itself is read back from its file on demand."""
-
-    id: str | None
-    message_count: int
-    event_count: int
-    asset_count: int
-
-
 def transcript_summary_from_value(value: Any, source: str, *, path: str | None = None,
                                   line: int = 0) -> tuple[TranscriptSummary, list[Problem]] | None:
     """The counts and problems `transcript_from_value` would give, without building its events
@@ -358,6 +353,8 @@ LLM_LINE_TYPES = ("system_prompt", "tool_schemas", "message", "routing_decision"
 
 @dataclass(slots=True)
 class LlmLine:
+    """One line of an llm_transcript.jsonl."""
+
     line_no: int
     type: str  # one of LLM_LINE_TYPES, or whatever an unknown line says (kept as-is)
     value: dict
@@ -407,6 +404,8 @@ class LlmStep:
 
 @dataclass(slots=True)
 class LlmTranscript:
+    """An llm_transcript.jsonl replayed into provider calls."""
+
     path: str
     lines: list[LlmLine]
     steps: list[LlmStep]

@@ -57,6 +57,8 @@ _SEVERITY = {
 
 @dataclass
 class ProbeState:
+    """A probe that ran on a document, kept to follow its range across edits."""
+
     range: runner.Range  # document range of the probed snippet (kept up to date across edits)
     snippet: str
 

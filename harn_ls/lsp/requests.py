@@ -23,6 +23,8 @@ MsgId = Union[int, str]
 
 @dataclass
 class InFlight:
+    """A request whose handler is running, with what cancels it."""
+
     msg_id: MsgId
     method: str
     signal: asyncio.Future = field(repr=False)  # cancelled when the request is cancelled

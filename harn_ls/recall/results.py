@@ -25,6 +25,8 @@ def clamp_k(k: int | None) -> int:
 
 @dataclass(frozen=True, slots=True)
 class TermExplain:
+    """One query term's part of a recall score."""
+
     term: str
     count: int  # occurrences in the query (Harn does not deduplicate)
     tf: int
@@ -37,6 +39,8 @@ class TermExplain:
 
 @dataclass(frozen=True, slots=True)
 class Explain:
+    """How a recall hit's score was made up."""
+
     terms: tuple[TermExplain, ...]
     bm25: float
     key_boost: float
@@ -69,6 +73,8 @@ class Explain:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
+    """One recall hit: the record and its score."""
+
     id: str
     key: str
     namespace: str
@@ -82,6 +88,8 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class NamespaceOutcome:
+    """How one namespace was searched, and why when not as configured."""
+
     mode: Mode
     note: str
     config: dict
@@ -90,6 +98,8 @@ class NamespaceOutcome:
 
 @dataclass(frozen=True, slots=True)
 class RecallResult:
+    """The answer of one recall: the hits and how each namespace was searched."""
+
     hits: list[Hit]
     mode: Mode  # "mixed" only when namespace=None spans namespaces ranked differently
     note: str  # empty, or why the configured backend could not be used

@@ -17,6 +17,8 @@ from harn_ls.render.svg import md_text
 
 @dataclass
 class StageDiff:
+    """What changed in a checkpoint's stages between two versions."""
+
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     value_changed: list[str] = field(default_factory=list)

@@ -57,6 +57,8 @@ def _usage(st: dict) -> dict:
 
 @dataclass
 class Message:
+    """One message of a conversation, as compared between runs."""
+
     role: str
     text: str
 

@@ -68,6 +68,8 @@ def details(summary_html: str, body_html: str, open_: bool = False) -> str:
 
 @dataclass
 class Context:
+    """What rendering one conversation keeps as it goes."""
+
     project_root: str | None
     assets: dict  # asset id -> TranscriptAsset
     show_private: bool = False

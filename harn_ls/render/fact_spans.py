@@ -54,6 +54,8 @@ class _FileSpans:
 
 @dataclass
 class CacheStats:
+    """Counters of the fact span cache: served as stored, rechecked, anchored, reused, restored."""
+
     hits: int = 0  # served as stored (nothing changed)
     rechecked: int = 0  # the model changed: facts compared, only new ones anchored
     anchored: int = 0  # (fact, evidence) anchors computed in total

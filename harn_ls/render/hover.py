@@ -20,6 +20,8 @@ WIDE_SPAN = 64  # lines: a span over more is not listed line by line in `LineInd
 
 @dataclass(frozen=True)
 class HoverView:
+    """A hover's Markdown and the code lines it covers."""
+
     markdown: str
     first_line: int  # 0-based lines of the code the facts cover
     last_line: int

@@ -18,6 +18,8 @@ REJECT_DAYS = 14
 
 @dataclass(frozen=True)
 class ProposalChoice:
+    """One choice offered on a proposal (Accept, Reject, Compare) and its command."""
+
     title: str  # the code action's title
     command: ViewCommand
     data: dict[str, Any] = field(default_factory=dict)

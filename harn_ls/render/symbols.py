@@ -22,6 +22,8 @@ FACT, MEMORY, SKILL, PROPOSAL, RUN = "fact", "memory", "skill", "proposal", "run
 
 @dataclass(frozen=True)
 class SymbolView:
+    """One workspace symbol: a fact, record, skill, proposal or run."""
+
     name: str
     kind: str  # FACT MEMORY SKILL PROPOSAL RUN
     container: str

@@ -49,6 +49,8 @@ FAILED_WORDS = ("failed", "error", "errored", "cancelled", "canceled", "timeout"
 
 @dataclass(slots=True)
 class Bar:
+    """One bar of a run timeline."""
+
     kind: str  # stage | llm | tool
     label: str
     start_ms: float | None  # from the run's origin
@@ -73,6 +75,8 @@ class Bar:
 
 @dataclass(slots=True)
 class Timeline:
+    """A run's timeline: its bars and time span."""
+
     bars: list[Bar]
     origin: float | None  # epoch seconds of t=0
     span_ms: float

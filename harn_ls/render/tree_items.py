@@ -27,6 +27,8 @@ from harn_ls.render.uri import make_uri
 
 @dataclass(frozen=True)
 class TreeOptions:
+    """How tree pages are built: the open command, page size and filters."""
+
     open_command: str  # the client command that opens an item's `uri` (an item's click)
     page_size: int  # items per `harn/tree` response
     min_conf: float = 0.0  # facts below this confidence are not listed

@@ -16,6 +16,8 @@ class UriError(ValueError):
 
 @dataclass(frozen=True)
 class RenderSettings:
+    """The client settings that change what documents show."""
+
     show_private: bool = False
     min_confidence: float = 0.0
     page_size: int = 200  # list pages (memory records)
@@ -26,6 +28,8 @@ class RenderSettings:
 
 @dataclass(frozen=True)
 class StateUri:
+    """A parsed `harn-state:` URI."""
+
     kind: str  # index runs transcripts checkpoints memory facts proposals skills sessions recall
     name: str  # "" for index / recall
     query: dict[str, str]

@@ -20,6 +20,8 @@ ACTIONS = (NONE, OPEN, ACCEPT, REJECT, COMPARE)
 
 @dataclass(frozen=True)
 class ViewCommand:
+    """A command for the client, as plain data."""
+
     title: str  # plain text, capped by whoever built it
     action: str = NONE
     arguments: list[Any] = field(default_factory=list)

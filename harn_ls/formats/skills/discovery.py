@@ -7,10 +7,8 @@ Harn's shadowing.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
-from urllib.parse import unquote, urlparse
 
 from ..problems import Problem, Severity
 from .common import (
@@ -35,6 +33,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class SkillInventory:
+    """Every skill found across the layers, after Harn's shadowing."""
+
     skills: list[Skill]  # winners (sorted by id) plus entries that do not compete: unloadable, claude/burin
     shadowed: list[Skill]  # losers, each with shadowed_by set
     # Every problem: those found while walking roots (symlinks, disabled
@@ -50,6 +50,8 @@ class SkillInventory:
 
 @dataclass(frozen=True)
 class _SkillsConfig:
+    """The `[skills]` table of the project's harn.toml."""
+
     lookup_order: tuple[str, ...] = ()
     disable: tuple[str, ...] = ()
     signer_registry_url: str | None = None
@@ -58,8 +60,14 @@ class _SkillsConfig:
 def _read_skills_config(project_root: str) -> _SkillsConfig:
     try:
         raw = _read_bounded(os.path.join(project_root, "harn.toml"), MAX_SKILL_BYTES)
+    except (OSError, ValueError):
+        return _SkillsConfig()
+    # start-up: tomllib (~4 ms) loads only for a project that has a harn.toml
+    import tomllib
+
+    try:
         data = tomllib.loads(raw.decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError):
         return _SkillsConfig()
     skills = data.get("skills")
     if not isinstance(skills, dict):
@@ -82,6 +90,9 @@ def _registry_dir(url: str | None, project_root: str) -> str | None:
     if url.startswith(("http://", "https://")):
         return None  # a passive viewer never fetches keys
     if url.startswith("file://"):
+        # start-up: urllib.parse (with ipaddress, ~5 ms) only for a registry given as a file:// URL
+        from urllib.parse import unquote, urlparse
+
         url = unquote(urlparse(url).path)
     return url if os.path.isabs(url) else os.path.normpath(os.path.join(project_root, url))
 

@@ -18,6 +18,8 @@ from .common import _rust_trim
 
 @dataclass(frozen=True)
 class _Split:
+    """A SKILL.md split into its frontmatter and body, with the lines they start on."""
+
     frontmatter: str | None
     body: str
     yaml_line: int  # 1-based file line of the first YAML line (0 = no frontmatter)

@@ -30,6 +30,8 @@ from .common import (
 
 @dataclass(frozen=True)
 class SignatureStatus:
+    """Whether a skill's signature verifies, and who signed it."""
+
     status: str  # verified | missing_signature | invalid_signature | missing_signer | untrusted_signer
     signer_fingerprint: str | None = None
     error: str | None = None

@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class Skill:
+    """One SKILL.md as read: its fields, body, layer and problems."""
+
     id: str  # `<namespace>/<name>` or `<name>`
     name: str  # frontmatter `name`, else the directory basename
     layer: str

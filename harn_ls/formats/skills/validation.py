@@ -91,6 +91,8 @@ def _node_kind(node: Node) -> str:
 
 @dataclass
 class _Issue:
+    """One problem found while validating SKILL.md frontmatter."""
+
     code: str
     message: str
     line: int | None  # 0-based within the YAML text
@@ -99,6 +101,8 @@ class _Issue:
 
 @dataclass
 class _Parsed:
+    """SKILL.md frontmatter as validated: the fields, unknown keys and issues."""
+
     fields: dict[str, Any] = field(default_factory=dict)
     unknown: list[tuple[str, int]] = field(default_factory=list)  # (key as written, 0-based line)
     errors: list[_Issue] = field(default_factory=list)  # Harn would reject the file

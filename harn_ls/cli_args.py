@@ -1,0 +1,64 @@
+"""The everyday command lines, `inspect [PATH] [--json] [--no-cache]` and `recall [PATH] QUERY [-k K]
+[--namespace NS] [--explain] [--json] [--no-cache]`, read without argparse.
+
+Importing argparse and building a sub-parser costs a warm one-shot command ~20 ms of CPU (argparse,
+gettext, locale, shutil for the help width), more than it spends on anything but the load itself.
+`quick_args` accepts only spellings whose meaning is plain, and gives exactly the values argparse
+would; anything else (help, abbreviations, `--opt=value`, `--`, a token starting with `-` that is
+not one of the flags, positionals split by an option, a bad `-k`) returns None and goes through
+argparse, which parses or complains as before (`tests/unit/test_cli_args.py` compares the two).
+"""
+
+from __future__ import annotations
+
+# per command: the defaults argparse fills in, its flags (store_true), its options taking one value
+# (with the type argparse converts the value with) and the positional's name
+_INSPECT = ({"path": None, "json": False, "no_cache": False},
+            {"--json": "json", "--no-cache": "no_cache"}, {}, "path")
+_RECALL = ({"args": None, "namespace": None, "k": 5, "explain": False, "json": False, "no_cache": False},
+           {"--explain": "explain", "--json": "json", "--no-cache": "no_cache"},
+           {"-k": ("k", int), "--namespace": ("namespace", str), "-n": ("namespace", str)}, "args")
+_SPECS = {"inspect": _INSPECT, "recall": _RECALL}
+
+
+def quick_args(argv: list[str]) -> dict | None:
+    """The parsed arguments as argparse's namespace would hold them (without `func`), or None when
+    `argv` is not one of the plain spellings."""
+    if not argv or argv[0] not in _SPECS:
+        return None
+    command = argv[0]
+    defaults, flags, options, positional_name = _SPECS[command]
+    values = {"command": command, **defaults}
+    positionals: list[str] = []
+    block_closed = False  # argparse takes the positionals as one run: an option after them ends it
+    i, n = 1, len(argv)
+    while i < n:
+        token = argv[i]
+        if token.startswith("-"):
+            if positionals:
+                block_closed = True
+            if token in flags:
+                values[flags[token]] = True
+            elif token in options and i + 1 < n and not argv[i + 1].startswith("-"):
+                name, convert = options[token]
+                try:
+                    values[name] = convert(argv[i + 1])
+                except ValueError:
+                    return None  # argparse words the complaint
+                i += 1
+            else:
+                return None
+        elif block_closed:
+            return None
+        else:
+            positionals.append(token)
+        i += 1
+    if command == "inspect":
+        if len(positionals) > 1:
+            return None
+        values[positional_name] = positionals[0] if positionals else None
+    else:
+        if not positionals:
+            return None
+        values[positional_name] = positionals
+    return values

@@ -1,0 +1,99 @@
+"""The records of `.harn/` state files (stores, workflow mailboxes, receipts, worktrees,
+crystallization candidates, lock files, embedding caches), apart from formats/state_files.py, which
+loads them with the first such file found: most projects have none of them, and creating the seven
+dataclasses cost every one-shot command ~7 ms. `harn_ls.formats.state_files` still gives them under
+their old names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harn_ls.formats.problems import Problem
+
+
+@dataclass
+class Store:
+    """A key-value store file (§O.1) and its entries."""
+
+    path: str
+    entries: dict = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass
+class Mailbox:
+    """A workflow's mailbox (§O.2): pending messages, queries, whether it is paused."""
+
+    workflow_id: str
+    path: str
+    paused: bool = False
+    generation: int = 1
+    pending: list[dict] = field(default_factory=list)
+    queries: dict = field(default_factory=dict)
+    unanswered_updates: int = 0
+
+
+@dataclass
+class Receipt:
+    """A run receipt (§O.3) and whether its signature verifies."""
+
+    id: str
+    path: str
+    status: str  # verified | failed | unreadable
+    errors: list[str] = field(default_factory=list)
+    issued_at: str = ""
+    pipeline: str = ""
+    run_status: str = ""
+    event_count: int = 0
+    key_ids: list[str] = field(default_factory=list)
+    receipt_hash: str = ""
+    event_root_hash: str = ""
+    data: dict | None = None
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "path": self.path, "status": self.status, "errors": self.errors,
+                "issued_at": self.issued_at, "pipeline": self.pipeline, "run_status": self.run_status,
+                "events": self.event_count, "key_ids": self.key_ids}
+
+
+@dataclass
+class Worktree:
+    """A worker's git worktree (§O.4), and whether it is stale."""
+
+    name: str  # <repo>/<worker_id> or <name>
+    path: str
+    gitdir: str | None
+    stale: bool
+    reason: str = ""
+    branch: str = ""
+
+
+@dataclass
+class Candidate:
+    """A crystallization candidate folder (§O.5)."""
+
+    id: str
+    path: str
+    complete: bool  # proposal.json present (the completion signal)
+    files: list[str] = field(default_factory=list)
+    proposal: dict = field(default_factory=dict)
+
+
+@dataclass
+class LockFile:
+    """A lock file (§O.6, §O.7), and whether a process holds it now."""
+
+    path: str
+    kind: str  # checkpoint | session | project | init
+    name: str
+    held: bool | None  # None: cannot tell (no /proc/locks)
+
+
+@dataclass
+class EmbedCache:
+    """An embedding cache (§O.8): which model, how many vectors, how many bytes."""
+
+    namespace: str  # "__embed" or a memory namespace with a vectors/ folder
+    model_hint: str
+    vectors: int
+    bytes: int
