@@ -307,20 +307,46 @@ def _best_codes(table: np.ndarray, codes: np.ndarray, size: int) -> np.ndarray:
     return sel
 
 
+class _Unhandled:
+    """Which of a term's postings are still its to score: live records that hold none of the terms
+    visited before (those scored every record they hold that can rank, or ruled it out)."""
+
+    __slots__ = ("_alive", "_visited", "_nslots", "filters")
+
+    def __init__(self, alive: np.ndarray | None, visited: list[QueryTerm], nslots: int) -> None:
+        self._alive, self._visited, self._nslots = alive, visited, nslots
+        self.filters = alive is not None or bool(visited)
+
+    def mask(self, cand: np.ndarray) -> np.ndarray:
+        """Per candidate slot: True when it is still this term's to score."""
+        keep = self._alive[cand] if self._alive is not None else np.ones(len(cand), dtype=bool)
+        for u in self._visited:
+            keep &= u.codes_at(cand, self._nslots) == 0
+        return keep
+
+    def positions(self, cand: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        """The positions `pos` (into cand) still this term's to score."""
+        return pos[self.mask(cand[pos])] if self.filters else pos
+
+
 def _prefilter(t: QueryTerm, others: list[QueryTerm], scorer: tuple, cand: np.ndarray, codes: np.ndarray,
-               k: int, theta: float) -> tuple[np.ndarray, np.ndarray, float]:
+               k: int, theta: float, unhandled: _Unhandled) -> tuple[np.ndarray, np.ndarray, float]:
     """The candidates of term t that their posting code alone does not rule out, and theta raised by
-    scoring the few with the best codes first: no arithmetic on the postings that cannot rank."""
+    scoring the few with the best codes first: no arithmetic on the postings that cannot rank. Only
+    the postings kept are checked against `unhandled` (and theta is taken from unhandled ones)."""
     order, norm, norm_min, nslots, boosts = scorer
     table = t.code_bounds(norm_min)
-    top = _best_codes(table, codes, min(_sample_size(k), len(codes)))
+    top = unhandled.positions(cand, _best_codes(table, codes, min(_sample_size(k), len(codes))))
     tc, tcodes = cand[top], codes[top]
     sample = _score(order, others, norm, nslots, tc, t, tcodes, contributions(t.idf, tcodes, norm[tc]))
     if len(sample) >= k:
         theta = max(theta, _kth(sample, k))
     if table[4:].min() + sum(u.bound for u in others) >= theta - _ABS_SLACK:  # (codes 0-3: tf 0, never stored)
-        return cand, codes, theta  # no code's bound is low enough to rule a record out
-    keep = _may_rank_codes(table, codes, theta, cand, others, nslots, boosts)
+        if not unhandled.filters:  # no code's bound is low enough to rule a record out
+            return cand, codes, theta
+        keep = unhandled.mask(cand)
+        return cand[keep], codes[keep], theta
+    keep = unhandled.positions(cand, _may_rank_codes(table, codes, theta, cand, others, nslots, boosts))
     return cand[keep], codes[keep], theta
 
 
@@ -380,9 +406,7 @@ def search(order: list[QueryTerm], norm: np.ndarray, norm_min: float, alive: np.
     for t in distinct:
         t.finish()
     theta = -math.inf if floor is None or k is None else floor
-    seen: np.ndarray | None = None
-    unmarked: list[np.ndarray] = []  # candidates of visited terms not in `seen` yet (marked when a term needs it)
-    visited: set[int] = set()  # the terms (ids) whose records are all in `seen` or `unmarked`
+    visited: list[QueryTerm] = []  # terms whose records are scored or ruled out: later terms skip them
     boosts = _Boosts()
     done = 0
     out_slots: list[np.ndarray] = []
@@ -392,35 +416,25 @@ def search(order: list[QueryTerm], norm: np.ndarray, norm_min: float, alive: np.
         if k is not None and id(t) in _nonessential(distinct, theta):
             continue  # and it stays so (theta only grows): a record only it holds cannot rank
         done += 1
-        if unmarked:  # (a term skipped as non-essential never needs them: nor does a query of one term)
-            if seen is None:
-                seen = np.zeros(nslots, dtype=bool)
-            for marked in unmarked:
-                seen[marked] = True
-            unmarked = []
-        if seen is None and alive is None:
-            cand, codes = t.slots, t.codes  # every posting: no copy
-        else:
-            keep = alive[t.slots] if seen is None else ~seen[t.slots]
-            if seen is not None and alive is not None:
-                keep &= alive[t.slots]
-            cand, codes = t.slots[keep], t.codes[keep]
-        if not len(cand):
-            continue
         last = done == len(distinct)
-        if not last:  # a later term must skip what is scored already
-            unmarked.append(cand)
-        # A candidate lacks every term visited before (their records are `seen`): only the rest can add.
-        others = [u for u in distinct if u is not t and id(u) not in visited]
-        if not last:
-            visited.add(id(t))
-        sampled = k is not None and len(cand) > _PREFILTER_MIN
-        if sampled:
+        # A candidate lacks every term visited before (`_Unhandled`): only the rest can add to it.
+        others = [u for u in distinct if u is not t and u not in visited]
+        unhandled = _Unhandled(alive, list(visited), nslots)
+        cand, codes = t.slots, t.codes  # every posting: no copy
+        sampled = len(cand) > _PREFILTER_MIN
+        if sampled:  # the dead and handled records are dropped from the few the bounds keep, not from all
             before = len(cand)
             cand, codes, theta = _prefilter(t, others, (order, norm, norm_min, nslots, boosts), cand, codes, k,
-                                            theta)
+                                            theta, unhandled)
             if _prunes_little(done, before, len(cand), distinct, theta):
                 return _score_all(order, distinct, norm, alive, nslots)
+        elif unhandled.filters:
+            keep = unhandled.mask(cand)
+            cand, codes = cand[keep], codes[keep]
+        if not last:  # a later term must skip what is scored (or ruled out) already
+            visited.append(t)
+        if not len(cand):
+            continue
         part = contributions(t.idf, codes, norm[cand])
         if k is not None and len(cand) > k:
             partial = _partial(t, part, codes)
