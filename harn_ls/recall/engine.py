@@ -132,12 +132,13 @@ class RecallEngine:
             return RecallResult(hits, outcome.mode, outcome.note, outcome.config, tuple(q), k, {namespace: outcome})
         # Across namespaces: each ranked with its own statistics, then merged.
         hits: list[Hit] = []
-        outcomes: dict[str, NamespaceOutcome] = {}
-        for name in sorted(self.indexes):
+        found: dict[str, NamespaceOutcome] = {}
+        for name in self._visit_order():
             # k hits in hand: a record scoring below the k-th of them cannot make the merged top k
             floor = heapq.nlargest(k, [h.score for h in hits])[-1] if len(hits) >= k else None
-            ns_hits, outcomes[name] = self._recall_one(self.indexes[name], query, q, k, explain, floor)
+            ns_hits, found[name] = self._recall_one(self.indexes[name], query, q, k, explain, floor)
             hits.extend(ns_hits)
+        outcomes = {name: found[name] for name in sorted(found)}
         if q or any(o.mode != "lexical" for o in outcomes.values()):
             hits = _tie_sort(hits)[:k]
         else:
@@ -146,6 +147,14 @@ class RecallEngine:
         mode: Mode = modes.pop() if len(modes) == 1 else "mixed"
         note = "; ".join(f"{name}: {o.note}" for name, o in outcomes.items() if o.note)
         return RecallResult(hits, mode, note, None, tuple(q), k, outcomes)
+
+    def _visit_order(self) -> list[str]:
+        """The namespaces, smallest index first: the small ones are quick to rank and their k-th
+        score is a floor that lets the big ones skip most of their records. The merged top k does
+        not depend on the order (a floor only drops records below k hits in hand; `_tie_sort` is a
+        total order)."""
+        indexes = self.indexes
+        return sorted(indexes, key=lambda name: (len(indexes[name]), name))
 
     def _recall_one(self, idx: NamespaceIndex, query: str, q: list[str], k: int,
                     explain: bool, floor: float | None = None) -> tuple[list[Hit], NamespaceOutcome]:
