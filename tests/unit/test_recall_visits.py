@@ -109,3 +109,44 @@ def test_the_namespace_order_changes_no_answer(monkeypatch):
                                 list(r.namespaces.items())))
             assert [name for name, _ in answers[0][3]] == sorted(engine.indexes)  # listed by name, whatever the visits
             assert all(a == answers[0] for a in answers[1:]), (query, k)
+
+
+def test_overflow_by_term_finds_what_a_scan_finds():
+    from harn_ls.recall.overflow import OverflowByTerm
+
+    rng = np.random.default_rng(3)
+    view = OverflowByTerm()
+    terms = np.zeros(0, dtype=np.int32)
+    for step in range(30):
+        if step in (12, 20):  # the overflow merged away: emptied, then filled again
+            terms = terms[:0]
+            if step == 12:
+                view.reset()
+        terms = np.concatenate((terms, rng.integers(0, 40, rng.integers(0, 300)).astype(np.int32)))
+        m = len(terms) - int(rng.integers(0, 5)) if len(terms) else 0  # (a query may see a prefix)
+        for tid in range(-1, 42):
+            got = view.positions(terms, m, tid)
+            assert got.tolist() == np.flatnonzero(terms[:m] == tid).tolist(), (step, tid)
+
+
+def test_queries_between_batches_see_every_overflow_posting():
+    live = Live()
+    events = _records(900, 41)
+    live.feed(*events[:500])
+    idx = live.engine.indexes["t"]
+    idx.compact()
+    queries = _shared_term_queries(random.Random(8), 10)
+    overflow_seen = 0
+    for start, end in ((500, 550), (550, 600), (600, 900)):
+        if start == 600:
+            idx.compact()  # the overflow merged in between queries, then refilled past its old size
+        live.feed(*events[start:end])
+        idx = live.engine.indexes["t"]  # (folds the queued batch in)
+        with thresholds(0, 3, 0, 0):
+            for q in queries:
+                assert idx.top_lexical(q, 10) == _full_top(idx, q, 10), (start, q)
+        overflow_seen = max(overflow_seen, idx._m)
+        for tid in range(len(idx._terms)):
+            assert idx._ov_by_term.positions(idx._ov_term, idx._m, tid).tolist() == \
+                np.flatnonzero(idx._ov_term[: idx._m] == tid).tolist()
+    assert overflow_seen
