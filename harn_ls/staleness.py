@@ -3,12 +3,13 @@
 When the evidence carries a snippet and the range no longer contains it, the
 snippet is searched for nearby and the fact re-anchored; otherwise the fact
 may be stale. Source files are read from disk (the last saved version), and
-cached by (mtime, size) so hovers and lenses stay cheap.
+cached by the file's own lstat (inode, mtime, ctime, size) so hovers and lenses stay cheap.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from bisect import bisect_right
 from dataclasses import dataclass
 
@@ -18,8 +19,8 @@ SEARCH_RADIUS = 200  # lines around the recorded range searched for a moved snip
 MAX_SOURCE_BYTES = SOURCE_FILE_CAP
 MAX_MATCHES = 10_000  # snippet occurrences examined per anchor (a one-character snippet in a huge file)
 
-_cache: dict[str, tuple[tuple[int, int], list[str]]] = {}
-_refused: dict[str, tuple[tuple[int, int], str]] = {}
+_cache: dict[str, tuple[tuple[int, ...], list[str]]] = {}
+_refused: dict[str, tuple[tuple[int, ...], str]] = {}
 
 
 @dataclass(frozen=True)
@@ -53,12 +54,15 @@ def source_lines(path: str, root: str | None = None) -> list[str] | None:
     None when absent or refused (`refusal(path)` says why). Never follows a link out of the
     project, never opens a device or FIFO, never reads more than the cap."""
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except OSError:
         _refused.pop(path, None)
         return None
-    key = (int(st.st_mtime_ns), st.st_size)
-    hit = _cache.get(path)
+    # The path's own identity, not its target's: a file swapped for a link (to a sibling project, or to
+    # another file of the same size and mtime) gets a new inode and mode, so it misses and is read (and
+    # confined) again. A link is never served from the cache: what it points at can change unseen.
+    key = (st.st_dev, st.st_ino, st.st_mode, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+    hit = None if stat.S_ISLNK(st.st_mode) else _cache.get(path)
     if hit is not None and hit[0] == key and (root is None or path not in _refused):
         return hit[1]
     try:

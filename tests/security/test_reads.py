@@ -112,6 +112,41 @@ def test_fact_source_symlink_out_of_project_names_the_link(tmp_path):
     assert "hunter2" not in a.label
 
 
+def _swap_for_link(path: Path, target: Path) -> None:
+    """Replace `path` by a symlink to `target`, which is given `path`'s size and mtime first: a cache
+    keyed on what the path resolves to (size, mtime) would not see the swap."""
+    before = path.stat()
+    assert target.stat().st_size == before.st_size
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    path.unlink()
+    os.symlink(target, path)
+
+
+def test_fact_source_swapped_for_a_link_out_of_the_project_is_refused_not_served_from_cache(tmp_path):
+    proj, evil = _proj(tmp_path)
+    src = proj / "src" / "settings.py"
+    src.parent.mkdir(exist_ok=True)
+    src.write_text("DEBUG = False\n")
+    assert source_lines(str(src), str(proj)) == ["DEBUG = False"]  # now cached
+    (evil / "settings.py").write_text("TOKEN = 'xox'\n")
+    _swap_for_link(src, evil / "settings.py")
+    assert source_lines(str(src), str(proj)) is None
+    assert "leaves the project" in (refusal(str(src)) or "")
+
+
+def test_fact_source_swapped_for_an_in_project_link_reads_the_new_target(tmp_path):
+    proj, _ = _proj(tmp_path)
+    src, other = proj / "src" / "a.py", proj / "src" / "b.py"
+    src.parent.mkdir(exist_ok=True)
+    src.write_text("x = 1\n")
+    other.write_text("y = 2\n")
+    assert source_lines(str(src), str(proj)) == ["x = 1"]
+    _swap_for_link(src, other)
+    assert source_lines(str(src), str(proj)) == ["y = 2"]
+    other.write_text("z = 3\n")  # the link's target changes; the link itself does not
+    assert source_lines(str(src), str(proj)) == ["z = 3"]
+
+
 def test_fact_source_over_cap_is_refused(tmp_path):
     proj, _ = _proj(tmp_path)
     big = proj / "src" / "huge.py"
