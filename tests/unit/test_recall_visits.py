@@ -111,9 +111,11 @@ def test_the_namespace_order_changes_no_answer(monkeypatch):
             assert all(a == answers[0] for a in answers[1:]), (query, k)
 
 
-def test_overflow_by_term_finds_what_a_scan_finds():
+@pytest.mark.parametrize("tail_max", [0, 64, 8192])
+def test_overflow_by_term_finds_what_a_scan_finds(tail_max, monkeypatch):
     from harn_ls.recall.overflow import OverflowByTerm
 
+    monkeypatch.setattr(OverflowByTerm, "_TAIL_MAX", tail_max)  # 0: every query sorts the tail in
     rng = np.random.default_rng(3)
     view = OverflowByTerm()
     terms = np.zeros(0, dtype=np.int32)
@@ -129,7 +131,11 @@ def test_overflow_by_term_finds_what_a_scan_finds():
             assert got.tolist() == np.flatnonzero(terms[:m] == tid).tolist(), (step, tid)
 
 
-def test_queries_between_batches_see_every_overflow_posting():
+@pytest.mark.parametrize("tail_max", [0, 8192])
+def test_queries_between_batches_see_every_overflow_posting(tail_max, monkeypatch):
+    from harn_ls.recall.overflow import OverflowByTerm
+
+    monkeypatch.setattr(OverflowByTerm, "_TAIL_MAX", tail_max)
     live = Live()
     events = _records(900, 41)
     live.feed(*events[:500])
