@@ -156,3 +156,29 @@ def test_queries_between_batches_see_every_overflow_posting(tail_max, monkeypatc
             assert idx._ov_by_term.positions(idx._ov_term, idx._m, tid).tolist() == \
                 np.flatnonzero(idx._ov_term[: idx._m] == tid).tolist()
     assert overflow_seen
+
+
+def test_only_the_hits_that_make_the_merged_cut_are_made(monkeypatch):
+    engine = _engine([300, 200, 250, 150], 23)
+    made = []
+    real_hit = RecallEngine._hit
+    monkeypatch.setattr(RecallEngine, "_hit", staticmethod(lambda *a: made.append(a[1]) or real_hit(*a)))
+    for query in ("w0", "w1 w0", "w2 w5", "w0 w0 w3"):
+        for k in (1, 5, 20):
+            made.clear()
+            got = engine.recall(query, k=k, explain=True)
+            made_for_got = len(made)
+            per_namespace = [engine.recall(query, k=k, namespace=name) for name in sorted(engine.indexes)]
+            assert sum(len(r.hits) for r in per_namespace) > k  # several namespaces had hits to offer
+            want = sorted((h for r in per_namespace for h in r.hits),
+                          key=lambda h: (-h.score, _neg(h.stored_at), -h.seq, h.id, h.namespace))[:k]
+            assert [(h.namespace, h.id, h.score) for h in got.hits] == [(h.namespace, h.id, h.score) for h in want]
+            assert all(h.explain is not None and h.explain.lexical == h.score for h in got.hits)
+            cut = got.hits[-1].score
+            ties_below = sum(1 for r in per_namespace for h in r.hits if h.score == cut)
+            assert made_for_got <= k + ties_below < sum(len(r.hits) for r in per_namespace) + ties_below
+
+
+def _neg(text: str) -> tuple[int, ...]:
+    """A key sorting strings in descending order (as `_tie_sort`'s reverse pass on stored_at)."""
+    return tuple(-ord(c) for c in text) + (1,)
