@@ -52,7 +52,7 @@ from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
 
-FORMAT = "harn-ls-state/5"
+FORMAT = "harn-ls-state/6"
 STATE_DIR = "state"
 MANIFEST = "manifest.json"
 TAIL_HASH_BYTES = 4096

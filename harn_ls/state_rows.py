@@ -12,14 +12,22 @@ from typing import Mapping
 import orjson
 
 from harn_ls.formats.jsonl import JsonlTail
-from harn_ls.formats.memory import EMPTY_FLAGS, MemoryNamespace, MemoryRecord, shared_tags
+from harn_ls.formats.memory import EMPTY_FLAGS, IN_TEXT, MemoryNamespace, MemoryRecord, shared_tags
 
 
 class CacheInvalid(Exception):
     """A payload that does not match its manifest entry (or does not decode)."""
 
 
+# In a row's text slot: the value slot holds the record's text, and the value is that text's JSON
+# (a record keeping its value as its text, `MemoryRecord.value_in_text`): the prose is stored once.
+_VALUE_IN_TEXT = 1
+
+
 def record_row(r: MemoryRecord) -> list:
+    if r.value_in_text:
+        return [r.id, r.key, r.text, _VALUE_IN_TEXT, list(r.tags), r.stored_at, r.seq, r.line_no, r.provenance,
+                r.status, r.scope, r.flags, r.updated_at]
     text = None if r.text is r.value or (isinstance(r.value, str) and r.text == r.value) else r.text
     return [r.id, r.key, r.value, text, list(r.tags), r.stored_at, r.seq, r.line_no, r.provenance, r.status, r.scope,
             r.flags, r.updated_at]
@@ -29,7 +37,13 @@ def record_from_row(row: list, namespace: str) -> MemoryRecord:
     rid, key, value, text, tags, stored_at, seq, line_no, prov, status, scope, flags, updated_at = row
     if type(flags) is dict and not flags:
         flags = EMPTY_FLAGS  # (shared, like a freshly projected record's)
-    return MemoryRecord(rid, namespace, key, value, value if text is None else text, shared_tags(tags), stored_at,
+    if text is None:
+        text = value
+    elif type(text) is int:
+        if text != _VALUE_IN_TEXT or type(value) is not str:
+            raise TypeError("a row's text slot is a string, null or the value-in-text mark")
+        text, value = value, IN_TEXT
+    return MemoryRecord(rid, namespace, key, value, text, shared_tags(tags), stored_at,
                         seq, line_no, prov, status, scope, flags, updated_at)
 
 

@@ -21,7 +21,7 @@ from harn_ls.formats import facts as facts_fmt
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.jsonl import JsonlTail
-from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, namespace_of
+from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, fold_values, namespace_of
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.state_cache import StateCache, pattern_projection, read_checkpoint
 from harn_ls.workspace_recall import RecallPart
@@ -88,7 +88,7 @@ class Workspace(RunsPart, RecallPart):
         self._memory_only = False  # Workspace.load(memory_only=True): see there
         self._real_dirs: dict[str, str] = {}  # realpath memo, emptied when a scan or an apply starts
         self._pending_facts: dict[str, object] = {}  # memory_only/defer_facts: cached facts not decoded (unless changed)
-        self._defer_facts = False  # Workspace.load(defer_facts=True): see there
+        self._defer_facts = self._fold_values = False  # Workspace.load(defer_facts=True / fold_values=True): see there
 
     @property
     def extra(self) -> ExtraState:
@@ -104,15 +104,15 @@ class Workspace(RunsPart, RecallPart):
     @classmethod
     def load(cls, path: str, env: Mapping[str, str] | None = None, home: str | None = None,
              cache: bool = False, memory_only: bool = False, defer_facts: bool = False,
-             keep_rows: bool | None = None) -> "Workspace":
+             keep_rows: bool | None = None, fold_values: bool = False) -> "Workspace":
         """Read the project. With `cache`, namespaces whose logs the state cache still matches are
         restored from it (plus any appended bytes) instead of re-read; `save_cache()` writes it back.
         `memory_only` (a one-shot recall): only the memory namespaces and their facts are read;
         checkpoints, skills, runs, sessions and the rest stay empty (and their cache entries kept).
         `defer_facts` (a one-shot `inspect --json`): the facts of namespaces restored unchanged stay
-        undecoded (problems, count restored); `materialize_facts()` decodes them. `keep_rows`: see below."""
+        undecoded (problems, count restored); `materialize_facts()` decodes them. `keep_rows`, `fold_values`: below."""
         ws = cls(paths_mod.resolve(path, env=env, home=home), env)
-        ws._memory_only, ws._defer_facts = memory_only, defer_facts
+        ws._memory_only, ws._defer_facts, ws._fold_values = memory_only, defer_facts, fold_values
         if cache:
             ws._state_cache = StateCache.open(ws.root, env)
             if ws._state_cache is not None:
@@ -300,6 +300,8 @@ class Workspace(RunsPart, RecallPart):
             if deltas is not None:
                 deltas.append(delta)
             self._apply_delta(ns, delta, changes)
+            if self._fold_values and self._recall is None:  # a server's load: value dicts freed as the log is read
+                fold_values(delta.added)
         if self._recall is not None and not self._recall.has_index(ns):  # (reading `indexes` would fold the queue)
             # every namespace has an index, even an empty one, however it was read
             self._recall.set_config(ns, space.config, os.path.dirname(path))
@@ -693,6 +695,5 @@ class Workspace(RunsPart, RecallPart):
             "namespaces": len(self.memory), "records": active,
             "facts": len(self.facts) + sum(self._state_cache.fact_summaries[ns][0] for ns in self._pending_facts),
             "proposals": len(pending), "skills": len(self.skills.skills) if self.skills else 0,
-            "runs": len(self.runs), "transcripts": len(self.transcripts),
-            "sessions": len(self.sessions.sessions) if self.sessions else 0,
+            "runs": len(self.runs), "transcripts": len(self.transcripts), "sessions": len(self.sessions.sessions) if self.sessions else 0,
         } | self.extra.counts()

@@ -9,6 +9,7 @@ from lsprotocol import types
 
 from harn_ls import contract as P
 from harn_ls.change_kinds import K
+from harn_ls.lsp import heap
 from harn_ls.render import UriError, parse_uri, render_uri
 from harn_ls.render.markdown import cell
 from harn_ls.render.svg import strip_pictures
@@ -35,6 +36,9 @@ _AFFECTS.update({  # issue 16: event logs, HITL, the rest of .harn/
     "worktrees": {K.WORKTREES, K.CRYSTALLIZATION, K.RECEIPTS}, "crystallization": {K.CRYSTALLIZATION},
 })
 
+# Documents rendered from a whole parsed run record (Workspace.full_run_record).
+_PARSES_RUN_RECORDS = frozenset({"runs", "transcripts", "compare"})
+
 
 def _not_found(exc: Exception) -> str:
     # The message can quote names from the URI or the data: escaped like any data.
@@ -52,7 +56,7 @@ def text_hash(text: str) -> str:
 
 async def render(ls, uri: str) -> str:
     try:
-        proj, _target = await _project_for_state_uri(ls, uri)
+        proj, target = await _project_for_state_uri(ls, uri)
     except UriError as exc:
         return _not_found(exc)
     if proj is None or proj.ws is None:
@@ -60,6 +64,8 @@ async def render(ls, uri: str) -> str:
     settings = ls.render_settings()
     try:
         text = await proj.run(lambda: render_uri(proj.ws, uri, settings))
+        if target.kind in _PARSES_RUN_RECORDS:
+            proj.submit(heap.trim)  # after the response: a whole run record was parsed (10 MB: ~20 MB of holes)
     except UriError as exc:
         text = _not_found(exc)
     except Exception as exc:  # a renderer bug must not take the document (or the server) down

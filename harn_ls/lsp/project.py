@@ -26,6 +26,7 @@ from harn_ls.change_kinds import K
 from harn_ls.render.fact_spans import FactSpanCache
 from harn_ls.formats.problems import Problem
 from harn_ls.history import CheckpointHistory, record_workspace
+from harn_ls.lsp import heap
 from harn_ls.recall import RecallEngine
 from harn_ls.state_spans import SpanStore
 from harn_ls.watch import StateWatcher
@@ -114,7 +115,7 @@ class Project:
             # unchanged logs and rebuilding their recall index.
             # Facts of namespaces restored unchanged stay in the cache's form until the first request
             # that may read them (`run`) or the first settle step: recall is ready ~0.15 s sooner at 100k.
-            ws = Workspace.load(self.folder_path, cache=True, defer_facts=True, keep_rows=False)
+            ws = Workspace.load(self.folder_path, cache=True, defer_facts=True, keep_rows=False, fold_values=True)
             if os.environ.get(THREAD_CHECK_ENV) == "1":
                 guard_thread(ws, threading.get_ident())
             self._root = ws.root
@@ -126,6 +127,7 @@ class Project:
             # 100k-event project) in the middle of some hover or watcher batch.
             gc.freeze()
             self._keep_checkpoint_history(None)
+            heap.trim()  # the load's transient parses leave holes all over the heap
             return ChangeSet(rescanned=True, kinds={K.ROOTS})
 
         return await self.run(_load)
@@ -283,6 +285,7 @@ class Project:
                     break
             if self.closed:
                 return
+        await self.run(heap.trim)  # (the decoded rows' buffers are gone)
 
     def _decode_facts_if_deferred(self) -> None:
         if self.ws.deferred_fact_namespaces():
@@ -305,6 +308,7 @@ class Project:
             log.exception("writing the state cache failed")
         finally:
             gc.freeze()  # what the save allocated stays out of the collector's view too
+            heap.trim()  # (its row and index buffers are gone: their pages go back to the system)
 
     async def apply_now(self, paths) -> ChangeSet:
         """Apply changes we made ourselves (an action wrote files) without waiting for the watcher."""
@@ -352,3 +356,4 @@ def _freeze_heap() -> None:
     (about a second on a big project) lands in the middle of a hover later."""
     gc.collect()
     gc.freeze()
+    heap.trim()  # what the recall build and the facts' decoding freed goes back before the save

@@ -32,7 +32,7 @@ with cached_attrs_compiles():
     from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
     from harn_ls.accept_plan import skill_root_warning
     from harn_ls.lsp import code_actions, code_lens, commands, conversions, diagnostics, documents, hover, probe
-    from harn_ls.lsp import symbols, tree
+    from harn_ls.lsp import heap, symbols, tree
     from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
     from harn_ls.lsp.probe import ProbeState
     from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project, paused_gc
@@ -508,6 +508,7 @@ def run_server(tcp: tuple[str, int] | None = None, harn: str | None = None, allo
     """stdio, or TCP on a loopback (host, port) the CLI checked. Over TCP whoever reaches the
     port is a client: the harn binary is only `harn` (from the command line / HARN_LS_HARN,
     default `harn` on PATH), never harnState.harnPath, and probes need --allow-probes."""
+    heap.tune()  # a long-lived process: what a big transient phase frees goes back to the system
     server = create_server()
     _log_to_client(server)
     if tcp:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import heapq
 import math
 import os
+import sys
 from functools import partial
 from itertools import compress, count, repeat
 from operator import is_
@@ -150,6 +151,9 @@ class NamespaceIndex:
         return ids.astype(np.int32)
 
     def _intern(self, fresh: list[str]) -> None:
+        # One string per term across all namespaces' indexes (a namespace holds ~20k terms, most of
+        # them in the others too: ~5 MB at 100k events); interned strings are freed with their last user.
+        fresh = list(map(sys.intern, fresh))
         names = self._terms
         self._tid.update(zip(fresh, range(len(names), len(names) + len(fresh))))
         names += fresh
@@ -419,7 +423,7 @@ class NamespaceIndex:
         self._m = 0
         self._ov_by_term.reset()
         self._dead_postings = 0
-        if len(self._ov_term) > 4 * _OVERFLOW_MIN:  # give back a burst's overflow buffers
+        if len(self._ov_term) > _OVERFLOW_MIN >> 3:  # give back the overflow buffers (a build's: MBs each)
             self._ov_term = np.zeros(0, dtype=np.int32)
             self._ov_slot = np.zeros(0, dtype=np.int32)
             self._ov_val = np.zeros(0, dtype=np.int64)

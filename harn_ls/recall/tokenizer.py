@@ -14,7 +14,6 @@ except ImportError:  # pragma: no cover - other Pythons
         for elem in iterable:
             mapping[elem] = get(elem, 0) + 1
 
-from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.memory import MemoryRecord
 
 # --------------------------------------------------------------------------
@@ -99,7 +98,7 @@ def tokenize(text: str) -> list[str]:
 
 def searchable_text(record: MemoryRecord) -> str:
     """`key \\n text \\n tags joined by space \\n compact JSON of value` (§C.5)."""
-    return "\n".join((record.key, record.text, " ".join(record.tags), serde_compact(record.value)))
+    return "\n".join((record.key, record.text, " ".join(record.tags), record.value_json()))
 
 # --------------------------------------------------------------------------
 # Record analysis: term frequencies and field flags in one pass
@@ -138,7 +137,7 @@ def analyze(record: MemoryRecord) -> tuple[dict[str, int], int]:
     `_KEY_FLAG` set on the key's tokens and `_TAG_FLAG` on the tags' tokens."""
     text = record.text
     tt = _raw_tokens(text)
-    js = serde_compact(record.value)
+    js = record.value_json()  # (a record whose text is this JSON keeps only the text from now on)
     counts: dict[str, int] = {}
     _count_elements(counts, tt)
     if js == text or (len(js) == len(text) + 2 and js[0] == '"' and js[-1] == '"' and js.startswith(text, 1)):

@@ -495,6 +495,39 @@ def _message_events(tr):
     return out
 
 
+def _event_sizes(items: list, ctx) -> tuple[list[int], list[tuple[int, int]], int]:
+    """(UTF-8 size of each event's block, the context's (images_left, assistant_seen) before each,
+    events hidden as private). Every block is rendered in order, as the page needs, but only its size
+    is kept: holding all the blocks of a 10 MB transcript to show one window cost ~45 MB at once."""
+    sizes: list[int] = []
+    starts: list[tuple[int, int]] = []
+    hidden_private = 0
+    for i, ev in enumerate(items):
+        starts.append((ctx.images_left, ctx.assistant_seen))  # (all the state render_event changes)
+        block, hidden = render_event(i, ev, ctx)
+        hidden_private += hidden
+        sizes.append(len(block.encode("utf-8")))
+    return sizes, starts, hidden_private
+
+
+def _windows(sizes: list[int], window_bytes: int) -> list[tuple[int, int]]:
+    """Windows of events as (start, stop) index ranges, cut from the newest end by rendered size
+    (a window holds at least one event); page 0 is the newest. No events: one empty window."""
+    windows: list[tuple[int, int]] = []
+    start = stop = len(sizes)
+    size = 0
+    for j in range(len(sizes) - 1, -1, -1):
+        b = sizes[j]
+        if start < stop and size + b > window_bytes:
+            windows.append((start, stop))
+            stop, size = start, 0
+        start = j
+        size += b
+    if start < stop or not windows:
+        windows.append((start, stop))
+    return windows
+
+
 def transcripts(ws, target: StateUri, settings: RenderSettings) -> str:
     entry = ws.transcripts.get(target.name)
     if entry is None:
@@ -503,29 +536,14 @@ def transcripts(ws, target: StateUri, settings: RenderSettings) -> str:
     if tr is None:
         raise UriError(f"transcript {target.name!r} is no longer in {_rel(ws, entry.path)}")
     items = tr.events if tr.events else _message_events(tr)
-    rendered: list[str] = []
-    hidden_private = 0
-
     ctx = context_for(ws, entry, tr, settings.show_private)
-    for i, ev in enumerate(items):
-        block, hidden = render_event(i, ev, ctx)
-        hidden_private += hidden
-        rendered.append(block)
-    # Windows are cut from the newest end by rendered size; page 0 is the newest.
-    windows: list[list[str]] = []
-    current: list[str] = []
-    size = 0
-    for block in reversed(rendered):
-        b = len(block.encode("utf-8"))
-        if current and size + b > settings.transcript_window_bytes:
-            windows.append(current)
-            current, size = [], 0
-        current.append(block)
-        size += b
-    if current or not windows:
-        windows.append(current)
+    sizes, starts, hidden_private = _event_sizes(items, ctx)
+    windows = _windows(sizes, settings.transcript_window_bytes)
     page = min(target.page(), len(windows) - 1)
-    window = list(reversed(windows[page]))
+    start, stop = windows[page]
+    if start < stop:  # the page's blocks, rendered again from the context they started with
+        ctx.images_left, ctx.assistant_seen = starts[start]
+    window = [render_event(i, items[i], ctx)[0] for i in range(start, stop)]
     out = [f"# Transcript — {cell(tr.id)}", ""]
     if entry.run_id:
         out.append(f"Run: {_link(entry.run_id, make_uri('runs', entry.run_id))}")

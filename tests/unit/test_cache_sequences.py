@@ -19,7 +19,7 @@ from harn_ls.workspace import Workspace
 LOGS = [".harn/memory/agent/notes/events.jsonl", ".harn/memory/workspace/acme/events.jsonl",
         ".harn/memory/team/extra/events.jsonl"]
 
-OPS = ["append", "append_torn", "finish_torn", "update_forget", "shorter", "same_size", "rename", "recreate",
+OPS = ["append", "append_dict", "append_torn", "finish_torn", "update_forget", "shorter", "same_size", "rename", "recreate",
        "delete", "add_ns", "remove_ns", "drop_cache", "damage_cache"]
 
 
@@ -29,6 +29,11 @@ def apply_op(project: Path, op: str, which: int, n: int) -> None:
     exists = log.is_file()
     if op == "append" and exists:
         append(log, event("store", f"h-{n}", ns, n))
+    elif op == "append_dict" and exists:  # text = the value's compact JSON: a server keeps the text only
+        value = {"text": f"dict note {n} invoice rounding", "confidence": 0.5, "refs": [n, None]}
+        append(log, orjson.dumps({"type": "store", "id": f"d-{n}", "namespace": ns, "key": f"dict/{n}", "value": value,
+                                  "text": orjson.dumps(value).decode(), "tags": ["billing"],
+                                  "stored_at": f"2026-06-0{1 + n % 9}T10:00:00.000000000+00:00"}) + b"\n")
     elif op == "append_torn" and exists:
         append(log, event("store", f"t-{n}", ns, n)[:-9])
     elif op == "finish_torn" and exists:
@@ -102,9 +107,11 @@ def test_random_change_sequences_never_change_an_answer(steps):
                     lazy = Workspace.load(str(project), cache=True, memory_only=memory_only)
                     got = [recall_json(lazy.recall.recall(q, k=10, explain=True)) for q in QUERIES]
                     assert orjson.loads(orjson.dumps(got, default=str)) == expected["recall"], (op, which)
-                ws = Workspace.load(str(project), cache=True)
-                assert snapshot(ws) == expected, (op, which)
-                ws.save_cache()
+                for fold in (False, True):  # (the server's load keeps dict values as their text)
+                    ws = Workspace.load(str(project), cache=True, fold_values=fold)
+                    assert snapshot(ws) == expected, (op, which, fold)
+                    if fold == (n % 2 == 1):
+                        ws.save_cache()
         finally:
             if old_env is None:
                 os.environ.pop("HARN_LS_CACHE_DIR", None)
