@@ -42,12 +42,14 @@ import orjson
 
 from harn_ls.cache_dir import _tree_bytes, cache_enabled, evict_projects, project_cache_dir
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
+from harn_ls.formats.pattern_learning import NAMESPACE as PATTERN_NS  # (its projection is cached per entry)
 from harn_ls.formats.problems import Problem
 from harn_ls.state_parts import (CheckpointRows, _problem_from_row, _problem_row, _run_from_row, _run_row,  # noqa: F401
                                  _lstat_validator, _stat_validator, pattern_projection, read_checkpoint, restore_pattern,
                                  save_pattern)  # (pattern_projection, read_checkpoint: Workspace's)
 from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay,
                                fact_inspect_payload, read_fact_inspect_payload, record_from_row, record_row)
+from harn_ls.state_tail import TailOverlay, apply_stores, keeps_entry, merge_tail, read_tombstones, stores_only
 
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
@@ -128,7 +130,7 @@ def _fact_from_row(row: list, ns: str):
 
 
 PAYLOADS = {"meta": ".meta.json", "facts": ".facts.json", "records": ".records.json", "rows": ".rows.jsonl",
-            "rowidx": ".rowidx.bin", "ifacts": ".ifacts.txt"}
+            "rowidx": ".rowidx.bin", "ifacts": ".ifacts.txt", "tombs": ".tombs.json"}
 
 
 def namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_rows: dict | None = None) -> dict[str, bytes]:
@@ -160,13 +162,11 @@ def iter_namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_r
     yield "meta", dumps(meta, option=opt)
     yield "facts", dumps([[seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
                           for seq, f, probs in fact_entries], option=opt)
-    records = {
-        "forgotten": sorted(space.forgotten),
-        "hidden": [record_row(r) for r in space.hidden],
-        "forgets": space.forgets,
-    }
+    forgotten = sorted(space.forgotten)
+    records = {"forgotten": forgotten, "hidden": [record_row(r) for r in space.hidden], "forgets": space.forgets}
     yield "records", dumps(records, option=opt)
     del records
+    yield "tombs", dumps(forgotten)  # the forgotten ids alone: what appended stores read (state_tail.py)
     # One growing buffer, not a list of rows: a bytes object from orjson.dumps holds several times
     # its length (~4 KB for a 900-byte row), so 28k rows held at once cost ~120 MB at 100k events.
     rows = bytearray()
@@ -233,6 +233,9 @@ class StateCache:
         # namespace changed by an append is saved without encoding its unchanged records again
         self.keep_row_bytes = False
         self._row_bytes: dict[str, tuple[MemoryNamespace, list, bytes]] = {}  # ns -> (space, records, rows)
+        # stores appended to restored namespaces, not decoded (state_tail.py), and where their tombstones are
+        self.overlays: dict[str, TailOverlay] = {}
+        self._tombstones: dict[str, tuple] = {}  # ns -> (tombs description, open records payload, its description)
 
     @classmethod
     def open(cls, project_root: str, env: Mapping[str, str] | None = None, enabled: bool = True) -> "StateCache | None":
@@ -326,8 +329,11 @@ class StateCache:
                     self._row_bytes[ns] = (space, list(decoded.values()), rows_data)
             except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
                 _replay(space, v["offset"])  # the log's bytes up to the offset were checked unchanged
+            merge_tail(self.overlays.get(ns), space)  # stores appended since the restore, if any
 
         space = MemoryNamespace.restored(ns, path, summary, problems, load)
+        self._tombstones[ns] = (e.get("tombs"), records, e["records"])
+        self.overlays.pop(ns, None)
         reader = self.readers[ns] = RowReader(space, v["offset"], rows, e["rows"], rowidx, e["rowidx"])
         tail.offset = v["offset"]
         tail.line_no = v["line_no"]
@@ -337,6 +343,33 @@ class StateCache:
         self.hits[ns] = state
         self.fact_summaries[ns] = (fact_count, fact_problems, e.get("ifacts"))
         return space, lambda: _facts_from_rows(orjson.loads(facts_data), ns)
+
+    def apply_tail(self, ns: str, space: MemoryNamespace, lines: list) -> Any:
+        """The MemoryDelta of a batch read past the offset of a restored namespace whose records
+        were not built, applied without building them (state_tail.py); None when the namespace
+        must apply it itself (other events than stores, records built, tombstones unreadable)."""
+        overlay = self.overlays.get(ns)
+        if overlay is not None and overlay.space is not space:
+            overlay = None
+        if not stores_only(lines):
+            if overlay is not None:
+                overlay.only_stores = False
+            return None
+        if space.materialized:
+            return None
+        if overlay is None:
+            forgotten = read_tombstones(self, *self._tombstones[ns]) if ns in self._tombstones else None
+            if forgotten is None:
+                return None
+            overlay = self.overlays[ns] = TailOverlay(space, forgotten)
+        return apply_stores(overlay, lines)
+
+    def index_base(self, ns: str, space: MemoryNamespace) -> dict:
+        """seq -> record of what a restored namespace's cached recall index was built over."""
+        overlay = self.overlays.get(ns)
+        if overlay is None or overlay.space is not space:
+            return dict(space.active)
+        return {seq: r for seq, r in space.active.items() if seq < overlay.base_seq}
 
     def fact_problems(self, ns: str) -> list[tuple[int, list[Problem]]]:
         """[(seq, problems)] of the facts of a restored namespace, in entry order (from its meta)."""
@@ -490,6 +523,10 @@ class StateCache:
                 continue
             prev = old.get(ns) if self.hits.get(ns) == "same" else None
             unchanged = prev is not None and ns not in ws._cache_dirty and ns not in self.damaged
+            if not unchanged and ns not in self.damaged and self.hits.get(ns) and ns != PATTERN_NS and keeps_entry(
+                    self.overlays.get(ns), space, old.get(ns), tail.offset,
+                    ws._recall is not None and ws._recall.has_index(ns)):
+                prev, unchanged = old[ns], True  # only stores appended since, a few: applied again next time
             if unchanged:
                 entry = dict(prev)
             else:
@@ -503,6 +540,7 @@ class StateCache:
                     entry[part] = self._write_payload(stem + PAYLOADS[part], data, token)
                     del data  # (the payload goes before the next is built)
                 wrote = True
+                self.overlays.pop(ns, None)
             index = ws._recall.indexes.get(ns) if ws._recall is not None else None
             if index is not None and (not unchanged or not entry.get("index")):
                 entry["index"] = self._save_index(index, f"ns{i}", token)
@@ -634,56 +672,3 @@ def touch(cache: StateCache) -> None:
         os.utime(os.path.join(cache.folder, MANIFEST))
     except OSError:
         pass
-
-
-def restore_index(cache: StateCache, ns: str, space: MemoryNamespace, base: dict | None = None):
-    """The recall index of a namespace from the cache, over `base` (the records it was built
-    over: the namespace's active records as restored); None when missing or not consistent."""
-    # numpy and the index are loaded only when recall is used: `inspect` never needs them
-    import numpy as np
-
-    # (same reason: the recall package imports numpy)
-    from harn_ls.recall.docs import _Doc, _LazyDocs, _LazySlots, _TermIds
-    # (same reason)
-    from harn_ls.recall.index import NamespaceIndex
-
-    desc = cache.index_entry(ns)
-    if desc is None:
-        return None
-    reader = cache.readers.get(ns) if base is None and not space.materialized else None
-    records = None if reader is not None else space.active if base is None else base
-    try:
-        arrays, terms, total = cache.load_index_arrays(desc)
-        seqs = arrays["seqs"].tolist()
-        n, nterms = len(seqs), len(terms)
-        off, pslot, pcode = arrays["off"], arrays["pslot"], arrays["pcode"]
-        if reader is not None:
-            rows = reader.seqs()  # the namespace as restored, unchanged since: the index's records
-            if rows is None or len(rows) != n or (rows != seqs and set(rows) != set(seqs)):
-                raise CacheInvalid("index and rows differ")
-        elif n != len(records):
-            raise CacheInvalid("index and records differ")
-        if len(arrays["dl"]) != n or len(arrays["df"]) != nterms or len(off) != nterms + 1 \
-                or int(off[0]) != 0 or int(off[-1]) != len(pslot) or len(pcode) != len(pslot) \
-                or (len(pslot) and (int(pslot.min()) < 0 or int(pslot.max()) >= n)) or bool(np.any(np.diff(off) < 0)):
-            raise CacheInvalid("index arrays do not fit together")
-        srec = None if reader is not None else [records[s] for s in seqs]
-    except (CacheInvalid, KeyError, TypeError, ValueError):
-        return None
-    idx = NamespaceIndex(ns, space.config, os.path.dirname(space.path))
-    idx._terms = terms
-    idx._tid = _TermIds(terms)  # a dict once the index changes (NamespaceIndex._materialize)
-    idx._df = np.array(arrays["df"], dtype=np.int64)  # written to on removals: a private copy
-    idx._dl = np.array(arrays["dl"], dtype=np.int32)
-    idx._alive = np.ones(n, dtype=bool)
-    idx._nslots = n
-    if srec is None:
-        same_order = reader.seqs_cached == seqs  # then a row's position is its slot: share the map
-        idx.docs = _LazyDocs(seqs, reader.record, reader.all, reader.positions() if same_order else None)
-        idx._srec = _LazySlots(idx.docs)
-    else:
-        idx._srec = srec
-        idx.docs = {r.seq: _Doc(r, slot) for slot, r in enumerate(srec)}
-    idx.total_tokens = total
-    idx._off, idx._pslot, idx._pcode = off, pslot, pcode  # read-only maps; a merge replaces them
-    return idx

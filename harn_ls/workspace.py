@@ -24,6 +24,7 @@ from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, fold_values, namespace_of
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.state_cache import StateCache, pattern_projection, read_checkpoint
+from harn_ls.workspace_facts import FactsPart
 from harn_ls.workspace_recall import RecallPart
 from harn_ls.workspace_runs import RunsPart, TranscriptEntry, _json_files
 
@@ -44,7 +45,7 @@ def _is_under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-class Workspace(RunsPart, RecallPart):
+class Workspace(FactsPart, RunsPart, RecallPart):
     def __init__(self, paths: paths_mod.ProjectPaths, env: Mapping[str, str] | None = None) -> None:
         self.paths = paths
         self._env = env
@@ -132,26 +133,6 @@ class Workspace(RunsPart, RecallPart):
         finally:
             if was_enabled:
                 gc.enable()
-
-    def _fact_entries(self, ns: str) -> list:
-        """[(seq, fact or None, problems)] of a namespace, in an order consistent with both `facts`
-        and `_fact_problems` (so a restore rebuilds both dicts in the same order)."""
-        if ns in self._pending_facts:  # saving a namespace whose cached facts were never decoded
-            self._restore_facts(ns, self._pending_facts.pop(ns), ChangeSet())
-        f_keys = [k for k in self.facts if k[0] == ns]
-        p_keys = [k for k in self._fact_problems if k[0] == ns]
-        in_p = set(p_keys)
-        order: list[tuple[str, int]] = []
-        i = 0
-        for k in f_keys:
-            if k in in_p:
-                while p_keys[i] != k:
-                    order.append(p_keys[i])
-                    i += 1
-                i += 1
-            order.append(k)
-        order += p_keys[i:]
-        return [(k[1], self.facts.get(k), self._fact_problems.get(k, [])) for k in order]
 
     def rescan(self) -> ChangeSet:
         """Read everything from scratch (also the recovery path after watcher overflow)."""
@@ -257,16 +238,6 @@ class Workspace(RunsPart, RecallPart):
             changes.namespaces.add(ns)
         self._read_namespace(ns, changes)
 
-    def _restore_facts(self, ns: str, facts, changes: ChangeSet) -> None:
-        """Index the facts of a namespace restored from the cache (`facts()` decodes them)."""
-        for seq, fact, problems in facts():
-            key = (ns, seq)
-            if problems:
-                self._fact_problems[key] = problems
-            if fact is not None:
-                self.facts[key] = fact
-                self._index_fact(fact, key, changes)
-
     def _read_namespace(self, ns: str, changes: ChangeSet) -> None:
         path = self._ns_path[ns]
         tail = self._tails[path]
@@ -289,14 +260,18 @@ class Workspace(RunsPart, RecallPart):
             if not batch.lines:
                 continue
             changes.kinds.add(K.MEMORY)  # even bad lines change the problem list
-            if ns in self._pending_facts:  # the namespace changes: its facts are needed to save it
-                self._restore_facts(ns, self._pending_facts.pop(ns), changes)
             changes.namespaces.add(ns)
             self._cache_dirty.add(ns)
             deltas = self._index_deltas.get(ns) if self._recall is None else None
-            if deltas is not None and ns not in self._index_base:
-                self._index_base[ns] = dict(space.active)  # what the cached index was built over
-            delta = space.apply_lines(batch.lines)
+            # stores appended to a restored namespace: applied without building its records (state_tail.py)
+            cache = self._state_cache
+            delta = cache.apply_tail(ns, space, batch.lines) if cache is not None else None
+            if delta is None:
+                if ns in self._pending_facts:  # the namespace changes: its facts are needed to save it
+                    self._restore_pending_facts(ns, changes)
+                if deltas is not None and ns not in self._index_base:
+                    self._index_base[ns] = cache.index_base(ns, space)  # what the cached index was built over
+                delta = space.apply_lines(batch.lines)
             if deltas is not None:
                 deltas.append(delta)
             self._apply_delta(ns, delta, changes)
@@ -353,38 +328,6 @@ class Workspace(RunsPart, RecallPart):
             changes.kinds.add(K.FACTS)
             self.facts[(ns, record.seq)] = fact
             self._index_fact(fact, (ns, record.seq), changes)
-
-    def _index_fact(self, fact, key, changes: ChangeSet) -> None:
-        self.facts_by_id[fact.id] = fact
-        self._fact_keys_by_id.setdefault(fact.id, []).append(key)
-        for ev in fact.evidence:
-            if ev.range is not None:
-                self.facts_by_file.setdefault(ev.range.path, set()).add(key)
-                changes.fact_files.add(ev.range.path)
-                self._fact_stamp += 1
-                self.fact_file_stamps[ev.range.path] = self._fact_stamp
-
-    def _unindex_fact(self, fact, key, changes: ChangeSet) -> None:
-        keys = self._fact_keys_by_id.get(fact.id, [])
-        if key in keys:
-            keys.remove(key)
-        if self.facts_by_id.get(fact.id) is fact:
-            if keys:  # duplicate ids: the last remaining one is shown
-                self.facts_by_id[fact.id] = self.facts[keys[-1]]
-            else:
-                del self.facts_by_id[fact.id]
-        if not keys:
-            self._fact_keys_by_id.pop(fact.id, None)
-        for ev in fact.evidence:
-            if ev.range is not None:
-                keys = self.facts_by_file.get(ev.range.path)
-                if keys is not None:
-                    keys.discard(key)
-                    if not keys:
-                        del self.facts_by_file[ev.range.path]
-                changes.fact_files.add(ev.range.path)
-                self._fact_stamp += 1
-                self.fact_file_stamps[ev.range.path] = self._fact_stamp
 
     def _refresh_pattern(self, changes: ChangeSet) -> None:
         space = self.memory.get(PATTERN_NAMESPACE)
@@ -598,26 +541,9 @@ class Workspace(RunsPart, RecallPart):
                 self._read_checkpoint(cf.path, changes)
         self._scan_checkpoints(changes)
 
-    # ---------------------------------------------------- deferred cached facts
-    def deferred_fact_namespaces(self) -> set[str]:
-        return set(self._pending_facts)
-
-    def cached_inspect_facts(self, ns: str) -> tuple | None:
-        """(ids, ends, body) of a deferred namespace's printed facts (StateCache.inspect_facts)."""
-        return self._state_cache.inspect_facts(ns) if ns in self._pending_facts else None
-
-    def materialize_facts(self) -> None:
-        """Decode every deferred namespace's cached facts into `facts` and the fact indexes."""
-        for ns in list(self._pending_facts):
-            self._restore_facts(ns, self._pending_facts.pop(ns), ChangeSet())
-
     # --------------------------------------------------------------- queries
     def namespace_path(self, ns: str) -> str | None:
         return self._ns_path.get(ns)
-
-    def facts_for_file(self, rel_path: str) -> list:
-        keys = self.facts_by_file.get(rel_path, ())
-        return [self.facts[k] for k in sorted(keys, key=lambda k: (k[0], k[1])) if k in self.facts]
 
     def relpath(self, abs_path: str) -> str | None:
         """Project-relative POSIX path, or None when outside the project."""

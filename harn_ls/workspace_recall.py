@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING
 
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace
-from harn_ls.state_cache import restore_index
+from harn_ls.state_index import restore_index
 
 if TYPE_CHECKING:  # numpy (via recall) is imported only when recall is used: `inspect` never needs it
     from harn_ls.recall import RecallEngine
@@ -51,7 +51,10 @@ class RecallPart:
     def _cached_index_step(self, engine: RecallEngine, ns: str, space: MemoryNamespace) -> None:
         """One namespace's index from the state cache (plus the deltas applied since it was
         written); built from the records when the cached one does not check out."""
-        idx = restore_index(self._state_cache, ns, space, self._index_base.get(ns))
+        base = self._index_base.get(ns)
+        if base is None and space.materialized:  # (built since the restore: without the stores appended)
+            base = self._state_cache.index_base(ns, space)
+        idx = restore_index(self._state_cache, ns, space, base)
         if idx is None:
             for step in self._build_steps(ns, space, 0):
                 step(engine)

@@ -29,7 +29,24 @@ class _LazyDocs(Mapping):
         self._slot = dict(zip(seqs, range(len(seqs)))) if slot_of is None else slot_of  # seq -> slot (read only)
         self._docs: dict[int, _Doc] = {}
         self._fetch = fetch
-        self.fetch_all = fetch_all
+        self._fetch_all = fetch_all
+        self._appended: dict[int, MemoryRecord] = {}  # seq -> record added since the restore (`append`)
+
+    def fetch_all(self) -> dict[int, MemoryRecord]:
+        """seq -> record of every document, in slot order (the restored ones decoded all at once)."""
+        if not self._appended:
+            return self._fetch_all()
+        out = dict(self._fetch_all())
+        out.update(self._appended)
+        return out
+
+    def append(self, records: list[MemoryRecord], first_slot: int) -> None:
+        """Documents for records with new sequences, at slots `first_slot`.. (past every restored
+        one): an append to the log after the restore, indexed without decoding the cached records."""
+        self.seqs = self.seqs + [r.seq for r in records]  # a new list: the old one may be the row reader's
+        for slot, r in enumerate(records, first_slot):
+            self._docs[r.seq] = _Doc(r, slot)
+            self._appended[r.seq] = r
 
     def __getitem__(self, seq: int) -> _Doc:
         doc = self._docs.get(seq)
@@ -39,7 +56,7 @@ class _LazyDocs(Mapping):
         return doc
 
     def __contains__(self, seq: object) -> bool:
-        return seq in self._slot
+        return seq in self._slot or seq in self._appended
 
     def __iter__(self):
         return iter(self.seqs)

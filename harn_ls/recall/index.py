@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import os
 import sys
 from functools import partial
 from itertools import compress, count, repeat
@@ -14,14 +13,13 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from harn_ls.formats.harn_json import sha256_hex
 from harn_ls.formats.memory import DEFAULT_CONFIG, MemoryDelta, MemoryRecord
 from harn_ls.recall.docs import _Doc, _LazyDocs
 from harn_ls.recall.overflow import OverflowByTerm
 from harn_ls.recall.results import Explain, TermExplain
 from harn_ls.recall.scoring import B, K1, KEY_BOOST, TAG_BOOST, FlaggedMemo, QueryTerm, idf_of, search
-from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analyze, searchable_text
-from harn_ls.recall.vectors import read_cached_vector, sanitize_model_hint
+from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analyze
+from harn_ls.recall.vectors import namespace_vectors
 
 
 
@@ -168,8 +166,11 @@ class NamespaceIndex:
             self._alive = _grown(self._alive, end)
         self._dl[first:end] = np.maximum(np.array(ntokens, dtype=np.int32), 1)
         self._alive[first:end] = True
-        self._srec += records
-        self.docs.update(zip([r.seq for r in records], map(_Doc, records, range(first, end))))
+        if isinstance(self.docs, _LazyDocs):
+            self.docs.append(records, first)  # (`_srec`, a `_LazySlots` over the docs, follows)
+        else:
+            self._srec += records
+            self.docs.update(zip([r.seq for r in records], map(_Doc, records, range(first, end))))
         self._nslots = end
         self.total_tokens += sum(ntokens)
         self._norm_key = None
@@ -216,19 +217,19 @@ class NamespaceIndex:
         if not isinstance(docs, _LazyDocs):
             return
         by_seq = docs.fetch_all()
+        seqs = docs.seqs  # (the records `by_seq` holds: an append meanwhile stops the steps)
         yield
-        seqs = docs.seqs
         srec: list[MemoryRecord] = []
         built: dict[int, _Doc] = {}
         for start in range(0, len(seqs), max(1, records_per_step)):
-            if self.docs is not docs:
+            if self.docs is not docs or docs.seqs is not seqs:  # (changed meanwhile: `_LazyDocs.append`)
                 return
             for slot in range(start, min(len(seqs), start + records_per_step)):
                 r = by_seq[seqs[slot]]
                 srec.append(r)
                 built[r.seq] = _Doc(r, slot)
             yield
-        if self.docs is docs:
+        if self.docs is docs and docs.seqs is seqs:
             self._srec = srec
             self.docs = built
 
@@ -268,9 +269,13 @@ class NamespaceIndex:
                 self._flush()
                 self._maybe_merge()
 
-    def add_many(self, records: Iterable[MemoryRecord]) -> None:
-        """Add records in one vectorised pass (same result as `add` one by one)."""
-        self._materialize()
+    def add_many(self, records: Iterable[MemoryRecord], lazily: bool = False) -> None:
+        """Add records in one vectorised pass (same result as `add` one by one). `lazily`: a restored
+        index keeps its records undecoded (`_LazyDocs.append`); replacing one decodes them (`remove_many`)."""
+        if not lazily:
+            self._materialize()
+        elif type(self._tid) is not dict:
+            self._tid = self._tid.as_dict()  # (new terms are interned into it)
         batch: dict[int, MemoryRecord] = {}
         for r in records:  # a later record with the same sequence replaces an earlier one
             batch.pop(r.seq, None)
@@ -342,6 +347,8 @@ class NamespaceIndex:
         removed_ids = {id(r) for r in delta.removed}
         removed = [r.seq for r in delta.removed if id(r) not in added_ids]
         added = [r for r in delta.added if id(r) not in removed_ids]
+        if not removed and isinstance(self.docs, _LazyDocs):
+            return self.add_many(added, lazily=True)  # stores appended after a restore: nothing decoded
         if len(removed) >= _BATCH_MIN:
             self.remove_many(removed)
         else:
@@ -654,44 +661,6 @@ class NamespaceIndex:
         return heapq.nlargest(k, docs, key=lambda seq: (docs[seq].record.stored_at, seq))
 
     # -- vectors (§C.6) ------------------------------------------------------
-    def _vector_dir(self) -> str | None:
-        if not self.ns_dir:
-            return None
-        return os.path.join(self.ns_dir, "vectors", sanitize_model_hint(self.config.get("embed_model_hint")))
-
-    def _load_vector(self, content_hash: str, expect_dim: int | None) -> tuple[list[float] | None, str]:
-        if content_hash in self._vectors and self._vectors[content_hash] is not None:
-            return self._vectors[content_hash], ""
-        vdir = self._vector_dir()
-        if vdir is None:
-            return None, "no namespace directory known"
-        vec, why = read_cached_vector(os.path.join(vdir, content_hash + ".json"), expect_dim)
-        if vec is not None:
-            self._vectors[content_hash] = vec
-        return vec, why
-
     def cached_vectors(self, query: str) -> tuple[list[float] | None, dict[int, list[float]] | None, str]:
         """(query vector, seq -> record vector, reason) — vectors None when the cache lacks any."""
-        dim = self.config.get("embed_dim")
-        dim = dim if isinstance(dim, int) and dim > 0 else None
-        qv, why = self._load_vector(sha256_hex(query), dim)
-        if qv is None:
-            return None, None, f"the embedding cache has no usable vector for this query ({why})"
-        dim = dim or len(qv)
-        out: dict[int, list[float]] = {}
-        missing = 0
-        first_why = ""
-        for seq, doc in self.docs.items():
-            if doc.vec_hash is None:
-                doc.vec_hash = sha256_hex(searchable_text(doc.record))
-            v, why = self._load_vector(doc.vec_hash, dim)
-            if v is None:
-                missing += 1
-                first_why = first_why or f"{doc.record.id}: {why}"
-            else:
-                out[seq] = v
-        if missing:
-            return qv, None, (f"the embedding cache lacks vectors for {missing} of {len(self.docs)} records "
-                              f"(first: {first_why})")
-        return qv, out, ""
-
+        return namespace_vectors(self.docs, self.config, self.ns_dir, self._vectors, query)

@@ -8,6 +8,7 @@ import math
 import os
 
 from harn_ls.formats.harn_json import sha256_hex
+from harn_ls.recall.tokenizer import searchable_text
 from harn_ls.safe_read import VECTOR_FILE_CAP, read_confined
 
 
@@ -57,3 +58,45 @@ def cosine(a: list[float], b: list[float]) -> float:
     if na == 0.0 or nb == 0.0:
         return 0.0
     return dot / (math.sqrt(na) * math.sqrt(nb))
+
+
+def _load_vector(memo: dict[str, list[float]], vdir: str | None, content_hash: str,
+                 expect_dim: int | None) -> tuple[list[float] | None, str]:
+    """One content-addressed vector, from `memo` (a namespace index's) or from the cache folder `vdir`."""
+    if memo.get(content_hash) is not None:
+        return memo[content_hash], ""
+    if vdir is None:
+        return None, "no namespace directory known"
+    vec, why = read_cached_vector(os.path.join(vdir, content_hash + ".json"), expect_dim)
+    if vec is not None:
+        memo[content_hash] = vec
+    return vec, why
+
+
+def namespace_vectors(docs: dict, config: dict, ns_dir: str | None, memo: dict[str, list[float]],
+                      query: str) -> tuple[list[float] | None, dict[int, list[float]] | None, str]:
+    """(query vector, seq -> record vector, reason) for a namespace index's `docs`: the vectors are
+    None when the cache lacks any (Harn then reports the gap rather than ranking a subset)."""
+    vdir = os.path.join(ns_dir, "vectors", sanitize_model_hint(config.get("embed_model_hint"))) if ns_dir else None
+    dim = config.get("embed_dim")
+    dim = dim if isinstance(dim, int) and dim > 0 else None
+    qv, why = _load_vector(memo, vdir, sha256_hex(query), dim)
+    if qv is None:
+        return None, None, f"the embedding cache has no usable vector for this query ({why})"
+    dim = dim or len(qv)
+    out: dict[int, list[float]] = {}
+    missing = 0
+    first_why = ""
+    for seq, doc in docs.items():
+        if doc.vec_hash is None:
+            doc.vec_hash = sha256_hex(searchable_text(doc.record))
+        v, why = _load_vector(memo, vdir, doc.vec_hash, dim)
+        if v is None:
+            missing += 1
+            first_why = first_why or f"{doc.record.id}: {why}"
+        else:
+            out[seq] = v
+    if missing:
+        return qv, None, (f"the embedding cache lacks vectors for {missing} of {len(docs)} records "
+                          f"(first: {first_why})")
+    return qv, out, ""

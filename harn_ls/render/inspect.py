@@ -96,8 +96,9 @@ def _cached_facts_body(ws) -> bytes | None:
     the facts are decoded).
 
     Decoded, a namespace's facts are one run of `ws.facts` (a load restores or reads one namespace at a
-    time, in `ws.memory` order) in the cached entry order; each namespace's part is sorted stably by id
-    (the cached ones when saved), and merging the parts in `ws.memory` order keeps ties in that order."""
+    time, in `ws.memory` order) in the cached entry order, then those of lines appended since (a deferred
+    namespace keeps them apart: Workspace._restore_pending_facts); each part is sorted stably by id (the
+    cached ones when saved), and merging the parts in that order keeps ties in that order."""
     deferred = ws.deferred_fact_namespaces()
     if not deferred:
         return None
@@ -106,11 +107,11 @@ def _cached_facts_body(ws) -> bytes | None:
     last = -1
     for (ns, _seq), f in ws.facts.items():
         i = position.get(ns, -1)
-        if i < 0 or i < last or ns in deferred:
+        if i < 0 or i < last:
             return None  # not one run per namespace in namespace order: decode and sort them all
         last = i
         decoded.setdefault(ns, []).append(f)
-    # per namespace with facts, in namespace order: (ids by id, cached body or None, ends or fragments)
+    # per part with facts, in namespace order: (ids by id, cached body or None, ends or fragments)
     parts: list[tuple[list[str], bytes | None, list]] = []
     for ns in ws.memory:
         if ns in deferred:
@@ -120,7 +121,7 @@ def _cached_facts_body(ws) -> bytes | None:
             ids, ends, body = cached
             if ids:
                 parts.append((ids, body, ends))
-        elif ns in decoded:
+        if ns in decoded:
             facts = sorted(decoded[ns], key=lambda f: f.id)
             parts.append(([f.id for f in facts], None, [fact_inspect_fragment(f) for f in facts]))
     if len(parts) == 1 and parts[0][1] is not None:

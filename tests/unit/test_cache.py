@@ -15,6 +15,7 @@ import pytest
 
 from harn_ls.render.inspect import inspect_json
 from harn_ls.render.recall import recall_json
+from harn_ls import state_tail
 from harn_ls.state_cache import MANIFEST, PAYLOADS, StateCache
 from harn_ls.workspace import Workspace
 
@@ -315,6 +316,7 @@ def test_old_payloads_are_swept_and_size_is_capped(project, tmp_path, cache_env,
     old = time.time() - 3600
     os.utime(other_state / MANIFEST, (old, old))
     monkeypatch.setenv("HARN_LS_CACHE_MAX_MB", "0.05")
+    monkeypatch.setattr(state_tail, "TAIL_KEEP_MAX", 0)  # (else a small append is not written: keeps_entry)
     append(project / NOTES, event("store", "evict", "agent/notes", 30))
     Workspace.load(str(project), cache=True).save_cache()
     assert not other_state.exists()

@@ -88,10 +88,19 @@ def test_an_appended_namespace_is_decoded_and_merged_with_the_cached_ones(projec
     got, ws, data = fast(project)
     assert got == expected
     assert isinstance(data["facts"], orjson.Fragment)
-    assert ns not in ws.deferred_fact_namespaces() and any(k[0] == ns for k in ws.facts)
+    # an appended store leaves the cached facts undecoded: only the new fact is, merged into their body
+    assert ns in ws.deferred_fact_namespaces() and [k for k in ws.facts if k[0] == ns] == [(ns, ws.memory[ns].seq - 1)]
     assert ws.save_cache()
     assert fast(project)[0] == expected
     assert dump(inspect_json(Workspace.load(str(project), cache=True))) == expected
+    # an update decodes them (in place, before the appended one) and they are merged as decoded facts
+    append(project / changed, fact_event("fact_m", ns, 78, "appended, then updated").replace(b'"store"', b'"update"'))
+    expected = cold_bytes(project)
+    got, ws, data = fast(project)
+    assert got == expected and isinstance(data["facts"], orjson.Fragment)
+    assert ns not in ws.deferred_fact_namespaces() and any(k[0] == ns for k in ws.facts)
+    assert ws.save_cache()
+    assert fast(project)[0] == expected
 
 
 @pytest.mark.parametrize("mode", ["defer_facts", "memory_only"])
@@ -192,8 +201,8 @@ def test_cli_warm_inspect_json_equals_no_cache(project, cache_env):
 
 @pytest.mark.parametrize("append_to", [None, FACTS, NOTES])
 def test_facts_of_one_namespace_are_printed_from_its_cached_body(project, cache_env, append_to):
-    """The sample's facts are all in project/facts: the cached body is the whole list (unless that
-    namespace changed; a change elsewhere leaves it deferred)."""
+    """The sample's facts are all in project/facts: the cached body is the whole list (an appended
+    store leaves it deferred too: the new fact is merged into the cached body)."""
     fill(project)
     if append_to is not None:
         ns = "project/facts" if append_to == FACTS else "agent/notes"
@@ -201,7 +210,8 @@ def test_facts_of_one_namespace_are_printed_from_its_cached_body(project, cache_
     expected = cold_bytes(project)
     got, ws, data = fast(project)
     assert got == expected and isinstance(data["facts"], orjson.Fragment)
-    assert ("project/facts" in ws.deferred_fact_namespaces()) == (append_to != FACTS)
+    assert "project/facts" in ws.deferred_fact_namespaces()
+    assert len(ws.facts) == (append_to is not None)  # the appended fact alone was decoded
 
 
 @pytest.mark.parametrize("mode", ["defer_facts", "memory_only"])

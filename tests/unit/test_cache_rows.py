@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from harn_ls import state_tail
 from harn_ls.recall.index import _LazyDocs
 from harn_ls.render.recall import recall_json
 from harn_ls.state_cache import MANIFEST, StateCache
@@ -74,7 +75,14 @@ def test_lazy_index_then_an_append_equals_a_cold_load(project, cache_env):
                          "tags": ["billing"], "stored_at": "2026-07-01T10:00:00.000000000+00:00"}) + b"\n"
     with open(project / NOTES, "ab") as fh:
         fh.write(line)
-    ws.apply([str(project / NOTES)])  # the delta materializes the lazy index first
+    ws.apply([str(project / NOTES)])  # a store with a new sequence is indexed beside the lazy records
+    assert isinstance(ws.recall.indexes[NS].docs, _LazyDocs) and not ws.memory[NS].materialized
+    assert answers(ws) == answers(Workspace.load(str(project)))
+    assert ws.save_cache()
+    assert answers(Workspace.load(str(project), cache=True)) == answers(Workspace.load(str(project)))
+    with open(project / NOTES, "ab") as fh:  # an update: the lazy index decodes its records first
+        fh.write(line.replace(b'"store"', b'"update"').replace(b"appended", b"updated"))
+    ws.apply([str(project / NOTES)])
     assert not isinstance(ws.recall.indexes[NS].docs, _LazyDocs)
     assert answers(ws) == answers(Workspace.load(str(project)))
     assert ws.save_cache()
@@ -143,7 +151,10 @@ def facts_view(ws: Workspace) -> dict:
     }, default=str))
 
 
-def test_memory_only_load_of_an_appended_namespace_saves_its_facts(project, cache_env):
+@pytest.mark.parametrize("kept", [True, False], ids=["entry-kept", "rewritten"])
+def test_memory_only_load_of_an_appended_namespace_saves_its_facts(project, cache_env, kept, monkeypatch):
+    if not kept:  # (else a small append of stores leaves the entry as it is: state_tail.keeps_entry)
+        monkeypatch.setattr(state_tail, "TAIL_KEEP_MAX", 0)
     fill(project)
     facts_log = project / ".harn/memory/project/facts/events.jsonl"
     with open(facts_log, "ab") as fh:
@@ -154,7 +165,8 @@ def test_memory_only_load_of_an_appended_namespace_saves_its_facts(project, cach
     assert answers(ws) == answers(Workspace.load(str(project)))
     assert ws.save_cache()
     warm = Workspace.load(str(project), cache=True)
-    assert warm._state_cache.hits.get("project/facts") == "same"  # saved by the memory-only run
+    # saved by the memory-only run (or kept, the appended line applied again)
+    assert warm._state_cache.hits.get("project/facts") == ("appended" if kept else "same")
     assert facts_view(warm) == facts_view(Workspace.load(str(project)))
 
 

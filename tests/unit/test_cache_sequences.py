@@ -13,14 +13,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.unit.test_cache import QUERIES, SAMPLE, append, cache_folder, cold, event, ids_in, snapshot
+from harn_ls.render.inspect import inspect_json
 from harn_ls.render.recall import recall_json
+from tests.unit.test_cache_inspect import dump, fast
 from harn_ls.workspace import Workspace
 
 LOGS = [".harn/memory/agent/notes/events.jsonl", ".harn/memory/workspace/acme/events.jsonl",
         ".harn/memory/team/extra/events.jsonl"]
 
 OPS = ["append", "append_dict", "append_torn", "finish_torn", "update_forget", "shorter", "same_size", "rename", "recreate",
-       "delete", "add_ns", "remove_ns", "drop_cache", "damage_cache"]
+       "delete", "add_ns", "remove_ns", "drop_cache", "damage_cache", "append_stores"]
 
 
 def apply_op(project: Path, op: str, which: int, n: int) -> None:
@@ -34,6 +36,10 @@ def apply_op(project: Path, op: str, which: int, n: int) -> None:
         append(log, orjson.dumps({"type": "store", "id": f"d-{n}", "namespace": ns, "key": f"dict/{n}", "value": value,
                                   "text": orjson.dumps(value).decode(), "tags": ["billing"],
                                   "stored_at": f"2026-06-0{1 + n % 9}T10:00:00.000000000+00:00"}) + b"\n")
+    elif op == "append_stores" and exists:  # stores only (applied without decoding): an old id again, a bad line
+        ids = ids_in(log)
+        again = event("store", ids[(n * 5) % len(ids)], ns, n + 1) if ids else b""
+        append(log, event("store", f"s-{n}", ns, n) + again + b'{"type": "store"\n' + event("store", f"s2-{n}", ns, n + 2))
     elif op == "append_torn" and exists:
         append(log, event("store", f"t-{n}", ns, n)[:-9])
     elif op == "finish_torn" and exists:
@@ -107,6 +113,13 @@ def test_random_change_sequences_never_change_an_answer(steps):
                     lazy = Workspace.load(str(project), cache=True, memory_only=memory_only)
                     got = [recall_json(lazy.recall.recall(q, k=10, explain=True)) for q in QUERIES]
                     assert orjson.loads(orjson.dumps(got, default=str)) == expected["recall"], (op, which)
+                    if memory_only and n % 2:
+                        lazy.save_cache()  # as `harn-ls recall` does (it may keep an entry: state_tail.py)
+                # a one-shot inspect --json (cached facts printed undecoded), saved as the CLI does
+                got, fast_ws, _data = fast(project)
+                assert got == dump(inspect_json(Workspace.load(str(project)))), (op, which)
+                if n % 2 == 0:
+                    fast_ws.save_cache()
                 for fold in (False, True):  # (the server's load keeps dict values as their text)
                     ws = Workspace.load(str(project), cache=True, fold_values=fold)
                     assert snapshot(ws) == expected, (op, which, fold)
