@@ -83,10 +83,15 @@ class _LazySlots:
 class _TermIds:
     """term -> term id over a restored index's term list, without building the whole dict: a query
     looks up a handful of terms (a C-level scan of the list each, remembered). After `_SCAN_MAX`
-    distinct terms, or for anything but a lookup, the dict is built once and used from then on."""
+    distinct terms, or for anything but a lookup, the dict is built once and used from then on.
+
+    A scan costs about a tenth of building the dict (0.5 ms against 5 ms for 20k terms at 1M
+    events), so a one-off CLI query scans, and a process that keeps querying builds the dict
+    at its fifth distinct term instead of paying a scan per new term in every namespace
+    (at 64, the first ~30 queries of a session each paid ~1 ms per term per namespace)."""
 
     __slots__ = ("_terms", "_memo", "_full")
-    _SCAN_MAX = 64
+    _SCAN_MAX = 4
 
     def __init__(self, terms: list[str]) -> None:
         self._terms = terms

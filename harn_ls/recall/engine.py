@@ -132,12 +132,19 @@ class RecallEngine:
             return RecallResult(hits, outcome.mode, outcome.note, outcome.config, tuple(q), k, {namespace: outcome})
         # Across namespaces: each ranked with its own statistics, then merged.
         hits: list[Hit] = []
-        outcomes: dict[str, NamespaceOutcome] = {}
-        for name in sorted(self.indexes):
+        ranked: list[tuple[float, int, NamespaceIndex]] = []  # lexical hits, made once the merged top k is known
+        found: dict[str, NamespaceOutcome] = {}
+        for name in self._visit_order():
             # k hits in hand: a record scoring below the k-th of them cannot make the merged top k
-            floor = heapq.nlargest(k, [h.score for h in hits])[-1] if len(hits) >= k else None
-            ns_hits, outcomes[name] = self._recall_one(self.indexes[name], query, q, k, explain, floor)
+            scores = [h.score for h in hits] + [r[0] for r in ranked]
+            floor = heapq.nlargest(k, scores)[-1] if len(scores) >= k else None
+            ns_hits, found[name] = self._recall_one(self.indexes[name], query, q, k, explain, floor, ranked)
             hits.extend(ns_hits)
+        if len(hits) + len(ranked) > k:  # below the k-th score a hit cannot make the cut: its record stays undecoded
+            cut = heapq.nlargest(k, [h.score for h in hits] + [r[0] for r in ranked])[-1]
+            ranked = [r for r in ranked if r[0] >= cut]
+        hits += [self._hit(idx, seq, score, idx.explain(seq, q) if explain else None) for score, seq, idx in ranked]
+        outcomes = {name: found[name] for name in sorted(found)}
         if q or any(o.mode != "lexical" for o in outcomes.values()):
             hits = _tie_sort(hits)[:k]
         else:
@@ -147,8 +154,20 @@ class RecallEngine:
         note = "; ".join(f"{name}: {o.note}" for name, o in outcomes.items() if o.note)
         return RecallResult(hits, mode, note, None, tuple(q), k, outcomes)
 
-    def _recall_one(self, idx: NamespaceIndex, query: str, q: list[str], k: int,
-                    explain: bool, floor: float | None = None) -> tuple[list[Hit], NamespaceOutcome]:
+    def _visit_order(self) -> list[str]:
+        """The namespaces, smallest index first: the small ones are quick to rank and their k-th
+        score is a floor that lets the big ones skip most of their records. The merged top k does
+        not depend on the order (a floor only drops records below k hits in hand; `_tie_sort` is a
+        total order)."""
+        indexes = self.indexes
+        return sorted(indexes, key=lambda name: (len(indexes[name]), name))
+
+    def _recall_one(self, idx: NamespaceIndex, query: str, q: list[str], k: int, explain: bool,
+                    floor: float | None = None,
+                    ranked: list[tuple[float, int, NamespaceIndex]] | None = None
+                    ) -> tuple[list[Hit], NamespaceOutcome]:
+        """One namespace's hits; with `ranked`, its lexical hits are added there as (score, seq, index)
+        instead, for the caller to make into hits once it knows which make the merged top k."""
         config = dict(idx.config)
         wanted = _BACKEND_MODE.get(config.get("backend", "bm25"), "lexical")
         note = ""
@@ -161,6 +180,9 @@ class RecallEngine:
                     f"could not be used: {why}; showing lexical BM25 recall instead")
         if not q:
             hits = [self._hit(idx, seq, 0.0) for seq in idx.newest(k)]
+        elif ranked is not None:
+            ranked += [(score, seq, idx) for score, seq in idx.top_lexical(q, k, floor)]
+            hits = []
         else:
             hits = [self._hit(idx, seq, score, idx.explain(seq, q) if explain else None)
                     for score, seq in idx.top_lexical(q, k, floor)]

@@ -15,6 +15,7 @@ import numpy as np
 
 from harn_ls.formats.memory import DEFAULT_CONFIG, MemoryDelta, MemoryRecord
 from harn_ls.recall.docs import _Doc, _LazyDocs
+from harn_ls.recall.overflow import OverflowByTerm
 from harn_ls.recall.results import Explain, TermExplain
 from harn_ls.recall.scoring import B, K1, KEY_BOOST, TAG_BOOST, FlaggedMemo, QueryTerm, idf_of, search
 from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analyze
@@ -106,6 +107,7 @@ class NamespaceIndex:
         self._tail_slot: list[int] = []
         self._tail_val: list[int] = []
         self._tail_dec: list[int] = []  # term ids whose _df a removal decrements
+        self._ov_by_term = OverflowByTerm()  # a term's overflow postings by binary search
         self._norm_key: tuple[float, int] | None = None
         self._norm: np.ndarray | None = None
         self._norm_min = 0.0
@@ -426,6 +428,7 @@ class NamespaceIndex:
         self._pcode = code[order]
         self._off = off
         self._m = 0
+        self._ov_by_term.reset()
         self._dead_postings = 0
         if len(self._ov_term) > _OVERFLOW_MIN >> 3:  # give back the overflow buffers (a build's: MBs each)
             self._ov_term = np.zeros(0, dtype=np.int32)
@@ -470,7 +473,7 @@ class NamespaceIndex:
         else:
             slots, codes = _EMPTY_I32, self._pcode[:0]
         if self._m:
-            hit = np.flatnonzero(self._ov_term[: self._m] == tid)
+            hit = self._ov_by_term.positions(self._ov_term, self._m, tid)
             if len(hit):
                 df += len(hit)
                 val = self._ov_val[hit]

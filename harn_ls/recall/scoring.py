@@ -169,20 +169,29 @@ class QueryTerm:
 
 
 def _sum_parts(order: list[QueryTerm], parts: dict[int, np.ndarray]) -> np.ndarray:
-    """The BM25 parts summed in query order, repeats included (a fresh array)."""
+    """The BM25 parts summed in query order, repeats included (a fresh array). A term without parts
+    is one the candidates lack: its part would be +0.0, and adding +0.0 to a sum >= +0.0 (or
+    starting from it) leaves the same bits, so it is skipped."""
     acc: np.ndarray | None = None
     for t in order:
-        part = parts[id(t)]
+        part = parts.get(id(t))
+        if part is None:
+            continue
         acc = part.copy() if acc is None else acc.__iadd__(part)
     assert acc is not None
     return acc
 
 
 def _fold_boosts(order: list[QueryTerm], codes: dict[int, np.ndarray]) -> np.ndarray:
-    """Harn's boost fold: per query term in order, + 0.4 if a key token, then + 0.25 if a tag token."""
+    """Harn's boost fold: per query term in order, + 0.4 if a key token, then + 0.25 if a tag token.
+    A term without codes is one the candidates lack: it would add +0.0 twice (or start the fold at
+    `(0.0 + 0.0) + 0.0`), which changes no bits, so it is skipped."""
     boost: np.ndarray | None = None
     for t in order:
-        index = _flag_index(codes[id(t)])
+        got = codes.get(id(t))
+        if got is None:
+            continue
+        index = _flag_index(got)
         if boost is None:
             boost = _FIRST_OF_CODE[index]
         else:
@@ -200,15 +209,15 @@ def _partial(own: QueryTerm, part: np.ndarray, codes: np.ndarray) -> np.ndarray:
     return _sum_parts([own] * own.count, {id(own): part}) + _fold_boosts([own] * own.count, {id(own): codes})
 
 
-def _score(order: list[QueryTerm], distinct: list[QueryTerm], norm: np.ndarray, nslots: int, cand: np.ndarray,
+def _score(order: list[QueryTerm], others: list[QueryTerm], norm: np.ndarray, nslots: int, cand: np.ndarray,
            own: QueryTerm, own_codes: np.ndarray, own_part: np.ndarray) -> np.ndarray:
-    """Harn's lexical score of each candidate slot (`own`'s codes and parts for them given)."""
+    """Harn's lexical score of each candidate slot (`own`'s codes and parts for them given). Only
+    `others` are looked up: the candidates lack every other query term (`search` visited it)."""
     norms = norm[cand]
     parts, codes = {id(own): own_part}, {id(own): own_codes}
-    for t in distinct:
-        if t is not own:
-            codes[id(t)] = c = t.codes_at(cand, nslots)
-            parts[id(t)] = contributions(t.idf, c, norms)
+    for t in others:
+        codes[id(t)] = c = t.codes_at(cand, nslots)
+        parts[id(t)] = contributions(t.idf, c, norms)
     acc = _sum_parts(order, parts)
     acc += _fold_boosts(order, codes)  # bm25 + boost: the same addition
     return acc
@@ -227,38 +236,117 @@ def _nonessential(distinct: list[QueryTerm], theta: float) -> set[int]:
     return out
 
 
+class _Boosts:
+    """One query's per-record boost bounds: for a set of terms, the most the boosts of those of them
+    that flag a record can add (a dense array over the slots), built once per set and reused by
+    later candidate sets of the same query (the prefilter and the partial-score cut share it)."""
+
+    __slots__ = ("_by_terms",)
+
+    def __init__(self) -> None:
+        self._by_terms: dict[tuple[int, ...], np.ndarray] = {}
+
+    def of(self, others: list[QueryTerm], nslots: int) -> np.ndarray:
+        key = tuple(id(u) for u in others)  # (the terms live as long as the query)
+        got = self._by_terms.get(key)
+        if got is None:
+            got = self._by_terms[key] = np.zeros(nslots)
+            for u in others:
+                got[u.flagged_slots()] += u.bound - u.bm25_bound  # (a term's flagged slots are distinct)
+        return got
+
+
+def _boost_ok(partial: np.ndarray, theta: float, cand: np.ndarray, others: list[QueryTerm], nslots: int,
+              boosts: _Boosts) -> np.ndarray:
+    """Whether each candidate's partial score plus the other terms' BM25 bounds plus the boost bounds
+    of the other terms that flag it reaches theta (lowered by `_ABS_SLACK` for the rounding)."""
+    need = theta - sum(u.bm25_bound for u in others) - _ABS_SLACK
+    return partial + boosts.of(others, nslots)[cand] >= need
+
+
 def _may_rank(partial: np.ndarray, theta: float, cand: np.ndarray, others: list[QueryTerm],
-              nslots: int) -> np.ndarray:
+              nslots: int, boosts: _Boosts) -> np.ndarray:
     """Which candidates can still reach theta: their partial score plus the other terms' BM25 bounds
     plus the boost bounds of the other terms that flag the record. (Keeping more
     records than needed is always safe; it only costs their lookups.) The thresholds are lowered by
     `_ABS_SLACK` for the rounding of `theta - bounds`."""
     maybe = np.flatnonzero(partial >= theta - sum(u.bound for u in others) - _ABS_SLACK)
     if len(maybe) > _FEW_UNSURE:
-        boosts = np.zeros(nslots)  # per record: the most the boosts of the terms that flag it can add
-        for u in others:
-            boosts[u.flagged_slots()] += u.bound - u.bm25_bound  # (a term's flagged slots are distinct)
-        need = theta - sum(u.bm25_bound for u in others) - _ABS_SLACK
-        maybe = maybe[partial[maybe] + boosts[cand[maybe]] >= need]
+        maybe = maybe[_boost_ok(partial[maybe], theta, cand[maybe], others, nslots, boosts)]
     return maybe
 
 
+def _may_rank_codes(table: np.ndarray, codes: np.ndarray, theta: float, cand: np.ndarray,
+                    others: list[QueryTerm], nslots: int, boosts: _Boosts) -> np.ndarray:
+    """`_may_rank` with each candidate's partial score bounded by its code's entry in `table`: the
+    first cut is a flag per code, gathered, so no bound is computed for a posting it drops."""
+    ok = table >= theta - sum(u.bound for u in others) - _ABS_SLACK
+    maybe = np.flatnonzero(np.take(ok, codes, mode="clip"))
+    if len(maybe) > _FEW_UNSURE:
+        partial = np.take(table, codes[maybe], mode="clip")
+        maybe = maybe[_boost_ok(partial, theta, cand[maybe], others, nslots, boosts)]
+    return maybe
+
+
+def _best_codes(table: np.ndarray, codes: np.ndarray, size: int) -> np.ndarray:
+    """Positions of `size` postings whose codes have the highest bounds in `table` (ties at the cut
+    broken arbitrarily: any k scored records give a theta). A histogram of the codes finds the
+    bound of the cut, so only the postings at or above it are partitioned, not all of them."""
+    last = len(table) - 1
+    hist = np.bincount(codes if codes.dtype == np.uint16 else np.minimum(codes, last), minlength=len(table))
+    if len(hist) > len(table):  # codes past the table share its last entry
+        hist[last] += hist[last + 1:].sum()
+        hist = hist[: last + 1]
+    by_bound = np.argsort(table)[::-1]
+    cum = np.cumsum(hist[by_bound])
+    cut = table[by_bound[int(np.searchsorted(cum, size))]]  # the bound of the code holding the size-th best
+    sel = np.flatnonzero(np.take(table >= cut, codes, mode="clip"))
+    if len(sel) > size:
+        bounds = np.take(table, codes[sel], mode="clip")
+        sel = sel[np.argpartition(bounds, len(bounds) - size)[len(bounds) - size:]]
+    return sel
+
+
+class _Unhandled:
+    """Which of a term's postings are still its to score: live records that hold none of the terms
+    visited before (those scored every record they hold that can rank, or ruled it out)."""
+
+    __slots__ = ("_alive", "_visited", "_nslots", "filters")
+
+    def __init__(self, alive: np.ndarray | None, visited: list[QueryTerm], nslots: int) -> None:
+        self._alive, self._visited, self._nslots = alive, visited, nslots
+        self.filters = alive is not None or bool(visited)
+
+    def mask(self, cand: np.ndarray) -> np.ndarray:
+        """Per candidate slot: True when it is still this term's to score."""
+        keep = self._alive[cand] if self._alive is not None else np.ones(len(cand), dtype=bool)
+        for u in self._visited:
+            keep &= u.codes_at(cand, self._nslots) == 0
+        return keep
+
+    def positions(self, cand: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        """The positions `pos` (into cand) still this term's to score."""
+        return pos[self.mask(cand[pos])] if self.filters else pos
+
+
 def _prefilter(t: QueryTerm, others: list[QueryTerm], scorer: tuple, cand: np.ndarray, codes: np.ndarray,
-               k: int, theta: float) -> tuple[np.ndarray, np.ndarray, float]:
+               k: int, theta: float, unhandled: _Unhandled) -> tuple[np.ndarray, np.ndarray, float]:
     """The candidates of term t that their posting code alone does not rule out, and theta raised by
-    scoring the few with the best codes first: no arithmetic on the postings that cannot rank."""
-    order, distinct, norm, norm_min, nslots = scorer
+    scoring the few with the best codes first: no arithmetic on the postings that cannot rank. Only
+    the postings kept are checked against `unhandled` (and theta is taken from unhandled ones)."""
+    order, norm, norm_min, nslots, boosts = scorer
     table = t.code_bounds(norm_min)
-    bounds = np.take(table, codes, mode="clip")
-    size = min(_sample_size(k), len(bounds))
-    top = np.argpartition(bounds, len(bounds) - size)[len(bounds) - size:]
+    top = unhandled.positions(cand, _best_codes(table, codes, min(_sample_size(k), len(codes))))
     tc, tcodes = cand[top], codes[top]
-    sample = _score(order, distinct, norm, nslots, tc, t, tcodes, contributions(t.idf, tcodes, norm[tc]))
+    sample = _score(order, others, norm, nslots, tc, t, tcodes, contributions(t.idf, tcodes, norm[tc]))
     if len(sample) >= k:
         theta = max(theta, _kth(sample, k))
     if table[4:].min() + sum(u.bound for u in others) >= theta - _ABS_SLACK:  # (codes 0-3: tf 0, never stored)
-        return cand, codes, theta  # no code's bound is low enough to rule a record out
-    keep = _may_rank(bounds, theta, cand, others, nslots)
+        if not unhandled.filters:  # no code's bound is low enough to rule a record out
+            return cand, codes, theta
+        keep = unhandled.mask(cand)
+        return cand[keep], codes[keep], theta
+    keep = unhandled.positions(cand, _may_rank_codes(table, codes, theta, cand, others, nslots, boosts))
     return cand[keep], codes[keep], theta
 
 
@@ -318,7 +406,8 @@ def search(order: list[QueryTerm], norm: np.ndarray, norm_min: float, alive: np.
     for t in distinct:
         t.finish()
     theta = -math.inf if floor is None or k is None else floor
-    seen: np.ndarray | None = None
+    visited: list[QueryTerm] = []  # terms whose records are scored or ruled out: later terms skip them
+    boosts = _Boosts()
     done = 0
     out_slots: list[np.ndarray] = []
     out_scores: list[np.ndarray] = []
@@ -327,27 +416,25 @@ def search(order: list[QueryTerm], norm: np.ndarray, norm_min: float, alive: np.
         if k is not None and id(t) in _nonessential(distinct, theta):
             continue  # and it stays so (theta only grows): a record only it holds cannot rank
         done += 1
-        if seen is None and alive is None:
-            cand, codes = t.slots, t.codes  # every posting: no copy
-        else:
-            keep = alive[t.slots] if seen is None else ~seen[t.slots]
-            if seen is not None and alive is not None:
-                keep &= alive[t.slots]
-            cand, codes = t.slots[keep], t.codes[keep]
-        if not len(cand):
-            continue
         last = done == len(distinct)
-        if not last:  # a later term must skip what is scored already
-            if seen is None:
-                seen = np.zeros(nslots, dtype=bool)
-            seen[cand] = True
-        others = [u for u in distinct if u is not t]
-        sampled = k is not None and len(cand) > _PREFILTER_MIN
-        if sampled:
+        # A candidate lacks every term visited before (`_Unhandled`): only the rest can add to it.
+        others = [u for u in distinct if u is not t and u not in visited]
+        unhandled = _Unhandled(alive, list(visited), nslots)
+        cand, codes = t.slots, t.codes  # every posting: no copy
+        sampled = len(cand) > _PREFILTER_MIN
+        if sampled:  # the dead and handled records are dropped from the few the bounds keep, not from all
             before = len(cand)
-            cand, codes, theta = _prefilter(t, others, (order, distinct, norm, norm_min, nslots), cand, codes, k, theta)
+            cand, codes, theta = _prefilter(t, others, (order, norm, norm_min, nslots, boosts), cand, codes, k,
+                                            theta, unhandled)
             if _prunes_little(done, before, len(cand), distinct, theta):
                 return _score_all(order, distinct, norm, alive, nslots)
+        elif unhandled.filters:
+            keep = unhandled.mask(cand)
+            cand, codes = cand[keep], codes[keep]
+        if not last:  # a later term must skip what is scored (or ruled out) already
+            visited.append(t)
+        if not len(cand):
+            continue
         part = contributions(t.idf, codes, norm[cand])
         if k is not None and len(cand) > k:
             partial = _partial(t, part, codes)
@@ -360,13 +447,13 @@ def search(order: list[QueryTerm], norm: np.ndarray, norm_min: float, alive: np.
             size = _sample_size(k)
             if not sampled and len(cand) > size >= k:  # the most promising few first: a higher theta prunes more
                 top = np.argpartition(partial, len(partial) - size)[len(partial) - size:]
-                sample = _score(order, distinct, norm, nslots, cand[top], t, codes[top], part[top])
+                sample = _score(order, others, norm, nslots, cand[top], t, codes[top], part[top])
                 theta = max(theta, _kth(sample, k))
-            keep = _may_rank(partial, theta, cand, others, nslots)
+            keep = _may_rank(partial, theta, cand, others, nslots, boosts)
             if _prunes_little(done, len(cand), len(keep), distinct, theta):
                 return _score_all(order, distinct, norm, alive, nslots)
             cand, codes, part = cand[keep], codes[keep], part[keep]
-        scores = _score(order, distinct, norm, nslots, cand, t, codes, part)
+        scores = _score(order, others, norm, nslots, cand, t, codes, part)
         out_slots.append(cand)
         out_scores.append(scores)
         if k is not None and not last:

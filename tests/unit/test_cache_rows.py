@@ -202,7 +202,7 @@ def test_term_ids_answer_as_the_dict_would():
     want = dict(zip(terms, range(len(terms))))
     lazy = _TermIds(terms)
     probes = ["t5", "nope", "t5", "t199", "", "t0"] + [f"t{i}" for i in range(0, 200, 2)] + ["missing"]
-    for t in probes:  # scans, then (past 64 distinct terms) the dict
+    for t in probes:  # scans, then (past _SCAN_MAX distinct terms) the dict
         assert lazy.get(t) == want.get(t) and (t in lazy) == (t in want)
         assert lazy.get(t, -1) == want.get(t, -1)
     assert dict(lazy.items()) == want and len(lazy) == len(want)
