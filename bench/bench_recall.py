@@ -95,8 +95,7 @@ def bench_size(n: int) -> dict:
 
     # Incremental add / remove cost on the full index (what one appended line costs).
     extra, _, _ = make_records(200, seed=SEED + 1)
-    extra = [MemoryRecord(**{**{f: getattr(r, f) for f in r.__slots__}, "seq": n + r.seq, "id": f"x-{r.seq}"})
-             for r in extra]
+    extra = [r.with_changes(seq=n + r.seq, id=f"x-{r.seq}") for r in extra]
     t0 = time.perf_counter()
     for r in extra:
         idx.add(r)
@@ -107,7 +106,7 @@ def bench_size(n: int) -> dict:
     remove_us = (time.perf_counter() - t0) / len(extra) * 1e6
     # The extra records above come from another vocabulary (every word a new term);
     # appended memory mostly reuses known words: copies of indexed records' content.
-    known = [MemoryRecord(**{**{f: getattr(r, f) for f in r.__slots__}, "seq": 2 * n + i, "id": f"k-{i}"})
+    known = [r.with_changes(seq=2 * n + i, id=f"k-{i}")
              for i, r in enumerate(records[:200])]
     t0 = time.perf_counter()
     for r in known:
