@@ -62,7 +62,7 @@ DEFAULT_MAX_MB = 2048
 STALE_TEMP_SECONDS = 300  # unreferenced payload files younger than this may belong to a concurrent writer
 
 _INDEX_ARRAYS = ("dl", "df", "off", "pslot", "pcode", "seqs")
-_INDEX_DTYPES = {"dl": "i4", "df": "i8", "off": "i8", "pslot": "i4", "pcode": ("u2", "u4", "i8"), "seqs": "i8"}
+_INDEX_DTYPES = {"dl": "i4", "df": "i8", "off": "i8", "pslot": ("u2", "i4"), "pcode": ("u2", "u4", "i8"), "seqs": "i8"}
 
 
 # ----------------------------------------------------------------------------- validators
@@ -591,7 +591,8 @@ class StateCache:
             "dl": np.ascontiguousarray(index._dl[:n], dtype=np.int32),
             "df": np.ascontiguousarray(index._df[: len(index._terms)], dtype=np.int64),
             "off": np.ascontiguousarray(index._off, dtype=np.int64),
-            "pslot": np.ascontiguousarray(index._pslot, dtype=np.int32),
+            # (uint16 when the namespace's slots fit: recall/index._narrow_slots; the restore checks the range)
+            "pslot": np.ascontiguousarray(index._pslot, dtype=np.uint16 if index._pslot.dtype == np.uint16 else np.int32),
             "pcode": np.ascontiguousarray(index._pcode),
             "seqs": np.array([r.seq for r in index._srec], dtype=np.int64),
         }

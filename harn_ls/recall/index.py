@@ -42,6 +42,12 @@ def _grown(arr: np.ndarray, need: int) -> np.ndarray:
     return out
 
 
+def _narrow_slots(slots: np.ndarray, nslots: int) -> np.ndarray:
+    """Main postings' slots as uint16 when every slot of the namespace fits (most namespaces: half
+    the bytes of int32, ~6 MB of a 100k project's server), else int32."""
+    return slots.astype(np.uint16 if nslots <= 1 << 16 else np.int32, copy=False)
+
+
 def _small_uint(values: np.ndarray) -> np.ndarray:
     """The narrowest unsigned dtype that holds the (non-negative) codes."""
     top = int(values.max()) if len(values) else 0
@@ -421,7 +427,7 @@ class NamespaceIndex:
         off = np.zeros(nterms + 1, dtype=np.int64)
         np.cumsum(np.bincount(term, minlength=nterms), out=off[1:])
         del term
-        self._pslot = slot[order]
+        self._pslot = _narrow_slots(slot[order], self._nslots)
         # main slots ascending per term, the overflow's in arrival order and past them: sorted, no check
         self._ordered_for = self._pslot
         del slot

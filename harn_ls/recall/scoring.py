@@ -157,7 +157,7 @@ class QueryTerm:
         """This term's posting code for each candidate slot, 0 where the record lacks the term."""
         n = len(self.slots)
         if n > _SPARSE_RATIO * len(cand) and self.is_ordered():  # binary search in the (ascending) postings
-            pos = np.searchsorted(self.slots, cand)
+            pos = np.searchsorted(self.slots, _probe(cand, self.slots.dtype))
             np.minimum(pos, n - 1, out=pos)
             codes = self.codes[pos]
             codes[self.slots[pos] != cand] = 0
@@ -166,6 +166,13 @@ class QueryTerm:
             self._dense = np.zeros(nslots, dtype=self.codes.dtype)
             self._dense[self.slots] = self.codes
         return self._dense[cand]
+
+
+def _probe(cand: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The candidates in the postings' dtype: searchsorted with two dtypes copies the whole postings
+    into a common one on every call. A candidate too big for narrow postings wraps around, which is
+    harmless: no posting holds it, and `codes_at` compares the real candidate with what it found."""
+    return cand if cand.dtype == dtype else cand.astype(dtype)
 
 
 def _sum_parts(order: list[QueryTerm], parts: dict[int, np.ndarray]) -> np.ndarray:
