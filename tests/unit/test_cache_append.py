@@ -12,7 +12,6 @@ import orjson
 import pytest
 
 from harn_ls import state_tail
-from harn_ls.render.inspect import inspect_json
 from harn_ls.render.recall import recall_json
 from harn_ls.state_cache import MANIFEST
 from harn_ls.workspace import Workspace
@@ -149,22 +148,23 @@ def _drop_cache(project: Path) -> None:
     shutil.rmtree(cache_folder(project))
 
 
+def _flip_namespace_payload(project: Path, part: str, bit: int) -> None:
+    """Flip one bit in the middle of one of the namespace's cached payloads."""
+    folder = Path(cache_folder(project))
+    payload = folder / manifest(project)["namespaces"][NS][part]["name"]
+    data = bytearray(payload.read_bytes())
+    data[len(data) // 2] ^= bit
+    payload.write_bytes(bytes(data))
+
+
 def _damage_records(project: Path) -> None:
     """The payload the tombstones come from (a kept entry's): a flipped byte is caught by its CRC."""
-    folder = Path(cache_folder(project))
-    records = folder / manifest(project)["namespaces"][NS]["records"]["name"]
-    data = bytearray(records.read_bytes())
-    data[len(data) // 2] ^= 0x04
-    records.write_bytes(bytes(data))
+    _flip_namespace_payload(project, "records", 0x04)
 
 
 def _damage_tombs(project: Path) -> None:
     """The forgotten ids a kept entry's appended stores are checked against: caught by its CRC."""
-    folder = Path(cache_folder(project))
-    tombs = folder / manifest(project)["namespaces"][NS]["tombs"]["name"]
-    data = bytearray(tombs.read_bytes())
-    data[len(data) // 2] ^= 0x02
-    tombs.write_bytes(bytes(data))
+    _flip_namespace_payload(project, "tombs", 0x02)
 
 
 CHANGES = [_shorter, _same_size, _rename, _recreate, _update_forget, _more_stores, _remove_namespace, _add_namespace,

@@ -182,10 +182,8 @@ def _merged_full(engine: RecallEngine, query: str, k: int) -> list[tuple[str, st
     return [(h.namespace, h.id, h.score) for h in _tie_sort(hits)[:k]]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), sizes=st.lists(st.integers(1, 300), min_size=2, max_size=4),
-       k=st.integers(1, 30), setting=st.sampled_from(SETTINGS))
-def test_recall_across_namespaces_with_floors_equals_merging_full_scores(seed, sizes, k, setting):
+def engine_of(sizes: list[int], seed: int) -> RecallEngine:
+    """An engine over namespaces ns0, ns1... of `sizes` random records each."""
     engine = RecallEngine()
     for i, n in enumerate(sizes):
         ns = f"ns{i}"
@@ -193,6 +191,14 @@ def test_recall_across_namespaces_with_floors_equals_merging_full_scores(seed, s
                              tags=tuple(e["tags"]), stored_at=e["stored_at"], seq=j, line_no=j + 1)
                 for j, e in enumerate(_records(n, seed + i, ns))]
         engine.load(ns, recs)
+    return engine
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), sizes=st.lists(st.integers(1, 300), min_size=2, max_size=4),
+       k=st.integers(1, 30), setting=st.sampled_from(SETTINGS))
+def test_recall_across_namespaces_with_floors_equals_merging_full_scores(seed, sizes, k, setting):
+    engine = engine_of(sizes, seed)
     rng = random.Random(seed)
     with thresholds(*setting):
         for _ in range(6):

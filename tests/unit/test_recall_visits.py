@@ -12,11 +12,10 @@ import random
 import numpy as np
 import pytest
 
-from harn_ls.formats.memory import MemoryRecord
 from harn_ls.recall import RecallEngine, scoring, tokenize
 
 from tests.unit.test_recall import Live
-from tests.unit.test_recall_pruning import SETTINGS, VOCAB, WEIGHTS, _full_top, _records, thresholds
+from tests.unit.test_recall_pruning import SETTINGS, VOCAB, WEIGHTS, _full_top, _records, engine_of, thresholds
 
 
 def _shared_term_queries(rng: random.Random, n: int) -> list[list[str]]:
@@ -79,19 +78,8 @@ def test_best_codes_are_the_postings_with_the_highest_bounds(dtype):
         assert sorted(bounds[pos].tolist()) == sorted(bounds.tolist())[n - size:]
 
 
-def _engine(sizes: list[int], seed: int) -> RecallEngine:
-    engine = RecallEngine()
-    for i, n in enumerate(sizes):
-        ns = f"ns{i}"
-        recs = [MemoryRecord(id=e["id"], namespace=ns, key=e["key"], value=e["value"], text=e["text"],
-                             tags=tuple(e["tags"]), stored_at=e["stored_at"], seq=j, line_no=j + 1)
-                for j, e in enumerate(_records(n, seed + i, ns))]
-        engine.load(ns, recs)
-    return engine
-
-
 def test_the_namespace_order_changes_no_answer(monkeypatch):
-    engine = _engine([700, 40, 300, 5, 120], 11)
+    engine = engine_of([700, 40, 300, 5, 120], 11)
     assert engine._visit_order() == ["ns3", "ns1", "ns4", "ns2", "ns0"]  # smallest first
     orders = {"smallest first": RecallEngine._visit_order,
               "by name": lambda self: sorted(self.indexes),
@@ -161,7 +149,7 @@ def test_queries_between_batches_see_every_overflow_posting(tail_max, monkeypatc
 
 
 def test_only_the_hits_that_make_the_merged_cut_are_made(monkeypatch):
-    engine = _engine([300, 200, 250, 150], 23)
+    engine = engine_of([300, 200, 250, 150], 23)
     made = []
     real_hit = RecallEngine._hit
     monkeypatch.setattr(RecallEngine, "_hit", staticmethod(lambda *a: made.append(a[1]) or real_hit(*a)))
