@@ -22,7 +22,7 @@ from typing import Iterable
 import orjson
 
 from harn_ls.formats.jsonl import JsonlLine
-from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, MemoryRecord
+from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, MemoryRecord, add_seq
 from harn_ls.state_rows import CacheInvalid, _checked, _pread_all
 
 TAIL_KEEP_MAX = 1 << 20  # appended bytes past a kept entry's offset, at most (each run applies them again)
@@ -84,13 +84,7 @@ def merge_tail(overlay: TailOverlay | None, space: MemoryNamespace) -> None:
     by_id: dict[str, int | list[int]] = d["_by_id"]
     for seq, r in overlay.scratch.active.items():
         active[seq] = r
-        seqs = by_id.get(r.id)
-        if seqs is None:
-            by_id[r.id] = seq
-        elif type(seqs) is int:
-            by_id[r.id] = [seqs, seq]
-        else:
-            seqs.append(seq)
+        add_seq(by_id, r.id, seq)
     d["hidden"] = d["hidden"] + overlay.scratch.hidden  # (from then on the namespace applies batches itself)
 
 

@@ -282,6 +282,18 @@ def _str(event: dict, name: str, default: str | None = None) -> str | None:
     return v if isinstance(v, str) else None
 
 
+def add_seq(by_id: dict[str, int | list[int]], rid: str, seq: int) -> None:
+    """Note in a namespace's id map that `seq` holds a record of id `rid`: one int for an id's only
+    record (the usual case, and the smallest), a list once the id has several."""
+    seqs = by_id.get(rid)
+    if seqs is None:
+        by_id[rid] = seq
+    elif type(seqs) is int:
+        by_id[rid] = [seqs, seq]
+    else:
+        seqs.append(seq)
+
+
 class MemoryNamespace:
     """Projection of one namespace's event log, fed line batches in file order."""
 
@@ -442,14 +454,7 @@ class MemoryNamespace:
                 Severity.WARNING)
             return
         self.active[seq] = record
-        by_id = self._by_id
-        seqs = by_id.get(rid)
-        if seqs is None:
-            by_id[rid] = seq
-        elif type(seqs) is int:
-            by_id[rid] = [seqs, seq]
-        else:
-            seqs.append(seq)
+        add_seq(self._by_id, rid, seq)
         delta.added.append(record)  # delta.add(record), inlined: one per store of a cold load
         delta._added_ids.add(id(record))
 
