@@ -128,7 +128,8 @@ def test_warm_load_equals_cold_and_restores_from_cache(project, cache_env):
     assert not ws.memory["agent/notes"].materialized
 
 
-def test_append_reads_only_new_bytes_and_replays_onto_the_cached_index(project, cache_env):
+def test_append_reads_only_new_bytes_and_replays_onto_the_cached_index(project, cache_env, monkeypatch):
+    monkeypatch.setattr(state_tail, "TAIL_KEEP_MAX", 0)  # (else a small append is not written: keeps_entry)
     check(project)
     log = project / NOTES
     old = ids_in(log)
@@ -279,6 +280,9 @@ def test_no_pickle_in_the_cache(project, cache_env):
             assert all(isinstance(orjson.loads(line), list) for line in data.splitlines())  # one JSON row a line
         elif f.name.endswith(".terms.txt"):
             assert all(line for line in data.decode("utf-8").split("\n"))  # one recall term a line
+        elif f.name.endswith(".ids.txt"):
+            head, *ids = data.splitlines()  # a JSON header, then one id (a JSON string) a line
+            assert isinstance(orjson.loads(head), dict) and all(isinstance(orjson.loads(i), str) for i in ids)
         elif f.name.endswith(".rowidx.bin"):
             assert len(data) % 24 == 0  # (seq, end offset, CRC-32) int64 triples, nothing else
         elif f.name.endswith(".ifacts.txt"):  # a JSON header line, then JSON objects (facts as inspect prints them)

@@ -218,3 +218,138 @@ def test_an_entry_without_its_tombs_payload_reads_them_from_the_records_payload(
     assert recall_answers(ws) == expected["recall"] and not ws.memory[NS].materialized
     ws = Workspace.load(str(project), cache=True)
     assert ws._state_cache.hits[NS] == "appended" and snapshot(ws) == expected
+
+
+# ----------------------------------------------------------------------------- updates, forgets, opens
+def tricky_events(project: Path, n: int) -> bytes:
+    """Updates, forgets and opens as an agent appends them, on cached records and on appended ones,
+    with the cases they read old state for: an id with two active records (a cached one and an
+    appended one: both forgotten), an update after a forget (ignored), an update of an unknown id,
+    a store of an id forgotten in the same tail (hidden), a value patch (refreshes the text), a
+    flags merge, a wrong-typed forget, an open with an unknown backend, an unknown event type."""
+    log = project / NOTES
+    ids = ids_in(log)
+    cached_a, cached_b, cached_c, twin = ids[0], ids[1], ids[2], ids[3]
+    return (event("store", f"tail-{n}", NS, n) + event("store", twin, NS, n + 1)
+            + event("update", cached_a, NS, n + 2, value={"text": "patched rounding value", "n": n})
+            + event("update", cached_b, NS, n + 3, tags=["flagged", "billing"], flags={"pinned": True})
+            + event("update", cached_b, NS, n + 4, flags={"seen": True}, status="done")
+            + event("update", f"tail-{n}", NS, n + 5)
+            + event("forget", twin, NS, n + 6) + event("update", twin, NS, n + 7)
+            + event("update", "no-such-id", NS, n + 8) + event("forget", cached_c, NS, n + 9)
+            + event("store", cached_c, NS, n + 10)
+            + event("forget", "x", NS, n + 11, forgotten_ids="not-a-list")
+            + orjson.dumps({"type": "open", "id": f"open-{n}", "namespace": NS, "backend": "bm25",
+                            "bm25_weight": 0.7, "opened_at": "2026-06-09T00:00:00Z"}) + b"\n"
+            + orjson.dumps({"type": "open", "id": f"open-bad-{n}", "namespace": NS, "backend": "nope"}) + b"\n"
+            + orjson.dumps({"type": "rename", "id": f"r-{n}"}) + b"\n"
+            + event("store", f"tail-{n}-b", NS, n + 12))
+
+
+def test_appended_updates_forgets_and_opens_are_applied_without_decoding_and_the_entry_is_kept(project, cache_env):
+    check(project)
+    append(project / NOTES, tricky_events(project, 500))
+    entry_before = manifest(project)["namespaces"][NS]
+    assert entry_before["ids"]  # the id index the tail's updates and forgets read
+    expected, expected_inspect = cold(project), cold_bytes(project)
+    for how in ("memory_only", "defer_facts"):
+        ws = Workspace.load(str(project), cache=True, **{how: True})
+        assert ws._state_cache.hits[NS] == "appended" and NS in ws._state_cache.overlays
+        if how == "memory_only":
+            assert recall_answers(ws) == expected["recall"]  # scores, explain (df, N, avgdl) bit for bit
+        else:
+            got = fast(project)[0]
+            assert got == expected_inspect
+            assert orjson.loads(got)["counts"] == orjson.loads(expected_inspect)["counts"]
+        assert not ws.memory[NS].materialized  # only the rows the tail reaches were read
+        assert ws.save_cache()
+        assert manifest(project)["namespaces"][NS] == entry_before  # kept: the tail is applied again next time
+    ws = Workspace.load(str(project), cache=True)
+    assert snapshot(ws) == expected  # built records: the cached ones, patched, then the appended ones
+    assert ws.save_cache() and manifest(project)["namespaces"][NS] == entry_before
+    assert snapshot(Workspace.load(str(project), cache=True)) == expected
+
+
+def test_a_lazy_index_takes_updates_and_forgets_as_a_built_one_would(project, cache_env):
+    """A server's batches on a restored namespace and its lazily restored recall index: the index
+    stays lazy, and N, total tokens, document lengths and every score equal a cold build's, before
+    and after its records are decoded (at once, or in steps)."""
+    from harn_ls.recall.docs import _LazyDocs  # (numpy: only the recall tests load it)
+
+    check(project)
+    log = project / NOTES
+    for steps in (False, True):
+        ws = Workspace.load(str(project), cache=True)
+        assert isinstance(ws.recall.indexes[NS].docs, _LazyDocs)
+        append(log, tricky_events(project, 600 + 100 * steps))
+        ws.apply([str(log)])
+        idx = ws.recall.indexes[NS]
+        assert isinstance(idx.docs, _LazyDocs) and not ws.memory[NS].materialized
+        fresh = Workspace.load(str(project))
+        built = fresh.recall.indexes[NS]
+        assert recall_answers(ws) == recall_answers(fresh)
+        assert (len(idx), idx.stats(), idx.total_tokens) == (len(built), built.stats(), built.total_tokens)
+        assert sorted(idx.docs) == sorted(built.docs)
+        if steps:
+            for _ in ws.recall.materialize_steps(NS):
+                pass
+        else:
+            ws.recall.materialize(NS)
+        assert not isinstance(idx.docs, _LazyDocs)
+        assert recall_answers(ws) == recall_answers(fresh) and snapshot(ws) == cold(project)
+        idx.compact()
+        assert (len(idx), idx.stats(), idx.total_tokens) == (len(built), built.stats(), built.total_tokens)
+        assert ws.save_cache()
+
+
+def _rewrite_ids(project: Path, change) -> None:
+    """Replace the namespace's id index by `change(lines)`, with a size and CRC that match it (a
+    payload that passes its checksum but does not fit the rows)."""
+    import zlib  # (only these damage cases need it)
+
+    folder = Path(cache_folder(project))
+    doc = manifest(project)
+    desc = doc["namespaces"][NS]["ids"]
+    lines = (folder / desc["name"]).read_bytes().splitlines(keepends=True)
+    data = b"".join(change(lines))
+    (folder / desc["name"]).write_bytes(data)
+    desc.update(size=len(data), crc=zlib.crc32(data))
+    (folder / MANIFEST).write_bytes(orjson.dumps(doc))
+
+
+IDS_DAMAGE = {
+    "flip": lambda p: _flip_namespace_payload(p, "ids", 0x08),
+    "truncate": lambda p: _rewrite_ids(p, lambda lines: lines[:-1]),
+    "swap": lambda p: _rewrite_ids(p, lambda lines: [lines[0], lines[2], lines[1], *lines[3:]]),
+    "extra": lambda p: _rewrite_ids(p, lambda lines: [*lines, b'"ghost"\n']),
+    "no-newline": lambda p: _rewrite_ids(p, lambda lines: [*lines[:-1], lines[-1].rstrip(b"\n")]),
+    "no-header": lambda p: _rewrite_ids(p, lambda lines: lines[1:]),
+    # written with other rows (the header names another row index): never read, whatever it holds
+    "foreign": lambda p: _rewrite_ids(p, lambda lines: [b'{"rowidx_crc":12345}\n'] + [b'"someone-else"\n'] * (len(lines) - 1)),
+    "missing": None,
+}
+
+
+@pytest.mark.parametrize("damage", list(IDS_DAMAGE))
+def test_a_damaged_id_index_is_never_trusted(project, cache_env, damage):
+    """Checked like every payload (size, CRC), and against the rows it names (count, and each row's
+    id): anything that does not fit decodes the records, answers as a cold load, and writes the
+    entry again (an entry without an id index - written before it existed - too)."""
+    check(project)
+    log = project / NOTES
+    if damage == "missing":
+        doc = manifest(project)
+        del doc["namespaces"][NS]["ids"]
+        (Path(cache_folder(project)) / MANIFEST).write_bytes(orjson.dumps(doc))
+    else:
+        IDS_DAMAGE[damage](project)
+    ids = ids_in(log)
+    append(log, event("update", ids[0], NS, 700) + event("forget", ids[1], NS, 701) + event("store", "d-1", NS, 702))
+    expected, expected_inspect = cold(project), cold_bytes(project)
+    ws = Workspace.load(str(project), cache=True, memory_only=True)
+    assert recall_answers(ws) == expected["recall"]
+    assert ws.save_cache()
+    assert manifest(project)["namespaces"][NS]["validator"]["offset"] == log.stat().st_size  # written again
+    assert fast(project)[0] == expected_inspect
+    assert snapshot(Workspace.load(str(project), cache=True)) == expected
+    assert manifest(project)["namespaces"][NS]["ids"]
