@@ -132,7 +132,7 @@ def _fact_from_row(row: list, ns: str):
 
 PAYLOADS = {"meta": ".meta.json", "facts": ".facts.json", "records": ".records.json", "rows": ".rows.jsonl",
             "rowidx": ".rowidx.bin", "ifacts": ".ifacts.txt", "tombs": ".tombs.json",
-            "ids": ".ids.txt"}
+            "ids": ".ids.bin"}
 
 
 def namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_rows: dict | None = None) -> dict[str, bytes]:

@@ -280,9 +280,8 @@ def test_no_pickle_in_the_cache(project, cache_env):
             assert all(isinstance(orjson.loads(line), list) for line in data.splitlines())  # one JSON row a line
         elif f.name.endswith(".terms.txt"):
             assert all(line for line in data.decode("utf-8").split("\n"))  # one recall term a line
-        elif f.name.endswith(".ids.txt"):
-            head, *ids = data.splitlines()  # a JSON header, then one id (a JSON string) a line
-            assert isinstance(orjson.loads(head), dict) and all(isinstance(orjson.loads(i), str) for i in ids)
+        elif f.name.endswith(".ids.bin"):
+            assert len(data) % 8 == 0 and len(data) >= 8  # the row index's CRC, then an 8-byte hash per row
         elif f.name.endswith(".rowidx.bin"):
             assert len(data) % 24 == 0  # (seq, end offset, CRC-32) int64 triples, nothing else
         elif f.name.endswith(".ifacts.txt"):  # a JSON header line, then JSON objects (facts as inspect prints them)

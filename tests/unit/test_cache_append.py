@@ -303,15 +303,16 @@ def test_a_lazy_index_takes_updates_and_forgets_as_a_built_one_would(project, ca
 
 
 def _rewrite_ids(project: Path, change) -> None:
-    """Replace the namespace's id index by `change(lines)`, with a size and CRC that match it (a
-    payload that passes its checksum but does not fit the rows)."""
+    """Replace the namespace's id index (its header, then its 8-byte rows) by `change(head, rows)`,
+    with a size and CRC that match it (a payload that passes its checksum but does not fit the rows)."""
     import zlib  # (only these damage cases need it)
 
     folder = Path(cache_folder(project))
     doc = manifest(project)
     desc = doc["namespaces"][NS]["ids"]
-    lines = (folder / desc["name"]).read_bytes().splitlines(keepends=True)
-    data = b"".join(change(lines))
+    data = (folder / desc["name"]).read_bytes()
+    rows = [data[i:i + 8] for i in range(8, len(data), 8)]
+    data = b"".join(change(data[:8], rows))
     (folder / desc["name"]).write_bytes(data)
     desc.update(size=len(data), crc=zlib.crc32(data))
     (folder / MANIFEST).write_bytes(orjson.dumps(doc))
@@ -319,13 +320,13 @@ def _rewrite_ids(project: Path, change) -> None:
 
 IDS_DAMAGE = {
     "flip": lambda p: _flip_namespace_payload(p, "ids", 0x08),
-    "truncate": lambda p: _rewrite_ids(p, lambda lines: lines[:-1]),
-    "swap": lambda p: _rewrite_ids(p, lambda lines: [lines[0], lines[2], lines[1], *lines[3:]]),
-    "extra": lambda p: _rewrite_ids(p, lambda lines: [*lines, b'"ghost"\n']),
-    "no-newline": lambda p: _rewrite_ids(p, lambda lines: [*lines[:-1], lines[-1].rstrip(b"\n")]),
-    "no-header": lambda p: _rewrite_ids(p, lambda lines: lines[1:]),
+    "truncate": lambda p: _rewrite_ids(p, lambda head, rows: [head, *rows[:-1]]),
+    "swap": lambda p: _rewrite_ids(p, lambda head, rows: [head, rows[1], rows[0], *rows[2:]]),
+    "extra": lambda p: _rewrite_ids(p, lambda head, rows: [head, *rows, b"ghost-id"]),
+    "off-grid": lambda p: _rewrite_ids(p, lambda head, rows: [head, *rows, b"x"]),
+    "no-header": lambda p: _rewrite_ids(p, lambda head, rows: rows),
     # written with other rows (the header names another row index): never read, whatever it holds
-    "foreign": lambda p: _rewrite_ids(p, lambda lines: [b'{"rowidx_crc":12345}\n'] + [b'"someone-else"\n'] * (len(lines) - 1)),
+    "foreign": lambda p: _rewrite_ids(p, lambda head, rows: [b"\x01" * 8] + rows),
     "missing": None,
 }
 
@@ -353,3 +354,48 @@ def test_a_damaged_id_index_is_never_trusted(project, cache_env, damage):
     assert fast(project)[0] == expected_inspect
     assert snapshot(Workspace.load(str(project), cache=True)) == expected
     assert manifest(project)["namespaces"][NS]["ids"]
+
+
+@pytest.mark.parametrize("recall_first", [False, True])
+def test_a_batch_the_overlay_cannot_take_after_one_it_took(project, cache_env, monkeypatch, recall_first):
+    """The second batch finds no usable id index: the namespace decodes its records, takes what the
+    overlay kept aside (updated, forgotten, appended), applies the batch itself, and the recall index
+    (restored over the cached rows, with every delta since) answers as a cold load."""
+    check(project)
+    log = project / NOTES
+    ids = ids_in(log)
+    ws = Workspace.load(str(project), cache=True)
+    if recall_first:
+        ws.recall  # noqa: B018 - the lazily restored index takes the first batch
+    append(log, event("update", ids[0], NS, 800) + event("forget", ids[1], NS, 801) + event("store", "o-1", NS, 802))
+    ws.apply([str(log)])
+    assert not ws.memory[NS].materialized
+    monkeypatch.setattr(state_tail.TailOverlay, "prepare", lambda self, lines: False)
+    append(log, event("update", ids[2], NS, 803) + event("forget", ids[0], NS, 804) + event("update", "o-1", NS, 805))
+    ws.apply([str(log)])
+    assert ws.memory[NS].materialized
+    assert snapshot(ws) == cold(project)
+    assert ws.save_cache()
+    assert manifest(project)["namespaces"][NS]["validator"]["offset"] == log.stat().st_size  # written again
+    assert snapshot(Workspace.load(str(project), cache=True)) == cold(project)
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_id_index_lookup_finds_every_row_of_an_id_and_nothing_off_the_grid(many):
+    """Both ways of looking ids up (a search per id, one pass for many) give every row of each id,
+    in row order, and never a match that straddles two rows."""
+    from array import array  # (only this test builds an index by hand)
+
+    class R:
+        def __init__(self, rid):
+            self.id = rid
+
+    ids = [f"id-{i % 7}" if i % 3 else f"solo-{i}" for i in range(60)] + ["ünï\u2028code"]
+    data = state_tail.id_index_payload([R(i) for i in ids], 99)
+    assert array("Q", data[:8])[0] == 99 and len(data) == 8 * (len(ids) + 1)
+    rows = data[8:]
+    shifted = bytes(4) + rows[:8] + bytes(4)  # row 0's hash across two rows: a match off the grid
+    wanted = sorted(set(ids))[: 12 if many else 3] + ["absent"]
+    got = state_tail._rows_of(rows, wanted)
+    assert got == {rid: [i for i, x in enumerate(ids) if x == rid] for rid in wanted}
+    assert got["absent"] == [] and state_tail._rows_of(shifted, [ids[0]]) == {ids[0]: []}
