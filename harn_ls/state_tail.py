@@ -25,8 +25,9 @@ the namespace's size."""
 
 from __future__ import annotations
 
-import hashlib
+import sys
 from array import array
+from hashlib import blake2b
 from typing import Iterable
 
 import orjson
@@ -39,18 +40,16 @@ TAIL_KEEP_MAX = 1 << 20  # appended bytes past a kept entry's offset, at most (e
 TAIL_KEEP_MIN = 64 << 10  # and below this, kept whatever the namespace's size (else a quarter of its bytes)
 
 
-def id_hash(rid: str) -> int:
-    """The 64-bit hash the id index holds for an id (BLAKE2b of its UTF-8)."""
-    return int.from_bytes(hashlib.blake2b(rid.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+def id_hash(rid: str) -> bytes:
+    """The 8 bytes the id index holds for an id (BLAKE2b of its UTF-8)."""
+    return blake2b(rid.encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
 def id_index_payload(records: Iterable[MemoryRecord], rowidx_crc: int) -> bytes:
-    """The `ids` payload of a namespace's rows (given in row order), native uint64s: the CRC-32 of
-    the row index it was written with, then `id_hash` of each row's id. Fixed-width, so a row is
+    """The `ids` payload of a namespace's rows (given in row order): the CRC-32 of the row index it
+    was written with (a native uint64), then `id_hash` of each row's id. Fixed-width, so a row is
     found by a search of the bytes or one pass over them (no per-row objects kept)."""
-    out = array("Q", [rowidx_crc])
-    out.extend([id_hash(r.id) for r in records])
-    return out.tobytes()
+    return array("Q", [rowidx_crc]).tobytes() + b"".join([id_hash(r.id) for r in records])
 
 
 class _TailSpace(MemoryNamespace):
@@ -158,17 +157,16 @@ def _rows_of(ids: bytes, wanted: list[str]) -> dict[str, list[int]]:
     hashes = {rid: id_hash(rid) for rid in wanted}
     out: dict[str, list[int]] = {rid: [] for rid in wanted}
     if len(wanted) <= _FIND_MAX:
-        for rid, h in hashes.items():
-            needle = array("Q", [h]).tobytes()
+        for rid, needle in hashes.items():
             pos = ids.find(needle)
             while pos >= 0:
                 if pos % 8 == 0:  # (a match off the 8-byte grid is none)
                     out[rid].append(pos // 8)
                 pos = ids.find(needle, pos + 1)
         return out
-    by_hash: dict[int, list[str]] = {}
+    by_hash: dict[int, list[str]] = {}  # (as the native uint64 the rows read as)
     for rid, h in hashes.items():
-        by_hash.setdefault(h, []).append(rid)
+        by_hash.setdefault(int.from_bytes(h, sys.byteorder), []).append(rid)
     rows = array("Q")
     rows.frombytes(ids)
     for row in [row for row, h in enumerate(rows.tolist()) if h in by_hash]:
