@@ -86,7 +86,7 @@ class TailOverlay:
         self.needs_ids = False  # a batch since held more than stores (applied again only with an id index)
         self._reader = reader  # state_rows.RowReader of the cached rows
         self._ids_source = ids_source  # () -> the checked `ids` payload (raises CacheInvalid), or None
-        self._ids: bytes | None = None  # b"\n" + that payload, once a batch needed it
+        self._ids: bytes | None = None  # that payload's row hashes (past its header), once a batch needed them
         self.cached_seqs: dict[str, list[int]] = {}  # id -> sequences of its cached rows (looked up so far)
         self.fetched: dict[int, MemoryRecord] = {}  # cached sequence -> its record as cached (read so far)
         self.replaced: dict[int, MemoryRecord] = {}  # cached sequence -> its record as updated since
