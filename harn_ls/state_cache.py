@@ -54,7 +54,7 @@ from harn_ls.state_tail import TailOverlay, apply_stores, keeps_entry, merge_tai
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
 
-FORMAT = "harn-ls-state/6"
+FORMAT = "harn-ls-state/7"
 STATE_DIR = "state"
 MANIFEST = "manifest.json"
 TAIL_HASH_BYTES = 4096
@@ -403,22 +403,23 @@ class StateCache:
         """(slim RunRecord, transcript summaries) of an unchanged run record, else None."""
         entry = self._cached_runs().get(path)
         v = _stat_validator(path)
-        if entry is None or v is None or entry[0] != v:
+        if not isinstance(entry, list) or len(entry) != 3 or v is None or entry[0] != v:
             self._runs_changed = True
             return None
         try:
-            run, summaries = _run_from_row(entry[1])
-        except (KeyError, TypeError, ValueError):
+            run, summaries = _run_from_row(entry[1], entry[2])
+        except (KeyError, TypeError, ValueError, IndexError):
             self._runs_changed = True
             return None
         self._runs_seen[path] = entry
         return run, summaries
 
-    def restore_regular_runs(self, paths: list[str]) -> dict[str, tuple]:
+    def restore_regular_runs(self, paths: list[str], details: bool = True) -> dict[str, tuple]:
         """path -> (slim RunRecord, transcript summaries) of the listed run records that are, by one
         lstat each, still the very regular files cached (not a symlink: a cached entry holds the
         stat of a regular file, and a link's own lstat never matches it); the others are not
-        answered here (read them with `restore_run` / from the file)."""
+        answered here (read them with `restore_run` / from the file). Without `details` the records'
+        stages and usage stay empty (a one-shot `inspect --json` never shows them)."""
         runs = self._cached_runs()
         out: dict[str, tuple] = {}
         if not runs:
@@ -426,7 +427,7 @@ class StateCache:
         lstat, is_reg = os.lstat, stat.S_ISREG
         for path in paths:
             entry = runs.get(path)
-            if not isinstance(entry, list) or len(entry) != 2:
+            if not isinstance(entry, list) or len(entry) != 3 or type(entry[2]) is not str:
                 continue
             try:
                 st = lstat(path)
@@ -435,7 +436,7 @@ class StateCache:
             if not is_reg(st.st_mode) or entry[0] != _lstat_validator(st):
                 continue
             try:
-                out[path] = _run_from_row(entry[1])
+                out[path] = _run_from_row(entry[1], entry[2] if details else None)
             except (KeyError, TypeError, ValueError, IndexError):
                 continue
             self._runs_seen[path] = entry
@@ -451,7 +452,7 @@ class StateCache:
             after = None
         if before is not None and after is not None and stat.S_ISREG(before.st_mode) and not run.retry \
                 and _lstat_validator(before) == _lstat_validator(after):
-            self._runs_seen[path] = [_lstat_validator(after), _run_row(run)]
+            self._runs_seen[path] = [_lstat_validator(after), *_run_row(run)]
         self._runs_changed = True
 
     def restore_pattern(self, ns: str, path: str):
