@@ -120,6 +120,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             if ws._state_cache is not None:
                 ws._state_cache.keep_runs = memory_only
                 ws._state_cache.keep_row_bytes = (memory_only or defer_facts) if keep_rows is None else keep_rows  # one-shot: until saved
+                ws._state_cache.lazy_facts = memory_only or defer_facts  # (their payload checked when decoded)
         ws.rescan()
         return ws
 
