@@ -30,7 +30,8 @@ import errno
 import fcntl
 import os
 import stat
-from dataclasses import dataclass
+
+from harn_ls.lean_dataclass import lean_dataclass
 
 PROC_LOCKS = "/proc/locks"
 SESSION_LOCK_DIR = "agent-run-writers"
@@ -60,7 +61,7 @@ def session_lock_path(session_store_path: str, session_id: str) -> str | None:
 
 # ------------------------------------------------------------------ /proc/locks
 
-@dataclass(frozen=True, slots=True)
+@lean_dataclass(frozen=True, slots=True)
 class FlockTable:
     """The flocks the kernel reports: (major, minor, inode) -> 'WRITE' | 'READ'."""
 
