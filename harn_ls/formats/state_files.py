@@ -375,7 +375,6 @@ def _held_inodes() -> set[tuple[int, int, int]] | None:
 
 
 def read_locks(state_root: str) -> list[LockFile]:
-    held = _held_inodes()
     found: list[tuple[str, str, str]] = []
     ck = os.path.join(state_root, "checkpoints")
     for name in _listdir(ck):
@@ -385,6 +384,8 @@ def read_locks(state_root: str) -> list[LockFile]:
     for name in _listdir(aw):
         if name.endswith(".lock"):
             found.append((os.path.join(aw, name), "project" if name == "project.lock" else "session", name[:-5]))
+    # (/proc/locks only when there is a lock file to look up: its first read waits for the kernel, ms)
+    held = _held_inodes() if found else None
     out = []
     for path, kind, name in found:
         state = None
