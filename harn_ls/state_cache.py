@@ -44,12 +44,12 @@ from harn_ls.cache_dir import _tree_bytes, cache_enabled, evict_projects, projec
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.pattern_learning import NAMESPACE as PATTERN_NS  # (its projection is cached per entry)
 from harn_ls.formats.problems import Problem
-from harn_ls.state_parts import (CheckpointRows, _problem_from_row, _problem_row, _run_from_row, _run_row,  # noqa: F401
-                                 _lstat_validator, _stat_validator, pattern_projection, read_checkpoint, restore_pattern,
-                                 save_pattern)  # (pattern_projection, read_checkpoint: Workspace's)
+from harn_ls.state_parts import (CheckpointRows, _fact_row, _facts_from_rows, _problem_from_row, _problem_row,  # noqa: F401
+                                 _run_from_row, _run_row, _lstat_validator, _stat_validator, pattern_projection,
+                                 read_checkpoint, restore_pattern, save_pattern)  # (pattern_projection, read_checkpoint: Workspace's)
 from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay,
-                               fact_inspect_payload, facts_from_log, read_fact_inspect_payload, record_from_row,
-                               record_row)
+                               fact_inspect_payload, facts_from_log, read_fact_inspect_body, read_fact_inspect_payload,
+                               record_from_row, record_row)
 from harn_ls.state_tail import TailOverlay, apply_stores, keeps_entry, merge_tail, read_tombstones, stores_only
 
 if TYPE_CHECKING:
@@ -105,29 +105,6 @@ def check_file(path: str, v: Mapping[str, Any]) -> str:
     except (OSError, KeyError, TypeError, ValueError):
         return "changed"
     return "same" if st.st_size == v["size"] and st.st_mtime_ns == v["mtime_ns"] else "appended"
-
-
-# ----------------------------------------------------------------------------- records <-> rows
-def _fact_row(f) -> list:
-    ev = [[e.kind, e.ref, e.snippet, None if e.range is None else [e.range.path, e.range.start, e.range.end]]
-          for e in f.evidence]
-    return [f.id, f.kind, f.claim, f.confidence, ev, f.provenance, f.asserted_at, f.valid_until, f.record_id,
-            f.memory_key, f.stored_at, f.line_no]
-
-
-def _facts_from_rows(rows: list, ns: str) -> list:
-    """[(seq, Fact or None, problems)] of a namespace's cached fact rows (checked with its meta payload)."""
-    return [(seq, None if f is None else _fact_from_row(f, ns), [_problem_from_row(p) for p in probs])
-            for seq, f, probs in rows]
-
-
-def _fact_from_row(row: list, ns: str):
-    # start-up: formats.facts (~14 ms) loads only when cached facts are decoded; a warm recall never does
-    from harn_ls.formats.facts import Evidence, Fact, FileRange
-
-    fid, kind, claim, conf, ev, prov, asserted, valid, rid, key, stored_at, line_no = row
-    evidence = tuple(Evidence(k, ref, snip, None if rng is None else FileRange(*rng)) for k, ref, snip, rng in ev)
-    return Fact(fid, kind, claim, conf, evidence, prov, asserted, valid, ns, rid, key, stored_at, line_no)
 
 
 PAYLOADS = {"meta": ".meta.json", "facts": ".facts.json", "records": ".records.json", "rows": ".rows.jsonl",
@@ -401,6 +378,18 @@ class StateCache:
             return None
         try:
             return read_fact_inspect_payload(self.read_payload(summary[2]), summary[0])
+        except CacheInvalid:
+            self.damaged.add(ns)
+            return None
+
+    def inspect_fact_body(self, ns: str) -> bytes | None:
+        """The body of a restored namespace's printed facts (`read_fact_inspect_body`: when it is
+        printed whole); None when missing or not intact."""
+        summary = self.fact_summaries.get(ns)
+        if summary is None:
+            return None
+        try:
+            return read_fact_inspect_body(self.read_payload(summary[2]), summary[0])
         except CacheInvalid:
             self.damaged.add(ns)
             return None

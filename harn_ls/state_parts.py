@@ -28,6 +28,29 @@ def _problem_from_row(row: list) -> Problem:
     return Problem(path, line, code, message, Severity(severity), column, end_line)
 
 
+# ----------------------------------------------------------------------------- facts
+def _fact_row(f) -> list:
+    ev = [[e.kind, e.ref, e.snippet, None if e.range is None else [e.range.path, e.range.start, e.range.end]]
+          for e in f.evidence]
+    return [f.id, f.kind, f.claim, f.confidence, ev, f.provenance, f.asserted_at, f.valid_until, f.record_id,
+            f.memory_key, f.stored_at, f.line_no]
+
+
+def _facts_from_rows(rows: list, ns: str) -> list:
+    """[(seq, Fact or None, problems)] of a namespace's cached fact rows (checked with its meta payload)."""
+    return [(seq, None if f is None else _fact_from_row(f, ns), [_problem_from_row(p) for p in probs])
+            for seq, f, probs in rows]
+
+
+def _fact_from_row(row: list, ns: str):
+    # start-up: formats.facts (~14 ms) loads only when cached facts are decoded; a warm recall never does
+    from harn_ls.formats.facts import Evidence, Fact, FileRange
+
+    fid, kind, claim, conf, ev, prov, asserted, valid, rid, key, stored_at, line_no = row
+    evidence = tuple(Evidence(k, ref, snip, None if rng is None else FileRange(*rng)) for k, ref, snip, rng in ev)
+    return Fact(fid, kind, claim, conf, evidence, prov, asserted, valid, ns, rid, key, stored_at, line_no)
+
+
 # ----------------------------------------------------------------------------- run records
 def _stat_validator(path: str) -> list | None:
     try:

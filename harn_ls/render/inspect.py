@@ -112,6 +112,10 @@ def _cached_facts_body(ws) -> bytes | None:
             return None  # not one run per namespace in namespace order: decode and sort them all
         last = i
         decoded.setdefault(ns, []).append(f)
+    if not decoded:
+        holding = [ns for ns in ws.memory if ns in deferred and ws.cached_fact_count(ns)]
+        if len(holding) == 1:  # one namespace holds every fact: its cached body is the whole list
+            return ws.cached_inspect_fact_body(holding[0])  # (None: not intact, decode them all)
     # per part with facts, in namespace order: (ids by id, cached body or None, ends or fragments)
     parts: list[tuple[list[str], bytes | None, list]] = []
     for ns in ws.memory:

@@ -89,3 +89,43 @@ def test_intact_facts_of_a_deferred_load_are_used_as_cached(project, cache_env):
     ws.materialize_facts()
     assert not ws._state_cache.damaged
     assert facts_view(ws) == expected_view
+
+
+@pytest.mark.parametrize("damage", ["flip", "extra-entry", "one-entry-less", "header-only"])
+def test_the_one_namespace_body_printed_whole_is_checked(project, cache_env, damage):
+    """The sample's facts are all in project/facts: its cached body is printed whole, checked to be the
+    counted entries (not by its header, which printing it whole does not use)."""
+    expected = cold_bytes(project)
+    fill(project)
+    folder = Path(StateCache(str(project)).folder)
+    manifest = orjson.loads((folder / MANIFEST).read_bytes())
+    desc = manifest["namespaces"]["project/facts"]["ifacts"]
+    payload = folder / desc["name"]
+    data = payload.read_bytes()
+    head, _, body = data.partition(b"\n")
+    doc = orjson.loads(head)
+    assert len(doc["ids"]) > 1
+    if damage == "flip":
+        i = data.index(b"fact_", len(head))
+        payload.write_bytes(data[:i] + b"F" + data[i + 1:])
+    else:
+        if damage == "extra-entry":
+            body += b",\n    {}"
+        elif damage == "one-entry-less":
+            body = body[: doc["ends"][-2]]
+        else:  # ids and ends that fit nothing: the printed body is still the counted entries
+            doc = {"ids": doc["ids"][::-1], "ends": [e + 1 for e in doc["ends"]]}
+        new = orjson.dumps(doc) + b"\n" + body
+        payload.write_bytes(new)
+        desc.update(size=len(new), crc=zlib.crc32(new))
+        (folder / MANIFEST).write_bytes(orjson.dumps(manifest))
+    got, ws, data_ = fast(project)
+    assert got == expected
+    if damage == "header-only":
+        assert isinstance(data_["facts"], orjson.Fragment) and not ws._state_cache.damaged
+    else:
+        assert isinstance(data_["facts"], list)  # decoded instead
+        assert "project/facts" in ws._state_cache.damaged
+        assert ws.save_cache()
+        got, ws, data_ = fast(project)
+        assert got == expected and isinstance(data_["facts"], orjson.Fragment)
