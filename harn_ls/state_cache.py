@@ -382,7 +382,7 @@ class StateCache:
             self.damaged.add(ns)
             return None
 
-    def inspect_fact_body(self, ns: str) -> bytes | None:
+    def inspect_fact_body(self, ns: str) -> memoryview | None:
         """The body of a restored namespace's printed facts (`read_fact_inspect_body`: when it is
         printed whole); None when missing or not intact."""
         summary = self.fact_summaries.get(ns)

@@ -109,7 +109,7 @@ class FactsPart:
         """How many facts a deferred namespace's cache entry holds (0 when not deferred)."""
         return self._state_cache.fact_summaries[ns][0] if ns in self._pending_facts else 0
 
-    def cached_inspect_fact_body(self, ns: str) -> bytes | None:
+    def cached_inspect_fact_body(self, ns: str) -> memoryview | None:
         """The printed facts of a deferred namespace, to print whole (StateCache.inspect_fact_body)."""
         return self._state_cache.inspect_fact_body(ns) if ns in self._pending_facts else None
 

@@ -91,7 +91,7 @@ def _facts(ws, as_fragment: bool):
     return [fact_inspect_entry(f) for f in sorted(ws.facts.values(), key=lambda f: f.id)]
 
 
-def _cached_facts_body(ws) -> bytes | None:
+def _cached_facts_body(ws) -> bytes | memoryview | None:
     """The entries of the "facts" list as `sorted(ws.facts.values(), key=id)` would give them had every
     cached fact been decoded, joined by FACT_SEPARATOR; None when some cached form is not usable (then
     the facts are decoded).
