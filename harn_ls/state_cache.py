@@ -29,7 +29,6 @@ dropped first.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import stat
@@ -41,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import orjson
 
 from harn_ls.cache_dir import _tree_bytes, cache_enabled, evict_projects, project_cache_dir
+from harn_ls.digests import sha256
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.pattern_learning import NAMESPACE as PATTERN_NS  # (its projection is cached per entry)
 from harn_ls.formats.problems import Problem
@@ -80,7 +80,7 @@ def file_validator(path: str, offset: int, line_no: int, torn: int, head: bytes)
     if len(tail) != offset - start:
         return None
     return {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "offset": offset,
-            "line_no": line_no, "torn": torn, "head": head.hex(), "tail_hash": hashlib.sha256(tail).hexdigest()}
+            "line_no": line_no, "torn": torn, "head": head.hex(), "tail_hash": sha256(tail).hexdigest()}
 
 
 def check_file(path: str, v: Mapping[str, Any]) -> str:
@@ -100,7 +100,7 @@ def check_file(path: str, v: Mapping[str, Any]) -> str:
                 return "changed"
             start = max(0, offset - TAIL_HASH_BYTES)
             fh.seek(start)
-            if hashlib.sha256(fh.read(offset - start)).hexdigest() != v["tail_hash"]:
+            if sha256(fh.read(offset - start)).hexdigest() != v["tail_hash"]:
                 return "changed"
     except (OSError, KeyError, TypeError, ValueError):
         return "changed"
@@ -541,7 +541,7 @@ class StateCache:
                 v = file_validator(path, tail.offset, tail.line_no, tail.torn_bytes, tail._head)
                 if v is None or v["ino"] != tail._ino:
                     continue
-                stem = f"ns{i}-{hashlib.sha256(ns.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
+                stem = f"ns{i}-{sha256(ns.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
                 entry = {"path": path, "validator": v, "index": None}
                 parts = iter_namespace_payloads(space, ws._fact_entries(ns), self._cached_rows(ns, space))
                 for part, data in parts:

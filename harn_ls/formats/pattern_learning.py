@@ -17,7 +17,6 @@ read without writing anything, and the pure id/tag helpers Harn uses.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
@@ -25,6 +24,7 @@ import time
 from dataclasses import field
 from typing import Any, Iterable
 
+from harn_ls.digests import sha256
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryRecord
 from harn_ls.formats.problems import Problem, Severity
@@ -56,7 +56,7 @@ CODE_LEGACY = "HL-PAT-007"
 
 def short_hash(text: str) -> str:
     """`pl_short_hash`: first 12 hex of sha256."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    return sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 _SLUG_RE = re.compile(r"[^a-z0-9]+")

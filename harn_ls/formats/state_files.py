@@ -7,12 +7,12 @@ All readers are bounded (file sizes, entry counts) and never write.
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from harn_ls.digests import sha256
 from harn_ls.formats.problems import Problem, Severity
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def read_mailboxes(workflows_dir: str, problems: list[Problem]) -> list[Mailbox]
 
 # ----------------------------------------------------------------------------------------------- receipts (§O.3)
 def _sha256_prefixed(text: str) -> str:
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return "sha256:" + sha256(text.encode("utf-8")).hexdigest()
 
 
 def _dumps(value: Any) -> str:
