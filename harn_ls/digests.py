@@ -1,9 +1,9 @@
-"""SHA-256 without OpenSSL's start-up.
+"""SHA-256 and BLAKE2b without OpenSSL's start-up.
 
 `hashlib` loads `_hashlib`, which initialises OpenSSL and reads its configuration file: ~12 M
 instructions (~3 ms), paid by every process that hashes anything, for digests of a few KiB at most
-(a cached log's tail, a project key, ids). CPython's own SHA-256 module gives the same digests and
-loads in ~2 M. Where it is missing (other builds), hashlib's is used.
+(a cached log's tail, a project key, ids). CPython's own SHA-256 and BLAKE2 modules give the same
+digests and load in ~2 M. Where they are missing (other builds), hashlib's are used.
 """
 
 from __future__ import annotations
@@ -16,4 +16,9 @@ except ImportError:
     except ImportError:
         from hashlib import sha256
 
-__all__ = ["sha256"]
+try:  # CPython's own BLAKE2 (the one hashlib itself uses)
+    from _blake2 import blake2b  # type: ignore[import-not-found]
+except ImportError:
+    from hashlib import blake2b
+
+__all__ = ["blake2b", "sha256"]
