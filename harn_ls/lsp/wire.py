@@ -83,6 +83,16 @@ class OrjsonWire:
             log.exception("Error sending data. BrokenPipeError")
             raise
         except Exception as error:  # as pygls does: report it to the client and keep serving
-            log.exception("Error sending data")
-            self._server._report_server_error(error, JsonRpcInternalError)
+            # The report is itself a message (window/showMessage, and the log record goes to the
+            # client as window/logMessage): with the transport gone it fails the same way, and each
+            # failure reported two more - a loop that held the CPU of a server whose client had left.
+            # A failure while one is being reported is dropped.
+            if getattr(self, "_reporting_send_error", False):
+                return
+            self._reporting_send_error = True
+            try:
+                log.exception("Error sending data")
+                self._server._report_server_error(error, JsonRpcInternalError)
+            finally:
+                self._reporting_send_error = False
 

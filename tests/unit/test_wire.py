@@ -133,3 +133,39 @@ def test_pre_encoded_result_is_written_as_is_and_decoded_by_the_fallback():
     # the json.dumps fallback (something else in the message orjson refuses) decodes it
     both = {"lenses": encoded, "big": 2 ** 70}
     assert json.loads(encode_body(both, default)) == {"lenses": lenses, "big": 2 ** 70}
+
+
+class _Gone(BaseException):
+    """Raised by the writer past a few writes: ends a send loop (not caught by `except Exception`)."""
+
+
+def test_a_failing_transport_is_reported_once_not_in_a_loop():
+    # A client that left: every write fails. The failure is logged (the client log handler sends
+    # the record as window/logMessage) and reported (window/showMessage); both are writes that fail
+    # too. They must not report again: before the guard each failure started two more.
+    import logging
+
+    from harn_ls.lsp.server import _log_to_client, create_server
+
+    server = create_server()
+    writes = []
+
+    class ClosedWriter:
+        def write(self, data):
+            writes.append(data)
+            if len(writes) > 20:
+                raise _Gone
+            raise RuntimeError("the transport is closed")
+
+    server.protocol.writer = ClosedWriter()
+    root = logging.getLogger("harn_ls")  # (where _log_to_client puts its handler)
+    before = list(root.handlers)
+    _log_to_client(server)
+    try:
+        server.protocol.notify("harn/status", {"state": "ready"})
+        assert 1 <= len(writes) <= 3  # the message, then at most the log record and the report, once
+        writes.clear()
+        server.protocol.notify("harn/status", {"state": "ready"})  # the next send tries again (no stuck flag)
+        assert 1 <= len(writes) <= 3
+    finally:
+        root.handlers[:] = before
