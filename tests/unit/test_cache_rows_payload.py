@@ -53,3 +53,19 @@ def test_reused_rows_give_the_same_payload(project):
     empty = next((s for s in ws.memory.values() if not s.active), None)
     if empty is not None:
         assert namespace_payloads(empty, [])["rows"] == b""
+
+
+def test_rows_in_many_chunks_give_the_same_payload_and_index(project, monkeypatch):
+    """The save writes the rows a chunk at a time (state_rows.row_chunks): cut after every row,
+    the joined chunks and the row index (end offsets run across chunks) equal a one-chunk build."""
+    from harn_ls import state_rows
+
+    ws = Workspace.load(str(project))
+    whole = {ns: namespace_payloads(space, ws._fact_entries(ns)) for ns, space in ws.memory.items()}
+    monkeypatch.setattr(state_rows, "ROW_CHUNK_BYTES", 1)
+    for ns, space in ws.memory.items():
+        index = array("q")
+        chunks = list(state_rows.row_chunks(space, None, index))
+        assert len(chunks) == len(space.active) + 1  # (the last, empty, closes the payload)
+        assert b"".join(chunks) == whole[ns]["rows"] and index.tobytes() == whole[ns]["rowidx"]
+        _check(namespace_payloads(space, ws._fact_entries(ns)), space)
