@@ -47,8 +47,8 @@ from harn_ls.formats.problems import Problem
 from harn_ls.state_parts import (CheckpointRows, _problem_from_row, _problem_row, _run_from_row, _run_row,  # noqa: F401
                                  _lstat_validator, _stat_validator, pattern_projection, read_checkpoint, restore_pattern,
                                  save_pattern)  # (pattern_projection, read_checkpoint: Workspace's)
-from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay, joined, row_chunks,
-                               fact_inspect_payload, read_fact_inspect_payload, record_from_row, record_row)
+from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay, joined, json_array_chunks,
+                               row_chunks, fact_inspect_payload, read_fact_inspect_payload, record_from_row, record_row)
 from harn_ls.state_tail import TailOverlay, apply_stores, keeps_entry, merge_tail, read_tombstones, stores_only
 
 if TYPE_CHECKING:
@@ -160,8 +160,8 @@ def iter_namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_r
         "fact_problems": [[seq, [_problem_row(p) for p in probs]] for seq, _f, probs in fact_entries if probs],
     }
     yield "meta", dumps(meta, option=opt)
-    yield "facts", dumps([[seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
-                          for seq, f, probs in fact_entries], option=opt)
+    yield "facts", json_array_chunks(([seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
+                                      for seq, f, probs in fact_entries), opt)
     forgotten = sorted(space.forgotten)
     records = {"forgotten": forgotten, "hidden": [record_row(r) for r in space.hidden], "forgets": space.forgets}
     yield "records", dumps(records, option=opt)

@@ -318,6 +318,24 @@ def row_chunks(space: MemoryNamespace, cached_rows: dict | None, index: array) -
     yield chunk
 
 
+def json_array_chunks(items: Iterator, option: int = 0) -> Iterator[bytearray]:
+    """The bytes of `orjson.dumps(list(items), option=option)` in pieces of about ROW_CHUNK_BYTES,
+    each item encoded alone (compact JSON: the same bytes): the facts payload's rows were ~14 MB of
+    objects and bytes at once at 100k."""
+    dumps = orjson.dumps
+    chunk = bytearray(b"[")
+    sep = b""
+    for item in items:
+        chunk += sep
+        chunk += dumps(item, option=option)
+        sep = b","
+        if len(chunk) >= ROW_CHUNK_BYTES:
+            yield chunk
+            chunk = bytearray()
+    chunk += b"]"
+    yield chunk
+
+
 def joined(data) -> bytes:
     """A payload as one bytes object, whether it came whole or in chunks (`row_chunks`)."""
     if isinstance(data, (bytes, bytearray, memoryview)):
