@@ -39,6 +39,7 @@ def skip_ws(raw: bytes, pos: int) -> int:
 
 
 _SCAN_CHUNK = 1 << 20  # bytes classified at a time (the per-byte arrays of a chunk are transient)
+MAX_SHARE = 8  # at most one quote or bracket in this many bytes (a 14 MB run record: one in 22)
 
 
 def _outside_brackets(raw: bytes) -> list[int]:
@@ -54,12 +55,18 @@ def _outside_brackets(raw: bytes) -> list[int]:
     kinds[list(b"[]{}")] = 3
     data = np.frombuffer(raw, dtype=np.uint8)
     quote_parts, bracket_parts, after_slash = [], [], []
+    # Positions are 4 bytes each: a document made mostly of quotes or brackets would cost several
+    # times its size here, so past one such byte in MAX_SHARE the whole parse (and its checks) takes it.
+    budget = len(data) // MAX_SHARE + 64
     for a in range(0, len(data), _SCAN_CHUNK):
         codes = kinds[data[a:a + _SCAN_CHUNK]]
         quotes = np.flatnonzero(codes == 1)
         quotes += a
         quote_parts.append(quotes.astype(np.int32))
         bracket_parts.append((np.flatnonzero(codes == 3) + a).astype(np.int32))
+        budget -= len(quote_parts[-1]) + len(bracket_parts[-1])
+        if budget < 0:
+            raise NotPlain("too many quotes and brackets to scan")
         quotes = quotes[quotes > 0]
         after_slash.append(quotes[data[quotes - 1] == ord("\\")])  # (the few that may be escaped)
     quotes = np.concatenate(quote_parts) if quote_parts else np.zeros(0, np.int32)

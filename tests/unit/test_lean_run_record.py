@@ -48,7 +48,9 @@ _documents = st.dictionaries(st.text(max_size=6) | st.sampled_from(["transcript"
 @given(_documents, st.sampled_from([0, orjson.OPT_INDENT_2]), st.sampled_from([b"", b" \n", b"\t\r\n "]))
 def test_pieces_give_the_whole_parse(doc, option, pad):
     raw = pad + orjson.dumps(doc, option=option) + pad
-    assert _plain(runs_fmt._lean_object(raw)) == orjson.loads(raw)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(json_pieces, "MAX_SHARE", 1)  # (small documents are mostly quotes and brackets)
+        assert _plain(runs_fmt._lean_object(raw)) == orjson.loads(raw)
 
 
 @pytest.mark.parametrize("raw", [
@@ -151,3 +153,12 @@ def test_a_changed_record_is_read_again(project, monkeypatch):
     os.utime(path, ns=(st_.st_atime_ns, st_.st_mtime_ns + 1_000_000))
     after = render_uri(ws, uri, RenderSettings())
     assert "changed words" in after and after != before
+
+
+def test_a_document_made_of_quotes_or_brackets_is_left_to_the_whole_parse():
+    """The scan keeps 4 bytes per quote and bracket: past one in MAX_SHARE bytes it declines (the
+    whole parse, with its density check, takes such a file)."""
+    many_strings = b'{"a": [' + b",".join([b'""'] * 50_000) + b"]}"
+    with pytest.raises(json_pieces.NotPlain):
+        runs_fmt._lean_object(many_strings)
+    assert _plain(runs_fmt._lean_object(b'{"a": ["' + b"x" * 400 + b'"]}')) == {"a": ["x" * 400]}
