@@ -49,7 +49,8 @@ from harn_ls.state_parts import (CheckpointRows, _problem_from_row, _problem_row
                                  save_pattern)  # (pattern_projection, read_checkpoint: Workspace's)
 from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay, joined, json_array_chunks,
                                row_chunks, fact_inspect_payload, read_fact_inspect_payload, record_from_row, record_row)
-from harn_ls.state_tail import TailOverlay, apply_stores, keeps_entry, merge_tail, read_tombstones, stores_only
+from harn_ls.state_tail import (TailOverlay, apply_tail_lines, id_index_payload, index_base, keeps_entry, merge_tail,
+                              read_tombstones, stores_only)
 
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
@@ -130,7 +131,8 @@ def _fact_from_row(row: list, ns: str):
 
 
 PAYLOADS = {"meta": ".meta.json", "facts": ".facts.json", "records": ".records.json", "rows": ".rows.jsonl",
-            "rowidx": ".rowidx.bin", "ifacts": ".ifacts.txt", "tombs": ".tombs.json"}
+            "rowidx": ".rowidx.bin", "ifacts": ".ifacts.txt", "tombs": ".tombs.json",
+            "ids": ".ids.bin"}
 
 
 def namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_rows: dict | None = None) -> dict[str, bytes]:
@@ -169,8 +171,11 @@ def iter_namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_r
     yield "tombs", dumps(forgotten)  # the forgotten ids alone: what appended stores read (state_tail.py)
     index = array("q")
     yield "rows", row_chunks(space, cached_rows, index)
-    yield "rowidx", index.tobytes()  # (complete once the rows' chunks have all been taken)
+    rowidx = index.tobytes()  # (complete once the rows' chunks have all been taken)
     del index
+    yield "rowidx", rowidx
+    yield "ids", id_index_payload(space.active.values(), zlib.crc32(rowidx))  # each row's id (state_tail.py)
+    del rowidx
     yield "ifacts", fact_inspect_payload([f for _seq, f, _probs in fact_entries if f is not None])
 
 
@@ -225,6 +230,7 @@ class StateCache:
         # stores appended to restored namespaces, not decoded (state_tail.py), and where their tombstones are
         self.overlays: dict[str, TailOverlay] = {}
         self._tombstones: dict[str, tuple] = {}  # ns -> (tombs description, open records payload, its description)
+        self._id_index: dict[str, Any] = {}  # ns -> the description of its cached id index (None: an older entry)
 
     @classmethod
     def open(cls, project_root: str, env: Mapping[str, str] | None = None, enabled: bool = True) -> "StateCache | None":
@@ -322,6 +328,7 @@ class StateCache:
 
         space = MemoryNamespace.restored(ns, path, summary, problems, load)
         self._tombstones[ns] = (e.get("tombs"), records, e["records"])
+        self._id_index[ns] = e.get("ids")
         self.overlays.pop(ns, None)
         reader = self.readers[ns] = RowReader(space, v["offset"], rows, e["rows"], rowidx, e["rowidx"])
         tail.offset = v["offset"]
@@ -336,29 +343,36 @@ class StateCache:
     def apply_tail(self, ns: str, space: MemoryNamespace, lines: list) -> Any:
         """The MemoryDelta of a batch read past the offset of a restored namespace whose records
         were not built, applied without building them (state_tail.py); None when the namespace
-        must apply it itself (other events than stores, records built, tombstones unreadable)."""
+        must apply it itself (records built, tombstones or the id index unreadable)."""
         overlay = self.overlays.get(ns)
         if overlay is not None and overlay.space is not space:
             overlay = None
-        if not stores_only(lines):
-            if overlay is not None:
-                overlay.only_stores = False
-            return None
+        if overlay is not None and not stores_only(lines):
+            overlay.needs_ids = True  # (the next load applies it lazily only with an id index)
         if space.materialized:
             return None
         if overlay is None:
             forgotten = read_tombstones(self, *self._tombstones[ns]) if ns in self._tombstones else None
-            if forgotten is None:
+            reader = self.readers.get(ns)
+            if forgotten is None or reader is None:
                 return None
-            overlay = self.overlays[ns] = TailOverlay(space, forgotten)
-        return apply_stores(overlay, lines)
+            desc = self._id_index.get(ns)
+            overlay = self.overlays[ns] = TailOverlay(space, forgotten, reader,
+                                                      None if desc is None else lambda: self.read_payload(desc))
+            overlay.needs_ids = not stores_only(lines)
+        delta = apply_tail_lines(overlay, lines)
+        if delta is None:  # the id index is missing or does not check out: the entry is written again
+            overlay.lazy = False
+            if self._id_index.get(ns) is not None:
+                self.damaged.add(ns)
+        return delta
 
     def index_base(self, ns: str, space: MemoryNamespace) -> dict:
         """seq -> record of what a restored namespace's cached recall index was built over."""
         overlay = self.overlays.get(ns)
         if overlay is None or overlay.space is not space:
             return dict(space.active)
-        return {seq: r for seq, r in space.active.items() if seq < overlay.base_seq}
+        return index_base(overlay, space.active)
 
     def fact_problems(self, ns: str) -> list[tuple[int, list[Problem]]]:
         """[(seq, problems)] of the facts of a restored namespace, in entry order (from its meta)."""
@@ -530,6 +544,7 @@ class StateCache:
                     continue
                 stem = f"ns{i}-{hashlib.sha256(ns.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
                 entry = {"path": path, "validator": v, "index": None}
+                getattr(space, "active")  # (built first: the rows it is restored from are kept for _cached_rows)
                 parts = iter_namespace_payloads(space, ws._fact_entries(ns), self._cached_rows(ns, space))
                 for part, data in parts:
                     entry[part] = self._write_payload(stem + PAYLOADS[part], data, token)

@@ -109,6 +109,10 @@ class RowReader:
         self.seqs_cached = seqs if len(self._pos) == len(seqs) else None
         return self.seqs_cached
 
+    def rowidx_crc(self) -> int | None:
+        """The CRC-32 of the row index, as the manifest describes it."""
+        return self._rowidx_desc.get("crc")
+
     def positions(self) -> dict[int, int] | None:
         """seq -> row position (after `seqs()`); not to be modified."""
         return self._pos

@@ -41,6 +41,12 @@ CODE_LINK_OUT = "HL-LINK-001"  # a symlink inside the project whose target is ou
 EVENTS_FILE = "events.jsonl"
 
 
+def _holds_fact(record) -> bool:
+    """Whether a record's value is a fact envelope (only those are facts, or have fact problems)."""
+    value = record.value
+    return isinstance(value, dict) and value.get("schema") == facts_fmt.FACT_SCHEMA
+
+
 def _is_under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -263,9 +269,11 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             changes.namespaces.add(ns)
             self._cache_dirty.add(ns)
             deltas = self._index_deltas.get(ns) if self._recall is None else None
-            # stores appended to a restored namespace: applied without building its records (state_tail.py)
+            # lines appended to a restored namespace: applied without building its records (state_tail.py)
             cache = self._state_cache
             delta = cache.apply_tail(ns, space, batch.lines) if cache is not None else None
+            if delta is not None and ns in self._pending_facts and any(map(_holds_fact, delta.removed)):
+                self._restore_pending_facts(ns, changes)  # a cached fact updated or forgotten: its entry goes
             if delta is None:
                 if ns in self._pending_facts:  # the namespace changes: its facts are needed to save it
                     self._restore_pending_facts(ns, changes)

@@ -469,9 +469,14 @@ class MemoryNamespace:
             if rid in self.forgotten:
                 continue
             self.forgotten.add(rid)
-            seqs = self._by_id.pop(rid, ())
-            for seq in (seqs,) if type(seqs) is int else seqs:
-                delta.remove(self.active.pop(seq))
+            self._drop_id(rid, delta)
+
+    def _drop_id(self, rid: str, delta: MemoryDelta) -> None:
+        """Remove every active record of a newly forgotten id (state_tail's lazy namespace also
+        removes the cached records it has not built)."""
+        seqs = self._by_id.pop(rid, ())
+        for seq in (seqs,) if type(seqs) is int else seqs:
+            delta.remove(self.active.pop(seq))
 
     def _update(self, event: dict, line_no: int, delta: MemoryDelta) -> None:
         rid = _str(event, "id")
@@ -501,10 +506,15 @@ class MemoryNamespace:
             changes["flags"] = {**old.flags, **event["flags"]}
         changes["updated_at"] = _str(event, "updated_at")
         new = old.with_changes(**changes)
-        self.active[old.seq] = new
+        self._replace(old, new)
         self.last_event_at = changes["updated_at"] or self.last_event_at
         delta.remove(old)
         delta.add(new)
+
+    def _replace(self, old: MemoryRecord, new: MemoryRecord) -> None:
+        """Put an updated record where the record it updates was (state_tail's lazy namespace
+        keeps the updates of cached records it has not built aside)."""
+        self.active[old.seq] = new
 
     def _open(self, event: dict, line_no: int, delta: MemoryDelta) -> None:
         backend = event.get("backend")

@@ -21,63 +21,93 @@ class _Doc:
 class _LazyDocs(Mapping):
     """seq -> `_Doc` of an index restored from the state cache: a record is decoded the first
     time it is asked for (a query touches only its hits and the ties at the cut), never all at once
-    unless the index is modified (`NamespaceIndex._materialize`)."""
+    unless the index is merged (`NamespaceIndex._merge`). Records appended since the restore get new
+    slots (`append`); a record removed (`pop`: forgotten, or replaced by an update, which appends
+    the new one) leaves a dead slot behind, as in a built index."""
 
     def __init__(self, seqs: list[int], fetch: Callable[[int], MemoryRecord],
                  fetch_all: Callable[[], dict[int, MemoryRecord]], slot_of: dict[int, int] | None = None) -> None:
-        self.seqs = seqs  # slot -> seq
+        self.seqs = seqs  # slot -> seq (a dead slot keeps the seq it had)
         self._slot = dict(zip(seqs, range(len(seqs)))) if slot_of is None else slot_of  # seq -> slot (read only)
         self._docs: dict[int, _Doc] = {}
         self._fetch = fetch
         self._fetch_all = fetch_all
-        self._appended: dict[int, MemoryRecord] = {}  # seq -> record added since the restore (`append`)
+        self._restored = len(seqs)  # slots below it hold the cached records
+        self._gone: set[int] = set()  # restored seqs whose cached record was removed
+        self.dead: set[int] = set()  # slots of removed records
+        self.changes = 0  # bumped by every append and removal (`NamespaceIndex.materialize_steps`)
 
-    def fetch_all(self) -> dict[int, MemoryRecord]:
-        """seq -> record of every document, in slot order (the restored ones decoded all at once)."""
-        if not self._appended:
-            return self._fetch_all()
-        out = dict(self._fetch_all())
-        out.update(self._appended)
-        return out
+    def slot_records(self) -> list[MemoryRecord | None]:
+        """slot -> record of every slot (None for a dead one), the restored ones decoded all at once."""
+        by_seq = self._fetch_all()
+        seqs, dead, docs = self.seqs, self.dead, self._docs
+        return [None if slot in dead else by_seq[seq] if slot < self._restored else docs[seq].record
+                for slot, seq in enumerate(seqs)]
 
     def append(self, records: list[MemoryRecord], first_slot: int) -> None:
-        """Documents for records with new sequences, at slots `first_slot`.. (past every restored
-        one): an append to the log after the restore, indexed without decoding the cached records."""
+        """Documents for records with sequences not alive here, at slots `first_slot`.. (past every
+        other one): an append to the log after the restore, indexed without decoding the cached records."""
         self.seqs = self.seqs + [r.seq for r in records]  # a new list: the old one may be the row reader's
         for slot, r in enumerate(records, first_slot):
             self._docs[r.seq] = _Doc(r, slot)
-            self._appended[r.seq] = r
+        self.changes += 1
+
+    def pop(self, seq: int, default=None):
+        """Remove a live document (its slot becomes dead); `default` when there is none."""
+        if seq not in self:
+            return default
+        doc = self[seq]
+        del self._docs[seq]
+        if seq in self._slot:
+            self._gone.add(seq)
+        self.dead.add(doc.slot)
+        self.changes += 1
+        return doc
 
     def __getitem__(self, seq: int) -> _Doc:
         doc = self._docs.get(seq)
         if doc is None:
+            if seq in self._gone:
+                raise KeyError(seq)
             slot = self._slot[seq]  # KeyError for an unknown seq, as a dict
             doc = self._docs[seq] = _Doc(self._fetch(seq), slot)
         return doc
 
     def __contains__(self, seq: object) -> bool:
-        return seq in self._slot or seq in self._appended
+        return seq in self._docs or (seq in self._slot and seq not in self._gone)
 
     def __iter__(self):
-        return iter(self.seqs)
+        if not self.dead:
+            return iter(self.seqs)
+        dead = self.dead
+        return (seq for slot, seq in enumerate(self.seqs) if slot not in dead)
 
     def __len__(self) -> int:
-        return len(self.seqs)
+        return len(self.seqs) - len(self.dead)
 
 
 class _LazySlots:
-    """slot -> record over `_LazyDocs` (read-only; every slot is alive)."""
+    """slot -> record over `_LazyDocs` (None for a dead slot; the only value it takes is None,
+    which `_LazyDocs.pop` has already recorded)."""
 
     __slots__ = ("_docs",)
 
     def __init__(self, docs: _LazyDocs) -> None:
         self._docs = docs
 
-    def __getitem__(self, slot: int) -> MemoryRecord:
-        return self._docs[self._docs.seqs[slot]].record
+    def __getitem__(self, slot: int) -> MemoryRecord | None:
+        docs = self._docs
+        if slot in docs.dead:
+            return None
+        return docs[docs.seqs[slot]].record
+
+    def __setitem__(self, slot: int, value: None) -> None:
+        if value is not None:
+            raise TypeError("a restored index's slots only die")
+        self._docs.dead.add(slot)
 
     def __len__(self) -> int:
-        return len(self._docs)
+        return len(self._docs.seqs)
 
 
 class _TermIds:

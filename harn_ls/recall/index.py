@@ -207,20 +207,21 @@ class NamespaceIndex:
         docs = self.docs
         if not isinstance(docs, _LazyDocs):
             return
-        by_seq = docs.fetch_all()
-        seqs = docs.seqs  # (the records `by_seq` holds: an append meanwhile stops the steps)
+        by_slot = docs.slot_records()
+        changes = docs.changes  # (what `by_slot` holds: an append or removal meanwhile stops the steps)
         yield
-        srec: list[MemoryRecord] = []
+        srec: list[MemoryRecord | None] = []
         built: dict[int, _Doc] = {}
-        for start in range(0, len(seqs), max(1, records_per_step)):
-            if self.docs is not docs or docs.seqs is not seqs:  # (changed meanwhile: `_LazyDocs.append`)
+        for start in range(0, len(by_slot), max(1, records_per_step)):
+            if self.docs is not docs or docs.changes != changes:
                 return
-            for slot in range(start, min(len(seqs), start + records_per_step)):
-                r = by_seq[seqs[slot]]
+            for slot in range(start, min(len(by_slot), start + records_per_step)):
+                r = by_slot[slot]
                 srec.append(r)
-                built[r.seq] = _Doc(r, slot)
+                if r is not None:
+                    built[r.seq] = _Doc(r, slot)
             yield
-        if self.docs is docs and docs.seqs is seqs:
+        if self.docs is docs and docs.changes == changes:
             self._srec = srec
             self.docs = built
 
@@ -230,10 +231,9 @@ class NamespaceIndex:
             self._tid = self._tid.as_dict()
         docs = self.docs
         if isinstance(docs, _LazyDocs):
-            by_seq = docs.fetch_all()
-            srec = [by_seq[s] for s in docs.seqs]
+            srec = docs.slot_records()
             self._srec = srec
-            self.docs = {r.seq: _Doc(r, slot) for slot, r in enumerate(srec)}
+            self.docs = {r.seq: _Doc(r, slot) for slot, r in enumerate(srec) if r is not None}
 
     def add(self, record: MemoryRecord) -> None:
         self._materialize()
@@ -294,7 +294,8 @@ class NamespaceIndex:
         self._maybe_merge()
 
     def _drop(self, seq: int) -> tuple[MemoryRecord, list[str]] | None:
-        self._materialize()
+        if type(self._tid) is not dict:
+            self._tid = self._tid.as_dict()  # (a restored index's records stay undecoded: `_LazyDocs.pop`)
         doc = self.docs.pop(seq, None)
         if doc is None:
             return None
@@ -338,8 +339,10 @@ class NamespaceIndex:
         removed_ids = {id(r) for r in delta.removed}
         removed = [r.seq for r in delta.removed if id(r) not in added_ids]
         added = [r for r in delta.added if id(r) not in removed_ids]
-        if not removed and isinstance(self.docs, _LazyDocs):
-            return self.add_many(added, lazily=True)  # stores appended after a restore: nothing decoded
+        if isinstance(self.docs, _LazyDocs):  # appended after a restore: only the records changed are decoded
+            if removed:
+                self.remove_many(removed)
+            return self.add_many(added, lazily=True)
         if len(removed) >= _BATCH_MIN:
             self.remove_many(removed)
         else:

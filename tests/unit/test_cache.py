@@ -128,7 +128,8 @@ def test_warm_load_equals_cold_and_restores_from_cache(project, cache_env):
     assert not ws.memory["agent/notes"].materialized
 
 
-def test_append_reads_only_new_bytes_and_replays_onto_the_cached_index(project, cache_env):
+def test_append_reads_only_new_bytes_and_replays_onto_the_cached_index(project, cache_env, monkeypatch):
+    monkeypatch.setattr(state_tail, "TAIL_KEEP_MAX", 0)  # (else a small append is not written: keeps_entry)
     check(project)
     log = project / NOTES
     old = ids_in(log)
@@ -279,6 +280,8 @@ def test_no_pickle_in_the_cache(project, cache_env):
             assert all(isinstance(orjson.loads(line), list) for line in data.splitlines())  # one JSON row a line
         elif f.name.endswith(".terms.txt"):
             assert all(line for line in data.decode("utf-8").split("\n"))  # one recall term a line
+        elif f.name.endswith(".ids.bin"):
+            assert len(data) % 8 == 0 and len(data) >= 8  # the row index's CRC, then an 8-byte hash per row
         elif f.name.endswith(".rowidx.bin"):
             assert len(data) % 24 == 0  # (seq, end offset, CRC-32) int64 triples, nothing else
         elif f.name.endswith(".ifacts.txt"):  # a JSON header line, then JSON objects (facts as inspect prints them)

@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from harn_ls import state_tail
 from harn_ls.render.inspect import inspect_json
 from harn_ls.state_cache import MANIFEST, StateCache
 from harn_ls.workspace import Workspace
@@ -79,7 +80,7 @@ def test_warm_inspect_prints_cached_facts_byte_for_byte(project, cache_env):
 
 
 @pytest.mark.parametrize("changed", [FACTS, TEAM, NOTES])
-def test_an_appended_namespace_is_decoded_and_merged_with_the_cached_ones(project, cache_env, changed):
+def test_an_appended_namespace_is_decoded_and_merged_with_the_cached_ones(project, cache_env, changed, monkeypatch):
     add_tricky_facts(project)
     fill(project)
     ns = "project/facts" if changed == FACTS else "team/extra" if changed == TEAM else "agent/notes"
@@ -93,12 +94,25 @@ def test_an_appended_namespace_is_decoded_and_merged_with_the_cached_ones(projec
     assert ws.save_cache()
     assert fast(project)[0] == expected
     assert dump(inspect_json(Workspace.load(str(project), cache=True))) == expected
-    # an update decodes them (in place, before the appended one) and they are merged as decoded facts
+    # an update of no cached fact (an unknown id here) leaves them undecoded too
     append(project / changed, fact_event("fact_m", ns, 78, "appended, then updated").replace(b'"store"', b'"update"'))
     expected = cold_bytes(project)
     got, ws, data = fast(project)
     assert got == expected and isinstance(data["facts"], orjson.Fragment)
+    assert ns in ws.deferred_fact_namespaces() and not ws.memory[ns].materialized
+    monkeypatch.setattr(state_tail, "TAIL_KEEP_MAX", 0)  # written again: the appended fact is a cached one now
+    assert ws.save_cache()
+    assert fast(project)[0] == expected
+    # an update of a cached fact decodes them (in place, before the appended ones), merged as decoded facts
+    cached = next(ln for ln in (project / changed).read_bytes().splitlines() if b'"harn.fact.v1"' in ln)
+    update = {"type": "update", "id": orjson.loads(cached)["id"], "namespace": ns, "text": "updated fact text",
+              "updated_at": "2026-07-01T00:00:00.000Z"}
+    append(project / changed, orjson.dumps(update) + b"\n")
+    expected = cold_bytes(project)
+    got, ws, data = fast(project)
+    assert got == expected and isinstance(data["facts"], orjson.Fragment)
     assert ns not in ws.deferred_fact_namespaces() and any(k[0] == ns for k in ws.facts)
+    assert not ws.memory[ns].materialized  # (the records are not: only the facts)
     assert ws.save_cache()
     assert fast(project)[0] == expected
 
@@ -226,14 +240,18 @@ def test_a_one_shot_save_reuses_unchanged_rows_byte_for_byte(project, cache_env,
     old = ids_in(log)
     append(log, event("store", "n-1", "agent/notes", 1) + event("update", old[0], "agent/notes", 2)
            + event("forget", old[1], "agent/notes", 3) + event("update", "n-1", "agent/notes", 4))
+    monkeypatch.setattr(state_tail, "TAIL_KEEP_MAX", 0)  # the entry is written again (not kept: keeps_entry)
     ws = Workspace.load(str(project), cache=True, **{mode: True})
     assert ws._state_cache.keep_row_bytes
     if mode == "memory_only":
         ws.recall  # noqa: B018 - as `harn-ls recall` does
     else:
         inspect_json(ws, facts_fragment=True)
-    assert "agent/notes" in ws._state_cache._row_bytes  # decoded to apply the append: its rows kept
-    assert ws.save_cache()
+    if mode == "memory_only":  # (no cached index: fill saved none) built from the decoded records, rows kept
+        assert "agent/notes" in ws._state_cache._row_bytes
+    else:
+        assert not ws.memory["agent/notes"].materialized  # the append applied without decoding (state_tail.py)
+    assert ws.save_cache()  # decodes the rows to write them again, reusing the unchanged ones' bytes
     assert not ws._state_cache._row_bytes  # (and let go once saved)
     folder, _manifest, e = manifest_entry(project, "agent/notes")
     one_shot = {part: (folder / e[part]["name"]).read_bytes() for part in ("rows", "rowidx", "records", "meta")}

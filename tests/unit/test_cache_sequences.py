@@ -22,7 +22,7 @@ LOGS = [".harn/memory/agent/notes/events.jsonl", ".harn/memory/workspace/acme/ev
         ".harn/memory/team/extra/events.jsonl"]
 
 OPS = ["append", "append_dict", "append_torn", "finish_torn", "update_forget", "shorter", "same_size", "rename", "recreate",
-       "delete", "add_ns", "remove_ns", "drop_cache", "damage_cache", "append_stores"]
+       "delete", "add_ns", "remove_ns", "drop_cache", "damage_cache", "append_stores", "append_events"]
 
 
 def apply_op(project: Path, op: str, which: int, n: int) -> None:
@@ -40,6 +40,15 @@ def apply_op(project: Path, op: str, which: int, n: int) -> None:
         ids = ids_in(log)
         again = event("store", ids[(n * 5) % len(ids)], ns, n + 1) if ids else b""
         append(log, event("store", f"s-{n}", ns, n) + again + b'{"type": "store"\n' + event("store", f"s2-{n}", ns, n + 2))
+    elif op == "append_events" and exists:  # updates, forgets, an open (applied without decoding: state_tail.py)
+        ids = ids_in(log)
+        if ids:
+            old, gone = ids[(n * 3) % len(ids)], ids[(n * 11 + 1) % len(ids)]
+            opened = {"type": "open", "id": f"o-{n}", "namespace": ns, "backend": "bm25", "bm25_weight": 0.1 * (n % 9)}
+            append(log, event("store", f"e-{n}", ns, n) + event("update", old, ns, n + 1, value={"text": f"patched {n} rounding"})
+                   + event("forget", gone, ns, n + 2) + event("update", f"e-{n}", ns, n + 3, flags={"k": True})
+                   + event("store", gone, ns, n + 4) + event("update", gone, ns, n + 5)
+                   + orjson.dumps(opened) + b"\n" + b'{"type": "update"\n')
     elif op == "append_torn" and exists:
         append(log, event("store", f"t-{n}", ns, n)[:-9])
     elif op == "finish_torn" and exists:
