@@ -12,6 +12,7 @@ steadier number.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -19,6 +20,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import orjson
 
 ORJSON_CHILD = r"""
 import glob, os, sys
@@ -48,6 +51,51 @@ print(n)
 QUERY = "invoice rounding decimal"
 
 
+def live_ids(log: Path) -> list[str]:
+    """Ids of the records a log holds alive (stored, not forgotten), in a fixed shuffled order."""
+    stored: dict[str, None] = {}
+    forgotten: set[str] = set()
+    with open(log, "rb") as fh:
+        for line in fh:
+            try:
+                ev = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(ev, dict):
+                continue
+            if ev.get("type") == "store" and isinstance(ev.get("id"), str):
+                stored[ev["id"]] = None
+            elif ev.get("type") == "forget" and isinstance(ev.get("forgotten_ids"), list):
+                forgotten.update(i for i in ev["forgotten_ids"] if isinstance(i, str))
+    alive = [i for i in stored if i not in forgotten]
+    random.Random(14).shuffle(alive)
+    return alive
+
+
+def mixed_batch(ns: str, pool: list[str], make_stores, n: int, tag: str) -> bytes:
+    """n events as an agent appends them: 80% stores (make_stores), 10% updates and 10% forgets of
+    records alive in the log (taken from `pool`, so no id is updated after its forget), interleaved."""
+    k = n // 10
+    stores = make_stores(n - 2 * k, tag).splitlines(keepends=True)
+    per = max(1, len(stores) // max(1, k))
+    out: list[bytes] = []
+    for i in range(k):
+        out += stores[i * per:(i + 1) * per]
+        upd = {"type": "update", "id": pool.pop(), "namespace": ns,
+               "updated_at": f"2026-06-04T00:00:{i % 60:02d}.000000000+00:00"}
+        if i % 2:
+            upd["value"] = {"text": f"updated {tag} {i}: invoice rounding to the cent", "source": "chat"}
+        else:
+            upd.update(text=f"updated {tag} {i}: rounding note", tags=["note", "updated"], flags={"pinned": True})
+        gone = pool.pop()
+        out.append(orjson.dumps(upd) + b"\n")
+        out.append(orjson.dumps({"type": "forget", "id": f"forget-{tag}-{i}", "namespace": ns, "predicate": {"ids": [gone]},
+                                 "forgotten_ids": [gone], "forgotten_at": f"2026-06-04T00:01:{i % 60:02d}.000000000+00:00"})
+                   + b"\n")
+    out += stores[k * per:]
+    return b"".join(out)
+
+
 def run_child(argv: list[str], env: dict) -> dict:
     """Run one fresh process to completion (posix_spawn, so it starts small: no copy of this
     process's heap), stdout to /dev/null: wall s, and the child's own CPU s and peak RSS (wait4)."""
@@ -73,8 +121,9 @@ def harn_ls(*args: str) -> list[str]:
 
 
 def bench_cli(project: Path, append_to: Path | None, make_batch, repeats: int, cold_repeats: int,
-              cache: Path | None = None) -> dict:
-    """All CLI rows for one project. The cache folder is private to this run (kept when given)."""
+              cache: Path | None = None, ns: str | None = None) -> dict:
+    """All CLI rows for one project. The cache folder is private to this run (kept when given).
+    With `ns` (the namespace of `append_to`), also batches of stores, updates and forgets."""
     keep = cache is not None
     cache = cache or Path(tempfile.mkdtemp(prefix="harn-bench-cache-"))
     env = dict(os.environ, HARN_LS_CACHE_DIR=str(cache))
@@ -104,6 +153,16 @@ def bench_cli(project: Path, append_to: Path | None, make_batch, repeats: int, c
                 after_r.append(run_child(recall, env))
             res["inspect_after_append"] = stats(after_i)
             res["recall_after_append"] = stats(after_r)
+        if append_to is not None and ns is not None:
+            pool = live_ids(append_to)
+            after_i, after_r = [], []
+            for i in range(max(1, repeats // 2)):
+                for runs, argv, tag in ((after_i, inspect, f"mxi{i}"), (after_r, recall, f"mxr{i}")):
+                    with open(append_to, "ab") as fh:
+                        fh.write(mixed_batch(ns, pool, make_batch, 100, tag))
+                    runs.append(run_child(argv, env))
+            res["inspect_after_mixed"] = stats(after_i)
+            res["recall_after_mixed"] = stats(after_r)
         res["cache_bytes"] = sum(f.stat().st_size for f in cache.rglob("*") if f.is_file())
     finally:
         if not keep:
@@ -128,7 +187,9 @@ def rows(size_label: str, r: dict) -> list[tuple]:
                                ("recall_cold", "recall -k 10 --json --no-cache", ""),
                                ("recall_fill", "recall -k 10 --json, empty cache", ""),
                                ("recall_warm", "recall -k 10 --json, valid cache", "<= 1x orjson"),
-                               ("recall_after_append", "recall -k 10 --json, cache + 100 appended", "")):
+                               ("recall_after_append", "recall -k 10 --json, cache + 100 appended", ""),
+                               ("inspect_after_mixed", "inspect --json, cache + 80 stores, 10 updates, 10 forgets", ""),
+                               ("recall_after_mixed", "recall -k 10 --json, cache + 80 stores, 10 updates, 10 forgets", "")):
         if key not in r:
             continue
         v = r[key]

@@ -759,7 +759,7 @@ def main(argv: list[str] | None = None) -> int:
         warm_start = server_startup(proj, env)
         results["server_start"] = {"large": {"cold": cold_start, "warm": warm_start}}
         results["cli"] = {"large": cli_bench.bench_cli(proj, proj / ns_rel, lambda n, tag: batch_lines(ns, n, tag),
-                                                       rep, 1 if args.quick else 2)}
+                                                       rep, 1 if args.quick else 2, ns=ns)}
     finally:
         shutil.rmtree(proj.parent, ignore_errors=True)
     (HERE / "results.json").write_text(json.dumps(results, indent=1) + "\n")  # the 100k rows, kept if 1M fails
@@ -796,7 +796,7 @@ def bench_huge(bench_cache: Path, quick: bool) -> dict:
     try:
         print("1M: whole-process CLI ...", flush=True)
         out["cli"] = cli_bench.bench_cli(proj, proj / rel_log, lambda n, tag: batch_lines(ns, n, tag),
-                                         2 if quick else 3, 0, cache=cache)
+                                         2 if quick else 3, 0, cache=cache, ns=ns)
         print("1M: server start on a warm cache ...", flush=True)
         # the last CLI run left the cache valid but for its own appended batch: write it back once more
         subprocess.run([sys.executable, "-m", "harn_ls", "recall", str(proj), "warm", "-k", "1"], env=env,

@@ -7,9 +7,10 @@ the project's real path.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Mapping
+
+from harn_ls.digests import sha256
 
 
 def cache_enabled(env: Mapping[str, str] | None = None) -> bool:
@@ -33,7 +34,7 @@ def cache_root(env: Mapping[str, str] | None = None) -> str:
 def project_key(project_root: str) -> str:
     """Folder name for one project: readable basename plus a hash of its real path."""
     real = os.path.realpath(project_root)
-    digest = hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    digest = sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     base = "".join(c if c.isalnum() or c in "-_." else "_" for c in os.path.basename(real))[:40] or "root"
     return f"{base}-{digest}"
 

@@ -5,8 +5,10 @@ their own."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
+
+from harn_ls.lean_dataclass import lean_dataclass
 
 
 class ChangeKind(StrEnum):
@@ -42,7 +44,7 @@ CORE_KINDS = frozenset({K.MEMORY, K.FACTS, K.PATTERN, K.CHECKPOINTS, K.SKILLS, K
 RESCAN_KINDS = CORE_KINDS | {K.ROOTS}
 
 
-@dataclass
+@lean_dataclass
 class ChangeSet:
     """What one `Workspace.apply` changed: the kinds, and which namespaces, pipelines, files and runs."""
 

@@ -8,9 +8,10 @@ override. Nothing here creates a directory.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Mapping
 
+from harn_ls.lean_dataclass import lean_dataclass
 from harn_ls.safe_read import read_confined
 
 
@@ -36,7 +37,7 @@ def _env_path(env: Mapping[str, str], name: str, base: str) -> str | None:
     return os.path.normpath(value if os.path.isabs(value) else os.path.join(base, value))
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class SkillLayerRoot:
     """A folder skills are loaded from, and the layer it belongs to."""
 
@@ -44,7 +45,7 @@ class SkillLayerRoot:
     path: str
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class ProjectPaths:
     """Where a project's Harn state lives, after the environment and harn.toml."""
 

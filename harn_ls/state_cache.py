@@ -29,7 +29,6 @@ dropped first.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import stat
@@ -41,21 +40,23 @@ from typing import TYPE_CHECKING, Any, Mapping
 import orjson
 
 from harn_ls.cache_dir import _tree_bytes, cache_enabled, evict_projects, project_cache_dir
+from harn_ls.digests import sha256
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.pattern_learning import NAMESPACE as PATTERN_NS  # (its projection is cached per entry)
 from harn_ls.formats.problems import Problem
-from harn_ls.state_parts import (CheckpointRows, _problem_from_row, _problem_row, _run_from_row, _run_row,  # noqa: F401
-                                 _lstat_validator, _stat_validator, pattern_projection, read_checkpoint, restore_pattern,
-                                 save_pattern)  # (pattern_projection, read_checkpoint: Workspace's)
+from harn_ls.state_parts import (CheckpointRows, _fact_row, _facts_from_rows, _problem_from_row, _problem_row,  # noqa: F401
+                                 _run_from_row, _run_row, _lstat_validator, _stat_validator, pattern_projection,
+                                 read_checkpoint, restore_pattern, save_pattern)  # (pattern_projection, read_checkpoint: Workspace's)
 from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay, joined, json_array_chunks,
-                               row_chunks, fact_inspect_payload, read_fact_inspect_payload, record_from_row, record_row)
+                               row_chunks, fact_inspect_payload, facts_from_log, read_fact_inspect_body,
+                               read_fact_inspect_payload, record_from_row, record_row)
 from harn_ls.state_tail import (TailOverlay, apply_tail_lines, id_index_payload, index_base, keeps_entry, merge_tail,
                               read_tombstones, stores_only)
 
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
 
-FORMAT = "harn-ls-state/6"
+FORMAT = "harn-ls-state/8"
 STATE_DIR = "state"
 MANIFEST = "manifest.json"
 TAIL_HASH_BYTES = 4096
@@ -80,7 +81,7 @@ def file_validator(path: str, offset: int, line_no: int, torn: int, head: bytes)
     if len(tail) != offset - start:
         return None
     return {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "offset": offset,
-            "line_no": line_no, "torn": torn, "head": head.hex(), "tail_hash": hashlib.sha256(tail).hexdigest()}
+            "line_no": line_no, "torn": torn, "head": head.hex(), "tail_hash": sha256(tail).hexdigest()}
 
 
 def check_file(path: str, v: Mapping[str, Any]) -> str:
@@ -100,34 +101,11 @@ def check_file(path: str, v: Mapping[str, Any]) -> str:
                 return "changed"
             start = max(0, offset - TAIL_HASH_BYTES)
             fh.seek(start)
-            if hashlib.sha256(fh.read(offset - start)).hexdigest() != v["tail_hash"]:
+            if sha256(fh.read(offset - start)).hexdigest() != v["tail_hash"]:
                 return "changed"
     except (OSError, KeyError, TypeError, ValueError):
         return "changed"
     return "same" if st.st_size == v["size"] and st.st_mtime_ns == v["mtime_ns"] else "appended"
-
-
-# ----------------------------------------------------------------------------- records <-> rows
-def _fact_row(f) -> list:
-    ev = [[e.kind, e.ref, e.snippet, None if e.range is None else [e.range.path, e.range.start, e.range.end]]
-          for e in f.evidence]
-    return [f.id, f.kind, f.claim, f.confidence, ev, f.provenance, f.asserted_at, f.valid_until, f.record_id,
-            f.memory_key, f.stored_at, f.line_no]
-
-
-def _facts_from_rows(rows: list, ns: str) -> list:
-    """[(seq, Fact or None, problems)] of a namespace's cached fact rows (checked with its meta payload)."""
-    return [(seq, None if f is None else _fact_from_row(f, ns), [_problem_from_row(p) for p in probs])
-            for seq, f, probs in rows]
-
-
-def _fact_from_row(row: list, ns: str):
-    # start-up: formats.facts (~14 ms) loads only when cached facts are decoded; a warm recall never does
-    from harn_ls.formats.facts import Evidence, Fact, FileRange
-
-    fid, kind, claim, conf, ev, prov, asserted, valid, rid, key, stored_at, line_no = row
-    evidence = tuple(Evidence(k, ref, snip, None if rng is None else FileRange(*rng)) for k, ref, snip, rng in ev)
-    return Fact(fid, kind, claim, conf, evidence, prov, asserted, valid, ns, rid, key, stored_at, line_no)
 
 
 PAYLOADS = {"meta": ".meta.json", "facts": ".facts.json", "records": ".records.json", "rows": ".rows.jsonl",
@@ -226,6 +204,9 @@ class StateCache:
         # a one-shot run (Workspace.load memory_only / defer_facts) keeps the rows it decodes, so that a
         # namespace changed by an append is saved without encoding its unchanged records again
         self.keep_row_bytes = False
+        # a one-shot run that may never decode the cached facts (Workspace.load memory_only / defer_facts)
+        # checks their payload only when it decodes it (reading and checking it took ~6 ms at 10k facts)
+        self.lazy_facts = False
         self._row_bytes: dict[str, tuple[MemoryNamespace, list, bytes]] = {}  # ns -> (space, records, rows)
         # stores appended to restored namespaces, not decoded (state_tail.py), and where their tombstones are
         self.overlays: dict[str, TailOverlay] = {}
@@ -306,7 +287,8 @@ class StateCache:
             if not isinstance(fact_count, int):
                 raise CacheInvalid("bad fact count")
             fact_problems = [(seq, [_problem_from_row(p) for p in probs]) for seq, probs in meta["fact_problems"]]
-            facts_data = self.read_payload(e.get("facts"))  # checked now, decoded when asked for
+            # checked now, decoded when asked for; with lazy_facts only its size now (an open file)
+            facts_src = self.open_payload(e.get("facts")) if self.lazy_facts else self.read_payload(e.get("facts"))
             summary = {k: meta[k] for k in ("seq", "event_count", "last_event_at", "config", "open_event", "sizes")}
             # open now: the folder may vanish before they are read
             records, rows, rowidx = (self.open_payload(e.get(part)) for part in ("records", "rows", "rowidx"))
@@ -338,7 +320,20 @@ class StateCache:
         tail.torn_bytes = v["torn"]
         self.hits[ns] = state
         self.fact_summaries[ns] = (fact_count, fact_problems, e.get("ifacts"))
-        return space, lambda: _facts_from_rows(orjson.loads(facts_data), ns)
+        return space, lambda: self._restored_facts(ns, path, v["offset"], e["facts"], facts_src)
+
+    def _restored_facts(self, ns: str, path: str, offset: int, desc: dict, src) -> list:
+        """The facts of a restored namespace from its payload (bytes checked at restore, or an open
+        file checked now); one that turns out not intact or not decodable is never used: the facts
+        are read again from the log up to the cached offset, and the entry is rewritten on save."""
+        try:
+            if type(src) is not bytes:
+                with src:
+                    src = _checked(_pread_all(src), desc)
+            return _facts_from_rows(orjson.loads(src), ns)
+        except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            self.damaged.add(ns)
+            return facts_from_log(ns, path, offset, self.root)
 
     def apply_tail(self, ns: str, space: MemoryNamespace, lines: list) -> Any:
         """The MemoryDelta of a batch read past the offset of a restored namespace whose records
@@ -390,6 +385,18 @@ class StateCache:
             self.damaged.add(ns)
             return None
 
+    def inspect_fact_body(self, ns: str) -> memoryview | None:
+        """The body of a restored namespace's printed facts (`read_fact_inspect_body`: when it is
+        printed whole); None when missing or not intact."""
+        summary = self.fact_summaries.get(ns)
+        if summary is None:
+            return None
+        try:
+            return read_fact_inspect_body(self.read_payload(summary[2]), summary[0])
+        except CacheInvalid:
+            self.damaged.add(ns)
+            return None
+
     # -- run records: the slim record lists and documents need, by (dev, ino, size, mtime, ctime) --
     def _cached_runs(self) -> dict:
         if self._runs is None:
@@ -406,22 +413,23 @@ class StateCache:
         """(slim RunRecord, transcript summaries) of an unchanged run record, else None."""
         entry = self._cached_runs().get(path)
         v = _stat_validator(path)
-        if entry is None or v is None or entry[0] != v:
+        if not isinstance(entry, list) or len(entry) != 3 or v is None or entry[0] != v:
             self._runs_changed = True
             return None
         try:
-            run, summaries = _run_from_row(entry[1])
-        except (KeyError, TypeError, ValueError):
+            run, summaries = _run_from_row(entry[1], entry[2])
+        except (KeyError, TypeError, ValueError, IndexError):
             self._runs_changed = True
             return None
         self._runs_seen[path] = entry
         return run, summaries
 
-    def restore_regular_runs(self, paths: list[str]) -> dict[str, tuple]:
+    def restore_regular_runs(self, paths: list[str], details: bool = True) -> dict[str, tuple]:
         """path -> (slim RunRecord, transcript summaries) of the listed run records that are, by one
         lstat each, still the very regular files cached (not a symlink: a cached entry holds the
         stat of a regular file, and a link's own lstat never matches it); the others are not
-        answered here (read them with `restore_run` / from the file)."""
+        answered here (read them with `restore_run` / from the file). Without `details` the records'
+        stages and usage stay empty (a one-shot `inspect --json` never shows them)."""
         runs = self._cached_runs()
         out: dict[str, tuple] = {}
         if not runs:
@@ -429,7 +437,7 @@ class StateCache:
         lstat, is_reg = os.lstat, stat.S_ISREG
         for path in paths:
             entry = runs.get(path)
-            if not isinstance(entry, list) or len(entry) != 2:
+            if not isinstance(entry, list) or len(entry) != 3 or type(entry[2]) is not str:
                 continue
             try:
                 st = lstat(path)
@@ -438,7 +446,7 @@ class StateCache:
             if not is_reg(st.st_mode) or entry[0] != _lstat_validator(st):
                 continue
             try:
-                out[path] = _run_from_row(entry[1])
+                out[path] = _run_from_row(entry[1], entry[2] if details else None)
             except (KeyError, TypeError, ValueError, IndexError):
                 continue
             self._runs_seen[path] = entry
@@ -454,7 +462,7 @@ class StateCache:
             after = None
         if before is not None and after is not None and stat.S_ISREG(before.st_mode) and not run.retry \
                 and _lstat_validator(before) == _lstat_validator(after):
-            self._runs_seen[path] = [_lstat_validator(after), _run_row(run)]
+            self._runs_seen[path] = [_lstat_validator(after), *_run_row(run)]
         self._runs_changed = True
 
     def restore_pattern(self, ns: str, path: str):
@@ -542,7 +550,7 @@ class StateCache:
                 v = file_validator(path, tail.offset, tail.line_no, tail.torn_bytes, tail._head)
                 if v is None or v["ino"] != tail._ino:
                     continue
-                stem = f"ns{i}-{hashlib.sha256(ns.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
+                stem = f"ns{i}-{sha256(ns.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
                 entry = {"path": path, "validator": v, "index": None}
                 getattr(space, "active")  # (built first: the rows it is restored from are kept for _cached_rows)
                 parts = iter_namespace_payloads(space, ws._fact_entries(ns), self._cached_rows(ns, space))

@@ -5,7 +5,6 @@ caller then builds the part again from the project."""
 
 from __future__ import annotations
 
-import operator
 import os
 import stat
 from dataclasses import fields
@@ -29,6 +28,29 @@ def _problem_from_row(row: list) -> Problem:
     return Problem(path, line, code, message, Severity(severity), column, end_line)
 
 
+# ----------------------------------------------------------------------------- facts
+def _fact_row(f) -> list:
+    ev = [[e.kind, e.ref, e.snippet, None if e.range is None else [e.range.path, e.range.start, e.range.end]]
+          for e in f.evidence]
+    return [f.id, f.kind, f.claim, f.confidence, ev, f.provenance, f.asserted_at, f.valid_until, f.record_id,
+            f.memory_key, f.stored_at, f.line_no]
+
+
+def _facts_from_rows(rows: list, ns: str) -> list:
+    """[(seq, Fact or None, problems)] of a namespace's cached fact rows (checked with its meta payload)."""
+    return [(seq, None if f is None else _fact_from_row(f, ns), [_problem_from_row(p) for p in probs])
+            for seq, f, probs in rows]
+
+
+def _fact_from_row(row: list, ns: str):
+    # start-up: formats.facts (~14 ms) loads only when cached facts are decoded; a warm recall never does
+    from harn_ls.formats.facts import Evidence, Fact, FileRange
+
+    fid, kind, claim, conf, ev, prov, asserted, valid, rid, key, stored_at, line_no = row
+    evidence = tuple(Evidence(k, ref, snip, None if rng is None else FileRange(*rng)) for k, ref, snip, rng in ev)
+    return Fact(fid, kind, claim, conf, evidence, prov, asserted, valid, ns, rid, key, stored_at, line_no)
+
+
 # ----------------------------------------------------------------------------- run records
 def _stat_validator(path: str) -> list | None:
     try:
@@ -37,30 +59,42 @@ def _stat_validator(path: str) -> list | None:
         return None
 
 
-_RUN_FIELDS = ("id", "path", "status", "workflow_id", "workflow_name", "started_at", "finished_at", "stages", "usage",
-               "llm_transcript_path", "mtime", "size", "task", "parent_run_id", "playground_job")
-
-
-def _run_row(run) -> dict:
-    row = {name: getattr(run, name) for name in _RUN_FIELDS}
-    row["problems"] = [_problem_row(p) for p in run.problems]
-    row["transcripts"] = [[t.id, t.message_count, t.event_count, t.asset_count] for t in run.transcripts]
-    return row
-
-
-# RunRecord's fields in declaration order, up to the last one a row holds: a row is turned into the
-# positional arguments by one itemgetter (keyword arguments cost ~50% more over 1,000 run records)
+# A run's cached entry is [validator, values, details]: `values` are RunRecord's fields in declaration
+# order up to the last one cached (turned into the positional arguments by one list copy: keyword
+# arguments cost ~50% more over 1,000 run records), with None where the stages and the usage go;
+# `details` is the JSON text of [stages, usage], decoded only for a load that shows them (a one-shot
+# `inspect --json` never does: over 1,000 records they were most of the payload's decoding).
 _RUN_ORDER = tuple(f.name for f in fields(runs_fmt.RunRecord))
-_RUN_ARGS = _RUN_ORDER[: max(_RUN_ORDER.index(n) for n in (*_RUN_FIELDS, "transcripts", "problems")) + 1]
-_RUN_GET = operator.itemgetter(*_RUN_ARGS)
+_RUN_ARGS = _RUN_ORDER[: _RUN_ORDER.index("playground_job") + 1]
+_RUN_AT_STAGES, _RUN_AT_USAGE = _RUN_ARGS.index("stages"), _RUN_ARGS.index("usage")
 _RUN_AT_TRANSCRIPTS, _RUN_AT_PROBLEMS = _RUN_ARGS.index("transcripts"), _RUN_ARGS.index("problems")
+_RUN_DETAILS = (_RUN_AT_STAGES, _RUN_AT_USAGE)
 
 
-def _run_from_row(row: dict):
-    summaries = [TranscriptSummary(*t) for t in row["transcripts"]]
-    args = list(_RUN_GET(row))
+def _run_row(run) -> list:
+    """[values, details] of a slim run record (see above)."""
+    values = [None if i in _RUN_DETAILS else getattr(run, name) for i, name in enumerate(_RUN_ARGS)]
+    values[_RUN_AT_PROBLEMS] = [_problem_row(p) for p in run.problems]
+    values[_RUN_AT_TRANSCRIPTS] = [[t.id, t.message_count, t.event_count, t.asset_count] for t in run.transcripts]
+    return [values, orjson.dumps([run.stages, run.usage]).decode("utf-8")]
+
+
+def _run_from_row(values: list, details: str | None):
+    """(RunRecord, transcript summaries) of a cached entry's values; its stages and usage from
+    `details` (None: left empty, for a load that never shows them). Raises on a row that does not fit."""
+    if type(values) is not list or len(values) != len(_RUN_ARGS):
+        raise ValueError("run row does not fit")
+    summaries = [TranscriptSummary(*t) for t in values[_RUN_AT_TRANSCRIPTS]]
+    args = values.copy()
     args[_RUN_AT_TRANSCRIPTS] = summaries
     args[_RUN_AT_PROBLEMS] = [_problem_from_row(p) for p in args[_RUN_AT_PROBLEMS]]
+    if details is None:
+        args[_RUN_AT_STAGES], args[_RUN_AT_USAGE] = [], {}
+    else:
+        stages, usage = orjson.loads(details)
+        if type(stages) is not list or type(usage) is not dict:
+            raise ValueError("run details do not fit")
+        args[_RUN_AT_STAGES], args[_RUN_AT_USAGE] = stages, usage
     return runs_fmt.RunRecord(*args), summaries
 
 

@@ -220,6 +220,32 @@ def _replay(space: MemoryNamespace, offset: int) -> None:
         d[name] = getattr(fresh, name)
 
 
+def facts_from_log(ns: str, path: str, offset: int, root: str) -> list:
+    """[(seq, Fact or None, problems)] of a namespace's log up to the cached offset, in the order a
+    load reading the log gives them (as Workspace._apply_delta keeps them): the fallback when a
+    cached facts payload checked late (StateCache.lazy_facts) turns out not intact."""
+    # start-up: formats.facts (~14 ms) loads only when cached facts could not be used
+    from harn_ls.formats import facts as facts_fmt
+
+    fresh = MemoryNamespace(ns, path)
+    tail = JsonlTail(path)
+    found: dict[int, tuple] = {}  # seq -> entry, in the order they were added
+    for batch in tail.iter_batches():
+        delta = fresh.apply_lines([ln for ln in batch.lines if ln.offset < offset])
+        for record in delta.removed:
+            found.pop(record.seq, None)
+        for record in delta.added:
+            value = record.value
+            if not (isinstance(value, dict) and value.get("schema") == facts_fmt.FACT_SCHEMA):
+                continue
+            fact, problems = facts_fmt.fact_from_record(record, root, path)
+            if fact is not None or problems:
+                found[record.seq] = (record.seq, fact, problems)
+        if tail.offset >= offset:
+            break
+    return list(found.values())
+
+
 # ----------------------------------------------------------------------------- inspect fact entries
 # `inspect --json` prints every fact; a warm one-shot inspect takes the printed form of an unchanged
 # namespace's facts from the cache instead of decoding ~10k Fact objects only to print them again.
@@ -240,9 +266,10 @@ def fact_inspect_fragment(f) -> bytes:
     return orjson.dumps(fact_inspect_entry(f), default=str, option=INSPECT_JSON_OPTIONS).replace(b"\n", FACT_ENTRY_INDENT)
 
 
-def join_fact_fragments(body: bytes) -> bytes:
-    """The "facts" list around its entries (joined by FACT_SEPARATOR), as orjson writes it at that depth."""
-    return b"[" + FACT_ENTRY_INDENT + body + b"\n  ]" if body else b"[]"
+def join_fact_fragments(body: bytes | memoryview) -> bytes:
+    """The "facts" list around its entries (joined by FACT_SEPARATOR), as orjson writes it at that depth
+    (one copy of the body: `+` made two)."""
+    return b"".join((b"[", FACT_ENTRY_INDENT, body, b"\n  ]")) if body else b"[]"
 
 
 def fact_inspect_payload(facts: list) -> bytes:
@@ -273,6 +300,32 @@ def read_fact_inspect_payload(data: bytes, count: int) -> tuple[list[str], list[
             or (ends[-1] if ends else 0) != len(body) or not _tiles(body, ends):
         raise CacheInvalid("inspect facts do not fit together")
     return ids, ends, body
+
+
+# Where one entry ends and the next begins. No entry holds these bytes: orjson escapes every newline
+# inside a string, so a raw newline is indentation, and inside an entry it is followed by six spaces
+# or more (its fields, its ranges) or by four and the entry's closing brace, never by four and "{".
+_ENTRY_BOUNDARY = b"}" + FACT_SEPARATOR + b"{"
+
+
+def read_fact_inspect_body(data: bytes, count: int) -> memoryview:
+    """The body of `fact_inspect_payload` for printing it whole (one namespace holds every fact
+    printed); CacheInvalid unless it is exactly `count` entries: it opens with "{", closes with "}"
+    and holds count - 1 entry boundaries, which no entry holds (above), so it splits into exactly
+    `count` objects joined by FACT_SEPARATOR, what `read_fact_inspect_payload` checks the body
+    for. The header (ids and ends: for merging several namespaces' entries) is not decoded: printed
+    whole, the body does not depend on it. One count in C against a loop over every entry; the body
+    is a view of `data` (not a copy: it is copied once, into the printed list)."""
+    start = data.find(b"\n") + 1
+    if not start:
+        raise CacheInvalid("no header line")
+    if not count:
+        if len(data) > start:
+            raise CacheInvalid("entries where none are counted")
+        return memoryview(data)[start:]
+    if data[start:start + 1] != b"{" or data[-1:] != b"}" or data.count(_ENTRY_BOUNDARY, start) != count - 1:
+        raise CacheInvalid("inspect facts are not the counted entries")
+    return memoryview(data)[start:]
 
 
 def _all_of_type(items: list, cls: type) -> bool:

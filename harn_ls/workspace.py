@@ -117,7 +117,8 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         `memory_only` (a one-shot recall): only the memory namespaces and their facts are read;
         checkpoints, skills, runs, sessions and the rest stay empty (and their cache entries kept).
         `defer_facts` (a one-shot `inspect --json`): the facts of namespaces restored unchanged stay
-        undecoded (problems, count restored); `materialize_facts()` decodes them. `keep_rows`, `fold_values`: below."""
+        undecoded (problems, count restored); `materialize_facts()` decodes them; run records listed
+        from the cache have no stages or usage (`inspect --json` never shows them). `keep_rows`, `fold_values`: below."""
         ws = cls(paths_mod.resolve(path, env=env, home=home), env)
         ws._memory_only, ws._defer_facts, ws._fold_values = memory_only, defer_facts, fold_values
         if cache:
@@ -125,6 +126,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             if ws._state_cache is not None:
                 ws._state_cache.keep_runs = memory_only
                 ws._state_cache.keep_row_bytes = (memory_only or defer_facts) if keep_rows is None else keep_rows  # one-shot: until saved
+                ws._state_cache.lazy_facts = memory_only or defer_facts  # (their payload checked when decoded)
         ws.rescan()
         return ws
 

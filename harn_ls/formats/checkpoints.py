@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import orjson
@@ -23,6 +23,7 @@ import orjson
 from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.locks import checkpoint_running
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.lean_dataclass import lean_dataclass
 from harn_ls.safe_read import CHECKPOINT_CAP, ReadRefused, json_density_problem, read_confined
 
 KEYED_SCHEMA = "harn.checkpoint_stage.keyed.v1"
@@ -46,7 +47,7 @@ _U64_MAX = 2**64 - 1
 _IGNORED_BY_HARN = "Harn silently treats an unparseable checkpoint file as empty, and its next write replaces it"
 
 
-@dataclass(slots=True)
+@lean_dataclass(slots=True)
 class CheckpointEntry:
     """One stage of a checkpoint file as Harn stored it."""
 
@@ -57,7 +58,7 @@ class CheckpointEntry:
     line: int  # 1-based line of the key in the file (0 when unknown)
 
 
-@dataclass(slots=True)
+@lean_dataclass(slots=True)
 class CheckpointFile:
     """One pipeline's checkpoint file: its stages, and whether it read whole."""
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from harn_ls.formats.events import (
@@ -24,6 +24,7 @@ from harn_ls.formats.events import (
     TopicInfo,
 )
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.lean_dataclass import lean_dataclass
 
 if TYPE_CHECKING:
     from harn_ls.formats import hitl as hitl_fmt
@@ -40,7 +41,7 @@ def hitl_rules():
     return hitl
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class LogLocation:
     """Where one event log lives and which backend holds it."""
 
@@ -67,7 +68,7 @@ def discover(state_root: str, project_root: str) -> list[LogLocation]:
     return out
 
 
-@dataclass
+@lean_dataclass
 class LogView:
     """One event log as last read: its summary, HITL events, waitpoints and requests."""
 

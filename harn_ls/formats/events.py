@@ -30,12 +30,13 @@ from __future__ import annotations
 import array
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Iterable
 
 import orjson
 
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.lean_dataclass import lean_dataclass
 
 BUSY_TIMEOUT_S = 1.0
 QUERY_DEADLINE_S = 2.0
@@ -64,7 +65,7 @@ def valid_topic(topic: str) -> bool:
     return bool(topic) and _TOPIC_RE.match(topic) is not None
 
 
-@dataclass(slots=True)
+@lean_dataclass(slots=True)
 class Event:
     """One event of an event log topic."""
 
@@ -77,7 +78,7 @@ class Event:
     problem: Problem | None = None  # payload or headers did not parse
 
 
-@dataclass(slots=True)
+@lean_dataclass(slots=True)
 class TopicInfo:
     """One topic of an event log: how many events, which ids, the newest time."""
 
@@ -92,7 +93,7 @@ class TopicInfo:
                 "latest_ms": self.latest_ms}
 
 
-@dataclass(slots=True)
+@lean_dataclass(slots=True)
 class Consumer:
     """A consumer's cursor on one topic, and how far behind the head it is."""
 
@@ -107,7 +108,7 @@ class Consumer:
                 "updated_at_ms": self.updated_at_ms, "lag": self.lag}
 
 
-@dataclass(slots=True)
+@lean_dataclass(slots=True)
 class LogSummary:
     """An event log's topics and consumers, or why it could not be read."""
 

@@ -13,10 +13,11 @@ Two encoders matter, because Harn uses two:
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from orjson import dumps as _orjson_dumps
+
+from harn_ls.digests import sha256
 
 _HEX = "0123456789abcdef"
 
@@ -149,7 +150,7 @@ def serde_compact(value: Any) -> str:
 
 def sha256_hex(text: str | bytes) -> str:
     data = text.encode("utf-8") if isinstance(text, str) else text
-    return hashlib.sha256(data).hexdigest()
+    return sha256(data).hexdigest()
 
 
 def fingerprint(identity: Any) -> str:

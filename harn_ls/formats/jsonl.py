@@ -10,12 +10,13 @@ chunks, so a multi-gigabyte log never sits in memory at once.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Iterator
 
 import orjson
 
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.lean_dataclass import lean_dataclass
 from harn_ls.safe_read import MEMORY_LINE_CAP, ReadRefused, few_containers, json_density_problem, open_regular
 
 CHUNK_BYTES = 4 * 1024 * 1024
@@ -31,7 +32,7 @@ MAX_LINE_BYTES = MEMORY_LINE_CAP  # a longer "line" (say a run of NULs after a c
 CODE_TOO_DENSE = "HL-JSONL-007"  # a line whose parsed form would exceed the memory factor (`{}` flood)
 
 
-@dataclass(slots=True)
+@lean_dataclass(slots=True)
 class JsonlLine:
     """One complete line. `value` is None when the line is malformed."""
 
@@ -41,7 +42,7 @@ class JsonlLine:
     problem: Problem | None = None
 
 
-@dataclass(slots=True)
+@lean_dataclass(slots=True)
 class JsonlBatch:
     """The lines a JSONL tail read found since the last read, or that the file was reset or is gone."""
 

@@ -30,7 +30,8 @@ import errno
 import fcntl
 import os
 import stat
-from dataclasses import dataclass
+
+from harn_ls.lean_dataclass import lean_dataclass
 
 PROC_LOCKS = "/proc/locks"
 SESSION_LOCK_DIR = "agent-run-writers"
@@ -60,7 +61,7 @@ def session_lock_path(session_store_path: str, session_id: str) -> str | None:
 
 # ------------------------------------------------------------------ /proc/locks
 
-@dataclass(frozen=True, slots=True)
+@lean_dataclass(frozen=True, slots=True)
 class FlockTable:
     """The flocks the kernel reports: (major, minor, inode) -> 'WRITE' | 'READ'."""
 
@@ -83,6 +84,10 @@ def read_flock_table(path: str = PROC_LOCKS) -> FlockTable | None:
             data = fh.read(MAX_PROC_LOCKS_BYTES)
     except OSError:
         return None
+    return FlockTable(_parse_flock_table(data))
+
+
+def _parse_flock_table(data: bytes) -> dict:
     held: dict = {}
     for raw in data.decode("ascii", "replace").splitlines():
         # "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF"; blocked waiters carry "->"
@@ -97,7 +102,47 @@ def read_flock_table(path: str = PROC_LOCKS) -> FlockTable | None:
         except ValueError:
             continue
         held[key] = "WRITE" if parts[3] == "WRITE" or held.get(key) == "WRITE" else parts[3]
-    return FlockTable(held)
+    return held
+
+
+class OpenFlockTable:
+    """`/proc/locks` opened, read only when a lock file asked about exists: the kernel makes the first
+    read of it in a process wait for an RCU grace period (3-15 ms of wall time here), and most
+    projects have no lock file at all. Answers as `FlockTable` does; a read that fails once the file
+    is open counts as no flock held."""
+
+    __slots__ = ("_fh", "_held")
+
+    def __init__(self, fh) -> None:
+        self._fh = fh
+        self._held: dict | None = None
+
+    @property
+    def held(self) -> dict:
+        if self._held is None:
+            try:
+                with self._fh as fh:
+                    self._held = _parse_flock_table(fh.read(MAX_PROC_LOCKS_BYTES))
+            except (OSError, ValueError):
+                self._held = {}
+        return self._held
+
+    def state(self, path: str) -> bool:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return False  # no lock file: nobody holds it (the table is not read)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        return (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in self.held
+
+
+def open_flock_table(path: str = PROC_LOCKS) -> OpenFlockTable | None:
+    """`read_flock_table`, read when first needed (OpenFlockTable); None when it cannot be opened."""
+    try:
+        return OpenFlockTable(open(path, "rb"))
+    except OSError:
+        return None
 
 
 # ------------------------------------------------------------------ probe

@@ -16,7 +16,7 @@ from __future__ import annotations
 import operator
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Iterable
 
 import orjson
@@ -24,6 +24,7 @@ import orjson
 from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.jsonl import JsonlLine
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.lean_dataclass import lean_dataclass
 
 EVENT_TYPES = ("store", "forget", "open", "update")
 
@@ -239,7 +240,7 @@ def value_text(value: Any) -> str:
     return value if isinstance(value, str) else serde_compact(value)
 
 
-@dataclass(slots=True)
+@lean_dataclass(slots=True)
 class MemoryDelta:
     """What one `apply` changed; an updated record appears in both lists."""
 

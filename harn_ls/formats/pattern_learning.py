@@ -17,17 +17,18 @@ read without writing anything, and the pure id/tag helpers Harn uses.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Iterable
 
+from harn_ls.digests import sha256
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryRecord
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.lean_dataclass import lean_dataclass
 
 NAMESPACE = "project/pattern-learning"
 SCHEMA = "harn.pattern_learning.v1"
@@ -55,7 +56,7 @@ CODE_LEGACY = "HL-PAT-007"
 
 def short_hash(text: str) -> str:
     """`pl_short_hash`: first 12 hex of sha256."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    return sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
@@ -95,7 +96,7 @@ def pending_sort_key(support: int, proposal_id: str) -> str:
 
 # -- typed views ----------------------------------------------------------------
 
-@dataclass(slots=True)
+@lean_dataclass(slots=True)
 class Observation:
     """One pattern-learning observation: a prompt and the tools it used."""
 
@@ -111,7 +112,7 @@ class Observation:
     visible_to_harn: bool = True
 
 
-@dataclass(slots=True)
+@lean_dataclass(slots=True)
 class Proposal:
     """A learned-skill proposal waiting to be accepted or rejected."""
 
@@ -134,7 +135,7 @@ class Proposal:
     record: MemoryRecord | None = None
     visible_to_harn: bool = True
 
-@dataclass(slots=True)
+@lean_dataclass(slots=True)
 class PatternState:
     """Pattern learning's on/off switch and the proposals suppressed until a date."""
 
@@ -145,7 +146,7 @@ class PatternState:
     visible_to_harn: bool = True
 
 
-@dataclass(slots=True)
+@lean_dataclass(slots=True)
 class PatternLearning:
     """Everything pattern learning keeps, projected from its memory namespace."""
 
@@ -377,7 +378,7 @@ def _project_one(out: PatternLearning, kind: str, record: MemoryRecord, visible:
 
 # -- legacy Burin streams (§E.4), read-only ------------------------------------------
 
-@dataclass(slots=True)
+@lean_dataclass(slots=True)
 class LegacyImport:
     """What Harn's migration would import, after replaying every mutation in order."""
 

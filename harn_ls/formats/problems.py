@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
+
+from harn_ls.lean_dataclass import lean_dataclass
 
 
 class Severity(str, Enum):
@@ -12,7 +13,7 @@ class Severity(str, Enum):
     INFO = "info"
 
 
-@dataclass(frozen=True, slots=True)
+@lean_dataclass(frozen=True, slots=True)
 class Problem:
     """Something wrong in a state file.
 

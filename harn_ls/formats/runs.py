@@ -11,17 +11,18 @@ share the parsed lists instead of copying them.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from harn_ls.formats import json_pieces
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.formats.transcript_summary import TranscriptSummary
+from harn_ls.lean_dataclass import lean_dataclass
 from harn_ls.safe_read import (
     RUN_RECORD_CAP, ReadRefused, confinement_problem, json_density_problem, read_confined, regular_file_size,
 )
-from harn_ls.formats.transcript_summary import TranscriptSummary
 
 if TYPE_CHECKING:
     from harn_ls.formats.transcripts import Transcript
@@ -42,7 +43,7 @@ CODE_BAD_TRANSCRIPT = "HL-RUN-007"
 CODE_TOO_LARGE = "HL-RUN-008"
 
 
-@dataclass(slots=True)
+@lean_dataclass(slots=True)
 class RunRecord:
     """A run record (`.harn-runs/<id>.json`) as read, with its problems."""
 
@@ -71,7 +72,7 @@ class RunRecord:
         return self.data is not None
 
 
-@dataclass(slots=True)
+@lean_dataclass(slots=True)
 class WorkerSnapshot:
     """A worker's snapshot file: its status and transcript."""
 

@@ -7,12 +7,12 @@ All readers are bounded (file sizes, entry counts) and never write.
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from harn_ls.digests import sha256
 from harn_ls.formats.problems import Problem, Severity
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def read_mailboxes(workflows_dir: str, problems: list[Problem]) -> list[Mailbox]
 
 # ----------------------------------------------------------------------------------------------- receipts (§O.3)
 def _sha256_prefixed(text: str) -> str:
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return "sha256:" + sha256(text.encode("utf-8")).hexdigest()
 
 
 def _dumps(value: Any) -> str:
@@ -375,7 +375,6 @@ def _held_inodes() -> set[tuple[int, int, int]] | None:
 
 
 def read_locks(state_root: str) -> list[LockFile]:
-    held = _held_inodes()
     found: list[tuple[str, str, str]] = []
     ck = os.path.join(state_root, "checkpoints")
     for name in _listdir(ck):
@@ -385,6 +384,8 @@ def read_locks(state_root: str) -> list[LockFile]:
     for name in _listdir(aw):
         if name.endswith(".lock"):
             found.append((os.path.join(aw, name), "project" if name == "project.lock" else "session", name[:-5]))
+    # (/proc/locks only when there is a lock file to look up: its first read waits for the kernel, ms)
+    held = _held_inodes() if found else None
     out = []
     for path, kind, name in found:
         state = None

@@ -4,10 +4,11 @@ pay for the transcript views' classes (~10 ms of imports)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from harn_ls.lean_dataclass import lean_dataclass
 
 
-@dataclass(frozen=True, slots=True)
+
+@lean_dataclass(frozen=True, slots=True)
 class TranscriptSummary:
     """What lists need of a transcript; the transcript itself is read back from its file on demand."""
 

@@ -9,7 +9,7 @@ import orjson
 
 from harn_ls.formats.checkpoints import running_now
 from harn_ls.formats.facts import date_now_iso
-from harn_ls.formats.locks import read_flock_table, running_session_writers, session_running
+from harn_ls.formats.locks import open_flock_table, running_session_writers, session_running
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.render.inspect_extra import inspect_extra, inspect_extra_text
 from harn_ls.state_rows import (FACT_SEPARATOR, fact_inspect_entry, fact_inspect_fragment, join_fact_fragments,
@@ -34,8 +34,9 @@ def inspect_json(ws, facts_fragment: bool = False) -> dict:
                 "signature_label": sk.signature.label if sk.signature is not None else None,
             })
     problems = [pr.to_json() | {"path": ws.relpath(pr.path) or pr.path} for pr in ws.problems()]
-    # "running": a Harn process holds the lock file right now (None: cannot tell on this system)
-    locks = read_flock_table()
+    # "running": a Harn process holds the lock file right now (None: cannot tell on this system); the
+    # kernel's table is read only if some lock file exists
+    locks = open_flock_table()
     return {
         "roots": {
             "project": p.project_root, "state": p.state_root, "runs": p.run_root, "memory": p.memory_root,
@@ -90,7 +91,7 @@ def _facts(ws, as_fragment: bool):
     return [fact_inspect_entry(f) for f in sorted(ws.facts.values(), key=lambda f: f.id)]
 
 
-def _cached_facts_body(ws) -> bytes | None:
+def _cached_facts_body(ws) -> bytes | memoryview | None:
     """The entries of the "facts" list as `sorted(ws.facts.values(), key=id)` would give them had every
     cached fact been decoded, joined by FACT_SEPARATOR; None when some cached form is not usable (then
     the facts are decoded).
@@ -111,6 +112,10 @@ def _cached_facts_body(ws) -> bytes | None:
             return None  # not one run per namespace in namespace order: decode and sort them all
         last = i
         decoded.setdefault(ns, []).append(f)
+    if not decoded:
+        holding = [ns for ns in ws.memory if ns in deferred and ws.cached_fact_count(ns)]
+        if len(holding) == 1:  # one namespace holds every fact: its cached body is the whole list
+            return ws.cached_inspect_fact_body(holding[0])  # (None: not intact, decode them all)
     # per part with facts, in namespace order: (ids by id, cached body or None, ends or fragments)
     parts: list[tuple[list[str], bytes | None, list]] = []
     for ns in ws.memory:

@@ -13,7 +13,7 @@ from tests.arch.imports import module_files
 
 def _is_dataclass_decorator(node: ast.expr) -> bool:
     target = node.func if isinstance(node, ast.Call) else node
-    return (isinstance(target, ast.Name) and target.id == "dataclass") or \
+    return (isinstance(target, ast.Name) and target.id in ("dataclass", "lean_dataclass")) or \
         (isinstance(target, ast.Attribute) and target.attr == "dataclass")
 
 

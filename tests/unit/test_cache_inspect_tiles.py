@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harn_ls.state_cache import CacheInvalid
-from harn_ls.state_rows import FACT_SEPARATOR, fact_inspect_fragment, fact_inspect_payload, read_fact_inspect_payload, \
-    split_fact_body
+from harn_ls.state_rows import FACT_SEPARATOR, fact_inspect_fragment, fact_inspect_payload, read_fact_inspect_body, \
+    read_fact_inspect_payload, split_fact_body
 
 # text that looks like the layout itself: separators, braces, newlines, indentation
 TRICKY = st.text(alphabet=st.sampled_from(list("{}[],:\n\r\t \"\\ab") + ["\u2028", "é"]), max_size=12)
@@ -91,3 +91,41 @@ def test_no_facts_means_an_empty_body():
     assert read_fact_inspect_payload(fact_inspect_payload([]), 0) == ([], [], b"")
     with pytest.raises(CacheInvalid):
         read_fact_inspect_payload(orjson.dumps({"ids": [], "ends": []}) + b"\n{}", 0)
+
+
+# ---------------------------------------------------------------- the body printed whole
+@settings(max_examples=300, deadline=None)
+@given(FACTS)
+def test_a_body_printed_whole_is_the_checked_body(facts):
+    payload = fact_inspect_payload(facts)
+    assert read_fact_inspect_body(payload, len(facts)) == read_fact_inspect_payload(payload, len(facts))[2]
+
+
+@settings(max_examples=200, deadline=None)
+@given(FACTS.filter(lambda fs: len(fs) >= 1), st.sampled_from(["boundary_inside", "no_open_brace", "no_close_brace",
+                                                                "extra_entry", "one_entry_less", "empty_body"]))
+def test_a_body_printed_whole_that_is_not_the_counted_entries_is_refused(facts, damage):
+    payload = fact_inspect_payload(facts)
+    head, _, body = payload.partition(b"\n")
+    if damage == "boundary_inside":  # raw bytes no orjson entry holds, splitting the first entry in two
+        i = body.index(b'"id": ')
+        body = body[:i] + b'"x": 1' + b"}" + FACT_SEPARATOR + b"{" + body[i:]
+    elif damage == "no_open_brace":
+        body = b" " + body[1:]
+    elif damage == "no_close_brace":
+        body = body[:-1] + b" "
+    elif damage == "extra_entry":
+        body = body + FACT_SEPARATOR + b"{}"
+    elif damage == "one_entry_less":
+        body = body[: read_fact_inspect_payload(payload, len(facts))[1][-2]] if len(facts) > 1 else b""
+    else:
+        body = b""
+    with pytest.raises(CacheInvalid):
+        read_fact_inspect_body(head + b"\n" + body, len(facts))
+
+
+def test_no_facts_printed_whole_means_an_empty_body():
+    assert read_fact_inspect_body(fact_inspect_payload([]), 0) == b""
+    for bad in (orjson.dumps({"ids": [], "ends": []}) + b"\n{}", b"no header line"):
+        with pytest.raises(CacheInvalid):
+            read_fact_inspect_body(bad, 0)

@@ -163,3 +163,51 @@ def test_a_run_record_rewritten_while_it_is_read_is_not_cached_with_the_new_stat
     assert str(victim) not in served_from_cache(project)
     expected = cold_bytes(project)
     assert fast(project)[0] == expected
+
+
+def _runs_view(ws: Workspace) -> dict:
+    """Every field of every listed run record, as documents and the run timeline read them."""
+    return {rid: (r.status, r.path, r.stages, r.usage, [(t.id, t.message_count, t.event_count, t.asset_count)
+                                                        for t in r.transcripts], [p.to_json() for p in r.problems],
+                  r.mtime, r.size, r.task, r.workflow_id, r.started_at, r.finished_at, r.llm_transcript_path)
+            for rid, r in sorted(ws.runs.items())}
+
+
+def test_a_full_warm_load_lists_run_records_with_their_stages_and_usage(project, cache_env):
+    """A one-shot `inspect --json` leaves the cached stages and usage undecoded; a load that shows run
+    documents decodes them, and they equal an uncached read, as does the rest of each record."""
+    expected = _runs_view(Workspace.load(str(project)))
+    assert any(stages for _s, _p, stages, *_rest in expected.values())  # (the sample has stages to lose)
+    filled(project)
+    assert served_from_cache(project) == {str(p) for p in run_files(project)}
+    warm = Workspace.load(str(project), cache=True)
+    assert _runs_view(warm) == expected
+    slim = Workspace.load(str(project), cache=True, defer_facts=True)
+    assert all(not r.stages and not r.usage for r in slim.runs.values())
+    assert {rid: v[:2] + v[4:] for rid, v in _runs_view(slim).items()} == {rid: v[:2] + v[4:] for rid, v in expected.items()}
+    assert slim.save_cache() is not None
+    assert _runs_view(Workspace.load(str(project), cache=True)) == expected  # kept through a one-shot save
+
+
+@pytest.mark.parametrize("damage", ["details-not-json", "details-not-a-pair", "previous-entry-shape", "short-values"])
+def test_cached_run_details_that_do_not_fit_are_never_trusted(project, cache_env, damage):
+    expected = _runs_view(Workspace.load(str(project)))
+    expected_inspect = cold_bytes(project)
+    filled(project)
+
+    def rewrite(doc: dict) -> dict:
+        out = {}
+        for path, (validator, values, details) in doc.items():
+            if damage == "details-not-json":
+                out[path] = [validator, values, details[:-1]]
+            elif damage == "details-not-a-pair":
+                out[path] = [validator, values, orjson.dumps({"stages": []}).decode()]
+            elif damage == "previous-entry-shape":  # harn-ls-state/6: [validator, {field: value}]
+                out[path] = [validator, {"id": values[0], "path": values[1]}]
+            else:
+                out[path] = [validator, values[:-1], details]
+        return out
+
+    damage_payload(project, "runs", damage, (b"", b""), rewrite)
+    assert _runs_view(Workspace.load(str(project), cache=True)) == expected
+    assert fast(project)[0] == expected_inspect

@@ -7,8 +7,9 @@ Harn's shadowing.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
+
+from harn_ls.lean_dataclass import lean_dataclass
 
 from ..problems import Problem, Severity
 from .common import (
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 # Discovery (§F.1)
 
 
-@dataclass
+@lean_dataclass
 class SkillInventory:
     """Every skill found across the layers, after Harn's shadowing."""
 
@@ -48,7 +49,7 @@ class SkillInventory:
         return None
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class _SkillsConfig:
     """The `[skills]` table of the project's harn.toml."""
 

@@ -6,17 +6,18 @@ The hardened YAML loader lives in `yaml_core`: splitting needs no YAML, and PyYA
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 
 from .common import _rust_trim
+
+from harn_ls.lean_dataclass import lean_dataclass
 
 
 # --------------------------------------------------------------------------
 # Splitting (§F.2, later Harn version)
 
 
-@dataclass(frozen=True)
+@lean_dataclass(frozen=True)
 class _Split:
     """A SKILL.md split into its frontmatter and body, with the lines they start on."""
 

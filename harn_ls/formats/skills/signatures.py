@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 import os
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
+
+from harn_ls.digests import sha256
 
 from .common import (
     MAX_KEY_BYTES,
@@ -146,7 +147,7 @@ def verify_signature(
 
     if envelope["schema"] != SIG_SCHEMA:
         return status(STATUS_INVALID_SIGNATURE, f"{sig_path} declares unsupported schema {envelope['schema']}")
-    if envelope["skill_sha256"] != hashlib.sha256(skill_bytes).hexdigest():
+    if envelope["skill_sha256"] != sha256(skill_bytes).hexdigest():
         return status(
             STATUS_INVALID_SIGNATURE,
             f"{sig_path} does not match the current contents of the skill (modified after signing)",

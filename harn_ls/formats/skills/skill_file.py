@@ -6,10 +6,11 @@ Harn's own loader never reads them, so what it would reject there is INFO.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
+
+from harn_ls.digests import sha256
 
 from ..problems import Problem, Severity
 from .common import (
@@ -123,7 +124,7 @@ def parse_skill_file(
     data = _read_skill_bytes(path, confine_to, skip_word, problems)
     if data is None:
         return skill
-    skill.sha256 = hashlib.sha256(data).hexdigest()
+    skill.sha256 = sha256(data).hexdigest()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
