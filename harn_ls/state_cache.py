@@ -47,9 +47,9 @@ from harn_ls.formats.problems import Problem
 from harn_ls.state_parts import (CheckpointRows, _fact_row, _facts_from_rows, _problem_from_row, _problem_row,  # noqa: F401
                                  _run_from_row, _run_row, _lstat_validator, _stat_validator, pattern_projection,
                                  read_checkpoint, restore_pattern, save_pattern)  # (pattern_projection, read_checkpoint: Workspace's)
-from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay,
-                               fact_inspect_payload, facts_from_log, read_fact_inspect_body, read_fact_inspect_payload,
-                               record_from_row, record_row)
+from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay, joined, json_array_chunks,
+                               row_chunks, fact_inspect_payload, facts_from_log, read_fact_inspect_body,
+                               read_fact_inspect_payload, record_from_row, record_row)
 from harn_ls.state_tail import (TailOverlay, apply_tail_lines, id_index_payload, index_base, keeps_entry, merge_tail,
                               read_tombstones, stores_only)
 
@@ -115,7 +115,7 @@ PAYLOADS = {"meta": ".meta.json", "facts": ".facts.json", "records": ".records.j
 
 def namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_rows: dict | None = None) -> dict[str, bytes]:
     """The payloads (PAYLOADS) of one materialized namespace, all at once (see iter_namespace_payloads)."""
-    return {part: bytes(data) for part, data in iter_namespace_payloads(space, fact_entries, cached_rows)}
+    return {part: joined(data) for part, data in iter_namespace_payloads(space, fact_entries, cached_rows)}
 
 
 def iter_namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_rows: dict | None = None):
@@ -140,27 +140,16 @@ def iter_namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_r
         "fact_problems": [[seq, [_problem_row(p) for p in probs]] for seq, _f, probs in fact_entries if probs],
     }
     yield "meta", dumps(meta, option=opt)
-    yield "facts", dumps([[seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
-                          for seq, f, probs in fact_entries], option=opt)
+    yield "facts", json_array_chunks(([seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
+                                      for seq, f, probs in fact_entries), opt)
     forgotten = sorted(space.forgotten)
     records = {"forgotten": forgotten, "hidden": [record_row(r) for r in space.hidden], "forgets": space.forgets}
     yield "records", dumps(records, option=opt)
     del records
     yield "tombs", dumps(forgotten)  # the forgotten ids alone: what appended stores read (state_tail.py)
-    # One growing buffer, not a list of rows: a bytes object from orjson.dumps holds several times
-    # its length (~4 KB for a 900-byte row), so 28k rows held at once cost ~120 MB at 100k events.
-    rows = bytearray()
     index = array("q")
-    for r in space.active.values():
-        got = cached_rows.get(r.seq) if cached_rows else None
-        # records are treated as immutable (an update makes a new one): the same object, the same row
-        row = got[1] if got is not None and got[0] is r else dumps(record_row(r))
-        rows += row
-        rows += b"\n"
-        index.extend((r.seq, len(rows), zlib.crc32(row)))
-    yield "rows", rows
-    del rows
-    rowidx = index.tobytes()
+    yield "rows", row_chunks(space, cached_rows, index)
+    rowidx = index.tobytes()  # (complete once the rows' chunks have all been taken)
     del index
     yield "rowidx", rowidx
     yield "ids", id_index_payload(space.active.values(), zlib.crc32(rowidx))  # each row's id (state_tail.py)
@@ -516,14 +505,20 @@ class StateCache:
         return arrays, terms, total
 
     # -- writing ---------------------------------------------------------------
-    def _write_payload(self, stem: str, data: bytes, token: str) -> dict:
+    def _write_payload(self, stem: str, data, token: str) -> dict:
+        """Write one payload (bytes-like, or an iterable of bytes-like chunks) atomically."""
         base, dot, ext = stem.partition(".")
         name = f"{base}-{token}{dot}{ext}"
         tmp = os.path.join(self.folder, f".{name}.tmp")
+        chunks = (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data
+        size = crc = 0
         with open(tmp, "wb") as fh:
-            fh.write(data)
+            for chunk in chunks:
+                fh.write(chunk)
+                size += len(chunk)
+                crc = zlib.crc32(chunk, crc)
         os.replace(tmp, os.path.join(self.folder, name))
-        return {"name": name, "size": len(data), "crc": zlib.crc32(data)}
+        return {"name": name, "size": size, "crc": crc}
 
     def save(self, ws) -> bool:
         """Write what changed since the cache was read (never raises; False when nothing could be written)."""

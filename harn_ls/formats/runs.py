@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from harn_ls.formats import json_pieces
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.formats.transcript_summary import TranscriptSummary
 from harn_ls.lean_dataclass import lean_dataclass
@@ -205,12 +206,56 @@ def read_run_record(path: str, *, summaries: bool = False) -> RunRecord:
     With `summaries`, `transcripts` holds a `TranscriptSummary` per transcript (counts only, the
     same problems) instead of the full views: what a listing needs, without building every event."""
     problems: list[Problem] = []
+    data, retry, st = _load_object(path, problems, "run record")
+    return _record_from(path, data, retry, st, problems, summaries)
+
+
+def read_run_record_lean(path: str, *, summaries: bool = False) -> RunRecord | None:
+    """`read_run_record` for a big record, without ever holding its whole parse: the top-level
+    transcript's `events` and `messages` stay in the file's bytes (json_pieces.LazyArray; the
+    transcript view's events are then built one at a time when used), everything else is parsed
+    as usual, and every piece is parsed once before anything is built, so the record and its
+    problems are the ones a whole parse gives. None when the file cannot be read so (refused,
+    unreadable, dense, or bytes json_pieces does not take): the caller reads it whole, and that
+    read reports what is wrong exactly as before. The record holds the file's bytes: keep it only
+    as long as the document that needs it."""
+    try:
+        raw = read_confined(path, None, MAX_RECORD_BYTES)
+        st = os.stat(path)
+    except (OSError, ReadRefused):
+        return None
+    if json_density_problem(raw) is not None:
+        return None
+    try:
+        data = _lean_object(raw)
+    except json_pieces.NotPlain:
+        return None
+    del raw  # (the lazy arrays hold it while they live)
+    return _record_from(path, data, False, st, [], summaries)
+
+
+def _lean_object(raw: bytes) -> dict:
+    data: dict = {}
+    scan = json_pieces.Scan(raw)
+    for key, (a, b) in json_pieces.document_members(scan).items():
+        if key == "transcript" and raw[a] == 0x7B:  # an object: its two big arrays stay lazy
+            value: dict = {}
+            for k, (x, y) in json_pieces.members(scan, a, b).items():
+                lazy = k in ("events", "messages") and raw[x] == 0x5B
+                value[k] = json_pieces.checked_array(scan, x, y) if lazy else json_pieces.parse(raw, x, y)
+            data[key] = value
+        else:
+            data[key] = json_pieces.parse(raw, a, b)
+    return data
+
+
+def _record_from(path: str, data: dict | None, retry: bool, st: os.stat_result | None, problems: list[Problem],
+                 summaries: bool) -> RunRecord:
     name = os.path.basename(path)
     stem = name[: -len(".json")] if name.endswith(".json") else name
     playground_job = None
     if name == PLAYGROUND_RUN_NAME and os.path.basename(os.path.dirname(os.path.dirname(path))) == PLAYGROUND_DIR:
         playground_job = os.path.basename(os.path.dirname(path))
-    data, retry, st = _load_object(path, problems, "run record")
     record = RunRecord(id=playground_job or stem, path=path, problems=problems, retry=retry, playground_job=playground_job,
                        mtime=st.st_mtime if st else None, size=st.st_size if st else None)
     sidecar = llm_sidecar_path(path)

@@ -13,9 +13,11 @@ calls the way Harn's portal replays them: in file order, keyed by `call_id`.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harn_ls.formats.json_pieces import LazyArray
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.formats.transcript_summary import TranscriptSummary
@@ -285,6 +287,30 @@ def _event_clean(raw: Any) -> bool:
             and (visibility is None or visibility in VISIBILITIES))
 
 
+class LazyEvents(Sequence):
+    """A transcript's events over the record's bytes (json_pieces.LazyArray): each TranscriptEvent
+    is built when asked for and not kept, so a page of a 10 MB transcript never holds them all.
+    `kept`: the array indexes `_event_from` accepted (its problems were collected then)."""
+
+    __slots__ = ("_raw", "_kept", "_path", "_line", "_where")
+
+    def __init__(self, raw: LazyArray, kept: list[int], path: str, line: int, where: str) -> None:
+        self._raw, self._kept, self._path, self._line, self._where = raw, kept, path, line, where
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def __getitem__(self, j):  # type: ignore[override]
+        if isinstance(j, slice):
+            return [self[k] for k in range(*j.indices(len(self._kept)))]
+        i = self._kept[j]
+        return _event_from(self._raw[i], i, [], self._path, self._line, self._where)
+
+    def __iter__(self) -> Iterator[TranscriptEvent]:
+        for i, value in zip(self._kept, self._raw.items(self._kept)):
+            yield _event_from(value, i, [], self._path, self._line, self._where)
+
+
 def _transcript_parts(value: dict, source: str, path: str | None, line: int, full: bool) -> tuple:
     """(problems, messages, events, assets, id, summary, metadata, state, version); with `full`
     False `events` is only their count. Problems come in the same order either way."""
@@ -303,17 +329,22 @@ def _transcript_parts(value: dict, source: str, path: str | None, line: int, ful
         v = value.get(name)
         if v is None:
             return []
-        if not isinstance(v, list):
+        if not isinstance(v, (list, LazyArray)):
             problems.append(Problem(ppath, line, CODE_BAD_FIELD, f"{where}: {name!r} is {type(v).__name__}, not a list; shown empty", Severity.WARNING))
             return []
         return v
 
     messages = seq("messages")
-    events: list[TranscriptEvent] | int
-    if full:
-        events = [e for i, r in enumerate(seq("events")) if (e := _event_from(r, i, problems, ppath, line, where)) is not None]
+    events: list[TranscriptEvent] | LazyEvents | int
+    raw_events = seq("events")
+    if full and isinstance(raw_events, LazyArray):
+        # every event built once for its problems (in order, as below), then kept only as its index
+        kept = [i for i, r in enumerate(raw_events) if _event_from(r, i, problems, ppath, line, where) is not None]
+        events = LazyEvents(raw_events, kept, ppath, line, where)
+    elif full:
+        events = [e for i, r in enumerate(raw_events) if (e := _event_from(r, i, problems, ppath, line, where)) is not None]
     else:  # a clean event is only counted; any other goes through _event_from for its problems
-        events = sum(1 for i, r in enumerate(seq("events"))
+        events = sum(1 for i, r in enumerate(raw_events)
                      if _event_clean(r) or _event_from(r, i, problems, ppath, line, where) is not None)
     assets = [a for i, r in enumerate(seq("assets")) if (a := _asset_from(r, i, problems, ppath, line, where)) is not None]
     return (problems, messages, events, assets, _typed(value, "id", (str,), problems, ppath, line, where),

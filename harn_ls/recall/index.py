@@ -15,6 +15,7 @@ import numpy as np
 
 from harn_ls.formats.memory import DEFAULT_CONFIG, MemoryDelta, MemoryRecord
 from harn_ls.recall.docs import _Doc, _LazyDocs
+from harn_ls.recall.arrays import grown as _grown, own_copy as _own_copy, small_uint as _small_uint
 from harn_ls.recall.overflow import OverflowByTerm
 from harn_ls.recall.results import Explain, TermExplain
 from harn_ls.recall.scoring import B, K1, KEY_BOOST, TAG_BOOST, FlaggedMemo, QueryTerm, idf_of, search
@@ -33,26 +34,10 @@ _BATCH_MIN = 8  # records per apply() from which the vectorised add path pays of
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 
 
-def _grown(arr: np.ndarray, need: int) -> np.ndarray:
-    """`arr` with capacity >= need (doubling), contents kept."""
-    if need <= len(arr):
-        return arr
-    out = np.zeros(max(need, 2 * len(arr), 64), dtype=arr.dtype)
-    out[: len(arr)] = arr
-    return out
-
-
 def _narrow_slots(slots: np.ndarray, nslots: int) -> np.ndarray:
     """Main postings' slots as uint16 when every slot of the namespace fits (most namespaces: half
     the bytes of int32, ~6 MB of a 100k project's server), else int32."""
     return slots.astype(np.uint16 if nslots <= 1 << 16 else np.int32, copy=False)
-
-
-def _small_uint(values: np.ndarray) -> np.ndarray:
-    """The narrowest unsigned dtype that holds the (non-negative) codes."""
-    top = int(values.max()) if len(values) else 0
-    dtype = np.uint16 if top < 1 << 16 else np.uint32 if top < 1 << 32 else np.int64
-    return values.astype(dtype, copy=False)
 
 
 class NamespaceIndex:
@@ -157,7 +142,7 @@ class NamespaceIndex:
     def _intern(self, fresh: list[str]) -> None:
         # One string per term across all namespaces' indexes (a namespace holds ~20k terms, most of
         # them in the others too: ~5 MB at 100k events); interned strings are freed with their last user.
-        fresh = list(map(sys.intern, fresh))
+        fresh = list(map(sys.intern, map(_own_copy, fresh)))
         names = self._terms
         self._tid.update(zip(fresh, range(len(names), len(names) + len(fresh))))
         names += fresh
@@ -384,12 +369,17 @@ class NamespaceIndex:
         elif self._dead_postings > max(_OVERFLOW_MIN, len(self._pslot) >> 2):
             self._merge()
 
-    def _merge(self, renumber: bool = False) -> None:
+    def _merge(self, renumber: bool = False, sort_all: bool = False) -> None:
         """Fold the overflow into the sorted main arrays, dropping dead postings;
-        with `renumber`, also pack the live slots and forget unused terms."""
+        with `renumber`, also pack the live slots and forget unused terms. With no dead posting and
+        no renumbering the overflow is inserted into the main arrays (`_insert_overflow`) instead of
+        sorting every posting again (`sort_all`: that way regardless; the arrays are the same)."""
         self._materialize()
         self._flush()
         self._flagged.clear()
+        if not renumber and not self._dead_postings and not sort_all:
+            self._insert_overflow()
+            return
         m = self._m
         nterms = len(self._terms)
         ov_term = self._ov_term[:m]
@@ -436,6 +426,39 @@ class NamespaceIndex:
         del slot
         self._pcode = code[order]
         self._off = off
+        self._overflow_folded()
+
+    def _insert_overflow(self) -> None:
+        """`_merge` without dead postings: each overflow posting goes in after its term's main
+        postings, in arrival order, as a stable sort of all of them puts it. Only the two new arrays
+        and the overflow's order are allocated: sorting every posting again took ~18 MB at once for
+        a 100k project's largest namespace (the save compacts each index)."""
+        m = self._m
+        nterms = len(self._terms)
+        ov_term = self._ov_term[:m]
+        counts = np.bincount(ov_term, minlength=nterms)
+        self._df[:nterms] += counts  # _df: live main postings again
+        old_off = self._off
+        counts[: len(old_off) - 1] += np.diff(old_off)
+        off = np.zeros(nterms + 1, dtype=np.int64)
+        np.cumsum(counts, out=off[1:])
+        del counts
+        if m:
+            order = np.argsort(ov_term, kind="stable")
+            # after the last main posting of the term (a term new since the last merge: at the end)
+            at = old_off[np.minimum(ov_term[order].astype(np.int64) + 1, len(old_off) - 1)]
+            ov_val = self._ov_val[:m]
+            ov_code = _small_uint(((ov_val & _TF_MASK) << 2) | (ov_val >> _TF_BITS))
+            code_type = np.result_type(self._pcode.dtype, ov_code.dtype)  # (the wider, as a concatenation)
+            slot_type = _narrow_slots(self._ov_slot[:0], self._nslots).dtype
+            self._pslot = np.insert(self._pslot.astype(slot_type, copy=False), at, self._ov_slot[:m][order].astype(slot_type))
+            self._pcode = np.insert(self._pcode.astype(code_type, copy=False), at, ov_code[order].astype(code_type))
+        # main slots ascending per term, the overflow's in arrival order and past them: sorted, no check
+        self._ordered_for = self._pslot
+        self._off = off
+        self._overflow_folded()
+
+    def _overflow_folded(self) -> None:
         self._m = 0
         self._ov_by_term.reset()
         self._dead_postings = 0

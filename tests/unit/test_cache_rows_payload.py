@@ -53,3 +53,32 @@ def test_reused_rows_give_the_same_payload(project):
     empty = next((s for s in ws.memory.values() if not s.active), None)
     if empty is not None:
         assert namespace_payloads(empty, [])["rows"] == b""
+
+
+def test_rows_in_many_chunks_give_the_same_payload_and_index(project, monkeypatch):
+    """The save writes the rows a chunk at a time (state_rows.row_chunks): cut after every row,
+    the joined chunks and the row index (end offsets run across chunks) equal a one-chunk build."""
+    from harn_ls import state_rows
+
+    ws = Workspace.load(str(project))
+    whole = {ns: namespace_payloads(space, ws._fact_entries(ns)) for ns, space in ws.memory.items()}
+    monkeypatch.setattr(state_rows, "ROW_CHUNK_BYTES", 1)
+    for ns, space in ws.memory.items():
+        index = array("q")
+        chunks = list(state_rows.row_chunks(space, None, index))
+        assert len(chunks) == len(space.active) + 1  # (the last, empty, closes the payload)
+        assert b"".join(chunks) == whole[ns]["rows"] and index.tobytes() == whole[ns]["rowidx"]
+        _check(namespace_payloads(space, ws._fact_entries(ns)), space)
+
+
+def test_json_array_chunks_are_the_bytes_of_one_dumps(monkeypatch):
+    """The facts payload is encoded an item at a time (state_rows.json_array_chunks): joined, the
+    chunks are exactly orjson's bytes for the whole list, cut after every item or in larger pieces."""
+    from harn_ls import state_rows
+
+    cases = [[], [None], [[1, {"a": [1, 2]}, []]], [[i, {"k": "v" * i, 3: None}, [["p", i]]] for i in range(50)]]
+    for chunk_bytes in (1, 64, 1 << 20):
+        monkeypatch.setattr(state_rows, "ROW_CHUNK_BYTES", chunk_bytes)
+        for items in cases:
+            got = b"".join(state_rows.json_array_chunks(iter(items), orjson.OPT_NON_STR_KEYS))
+            assert got == orjson.dumps(items, option=orjson.OPT_NON_STR_KEYS)
