@@ -30,3 +30,20 @@ def damage_payload(project: Path, key: str, damage: str, flip: tuple[bytes, byte
         manifest[key].update(size=len(data), crc=zlib.crc32(data))
         (folder / MANIFEST).write_bytes(orjson.dumps(manifest))
     payload.write_bytes(data)
+
+
+def flip_cut_or_delete(payload: Path, damage: str, marker: bytes) -> bool:
+    """The damages any payload file takes alike: "flip" (the first byte of `marker`'s first
+    occurrence changed: same size, another checksum), "truncate" (half kept), "delete" / "deleted"
+    (the file gone). False, and nothing done, for any other damage: the caller's own."""
+    data = payload.read_bytes()
+    if damage == "flip":
+        i = data.index(marker)
+        payload.write_bytes(data[:i] + (b"F" if data[i:i + 1] != b"F" else b"G") + data[i + 1:])
+    elif damage == "truncate":
+        payload.write_bytes(data[: len(data) // 2])
+    elif damage in ("delete", "deleted"):
+        payload.unlink()
+    else:
+        return False
+    return True

@@ -13,6 +13,7 @@ from harn_ls import state_tail
 from harn_ls.render.inspect import inspect_json
 from harn_ls.state_cache import MANIFEST, StateCache
 from harn_ls.workspace import Workspace
+from tests.helpers.cache_damage import flip_cut_or_delete
 from tests.unit.test_cache import FACTS, NOTES, append, cache_env, cli, event, project  # noqa: F401  (fixtures)
 
 OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
@@ -148,14 +149,7 @@ def test_damaged_cached_inspect_facts_are_never_printed(project, cache_env, dama
     folder, manifest, e = manifest_entry(project, "team/extra")
     payload = folder / e["ifacts"]["name"]
     data = payload.read_bytes()
-    if damage == "flip":
-        i = data.index(b"fact_")
-        payload.write_bytes(data[:i] + b"F" + data[i + 1:])  # same size, another checksum
-    elif damage == "truncate":
-        payload.write_bytes(data[: len(data) // 2])
-    elif damage == "delete":
-        payload.unlink()
-    else:
+    if not flip_cut_or_delete(payload, damage, b"fact_"):
         if damage == "unnamed":
             del e["ifacts"]
         else:  # consistent payloads (size and checksum match) that do not hold the counted facts

@@ -14,6 +14,7 @@ import pytest
 from harn_ls.render.inspect import inspect_json
 from harn_ls.state_cache import MANIFEST, StateCache
 from harn_ls.workspace import Workspace
+from tests.helpers.cache_damage import flip_cut_or_delete
 from tests.unit.test_cache import append, cache_env, event, ids_in, project  # noqa: F401  (fixtures)
 from tests.unit.test_cache_inspect import TEAM, add_tricky_facts, cold_bytes, dump, fast, fill
 from tests.unit.test_cache_rows import facts_view
@@ -26,15 +27,9 @@ def damage_facts(project: Path, ns: str, damage: str) -> None:
     manifest = orjson.loads((folder / MANIFEST).read_bytes())
     desc = manifest["namespaces"][ns]["facts"]
     payload = folder / desc["name"]
-    data = payload.read_bytes()
-    if damage == "flip":
-        i = data.index(b"fact_")
-        payload.write_bytes(data[:i] + b"F" + data[i + 1:])  # same size, another checksum
-    elif damage == "truncate":
-        payload.write_bytes(data[: len(data) // 2])
-    elif damage == "deleted":
-        payload.unlink()
-    else:  # size and checksum agree with the manifest; the rows are not fact rows
+    if not flip_cut_or_delete(payload, damage, b"fact_"):
+        # size and checksum agree with the manifest; the rows are not fact rows
+        data = payload.read_bytes()
         new = orjson.dumps([[seq, ["not", "a", "fact"], probs] for seq, _f, probs in orjson.loads(data)])
         payload.write_bytes(new)
         desc.update(size=len(new), crc=zlib.crc32(new))
