@@ -7,6 +7,7 @@ import os
 from harn_ls.accept_plan import planned_files
 from harn_ls.formats.checkpoints import running_now
 from harn_ls.formats.facts import date_now_iso
+from harn_ls.formats.json_pieces import Changed
 from harn_ls.formats.locks import session_running
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.formats.session_store import read_session_events
@@ -40,7 +41,17 @@ def cap_bytes(text: str, limit: int = MAX_RESPONSE_BYTES) -> str:
 
 def render(ws, target: StateUri, settings: RenderSettings) -> str:
     fn = _RENDERERS[target.kind]
-    return fn(ws, target, settings)
+    try:
+        return fn(ws, target, settings)
+    except Changed:
+        # A big run record read in pieces was rewritten in place while this document was made
+        # from it: made again from the file as it is now (a second change: said so, never mixed).
+        pass
+    try:
+        return fn(ws, target, settings)
+    except Changed:
+        return (f"# {cell(target.kind)} — {cell(target.name)}\n\nThe run record changed while this document was read "
+                "from it; it is shown again after the change.\n")
 
 
 def _link(label: str, uri: str) -> str:

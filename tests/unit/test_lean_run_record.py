@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 
 import orjson
 import pytest
@@ -44,13 +45,51 @@ _documents = st.dictionaries(st.text(max_size=6) | st.sampled_from(["transcript"
                              _values | _transcripts, max_size=5)
 
 
+def _lean(raw: bytes, directory) -> dict:
+    """`raw` written to a file and read in pieces through it: the plain values (read back while
+    the file is open)."""
+    path = os.path.join(str(directory), "record.json")
+    with open(path, "wb") as fh:
+        fh.write(raw)
+    fd = os.open(path, os.O_RDONLY)
+    src = json_pieces.PieceFile(fd, os.fstat(fd))
+    try:
+        return _plain(runs_fmt._lean_object(src))
+    finally:
+        src.close()
+
+
+# Windows of the scan, blocks of the walk and chunks of the read-backs, down to one byte: their
+# edges fall inside strings, escapes, keys, numbers and between a backslash and its quote.
+_windows = st.sampled_from([1, 2, 3, 5, 7, 16, 64, 1 << 20])
+
+
 @settings(max_examples=300, deadline=None)
-@given(_documents, st.sampled_from([0, orjson.OPT_INDENT_2]), st.sampled_from([b"", b" \n", b"\t\r\n "]))
-def test_pieces_give_the_whole_parse(doc, option, pad):
+@given(_documents, st.sampled_from([0, orjson.OPT_INDENT_2]), st.sampled_from([b"", b" \n", b"\t\r\n "]),
+       _windows, _windows, _windows)
+def test_pieces_give_the_whole_parse(doc, option, pad, scan_window, block, chunk):
     raw = pad + orjson.dumps(doc, option=option) + pad
-    with pytest.MonkeyPatch.context() as mp:
+    with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as tmp:
         mp.setattr(json_pieces, "MAX_SHARE", 1)  # (small documents are mostly quotes and brackets)
-        assert _plain(runs_fmt._lean_object(raw)) == orjson.loads(raw)
+        mp.setattr(json_pieces, "SCAN_WINDOW", scan_window)
+        mp.setattr(json_pieces, "BLOCK", block)
+        mp.setattr(json_pieces, "READ_CHUNK", chunk)
+        assert _lean(raw, tmp) == orjson.loads(raw)
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 4, 5, 6])
+def test_backslash_runs_across_scan_windows(window, tmp_path, monkeypatch):
+    """A quote escaped (or not) by a run of backslashes that starts windows before it."""
+    monkeypatch.setattr(json_pieces, "MAX_SHARE", 1)
+    monkeypatch.setattr(json_pieces, "SCAN_WINDOW", window)
+    for run in range(0, 9):
+        text = "a" + "\\" * run + '"]{' + "\\" * run
+        doc = {"k": [text, {"x": text + "[}"}], "transcript": {"events": [text, {"t": text}, [text]], "messages": []}}
+        raw = orjson.dumps(doc)
+        assert _lean(raw, tmp_path) == doc
+    # an odd run before a document's closing quote escapes it: the string never ends
+    with pytest.raises(json_pieces.NotPlain):
+        _lean(b'{"a": "x\\\\\\"}', tmp_path)
 
 
 @pytest.mark.parametrize("raw", [
@@ -60,9 +99,9 @@ def test_pieces_give_the_whole_parse(doc, option, pad):
     b'{"transcript": {"events": [{"a": 1} {"b": 2}]}}', b'{"a": ' + b"[" * 600 + b"]" * 600 + b"}",
     b'{"a": "\\\\"x"}', b"{'a': 1}", b'{"a": 01}',
 ])
-def test_what_a_whole_parse_might_refuse_is_not_read_in_pieces(raw):
+def test_what_a_whole_parse_might_refuse_is_not_read_in_pieces(raw, tmp_path):
     with pytest.raises(json_pieces.NotPlain):
-        runs_fmt._lean_object(raw)
+        _lean(raw, tmp_path)
 
 
 def _record_fields(run) -> dict:
@@ -155,10 +194,10 @@ def test_a_changed_record_is_read_again(project, monkeypatch):
     assert "changed words" in after and after != before
 
 
-def test_a_document_made_of_quotes_or_brackets_is_left_to_the_whole_parse():
-    """The scan keeps 4 bytes per quote and bracket: past one in MAX_SHARE bytes it declines (the
-    whole parse, with its density check, takes such a file)."""
+def test_a_document_made_of_quotes_or_brackets_is_left_to_the_whole_parse(tmp_path):
+    """The scan's arrays cost several bytes per quote and bracket: past one in MAX_SHARE bytes it
+    declines (the whole parse, with its density check, takes such a file)."""
     many_strings = b'{"a": [' + b",".join([b'""'] * 50_000) + b"]}"
     with pytest.raises(json_pieces.NotPlain):
-        runs_fmt._lean_object(many_strings)
-    assert _plain(runs_fmt._lean_object(b'{"a": ["' + b"x" * 400 + b'"]}')) == {"a": ["x" * 400]}
+        _lean(many_strings, tmp_path)
+    assert _lean(b'{"a": ["' + b"x" * 400 + b'"]}', tmp_path) == {"a": ["x" * 400]}
