@@ -40,7 +40,7 @@ _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _SCALAR = re.compile(rb"[^,\]}: \t\n\r\[{\"]+")
 _OPEN, _QUOTE = frozenset(b"[{"), ord('"')
 
-SCAN_WINDOW = 1 << 20  # bytes read and classified at a time by the scan (its arrays are per window)
+SCAN_WINDOW = 256 * 1024  # bytes read and classified at a time by the scan (its arrays are per window)
 BLOCK = 64 * 1024  # bytes read at a time around the separators the walk looks at
 READ_CHUNK = 256 * 1024  # neighbouring pieces are read back together up to this many bytes
 MAX_SHARE = 8  # at most one quote or bracket in this many bytes (a 14 MB run record: one in 22)
@@ -128,13 +128,15 @@ class _Scanner:
 
     def window(self, data: bytes, base: int) -> None:
         np = self.np
-        self.dicts += data.count(b"{")
-        self.lists += data.count(b"[")
         view = np.frombuffer(data, dtype=np.uint8)
         codes = self.kinds[view]
         quotes = np.flatnonzero(codes == 1)
         brackets = np.flatnonzero(codes == 3)
         del codes
+        kinds = view[brackets]  # (every `{` and `[` byte, inside strings too: the density rule's counts)
+        self.dicts += int(np.count_nonzero(kinds == ord("{")))
+        self.lists += int(np.count_nonzero(kinds == ord("[")))
+        del kinds
         self.budget -= len(quotes) + len(brackets)
         if self.budget < 0:
             raise NotPlain("too many quotes and brackets to scan")
@@ -206,14 +208,29 @@ class Scan:
         base, block = self._at(pos)
         return block[pos - base]
 
-    def skip_ws(self, pos: int) -> int:
+    def token(self, pos: int) -> tuple[int, int]:
+        """(position, byte) of the first byte from `pos` on that is not whitespace; -1 at the end."""
+        base, block = self._base, self._block
+        if base <= pos < base + len(block):  # (the usual case: the separator is in the block)
+            end = _WS.match(block, pos - base).end()
+            if end < len(block):
+                return base + end, block[end]
+            pos = base + end
         while pos < self.src.size:
             base, block = self._at(pos)
             end = _WS.match(block, pos - base).end()
             if end < len(block):
-                return base + end
+                return base + end, block[end]
             pos = base + end
-        return pos
+        return pos, -1
+
+    def kept_in(self, start: int, end: int) -> tuple[array, array]:
+        """(starts, ends) of the kept containers that open in [start, end), in position order."""
+        lo, hi = self._starts.searchsorted(start), self._starts.searchsorted(end)
+        starts, ends = array("q"), array("q")
+        starts.frombytes(self._starts[lo:hi].tobytes())
+        ends.frombytes(self._ends[lo:hi].tobytes())
+        return starts, ends
 
     def parse(self, start: int, end: int) -> Any:
         """orjson's value of the bytes [start, end) of the file; NotPlain when orjson refuses it."""
@@ -272,54 +289,66 @@ def members(scan: Scan, pos: int, end: int) -> dict[str, tuple[int, int]]:
     if scan.byte(pos) != ord("{"):
         raise NotPlain("object expected")
     out: dict[str, tuple[int, int]] = {}
-    pos = scan.skip_ws(pos + 1)
+    pos, first = scan.token(pos + 1)
     if _closed(scan, pos, end, ord("}")):
         return out
     while True:
-        if scan.byte(pos) != _QUOTE:
+        if first != _QUOTE:
             raise NotPlain("key expected")
         kend = scan.value_end(pos)
         key = scan.parse(pos, kend)
-        pos = scan.skip_ws(kend)
-        if scan.byte(pos) != ord(":"):
+        pos, colon = scan.token(kend)
+        if colon != ord(":"):
             raise NotPlain("':' expected")
-        start = scan.skip_ws(pos + 1)
+        start, _first = scan.token(pos + 1)
         stop = scan.value_end(start)
         out[key] = (start, stop)
-        pos = scan.skip_ws(stop)
+        pos, sep = scan.token(stop)
         if _closed(scan, pos, end, ord("}")):
             return out
-        if scan.byte(pos) != ord(","):
+        if sep != ord(","):
             raise NotPlain("',' or '}' expected")
-        pos = scan.skip_ws(pos + 1)
+        pos, first = scan.token(pos + 1)
 
 
 def elements(scan: Scan, pos: int, end: int) -> array:
     """start, end, start, end... of the elements of the array at `pos` that ends at `end` (one
-    flat array of 8-byte numbers: a list of tuples cost ~13 times more)."""
+    flat array of 8-byte numbers: a list of tuples cost ~13 times more). The containers among
+    them are met in position order: their ends are looked up by a pointer, not a search."""
     if scan.byte(pos) != ord("["):
         raise NotPlain("array expected")
     out = array("q")
-    pos = scan.skip_ws(pos + 1)
+    starts, ends = scan.kept_in(pos + 1, end)
+    k = 0
+    pos, first = scan.token(pos + 1)
     if _closed(scan, pos, end, ord("]")):
         return out
     while True:
-        stop = scan.value_end(pos)
+        if first in _OPEN:
+            while k < len(starts) and starts[k] < pos:  # (kept containers nested in an element)
+                k += 1
+            if k == len(starts) or starts[k] != pos:
+                raise NotPlain("value expected")
+            stop = ends[k]
+        else:
+            stop = scan.value_end(pos)
         out.append(pos)
         out.append(stop)
-        pos = scan.skip_ws(stop)
-        if _closed(scan, pos, end, ord("]")):
+        pos, sep = scan.token(stop)
+        if sep == ord("]"):
+            if pos + 1 != end:
+                raise NotPlain("brackets do not match")
             return out
-        if scan.byte(pos) != ord(","):
+        if sep != ord(","):
             raise NotPlain("',' or ']' expected")
-        pos = scan.skip_ws(pos + 1)
+        pos, first = scan.token(pos + 1)
 
 
 def document_members(scan: Scan) -> dict[str, tuple[int, int]]:
     """The members of a document that is one object with nothing but whitespace around it."""
-    start = scan.skip_ws(0)
+    start, _first = scan.token(0)
     end = scan.value_end(start)
-    if scan.skip_ws(end) != scan.src.size:
+    if scan.token(end)[0] != scan.src.size:
         raise NotPlain("trailing bytes")
     return members(scan, start, end)
 
