@@ -201,3 +201,135 @@ def test_a_document_made_of_quotes_or_brackets_is_left_to_the_whole_parse(tmp_pa
     with pytest.raises(json_pieces.NotPlain):
         _lean(many_strings, tmp_path)
     assert _lean(b'{"a": ["' + b"x" * 400 + b'"]}', tmp_path) == {"a": ["x" * 400]}
+
+
+def test_the_density_rule_is_met_window_by_window(project, monkeypatch):
+    """`{` bytes inside strings, one in 11 bytes: too few for the scan's share, too many for the
+    density rule (counted over every window, as a whole read counts them): left to the whole read,
+    which refuses the file as before."""
+    monkeypatch.setattr(json_pieces, "SCAN_WINDOW", 4096)
+    path = project / ".harn-runs" / "braces.json"
+    path.write_bytes(b'{"id": "braces", "task": "' + b"{xxxxxxxxxx" * 20_000 + b'"}')
+    assert runs_fmt.read_run_record_lean(str(path)) is None
+    whole = runs_fmt.read_run_record(str(path))
+    assert whole.data is None and [p.code for p in whole.problems] == [runs_fmt.CODE_TOO_LARGE]
+
+
+def _events_record(path, word: str, n: int = 40) -> None:
+    events = [{"kind": "message", "role": "user" if i % 2 else "assistant", "text": f"{word} {i} " + "w" * 50}
+              for i in range(n)]
+    doc = {"_type": "run_record", "id": "run-ev", "status": "done",
+           "transcript": {"_type": "transcript", "id": "tr-ev", "events": events, "messages": []}}
+    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+
+
+def _rewrite_in_place(path, old: bytes, new: bytes) -> None:
+    """The same file (inode) with `old` replaced by `new` (equal lengths: the same size)."""
+    data = path.read_bytes().replace(old, new)
+    with open(path, "r+b") as fh:
+        fh.write(data)
+        fh.truncate()
+
+
+def test_a_piece_read_after_the_file_changed_raises_changed(tmp_path):
+    path = tmp_path / "run-ev.json"
+    _events_record(path, "alpha")
+    lean = runs_fmt.read_run_record_lean(str(path))
+    events = lean.transcripts[0].events
+    assert events[3].text.startswith("alpha 3 ")
+    _rewrite_in_place(path, b"alpha", b"omega")  # (same size; mtime and ctime move)
+    with pytest.raises(json_pieces.Changed):
+        events[3]
+    with pytest.raises(json_pieces.Changed):
+        list(events)
+    # a change the fstat cannot see (the same size, mtime and ctime): the pieces' CRC-32 sees it
+    lean = runs_fmt.read_run_record_lean(str(path))
+    raw_events = lean.data["transcript"]["events"]
+    _rewrite_in_place(path, b"omega 3", b"OMEGA 3")
+    st_ = os.stat(path)
+    raw_events._src._stamp = (st_.st_size, st_.st_mtime_ns, st_.st_ctime_ns)
+    assert raw_events[2]["text"].startswith("omega 2 ")  # (an unchanged piece still reads)
+    with pytest.raises(json_pieces.Changed):
+        raw_events[3]
+    # a file cut short
+    lean = runs_fmt.read_run_record_lean(str(path))
+    with open(path, "r+b") as fh:
+        fh.truncate(100)
+    with pytest.raises(json_pieces.Changed):
+        lean.transcripts[0].events[39]
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open fds through /proc")
+def test_a_record_rewritten_during_a_render_gives_the_new_document(project, monkeypatch):
+    """A rewrite in place while the transcript is rendered (after its scan): the document is made
+    again from the new file, equal to one made from it at rest, never a mix; the fds are closed."""
+    from harn_ls.render import documents
+
+    monkeypatch.setattr(workspace_runs, "LEAN_RECORD_BYTES", 1)
+    path = project / ".harn-runs" / "run-ev.json"
+    _events_record(path, "alpha")
+    ws = Workspace.load(str(project))
+    small = dataclasses.replace(RenderSettings(), transcript_window_bytes=1000)
+    uri = "harn-state:/transcripts/tr-ev.md?page=1"
+    before = render_uri(ws, uri, small)
+    _events_record(path, "omega")
+    at_rest = render_uri(ws, uri, small)
+    assert "omega" in at_rest and "alpha" not in at_rest and "alpha" in before
+    _events_record(path, "alpha")
+    fds = _open_fds()
+    real = documents.render_event
+    calls = []
+
+    def rewriting(i, ev, ctx):
+        if not calls:
+            _rewrite_in_place(path, b"alpha", b"omega")
+        calls.append(i)
+        return real(i, ev, ctx)
+
+    monkeypatch.setattr(documents, "render_event", rewriting)
+    during = render_uri(ws, uri, small)
+    assert during == at_rest and "alpha" not in during
+    assert _open_fds() == fds
+
+    def always_rewriting(i, ev, ctx):
+        _rewrite_in_place(path, b"omega", b"alpha") if b"omega" in path.read_bytes() else \
+            _rewrite_in_place(path, b"alpha", b"omega")
+        return real(i, ev, ctx)
+
+    monkeypatch.setattr(documents, "render_event", always_rewriting)
+    text = render_uri(ws, uri, small)
+    assert "changed while this document was read" in text and "alpha" not in text and "omega" not in text
+    assert _open_fds() == fds
+
+
+def test_a_record_replaced_by_rename_during_a_render_gives_the_new_document(project, monkeypatch):
+    """Harn's own way to write (a .tmp renamed over the record): the fd still reads the file that
+    was scanned, but the rename moved its ctime (one link less), so the document is made again
+    from the new file: equal to one made from it at rest."""
+    from harn_ls.render import documents
+
+    monkeypatch.setattr(workspace_runs, "LEAN_RECORD_BYTES", 1)
+    path = project / ".harn-runs" / "run-ev.json"
+    _events_record(path, "omega")
+    ws = Workspace.load(str(project))
+    small = dataclasses.replace(RenderSettings(), transcript_window_bytes=1000)
+    uri = "harn-state:/transcripts/tr-ev.md?page=1"
+    at_rest = render_uri(ws, uri, small)
+    _events_record(path, "alpha")
+    real = documents.render_event
+    calls = []
+
+    def renaming(i, ev, ctx):
+        if not calls:
+            tmp = path.with_suffix(".json.tmp")
+            _events_record(tmp, "omega")
+            os.replace(tmp, path)
+        calls.append(i)
+        return real(i, ev, ctx)
+
+    monkeypatch.setattr(documents, "render_event", renaming)
+    assert render_uri(ws, uri, small) == at_rest
