@@ -5,7 +5,8 @@ into place, so a reader normally sees whole files; a half-written file means
 the rename fallback (direct write) or a foreign writer, and is reported with
 `retry=True`. Records can be large (a transcript of 10 MB is normal), so each
 file is read once into bytes and parsed once with orjson; transcript views
-share the parsed lists instead of copying them.
+share the parsed lists instead of copying them. A document that needs a big
+record whole reads it in pieces instead (`read_run_record_lean`).
 """
 
 from __future__ import annotations

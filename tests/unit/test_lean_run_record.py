@@ -174,7 +174,7 @@ def test_documents_from_records_read_in_pieces_are_identical_and_not_kept(projec
     ws._transcript_cache.clear()
     monkeypatch.setattr(workspace_runs, "LEAN_RECORD_BYTES", 1)  # every record read in pieces
     assert _documents(ws) == whole
-    assert not ws._transcript_cache  # (a record read in pieces holds its file's bytes: never kept)
+    assert not ws._transcript_cache  # (a record read in pieces holds its file open: never kept)
 
 
 def test_a_changed_record_is_read_again(project, monkeypatch):
