@@ -59,6 +59,7 @@ class PieceFile:
     read checked against the fstat taken when it was opened."""
 
     __slots__ = ("_fd", "size", "_stamp")
+    _os_close = staticmethod(os.close)  # (held here: __del__ may run when the os module is torn down)
 
     def __init__(self, fd: int, st: os.stat_result) -> None:
         self._fd = fd
@@ -80,7 +81,7 @@ class PieceFile:
     def close(self) -> None:
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
-            os.close(fd)
+            self._os_close(fd)
 
     def __del__(self) -> None:
         self.close()

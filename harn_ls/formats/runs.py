@@ -245,7 +245,7 @@ def read_run_record_lean(path: str, *, summaries: bool = False) -> RunRecord | N
     src = json_pieces.PieceFile(fd, st)
     try:
         data = _lean_object(src)
-    except json_pieces.NotPlain:
+    except (json_pieces.NotPlain, OSError):  # (a read error too: the whole read reports it)
         src.close()
         return None
     return _record_from(path, data, False, st, [], summaries)
