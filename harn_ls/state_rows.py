@@ -13,6 +13,7 @@ import orjson
 
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import EMPTY_FLAGS, IN_TEXT, MemoryNamespace, MemoryRecord, shared_tags
+from harn_ls.shared_ints import shared
 
 
 class CacheInvalid(Exception):
@@ -44,7 +45,7 @@ def record_from_row(row: list, namespace: str) -> MemoryRecord:
             raise TypeError("a row's text slot is a string, null or the value-in-text mark")
         text, value = value, IN_TEXT
     return MemoryRecord(rid, namespace, key, value, text, shared_tags(tags), stored_at,
-                        seq, line_no, prov, status, scope, flags, updated_at)
+                        shared(seq), shared(line_no), prov, status, scope, flags, updated_at)
 
 
 def decode_rows(rows: bytes) -> list:

@@ -25,6 +25,7 @@ from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.jsonl import JsonlLine
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.lean_dataclass import lean_dataclass
+from harn_ls.shared_ints import shared
 
 EVENT_TYPES = ("store", "forget", "open", "update")
 
@@ -440,6 +441,7 @@ class MemoryNamespace:
                 return
         self.last_event_at = stored_at
         value = event["value"]
+        seq, line_no = shared(seq), shared(line_no)  # (one object per number across records and namespaces)
         if text == value:
             text = value  # a string value is its own text (§C.2): keep one copy, not two
         status, scope = get("status"), get("scope")
