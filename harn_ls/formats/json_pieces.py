@@ -98,10 +98,8 @@ def _odd_slashes(data: bytes, quote: int, carried: int) -> bool:
 
 
 def _trailing_slashes(data: bytes) -> int:
-    i = len(data) - 1
-    while i >= 0 and data[i] == 0x5C:
-        i -= 1
-    return len(data) - 1 - i
+    # (rstrip's copy of a window is cheap; a loop in Python over a window of backslashes is not)
+    return len(data) - len(data.rstrip(b"\\"))
 
 
 class _Scanner:
