@@ -12,7 +12,8 @@ from typing import Iterable, Iterator, Mapping
 import orjson
 
 from harn_ls.formats.jsonl import JsonlTail
-from harn_ls.formats.memory import EMPTY_FLAGS, IN_TEXT, MemoryNamespace, MemoryRecord, shared_tags
+from harn_ls.formats.memory import EMPTY_FLAGS, IN_TEXT, MemoryNamespace, MemoryRecord, pack_json, shared_tags
+from harn_ls.shared_ints import shared
 
 
 class CacheInvalid(Exception):
@@ -25,11 +26,13 @@ _VALUE_IN_TEXT = 1
 
 
 def record_row(r: MemoryRecord) -> list:
+    """The record as a row, for orjson.dumps (a packed provenance goes in as an orjson.Fragment of
+    its bytes: the same output as its dict, without parsing it to write it)."""
     if r.value_in_text:
-        return [r.id, r.key, r.text, _VALUE_IN_TEXT, list(r.tags), r.stored_at, r.seq, r.line_no, r.provenance,
+        return [r.id, r.key, r.text, _VALUE_IN_TEXT, list(r.tags), r.stored_at, r.seq, r.line_no, r.provenance_json(),
                 r.status, r.scope, r.flags, r.updated_at]
     text = None if r.text is r.value or (isinstance(r.value, str) and r.text == r.value) else r.text
-    return [r.id, r.key, r.value, text, list(r.tags), r.stored_at, r.seq, r.line_no, r.provenance, r.status, r.scope,
+    return [r.id, r.key, r.value, text, list(r.tags), r.stored_at, r.seq, r.line_no, r.provenance_json(), r.status, r.scope,
             r.flags, r.updated_at]
 
 
@@ -44,7 +47,7 @@ def record_from_row(row: list, namespace: str) -> MemoryRecord:
             raise TypeError("a row's text slot is a string, null or the value-in-text mark")
         text, value = value, IN_TEXT
     return MemoryRecord(rid, namespace, key, value, text, shared_tags(tags), stored_at,
-                        seq, line_no, prov, status, scope, flags, updated_at)
+                        shared(seq), shared(line_no), pack_json(prov), status, scope, flags, updated_at)
 
 
 def decode_rows(rows: bytes) -> list:

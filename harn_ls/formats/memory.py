@@ -25,6 +25,7 @@ from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.jsonl import JsonlLine
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.lean_dataclass import lean_dataclass
+from harn_ls.shared_ints import shared
 
 EVENT_TYPES = ("store", "forget", "open", "update")
 
@@ -56,11 +57,16 @@ class _EmptyFlags(dict):
 # at 100k). Nothing modifies a record's flags (an update merges into a new dict; `to_json` copies),
 # and the shared one cannot be modified.
 EMPTY_FLAGS: dict = _EmptyFlags()
-# Tag tuples seen so far, each the first of its equal tuples (its strings interned): records share
-# them instead of holding one tuple and one string per tag each (~18 MB at 100k). Bounded: tags are
-# project bytes, so past the cap a new combination is simply not shared.
+# Tag tuples seen at least twice, each the first of its equal tuples (its strings interned): records
+# share them instead of holding one tuple and one string per tag each (~18 MB at 100k). A tuple seen
+# once waits in _TAGS_SEEN_ONCE: facts carry tags of their own (their evidence refs), and taken in on
+# first sight, 10k such one-off tuples filled the cap, so every namespace read after them shared
+# nothing (~9 MB at 100k). Both bounded: tags are project bytes. Past the cap a new combination is not
+# shared; the seen-once table is emptied when full (a pair split by that is not shared, nothing else).
 _SHARED_TAGS: dict[tuple, tuple] = {}
-_SHARED_TAGS_CAP = 4096
+_SHARED_TAGS_CAP = 1 << 15
+_TAGS_SEEN_ONCE: dict[tuple, tuple] = {}
+_TAGS_SEEN_ONCE_CAP = 1 << 15
 # The fields Harn writes in every store event (flags, provenance, status and scope are optional).
 _STORE_FIELDS = operator.itemgetter("id", "key", "stored_at", "text", "tags")
 
@@ -68,16 +74,36 @@ DEFAULT_CONFIG = {"backend": "bm25", "embed_model_hint": "default", "bm25_weight
 
 
 def shared_tags(tags: Iterable[str]) -> tuple[str, ...]:
-    """tuple(tags), as the one tuple equal records share when it is already known (see _SHARED_TAGS)."""
+    """tuple(tags), as the one tuple equal records share once it has been seen twice (see _SHARED_TAGS)."""
     key = tuple(tags)
     got = _SHARED_TAGS.get(key)
     if got is not None:
         return got
-    if len(_SHARED_TAGS) >= _SHARED_TAGS_CAP:
-        return key
-    key = tuple(sys.intern(t) if type(t) is str else t for t in key)
-    _SHARED_TAGS[key] = key
+    first = _TAGS_SEEN_ONCE.pop(key, None)
+    if first is not None:  # the second sighting: the first one's tuple is the shared one from now on
+        if len(_SHARED_TAGS) < _SHARED_TAGS_CAP:
+            _SHARED_TAGS[first] = first
+        return first
+    key = tuple(sys.intern(t) if type(t) is str else t for t in key)  # (one string per tag, shared or not)
+    if len(_TAGS_SEEN_ONCE) >= _TAGS_SEEN_ONCE_CAP:
+        _TAGS_SEEN_ONCE.clear()
+    _TAGS_SEEN_ONCE[key] = key
     return key
+
+
+def pack_json(value: Any) -> Any:
+    """A dict or list parsed by orjson, as its compact JSON bytes (what MemoryRecord keeps as its
+    provenance: a two-key dict of a run id, its strings and its table took ~330 bytes, the bytes
+    ~110; 30k of them at 100k events). Anything else, or a value orjson would not write back the
+    same (it always does for what it parsed), is returned as it is."""
+    if type(value) in _PLAIN_JSON and value:
+        try:
+            packed = orjson.dumps(value)
+        except (TypeError, orjson.JSONEncodeError):
+            return value
+        # (copied: the bytes orjson returns keep the 4 KB buffer they were written in, whatever their length)
+        return memoryview(packed).tobytes()
+    return value
 
 
 _RECORD_FIELDS = ("id", "namespace", "key", "value", "text", "tags", "stored_at", "seq", "line_no", "provenance",
@@ -110,7 +136,7 @@ class MemoryRecord:
     record (`with_changes`). A plain slots class, not a frozen dataclass: a cold load builds one
     per store, and the frozen `__init__` (one `object.__setattr__` per field) cost ~4 us each."""
 
-    __slots__ = tuple("_value" if name == "value" else name for name in _RECORD_FIELDS)
+    __slots__ = tuple(f"_{name}" if name in ("value", "provenance") else name for name in _RECORD_FIELDS)
     id: str
     namespace: str
     key: str
@@ -120,7 +146,7 @@ class MemoryRecord:
     stored_at: str
     seq: int  # sequence of the store event (tie-break)
     line_no: int  # 1-based line of the store event
-    provenance: Any
+    _provenance: Any  # the provenance, or its compact JSON as bytes (see `provenance`, pack_json)
     status: str | None
     scope: str | None
     flags: dict
@@ -138,11 +164,24 @@ class MemoryRecord:
         self.stored_at = stored_at
         self.seq = seq
         self.line_no = line_no
-        self.provenance = provenance
+        self._provenance = provenance
         self.status = status
         self.scope = scope
         self.flags = EMPTY_FLAGS if flags is None else flags
         self.updated_at = updated_at
+
+    @property
+    def provenance(self) -> Any:
+        """Where the record came from (kept packed, as its compact JSON, when it is a dict or list:
+        `pack_json`; parsed again on each read, an equal value and a new object each time)."""
+        prov = self._provenance
+        return orjson.loads(prov) if type(prov) is bytes else prov
+
+    def provenance_json(self) -> Any:
+        """The provenance for a document about to be encoded by orjson: a packed one as an
+        orjson.Fragment of its bytes (the same output, without parsing it first)."""
+        prov = self._provenance
+        return orjson.Fragment(prov) if type(prov) is bytes else prov
 
     @property
     def value(self) -> Any:
@@ -202,7 +241,7 @@ class MemoryRecord:
         return MemoryRecord(
             get("id", self.id), get("namespace", self.namespace), get("key", self.key), value,
             get("text", self.text), get("tags", self.tags), get("stored_at", self.stored_at), get("seq", self.seq),
-            get("line_no", self.line_no), get("provenance", self.provenance), get("status", self.status),
+            get("line_no", self.line_no), get("provenance", self._provenance), get("status", self.status),
             get("scope", self.scope), get("flags", self.flags), get("updated_at", self.updated_at))
 
     def to_json(self) -> dict:
@@ -440,11 +479,12 @@ class MemoryNamespace:
                 return
         self.last_event_at = stored_at
         value = event["value"]
+        seq, line_no = shared(seq), shared(line_no)  # (one object per number across records and namespaces)
         if text == value:
             text = value  # a string value is its own text (§C.2): keep one copy, not two
         status, scope = get("status"), get("scope")
         record = MemoryRecord(
-            rid, self.namespace, key, value, text, shared_tags(tags), stored_at, seq, line_no, get("provenance"),
+            rid, self.namespace, key, value, text, shared_tags(tags), stored_at, seq, line_no, pack_json(get("provenance")),
             status if isinstance(status, str) else None, scope if isinstance(scope, str) else None,
             dict(flags) if flags else EMPTY_FLAGS,
         )
@@ -502,7 +542,7 @@ class MemoryNamespace:
             if isinstance(event.get(name), str):
                 changes[name] = event[name]
         if "provenance" in event:
-            changes["provenance"] = event["provenance"]
+            changes["provenance"] = pack_json(event["provenance"])
         if isinstance(event.get("flags"), dict):
             changes["flags"] = {**old.flags, **event["flags"]}
         changes["updated_at"] = _str(event, "updated_at")

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Callable
 
 from harn_ls.formats.memory import MemoryRecord
+from harn_ls.shared_ints import shared, shared_range
 
 
 class _Doc:
@@ -14,7 +15,7 @@ class _Doc:
 
     def __init__(self, record: MemoryRecord, slot: int) -> None:
         self.record = record
-        self.slot = slot  # dense document slot in the index arrays
+        self.slot = shared(slot)  # dense document slot in the index arrays (one int object per number)
         self.vec_hash: str | None = None  # sha256 of the searchable text, computed lazily
 
 
@@ -29,7 +30,7 @@ class _LazyDocs(Mapping):
                  fetch_all: Callable[[], dict[int, MemoryRecord]], slot_of: dict[int, int] | None = None) -> None:
         self.seqs = seqs  # slot -> seq (a dead slot keeps the seq it had)
         self._seqs_shared = True  # `seqs` is the caller's list until the first append copies it
-        self._slot = dict(zip(seqs, range(len(seqs)))) if slot_of is None else slot_of  # seq -> slot (read only)
+        self._slot = dict(zip(seqs, shared_range(0, len(seqs)))) if slot_of is None else slot_of  # seq -> slot (read only)
         self._docs: dict[int, _Doc] = {}
         self._fetch = fetch
         self._fetch_all = fetch_all
@@ -134,7 +135,7 @@ class _TermIds:
 
     def as_dict(self) -> dict[str, int]:
         if self._full is None:
-            self._full = dict(zip(self._terms, range(len(self._terms))))
+            self._full = dict(zip(self._terms, shared_range(0, len(self._terms))))
         return self._full
 
     def get(self, term: str, default: int | None = None) -> int | None:

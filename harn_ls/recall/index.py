@@ -21,6 +21,7 @@ from harn_ls.recall.results import Explain, TermExplain
 from harn_ls.recall.scoring import B, K1, KEY_BOOST, TAG_BOOST, FlaggedMemo, QueryTerm, idf_of, search
 from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analyze
 from harn_ls.recall.vectors import namespace_vectors
+from harn_ls.shared_ints import shared, shared_range
 
 
 
@@ -144,7 +145,7 @@ class NamespaceIndex:
         # them in the others too: ~5 MB at 100k events); interned strings are freed with their last user.
         fresh = list(map(sys.intern, map(_own_copy, fresh)))
         names = self._terms
-        self._tid.update(zip(fresh, range(len(names), len(names) + len(fresh))))
+        self._tid.update(zip(fresh, shared_range(len(names), len(names) + len(fresh))))
         names += fresh
         self._df = _grown(self._df, len(names))
 
@@ -405,14 +406,14 @@ class NamespaceIndex:
             self._alive = np.ones(self._nslots, dtype=bool)
             docs = self.docs
             for i, r in enumerate(self._srec):
-                docs[r.seq].slot = i
+                docs[r.seq].slot = shared(i)
             self._ndead = 0
             used = self._df[:nterms] > 0
             if not used.all():
                 new_tid = (np.cumsum(used) - 1).astype(np.int32)
                 term = new_tid[term]
                 self._terms = list(compress(self._terms, used.tolist()))
-                self._tid = dict(zip(self._terms, range(len(self._terms))))
+                self._tid = dict(zip(self._terms, shared_range(0, len(self._terms))))
                 self._df = self._df[:nterms][used].copy()
                 nterms = len(self._terms)
             self._norm_key = None
