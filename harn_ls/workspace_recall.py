@@ -114,6 +114,10 @@ class RecallPart:
         self._recall.settle()
         return True
 
+    def recall_compact_steps(self) -> list:
+        """`RecallEngine.compact_steps` of the recall index (none without one)."""
+        return self._recall.compact_steps() if self._recall is not None else []
+
     def adopt_recall(self, engine: RecallEngine, generation: int) -> bool:
         if self._recall is not None:
             return True

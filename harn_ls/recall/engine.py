@@ -7,6 +7,7 @@ import os
 from typing import Any, Iterable, Iterator
 
 from harn_ls.formats.memory import MemoryDelta, MemoryRecord
+from harn_ls.recall.docs import _LazyDocs
 from harn_ls.recall.index import NamespaceIndex
 from harn_ls.recall.results import (DEFAULT_K, Explain, Hit, Mode, NamespaceOutcome, RecallResult, _newest_sort,
                                     _tie_sort, _with, clamp_k)
@@ -115,6 +116,22 @@ class RecallEngine:
         """`materialize` in short steps (`NamespaceIndex.materialize_steps`); empty without an index."""
         idx = self.indexes.get(namespace)
         return idx.materialize_steps() if idx is not None else iter(())
+
+    def compact_steps(self) -> list:
+        """One step per namespace: `NamespaceIndex.compact` when the index holds postings outside its
+        sorted arrays (a stepped build's overflow, dead postings) and is not a lazily restored one
+        (compacting decodes every record); True when it compacted. What a state-cache save does to
+        each index it writes first (results never depend on it); a server runs them before the save,
+        a namespace at a time, and gives the freed memory back in between."""
+        def step(ns: str) -> bool:
+            idx = self.indexes.get(ns)
+            if idx is None or isinstance(idx.docs, _LazyDocs) or not (
+                    idx._m or idx._tail_term or idx._ndead or idx._dead_postings):
+                return False
+            idx.compact()
+            return True
+
+        return [lambda ns=ns: step(ns) for ns in sorted(set(self._indexes) | set(self._pending))]
 
     def namespaces(self) -> list[str]:
         return sorted(self.indexes)  # (folds queued deltas: a queued namespace may be new)
