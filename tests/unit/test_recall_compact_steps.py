@@ -63,3 +63,39 @@ def test_compact_steps_leave_a_lazily_restored_index_undecoded(project, cache_en
     assert not any(step() for step in ws.recall_compact_steps())
     assert all(isinstance(ws.recall.indexes[ns].docs, _LazyDocs) for ns in lazy)
     assert answers(ws) == expected
+
+
+def test_folding_a_delta_at_a_time_equals_settle(project, cache_env):
+    """`fold_recall_delta` (RecallEngine.settle_one) folds the queued deltas one by one, in arrival
+    order per namespace: the indexes answer as after one `settle`, and nothing is left queued."""
+    expected = answers(Workspace.load(str(project)))
+    whole, one_by_one = _stepped(project), _stepped(project)
+    assert one_by_one._recall.pending
+    whole.fold_recall_queue()
+    folded = 0
+    while one_by_one.fold_recall_delta():
+        folded += 1
+    assert folded > 1 and not one_by_one._recall.pending and one_by_one._recall._pending_records == 0
+    assert not one_by_one.fold_recall_delta()
+    for ns, idx in whole._recall._indexes.items():
+        other = one_by_one._recall._indexes[ns]
+        assert sorted(idx.docs) == sorted(other.docs) and idx.total_tokens == other.total_tokens
+    assert answers(one_by_one) == answers(whole) == expected
+
+
+def test_compact_steps_leave_a_namespace_with_queued_deltas_for_after_the_fold(project, cache_env):
+    ws = _stepped(project)
+    engine = ws._recall
+    first = sorted(engine._pending)[0]
+    engine.settle(first)  # one namespace folded (with overflow postings), the others still queued
+    queued = set(engine._pending)
+    assert queued and first not in queued
+    assert engine._indexes[first]._m or engine._indexes[first]._tail_term
+    assert any(step() for step in ws.recall_compact_steps())
+    assert engine._pending.keys() == queued  # nothing folded by the compaction
+    assert not engine._indexes[first]._m and not engine._indexes[first]._tail_term
+    while ws.fold_recall_delta():
+        pass
+    for step in ws.recall_compact_steps():
+        step()
+    assert all(not idx._m and not idx._tail_term for idx in engine._indexes.values())
