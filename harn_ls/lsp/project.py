@@ -307,9 +307,9 @@ class Project:
         """Before the save: compact each index a stepped build left with overflow postings, fold the
         deltas it left queued (a cold start at 100k: ~9k records), then compact those namespaces too,
         the heap trimmed after each index and each delta. The save did all of it at its first index
-        and its own buffers came on top: the peak RSS of a cold start (~9 MiB less at 100k). Results
-        never depend on it. The overflow of the namespaces without a queue goes first: the fold's
-        growth takes its place."""
+        and its own buffers came on top: ~5 MiB more peak RSS on a cold start at 100k. Results never
+        depend on it. The overflow of the namespaces without a queue goes first: the fold's growth
+        takes its place."""
         for step in self.ws.recall_compact_steps():
             if paused_gc(step)():
                 heap.trim()
