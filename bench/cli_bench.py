@@ -96,22 +96,45 @@ def mixed_batch(ns: str, pool: list[str], make_stores, n: int, tag: str) -> byte
     return b"".join(out)
 
 
+# The child's own peak RSS. wait4's ru_maxrss is not it: Linux carries the peak of the address space
+# a process had before its exec over, and a spawned child starts in this (bench) process's, so every
+# row read this process's ~500 MB. GNU time forks the child from its own small process instead.
+GNU_TIME = "/usr/bin/time"
+
+
 def run_child(argv: list[str], env: dict) -> dict:
     """Run one fresh process to completion (posix_spawn, so it starts small: no copy of this
-    process's heap), stdout to /dev/null: wall s, and the child's own CPU s and peak RSS (wait4)."""
-    t = time.perf_counter()
-    pid = os.posix_spawn(argv[0], argv, env, file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
-    _pid, status, ru = os.wait4(pid, 0)
-    wall = time.perf_counter() - t
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{argv} exited {os.waitstatus_to_exitcode(status)}")
-    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}
+    process's heap), stdout to /dev/null: wall s, the child's own CPU s (wait4) and peak RSS (GNU
+    time's %M; None without GNU time)."""
+    rss_file = None
+    if os.access(GNU_TIME, os.X_OK):
+        fd, rss_file = tempfile.mkstemp(prefix="harn-bench-rss-")
+        os.close(fd)
+        argv = [GNU_TIME, "-f", "%M", "-o", rss_file, *argv]
+    try:
+        t = time.perf_counter()
+        pid = os.posix_spawn(argv[0], argv, env, file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
+        _pid, status, ru = os.wait4(pid, 0)
+        wall = time.perf_counter() - t
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise RuntimeError(f"{argv} exited {os.waitstatus_to_exitcode(status)}")
+        rss_mb = None
+        if rss_file is not None:
+            with open(rss_file) as fh:
+                rss_mb = int(fh.read().split()[-1]) / 1024
+    finally:
+        if rss_file is not None:
+            os.unlink(rss_file)
+    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": rss_mb}
 
 
 def stats(runs: list[dict]) -> dict:
     out = {"n": len(runs)}
     for key in ("wall", "cpu", "rss_mb"):
         vals = [r[key] for r in runs]
+        if None in vals:  # (no GNU time: no peak RSS of the child)
+            out[key] = {"median": float("nan"), "min": float("nan"), "max": float("nan")}
+            continue
         out[key] = {"median": statistics.median(vals), "min": min(vals), "max": max(vals)}
     return out
 

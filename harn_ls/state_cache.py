@@ -34,7 +34,6 @@ import os
 import stat
 import time
 import zlib
-from array import array
 from typing import TYPE_CHECKING, Any, Mapping
 
 import orjson
@@ -44,12 +43,13 @@ from harn_ls.digests import sha256
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.pattern_learning import NAMESPACE as PATTERN_NS  # (its projection is cached per entry)
 from harn_ls.formats.problems import Problem
+from harn_ls.state_index_payloads import index_payloads
 from harn_ls.state_parts import (CheckpointRows, _fact_row, _facts_from_rows, _problem_from_row, _problem_row,  # noqa: F401
                                  _run_from_row, _run_row, _lstat_validator, _stat_validator, pattern_projection,
                                  read_checkpoint, restore_pattern, save_pattern)  # (pattern_projection, read_checkpoint: Workspace's)
 from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay, joined, json_array_chunks,
-                               row_chunks, fact_inspect_payload, facts_from_log, read_fact_inspect_body,
-                               read_fact_inspect_payload, record_from_row, record_row)
+                               json_object_chunks, new_row_index, row_chunks, fact_inspect_chunks, facts_from_log,
+                               read_fact_inspect_body, read_fact_inspect_payload, record_from_row, record_row)
 from harn_ls.state_tail import (TailOverlay, apply_tail_lines, id_index_payload, index_base, keeps_entry, merge_tail,
                               read_tombstones, stores_only)
 
@@ -147,14 +147,14 @@ def iter_namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_r
     yield "records", dumps(records, option=opt)
     del records
     yield "tombs", dumps(forgotten)  # the forgotten ids alone: what appended stores read (state_tail.py)
-    index = array("q")
+    index = new_row_index(space)
     yield "rows", row_chunks(space, cached_rows, index)
-    rowidx = index.tobytes()  # (complete once the rows' chunks have all been taken)
-    del index
+    rowidx = memoryview(index).cast("B")  # (complete once the rows' chunks have all been taken; not copied)
     yield "rowidx", rowidx
     yield "ids", id_index_payload(space.active.values(), zlib.crc32(rowidx))  # each row's id (state_tail.py)
-    del rowidx
-    yield "ifacts", fact_inspect_payload([f for _seq, f, _probs in fact_entries if f is not None])
+    rowidx.release()
+    del rowidx, index
+    yield "ifacts", fact_inspect_chunks([f for _seq, f, _probs in fact_entries if f is not None])
 
 
 def fill_namespace(space: MemoryNamespace, data: bytes, rows: Mapping[int, MemoryRecord]) -> None:
@@ -512,11 +512,16 @@ class StateCache:
         tmp = os.path.join(self.folder, f".{name}.tmp")
         chunks = (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data
         size = crc = 0
-        with open(tmp, "wb") as fh:
-            for chunk in chunks:
-                fh.write(chunk)
-                size += len(chunk)
-                crc = zlib.crc32(chunk, crc)
+        try:
+            with open(tmp, "wb") as fh:
+                for chunk in chunks:
+                    fh.write(chunk)
+                    size += len(chunk)
+                    crc = zlib.crc32(chunk, crc)
+                    del chunk  # (freed before the next chunk is built: its memory is the next one's)
+        except BaseException:  # (a chunk that could not be built: no half-written payload is left behind)
+            _unlink(tmp)
+            raise
         os.replace(tmp, os.path.join(self.folder, name))
         return {"name": name, "size": size, "crc": crc}
 
@@ -567,7 +572,7 @@ class StateCache:
         self._row_bytes.clear()  # (rows of unchanged namespaces: not needed any more)
         runs_desc = self.manifest.get("runs") if self.manifest else None
         if not self.keep_runs and (self._runs_changed or set(self._runs_seen) != set(self._cached_runs())):
-            runs_desc = self._write_payload("runs.json", orjson.dumps(self._runs_seen), token)
+            runs_desc = self._write_payload("runs.json", json_object_chunks(self._runs_seen), token)
             wrote = True
         pattern_desc, wrote_pattern = save_pattern(self, ws, out, token)
         ckpt_desc = self.manifest.get("checkpoints") if self.manifest else None
@@ -600,28 +605,9 @@ class StateCache:
         return {r.seq: (r, row) for r, row in zip(records, lines)}
 
     def _save_index(self, index, stem: str, token: str) -> dict:
-        # start-up: numpy (~0.15 s) loads only when a recall index is saved
-        import numpy as np
-
-        index.compact()  # one sorted postings array, every slot alive; results never depend on it
-        n = index._nslots
-        arrays = {
-            "dl": np.ascontiguousarray(index._dl[:n], dtype=np.int32),
-            "df": np.ascontiguousarray(index._df[: len(index._terms)], dtype=np.int64),
-            "off": np.ascontiguousarray(index._off, dtype=np.int64),
-            # (uint16 when the namespace's slots fit: recall/index._narrow_slots; the restore checks the range)
-            "pslot": np.ascontiguousarray(index._pslot, dtype=np.uint16 if index._pslot.dtype == np.uint16 else np.int32),
-            "pcode": np.ascontiguousarray(index._pcode),
-            "seqs": np.array([r.seq for r in index._srec], dtype=np.int64),
-        }
         desc: dict[str, Any] = {"total_tokens": int(index.total_tokens)}
-        for name, arr in arrays.items():
-            buf = io.BytesIO()
-            np.save(buf, arr, allow_pickle=False)
-            # (a view of the buffer, not a copy: the postings of a large namespace are tens of MB)
-            with buf.getbuffer() as view:
-                desc[name] = self._write_payload(f"{stem}.{name}.npy", view, token)
-        desc["terms"] = self._write_payload(f"{stem}.terms.txt", "\n".join(index._terms).encode("utf-8"), token)
+        for name, ext, chunks in index_payloads(index):  # (each written before the next is built)
+            desc[name] = self._write_payload(f"{stem}.{name}.{ext}", chunks, token)
         return desc
 
     def _sweep(self, manifest: dict, previous: dict) -> None:
@@ -678,6 +664,13 @@ def _names(manifest: dict) -> set[str]:
             if isinstance(d, dict):
                 names.add(d.get("name"))
     return names
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def evict(env: Mapping[str, str] | None = None, keep: str | None = None) -> list[str]:

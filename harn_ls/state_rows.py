@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import zlib
 from array import array
-from typing import Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 import orjson
 
@@ -279,14 +279,35 @@ def fact_inspect_payload(facts: list) -> bytes:
     """The cached inspect form of a namespace's facts (given in entry order): one JSON line
     {"ids": [...], "ends": [...]} then the fragments sorted by id (stably, as `inspect` sorts them)
     and joined by FACT_SEPARATOR; fragment i ends at ends[i] of that body."""
+    return b"".join(fact_inspect_chunks(facts))
+
+
+def fact_inspect_chunks(facts: list) -> Iterator[bytes]:
+    """`fact_inspect_payload` in chunks (see `gathered`). The head needs every fragment's end, so
+    the body is encoded first and held as its chunks until the head is out (then each chunk goes
+    once written): a list of fragments, their join and the head added to it held the body three
+    times over (~10 MB of a cold start's save at 100k)."""
     ordered = sorted(facts, key=lambda f: f.id)
-    fragments = [fact_inspect_fragment(f) for f in ordered]
-    ends, end = [], -len(FACT_SEPARATOR)
-    for frag in fragments:
-        end += len(FACT_SEPARATOR) + len(frag)
+    ends: list[int] = []
+    body = list(gathered(_fragments(ordered, ends)))
+    yield orjson.dumps({"ids": [f.id for f in ordered], "ends": ends})
+    yield b"\n"
+    body.reverse()
+    while body:
+        yield body.pop()
+
+
+def _fragments(ordered: list, ends: list[int]) -> Iterator[bytes]:
+    """Each fact's fragment after FACT_SEPARATOR (none before the first); its end in `ends`."""
+    sep, n = FACT_SEPARATOR, len(FACT_SEPARATOR)
+    end = -n
+    for f in ordered:
+        frag = fact_inspect_fragment(f)
+        if ends:
+            yield sep
+        yield frag
+        end += n + len(frag)
         ends.append(end)
-    head = orjson.dumps({"ids": [f.id for f in ordered], "ends": ends})
-    return head + b"\n" + FACT_SEPARATOR.join(fragments)
 
 
 def read_fact_inspect_payload(data: bytes, count: int) -> tuple[list[str], list[int], bytes]:
@@ -353,47 +374,112 @@ def split_fact_body(body: bytes, ends: list[int]) -> list[bytes]:
     return [body[a:b] for a, b in zip(starts, ends)]
 
 
-ROW_CHUNK_BYTES = 1024 * 1024
+# The size of the chunks a payload is written in. Each is gathered in one fixed buffer and handed
+# out as a copy: a buffer grown piece by piece to 1 MB was moved by realloc again and again, and the
+# pages of every place it had been stayed in the RSS until the heap was trimmed (~8 MB of a cold
+# start's save at 100k for the largest rows payload; chunks of this size: under 1 MB).
+ROW_CHUNK_BYTES = 64 * 1024
 
 
-def row_chunks(space: MemoryNamespace, cached_rows: dict | None, index: array) -> Iterator[bytearray]:
-    """The rows payload in pieces of about ROW_CHUNK_BYTES, each written and dropped before the next
-    is built (the whole payload in one buffer added its size twice over to a cold start's peak RSS:
-    ~24 MB at 100k). Fills `index` with (seq, end offset, CRC-32) per row as it goes. One buffer a
-    chunk, not a list of rows: a bytes object from orjson.dumps holds several times its length."""
-    dumps = orjson.dumps
-    chunk = bytearray()
-    done = 0  # bytes of the chunks already handed out
+def gathered(pieces: Iterable) -> Iterator[bytes]:
+    """`pieces` (bytes-like) joined and cut into chunks of at most ROW_CHUNK_BYTES (a piece longer
+    than that is a chunk of its own); the last chunk is handed out even when empty. Each chunk is a
+    new bytes object, so the chunks can be kept (`joined`)."""
+    cap = ROW_CHUNK_BYTES
+    view = memoryview(bytearray(cap))
+    pos = 0
+    for piece in pieces:
+        n = len(piece)
+        if pos + n > cap:
+            if pos:
+                yield bytes(view[:pos])
+                pos = 0
+            if n > cap:
+                yield piece
+                continue
+        view[pos:pos + n] = piece
+        pos += n
+    yield bytes(view[:pos])
+
+
+def new_row_index(space: MemoryNamespace) -> array:
+    """The row index `row_chunks` fills for `space`: (seq, end offset, CRC-32) per active record,
+    allocated at its full size at once (grown a row at a time, realloc moved it around the heap:
+    ~3 MB of RSS for the 570 KB index of a 24k-record namespace)."""
+    return array("q", [0]) * (3 * len(space.active))
+
+
+def row_chunks(space: MemoryNamespace, cached_rows: dict | None, index: array) -> Iterator[bytes]:
+    """The rows payload in chunks (see `gathered`: the same buffer, inlined here, where it runs once
+    per record), each written and dropped before the next is built. Fills `index` (`new_row_index`;
+    one of another size is made so first) with (seq, end offset, CRC-32) per row as it goes."""
+    if len(index) != 3 * len(space.active):
+        index[:] = new_row_index(space)
+    dumps, crc32 = orjson.dumps, zlib.crc32
+    cap = ROW_CHUNK_BYTES
+    view = memoryview(bytearray(cap))
+    pos = done = i = 0  # (done: bytes of the chunks already handed out)
     for r in space.active.values():
         got = cached_rows.get(r.seq) if cached_rows else None
         # records are treated as immutable (an update makes a new one): the same object, the same row
         row = got[1] if got is not None and got[0] is r else dumps(record_row(r))
-        chunk += row
-        chunk += b"\n"
-        index.extend((r.seq, done + len(chunk), zlib.crc32(row)))
-        if len(chunk) >= ROW_CHUNK_BYTES:
-            done += len(chunk)
-            yield chunk
-            chunk = bytearray()
-    yield chunk
+        n = len(row) + 1
+        if pos + n > cap and pos:
+            yield bytes(view[:pos])
+            done, pos = done + pos, 0
+        if n > cap:  # (a row longer than a chunk: a chunk of its own)
+            yield row + b"\n"
+            done += n
+            end = done
+        else:
+            view[pos:pos + n - 1] = row
+            view[pos + n - 1] = 10  # "\n"
+            pos += n
+            end = done + pos
+        index[i], index[i + 1], index[i + 2] = r.seq, end, crc32(row)
+        i += 3
+    yield bytes(view[:pos])
 
 
-def json_array_chunks(items: Iterator, option: int = 0) -> Iterator[bytearray]:
-    """The bytes of `orjson.dumps(list(items), option=option)` in pieces of about ROW_CHUNK_BYTES,
-    each item encoded alone (compact JSON: the same bytes): the facts payload's rows were ~14 MB of
-    objects and bytes at once at 100k."""
+def json_array_chunks(items: Iterator, option: int = 0) -> Iterator[bytes]:
+    """The bytes of `orjson.dumps(list(items), option=option)` in chunks (see `gathered`), each item
+    encoded alone (compact JSON: the same bytes): the facts payload's rows were ~14 MB of objects and
+    bytes at once at 100k."""
+    return gathered(_json_array_pieces(items, option))
+
+
+def _json_array_pieces(items: Iterator, option: int) -> Iterator[bytes]:
     dumps = orjson.dumps
-    chunk = bytearray(b"[")
+    yield b"["
     sep = b""
     for item in items:
-        chunk += sep
-        chunk += dumps(item, option=option)
+        if sep:
+            yield sep
+        yield dumps(item, option=option)
         sep = b","
-        if len(chunk) >= ROW_CHUNK_BYTES:
-            yield chunk
-            chunk = bytearray()
-    chunk += b"]"
-    yield chunk
+    yield b"]"
+
+
+def json_object_chunks(doc: Mapping) -> Iterator[bytes]:
+    """The bytes of `orjson.dumps(doc)` (string keys only, no option) in chunks (see `gathered`),
+    one key and value encoded at a time: orjson's whole output is grown by realloc, like any buffer."""
+    return gathered(_json_object_pieces(doc))
+
+
+def _json_object_pieces(doc: Mapping) -> Iterator[bytes]:
+    dumps = orjson.dumps
+    yield b"{"
+    sep = b""
+    for key, value in doc.items():
+        if type(key) is not str:
+            raise TypeError("a JSON object key is a string")  # (as orjson.dumps raises without OPT_NON_STR_KEYS)
+        if sep:
+            yield sep
+        yield dumps(key)
+        yield b":"
+        yield dumps(value)
+        sep = b","
+    yield b"}"
 
 
 def joined(data) -> bytes:

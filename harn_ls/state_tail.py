@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import sys
 from array import array
-from typing import Iterable
+from typing import Collection, Iterable
 
 import orjson
 
@@ -45,11 +45,18 @@ def id_hash(rid: str) -> bytes:
     return blake2b(rid.encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
-def id_index_payload(records: Iterable[MemoryRecord], rowidx_crc: int) -> bytes:
+def id_index_payload(records: Collection[MemoryRecord], rowidx_crc: int) -> bytearray:
     """The `ids` payload of a namespace's rows (given in row order): the CRC-32 of the row index it
     was written with (a native uint64), then `id_hash` of each row's id. Fixed-width, so a row is
-    found by a search of the bytes or one pass over them (no per-row objects kept)."""
-    return array("Q", [rowidx_crc]).tobytes() + b"".join([id_hash(r.id) for r in records])
+    found by a search of the bytes or one pass over them (no per-row objects kept). Built in one
+    buffer of its final size (a list of the hashes and its join held ~5 MB of RSS at 100k)."""
+    out = bytearray(8 * (len(records) + 1))
+    out[:8] = array("Q", [rowidx_crc]).tobytes()
+    pos = 8
+    for r in records:
+        out[pos:pos + 8] = id_hash(r.id)
+        pos += 8
+    return out
 
 
 class _TailSpace(MemoryNamespace):

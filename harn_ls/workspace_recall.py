@@ -114,6 +114,14 @@ class RecallPart:
         self._recall.settle()
         return True
 
+    def fold_recall_delta(self) -> bool:
+        """`fold_recall_queue` a delta at a time (`RecallEngine.settle_one`); False when none is left."""
+        return self._recall is not None and self._recall.settle_one()
+
+    def recall_compact_steps(self) -> list:
+        """`RecallEngine.compact_steps` of the recall index (none without one)."""
+        return self._recall.compact_steps() if self._recall is not None else []
+
     def adopt_recall(self, engine: RecallEngine, generation: int) -> bool:
         if self._recall is not None:
             return True

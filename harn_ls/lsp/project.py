@@ -243,7 +243,7 @@ class Project:
             await self._wait_for_quiet()
             if await self.run(self._restore_spans):
                 break
-        for work in (_freeze_heap, self._save_cache):
+        for work in (self._fold_recall, _freeze_heap, self._save_cache):
             if self.closed:  # the folder left the workspace meanwhile: nothing left to settle
                 return
             await self._wait_for_quiet()
@@ -302,6 +302,22 @@ class Project:
         except Exception:  # the spans are a convenience: never let them stop the settle
             log.exception("restoring fact spans failed")
             return True
+
+    def _fold_recall(self) -> None:
+        """Before the save: compact each index a stepped build left with overflow postings, fold the
+        deltas it left queued (a cold start at 100k: ~9k records), then compact those namespaces too,
+        the heap trimmed after each index and each delta. The save did all of it at its first index
+        and its own buffers came on top: ~5 MiB more peak RSS on a cold start at 100k. Results never
+        depend on it. The overflow of the namespaces without a queue goes first: the fold's growth
+        takes its place."""
+        for step in self.ws.recall_compact_steps():
+            if paused_gc(step)():
+                heap.trim()
+        while paused_gc(self.ws.fold_recall_delta)():
+            heap.trim()  # (a merge's old arrays and temporaries: the next delta's merge does not fit in them)
+        for step in self.ws.recall_compact_steps():
+            if paused_gc(step)():
+                heap.trim()
 
     def _save_cache(self) -> None:
         """Write the state cache once the model is complete (only what it does not hold yet)."""

@@ -7,6 +7,7 @@ import os
 from typing import Any, Iterable, Iterator
 
 from harn_ls.formats.memory import MemoryDelta, MemoryRecord
+from harn_ls.recall.docs import _LazyDocs
 from harn_ls.recall.index import NamespaceIndex
 from harn_ls.recall.results import (DEFAULT_K, Explain, Hit, Mode, NamespaceOutcome, RecallResult, _newest_sort,
                                     _tie_sort, _with, clamp_k)
@@ -54,17 +55,32 @@ class RecallEngine:
         """Fold the queued deltas (of one namespace, or all) into their indexes, in arrival order."""
         names = list(self._pending) if namespace is None else [namespace] if namespace in self._pending else []
         for ns in names:
-            queued = self._pending.pop(ns)
-            idx = self._index(ns)
-            for delta, config, ns_dir in queued:
-                if config is not None:
-                    idx.config = dict(config)
-                if ns_dir is not None:
-                    idx.ns_dir = ns_dir
-                idx.apply(delta)
-                self._pending_records -= len(delta.added) + len(delta.removed)
+            for delta, config, ns_dir in self._pending.pop(ns):
+                self._fold(ns, delta, config, ns_dir)
         if not self._pending:
             self._pending_records = 0
+
+    def settle_one(self) -> bool:
+        """`settle` a delta at a time: fold the oldest queued delta of one namespace (a server gives
+        back what each one's merges freed in between). False when nothing is queued."""
+        for ns, queued in self._pending.items():
+            delta, config, ns_dir = queued.pop(0)
+            if not queued:
+                del self._pending[ns]
+            self._fold(ns, delta, config, ns_dir)
+            if not self._pending:
+                self._pending_records = 0
+            return True
+        return False
+
+    def _fold(self, ns: str, delta: MemoryDelta, config: dict | None, ns_dir: str | None) -> None:
+        idx = self._index(ns)
+        if config is not None:
+            idx.config = dict(config)
+        if ns_dir is not None:
+            idx.ns_dir = ns_dir
+        idx.apply(delta)
+        self._pending_records -= len(delta.added) + len(delta.removed)
 
     def _index(self, namespace: str) -> NamespaceIndex:
         idx = self._indexes.get(namespace)
@@ -115,6 +131,23 @@ class RecallEngine:
         """`materialize` in short steps (`NamespaceIndex.materialize_steps`); empty without an index."""
         idx = self.indexes.get(namespace)
         return idx.materialize_steps() if idx is not None else iter(())
+
+    def compact_steps(self) -> list:
+        """One step per namespace: `NamespaceIndex.compact` when the index holds postings outside its
+        sorted arrays (a stepped build's overflow, dead postings), has no delta queued (that one is
+        left for a step after the fold) and is not a lazily restored one (compacting decodes every
+        record); True when it compacted. What a state-cache save does to each index it writes first
+        (results never depend on it); a server does it before the save, a namespace at a time, and
+        gives the freed memory back in between."""
+        def step(ns: str) -> bool:
+            idx = None if ns in self._pending else self._indexes.get(ns)
+            if idx is None or isinstance(idx.docs, _LazyDocs) or not (
+                    idx._m or idx._tail_term or idx._ndead or idx._dead_postings):
+                return False
+            idx.compact()
+            return True
+
+        return [lambda ns=ns: step(ns) for ns in sorted(self._indexes)]
 
     def namespaces(self) -> list[str]:
         return sorted(self.indexes)  # (folds queued deltas: a queued namespace may be new)
