@@ -109,6 +109,17 @@ def read_confined(path: str, root: str | None, cap: int, extra_roots: Iterable[s
 
     `root=None` skips the confinement check (a root the user's environment put elsewhere).
     Raises FileNotFoundError when absent, ReadRefused when refused, OSError otherwise."""
+    fd, st = open_confined(path, root, cap, extra_roots)
+    try:
+        return read_opened(fd, st, path, cap)
+    finally:
+        os.close(fd)
+
+
+def open_confined(path: str, root: str | None, cap: int, extra_roots: Iterable[str] = ()) -> tuple[int, os.stat_result]:
+    """An fd and its fstat for a regular file inside `root` (or `extra_roots`) of at most `cap`
+    bytes, with every check of `read_confined` but the read itself (the caller closes the fd).
+    Raises FileNotFoundError when absent, ReadRefused when refused, OSError otherwise."""
     if root is not None:
         why = confinement_problem(path, root, extra_roots)
         if why is not None:
@@ -131,25 +142,32 @@ def read_confined(path: str, root: str | None, cap: int, extra_roots: Iterable[s
             raise ReadRefused(path, "not a regular file (a device, FIFO, socket or directory); not read", "not-regular")
         if st.st_size > cap:
             raise ReadRefused(path, too_large_message(st.st_size, cap), "too-large")
-        chunks = []
-        left = cap + 1
-        # The first read asks for the whole file (and a byte more, to see it grew): one chunk, which
-        # the join returns as it is. Reading 1 MB at a time held every chunk and their joined copy
-        # at once (twice the file: 28 MB for the bench's 14 MB run record).
-        want = max(st.st_size + 1, 1 * MB)
-        while left > 0:
-            chunk = os.read(fd, min(left, want))
-            want = 1 * MB
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
-        if len(data) > cap:
-            raise ReadRefused(path, too_large_message(max(len(data), os.fstat(fd).st_size), cap), "too-large")
-        return data
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd, st
+
+
+def read_opened(fd: int, st: os.stat_result, path: str, cap: int) -> bytes:
+    """The bytes of an fd from `open_confined`, at most `cap` of them (a file that grew past the
+    cap since its fstat is refused)."""
+    chunks = []
+    left = cap + 1
+    # The first read asks for the whole file (and a byte more, to see it grew): one chunk, which
+    # the join returns as it is. Reading 1 MB at a time held every chunk and their joined copy
+    # at once (twice the file: 28 MB for the bench's 14 MB run record).
+    want = max(st.st_size + 1, 1 * MB)
+    while left > 0:
+        chunk = os.read(fd, min(left, want))
+        want = 1 * MB
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    data = b"".join(chunks)
+    if len(data) > cap:
+        raise ReadRefused(path, too_large_message(max(len(data), os.fstat(fd).st_size), cap), "too-large")
+    return data
 
 
 def few_containers(data: bytes) -> bool:
@@ -164,15 +182,20 @@ def json_density_problem(data: bytes) -> str | None:
     A line made of millions of `{}` costs ~72 bytes per 3 input bytes once parsed (~36x with the
     rest). Every container needs a `{` or `[` byte, so counting them (inside strings too, which
     only over-counts) bounds the cost before anything is parsed."""
-    dicts, lists = data.count(b"{"), data.count(b"[")
+    return density_problem(data.count(b"{"), data.count(b"["), len(data))
+
+
+def density_problem(dicts: int, lists: int, size: int) -> str | None:
+    """`json_density_problem` from the counts of `{` and `[` bytes in `size` bytes (a file
+    counted window by window meets the very rule a whole read meets)."""
     if dicts + lists <= SMALL_CONTAINERS:
         return None
     cost = dicts * _DICT_COST + lists * _LIST_COST
-    budget = (MAX_MEMORY_FACTOR - 4) * len(data)  # leave room for the bytes, the decoded text, the strings
+    budget = (MAX_MEMORY_FACTOR - 4) * size  # leave room for the bytes, the decoded text, the strings
     if cost <= budget:
         return None
-    return (f"{dicts + lists} JSON objects/arrays in {mb(len(data))} MB would take about "
-            f"{cost // len(data)}x its size in memory (cap {MAX_MEMORY_FACTOR}x); not loaded")
+    return (f"{dicts + lists} JSON objects/arrays in {mb(size)} MB would take about "
+            f"{cost // size}x its size in memory (cap {MAX_MEMORY_FACTOR}x); not loaded")
 
 
 def open_regular(path: str) -> int:

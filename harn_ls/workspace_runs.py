@@ -167,7 +167,7 @@ class RunsPart:
     def full_run_record(self, path: str):
         """The whole run record (stages with usage, tool recordings…), re-read on demand. One of
         LEAN_RECORD_BYTES or more is read in pieces (`read_run_record_lean`: its transcript's events
-        stay in the file's bytes, built one at a time) and not kept: parsed whole, the 14 MB record
+        stay in the file, read back and built one at a time) and not kept: parsed whole, the 14 MB record
         of the bench took ~55 MB at once and kept ~25 MB. Smaller ones are cached: at most 4, and
         only the last one read once their files add up to FULL_RUNS_CACHE_BYTES."""
         try:

@@ -5,7 +5,8 @@ into place, so a reader normally sees whole files; a half-written file means
 the rename fallback (direct write) or a foreign writer, and is reported with
 `retry=True`. Records can be large (a transcript of 10 MB is normal), so each
 file is read once into bytes and parsed once with orjson; transcript views
-share the parsed lists instead of copying them.
+share the parsed lists instead of copying them. A document that needs a big
+record whole reads it in pieces instead (`read_run_record_lean`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from harn_ls.formats.problems import Problem, Severity
 from harn_ls.formats.transcript_summary import TranscriptSummary
 from harn_ls.lean_dataclass import lean_dataclass
 from harn_ls.safe_read import (
-    RUN_RECORD_CAP, ReadRefused, confinement_problem, json_density_problem, read_confined, regular_file_size,
+    RUN_RECORD_CAP, ReadRefused, confinement_problem, json_density_problem, open_confined, read_opened, regular_file_size,
 )
 
 if TYPE_CHECKING:
@@ -107,11 +108,11 @@ def _sidecar_ok(sidecar: str, record_path: str, problems: list[Problem]) -> bool
     return True
 
 
-def _load_object(path: str, problems: list[Problem], what: str, root: str | None = None) -> tuple[dict | None, bool, os.stat_result | None]:
-    """Read + parse once. Returns (object or None, retry, stat)."""
+def _open_object(path: str, problems: list[Problem], what: str, root: str | None = None) -> tuple[int | None, bool, os.stat_result | None]:
+    """An fd for a run record / snapshot and its fstat, with safe_read's checks (regular file,
+    not a link swapped in, the size cap), or None and the problem. Returns (fd, retry, stat)."""
     try:
-        raw = read_confined(path, root, MAX_RECORD_BYTES)
-        st = os.stat(path)
+        fd, st = open_confined(path, root, MAX_RECORD_BYTES)
     except ReadRefused as exc:
         code = CODE_TOO_LARGE if exc.kind == "too-large" else CODE_UNREADABLE
         problems.append(Problem(path, 0, code, f"{what} {exc}", Severity.WARNING))
@@ -122,6 +123,24 @@ def _load_object(path: str, problems: list[Problem], what: str, root: str | None
     except OSError as exc:
         problems.append(Problem(path, 0, CODE_UNREADABLE, f"cannot read {what}: {exc.strerror}", Severity.ERROR))
         return None, False, None
+    return fd, False, st
+
+
+def _load_object(path: str, problems: list[Problem], what: str, root: str | None = None) -> tuple[dict | None, bool, os.stat_result | None]:
+    """Read + parse once. Returns (object or None, retry, stat)."""
+    fd, retry, st = _open_object(path, problems, what, root)
+    if fd is None:
+        return None, retry, st
+    try:
+        raw = read_opened(fd, st, path, MAX_RECORD_BYTES)
+    except ReadRefused as exc:
+        problems.append(Problem(path, 0, CODE_TOO_LARGE, f"{what} {exc}", Severity.WARNING))
+        return None, False, None
+    except OSError as exc:
+        problems.append(Problem(path, 0, CODE_UNREADABLE, f"cannot read {what}: {exc.strerror}", Severity.ERROR))
+        return None, False, None
+    finally:
+        os.close(fd)
     dense = json_density_problem(raw)
     if dense is not None:
         problems.append(Problem(path, 0, CODE_TOO_LARGE, f"{what} {dense}", Severity.WARNING))
@@ -211,41 +230,39 @@ def read_run_record(path: str, *, summaries: bool = False) -> RunRecord:
 
 
 def read_run_record_lean(path: str, *, summaries: bool = False) -> RunRecord | None:
-    """`read_run_record` for a big record, without ever holding its whole parse: the top-level
-    transcript's `events` and `messages` stay in the file's bytes (json_pieces.LazyArray; the
-    transcript view's events are then built one at a time when used), everything else is parsed
-    as usual, and every piece is parsed once before anything is built, so the record and its
-    problems are the ones a whole parse gives. None when the file cannot be read so (refused,
-    unreadable, dense, or bytes json_pieces does not take): the caller reads it whole, and that
-    read reports what is wrong exactly as before. The record holds the file's bytes: keep it only
-    as long as the document that needs it."""
+    """`read_run_record` for a big record, without ever holding its whole parse nor its whole
+    bytes: the top-level transcript's `events` and `messages` stay in the file
+    (json_pieces.LazyArray, read back through the fd opened here; the transcript view's events are
+    then built one at a time when used), everything else is parsed as usual, and every piece is
+    parsed once before anything is built, so the record and its problems are the ones a whole
+    parse gives. None when the file cannot be read so (refused, unreadable, dense, changed while
+    scanned, or bytes json_pieces does not take): the caller reads it whole, and that read reports
+    what is wrong exactly as before. The record holds the file open: keep it only as long as the
+    document that needs it; a piece read after the file changed raises json_pieces.Changed."""
+    fd, _retry, st = _open_object(path, [], "run record")  # (its problems: the whole read reports them)
+    if fd is None:
+        return None
+    src = json_pieces.PieceFile(fd, st)
     try:
-        raw = read_confined(path, None, MAX_RECORD_BYTES)
-        st = os.stat(path)
-    except (OSError, ReadRefused):
+        data = _lean_object(src)
+    except (json_pieces.NotPlain, OSError):  # (a read error too: the whole read reports it)
+        src.close()
         return None
-    if json_density_problem(raw) is not None:
-        return None
-    try:
-        data = _lean_object(raw)
-    except json_pieces.NotPlain:
-        return None
-    del raw  # (the lazy arrays hold it while they live)
     return _record_from(path, data, False, st, [], summaries)
 
 
-def _lean_object(raw: bytes) -> dict:
+def _lean_object(src: json_pieces.PieceFile) -> dict:
     data: dict = {}
-    scan = json_pieces.Scan(raw)
+    scan = json_pieces.Scan(src)
     for key, (a, b) in json_pieces.document_members(scan).items():
-        if key == "transcript" and raw[a] == 0x7B:  # an object: its two big arrays stay lazy
+        if key == "transcript" and scan.byte(a) == 0x7B:  # an object: its two big arrays stay lazy
             value: dict = {}
             for k, (x, y) in json_pieces.members(scan, a, b).items():
-                lazy = k in ("events", "messages") and raw[x] == 0x5B
-                value[k] = json_pieces.checked_array(scan, x, y) if lazy else json_pieces.parse(raw, x, y)
+                lazy = k in ("events", "messages") and scan.byte(x) == 0x5B
+                value[k] = json_pieces.checked_array(scan, x, y) if lazy else scan.parse(x, y)
             data[key] = value
         else:
-            data[key] = json_pieces.parse(raw, a, b)
+            data[key] = scan.parse(a, b)
     return data
 
 

@@ -288,7 +288,7 @@ def _event_clean(raw: Any) -> bool:
 
 
 class LazyEvents(Sequence):
-    """A transcript's events over the record's bytes (json_pieces.LazyArray): each TranscriptEvent
+    """A transcript's events over the record's file (json_pieces.LazyArray): each TranscriptEvent
     is built when asked for and not kept, so a page of a 10 MB transcript never holds them all.
     `kept`: the array indexes `_event_from` accepted (its problems were collected then)."""
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from array import array
 
 from harn_ls.accept_plan import planned_files
 from harn_ls.formats.checkpoints import running_now
 from harn_ls.formats.facts import date_now_iso
+from harn_ls.formats.json_pieces import Changed
 from harn_ls.formats.locks import session_running
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.formats.session_store import read_session_events
@@ -40,7 +42,17 @@ def cap_bytes(text: str, limit: int = MAX_RESPONSE_BYTES) -> str:
 
 def render(ws, target: StateUri, settings: RenderSettings) -> str:
     fn = _RENDERERS[target.kind]
-    return fn(ws, target, settings)
+    try:
+        return fn(ws, target, settings)
+    except Changed:
+        # A big run record read in pieces was rewritten in place while this document was made
+        # from it: made again from the file as it is now (a second change: said so, never mixed).
+        pass
+    try:
+        return fn(ws, target, settings)
+    except Changed:
+        return (f"# {cell(target.kind)} — {cell(target.name)}\n\nThe run record changed while this document was read "
+                "from it; it is shown again after the change.\n")
 
 
 def _link(label: str, uri: str) -> str:
@@ -495,15 +507,17 @@ def _message_events(tr):
     return out
 
 
-def _event_sizes(items: list, ctx) -> tuple[list[int], list[tuple[int, int]], int]:
-    """(UTF-8 size of each event's block, the context's (images_left, assistant_seen) before each,
-    events hidden as private). Every block is rendered in order, as the page needs, but only its size
-    is kept: holding all the blocks of a 10 MB transcript to show one window cost ~45 MB at once."""
-    sizes: list[int] = []
-    starts: list[tuple[int, int]] = []
+def _event_sizes(items: list, ctx) -> tuple[array, array, int]:
+    """(UTF-8 size of each event's block, the context's images_left and assistant_seen before each,
+    two numbers an event, events hidden as private). Every block is rendered in order, as the page
+    needs, but only its size is kept: holding all the blocks of a 10 MB transcript to show one
+    window cost ~45 MB at once (and a list of tuples per event ~10 times these arrays)."""
+    sizes = array("q")
+    starts = array("q")
     hidden_private = 0
     for i, ev in enumerate(items):
-        starts.append((ctx.images_left, ctx.assistant_seen))  # (all the state render_event changes)
+        starts.append(ctx.images_left)  # (all the state render_event changes)
+        starts.append(ctx.assistant_seen)
         block, hidden = render_event(i, ev, ctx)
         hidden_private += hidden
         sizes.append(len(block.encode("utf-8")))
@@ -542,7 +556,7 @@ def transcripts(ws, target: StateUri, settings: RenderSettings) -> str:
     page = min(target.page(), len(windows) - 1)
     start, stop = windows[page]
     if start < stop:  # the page's blocks, rendered again from the context they started with
-        ctx.images_left, ctx.assistant_seen = starts[start]
+        ctx.images_left, ctx.assistant_seen = starts[2 * start], starts[2 * start + 1]
     window = [render_event(i, items[i], ctx)[0] for i in range(start, stop)]
     out = [f"# Transcript — {cell(tr.id)}", ""]
     if entry.run_id:

@@ -95,6 +95,14 @@ def read_run(sc: Scratch, data: bytes) -> list:
         problems += tr.problems
         tr_helpers.visible_events(tr, include_private=True)
         tr_helpers.compactions(tr)
+    # The same bytes read in pieces (a big record's path): the same record and problems, or None
+    # (left to the whole read above).
+    lean = runs_fmt.read_run_record_lean(path)
+    if lean is not None:
+        assert lean.problems == run.problems and lean.id == run.id and lean.status == run.status
+        assert [len(t.events) for t in lean.transcripts] == [len(t.events) for t in run.transcripts]
+        for tr in lean.transcripts:
+            tr_helpers.visible_events(tr, include_private=True)
     return problems
 
 

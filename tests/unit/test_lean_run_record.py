@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 
 import orjson
 import pytest
@@ -44,13 +45,51 @@ _documents = st.dictionaries(st.text(max_size=6) | st.sampled_from(["transcript"
                              _values | _transcripts, max_size=5)
 
 
+def _lean(raw: bytes, directory) -> dict:
+    """`raw` written to a file and read in pieces through it: the plain values (read back while
+    the file is open)."""
+    path = os.path.join(str(directory), "record.json")
+    with open(path, "wb") as fh:
+        fh.write(raw)
+    fd = os.open(path, os.O_RDONLY)
+    src = json_pieces.PieceFile(fd, os.fstat(fd))
+    try:
+        return _plain(runs_fmt._lean_object(src))
+    finally:
+        src.close()
+
+
+# Windows of the scan, blocks of the walk and chunks of the read-backs, down to one byte: their
+# edges fall inside strings, escapes, keys, numbers and between a backslash and its quote.
+_windows = st.sampled_from([1, 2, 3, 5, 7, 16, 64, 1 << 20])
+
+
 @settings(max_examples=300, deadline=None)
-@given(_documents, st.sampled_from([0, orjson.OPT_INDENT_2]), st.sampled_from([b"", b" \n", b"\t\r\n "]))
-def test_pieces_give_the_whole_parse(doc, option, pad):
+@given(_documents, st.sampled_from([0, orjson.OPT_INDENT_2]), st.sampled_from([b"", b" \n", b"\t\r\n "]),
+       _windows, _windows, _windows)
+def test_pieces_give_the_whole_parse(doc, option, pad, scan_window, block, chunk):
     raw = pad + orjson.dumps(doc, option=option) + pad
-    with pytest.MonkeyPatch.context() as mp:
+    with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as tmp:
         mp.setattr(json_pieces, "MAX_SHARE", 1)  # (small documents are mostly quotes and brackets)
-        assert _plain(runs_fmt._lean_object(raw)) == orjson.loads(raw)
+        mp.setattr(json_pieces, "SCAN_WINDOW", scan_window)
+        mp.setattr(json_pieces, "BLOCK", block)
+        mp.setattr(json_pieces, "READ_CHUNK", chunk)
+        assert _lean(raw, tmp) == orjson.loads(raw)
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 4, 5, 6])
+def test_backslash_runs_across_scan_windows(window, tmp_path, monkeypatch):
+    """A quote escaped (or not) by a run of backslashes that starts windows before it."""
+    monkeypatch.setattr(json_pieces, "MAX_SHARE", 1)
+    monkeypatch.setattr(json_pieces, "SCAN_WINDOW", window)
+    for run in range(0, 9):
+        text = "a" + "\\" * run + '"]{' + "\\" * run
+        doc = {"k": [text, {"x": text + "[}"}], "transcript": {"events": [text, {"t": text}, [text]], "messages": []}}
+        raw = orjson.dumps(doc)
+        assert _lean(raw, tmp_path) == doc
+    # an odd run before a document's closing quote escapes it: the string never ends
+    with pytest.raises(json_pieces.NotPlain):
+        _lean(b'{"a": "x\\\\\\"}', tmp_path)
 
 
 @pytest.mark.parametrize("raw", [
@@ -60,9 +99,9 @@ def test_pieces_give_the_whole_parse(doc, option, pad):
     b'{"transcript": {"events": [{"a": 1} {"b": 2}]}}', b'{"a": ' + b"[" * 600 + b"]" * 600 + b"}",
     b'{"a": "\\\\"x"}', b"{'a': 1}", b'{"a": 01}',
 ])
-def test_what_a_whole_parse_might_refuse_is_not_read_in_pieces(raw):
+def test_what_a_whole_parse_might_refuse_is_not_read_in_pieces(raw, tmp_path):
     with pytest.raises(json_pieces.NotPlain):
-        runs_fmt._lean_object(raw)
+        _lean(raw, tmp_path)
 
 
 def _record_fields(run) -> dict:
@@ -135,7 +174,7 @@ def test_documents_from_records_read_in_pieces_are_identical_and_not_kept(projec
     ws._transcript_cache.clear()
     monkeypatch.setattr(workspace_runs, "LEAN_RECORD_BYTES", 1)  # every record read in pieces
     assert _documents(ws) == whole
-    assert not ws._transcript_cache  # (a record read in pieces holds its file's bytes: never kept)
+    assert not ws._transcript_cache  # (a record read in pieces holds its file open: never kept)
 
 
 def test_a_changed_record_is_read_again(project, monkeypatch):
@@ -155,10 +194,142 @@ def test_a_changed_record_is_read_again(project, monkeypatch):
     assert "changed words" in after and after != before
 
 
-def test_a_document_made_of_quotes_or_brackets_is_left_to_the_whole_parse():
-    """The scan keeps 4 bytes per quote and bracket: past one in MAX_SHARE bytes it declines (the
-    whole parse, with its density check, takes such a file)."""
+def test_a_document_made_of_quotes_or_brackets_is_left_to_the_whole_parse(tmp_path):
+    """The scan's arrays cost several bytes per quote and bracket: past one in MAX_SHARE bytes it
+    declines (the whole parse, with its density check, takes such a file)."""
     many_strings = b'{"a": [' + b",".join([b'""'] * 50_000) + b"]}"
     with pytest.raises(json_pieces.NotPlain):
-        runs_fmt._lean_object(many_strings)
-    assert _plain(runs_fmt._lean_object(b'{"a": ["' + b"x" * 400 + b'"]}')) == {"a": ["x" * 400]}
+        _lean(many_strings, tmp_path)
+    assert _lean(b'{"a": ["' + b"x" * 400 + b'"]}', tmp_path) == {"a": ["x" * 400]}
+
+
+def test_the_density_rule_is_met_window_by_window(project, monkeypatch):
+    """`{` bytes inside strings, one in 11 bytes: too few for the scan's share, too many for the
+    density rule (counted over every window, as a whole read counts them): left to the whole read,
+    which refuses the file as before."""
+    monkeypatch.setattr(json_pieces, "SCAN_WINDOW", 4096)
+    path = project / ".harn-runs" / "braces.json"
+    path.write_bytes(b'{"id": "braces", "task": "' + b"{xxxxxxxxxx" * 20_000 + b'"}')
+    assert runs_fmt.read_run_record_lean(str(path)) is None
+    whole = runs_fmt.read_run_record(str(path))
+    assert whole.data is None and [p.code for p in whole.problems] == [runs_fmt.CODE_TOO_LARGE]
+
+
+def _events_record(path, word: str, n: int = 40) -> None:
+    events = [{"kind": "message", "role": "user" if i % 2 else "assistant", "text": f"{word} {i} " + "w" * 50}
+              for i in range(n)]
+    doc = {"_type": "run_record", "id": "run-ev", "status": "done",
+           "transcript": {"_type": "transcript", "id": "tr-ev", "events": events, "messages": []}}
+    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+
+
+def _rewrite_in_place(path, old: bytes, new: bytes) -> None:
+    """The same file (inode) with `old` replaced by `new` (equal lengths: the same size)."""
+    data = path.read_bytes().replace(old, new)
+    with open(path, "r+b") as fh:
+        fh.write(data)
+        fh.truncate()
+
+
+def test_a_piece_read_after_the_file_changed_raises_changed(tmp_path):
+    path = tmp_path / "run-ev.json"
+    _events_record(path, "alpha")
+    lean = runs_fmt.read_run_record_lean(str(path))
+    events = lean.transcripts[0].events
+    assert events[3].text.startswith("alpha 3 ")
+    _rewrite_in_place(path, b"alpha", b"omega")  # (same size; mtime and ctime move)
+    with pytest.raises(json_pieces.Changed):
+        events[3]
+    with pytest.raises(json_pieces.Changed):
+        list(events)
+    # a change the fstat cannot see (the same size, mtime and ctime): the pieces' CRC-32 sees it
+    lean = runs_fmt.read_run_record_lean(str(path))
+    raw_events = lean.data["transcript"]["events"]
+    _rewrite_in_place(path, b"omega 3", b"OMEGA 3")
+    st_ = os.stat(path)
+    raw_events._src._stamp = (st_.st_size, st_.st_mtime_ns, st_.st_ctime_ns)
+    assert raw_events[2]["text"].startswith("omega 2 ")  # (an unchanged piece still reads)
+    with pytest.raises(json_pieces.Changed):
+        raw_events[3]
+    # a file cut short
+    lean = runs_fmt.read_run_record_lean(str(path))
+    with open(path, "r+b") as fh:
+        fh.truncate(100)
+    with pytest.raises(json_pieces.Changed):
+        lean.transcripts[0].events[39]
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open fds through /proc")
+def test_a_record_rewritten_during_a_render_gives_the_new_document(project, monkeypatch):
+    """A rewrite in place while the transcript is rendered (after its scan): the document is made
+    again from the new file, equal to one made from it at rest, never a mix; the fds are closed."""
+    from harn_ls.render import documents
+
+    monkeypatch.setattr(workspace_runs, "LEAN_RECORD_BYTES", 1)
+    path = project / ".harn-runs" / "run-ev.json"
+    _events_record(path, "alpha")
+    ws = Workspace.load(str(project))
+    small = dataclasses.replace(RenderSettings(), transcript_window_bytes=1000)
+    uri = "harn-state:/transcripts/tr-ev.md?page=1"
+    before = render_uri(ws, uri, small)
+    _events_record(path, "omega")
+    at_rest = render_uri(ws, uri, small)
+    assert "omega" in at_rest and "alpha" not in at_rest and "alpha" in before
+    _events_record(path, "alpha")
+    fds = _open_fds()
+    real = documents.render_event
+    calls = []
+
+    def rewriting(i, ev, ctx):
+        if not calls:
+            _rewrite_in_place(path, b"alpha", b"omega")
+        calls.append(i)
+        return real(i, ev, ctx)
+
+    monkeypatch.setattr(documents, "render_event", rewriting)
+    during = render_uri(ws, uri, small)
+    assert during == at_rest and "alpha" not in during
+    assert _open_fds() == fds
+
+    def always_rewriting(i, ev, ctx):
+        _rewrite_in_place(path, b"omega", b"alpha") if b"omega" in path.read_bytes() else \
+            _rewrite_in_place(path, b"alpha", b"omega")
+        return real(i, ev, ctx)
+
+    monkeypatch.setattr(documents, "render_event", always_rewriting)
+    text = render_uri(ws, uri, small)
+    assert "changed while this document was read" in text and "alpha" not in text and "omega" not in text
+    assert _open_fds() == fds
+
+
+def test_a_record_replaced_by_rename_during_a_render_gives_the_new_document(project, monkeypatch):
+    """Harn's own way to write (a .tmp renamed over the record): the fd still reads the file that
+    was scanned, but the rename moved its ctime (one link less), so the document is made again
+    from the new file: equal to one made from it at rest."""
+    from harn_ls.render import documents
+
+    monkeypatch.setattr(workspace_runs, "LEAN_RECORD_BYTES", 1)
+    path = project / ".harn-runs" / "run-ev.json"
+    _events_record(path, "omega")
+    ws = Workspace.load(str(project))
+    small = dataclasses.replace(RenderSettings(), transcript_window_bytes=1000)
+    uri = "harn-state:/transcripts/tr-ev.md?page=1"
+    at_rest = render_uri(ws, uri, small)
+    _events_record(path, "alpha")
+    real = documents.render_event
+    calls = []
+
+    def renaming(i, ev, ctx):
+        if not calls:
+            tmp = path.with_suffix(".json.tmp")
+            _events_record(tmp, "omega")
+            os.replace(tmp, path)
+        calls.append(i)
+        return real(i, ev, ctx)
+
+    monkeypatch.setattr(documents, "render_event", renaming)
+    assert render_uri(ws, uri, small) == at_rest
