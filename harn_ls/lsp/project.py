@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from harn_ls.change_kinds import K
 from harn_ls.render.fact_spans import FactSpanCache
+from harn_ls.formats.memory import MemoryNamespace
 from harn_ls.formats.problems import Problem
 from harn_ls.history import CheckpointHistory, record_workspace
 from harn_ls.lsp import heap
@@ -88,13 +89,13 @@ class Project:
         possibly still undecoded: only for what reads no fact but their counts and problems (the
         status, the problems list, the recall index), so that start-up reaches recall-ready first."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, fn, *args)
+        return await loop.run_in_executor(self._pool, _keeping_builds, fn, args)
 
     def _with_facts(self, fn: Callable[..., Any], args: tuple) -> Any:
         ws = self.ws
         if ws is not None and ws.deferred_fact_namespaces():
             self._decode_facts()
-        return fn(*args)
+        return _keeping_builds(fn, args)
 
     def _decode_facts(self) -> None:
         """Project thread: decode the facts the load left in the state cache's form (a rescan may
@@ -178,7 +179,7 @@ class Project:
                 self._keep_checkpoint_history(None if changes.rescanned else changes.pipelines)
             return changes
 
-        fut = self._pool.submit(_apply)
+        fut = self._pool.submit(_keeping_builds, _apply, ())
 
         def _done(f) -> None:
             try:
@@ -371,9 +372,28 @@ def paused_gc(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def _keeping_builds(fn: Callable[..., Any], args: tuple) -> Any:
+    """Run a project-thread task; if it built a restored namespace's records (a request or a batch
+    that needed them, long after the load's freeze), collect once and freeze, as after the load:
+    left in the collector's view, a 262k-entry dict cost every later pass ~20 ms (1M events), and
+    such passes land in hovers and batches for as long as the server runs."""
+    builds = MemoryNamespace.builds
+    try:
+        return fn(*args)
+    finally:
+        if MemoryNamespace.builds != builds:
+            keep_out_of_collector()
+
+
+def keep_out_of_collector() -> None:
+    """Collect what is garbage now, then move everything left (the model) out of the cyclic
+    collector's view: no later pass walks it again."""
+    gc.collect()
+    gc.freeze()
+
+
 def _freeze_heap() -> None:
     """Move the long-lived model out of the collector's view, so no full collection
     (about a second on a big project) lands in the middle of a hover later."""
-    gc.collect()
-    gc.freeze()
+    keep_out_of_collector()
     heap.trim()  # what the recall build and the facts' decoding freed goes back before the save
