@@ -244,8 +244,10 @@ class Project:
             await self._wait_for_quiet()
             if await self.run(self._restore_spans):
                 break
-        for work in (self._fold_recall, _freeze_heap, self._save_cache):
-            if self.closed:  # the folder left the workspace meanwhile: nothing left to settle
+        if not await self._fold_recall():
+            return  # the folder left the workspace meanwhile: nothing left to settle
+        for work in (_freeze_heap, self._save_cache):
+            if self.closed:
                 return
             await self._wait_for_quiet()
             await self.run(work)
@@ -304,21 +306,39 @@ class Project:
             log.exception("restoring fact spans failed")
             return True
 
-    def _fold_recall(self) -> None:
+    async def _fold_recall(self) -> bool:
         """Before the save: compact each index a stepped build left with overflow postings, fold the
         deltas it left queued (a cold start at 100k: ~9k records), then compact those namespaces too,
         the heap trimmed after each index and each delta. The save did all of it at its first index
         and its own buffers came on top: ~5 MiB more peak RSS on a cold start at 100k. Results never
         depend on it. The overflow of the namespaces without a queue goes first: the fold's growth
-        takes its place."""
-        for step in self.ws.recall_compact_steps():
-            if paused_gc(step)():
-                heap.trim()
-        while paused_gc(self.ws.fold_recall_delta)():
-            heap.trim()  # (a merge's old arrays and temporaries: the next delta's merge does not fit in them)
-        for step in self.ws.recall_compact_steps():
-            if paused_gc(step)():
-                heap.trim()
+        takes its place. Each index and each delta is a task of its own on the project thread, after
+        a pause in the client's requests (as one task, ~0.8 s at 100k, a hover could wait behind it
+        all). False when the project closed meanwhile."""
+        for part in ("compact", "fold", "compact"):
+            if self.closed:  # (its thread is stopped: nothing more may be scheduled on it)
+                return False
+            if part == "fold":
+                while did := await self._settle_step(lambda: self.ws.fold_recall_delta()):
+                    pass
+                if did is None:
+                    return False
+                continue
+            for step in await self.run(lambda: self.ws.recall_compact_steps()):
+                if await self._settle_step(step) is None:
+                    return False
+        return not self.closed
+
+    async def _settle_step(self, step: Callable[[], bool]) -> bool | None:
+        """Run one step of the settle on the project thread once the client is quiet, the collector
+        paused, the heap trimmed after it when it did something. What the step returned; None when
+        the project closed first."""
+        if self.closed:
+            return None
+        await self._wait_for_quiet()
+        if self.closed:
+            return None
+        return await self.run(_trimmed, step)
 
     def _save_cache(self) -> None:
         """Write the state cache once the model is complete (only what it does not hold yet)."""
@@ -370,6 +390,14 @@ def paused_gc(fn: Callable[..., Any]) -> Callable[..., Any]:
             if was_enabled:
                 gc.enable()
     return wrapper
+
+
+def _trimmed(step: Callable[[], bool]) -> bool:
+    """A settle step with the collector paused; when it did something (True), what it freed goes back."""
+    did = paused_gc(step)()
+    if did:
+        heap.trim()  # (a merge's old arrays and temporaries: the next step's merge does not fit in them)
+    return did
 
 
 def _keeping_builds(fn: Callable[..., Any], args: tuple) -> Any:

@@ -224,3 +224,49 @@ def test_request_registry_reports_quiet_time():
         assert reg.quiet_for() >= 0.015
 
     asyncio.run(main())
+
+
+def test_the_fold_before_the_save_is_a_task_per_delta_each_after_a_pause(project, cache_env):
+    """The deltas left queued for the recall index are folded one project-thread task each, every
+    one after a wait for a pause in the client's requests (as a single task, ~0.8 s at 100k, a hover
+    waited behind all of it); the index then answers as a cold load's does."""
+    from harn_ls.lsp import project as project_mod
+    from harn_ls.lsp.project import Project
+    from tests.unit.test_cache import append as append_bytes
+
+    log = project / NOTES
+
+    async def main() -> tuple[list, list, bool]:
+        proj = Project(str(project), lambda *_: None)
+        await proj.run(lambda: setattr(proj, "ws", Workspace.load(str(project))))
+        await proj.run(lambda: proj.ws.recall)
+        for n in range(3):  # three batches: three deltas queued for the index, none folded yet
+            append_bytes(log, event("store", f"fold-{n}", NS, 900 + n))
+            await proj.run(lambda: proj.ws.apply([str(log)]))
+        queued = await proj.run(lambda: sum(map(len, proj.ws._recall._pending.values())))
+        events: list = []
+        real_run, real_wait = proj.run, proj._wait_for_quiet
+
+        async def watched_run(fn, *args):
+            if fn is project_mod._trimmed:
+                events.append("step")
+            return await real_run(fn, *args)
+
+        async def watched_wait() -> None:
+            events.append("wait")
+            await real_wait()
+
+        proj.run, proj._wait_for_quiet = watched_run, watched_wait
+        await proj._fold_recall()
+        proj.run = real_run
+        pending = await proj.run(lambda: sum(map(len, proj.ws._recall._pending.values())))
+        got = await proj.run(lambda: answers(proj.ws))
+        proj.close()
+        return [queued, pending], events, got
+
+    (queued, pending), events, got = asyncio.run(main())
+    assert queued >= 3 and pending == 0  # (the three batches', and any the load left queued)
+    assert events.count("step") >= queued + 1  # a task per delta, then the one that found none left
+    assert all(events[i - 1] == "wait" for i, e in enumerate(events) if e == "step")  # a pause awaited before each
+    expected = answers(Workspace.load(str(project)))
+    assert got == expected
