@@ -16,6 +16,7 @@ from harn_ls.formats.transcripts import TranscriptEvent, blocks_visibility, norm
 from harn_ls.render.checkpoint_history import history_section, version_document
 from harn_ls.render.conversation import context_for, render_event
 from harn_ls.render.compare import compare_document, normalized_document
+from harn_ls.render.doc_reuse import REUSED_KINDS, DocReuse, sources
 from harn_ls.render.limits import DOC_VALUE_BYTES, MAX_RESPONSE_BYTES, cap_response, utf8_len
 from harn_ls.render.markdown import (capped_fence, capped_markdown, cell, code_cell, file_link, human_bytes, inline, link, moment,
                                      pretty_json, short_text)
@@ -41,6 +42,23 @@ def cap_bytes(text: str, limit: int = MAX_RESPONSE_BYTES) -> str:
 
 
 def render(ws, target: StateUri, settings: RenderSettings) -> str:
+    if target.kind in REUSED_KINDS:
+        reuse = _doc_reuse(ws)
+        if reuse is not None:  # a page made from a big run record: given again while nothing it was made from changed
+            made_of = sources(ws, target.kind, target.name)  # (stamped before it is made)
+            key = (target.kind, target.name, tuple(sorted(target.query.items())), settings)
+            return reuse.get_or_make(key, made_of, lambda: _render(ws, target, settings))
+    return _render(ws, target, settings)
+
+
+def _doc_reuse(ws) -> DocReuse | None:
+    reuse = getattr(ws, "doc_reuse", None)
+    if reuse is None and hasattr(ws, "__dict__"):
+        reuse = ws.doc_reuse = DocReuse()
+    return reuse
+
+
+def _render(ws, target: StateUri, settings: RenderSettings) -> str:
     fn = _RENDERERS[target.kind]
     try:
         return fn(ws, target, settings)

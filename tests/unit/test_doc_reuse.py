@@ -1,0 +1,128 @@
+"""Run and transcript pages made from big files are given again while nothing they were made from
+changed (render/doc_reuse.py), and made again as soon as anything did: the record's bytes (in place,
+same size), the run's turn log, the model object the workspace holds for it, the page or the
+settings. Bounded, and never for small files."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import orjson
+import pytest
+
+from harn_ls.render import RenderSettings, doc_reuse, render_uri
+from harn_ls.workspace import Workspace
+from tests.unit.test_cache import project  # noqa: F401  (fixture)
+
+RUN = "run-big"
+TRANSCRIPT = "tr-big"
+SMALL_WINDOW = dataclasses.replace(RenderSettings(), transcript_window_bytes=2000)
+
+
+def _record(path, word: str, n: int = 60) -> None:
+    events = [{"kind": "message", "role": "user" if i % 2 else "assistant", "text": f"{word} {i} " + "w" * 80}
+              for i in range(n)]
+    doc = {"_type": "run_record", "id": RUN, "status": "done", "stages": [{"id": "s1", "status": "done"}],
+           "transcript": {"_type": "transcript", "id": TRANSCRIPT, "events": events, "messages": []}}
+    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+
+
+def _rewrite_same_size(path, old: bytes, new: bytes) -> None:
+    data = path.read_bytes().replace(old, new)
+    with open(path, "r+b") as fh:
+        fh.write(data)
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # (a coarse clock may not have moved)
+
+
+@pytest.fixture
+def big(project, monkeypatch):
+    monkeypatch.setattr(doc_reuse, "REUSE_MIN_BYTES", 1000)  # the test records count as big
+    path = project / ".harn-runs" / f"{RUN}.json"
+    _record(path, "alpha")
+    ws = Workspace.load(str(project))
+    return ws, path
+
+
+def _page(ws, page: int = 0, settings: RenderSettings = SMALL_WINDOW) -> str:
+    return render_uri(ws, f"harn-state:/transcripts/{TRANSCRIPT}.md?page={page}", settings)
+
+
+def _made(ws) -> int:
+    return ws.doc_reuse.made if getattr(ws, "doc_reuse", None) is not None else 0
+
+
+def test_an_unchanged_page_is_given_again_without_reading_the_record(big):
+    ws, _path = big
+    first = _page(ws)
+    made = _made(ws)
+    assert "alpha" in first
+    assert _page(ws) == first and _made(ws) == made
+    run_doc = render_uri(ws, f"harn-state:/runs/{RUN}.md", RenderSettings())
+    assert render_uri(ws, f"harn-state:/runs/{RUN}.md", RenderSettings()) == run_doc and _made(ws) == made + 1
+
+
+def test_a_record_rewritten_in_place_is_read_again(big):
+    ws, path = big
+    before = _page(ws)
+    _rewrite_same_size(path, b"alpha", b"omega")  # the same inode and size: only the times tell
+    after = _page(ws)
+    assert "omega" in after and "alpha" not in after and after != before
+
+
+def test_a_new_model_object_means_a_new_page(big):
+    ws, path = big
+    _page(ws)
+    made = _made(ws)
+    ws.apply([str(path)])  # the workspace reads the record again: new run and transcript objects
+    _page(ws)
+    assert _made(ws) == made + 1
+
+
+def test_the_turn_log_is_part_of_what_a_page_is_made_of(big):
+    ws, path = big
+    sidecar = path.parent / f"{RUN}-llm" / "llm_transcript.jsonl"
+    sidecar.parent.mkdir()
+    sidecar.write_text('{"type":"message","role":"user","content":"hi"}\n')
+    ws.apply([str(path), str(sidecar)])
+    run = ws.runs[RUN]
+    assert run.llm_transcript_path == str(sidecar)
+    uri = f"harn-state:/runs/{RUN}.md"
+    first = render_uri(ws, uri, RenderSettings())
+    made = _made(ws)
+    with open(sidecar, "a") as fh:  # the turn log grows; the record and the model objects do not change
+        fh.write('{"type":"message","role":"assistant","content":"there"}\n')
+    assert ws.runs[RUN] is run
+    again = render_uri(ws, uri, RenderSettings())
+    assert _made(ws) == made + 1
+    assert again == render_uri(Workspace.load(ws.root), uri, RenderSettings())  # what a fresh model shows
+    assert first is not again
+
+
+def test_pages_and_settings_are_kept_apart_and_bounded(big):
+    ws, _path = big
+    pages = [_page(ws, p) for p in range(3)]
+    private = _page(ws, 0, dataclasses.replace(SMALL_WINDOW, show_private=True))
+    assert len(set(pages)) == 3  # three different windows
+    made = _made(ws)
+    assert [_page(ws, p) for p in range(3)] == pages and _made(ws) == made
+    assert _page(ws, 0, dataclasses.replace(SMALL_WINDOW, show_private=True)) == private
+    for p in range(3, 3 + doc_reuse.MAX_DOCS):
+        _page(ws, p)
+    assert len(ws.doc_reuse._docs) == doc_reuse.MAX_DOCS
+    made = _made(ws)
+    _page(ws, 0)  # pushed out by the pages after it: made again
+    assert _made(ws) == made + 1
+
+
+def test_small_records_are_always_read_again(project):
+    path = project / ".harn-runs" / f"{RUN}.json"
+    _record(path, "alpha", n=3)
+    assert os.path.getsize(path) < doc_reuse.REUSE_MIN_BYTES
+    ws = Workspace.load(str(project))
+    _page(ws)
+    made = _made(ws)
+    _page(ws)
+    assert _made(ws) == made + 1
+    assert ws.doc_reuse._docs == {}
