@@ -92,6 +92,44 @@ def test_backslash_runs_across_scan_windows(window, tmp_path, monkeypatch):
         _lean(b'{"a": "x\\\\\\"}', tmp_path)
 
 
+def _escaped_by_hand(data: bytes, maybe: list[int], carried: int) -> list[int]:
+    """The quotes of `maybe` an odd run of backslashes ends right before, counted a byte at a time."""
+    out = []
+    for q in maybe:
+        i = q - 1
+        while i >= 0 and data[i] == 0x5C:
+            i -= 1
+        if (q - 1 - i + (carried if i < 0 else 0)) % 2:
+            out.append(q)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"\\", b'"', b"a", b"\\\\\\"]), max_size=60), st.integers(0, 5))
+def test_escaped_quotes_are_counted_as_byte_by_byte(parts, carried):
+    import numpy as np
+
+    data = b"".join(parts)
+    view = np.frombuffer(data, dtype=np.uint8)
+    maybe = [i for i in range(1, len(data)) if data[i] == 0x22 and data[i - 1] == 0x5C]
+    got = json_pieces._escaped_quotes(np, view, np.array(maybe, dtype=np.int64), carried) if maybe else []
+    assert got == _escaped_by_hand(data, maybe, carried)
+
+
+def test_a_record_of_long_backslash_runs_is_scanned_with_arrays(tmp_path, monkeypatch):
+    """Megabytes of backslashes before quotes: the same answer as the whole parse (the runs are
+    counted by arrays, not a Python step per backslash)."""
+    calls = []
+    real = json_pieces._escaped_quotes
+    monkeypatch.setattr(json_pieces, "_escaped_quotes", lambda *a: calls.append(1) or real(*a))
+    text = "\\" * 400_000 + '"' + "x" + "\\" * 3 + '"'  # escaped quotes after even runs of escaped backslashes
+    doc = {"transcript": {"events": [{"text": text}, {"text": "\\" * 300_000}], "messages": []}, "k": [text]}
+    raw = orjson.dumps(doc)
+    assert len(raw) > 2_000_000
+    assert _lean(raw, tmp_path) == doc
+    assert calls  # the windows with escaped quotes went through the array count
+
+
 @pytest.mark.parametrize("raw", [
     b"", b"  ", b"[]", b"{", b'{"a": 1', b'{"a": 1}}', b'{"a": 1} x', b'{"a" 1}', b'{"a": 1,}', b"{,}",
     b'{"a": [1, 2}', b'{"a": tru}', b'{"a": "x}', b'{"a": "\\ud800"}', b'{"a": NaN}', b'{"a": 1e999}',
