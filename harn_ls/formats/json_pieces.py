@@ -91,7 +91,8 @@ def _escaped_quotes(np, view, maybe, carried: int) -> list[int]:
     """Those of the quotes `maybe` (each right after a backslash) that an odd run of backslashes
     ends right before: escaped ones. `carried`: the backslashes that ended the windows before
     `view`, for a run that reaches back. Counted with arrays, not byte by byte: a hostile record of
-    long backslash runs cost a Python step per backslash (about 3 s over a 64 MB record)."""
+    long backslash runs cost a Python step per backslash (a 15.6 MB one: 1.47 s of CPU read
+    that way, 0.88 s now)."""
     slashes = np.flatnonzero(view == 0x5C)
     quotes = np.asarray(maybe, dtype=np.int64)
     last = np.searchsorted(slashes, quotes) - 1  # the backslash right before each quote
