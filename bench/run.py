@@ -225,12 +225,12 @@ def bench_incremental(ws, path: Path, ns: str, repeats: int, queries: list[str])
     for the recall index (RecallEngine.apply); the server folds it in once its client is quiet
     (`Workspace.fold_recall_queue`), which is timed after each apply as "index update", and a recall right
     after a 100-event batch, with nothing folded yet, pays it itself ("first recall")."""
-    from harn_ls.formats.memory import MemoryNamespace
+    from harn_ls.formats.memory import builds_here
     from harn_ls.lsp.project import keep_out_of_collector
 
-    builds = MemoryNamespace.builds
+    builds = builds_here()
     app = Appender(ns, ws, seed=len(ws.memory[ns].records()))  # (builds a restored namespace's records)
-    if MemoryNamespace.builds != builds:
+    if builds_here() != builds:
         keep_out_of_collector()  # what a server does after the task that built them (lsp/project.py)
     out, upkeep = {}, {}
     gc_ms: list[float] = []  # every collector pass during the samples (gc.callbacks)

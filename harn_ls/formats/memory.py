@@ -16,6 +16,7 @@ from __future__ import annotations
 import operator
 import os
 import sys
+from _thread import get_ident
 from dataclasses import field
 from typing import Any, Iterable
 
@@ -71,6 +72,20 @@ _TAGS_SEEN_ONCE_CAP = 1 << 15
 _STORE_FIELDS = operator.itemgetter("id", "key", "stored_at", "text", "tags")
 
 DEFAULT_CONFIG = {"backend": "bm25", "embed_model_hint": "default", "bm25_weight": 0.5, "cosine_weight": 0.5}
+
+
+# Restored namespaces that have built their records so far, per thread (thread id -> count; each
+# thread writes its own entry). What a build makes (an id map and a seq -> record dict as big as the
+# log) is new to the cyclic collector, which would walk it at each of its passes until it is old (a
+# 262k-entry dict: ~20 ms a pass); a server whose project thread sees its count move during a task
+# takes it out of the collector's view (lsp/project.py). Per thread: a task of another project
+# running meanwhile is not mistaken for one that built.
+_BUILDS: dict[int, int] = {}
+
+
+def builds_here() -> int:
+    """How many restored namespaces the calling thread has built so far."""
+    return _BUILDS.get(get_ident(), 0)
 
 
 def shared_tags(tags: Iterable[str]) -> tuple[str, ...]:
@@ -376,18 +391,13 @@ class MemoryNamespace:
         self._loader = loader
         return self
 
-    # Restored namespaces that have built their records so far, in this process. What a build makes
-    # (an id map and a seq -> record dict as big as the log) is new to the cyclic collector, which
-    # would walk it at each of its passes until it is old (a 262k-entry dict: ~20 ms a pass); a
-    # server that sees this count move takes it out of the collector's view (lsp/project.py).
-    builds = 0
-
     def __getattr__(self, name: str):
         if name in MemoryNamespace._LAZY:
             loader = self.__dict__.pop("_loader", None)
             if loader is not None:
                 loader(self)
-                MemoryNamespace.builds += 1
+                ident = get_ident()
+                _BUILDS[ident] = _BUILDS.get(ident, 0) + 1
                 return self.__dict__[name]
         raise AttributeError(name)
 

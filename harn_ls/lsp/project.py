@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from harn_ls.change_kinds import K
 from harn_ls.render.fact_spans import FactSpanCache
-from harn_ls.formats.memory import MemoryNamespace
+from harn_ls.formats.memory import builds_here
 from harn_ls.formats.problems import Problem
 from harn_ls.history import CheckpointHistory, record_workspace
 from harn_ls.lsp import heap
@@ -405,11 +405,11 @@ def _keeping_builds(fn: Callable[..., Any], args: tuple) -> Any:
     that needed them, long after the load's freeze), collect once and freeze, as after the load:
     left in the collector's view, a 262k-entry dict cost every later pass ~20 ms (1M events), and
     such passes land in hovers and batches for as long as the server runs."""
-    builds = MemoryNamespace.builds
+    builds = builds_here()
     try:
         return fn(*args)
     finally:
-        if MemoryNamespace.builds != builds:
+        if builds_here() != builds:
             keep_out_of_collector()
 
 

@@ -8,16 +8,21 @@ changed (lsp/documents.refresh_changed), each time on the project thread, ahead 
 
 A document is given again only when its page, its settings, the model objects it was made from
 (compared by identity: the workspace makes new ones whenever it reads their file again) and the
-stamp of every file it reads (device, inode, size, mtime and ctime, taken before it was made) are
-all the same. A file that cannot be stamped, or one changed while the document was made, means
-the document is made again next time: a stale page is never given. Bounded: MAX_DOCS documents of
-at most the response cap each, only those made from REUSE_MIN_BYTES of files or more.
+stamps (device, inode, size, mtime and ctime, taken before it was made) of the files it reads are
+all the same: the run record, and every place its turn log may be (`<stem>-llm/` and `<id>-llm/`
+next to it, stamped as absent when missing, so that one appearing counts as a change). A record
+that cannot be stamped is never reused, nor is a transcript with assets (its page shows image
+files, which are not stamped). A file changed while a document was made has a new stamp by then:
+the document is made again next time. Bounded: MAX_DOCS documents of at most the response cap
+each, only those made from REUSE_MIN_BYTES of files or more.
 """
 
 from __future__ import annotations
 
 import os
 from typing import Any, Callable
+
+from harn_ls.formats.runs import LLM_TRANSCRIPT_NAME, llm_sidecar_path
 
 MAX_DOCS = 4
 REUSE_MIN_BYTES = 1 << 20  # smaller files are read again faster than a page is worth holding
@@ -43,18 +48,19 @@ def sources(ws: Any, kind: str, name: str) -> tuple[tuple, tuple] | None:
         files = [run.path]
     elif kind == "transcripts":
         entry = ws.transcripts.get(name)
-        if entry is None:
+        if entry is None or entry.asset_count:
             return None
         run = ws.runs.get(entry.run_id) if entry.run_id else None
         objects = (entry, run)
         files = [entry.path]
     else:
         return None
-    llm_log = getattr(run, "llm_transcript_path", None) if run is not None else None
-    if llm_log:
-        files.append(llm_log)
+    if run is not None:  # every place its turn log may be (a record read whole looks for it again)
+        files += sorted({p for p in (getattr(run, "llm_transcript_path", None), llm_sidecar_path(run.path),
+                                     os.path.join(os.path.dirname(run.path), f"{run.id}-llm", LLM_TRANSCRIPT_NAME))
+                         if p and p != files[0]})
     stamps = tuple(_stamp(p) for p in files)
-    if None in stamps[:1] or sum(s[2] for s in stamps if s is not None) < REUSE_MIN_BYTES:
+    if stamps[0] is None or sum(s[2] for s in stamps if s is not None) < REUSE_MIN_BYTES:
         return None
     return objects, stamps
 

@@ -226,17 +226,25 @@ def test_request_registry_reports_quiet_time():
     asyncio.run(main())
 
 
-def test_the_fold_before_the_save_is_a_task_per_delta_each_after_a_pause(project, cache_env):
+def test_the_fold_before_the_save_is_a_task_per_delta_each_after_a_pause(project, cache_env, monkeypatch):
     """The deltas left queued for the recall index are folded one project-thread task each, every
     one after a wait for a pause in the client's requests (as a single task, ~0.8 s at 100k, a hover
     waited behind all of it); the index then answers as a cold load's does."""
-    from harn_ls.lsp import project as project_mod
+    import threading
+
     from harn_ls.lsp.project import Project
     from tests.unit.test_cache import append as append_bytes
 
     log = project / NOTES
+    events: list = []
+    real_fold = Workspace.fold_recall_delta
 
-    async def main() -> tuple[list, list, bool]:
+    def watched_fold(ws) -> bool:
+        did = real_fold(ws)
+        events.append(("fold", did, threading.get_ident()))
+        return did
+
+    async def main() -> tuple[int, int, list]:
         proj = Project(str(project), lambda *_: None)
         await proj.run(lambda: setattr(proj, "ws", Workspace.load(str(project))))
         await proj.run(lambda: proj.ws.recall)
@@ -244,29 +252,27 @@ def test_the_fold_before_the_save_is_a_task_per_delta_each_after_a_pause(project
             append_bytes(log, event("store", f"fold-{n}", NS, 900 + n))
             await proj.run(lambda: proj.ws.apply([str(log)]))
         queued = await proj.run(lambda: sum(map(len, proj.ws._recall._pending.values())))
-        events: list = []
-        real_run, real_wait = proj.run, proj._wait_for_quiet
-
-        async def watched_run(fn, *args):
-            if fn is project_mod._trimmed:
-                events.append("step")
-            return await real_run(fn, *args)
+        real_wait = proj._wait_for_quiet
 
         async def watched_wait() -> None:
-            events.append("wait")
+            events.append(("wait",))
             await real_wait()
 
-        proj.run, proj._wait_for_quiet = watched_run, watched_wait
+        proj._wait_for_quiet = watched_wait
+        monkeypatch.setattr(Workspace, "fold_recall_delta", watched_fold)
         await proj._fold_recall()
-        proj.run = real_run
+        monkeypatch.setattr(Workspace, "fold_recall_delta", real_fold)
         pending = await proj.run(lambda: sum(map(len, proj.ws._recall._pending.values())))
         got = await proj.run(lambda: answers(proj.ws))
         proj.close()
-        return [queued, pending], events, got
+        return queued, pending, got
 
-    (queued, pending), events, got = asyncio.run(main())
+    queued, pending, got = asyncio.run(main())
     assert queued >= 3 and pending == 0  # (the three batches', and any the load left queued)
-    assert events.count("step") >= queued + 1  # a task per delta, then the one that found none left
-    assert all(events[i - 1] == "wait" for i, e in enumerate(events) if e == "step")  # a pause awaited before each
+    folds = [e for e in events if e[0] == "fold"]
+    # a task per delta, then the one that found none left; each right after a wait for a pause
+    assert [e[1] for e in folds] == [True] * queued + [False]
+    assert all(events[i - 1] == ("wait",) for i, e in enumerate(events) if e[0] == "fold")
+    assert len({e[2] for e in folds}) == 1 and folds[0][2] != threading.get_ident()  # on the project thread
     expected = answers(Workspace.load(str(project)))
     assert got == expected

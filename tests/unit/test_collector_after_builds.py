@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import gc
 
-from harn_ls.formats.memory import MemoryNamespace
+import threading
+
+from harn_ls.formats.memory import MemoryNamespace, builds_here
 from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
 from tests.unit.test_cache_rows import NS, fill
 
@@ -35,7 +37,7 @@ def test_a_namespace_built_after_the_freeze_leaves_the_collector_view(project, c
             await proj.settle_recall()
             space = await proj.run(lambda: proj.ws.memory[NS])
             built_before = await proj.run(lambda: space.materialized)
-            builds, frozen = MemoryNamespace.builds, gc.get_freeze_count()
+            builds, frozen = await proj.run(builds_here), gc.get_freeze_count()
             # a task that builds nothing: whatever it makes stays where the collector looks
             kept = await proj.run(lambda: [[i] for i in range(100)])
             frozen_after_plain = gc.get_freeze_count()
@@ -43,7 +45,8 @@ def test_a_namespace_built_after_the_freeze_leaves_the_collector_view(project, c
             # a request that needs the namespace's records builds them on the project thread
             n_active = await proj.run(lambda: len(space.active))
             active, by_id = vars(space)["active"], vars(space)["_by_id"]
-            return {"built_before": built_before, "builds": MemoryNamespace.builds - builds, "n_active": n_active,
+            built = await proj.run(builds_here) - builds
+            return {"built_before": built_before, "builds": built, "n_active": n_active,
                     "plain_kept_frozen_count": frozen_after_plain == frozen, "plain_young": plain_young,
                     "active_young": _in_collector_view(active), "by_id_young": gc.is_tracked(by_id) and _in_collector_view(by_id),
                     "frozen_grew": gc.get_freeze_count() > frozen_after_plain}
@@ -61,7 +64,7 @@ def test_a_namespace_built_after_the_freeze_leaves_the_collector_view(project, c
     assert not got["active_young"] and not got["by_id_young"]  # the build's containers: out of the collector's view
 
 
-def test_builds_counts_each_restored_namespace_once():
+def test_builds_are_counted_per_thread_once_per_restored_namespace():
     built = []
 
     def loader(space: MemoryNamespace) -> None:
@@ -71,11 +74,17 @@ def test_builds_counts_each_restored_namespace_once():
     summary = {"seq": 0, "config": {}, "open_event": None, "event_count": 0, "last_event_at": None, "sizes": (0, 0, 0)}
     a = MemoryNamespace.restored("a", "/p/a/events.jsonl", summary, [], loader)
     b = MemoryNamespace.restored("b", "/p/b/events.jsonl", summary, [], loader)
-    before = MemoryNamespace.builds
+    c = MemoryNamespace.restored("c", "/p/c/events.jsonl", summary, [], loader)
+    before = builds_here()
     a.active, a.forgotten, a.hidden  # noqa: B018  (three lazy reads: one build)
-    assert MemoryNamespace.builds - before == 1 and a.materialized and not b.materialized
+    assert builds_here() - before == 1 and a.materialized and not b.materialized
     b.records()
-    assert MemoryNamespace.builds - before == 2 and built == ["a", "b"]
-    plain = MemoryNamespace("c", "/p/c/events.jsonl")
+    assert builds_here() - before == 2 and built == ["a", "b"]
+    plain = MemoryNamespace("p", "/p/p/events.jsonl")
     plain.records()  # a namespace read from its log is never "built"
-    assert MemoryNamespace.builds - before == 2
+    assert builds_here() - before == 2
+    # a build on another thread (another project's) is not counted on this one
+    other = threading.Thread(target=lambda: c.records())
+    other.start()
+    other.join()
+    assert built == ["a", "b", "c"] and builds_here() - before == 2

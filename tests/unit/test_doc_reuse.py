@@ -20,11 +20,12 @@ TRANSCRIPT = "tr-big"
 SMALL_WINDOW = dataclasses.replace(RenderSettings(), transcript_window_bytes=2000)
 
 
-def _record(path, word: str, n: int = 60) -> None:
+def _record(path, word: str, n: int = 60, assets: list | None = None) -> None:
     events = [{"kind": "message", "role": "user" if i % 2 else "assistant", "text": f"{word} {i} " + "w" * 80}
               for i in range(n)]
     doc = {"_type": "run_record", "id": RUN, "status": "done", "stages": [{"id": "s1", "status": "done"}],
-           "transcript": {"_type": "transcript", "id": TRANSCRIPT, "events": events, "messages": []}}
+           "transcript": {"_type": "transcript", "id": TRANSCRIPT, "events": events, "messages": [],
+                          **({"assets": assets} if assets else {})}}
     path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
 
 
@@ -126,3 +127,40 @@ def test_small_records_are_always_read_again(project):
     _page(ws)
     assert _made(ws) == made + 1
     assert ws.doc_reuse._docs == {}
+
+
+def test_a_turn_log_that_appears_after_the_record_was_read_is_seen(big, monkeypatch):
+    """The record was read before its `-llm/llm_transcript.jsonl` existed; then only the turn log is
+    written (the run object stays): the pages are made again, as they would be with nothing kept."""
+    from harn_ls import workspace_runs
+    from harn_ls.render import documents, parse_uri
+    from tests.unit.test_runs_transcripts import LLM_DIR
+
+    ws, path = big
+    monkeypatch.setattr(workspace_runs, "LEAN_RECORD_BYTES", 1)  # the record read again for each page, as a big one is
+    run = ws.runs[RUN]
+    assert run.llm_transcript_path is None
+    uris = [f"harn-state:/runs/{RUN}.md", f"harn-state:/runs/{RUN}.md?normalized=1"]
+    for u in uris:
+        render_uri(ws, u, RenderSettings())
+    made = _made(ws)
+    sidecar = path.parent / f"{RUN}-llm" / "llm_transcript.jsonl"
+    sidecar.parent.mkdir()
+    sidecar.write_bytes((LLM_DIR / "llm_transcript.jsonl").read_bytes())
+    ws.apply([str(sidecar)])
+    assert ws.runs[RUN] is run  # (only the turn log changed)
+    again = [render_uri(ws, u, RenderSettings()) for u in uris]
+    assert _made(ws) == made + len(uris)
+    assert again == [documents._render(ws, parse_uri(u), RenderSettings()) for u in uris]  # nothing kept: the same
+
+
+def test_a_transcript_with_assets_is_never_kept(project, monkeypatch):
+    monkeypatch.setattr(doc_reuse, "REUSE_MIN_BYTES", 1000)
+    path = project / ".harn-runs" / f"{RUN}.json"
+    _record(path, "alpha", assets=[{"id": "img-1", "name": "shot.png", "kind": "image", "storage_path": "shot.png"}])
+    ws = Workspace.load(str(project))
+    assert ws.transcripts[TRANSCRIPT].asset_count == 1
+    _page(ws)
+    made = _made(ws)
+    _page(ws)  # (its page shows image files, which are not stamped)
+    assert _made(ws) == made + 1
