@@ -1021,6 +1021,16 @@ def _f(v: float) -> str:
     return f"{v:.3g}" if abs(v) < 100 else f"{v:,.0f}"
 
 
+def _f_against(v: float, budget: float) -> str:
+    """`_f(v)`, with more digits when those would print it equal to a budget it is judged against
+    (1.0025 s against 1 s: "1.003", not "1")."""
+    for digits in (3, 4, 5, 6):
+        text = f"{v:.{digits}g}" if abs(v) < 100 else f"{v:,.0f}"
+        if v == budget or float(text.replace(",", "")) != budget:
+            return text
+    return repr(v)
+
+
 def table(r: dict) -> str:
     rows = []
     cold = r["cold_load"]
@@ -1149,7 +1159,7 @@ def table(r: dict) -> str:
                          f"{_f(v['cpu']['median']):>7} {v['rss_mb']['median']:>7.0f}  {budget}")
     lines.append("")
     for k, v in r["verdict"].items():
-        lines.append(f"{'MET ' if v['met'] else 'MISS'} {k}: {_f(v['value'])} (budget {_f(v['budget'])})")
+        lines.append(f"{'MET ' if v['met'] else 'MISS'} {k}: {_f_against(v['value'], v['budget'])} (budget {_f(v['budget'])})")
     m = r["machine"]
     lines.append(f"\nmachine: {m['nproc']} cores, {m['cpu']}, Python {m['python']}; bench runtime {r['runtime_s']:.0f} s")
     return "\n".join(lines)
