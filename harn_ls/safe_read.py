@@ -223,3 +223,17 @@ def regular_file_size(path: str) -> int | None:
     except OSError:
         return None
     return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+def stat_stamp(st: os.stat_result) -> list:
+    """[device, inode, size, mtime_ns, ctime_ns]: what tells, without reading it, that a file may
+    have changed since (the state cache's validators; a kept document's key)."""
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def file_stamp(path: str) -> list | None:
+    """`stat_stamp` of the file `path` leads to; None when it cannot be stat'ed."""
+    try:
+        return stat_stamp(os.stat(path))
+    except (OSError, ValueError):
+        return None

@@ -43,9 +43,10 @@ from harn_ls.digests import sha256
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.pattern_learning import NAMESPACE as PATTERN_NS  # (its projection is cached per entry)
 from harn_ls.formats.problems import Problem
+from harn_ls.safe_read import file_stamp, stat_stamp
 from harn_ls.state_index_payloads import index_payloads
 from harn_ls.state_parts import (CheckpointRows, _fact_row, _facts_from_rows, _problem_from_row, _problem_row,  # noqa: F401
-                                 _run_from_row, _run_row, _lstat_validator, _stat_validator, pattern_projection,
+                                 _run_from_row, _run_row, pattern_projection,
                                  read_checkpoint, restore_pattern, save_pattern)  # (pattern_projection, read_checkpoint: Workspace's)
 from harn_ls.state_rows import (CacheInvalid, RowReader, _checked, _pread_all, _replay, joined, json_array_chunks,
                                json_object_chunks, new_row_index, row_chunks, fact_inspect_chunks, facts_from_log,
@@ -412,7 +413,7 @@ class StateCache:
     def restore_run(self, path: str):
         """(slim RunRecord, transcript summaries) of an unchanged run record, else None."""
         entry = self._cached_runs().get(path)
-        v = _stat_validator(path)
+        v = file_stamp(path)
         if not isinstance(entry, list) or len(entry) != 3 or v is None or entry[0] != v:
             self._runs_changed = True
             return None
@@ -443,7 +444,7 @@ class StateCache:
                 st = lstat(path)
             except OSError:
                 continue
-            if not is_reg(st.st_mode) or entry[0] != _lstat_validator(st):
+            if not is_reg(st.st_mode) or entry[0] != stat_stamp(st):
                 continue
             try:
                 out[path] = _run_from_row(entry[1], entry[2] if details else None)
@@ -461,8 +462,8 @@ class StateCache:
         except OSError:
             after = None
         if before is not None and after is not None and stat.S_ISREG(before.st_mode) and not run.retry \
-                and _lstat_validator(before) == _lstat_validator(after):
-            self._runs_seen[path] = [_lstat_validator(after), *_run_row(run)]
+                and stat_stamp(before) == stat_stamp(after):
+            self._runs_seen[path] = [stat_stamp(after), *_run_row(run)]
         self._runs_changed = True
 
     def restore_pattern(self, ns: str, path: str):

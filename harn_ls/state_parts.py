@@ -17,6 +17,7 @@ from harn_ls.state_rows import CacheInvalid
 from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.formats.transcript_summary import TranscriptSummary
+from harn_ls.safe_read import stat_stamp
 
 
 def _problem_row(p: Problem) -> list:
@@ -52,13 +53,6 @@ def _fact_from_row(row: list, ns: str):
 
 
 # ----------------------------------------------------------------------------- run records
-def _stat_validator(path: str) -> list | None:
-    try:
-        return _lstat_validator(os.stat(path))  # the same fields, of the file a link leads to
-    except OSError:
-        return None
-
-
 # A run's cached entry is [validator, values, details]: `values` are RunRecord's fields in declaration
 # order up to the last one cached (turned into the positional arguments by one list copy: keyword
 # arguments cost ~50% more over 1,000 run records), with None where the stages and the usage go;
@@ -230,10 +224,6 @@ def pattern_projection(cache, space, path: str) -> tuple[pl_fmt.PatternLearning,
 
 
 # ----------------------------------------------------------------------------- checkpoint files
-def _lstat_validator(st: os.stat_result) -> list:
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-
-
 def _checkpoint_row(cf: ckpt_fmt.CheckpointFile) -> list:
     entries = [[e.key, e.value, e.keyed, e.fingerprint, e.line] for e in cf.entries.values()]
     return [cf.pipeline, cf.path, entries, [_problem_row(p) for p in cf.problems], cf.mtime, cf.size]
@@ -275,7 +265,7 @@ class CheckpointRows:
         except OSError:
             before = None
         entry = self._load(cache).get(path) if before is not None and stat.S_ISREG(before.st_mode) else None
-        if isinstance(entry, list) and len(entry) == 2 and entry[0] == _lstat_validator(before):
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] == stat_stamp(before):
             try:
                 cf = _checkpoint_from_row(entry[1])
             except (KeyError, TypeError, ValueError):
@@ -289,9 +279,9 @@ class CheckpointRows:
             after = os.lstat(path)
         except OSError:
             return cf
-        if before is not None and stat.S_ISREG(after.st_mode) and _lstat_validator(after) == _lstat_validator(before) \
+        if before is not None and stat.S_ISREG(after.st_mode) and stat_stamp(after) == stat_stamp(before) \
                 and cf.exists and not cf.retry:
-            self.seen[path] = [_lstat_validator(after), _checkpoint_row(cf)]
+            self.seen[path] = [stat_stamp(after), _checkpoint_row(cf)]
         return cf
 
     def payload(self, cache) -> bytes | None:

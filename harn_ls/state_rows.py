@@ -410,35 +410,26 @@ def new_row_index(space: MemoryNamespace) -> array:
 
 
 def row_chunks(space: MemoryNamespace, cached_rows: dict | None, index: array) -> Iterator[bytes]:
-    """The rows payload in chunks (see `gathered`: the same buffer, inlined here, where it runs once
-    per record), each written and dropped before the next is built. Fills `index` (`new_row_index`;
-    one of another size is made so first) with (seq, end offset, CRC-32) per row as it goes."""
+    """The rows payload in chunks (see `gathered`), each written and dropped before the next is
+    built. Fills `index` (`new_row_index`; one of another size is made so first) with (seq, end
+    offset, CRC-32) per row as it goes."""
     if len(index) != 3 * len(space.active):
         index[:] = new_row_index(space)
+    return gathered(_row_pieces(space, cached_rows, index))
+
+
+def _row_pieces(space: MemoryNamespace, cached_rows: dict | None, index: array) -> Iterator[bytes]:
+    """Each record's row and its newline, one piece; its entry of `index` once it is out."""
     dumps, crc32 = orjson.dumps, zlib.crc32
-    cap = ROW_CHUNK_BYTES
-    view = memoryview(bytearray(cap))
-    pos = done = i = 0  # (done: bytes of the chunks already handed out)
+    end = i = 0
     for r in space.active.values():
         got = cached_rows.get(r.seq) if cached_rows else None
         # records are treated as immutable (an update makes a new one): the same object, the same row
         row = got[1] if got is not None and got[0] is r else dumps(record_row(r))
-        n = len(row) + 1
-        if pos + n > cap and pos:
-            yield bytes(view[:pos])
-            done, pos = done + pos, 0
-        if n > cap:  # (a row longer than a chunk: a chunk of its own)
-            yield row + b"\n"
-            done += n
-            end = done
-        else:
-            view[pos:pos + n - 1] = row
-            view[pos + n - 1] = 10  # "\n"
-            pos += n
-            end = done + pos
+        yield row + b"\n"
+        end += len(row) + 1
         index[i], index[i + 1], index[i + 2] = r.seq, end, crc32(row)
         i += 3
-    yield bytes(view[:pos])
 
 
 def json_array_chunks(items: Iterator, option: int = 0) -> Iterator[bytes]:

@@ -94,6 +94,18 @@ def llm_sidecar_path(record_path: str) -> str:
     return os.path.join(os.path.dirname(record_path), f"{stem}-llm", LLM_TRANSCRIPT_NAME)
 
 
+def llm_log_places(record_path: str, rid: str | None) -> list[str]:
+    """Where the turn log of a run record may be, in the order they are tried: `llm_sidecar_path`,
+    then `<id>-llm/` next to the record when its id differs from its file name. An id that would
+    lead into another folder (a separator, `..`) gives no second place."""
+    places = [llm_sidecar_path(record_path)]
+    if rid:
+        alt = os.path.join(os.path.dirname(record_path), f"{rid}-llm", LLM_TRANSCRIPT_NAME)
+        if alt != places[0] and os.path.basename(os.path.dirname(alt)) == f"{rid}-llm":
+            places.append(alt)
+    return places
+
+
 def _sidecar_ok(sidecar: str, record_path: str, problems: list[Problem]) -> bool:
     """The turn log next to a run record: a regular file that stays inside the record's directory
     (a link to /dev/zero or out of the project is reported, never read)."""
@@ -288,10 +300,10 @@ def _record_from(path: str, data: dict | None, retry: bool, st: os.stat_result |
     rid = _field(data, "id", (str,), problems, path)
     if rid:
         record.id = rid
-        if record.llm_transcript_path is None and rid != stem:
-            alt = os.path.join(os.path.dirname(path), f"{rid}-llm", LLM_TRANSCRIPT_NAME)
-            if os.path.basename(os.path.dirname(alt)) == f"{rid}-llm" and _sidecar_ok(alt, path, problems):
-                record.llm_transcript_path = alt
+        if record.llm_transcript_path is None:
+            for alt in llm_log_places(path, rid)[1:]:
+                if _sidecar_ok(alt, path, problems):
+                    record.llm_transcript_path = alt
     record.status = _field(data, "status", (str,), problems, path)
     record.workflow_id = _field(data, "workflow_id", (str,), problems, path)
     record.workflow_name = _field(data, "workflow_name", (str,), problems, path)

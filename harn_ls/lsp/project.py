@@ -315,18 +315,20 @@ class Project:
         takes its place. Each index and each delta is a task of its own on the project thread, after
         a pause in the client's requests (as one task, ~0.8 s at 100k, a hover could wait behind it
         all). False when the project closed meanwhile."""
-        for part in ("compact", "fold", "compact"):
-            if self.closed:  # (its thread is stopped: nothing more may be scheduled on it)
+        if not await self._compact_recall():
+            return False
+        while did := await self._settle_step(lambda: self.ws.fold_recall_delta()):
+            pass
+        return did is not None and await self._compact_recall()
+
+    async def _compact_recall(self) -> bool:
+        """Each index's compaction (`Workspace.recall_compact_steps`) as a settle step of its own;
+        False when the project closed meanwhile."""
+        if self.closed:  # (its thread is stopped: nothing more may be scheduled on it)
+            return False
+        for step in await self.run(lambda: self.ws.recall_compact_steps()):
+            if await self._settle_step(step) is None:
                 return False
-            if part == "fold":
-                while did := await self._settle_step(lambda: self.ws.fold_recall_delta()):
-                    pass
-                if did is None:
-                    return False
-                continue
-            for step in await self.run(lambda: self.ws.recall_compact_steps()):
-                if await self._settle_step(step) is None:
-                    return False
         return not self.closed
 
     async def _settle_step(self, step: Callable[[], bool]) -> bool | None:

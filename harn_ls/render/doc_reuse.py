@@ -19,22 +19,14 @@ each, only those made from REUSE_MIN_BYTES of files or more.
 
 from __future__ import annotations
 
-import os
 from typing import Any, Callable
 
-from harn_ls.formats.runs import LLM_TRANSCRIPT_NAME, llm_sidecar_path
+from harn_ls.formats.runs import llm_log_places
+from harn_ls.safe_read import file_stamp
 
 MAX_DOCS = 4
 REUSE_MIN_BYTES = 1 << 20  # smaller files are read again faster than a page is worth holding
 REUSED_KINDS = frozenset({"runs", "transcripts"})
-
-
-def _stamp(path: str) -> tuple | None:
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def sources(ws: Any, kind: str, name: str) -> tuple[tuple, tuple] | None:
@@ -56,10 +48,8 @@ def sources(ws: Any, kind: str, name: str) -> tuple[tuple, tuple] | None:
     else:
         return None
     if run is not None:  # every place its turn log may be (a record read whole looks for it again)
-        files += sorted({p for p in (getattr(run, "llm_transcript_path", None), llm_sidecar_path(run.path),
-                                     os.path.join(os.path.dirname(run.path), f"{run.id}-llm", LLM_TRANSCRIPT_NAME))
-                         if p and p != files[0]})
-    stamps = tuple(_stamp(p) for p in files)
+        files += llm_log_places(run.path, run.id)
+    stamps = tuple(map(file_stamp, files))
     if stamps[0] is None or sum(s[2] for s in stamps if s is not None) < REUSE_MIN_BYTES:
         return None
     return objects, stamps
@@ -88,6 +78,3 @@ class DocReuse:
         while len(self._docs) > MAX_DOCS:
             self._docs.pop(next(iter(self._docs)))
         return text
-
-    def clear(self) -> None:
-        self._docs.clear()

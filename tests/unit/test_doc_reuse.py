@@ -164,3 +164,32 @@ def test_a_transcript_with_assets_is_never_kept(project, monkeypatch):
     made = _made(ws)
     _page(ws)  # (its page shows image files, which are not stamped)
     assert _made(ws) == made + 1
+
+
+def test_a_run_id_leading_into_a_sibling_folder_is_never_looked_at(project, monkeypatch):
+    """A record whose id climbs into `proj-evil` next to the project: neither the reader nor the
+    kept page's key touches the turn log planted there."""
+    from harn_ls.formats.runs import llm_log_places
+
+    monkeypatch.setattr(doc_reuse, "REUSE_MIN_BYTES", 1000)
+    path = project / ".harn-runs" / f"{RUN}.json"
+    _record(path, "alpha")
+    rid = "../../proj-evil/stolen"
+    doc = orjson.loads(path.read_bytes())
+    doc["id"] = rid
+    path.write_bytes(orjson.dumps(doc))
+    planted = project.parent / "proj-evil" / "stolen-llm" / "llm_transcript.jsonl"
+    planted.parent.mkdir(parents=True)
+    planted.write_text('{"type":"message","role":"user","content":"planted"}\n')
+    assert os.path.exists(os.path.join(path.parent, f"{rid}-llm", "llm_transcript.jsonl"))  # (the id does lead there)
+
+    assert llm_log_places(str(path), rid) == [str(project / ".harn-runs" / f"{RUN}-llm" / "llm_transcript.jsonl")]
+    ws = Workspace.load(str(project))
+    run = ws.runs[rid]
+    assert run.llm_transcript_path is None
+    stamped = []
+    real_stamp = doc_reuse.file_stamp
+    monkeypatch.setattr(doc_reuse, "file_stamp", lambda p: stamped.append(p) or real_stamp(p))
+    assert doc_reuse.sources(ws, "runs", rid) is not None  # (a big record: kept, under a key of in-project files)
+    root = os.path.realpath(project)
+    assert stamped and all(os.path.realpath(p).startswith(root + os.sep) for p in stamped)
