@@ -91,7 +91,7 @@ def register(server) -> None:
 
 async def refresh_changed(ls, proj, changes) -> None:
     """Ask the client to re-fetch the documents it has open whose text really changed."""
-    if not ls.served or not ls.supports("workspace.text_document_content"):
+    if not ls.served or not ls.client.text_document_content_refresh:
         return  # a client that did not declare the capability has no refresh handler
     settings = ls.render_settings()
     candidates = []

@@ -1,4 +1,12 @@
-"""Plain view data from `harn_ls/render` translated into lsprotocol types (and command ids)."""
+"""Plain view data from `harn_ls/render` translated into lsprotocol types (and command ids).
+
+Every command sent is one the client can run: a server command (in the executeCommandProvider
+list), or a client-side one the client named in `initializationOptions.clientCommands` (our VS
+Code extension and Neovim plugin open `harn-state:` documents and diff proposals themselves).
+For any other client "open" becomes `harnState.server.open`, which the server runs with
+`window/showDocument` when the client can show documents and read `harn-state:` ones; a lens it
+cannot run keeps its title with no command id (shown, nothing to run), and "compare" (a diff only
+our clients draw) is not offered."""
 
 from __future__ import annotations
 
@@ -7,21 +15,41 @@ from typing import Any, Callable
 from lsprotocol import types
 
 from harn_ls import contract as P
+from harn_ls.lsp.capabilities import ClientProfile
 from harn_ls.render import UriError, parse_uri
 from harn_ls.render import view_commands as V
 from harn_ls.render.proposal_choices import ProposalChoice
 
 COMMAND_IDS = {V.NONE: "", V.OPEN: P.CMD_OPEN, V.ACCEPT: P.CMD_ACCEPT, V.REJECT: P.CMD_REJECT, V.COMPARE: P.CMD_COMPARE}
 ACTION_KINDS = {V.ACCEPT: P.KIND_ACCEPT, V.REJECT: P.KIND_REJECT, V.COMPARE: P.KIND_COMPARE}
+# "open" run by the server: window/showDocument of the harn-state: URI (lsp/commands.py)
+CMD_SERVER_OPEN = "harnState.server.open"
 
 
-def to_command(cmd: V.ViewCommand) -> types.Command:
-    return types.Command(title=cmd.title, command=COMMAND_IDS[cmd.action], arguments=list(cmd.arguments) or None)
+def command_id(action: str, client: ClientProfile) -> str | None:
+    """The id to send for a view action to this client: "" for a title only, None when it cannot be offered."""
+    wire = COMMAND_IDS[action]
+    if action not in (V.OPEN, V.COMPARE) or wire in client.client_commands:
+        return wire
+    if action == V.OPEN:
+        return CMD_SERVER_OPEN if client.show_document and client.text_document_content else ""
+    return None
 
 
-def to_code_action(choice: ProposalChoice) -> types.CodeAction:
-    return types.CodeAction(title=choice.title, kind=ACTION_KINDS[choice.action], command=to_command(choice.command),
-                            data=dict(choice.data))
+def to_command(cmd: V.ViewCommand, client: ClientProfile) -> types.Command:
+    """A lens's command (a title only when the client could run none)."""
+    wire = command_id(cmd.action, client)
+    if not wire:
+        return types.Command(title=cmd.title, command="")
+    return types.Command(title=cmd.title, command=wire, arguments=list(cmd.arguments) or None)
+
+
+def to_code_action(choice: ProposalChoice, client: ClientProfile) -> types.CodeAction | None:
+    """A code action, or None when the client cannot run its command."""
+    if not command_id(choice.command.action, client):
+        return None
+    return types.CodeAction(title=choice.title, kind=ACTION_KINDS[choice.action],
+                            command=to_command(choice.command, client), data=dict(choice.data))
 
 
 def line_range(line: int, start: int = 0, end: int = 0) -> types.Range:
