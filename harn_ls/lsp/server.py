@@ -530,7 +530,8 @@ class _ToClient(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         server = SESSION.get() or self.only
-        if server is None or server.protocol.writer is None:
+        # nothing to a client before its initialize (over TCP: before it showed the token)
+        if server is None or server.protocol.writer is None or server.protocol.phase == HarnProtocol.NEW:
             return
         try:
             kind = types.MessageType.Error if record.levelno >= logging.ERROR else (

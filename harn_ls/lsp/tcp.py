@@ -123,15 +123,15 @@ async def _listen(host: str, port: int, harn: str, allow_probes: bool) -> int:
         reason = "address already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
         sys.stderr.write(f"harn-ls: cannot listen on {host}:{port}: {reason}\n")
         return 2
-    sys.stderr.write(f"harn-ls: listening on {host}:{port} (probes {'on' if allow_probes else 'off'}, harn = {harn}); "
-                     f"token in {path} (pass it as initializationOptions.{TOKEN_OPTION})\n")
-    sys.stderr.flush()
     main = asyncio.current_task()
     for sig in (signal.SIGTERM, signal.SIGINT):
         try:  # stop serving and remove the token file (a terminated server leaves no key behind)
             asyncio.get_running_loop().add_signal_handler(sig, main.cancel)
         except (NotImplementedError, RuntimeError):
             pass
+    sys.stderr.write(f"harn-ls: listening on {host}:{port} (probes {'on' if allow_probes else 'off'}, harn = {harn}); "
+                     f"token in {path} (pass it as initializationOptions.{TOKEN_OPTION})\n")
+    sys.stderr.flush()
     try:
         async with listener:
             await listener.serve_forever()
