@@ -12,6 +12,7 @@ literal to a client that only knows `Command`). One record per session, asked by
 * `show_document`, `text_document_content`: whether `harn-state:` documents can be shown at all.
 * refresh supports: `workspace/codeLens/refresh` and `workspace/textDocumentContent/refresh` are
   requests a client must declare it handles.
+* `hierarchical_symbols`: DocumentSymbol trees, else flat SymbolInformation.
 * `client_commands`: command ids the client runs itself (our VS Code extension and Neovim plugin
   open `harn-state:` documents and diff proposals), from `initializationOptions.clientCommands`;
   no LSP capability says which commands a client runs, so a client that names none gets only
@@ -48,6 +49,7 @@ class ClientProfile:
     text_document_content_refresh: bool = False
     work_done_progress: bool = False
     configuration: bool = False
+    hierarchical_symbols: bool = False
     client_commands: frozenset[str] = field(default_factory=frozenset)
 
     @classmethod
@@ -69,5 +71,6 @@ class ClientProfile:
             text_document_content_refresh=content is not None,
             work_done_progress=bool(_get(caps, "window.work_done_progress")),
             configuration=bool(_get(caps, "workspace.configuration")),
+            hierarchical_symbols=bool(_get(caps, "text_document.document_symbol.hierarchical_document_symbol_support")),
             client_commands=commands,
         )

@@ -36,7 +36,7 @@ with cached_attrs_compiles():
     from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
     from harn_ls.accept_plan import skill_root_warning
     from harn_ls.lsp import code_actions, code_lens, commands, conversions, diagnostics, documents, hover, probe
-    from harn_ls.lsp import heap, symbols, tree
+    from harn_ls.lsp import document_symbols, heap, symbols, tree
     from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
     from harn_ls.lsp.probe import ProbeState
     from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project, paused_gc
@@ -623,7 +623,8 @@ def create_server() -> HarnLanguageServer:
         for proj in list(ls.projects.values()) + [pre[0] for pre in ls.preloading.values()]:
             proj.close()
 
-    for module in (documents, hover, code_lens, diagnostics, tree, symbols, code_actions, commands, probe):
+    for module in (documents, hover, code_lens, diagnostics, tree, symbols, document_symbols, code_actions, commands,
+                   probe):
         module.register(server)
     return server
 

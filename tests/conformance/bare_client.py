@@ -24,7 +24,8 @@ FULL_CAPS: dict = {
                   "textDocumentContent": {"dynamicRegistration": False}, "executeCommand": {}},
     "textDocument": {"hover": {"contentFormat": ["markdown", "plaintext"]},
                      "codeAction": {"codeActionLiteralSupport": {"codeActionKind": {"valueSet": ["", "source"]}}},
-                     "codeLens": {}, "synchronization": {}},
+                     "codeLens": {}, "synchronization": {},
+                     "documentSymbol": {"hierarchicalDocumentSymbolSupport": True}},
 }
 BARE_CAPS: dict = {}
 

@@ -133,9 +133,27 @@ def test_refresh_requests_only_where_declared(session):
         assert "workspace/codeLens/refresh" in refreshes
 
 
-def test_document_symbols_are_not_claimed(session):
-    """Document symbols are not offered (the docs claim none): no capability, and MethodNotFound."""
-    caps = session.init["result"]["capabilities"]
-    assert "documentSymbolProvider" not in caps
-    res = session.request("textDocument/documentSymbol", {"textDocument": {"uri": "harn-state:/index.md"}})
-    assert res["error"]["code"] == -32601
+def test_document_symbols_of_the_documents_harn_ls_owns(session):
+    """The outline of a harn-state: document and of a Markdown state file; null for a source file.
+    A tree to a client that declared hierarchical symbols, flat SymbolInformation to any other."""
+    c = session
+    assert c.init["result"]["capabilities"]["documentSymbolProvider"]
+    index = c.request("textDocument/documentSymbol", {"textDocument": {"uri": "harn-state:/index.md"}})["result"]
+    assert index
+    if c.kind == "full":
+        assert all("selectionRange" in s and "children" in s for s in index)
+        assert any(s["children"] for s in index)  # sections under the title
+    else:
+        assert all(s["location"]["uri"] == "harn-state:/index.md" for s in index)
+        assert any(s.get("containerName") for s in index)
+    skill = _open(c, ".harn/skills/deploy/SKILL.md", "markdown")
+    found = c.request("textDocument/documentSymbol", {"textDocument": {"uri": skill}})
+    assert "result" in found, found
+    found = found["result"]
+    text = (c.project / ".harn/skills/deploy/SKILL.md").read_text()
+    headings = [line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#")]
+    names = [s["name"] for s in found] if c.kind == "bare" else [s["name"] for s in found] + [
+        k["name"] for s in found for k in s["children"]]
+    assert headings and sorted(names) == sorted(headings)
+    source = _open(c, INVOICE)
+    assert c.request("textDocument/documentSymbol", {"textDocument": {"uri": source}})["result"] is None
