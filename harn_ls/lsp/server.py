@@ -675,15 +675,9 @@ async def serve_stdio(ls: HarnLanguageServer) -> int:
     return exit_status(ls)
 
 
-def run_server(tcp: tuple[str, int] | None = None, harn: str | None = None, allow_probes: bool = False) -> int:
-    """stdio, or TCP on a loopback (host, port) the CLI checked. Over TCP whoever reaches the
-    port is a client: the harn binary is only `harn` (from the command line / HARN_LS_HARN,
-    default `harn` on PATH), never harnState.harnPath, and probes need --allow-probes."""
+def run_server(harn: str | None = None) -> int:
+    """One session over stdio; returns the exit status (TCP: lsp/tcp.py)."""
     heap.tune()  # a long-lived process: what a big transient phase frees goes back to the system
-    if tcp:
-        from harn_ls.lsp import tcp as tcp_server
-
-        return tcp_server.serve(tcp, harn or "harn", allow_probes)
     server = create_server()
     TO_CLIENT.only = server
     server.harn_override = harn

@@ -25,6 +25,7 @@ import secrets
 import signal
 import sys
 
+from harn_ls.cache_dir import cache_root
 from harn_ls.lsp import server as S
 from harn_ls.lsp import transport
 
@@ -37,8 +38,6 @@ def token_dir(env=os.environ) -> str:
     runtime = env.get("XDG_RUNTIME_DIR", "").strip()
     if runtime and os.path.isabs(runtime) and os.path.isdir(runtime):
         return os.path.join(runtime, "harn-ls")
-    from harn_ls.cache_dir import cache_root
-
     return os.path.join(cache_root(env), "tcp")
 
 

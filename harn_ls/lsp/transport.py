@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
 import secrets
 import threading
@@ -250,8 +251,6 @@ class StdinFeeder:
         self.thread.start()
 
     def _run(self) -> None:
-        import os
-
         while True:
             try:
                 chunk = os.read(self.fd, 65536)

@@ -18,6 +18,8 @@ _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 
 @dataclass(frozen=True)
 class Heading:
+    """One ATX heading and the lines of its section."""
+
     level: int  # 1..6
     title: str  # plain one-line text (Markdown escapes undone), capped
     line: int  # 0-based line of the heading
