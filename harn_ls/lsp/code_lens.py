@@ -17,6 +17,7 @@ from pygls.uris import to_fs_path
 
 from harn_ls import contract as P
 from harn_ls.lsp.span_save import run_noting_spans
+from harn_ls.lsp.transport import as_encoded
 from harn_ls.lsp.view_types import command_id, line_range, on_proposal_document, to_command
 from harn_ls.render.lenses import FACTS_CHANGED, checkpoint_lens, checkpoint_lens_spots, fact_lens, fact_lens_groups
 from harn_ls.render.proposal_choices import proposal_choices, proposal_lenses
@@ -108,10 +109,7 @@ def register(server) -> None:
             if ranges:
                 fact_lenses, encoded = ready.get(uri, groups, files.number(uri), ranges)
         if not (ls.settings.codeLens.checkpoints and path.endswith(".harn")):
-            if encoded is None:
-                return []
-            embed = getattr(ls.protocol.writer, "embed", None)  # lsp/transport.FramedWriter
-            return embed(encoded) if embed is not None else fact_lenses
+            return as_encoded(ls.protocol, fact_lenses, encoded) if encoded is not None else []
         lenses: list = list(fact_lenses)
         doc = ls.workspace.get_text_document(uri)
         try:

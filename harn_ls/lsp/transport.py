@@ -18,11 +18,12 @@ body). The same loop serves stdio and each TCP connection (lsp/tcp.py).
   (server.HarnProtocol.handle_message); this loop ends when the protocol says the session ended
   (exit) or the stream does (the client left).
 
-`FramedWriter` may also embed pre-encoded JSON in a message (`embed`): the code lenses of a busy
-file are encoded once per version of its spans, and json.dumps of the 542 lenses of a busy file
-took ~7.5 ms a request, the whole request's budget. The handler returns a placeholder string that
-holds a per-process random nonce (data cannot spell it); the writer swaps the placeholder's JSON
-string for the bytes.
+`FramedWriter` may also embed JSON encoded by orjson in a message (`embed`, `as_encoded`): pygls
+encodes every message with json.dumps, which took ~7.5 ms for the 542 code lenses of a busy file
+(the whole request's budget; they are encoded once per version of its spans) and tens of ms for a
+1 MB document with non-ASCII text. The handler returns a placeholder string holding a random nonce
+of this writer (data cannot spell it); the writer swaps the placeholder's JSON string for the
+bytes. (This replaces a patch of pygls's private `_send_data`; only public API is used.)
 """
 
 from __future__ import annotations
@@ -112,12 +113,25 @@ def error_body(msg_id: Any, code: int, message: str) -> bytes:
     return orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
 
 
+def as_encoded(protocol: Any, value: Any, encoded: bytes | None = None) -> Any:
+    """A big JSON-ready result to send as orjson's bytes (`encoded`, or `value` encoded now) rather
+    than through json.dumps: a placeholder the session's FramedWriter swaps for them, or `value`
+    itself under any other writer."""
+    embed = getattr(getattr(protocol, "writer", None), "embed", None)
+    if embed is None:
+        return value
+    try:
+        return embed(encoded if encoded is not None else orjson.dumps(value))
+    except TypeError:  # orjson refuses it (a lone surrogate): json.dumps writes it as it always did
+        return value
+
+
 class FramedWriter:
     """The writer pygls is given (`set_writer(..., include_headers=False)`): each body it writes goes
     out with its Content-Length (bytes of the UTF-8 body), through `send` (bytes -> None)."""
 
     def __init__(self, send: Callable[[bytes], None], close: Callable[[], Any] | None = None,
-                 keep_embedded: int = 16) -> None:
+                 keep_embedded: int = 64) -> None:
         self._send = send
         self._close = close
         self._lock = threading.Lock()  # pygls writes from the loop; a log record may come from a thread
