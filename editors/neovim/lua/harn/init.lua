@@ -256,7 +256,11 @@ function M.client_for_root(root, retry)
     return nil
   end
   local settings = vim.deepcopy(M.config.settings or {})
-  local init_options = { settings = { harnState = settings } }
+  -- the commands this plugin runs itself (register_client_commands): lenses and actions may name them
+  local init_options = {
+    settings = { harnState = settings },
+    clientCommands = { 'harnState.open', 'harnState.compareWithExisting' },
+  }
   if M.config.trusted ~= nil then
     init_options.workspaceTrusted = M.config.trusted
   end
