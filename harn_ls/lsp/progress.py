@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import uuid
 from typing import Any, Awaitable, Callable
 
@@ -23,8 +24,8 @@ from harn_ls.progress import WorkProgress
 
 log = logging.getLogger(__name__)
 
-SHOW_AFTER_S = 0.5  # shorter work shows no progress
-REPORT_EVERY_S = 0.25  # at most four reports a second
+SHOW_AFTER_S = 0.5  # shorter work shows no progress (HARN_LS_PROGRESS_AFTER: tests set 0)
+REPORT_EVERY_S = 0.25  # at most four reports a second (HARN_LS_PROGRESS_EVERY)
 CREATE_TIMEOUT_S = 5.0  # a client that never answers the create gets no progress, the work goes on
 
 
@@ -32,12 +33,13 @@ async def with_progress(ls: Any, root: str, work: WorkProgress, task: Awaitable[
                         summary: Callable[[], str] | None = None) -> Any:
     """Await `task` (already running), showing `work` meanwhile; its result (or exception)."""
     fut = asyncio.ensure_future(task)
-    done, _ = await asyncio.wait({fut}, timeout=SHOW_AFTER_S)
+    done, _ = await asyncio.wait({fut}, timeout=_seconds("HARN_LS_PROGRESS_AFTER", SHOW_AFTER_S))
     if done:
         return fut.result()
     token = await _create_token(ls) if ls.supports("window.work_done_progress") else None
     last = None
     began = False
+    every = _seconds("HARN_LS_PROGRESS_EVERY", REPORT_EVERY_S)
     try:
         while True:
             snap = work.snapshot()
@@ -55,7 +57,7 @@ async def with_progress(ls: Any, root: str, work: WorkProgress, task: Awaitable[
                             message=snap.message or None, percentage=snap.percentage))
             if fut.done():
                 break
-            await asyncio.wait({fut}, timeout=REPORT_EVERY_S)
+            await asyncio.wait({fut}, timeout=every)
     finally:
         text = ""
         if fut.done() and not fut.cancelled() and fut.exception() is None and summary is not None:
@@ -70,6 +72,13 @@ async def with_progress(ls: Any, root: str, work: WorkProgress, task: Awaitable[
                 ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=work.title, percentage=0))
             ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=text or None))
     return fut.result()
+
+
+def _seconds(name: str, default: float) -> float:
+    try:
+        return max(0.0, float(os.environ.get(name, default)))
+    except ValueError:
+        return default
 
 
 async def _create_token(ls: Any) -> str | None:
