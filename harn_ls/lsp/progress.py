@@ -33,6 +33,14 @@ async def with_progress(ls: Any, root: str, work: WorkProgress, task: Awaitable[
                         summary: Callable[[], str] | None = None) -> Any:
     """Await `task` (already running), showing `work` meanwhile; its result (or exception)."""
     fut = asyncio.ensure_future(task)
+    try:
+        return await _watch(ls, root, work, fut, summary)
+    except asyncio.CancelledError:  # whoever waits gave up on the work: so does the work
+        fut.cancel()
+        raise
+
+
+async def _watch(ls: Any, root: str, work: WorkProgress, fut: asyncio.Future, summary: Callable[[], str] | None) -> Any:
     done, _ = await asyncio.wait({fut}, timeout=_seconds("HARN_LS_PROGRESS_AFTER", SHOW_AFTER_S))
     if done:
         return fut.result()

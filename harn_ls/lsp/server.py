@@ -278,6 +278,17 @@ class HarnLanguageServer(LanguageServer):
         proj = Project(path, self.on_changes)
         self.preloading[path] = (proj, asyncio.get_running_loop().create_task(proj.load(), name=f"load {path}"))
 
+    def show_load(self, proj: Project, loading) -> asyncio.Task:
+        """The load as a task that also shows its progress (lsp/progress.py)."""
+        return asyncio.ensure_future(with_progress(self, proj.root, proj.load_progress, loading,
+                                                   summary=lambda: proj.loaded_summary))
+
+    def show_preloads(self) -> None:
+        """Once `initialized` came: the loads started at `initialize` show their progress from now on,
+        before the settings round trip (a client may take its time over it)."""
+        for path, (proj, task) in list(self.preloading.items()):
+            self.preloading[path] = (proj, self.show_load(proj, task))
+
     async def add_folder(self, path: str) -> None:
         path = os.path.abspath(path)
         if path in self.projects:
@@ -285,8 +296,7 @@ class HarnLanguageServer(LanguageServer):
         preloaded = self.preloading.pop(path, None)
         proj = preloaded[0] if preloaded is not None else Project(path, self.on_changes)
         self.projects[path] = proj
-        loading = preloaded[1] if preloaded is not None else proj.load()
-        await with_progress(self, proj.root, proj.load_progress, loading, summary=lambda: proj.loaded_summary)
+        await (preloaded[1] if preloaded is not None else self.show_load(proj, proj.load()))
         start_trace.mark(f"project loaded {proj.root}")
         await proj.start_watching()
         log.info("loaded %s in %.0f ms", proj.root, proj.load_seconds * 1000)
@@ -498,6 +508,7 @@ def create_server() -> HarnLanguageServer:
         start_trace.mark("initialized received")
         if ls.monitor is None:
             ls.monitor = LoopMonitor(asyncio.get_running_loop(), ls)
+        ls.show_preloads()
         await ls.pull_configuration()
         folders, ls.pending_folders = ls.pending_folders, []
         for folder in folders:
