@@ -5,7 +5,7 @@ import {
 } from 'vscode-languageclient/node';
 import { isFailure, resolveLaunch } from './launch';
 import {
-  ClientCommands, CommandArgs, CommandResults, Failure, HitlArrivedParams, InitializationOptions, Methods, SCHEME, StatusParams, TreeChangedParams, TreeParams, TreeResult,
+  ClientCommands, CommandArgs, CommandResults, Failure, HitlArrivedParams, InitializationOptions, LoadingParams, Methods, SCHEME, StatusParams, TreeChangedParams, TreeParams, TreeResult,
 } from './protocol';
 
 /**
@@ -23,6 +23,8 @@ export function failureOf(e: unknown): Failure | undefined {
 export interface ConnectionEvents {
   onTreeChanged(params: TreeChangedParams): void;
   onStatus(params: StatusParams): void;
+  /** How far a long piece of work is (harn/loading); the progress itself is shown by the language client. */
+  onLoading?(params: LoadingParams): void;
   onHitlArrived?(params: HitlArrivedParams): void;
   onStarting(): void;
   onRunning(): void;
@@ -183,6 +185,7 @@ export class Connection implements vscode.Disposable {
     client = new LanguageClient('harnState', 'Harn State', serverOptions, clientOptions);
     client.onNotification(Methods.treeChanged, (p: TreeChangedParams) => this.events.onTreeChanged(p));
     client.onNotification(Methods.status, (p: StatusParams) => this.events.onStatus(p));
+    client.onNotification(Methods.loading, (p: LoadingParams) => this.events.onLoading?.(p));
     client.onNotification(Methods.hitlArrived, (p: HitlArrivedParams) => this.events.onHitlArrived?.(p));
     client.onDidChangeState(e => {
       if (e.newState === State.Stopped && this.client === client && !this.disposed) {
