@@ -635,6 +635,10 @@ def create_server() -> HarnLanguageServer:
             log.warning("shutdown: %d request(s) still running", sum(not e.finished.is_set() for e in stopping))
         for _ in range(2):  # let pygls send their answers (done callbacks run on the next loop turns)
             await asyncio.sleep(0)
+        # the upkeep (recall warm-up, settle, index folds) stops before its projects close under it:
+        # a step scheduled on a closed project thread is no failure to report
+        for task in list(ls.background):
+            task.cancel()
         for proj in list(ls.projects.values()) + [pre[0] for pre in ls.preloading.values()]:
             proj.close()
 

@@ -1,5 +1,7 @@
 """Answers shaped by what the client declared: one bare client (no optional capability) and one
-with all of them, both speaking raw JSON-RPC (tests/conformance/bare_client.py) over stdio.
+with all of them, both speaking raw JSON-RPC (tests/conformance/bare_client.py), over stdio (a
+server process per test) and over TCP (one server for the module: every test is a new session
+on it, with its own copy of the project).
 
 * hover: Markdown only to a client that lists it in hover.contentFormat, else the CLI's text;
 * code actions: CodeAction literals only with codeActionLiteralSupport, else Command[];
@@ -18,6 +20,7 @@ import time
 import pytest
 
 from tests.conformance.bare_client import BARE_CAPS, FULL_CAPS, BareClient
+from tests.conformance.tcp_server import TcpServer
 from tests.lsp.conftest import HARN_DOUBLE, copy_sample
 
 PROPOSAL = "tools-7742da9fd499"
@@ -25,18 +28,35 @@ INVOICE = "src/billing/invoice.py"
 OPTIONS = {"settings": {"harnState": {"harnPath": str(HARN_DOUBLE)}}, "workspaceTrusted": True}
 
 
-@pytest.fixture(params=["bare", "full"])
+@pytest.fixture(scope="module")
+def tcp_server(tmp_path_factory):
+    server = TcpServer(tmp_path_factory.mktemp("tcp"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["stdio-bare", "stdio-full", "tcp-bare", "tcp-full"])
 def session(request, tmp_path):
+    transport, kind = request.param.split("-")
     project = copy_sample(tmp_path)
-    c = BareClient.stdio()
-    caps = BARE_CAPS if request.param == "bare" else FULL_CAPS
-    c.init = c.initialize(project, caps, OPTIONS)
-    c.kind, c.project = request.param, project
+    options = dict(OPTIONS)
+    if transport == "tcp":
+        server = request.getfixturevalue("tcp_server")
+        c, options["token"] = BareClient.tcp(server.port), server.token
+    else:
+        c = BareClient.stdio()
+    c.init = c.initialize(project, BARE_CAPS if kind == "bare" else FULL_CAPS, options)
+    c.kind, c.project = kind, project
     yield c
     try:
         c.request("shutdown")
         c.notify("exit")
-        assert c.exit_status() == 0
+        if transport == "stdio":
+            assert c.exit_status() == 0
+        else:
+            while (msg := c.read()) is not None:  # until the session ends and the connection closes
+                assert not (msg.get("method") == "window/logMessage" and msg["params"]["type"] == 1), msg
+            assert request.getfixturevalue("tcp_server").alive()  # and the server serves the next test
     finally:
         c.close()
 
