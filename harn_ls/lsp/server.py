@@ -38,6 +38,7 @@ with cached_attrs_compiles():
     from harn_ls.lsp import heap, symbols, tree
     from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
     from harn_ls.lsp.probe import ProbeState
+    from harn_ls.lsp.project_links import argument_for, link_root
     from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project, paused_gc
     from harn_ls.lsp.requests import RequestRegistry
     from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
@@ -455,7 +456,7 @@ class HarnLanguageServer(LanguageServer):
         if new:
             self.protocol.notify(P.HITL_ARRIVED, P.to_wire(P.HitlArrivedParams(root=proj.root, requests=[
                 P.HitlRequestNote(request_id=r.request_id, kind=r.kind, prompt=r.prompt[:300], agent=r.agent,
-                                  uri=make_uri("hitl", r.request_id)) for r in new])))
+                                  uri=argument_for(make_uri("hitl", r.request_id), link_root(self, proj))) for r in new])))
 
     async def _refresh_lenses(self) -> None:
         try:
