@@ -111,13 +111,18 @@ every Harn project gets its own server whatever version control says."
         (when start
           (eglot '(harn-state-file-mode) (let ((eglot-lsp-context t)) (project-current)) 'harn-state-server
                  harn-state-server-command "harn-state")
-          (let ((server (eglot-current-server)))
+          ;; eglot stops waiting after `eglot-sync-connect' seconds and goes on connecting in the
+          ;; background; the caller needs the server, so wait for it (up to `eglot-connect-timeout')
+          (let ((deadline (+ (float-time) (if (numberp eglot-connect-timeout) eglot-connect-timeout 30)))
+                (server nil))
+            (while (and (not (setq server (eglot-current-server))) (< (float-time) deadline))
+              (accept-process-output nil 0.1))
             (and server (jsonrpc-running-p server) server)))))))
 
 (defvar-local harn-state--server nil "The server a `harn-state:' document came from.")
 (defvar-local harn-state--uri nil "The `harn-state:' URI of this document buffer.")
 
-(defun harn-state-server (&optional start)
+(defun harn-state-current-server (&optional start)
   "The harn-ls of the current buffer: its document's, its project's (started when START)."
   (or (and harn-state--server (jsonrpc-running-p harn-state--server) harn-state--server)
       (let ((root (harn-state-project-root)))
@@ -130,7 +135,7 @@ every Harn project gets its own server whatever version control says."
   "In a state file: start the project's harn-ls when none runs (eglot then manages the buffer)."
   (when (and buffer-file-name (harn-state-project-root))
     (condition-case err
-        (harn-state-server t)
+        (harn-state-current-server t)
       (error (message "harn-state: %s" (error-message-string err))))))
 
 ;;;###autoload
@@ -178,7 +183,7 @@ every Harn project gets its own server whatever version control says."
 (defun harn-state-status ()
   "Say what the server last reported about the current project (`harn/status')."
   (interactive)
-  (let* ((st (gethash (harn-state-server) harn-state--status))
+  (let* ((st (gethash (harn-state-current-server) harn-state--status))
          (counts (plist-get st :counts)))
     (message "harn %s: %s · %s problems" (plist-get st :root)
              (mapconcat (lambda (k) (format "%s %s" (plist-get counts k) (substring (symbol-name k) 1)))
@@ -251,7 +256,7 @@ every Harn project gets its own server whatever version control says."
   "Open the `harn-state:' document URI in a read-only buffer (from SERVER, else the current project's)."
   (interactive (list (read-string "harn-state URI: " "harn-state:/index.md")))
   (let* ((uri (or (harn-state--normalize uri) (user-error "Not a harn-state: URI: %s" uri)))
-         (server (or server (harn-state-server t)))
+         (server (or server (harn-state-current-server t)))
          (buf (get-buffer-create uri)))
     (when (string-match-p "[[:cntrl:]]" uri)
       (user-error "Refused a URI with control characters"))
@@ -309,6 +314,24 @@ every Harn project gets its own server whatever version control says."
   (let ((target (harn-state-link-at-point)))
     (if target (harn-state-open-target target) (user-error "No link here"))))
 
+;;;; `C-x C-f harn-state:/index.md'
+
+(defun harn-state--find-file-uri ()
+  "`find-file-not-found-functions': a file name that is a `harn-state:' URI (Emacs made it
+\"<dir>/harn-state:/x\") becomes that document, from the project of <dir>."
+  (let ((name (or buffer-file-name "")))
+    (when (string-match "\\`\\(.*?/\\)\\(harn-state:/.*\\)\\'" name)
+      (let ((dir (match-string 1 name))
+            (uri (harn-state--normalize (match-string 2 name)))
+            (buf (current-buffer)))
+        (let* ((default-directory dir)
+               (server (harn-state-current-server t)))
+          ;; the document's own buffer, named by its URI; this one (the missing "file") goes away
+          (run-at-time 0 nil (lambda ()
+                               (when (buffer-live-p buf) (kill-buffer buf))
+                               (let ((default-directory dir)) (harn-state-open uri server)))))
+        t))))
+
 ;;;; Commands
 
 ;;;###autoload
@@ -334,7 +357,7 @@ every Harn project gets its own server whatever version control says."
 ;;;###autoload
 (defun harn-state-hover-text ()
   "harn-ls's hover for the code at point (the facts about it), or nil."
-  (let* ((server (harn-state-server t))
+  (let* ((server (harn-state-current-server t))
          (hover (jsonrpc-request server :textDocument/hover
                                  (list :textDocument (list :uri (concat "file://" (url-hexify-string (expand-file-name buffer-file-name) url-path-allowed-chars)))
                                        :position (harn-state--lsp-position)))))
@@ -406,7 +429,8 @@ proposal).  CHOOSE, a function of the list of titles, picks one (default: `compl
   (dolist (pattern harn-state-file-patterns)
     (add-to-list 'auto-mode-alist (cons pattern #'harn-state-file-mode)))
   (add-to-list 'eglot-server-programs '(harn-state-file-mode . harn-state--contact))
-  (add-hook 'project-find-functions #'harn-state--project-find))
+  (add-hook 'project-find-functions #'harn-state--project-find)
+  (add-hook 'find-file-not-found-functions #'harn-state--find-file-uri))
 
 (provide 'harn-state)
 ;;; harn-state.el ends here

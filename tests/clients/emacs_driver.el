@@ -132,7 +132,7 @@
         (drv-put 'skill_written (with-temp-buffer (insert-file-contents skill) (buffer-string))))
 
       (drv-step "reject through a proposal document's actions")
-      (let* ((server (harn-state-server))
+      (let* ((server (harn-state-current-server))
              (pending (drv-proposals server))
              (month-end (cdr (seq-find (lambda (p) (string-prefix-p "Month-end close" (car p))) pending)))
              (uri (format "harn-state:/proposals/%s.md" month-end))
@@ -155,6 +155,16 @@
       (drv-doc "harn-state:/runs/run_019dfd98-73c0-704c-9bb0-e3d1289d2568.md" "ingest" "the run document")
       (drv-put 'refused (condition-case e (progn (harn-state-open-target "harn-state:/facts/x\n.md") "opened")
                           (user-error (cadr e))))
+
+      (drv-step "C-x C-f harn-state:/...")
+      (let ((default-directory (expand-file-name "src/" drv-project)))
+        (find-file "harn-state:/skills/no-short.md"))
+      (drv-wait 20 (lambda () (get-buffer "harn-state:/skills/no-short.md")) "the document buffer of find-file")
+      (set-buffer "harn-state:/skills/no-short.md")
+      (drv-doc "harn-state:/skills/no-short.md" "no-short" "the skill document opened with find-file")
+      (drv-put 'find_file (vector (symbol-name major-mode) buffer-read-only
+                                  (seq-some (lambda (b) (and (buffer-file-name b) (string-search "harn-state:" (buffer-file-name b))))
+                                            (buffer-list))))
 
       (drv-put 'servers (length (seq-filter #'jsonrpc-running-p (hash-table-keys harn-state--status))))
       (eglot-shutdown-all)

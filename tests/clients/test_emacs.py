@@ -70,6 +70,8 @@ def test_documents_are_read_only_fetched_again_and_their_links_followed(driven):
     assert r["file_link"] == [str(project / "src" / "billing" / "invoice.py"), 28]
     assert "style/money" in r["recall_text"]
     assert r["refused"] == "Refused a link with control characters"
+    # C-x C-f harn-state:/... opens the document (not an empty local file of that name)
+    assert r["find_file"] == ["harn-state-document-mode", True, None]
 
 
 def test_hover_on_code_with_facts(driven):
