@@ -4,20 +4,17 @@ workspace/textDocumentContent, links, hover, diagnostics, Accept / Reject from c
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.clients.editor_driver import driver_env, run_driver
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-SAMPLE = REPO / "fixtures" / "sample-project"
 PLUGIN = REPO / "editors" / "emacs"
-HARN_DOUBLE = REPO / "tests" / "harn_test_double.py"
 
 # In CI (`make test` installs emacs-nox and elpa-eglot) a missing Emacs is a failure, not a skip.
 pytestmark = pytest.mark.skipif(shutil.which("emacs") is None and not os.environ.get("CI"),
@@ -27,24 +24,10 @@ pytestmark = pytest.mark.skipif(shutil.which("emacs") is None and not os.environ
 @pytest.fixture(scope="module")
 def driven(tmp_path_factory) -> tuple[Path, dict]:
     base = tmp_path_factory.mktemp("emacs")
-    project = base / "sample-project"
-    shutil.copytree(SAMPLE, project, symlinks=True)
-    out = base / "result.json"
-    (base / "home").mkdir()
-    env = {**os.environ, "PROBE_OUT": str(out), "PROJECT": str(project), "PLUGIN_DIR": str(PLUGIN),
-           "HARN_LS_CMD": "\t".join([sys.executable, "-m", "harn_ls", "serve"]), "HARN_DOUBLE": str(HARN_DOUBLE),
-           "HOME": str(base / "home")}
-    try:
-        # --batch skips the user's init file; Debian's site-start (which puts elpa-eglot on load-path) still runs
-        proc = subprocess.run(["timeout", "150", "emacs", "--batch", "-l", str(HERE / "emacs_driver.el")],
-                              cwd=base, env=env, capture_output=True, text=True, timeout=180)
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"batch Emacs did not finish: {exc}")
-    r = json.loads(out.read_text()) if out.exists() else {}
-    assert proc.returncode == 0, (f"driver failed in step {(r.get('steps') or ['?'])[-1]!r}: {r.get('error')}\n"
-                                  f"buffer {r.get('current_buffer')}:\n{r.get('current_text')}\n"
-                                  f"stderr: {proc.stderr[-3000:]}")
-    return project, r
+    project, out, env = driver_env(base, PLUGIN)
+    # --batch skips the user's init file; Debian's site-start (which puts elpa-eglot on load-path) still runs
+    return project, run_driver(["emacs", "--batch", "-l", str(HERE / "emacs_driver.el")], base, env, out,
+                               "batch Emacs")
 
 
 def test_state_files_are_managed_and_show_their_problems(driven):

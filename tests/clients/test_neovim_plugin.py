@@ -5,49 +5,32 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.clients.editor_driver import driver_env, run_driver
 from tests.clients.neovims import NEOVIMS, neovim_command, with_runtime
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-SAMPLE = REPO / "fixtures" / "sample-project"
 PLUGIN = REPO / "editors" / "neovim"
-HARN_DOUBLE = REPO / "tests" / "harn_test_double.py"
 
 
 
-def run_driver(tmp_path: Path, nvim) -> tuple[Path, dict]:
-    project = tmp_path / "sample-project"
-    shutil.copytree(SAMPLE, project, symlinks=True)
-    out = tmp_path / "result.json"
+def run_plugin_driver(tmp_path: Path, nvim) -> tuple[Path, dict]:
+    project, out, env = driver_env(tmp_path, PLUGIN)
+    env.update({"XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_STATE_HOME": str(tmp_path / "state"),
+                "XDG_DATA_HOME": str(tmp_path / "data")})
     argv, extra = neovim_command(nvim, "--headless", "--clean", "-c", f"luafile {HERE / 'nvim_plugin_driver.lua'}")
-    env = {**os.environ, "PROBE_OUT": str(out), "PROJECT": str(project), "PLUGIN_DIR": str(PLUGIN),
-           "HARN_LS_CMD": "\t".join([sys.executable, "-m", "harn_ls", "serve"]), "HARN_DOUBLE": str(HARN_DOUBLE),
-           "HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
-           "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_DATA_HOME": str(tmp_path / "data")}
-    (tmp_path / "home").mkdir()
-    try:
-        proc = subprocess.run(["timeout", "150", *argv], cwd=tmp_path, env=with_runtime(env, extra),
-                              capture_output=True, text=True, timeout=180)
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"headless Neovim did not finish: {exc}")
-    result = json.loads(out.read_text()) if out.exists() else {}
-    assert proc.returncode == 0, (f"driver failed in step {result.get('steps', ['?'])[-1]!r}: {result.get('error')}\n"
-                                  f"buffer {result.get('current_buffer')}:\n{result.get('current_text')}\n"
-                                  f"messages: {result.get('messages')}\nstderr: {proc.stderr[-2000:]}")
-    return project, result
+    return project, run_driver(argv, tmp_path, with_runtime(env, extra), out, "headless Neovim")
 
 
 @pytest.fixture(scope="module", params=NEOVIMS)
 def driven(request, tmp_path_factory) -> tuple[Path, dict]:
     """One run of the driver per Neovim, shared by the tests that check its results."""
-    return run_driver(tmp_path_factory.mktemp("nvim"), request.param)
+    return run_plugin_driver(tmp_path_factory.mktemp("nvim"), request.param)
 
 
 def test_neovim_plugin_end_to_end(driven):
