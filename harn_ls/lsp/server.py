@@ -284,8 +284,12 @@ class HarnLanguageServer(LanguageServer):
         """The folder's projects (the search reads directories: off the event loop), each one's load
         started unless it is served or loading already; with the projectRoots setting it used."""
         setting = list(self.settings.projectRoots)
-        found = await asyncio.to_thread(folder_projects, folder, setting, self.trusted,
-                                        list(self.folder_roots) + list(self.preloading) or [folder])
+        try:
+            found = await asyncio.to_thread(folder_projects, folder, setting, self.trusted,
+                                            list(self.folder_roots) + list(self.preloading) or [folder])
+        except Exception:  # a search that failed still serves the folder as it is
+            log.exception("looking for Harn projects in %s failed", folder)
+            found = FolderProjects(folder, [folder])
         for root in found.roots:
             if root not in self.projects and root not in self.loads:
                 proj = Project(root, self.on_changes)
