@@ -56,7 +56,8 @@
   :type 'plist)
 
 (defcustom harn-state-trusted nil
-  "Sent as `workspaceTrusted' when non-nil: t or :json-false.  nil lets the server decide."
+  "Sent as `workspaceTrusted' when non-nil: t or :json-false.
+nil lets the server decide."
   :type '(choice (const :tag "Server default" nil) (const :tag "Trusted" t) (const :tag "Untrusted" :json-false)))
 
 (defconst harn-state-scheme "harn-state")
@@ -65,7 +66,8 @@
 
 (defconst harn-state-file-patterns
   '("/SKILL\\.md\\'" "/\\.harn/.*\\.jsonl?\\'" "/\\.burin/.*\\.jsonl\\'")
-  "File names that are Harn state files (`auto-mode-alist' entries of `harn-state-setup').")
+  "File names that are Harn state files.
+`harn-state-setup' adds them to `auto-mode-alist'.")
 
 ;;;; Projects and servers
 
@@ -76,8 +78,9 @@
   "Server -> the last `harn/status' it sent (a plist).")
 
 (defun harn-state-project-root (&optional dir)
-  "The Harn project holding DIR: the nearest folder upward with a harn.toml, else with a
-.harn/ folder (except the home folder, whose ~/.harn is Harn's user-level folder)."
+  "The Harn project holding DIR.
+That is the nearest folder upward with a harn.toml, else with a .harn/
+folder (except the home folder, whose ~/.harn is Harn's user-level one)."
   (let* ((dir (expand-file-name (or dir default-directory)))
          (toml (locate-dominating-file dir "harn.toml"))
          (home (file-name-as-directory (expand-file-name "~"))))
@@ -90,8 +93,9 @@
         (and state (directory-file-name (expand-file-name state)))))))
 
 (defun harn-state--project-find (dir)
-  "For eglot only (`eglot-lsp-context'): a Harn buffer's project is its Harn project, so that
-every Harn project gets its own server whatever version control says."
+  "The project of a Harn buffer in DIR, for eglot only (`eglot-lsp-context').
+It is its Harn project, so that every Harn project gets its own server
+whatever version control says."
   (when (and (bound-and-true-p eglot-lsp-context) (derived-mode-p 'harn-state-file-mode))
     (let ((root (harn-state-project-root dir)))
       (and root (cons 'transient (file-name-as-directory root))))))
@@ -101,7 +105,8 @@ every Harn project gets its own server whatever version control says."
   (cons 'harn-state-server harn-state-server-command))
 
 (defun harn-state--server-for-root (root &optional start)
-  "The live harn-ls of the Harn project ROOT; started when START is non-nil and there is none."
+  "The live harn-ls of the Harn project ROOT.
+When there is none, START non-nil starts one."
   (with-temp-buffer
     (setq default-directory (file-name-as-directory root))
     (delay-mode-hooks (harn-state-file-mode))
@@ -123,7 +128,8 @@ every Harn project gets its own server whatever version control says."
 (defvar-local harn-state--uri nil "The `harn-state:' URI of this document buffer.")
 
 (defun harn-state-current-server (&optional start)
-  "The harn-ls of the current buffer: its document's, its project's (started when START)."
+  "The harn-ls of the current buffer: its document's, else its project's.
+START non-nil starts the project's when none runs."
   (or (and harn-state--server (jsonrpc-running-p harn-state--server) harn-state--server)
       (let ((root (harn-state-project-root)))
         (unless root
@@ -132,7 +138,8 @@ every Harn project gets its own server whatever version control says."
             (user-error "harn-ls is not running for %s" root)))))
 
 (defun harn-state--connect ()
-  "In a state file: start the project's harn-ls when none runs (eglot then manages the buffer)."
+  "In a state file: start the project's harn-ls when none runs.
+eglot then manages the buffer."
   (when (and buffer-file-name (harn-state-project-root))
     (condition-case err
         (harn-state-current-server t)
@@ -146,7 +153,7 @@ every Harn project gets its own server whatever version control says."
 ;;;; What the server sends
 
 (cl-defmethod eglot-client-capabilities ((_server harn-state-server))
-  "Eglot's capabilities, plus `harn-state:' documents (LSP 3.18) and window/showDocument."
+  "Eglot's capabilities, plus `harn-state:' documents and window/showDocument."
   (let* ((caps (copy-tree (cl-call-next-method)))
          (workspace (plist-put (plist-get caps :workspace) :textDocumentContent '(:dynamicRegistration :json-false)))
          (window (plist-put (plist-get caps :window) :showDocument '(:support t))))
@@ -208,7 +215,8 @@ every Harn project gets its own server whatever version control says."
 
 (defconst harn-state--link-re
   "\\](\\(\\(?:harn-state\\|file\\):[^)[:space:]]*\\))"
-  "A link target as harn-ls writes it: `)' and white space are always percent-encoded there.")
+  "A link target as harn-ls writes it.
+`)' and white space are always percent-encoded there.")
 
 (defun harn-state--buttonize ()
   (save-excursion
@@ -253,7 +261,8 @@ every Harn project gets its own server whatever version control says."
 
 ;;;###autoload
 (defun harn-state-open (uri &optional server)
-  "Open the `harn-state:' document URI in a read-only buffer (from SERVER, else the current project's)."
+  "Open the `harn-state:' document URI in a read-only buffer.
+It comes from SERVER, else from the current project's."
   (interactive (list (read-string "harn-state URI: " "harn-state:/index.md")))
   (let* ((uri (or (harn-state--normalize uri) (user-error "Not a harn-state: URI: %s" uri)))
          (server (or server (harn-state-current-server t)))
@@ -272,8 +281,8 @@ every Harn project gets its own server whatever version control says."
     buf))
 
 (defun harn-state-open-target (target &optional server selection)
-  "Open a link TARGET: a `harn-state:' document, or a `file:' URI with an optional #L<line> fragment
-\(or an LSP SELECTION range)."
+  "Open a link TARGET: a `harn-state:' document (from SERVER), or a `file:' URI.
+A file is shown at the line of its #L<line> fragment, or of an LSP SELECTION."
   (cond
    ((or (not (stringp target)) (string-match-p "[[:cntrl:]]" target))
     (user-error "Refused a link with control characters"))
@@ -317,8 +326,9 @@ every Harn project gets its own server whatever version control says."
 ;;;; `C-x C-f harn-state:/index.md'
 
 (defun harn-state--find-file-uri ()
-  "`find-file-not-found-functions': a file name that is a `harn-state:' URI (Emacs made it
-\"<dir>/harn-state:/x\") becomes that document, from the project of <dir>."
+  "For `find-file-not-found-functions': a `harn-state:' URI becomes its document.
+Emacs makes the name \"<dir>/harn-state:/x\"; the document comes from the
+project of <dir>."
   (let ((name (or buffer-file-name "")))
     (when (string-match "\\`\\(.*?/\\)\\(harn-state:/.*\\)\\'" name)
       (let ((dir (match-string 1 name))
@@ -349,7 +359,7 @@ every Harn project gets its own server whatever version control says."
   (harn-state-open (concat "harn-state:/recall.md?q=" (url-hexify-string (string-trim query)))))
 
 (defun harn-state--lsp-position ()
-  "Point as an LSP position (UTF-16 code units: eglot 1.9 offers no other encoding)."
+  "Point as an LSP position, in UTF-16 code units (eglot 1.9 offers no other)."
   (list :line (1- (line-number-at-pos))
         :character (let ((text (buffer-substring-no-properties (line-beginning-position) (point))))
                      (/ (length (encode-coding-string text 'utf-16le)) 2))))
@@ -376,15 +386,17 @@ every Harn project gets its own server whatever version control says."
         (princ text)))))
 
 (defun harn-state--execute (server command arguments)
-  "Run COMMAND on SERVER; say a failure the server reports as a result (`{ok: false}')."
+  "Run COMMAND with ARGUMENTS on SERVER.
+Say a failure the server reports as a result (`{ok: false}')."
   (let ((result (eglot-execute-command server (intern command) arguments)))
     (when (and (listp result) (eq (plist-get result :ok) :json-false))
       (message "harn-state: %s" (plist-get result :message)))
     result))
 
 (defun harn-state-code-actions (&optional choose)
-  "Offer the server's actions for this `harn-state:' document (Accept / Reject / Compare on a
-proposal).  CHOOSE, a function of the list of titles, picks one (default: `completing-read')."
+  "Offer the server's actions for this `harn-state:' document.
+On a proposal: Accept / Reject / Compare.  CHOOSE, a function of the list
+of titles, picks one (default: `completing-read')."
   (interactive)
   (unless harn-state--uri
     (user-error "Not a harn-state: document (in a state file, use `eglot-code-actions')"))
@@ -414,7 +426,7 @@ proposal).  CHOOSE, a function of the list of titles, picks one (default: `compl
     (_ (harn-state--execute server command arguments))))
 
 (defun harn-state--compare (_server arg)
-  "The file on disk next to what Accept would write there (from the proposal document)."
+  "Show the file on disk that ARG names, next to the proposal document."
   (let ((path (plist-get arg :path))
         (proposal (current-buffer)))
     (find-file-other-window path)
@@ -425,7 +437,7 @@ proposal).  CHOOSE, a function of the list of titles, picks one (default: `compl
 
 ;;;###autoload
 (defun harn-state-setup ()
-  "Open Harn state files in `harn-state-file-mode' (managed by harn-ls through eglot)."
+  "Open Harn state files in `harn-state-file-mode', managed by harn-ls."
   (dolist (pattern harn-state-file-patterns)
     (add-to-list 'auto-mode-alist (cons pattern #'harn-state-file-mode)))
   (add-to-list 'eglot-server-programs '(harn-state-file-mode . harn-state--contact))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,12 @@ def test_accept_and_reject_from_code_actions(driven):
     assert "Month-end close workflow" not in r["pending_after"]
     assert not any(p.startswith("Reconcile Stripe") for p in r["pending_after"])
     assert r["servers"] == 1  # one server for the project, whichever buffer asked
+
+
+def test_the_package_byte_compiles_without_warnings(tmp_path):
+    shutil.copy(PLUGIN / "harn-state.el", tmp_path / "harn-state.el")
+    proc = subprocess.run(["timeout", "60", "emacs", "--batch", "-L", str(tmp_path), "--eval",
+                           f'(byte-compile-file "{tmp_path / "harn-state.el"}")'],
+                          capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0 and (tmp_path / "harn-state.elc").is_file(), proc.stderr
+    assert "Warning" not in proc.stderr and "Error" not in proc.stderr, proc.stderr
