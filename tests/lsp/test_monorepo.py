@@ -135,3 +135,35 @@ async def test_the_projects_setting_picks_the_roots_live(client):
     # one project left: index.md is tools/other's, its links unchanged (no root needed)
     doc = await client.workspace_text_document_content_async(types.TextDocumentContentParams(uri="harn-state:/index.md"))
     assert doc.text.startswith("# Harn state — other") and "root=" not in doc.text
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "harn_ls", "serve"]))
+async def untrusted(lsp_client: LanguageClient, tmp_path: Path):
+    """The repository's own settings name the roots, in an untrusted workspace: one inside the folder,
+    one leading to a sibling (`repo-evil`, behind `../` and behind a symlink)."""
+    repo = build_monorepo(tmp_path)
+    statuses: list[dict] = []
+
+    @lsp_client.feature("harn/status")
+    def _status(params):
+        statuses.append(_as_dict(params))
+
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=pytest_lsp.client_capabilities("neovim"),
+        initialization_options={"workspaceTrusted": False, "settings": {"harnState": {
+            "projectRoots": ["tools/other", "../repo-evil", "linked"]}}},
+        workspace_folders=[types.WorkspaceFolder(uri=repo.as_uri(), name="repo")]))
+    lsp_client.statuses, lsp_client.repo = statuses, repo
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_an_untrusted_workspace_cannot_name_roots_outside_it(untrusted):
+    repo = untrusted.repo
+    other = repo / "tools" / "other"
+    await _wait(lambda: any(s["root"] == str(other) for s in untrusted.statuses))
+    await asyncio.sleep(0.5)  # anything else would have been loaded by now as well
+    assert {s["root"] for s in untrusted.statuses} == {str(other)}
+    warnings = [m.message for m in untrusted.messages if m.type == types.MessageType.Warning]
+    refused = [w for w in warnings if "not trusted" in w]
+    assert len(refused) == 2 and any("'../repo-evil'" in w for w in refused) and any("'linked'" in w for w in refused)
