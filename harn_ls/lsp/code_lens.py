@@ -18,6 +18,7 @@ from pygls.uris import to_fs_path
 from harn_ls import contract as P
 from harn_ls.lsp.span_save import run_noting_spans
 from harn_ls.lsp.wire import Encoded
+from harn_ls.lsp.project_links import link_root
 from harn_ls.lsp.view_types import line_range, on_proposal_document, to_command
 from harn_ls.render.lenses import FACTS_CHANGED, checkpoint_lens, checkpoint_lens_spots, fact_lens, fact_lens_groups
 from harn_ls.render.proposal_choices import proposal_choices, proposal_lenses
@@ -133,7 +134,7 @@ def register(server) -> None:
             lens.command = types.Command(title="harn-ls: project not loaded", command="")
             return lens
         view = await proj.run(lambda: checkpoint_lens(proj.ws, data["pipeline"], data["stage"]))
-        lens.command = to_command(view)
+        lens.command = to_command(view, link_root(ls, proj))
         return lens
 
 
@@ -150,11 +151,12 @@ async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types
     path = to_fs_path(uri)
     min_conf = ls.settings.facts.minConfidence
     view = await run_noting_spans(proj, lambda: fact_lens(proj.ws, path, start, end, min_conf, proj.fact_spans))
-    lens.command = to_command(view)
+    lens.command = to_command(view, link_root(ls, proj))
     return lens
 
 
 async def proposal_document_lenses(ls, uri: str) -> list[types.CodeLens]:
     """The same Accept / Reject / Compare choices as the code actions, at the top of the document."""
-    views = await on_proposal_document(ls, uri, lambda ws, pid, root: proposal_lenses(proposal_choices(ws, pid, root)))
-    return [types.CodeLens(range=_TOP, command=to_command(v), data={"t": "proposal"}) for v in views]
+    views = await on_proposal_document(ls, uri, lambda ws, pid, skill_root, root: [
+        to_command(v, root) for v in proposal_lenses(proposal_choices(ws, pid, skill_root))])
+    return [types.CodeLens(range=_TOP, command=c, data={"t": "proposal"}) for c in views]
