@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -149,8 +150,10 @@ def test_neovim_plugin_helpers_and_hostile_links(tmp_path, nvim):
     assert r["dead_server"].startswith("# harn-ls\n\nharn-ls for " + str(home / "work" / "proj") + " exited (code 3")
 
 
-def test_neovim_shows_the_load_progress(tmp_path):
-    """Issue 36: a big project's cold load, shown by the plugin from Neovim's progress events."""
+@pytest.mark.parametrize("nvim", NEOVIMS)
+def test_neovim_shows_the_load_progress(tmp_path, nvim):
+    """Issue 36: a big project's cold load, shown by the plugin from Neovim's progress events
+    (LspProgress on the current Neovim, User LspProgressUpdate on 0.7.2)."""
     from tests.lsp.test_progress import _write_project
 
     project = _write_project(tmp_path / "big-project", 40_000)
@@ -159,11 +162,11 @@ def test_neovim_shows_the_load_progress(tmp_path):
            "HARN_LS_CMD": "\t".join([sys.executable, "-m", "harn_ls", "serve"]), "PYTHONPATH": str(REPO),
            "HARN_LS_CACHE_DIR": str(tmp_path / "cache"), "HARN_LS_PROGRESS_AFTER": "0",
            "HARN_LS_PROGRESS_EVERY": "0.05", "HOME": str(tmp_path)}
-    proc = subprocess.run(["timeout", "120", "nvim", "--headless", "--clean", "-c",
-                           f"luafile {HERE / 'nvim_progress_driver.lua'}"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=150)
+    argv, extra = neovim_command(nvim, "--headless", "--clean", "-c", f"luafile {HERE / 'nvim_progress_driver.lua'}")
+    proc = subprocess.run(["timeout", "120", *argv], cwd=tmp_path, env=with_runtime(env, extra),
+                          capture_output=True, text=True, timeout=150)
     result = json.loads(out.read_text()) if out.exists() else {}
-    assert proc.returncode == 0, (result.get("error"), proc.stderr[-6000:])
+    assert proc.returncode == 0, (result.get("error"), proc.stderr[-3000:])
     seen = result["seen"]
     loading = [line for line in seen if line.startswith("Harn: loading big-project")]
     assert any("%" in line and "memory logs" in line for line in loading), seen
