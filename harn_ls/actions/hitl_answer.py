@@ -465,3 +465,66 @@ def _finalize(conn, rid: str, response: dict, res: AnswerResult, order: str, wra
         waitpoint_step("cancelled", lambda wp, now: H.cancelled(
             wp, actor=denier.get("reviewer"), reason=denier.get("reason"), metadata=denier.get("metadata"), now=now))
         res.outcome = "denied"
+
+
+# ------------------------------------------------------------------------------ from a workspace
+def locate(ws, request_id: str):
+    """(request, log view, real log path) for a request in the project's logs, or AnswerRefused."""
+    if not isinstance(request_id, str) or kind_of_id(request_id) is None or len(request_id) > 400:
+        raise AnswerRefused(f"{str(request_id)[:80]!r} is not a HITL request id (hitl_<kind>_…)")
+    found = ws.extra.request(request_id)
+    if found is None:
+        raise AnswerRefused(f"no HITL request {request_id} in this project's event logs")
+    req, view = found
+    real = check_target(ws.paths.project_root, view.loc.backend, view.path, view.loc.state_dir)
+    return req, view, real
+
+
+def answer_in(ws, request_id: str, action: str, *, reviewer: str | None, reason: str | None = None,
+              answer_text: str | None = None, answer_value: Any = H.MISSING) -> AnswerResult:
+    """Answer a request of this workspace: find its log, check it may be written, append."""
+    req, view, real = locate(ws, request_id)
+    if action == "answer" and answer_value is H.MISSING:
+        if answer_text is None:
+            raise AnswerRefused("answer needs a value")
+        try:
+            answer_value = H.coerce_answer(req.payload.get("schema"), answer_text)
+        except ValueError as exc:
+            raise AnswerRefused(str(exc)) from None
+    return answer(real, request_id, action, reviewer=reviewer, reason=reason, answer_value=answer_value)
+
+
+def finish_in(ws, request_id: str) -> AnswerResult:
+    _req, _view, real = locate(ws, request_id)
+    return finish(real, request_id)
+
+
+def request_rows(ws, *, include_resolved: bool = False) -> list[dict]:
+    """What `hitl list` and the editor show per request: waiting ones (and those whose finalize never
+    ran), newest first; with `include_resolved`, every request."""
+    out = []
+    reqs = ws.extra.all_requests() if include_resolved else ws.extra.waiting()
+    seen = {r.request_id for r in reqs}
+    if not include_resolved:  # unfinished answers are not "waiting" in Harn's view, yet the run still waits
+        reqs = list(reqs) + [r for r in ws.extra.all_requests() if r.request_id not in seen and H.needs_finish(r)]
+    for r in reqs:
+        found = ws.extra.request(r.request_id)
+        view = found[1] if found else None
+        row = r.to_json()
+        row.update(unfinished=H.needs_finish(r), quorum_text=(f"{len(r.approvals)} of {r.quorum}"
+                   if r.kind in ("approval", "dual_control") else None),
+                   log_path=view.path if view else None, backend=view.loc.backend if view else None,
+                   choices=H.choices(r.payload.get("schema")) if r.kind == "question" else [],
+                   actions=actions_for(r))
+        out.append(row)
+    return out
+
+
+def actions_for(req) -> list[str]:
+    """The answers that apply to a request now (what the editor offers)."""
+    if H.needs_finish(req):
+        return ["finish"]
+    if not req.is_waiting:
+        return []
+    return {"approval": ["approve", "deny"], "dual_control": ["approve", "deny"], "question": ["answer"],
+            "escalation": ["accept"] if req.state == "rejected-but-hidden" else ["accept", "decline"]}[req.kind]

@@ -354,3 +354,33 @@ def needs_finish(req) -> bool:
     if req.resolved_by in (APPROVED_KIND.get(req.kind), DENIED_KIND.get(req.kind)):
         return True  # the decision is logged, the waitpoint is not
     return fold_approval(req.kind, req.request_id, req.payload, req.responses, "").outcome in ("approved", "denied")
+
+
+def choices(schema: Any) -> list:
+    """The allowed answers a question's JSON Schema names (`enum`, or `oneOf`/`anyOf` of `const`), capped."""
+    if not isinstance(schema, dict):
+        return []
+    if isinstance(schema.get("enum"), list):
+        return schema["enum"][:200]
+    for key in ("oneOf", "anyOf"):
+        alts = schema.get(key)
+        if isinstance(alts, list) and alts and all(isinstance(a, dict) and "const" in a for a in alts):
+            return [a["const"] for a in alts][:200]
+    return []
+
+
+def coerce_answer(schema: Any, text: str) -> Any:
+    """A typed answer from what a person typed: text for a string (or untyped) schema, else JSON
+    (a number, true/false, an object); a choice list's value as it appears there."""
+    import orjson
+
+    for c in choices(schema):
+        if c == text or (not isinstance(c, str) and orjson.dumps(c).decode() == text.strip()):
+            return c
+    t = schema.get("type") if isinstance(schema, dict) else None
+    if t in (None, "string") or (isinstance(t, list) and "string" in t):
+        return text
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        raise ValueError(f"the question expects {t}; {text[:80]!r} is not JSON") from None
