@@ -266,6 +266,7 @@ def cmd_hitl(args) -> int:
 
 def _os_user() -> str:
     """The default reviewer: the OS user name (never anything from the project)."""
+    # start-up: getpass (with pwd) only for the HITL answers
     import getpass
 
     try:

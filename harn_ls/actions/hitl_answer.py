@@ -49,6 +49,8 @@ class AnswerRefused(ActionFailed):
 
 @dataclass
 class Written:
+    """One event an answer appended."""
+
     topic: str
     event_id: int
     kind: str
@@ -59,6 +61,8 @@ class Written:
 
 @dataclass
 class AnswerResult:
+    """What an answer did: the outcome, the path used (a direct append) and the events appended."""
+
     request_id: str
     action: str
     reviewer: str | None
@@ -97,6 +101,8 @@ def _connect(path: str) -> sqlite3.Connection:
 
 @dataclass
 class Row:
+    """One stored event: its raw payload bytes (for the key order) and the parsed values."""
+
     event_id: int
     kind: str
     raw: bytes
@@ -515,16 +521,7 @@ def request_rows(ws, *, include_resolved: bool = False) -> list[dict]:
                    if r.kind in ("approval", "dual_control") else None),
                    log_path=view.path if view else None, backend=view.loc.backend if view else None,
                    choices=H.choices(r.payload.get("schema")) if r.kind == "question" else [],
-                   actions=actions_for(r))
+                   actions=H.actions_for(r))
         out.append(row)
     return out
 
-
-def actions_for(req) -> list[str]:
-    """The answers that apply to a request now (what the editor offers)."""
-    if H.needs_finish(req):
-        return ["finish"]
-    if not req.is_waiting:
-        return []
-    return {"approval": ["approve", "deny"], "dual_control": ["approve", "deny"], "question": ["answer"],
-            "escalation": ["accept"] if req.state == "rejected-but-hidden" else ["accept", "decline"]}[req.kind]

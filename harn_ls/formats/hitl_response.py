@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.hitl import TOPIC_BY_KIND, kind_of_id
 
@@ -70,8 +72,6 @@ def order_of(payload_bytes: bytes | str | None) -> str:
     """Which key order a stored object was written in: `sorted` when its top-level keys are sorted
     and not in the struct's order, else `source`. For a request envelope (request_id, kind, agent, …)
     the two differ from the first key on."""
-    import orjson  # local: the pure core's JSON parser, only needed here
-
     try:
         obj = orjson.loads(payload_bytes or b"")
     except (orjson.JSONDecodeError, TypeError):
@@ -119,6 +119,8 @@ def stored_hash(topic: str, event_id: int, kind: str, payload: Any, headers: dic
 
 @dataclass
 class ChainCheck:
+    """Whether a topic's provenance chain verifies, in which hash wrapper order, and what broke."""
+
     ok: bool
     order: str = "source"  # the wrapper order the topic's hashes verify with
     message: str = ""
@@ -372,8 +374,6 @@ def choices(schema: Any) -> list:
 def coerce_answer(schema: Any, text: str) -> Any:
     """A typed answer from what a person typed: text for a string (or untyped) schema, else JSON
     (a number, true/false, an object); a choice list's value as it appears there."""
-    import orjson
-
     for c in choices(schema):
         if c == text or (not isinstance(c, str) and orjson.dumps(c).decode() == text.strip()):
             return c
@@ -384,3 +384,20 @@ def coerce_answer(schema: Any, text: str) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         raise ValueError(f"the question expects {t}; {text[:80]!r} is not JSON") from None
+
+
+def actions_for(req) -> list[str]:
+    """The answers that apply to a request now (what the editor and `hitl list` offer)."""
+    if needs_finish(req):
+        return ["finish"]
+    if not req.is_waiting:
+        return []
+    return {"approval": ["approve", "deny"], "dual_control": ["approve", "deny"], "question": ["answer"],
+            "escalation": ["accept"] if req.state == "rejected-but-hidden" else ["accept", "decline"]}[req.kind]
+
+
+def choice_labels(req) -> list[str]:
+    """A question's choices as one-line labels for a pick list (index = `choice` of answerHitl)."""
+    if req.kind != "question":
+        return []
+    return [c if isinstance(c, str) else serde_compact(c) for c in choices(req.payload.get("schema"))][:200]
