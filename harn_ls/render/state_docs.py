@@ -347,16 +347,16 @@ def hitl(ws, target: StateUri, settings: RenderSettings) -> str:
             out.append(f"| {cell(resp.get('reviewer'))} | {cell(resp.get('approved', ''))} | {cell(resp.get('accepted', ''))} | "
                        f"{cell(short_text(ans, 60))} | {cell(resp.get('reason'))} | {cell(resp.get('responded_at'))} |")
         out.append("")
-    out.extend(_answer_section(r, view))
+    out.extend(_answer_section(ws, r, view))
     return "\n".join(out) + "\n"
 
 
-def _answer_section(r, view) -> list[str]:
+def _answer_section(ws, r, view) -> list[str]:
     """What the reader can do now (issue 33): the lenses above and the tree item offer the same."""
     acts = hr.actions_for(r)
     if not acts:
         return []
-    out = ["## Answer\n"]
+    out = ["## How to answer\n"]
     if "finish" in acts:
         out.append("> An answer is in the log but was never finished (the responder stopped between the response and "
                    "the rest of Harn's rows): Harn's pending list shows what the responses say, yet the waiting run "
@@ -387,6 +387,9 @@ def _answer_section(r, view) -> list[str]:
                "host), so this direct append is the path used.")
     out.append("\nFrom a terminal: " + inline(f"harn-ls hitl {acts[0]} {r.request_id}"
                                                   + (" VALUE" if acts[0] == "answer" else "") + " [--reason TEXT]"))
+    if r.is_waiting:
+        out.append("\nWith Harn's own tools (a running ACP/MCP host, or Harn's CLI for escalations):\n")
+        out.append(fence("\n".join(hitl_fmt.how_to_answer(r, _rel(ws, view.loc.state_dir))), "text"))
     out.append("")
     return out
 

@@ -46,7 +46,7 @@ async def test_approve_counts_toward_quorum_and_is_offered(alice):
     assert (await lenses(alice, PENDING))[0][1:] == ("harnState.ui.approveHitl",
                                                      [{"requestId": PENDING, "kind": "approval"}])
     text = await doc(alice, PENDING)
-    assert "## Answer" in text and "Quorum so far: **0 of 2**" in text and "direct append" in text
+    assert "## How to answer" in text and "Quorum so far: **0 of 2**" in text and "direct append" in text
     before = log_rows(alice.project)
     res = await run(alice, requestId=PENDING, action="approve", reason="diff reviewed")
     assert res["ok"] is True and res["outcome"] == "pending (1 of 2)" and res["reviewer"] == "alice", res
