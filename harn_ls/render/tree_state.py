@@ -41,8 +41,14 @@ def children(ws, parent: str, item) -> list[dict]:
     x = ws.extra
     if parent == "hitl":
         out = []
-        for r in x.waiting():
+        waiting = x.waiting()
+        shown = {r.request_id for r in waiting}
+        # answered but never finished (a crash between Harn's rows): the run still waits, so offer Finish
+        unfinished = [r for r in x.all_requests() if r.request_id not in shown and needs_finish(r)]
+        for r in waiting + unfinished:
             state = "" if r.state == "pending" else f" · {r.state.replace('-', ' ')}"
+            if needs_finish(r):
+                state += " · not finished"
             quorum = f" · {len(r.approvals)}/{r.quorum}" if r.kind in ("approval", "dual_control") else ""
             out.append(item(f"hitl:{r.request_id}", short_text(r.prompt or r.request_id, 70),
                             description=f"{r.kind}{quorum}{state}", tooltip=f"{r.request_id}\n{r.prompt}",

@@ -16,6 +16,10 @@ from harn_ls.actions import hitl_answer as A
 from harn_ls.formats import hitl as hitl_fmt
 from harn_ls.formats import hitl_response as H
 from harn_ls.formats.events import make_event
+from harn_ls.render import RenderSettings, render_uri
+from harn_ls.render.hitl_choices import hitl_lenses
+from harn_ls.render.tree_items import TreeOptions, tree_items
+from harn_ls.workspace import Workspace
 from tests.helpers import event_log_writer as W
 from tests.oracles import hitl_respond as OR
 
@@ -349,6 +353,17 @@ def test_finish_completes_an_orphan_response(log):
     assert r.state == "pending" and r.approvals == ["alice"]
     assert "hitl_approval_o1" in harn_pending(path)
     assert H.needs_finish(r)
+    # the view offers Finish: the tree item and the document's lens
+    ws = Workspace.load(os.path.dirname(os.path.dirname(path)), cache=False)
+    [item] = [i for i in tree_items(ws, "runs", "hitl", TreeOptions(open_command="t.open", page_size=200))
+              if i["id"] == "hitl:hitl_approval_o1"]
+    assert item["contextValue"] == "hitlRequest.unfinished" and "not finished" in item["description"]
+    assert [v.title for v in hitl_lenses(ws, "hitl_approval_o1")] == ["Finish the answer already given"]
+    doc = render_uri(ws, "harn-state:/hitl/hitl_approval_o1.md", RenderSettings())
+    assert "never finished" in doc and "**Finish**" in doc
+    # a second "deny" on the orphan is told to finish instead, and writes nothing
+    with pytest.raises(A.AnswerRefused, match="finish it instead"):
+        A.answer(path, "hitl_approval_o1", "deny", reviewer="alice")
     res = A.finish(path, "hitl_approval_o1")
     assert [w.kind for w in res.written] == ["hitl.approval_approved", "waitpoint.state", "waitpoint.resume"]
     assert fold(path)["hitl_approval_o1"].state == "answered"
