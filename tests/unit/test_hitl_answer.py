@@ -198,6 +198,34 @@ def test_answer_question_and_escalations(log):
     assert fold(path)["hitl_escalation_e1"].state == "answered"
 
 
+def test_dual_control_two_of_three(log):
+    path, conn = log
+    rid = "hitl_dual_control_dc1"
+    W.waitpoint_open(conn, rid, "dual_control")
+    ar = {"id": rid, "action": "rotate_keys", "args": {"n": 2, "m": 3, "approvers": ["ann", "ben", "cat"]},
+          "principal": "", "requested_at": "2026-05-04T09:00:10Z", "deadline": "2999-01-01T00:00:00Z",
+          "approvers_required": 2, "evidence_refs": [], "undo_metadata": None, "capabilities_requested": []}
+    env = {"request_id": rid, "kind": "dual_control", "agent": "", "trace_id": "trace_dc",
+           "requested_at": "2026-05-04T09:00:10Z",
+           "payload": {"approval_request": ar, **{k: ar[k] for k in ("id", "args", "principal", "requested_at", "deadline",
+                                                                     "approvers_required", "evidence_refs",
+                                                                     "undo_metadata", "capabilities_requested")},
+                       "n": 2, "m": 3, "action": "rotate_keys", "approvers": ["ann", "ben", "cat"], "deadline_ms": 86400000}}
+    W.append(conn, "hitl.dual_control", "hitl.dual_control_requested", env, W.request_headers(env))
+    with pytest.raises(A.AnswerRefused, match="not allowed"):
+        A.answer(path, rid, "approve", reviewer="dan")
+    before = rows(path)
+    res = A.answer(path, rid, "approve", reviewer="cat")
+    check_against_oracle(path, before, res)
+    assert res.outcome == "pending (1 of 2)" and fold(path)[rid].approvals == ["cat"]
+    before = rows(path)
+    res = A.answer(path, rid, "approve", reviewer="ann", reason="both keys checked")
+    got = check_against_oracle(path, before, res)
+    assert [g["kind"] for g in got][:2] == ["hitl.response_received", "hitl.dual_control_approved"]
+    assert json.loads(got[1]["payload"])["record"]["reviewers"] == ["ann", "cat"]
+    assert fold(path)[rid].state == "answered" and rid not in harn_pending(path)
+
+
 def test_sorted_key_log_gets_sorted_rows(log):
     """A log written by a build without serde_json's preserve_order has sorted keys everywhere;
     the answer follows it (payload and hash wrapper)."""
@@ -292,6 +320,7 @@ def test_refuses_when_no_longer_pending(log):
              {"request_id": "hitl_approval_t1", "trace_id": "trace_x"})
     with pytest.raises(A.AnswerRefused, match="expired"):
         A.answer(path, "hitl_approval_t1", "approve", reviewer="alice")
+    assert fold(path)["hitl_approval_t1"].state == "expired" and "hitl_approval_t1" not in harn_pending(path)
     add_approval(conn, "hitl_approval_t2")
     A.answer(path, "hitl_approval_t2", "approve", reviewer="alice")
     before = rows(path)
