@@ -36,6 +36,7 @@ from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.hitl import RESPONSES_TOPIC, WAITPOINT_PREFIX, _terminal, kind_of_id, sanitize_topic_component
 
 BUSY_TIMEOUT_MS = 5000  # Harn's
+MAX_ANSWER_CHARS = 65_536
 MAX_TOPIC_ROWS = 200_000  # Harn folds the whole topic; beyond this we refuse rather than read without a cap
 PATH_NAME = "direct append to the event log (harn.hitl.respond host not reachable: §N.3)"
 ACTIONS = ("approve", "deny", "answer", "accept", "decline")
@@ -382,7 +383,9 @@ def finish(log_path: str, request_id: str) -> AnswerResult:
 
 def _finalize(conn, rid: str, response: dict, res: AnswerResult, order: str, wrapper: str) -> None:
     """`finalize_hitl_response`, each append its own transaction whose precondition is re-read under
-    the write lock (so two responders finishing at once do not both append the same step)."""
+    the write lock (so two responders finishing at once do not both append the same step). One
+    difference, on purpose: a `*_approved`/`*_denied` already in the log (a finalize that stopped
+    before the waitpoint) is not appended a second time, where Harn's next finalize would repeat it."""
     kind = kind_of_id(rid)
     wp_topic = WAITPOINT_PREFIX + sanitize_topic_component(rid)
     metadata = response.get("metadata")
@@ -493,6 +496,8 @@ def answer_in(ws, request_id: str, action: str, *, reviewer: str | None, reason:
     if action == "answer" and answer_value is H.MISSING:
         if answer_text is None:
             raise AnswerRefused("answer needs a value")
+        if len(answer_text) > MAX_ANSWER_CHARS:
+            raise AnswerRefused(f"the answer is longer than {MAX_ANSWER_CHARS} characters")
         try:
             answer_value = H.coerce_answer(req.payload.get("schema"), answer_text)
         except ValueError as exc:
