@@ -88,3 +88,29 @@ async def test_deny_leaves_waiting_for_you(alice):
     assert await tree(alice, "runs", "hitl") == []
     assert await lenses(alice, PENDING) == []
     assert "**State: denied**" in await doc(alice, PENDING)
+
+
+async def test_notifications_quote_log_data_inertly(alice):
+    """A request id is data: in a refusal shown as a notification it must not become a link."""
+    from tests.helpers import event_log_writer as W
+
+    rid = "hitl_approval_x](command:workbench.action.quit)"
+    conn = W.open_log(str(alice.project / ".harn" / "events.sqlite"))
+    try:
+        # Harn's waitpoint topic sanitises the id (`sanitize_topic_component`)
+        W.append(conn, "waitpoint.state.hitl_approval_x__command_workbench.action.quit_", "waitpoint.state",
+                 {"id": rid, "status": "open", "created_at": "2026-05-04T09:00:10Z", "completed_at": None,
+                  "cancelled_at": None, "completed_by": None, "cancelled_by": None, "value": None, "reason": None,
+                  "metadata": {"kind": "approval"}}, {"waitpoint_id": rid})
+        env = W.approval_request(rid, reviewers=("alice",), quorum=2)
+        W.append(conn, "hitl.approvals", "hitl.approval_requested", env, W.request_headers(env))
+    finally:
+        conn.close()
+    await alice.rec.wait_for(lambda: alice.rec.status[-1]["counts"]["hitlPending"] == 2, 10)
+    first = await run(alice, requestId=rid, action="approve")
+    assert first["ok"] is True, first
+    res = await run(alice, requestId=rid, action="approve")
+    assert res["ok"] is False and "already approved" in res["message"]
+    shown = [m for m in alice.rec.shown if "already approved" in m]
+    assert shown and all("](" not in m for m in shown + [res["message"]])
+    assert "] (command:workbench.action.quit)" in shown[-1]
