@@ -112,15 +112,24 @@ class Row:
     occurred_at_ms: int
 
 
-def _rows(conn, topic: str, *, tail: int | None = None) -> list[Row]:
-    if tail is None:
-        got = conn.execute("SELECT event_id, kind, payload, headers, occurred_at_ms FROM events WHERE topic = ? "
-                           "ORDER BY event_id LIMIT ?", (topic, MAX_TOPIC_ROWS + 1)).fetchall()
+_SELECT = "SELECT event_id, kind, payload, headers, occurred_at_ms FROM events WHERE topic = ?"
+
+
+def _rows(conn, topic: str, *, tail: int | None = None, after_id: int = 0, rid: str | None = None) -> list[Row]:
+    """A topic's events in id order: all, the last `tail`, those after `after_id`, or (with `rid`)
+    only those whose payload or headers contain the request id as serde_json writes it — a cheap
+    pre-filter; `_matches` then decides exactly, as Harn's `event_matches_request` does."""
+    if tail is not None:
+        got = conn.execute(_SELECT + " ORDER BY event_id DESC LIMIT ?", (topic, tail)).fetchall()[::-1]
+    else:
+        sql, args = _SELECT + " AND event_id > ?", [topic, after_id]
+        if rid is not None:
+            needle = serde_compact(rid)[1:-1]
+            sql += " AND (instr(payload, ?) > 0 OR instr(headers, ?) > 0)"
+            args += [needle.encode("utf-8"), needle]
+        got = conn.execute(sql + " ORDER BY event_id LIMIT ?", (*args, MAX_TOPIC_ROWS + 1)).fetchall()
         if len(got) > MAX_TOPIC_ROWS:
             raise AnswerRefused(f"topic {topic} has more than {MAX_TOPIC_ROWS} events; not folding it")
-    else:
-        got = conn.execute("SELECT event_id, kind, payload, headers, occurred_at_ms FROM events WHERE topic = ? "
-                           "ORDER BY event_id DESC LIMIT ?", (topic, tail)).fetchall()[::-1]
     out = []
     for eid, kind, payload, headers, occurred in got:
         raw = payload.encode("utf-8") if isinstance(payload, str) else bytes(payload)
@@ -133,12 +142,27 @@ def _rows(conn, topic: str, *, tail: int | None = None) -> list[Row]:
     return out
 
 
-def _check_chain(topic: str, rows: list[Row]) -> str:
-    chk = H.verify_chain(topic, [(r.event_id, r.kind, r.payload, r.headers, r.occurred_at_ms) for r in rows])
+def _check_chain(topic: str, rows: list[Row], after: H.ChainCheck | None = None) -> H.ChainCheck:
+    chk = H.verify_chain(topic, [(r.event_id, r.kind, r.payload, r.headers, r.occurred_at_ms) for r in rows], after)
     if not chk.ok:
         raise AnswerRefused(f"the provenance chain does not verify: {chk.message}; not appending to a log "
                             "whose history cannot be trusted")
-    return chk.order
+    return chk
+
+
+def _chains(conn, rid: str) -> dict[str, H.ChainCheck]:
+    """Verify, before taking the write lock, the chains of the topics an answer appends to: the
+    request's topic and its waitpoint's (whole), waitpoint.resumes (its last 200 events). Reading
+    needs no lock in WAL mode, so Harn's writers are not held up by a long topic."""
+    wp_topic = WAITPOINT_PREFIX + sanitize_topic_component(rid)
+    return {t: _check_chain(t, _rows(conn, t, tail=tail))
+            for t, tail in ((H.topic_for(rid), None), (wp_topic, None), (H.RESUMES_TOPIC, 200))}
+
+
+def _chains_still_hold(conn, chains: dict[str, H.ChainCheck]) -> None:
+    """Under the write lock: the events appended since `_chains` read each topic link on."""
+    for topic, chk in chains.items():
+        chains[topic] = _check_chain(topic, _rows(conn, topic, after_id=chk.last_id), chk)
 
 
 def _txn(conn, fn: Callable[[], Any]) -> Any:
@@ -181,7 +205,7 @@ def _insert(conn, topic: str, kind: str, payload: Any, headers: dict, order: str
 # --------------------------------------------------------------------------- reading the request
 @dataclass
 class Snapshot:
-    """The request as the log holds it right now (read under the write lock)."""
+    """The request as the log holds it right now (read under the write lock); `rows`: its events."""
 
     request_id: str
     kind: str
@@ -201,30 +225,34 @@ def _matches(row: Row, rid: str) -> bool:
     return row.headers.get("request_id") == rid or (isinstance(row.payload, dict) and row.payload.get("request_id") == rid)
 
 
-def _snapshot(conn, rid: str, *, verify: bool) -> Snapshot:
+def _snapshot(conn, rid: str, chains: dict[str, H.ChainCheck] | None = None) -> Snapshot:
+    """The request's events (pre-filtered by id), its legacy-topic events and its waitpoint."""
     kind = kind_of_id(rid)
     if kind is None:
         raise AnswerRefused(f"unknown HITL request id {rid[:80]!r}")
     topic = H.topic_for(rid)
-    rows = _rows(conn, topic)
-    wrapper = _check_chain(topic, rows) if verify else "source"
-    env_row = next((r for r in rows if r.kind == H.REQUEST_KIND[kind] and _matches(r, rid)
+    mine = [r for r in _rows(conn, topic, rid=rid) if _matches(r, rid)]
+    env_row = next((r for r in mine if r.kind == H.REQUEST_KIND[kind]
                     and isinstance(r.payload, dict) and isinstance(r.payload.get("request_id"), str)
                     and isinstance(r.payload.get("trace_id"), str)), None)
-    mine = [r for r in rows if _matches(r, rid)]
-    legacy = [r for r in _rows(conn, RESPONSES_TOPIC) if _matches(r, rid)]
+    legacy = [r for r in _rows(conn, RESPONSES_TOPIC, rid=rid) if _matches(r, rid)]
     responses = [r.payload for r in mine if r.kind == "hitl.response_received"]
     term = next((r.kind for r in mine + legacy if _terminal(kind, _Ev(r))), None)
     decided = [r.kind for r in mine if r.kind in (H.APPROVED_KIND.get(kind), H.DENIED_KIND.get(kind))]
-    wp_rows = _rows(conn, WAITPOINT_PREFIX + sanitize_topic_component(rid))
+    wrapper = chains[topic].order if chains and topic in chains else "source"
+    env_order = H.order_of(env_row.raw) if env_row is not None else wrapper
+    return Snapshot(rid, kind, topic, mine, env_row.payload if env_row else None, env_order, wrapper,
+                    responses, term, decided, _waitpoint(conn, rid))
+
+
+def _waitpoint(conn, rid: str) -> dict | None:
+    """`read_waitpoint_record`: the last record on `waitpoint.state.<id>` that deserialises."""
     wp = None
-    for r in wp_rows:  # read_waitpoint_record: the last record that deserialises
+    for r in _rows(conn, WAITPOINT_PREFIX + sanitize_topic_component(rid)):
         rec = H.waitpoint_record(r.payload)
         if rec is not None:
             wp = rec
-    env_order = H.order_of(env_row.raw) if env_row is not None else wrapper
-    return Snapshot(rid, kind, topic, rows, env_row.payload if env_row else None, env_order, wrapper,
-                    responses, term, decided, wp)
+    return wp
 
 
 class _Ev:
@@ -331,10 +359,12 @@ def answer(log_path: str, request_id: str, action: str, *, reviewer: str | None,
                                       responded_at=H.rfc3339_time(time.time_ns()), **flags)
         res = AnswerResult(request_id, action, reviewer, log_path)
 
+        chains = _chains(conn, request_id)  # the long read, outside the write lock
+
         def respond() -> tuple[Snapshot, int]:
-            snap = _snapshot(conn, request_id, verify=True)
+            _chains_still_hold(conn, chains)
+            snap = _snapshot(conn, request_id, chains)
             _refuse_unless_open(snap, action, reviewer)
-            _verify_side_topics(conn, request_id)
             eid = _insert(conn, topic, H.response_kind(kind), response, {"request_id": request_id},
                           snap.envelope_order, snap.wrapper_order)
             return snap, eid
@@ -349,19 +379,13 @@ def answer(log_path: str, request_id: str, action: str, *, reviewer: str | None,
         conn.close()
 
 
-def _verify_side_topics(conn, rid: str) -> None:
-    """The other topics finalize appends to: the waitpoint's (whole) and waitpoint.resumes (its tail)."""
-    wp_topic = WAITPOINT_PREFIX + sanitize_topic_component(rid)
-    _check_chain(wp_topic, _rows(conn, wp_topic))
-    _check_chain(H.RESUMES_TOPIC, _rows(conn, H.RESUMES_TOPIC, tail=200))
-
-
 def finish(log_path: str, request_id: str) -> AnswerResult:
     """Finalize a request whose response is in the log but whose finalize never ran (a crash, or Harn
     failing after the append, §P.3): what Harn's next `append_hitl_response` for it would do."""
     conn = _connect(log_path)
     try:
-        snap = _txn(conn, lambda: _snapshot(conn, request_id, verify=True))
+        chains = _chains(conn, request_id)
+        snap = _txn(conn, lambda: (_chains_still_hold(conn, chains), _snapshot(conn, request_id, chains))[1])
         mine = [r for r in snap.rows if _matches(r, request_id) and r.kind == H.response_kind(snap.kind)]
         if not mine:
             raise AnswerRefused(f"request {request_id} has no response to finish")
@@ -392,8 +416,7 @@ def _finalize(conn, rid: str, response: dict, res: AnswerResult, order: str, wra
 
     def waitpoint_step(new_status: str, make: Callable[[dict, str], dict]) -> bool:
         def step() -> bool:
-            snap = _snapshot(conn, rid, verify=False)
-            wp = snap.waitpoint
+            wp = _waitpoint(conn, rid)
             if wp is None:
                 raise ActionFailed(f"waitpoint.{'complete' if new_status == 'completed' else 'cancel'}: unknown "
                                    f"waitpoint '{rid}' (the response is in the log; finalize could not run)")
@@ -440,7 +463,7 @@ def _finalize(conn, rid: str, response: dict, res: AnswerResult, order: str, wra
     box: dict[str, H.Decision] = {}
 
     def decide() -> None:
-        snap = _snapshot(conn, rid, verify=False)
+        snap = _snapshot(conn, rid)
         if snap.waitpoint is not None and snap.waitpoint["status"] != "open":
             box["d"] = H.Decision("finished")
             return

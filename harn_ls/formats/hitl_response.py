@@ -119,20 +119,25 @@ def stored_hash(topic: str, event_id: int, kind: str, payload: Any, headers: dic
 
 @dataclass
 class ChainCheck:
-    """Whether a topic's provenance chain verifies, in which hash wrapper order, and what broke."""
+    """Whether a topic's provenance chain verifies, in which hash wrapper order, and what broke;
+    `last_id` / `last_hash`: where it ends, to go on from there (`verify_chain(..., after=...)`)."""
 
     ok: bool
     order: str = "source"  # the wrapper order the topic's hashes verify with
     message: str = ""
+    last_id: int = 0
+    last_hash: str | None = None
 
 
-def verify_chain(topic: str, rows: list[tuple[int, str, Any, dict, int]]) -> ChainCheck:
+def verify_chain(topic: str, rows: list[tuple[int, str, Any, dict, int]], after: ChainCheck | None = None) -> ChainCheck:
     """Check a topic's provenance chain: every event's record_hash matches its content (in one of the
     two wrapper orders, the same for the whole topic) and its prev_hash is the previous event's hash.
-    The first row is the anchor (after a compaction its prev_hash names a deleted event).
+    The first row is the anchor (after a compaction its prev_hash names a deleted event), unless
+    `after` — an earlier check of the rows before these — says what the first row must link to.
     `rows`: (event_id, kind, payload, headers, occurred_at_ms) in id order."""
-    orders = ["source", "sorted"]
-    prev: str | None = None
+    orders = ["source", "sorted"] if after is None or after.last_hash is None else [after.order]
+    prev: str | None = after.last_hash if after is not None else None
+    prev_id = after.last_id if after is not None else 0
     for i, (eid, kind, payload, headers, occurred) in enumerate(rows):
         if not isinstance(headers, dict) or headers.get(H_SCHEMA) != PROVENANCE_SCHEMA:
             return ChainCheck(False, message=f"{topic} event {eid} has no provenance headers")
@@ -142,11 +147,11 @@ def verify_chain(topic: str, rows: list[tuple[int, str, Any, dict, int]]) -> Cha
         orders = [o for o in orders if record_hash(topic, eid, kind, payload, headers, occurred, o) == rec]
         if not orders:
             return ChainCheck(False, message=f"{topic} event {eid}: record_hash does not match its content")
-        if i > 0 and headers.get(H_PREV) != prev:
+        if prev is not None and headers.get(H_PREV) != prev:
             return ChainCheck(False, message=f"{topic} event {eid}: prev_hash is not event "
-                                             f"{rows[i - 1][0]}'s record_hash (the chain is broken)")
-        prev = rec
-    return ChainCheck(True, orders[0] if orders else "source")
+                                             f"{prev_id}'s record_hash (the chain is broken)")
+        prev, prev_id = rec, eid
+    return ChainCheck(True, orders[0] if orders else "source", last_id=prev_id, last_hash=prev)
 
 
 # ------------------------------------------------------------------------------------- payloads
