@@ -160,7 +160,7 @@ def response_payload(request_id: str, *, answer: Any = MISSING, approved: bool |
                      responded_at: str, signature: str | None = None) -> dict:
     """`HitlHostResponse` with unset fields omitted, in struct order."""
     p: dict[str, Any] = {"request_id": request_id}
-    if answer is not MISSING:
+    if answer is not MISSING and answer is not None:  # Option<JsonValue>: a JSON null is None, omitted
         p["answer"] = answer
     for key, value in (("approved", approved), ("accepted", accepted), ("reviewer", reviewer), ("reason", reason)):
         if value is not None:
@@ -305,12 +305,12 @@ def waitpoint_record(stored: dict) -> dict | None:
     for key in _WP_FIELDS:
         v = stored.get(key)
         if key in ("id", "created_at"):
-            if v is None:
-                v = ""
+            if key not in stored:
+                v = ""  # missing: the default; a present null does not deserialise
             if not isinstance(v, str):
                 return None
         elif key == "status":
-            v = "open" if v is None else v
+            v = "open" if key not in stored else v
             if v not in ("open", "completed", "cancelled"):
                 return None
         elif key in ("completed_at", "cancelled_at", "completed_by", "cancelled_by", "reason"):

@@ -360,6 +360,9 @@ def test_fold_matches_harn_reviewer_lists_repeats_and_absent_approved():
     assert H.quorum_of("approval", {"approvers_required": 3, "approval_request": {"approvers_required": 2}}) == 3
     assert H.quorum_of("dual_control", {"n": 2, "quorum": 5}) == 2
     assert H.quorum_of("approval", {"quorum": None, "approvers_required": 4}) == 1  # present null stops the chain
+    assert "answer" not in H.response_payload("hitl_question_x", answer=None, responded_at="t")  # null is unset
+    assert H.waitpoint_record({"id": None, "status": "open"}) is None  # Harn skips a record it cannot read
+    assert H.waitpoint_record({"id": "w"})["status"] == "open" and H.waitpoint_record({"id": "w"})["created_at"] == ""
     assert H.rfc3339_time(1_777_885_295_000_640_019) == "2026-05-04T09:01:35.000640019Z"
     assert H.rfc3339_time(1_777_885_295_000_000_000) == "2026-05-04T09:01:35Z"
     assert H.rfc3339_time(1_777_885_295_500_000_000) == "2026-05-04T09:01:35.5Z"
