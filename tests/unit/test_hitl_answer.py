@@ -96,11 +96,11 @@ def add_approval(conn, rid, **kw):
     W.append(conn, "hitl.approvals", "hitl.approval_requested", env, W.request_headers(env))
 
 
-def add_question(conn, rid, prompt="Which environment?"):
+def add_question(conn, rid, prompt="Which environment?", schema=None):
     W.waitpoint_open(conn, rid, "question")
     env = {"request_id": rid, "kind": "question", "agent": "asker", "trace_id": "trace_q",
            "requested_at": "2026-05-04T09:00:10Z",
-           "payload": {"prompt": prompt, "schema": None, "default": None, "timeout_ms": 86400000}}
+           "payload": {"prompt": prompt, "schema": schema, "default": None, "timeout_ms": 86400000}}
     W.append(conn, "hitl.questions", "hitl.question_asked", env, W.request_headers(env))
 
 
@@ -405,3 +405,28 @@ def test_finish_completes_an_orphan_response(log):
     assert fold(path)["hitl_approval_o1"].state == "answered"
     with pytest.raises(A.AnswerRefused, match="already finished"):
         A.finish(path, "hitl_approval_o1")
+
+
+def test_cli_answers_with_the_schema_type_and_choices(log, capsys, monkeypatch):
+    from harn_ls import cli
+
+    monkeypatch.setenv("HARN_LS_CACHE", "off")
+    path, conn = log
+    proj = os.path.dirname(os.path.dirname(path))
+    add_question(conn, "hitl_question_n1", schema={"type": "integer"})
+    add_question(conn, "hitl_question_c2", prompt="Pick", schema={"enum": ["staging", "prod"]})
+    # the integer question: "forty" is refused with the reason (exit 1), "42" is the number 42
+    assert cli.main(["hitl", proj, "answer", "hitl_question_n1", "forty", "--reviewer", "alice"]) == 1
+    assert "expects integer" in capsys.readouterr().err
+    assert cli.main(["hitl", proj, "answer", "hitl_question_n1", "42", "--reviewer", "alice"]) == 0
+    assert "answered" in capsys.readouterr().out
+    assert cli.main(["hitl", proj, "list", "--json"]) == 0
+    listed = {r["request_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert "hitl_question_n1" not in listed
+    assert listed["hitl_question_c2"]["choices"] == ["staging", "prod"] and listed["hitl_question_c2"]["actions"] == ["answer"]
+    assert cli.main(["hitl", proj, "answer", "hitl_question_c2", "prod", "--reviewer", "alice", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["outcome"] == "answered" and [w["kind"] for w in out["written"]] == [
+        "hitl.response_received", "waitpoint.state", "waitpoint.resume"]
+    answers = [json.loads(r["payload"])["answer"] for r in rows(path)["hitl.questions"] if r["kind"] == "hitl.response_received"]
+    assert answers == [42, "prod"]
