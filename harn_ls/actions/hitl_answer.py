@@ -86,6 +86,7 @@ def _connect(path: str) -> sqlite3.Connection:
     # No journal_mode change, no VACUUM: Harn owns the file's settings (§H.2.7 rule 7); it is WAL already.
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA synchronous = NORMAL")  # per connection, as Harn's own (§H.2.4); the file is not changed
     try:
         marker = conn.execute("SELECT version FROM _harn_sqlite_schema_versions WHERE name = 'event_log'").fetchall()
     except sqlite3.OperationalError:
