@@ -22,8 +22,10 @@ TREE = "harn/tree"  # request: TreeParams -> TreeResult
 TREE_CHANGED = "harn/treeChanged"  # notification: TreeChangedParams
 STATUS = "harn/status"  # notification: StatusParams
 HITL_ARRIVED = "harn/hitlArrived"  # notification: HitlArrivedParams (new requests waiting for a human)
+LOADING = "harn/loading"  # notification: LoadingParams (how far a long piece of work is, for the status bar)
 
-METHODS = {"tree": TREE, "treeChanged": TREE_CHANGED, "status": STATUS, "hitlArrived": HITL_ARRIVED}
+METHODS = {"tree": TREE, "treeChanged": TREE_CHANGED, "status": STATUS, "hitlArrived": HITL_ARRIVED,
+           "loading": LOADING}
 
 # ------------------------------------------------- server commands (protocol.ts `ServerCommands`)
 CMD_ACCEPT = "harnState.acceptProposal"
@@ -349,6 +351,17 @@ class StatusParams:
 
 
 @attrs.frozen
+class LoadingParams:
+    """What LSP work-done progress says, for a client's own status bar; sent beside it (a few a
+    second at most) whether or not the client declared `window.workDoneProgress`."""
+    root: str
+    title: str
+    percentage: int | None
+    message: str
+    done: bool
+
+
+@attrs.frozen
 class HitlRequestNote:
     request_id: str
     kind: str
@@ -387,7 +400,8 @@ COMMAND_RESULTS: dict[str, tuple[type, ...]] = {
     CMD_RESUME: (ResumeResult, ResumeFailure, Failure),
     CMD_ANSWER_HITL: (AnswerHitlResult, Failure),
 }
-NOTIFICATIONS: dict[str, type] = {TREE_CHANGED: TreeChangedParams, STATUS: StatusParams, HITL_ARRIVED: HitlArrivedParams}
+NOTIFICATIONS: dict[str, type] = {TREE_CHANGED: TreeChangedParams, STATUS: StatusParams, HITL_ARRIVED: HitlArrivedParams,
+                                  LOADING: LoadingParams}
 WIRE_CLASSES: tuple[type, ...] = tuple(dict.fromkeys(
     [*COMMAND_ARGS.values(), *(c for cs in COMMAND_RESULTS.values() for c in cs), *NOTIFICATIONS.values(),
      Position, Range, CompareArgs, TreeParams, LspCommand, TreeItemData, TreeResult, HitlRequestNote, WrittenEvent]))

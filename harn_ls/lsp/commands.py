@@ -20,6 +20,8 @@ from harn_ls.actions.checkpoints import forget_stage as do_forget
 from harn_ls.actions.facts import invalidate_fact
 from harn_ls.actions.proposals import accept_proposal, reject_proposal
 from harn_ls.lsp.probe import run_probe_command
+from harn_ls.lsp.progress import with_progress
+from harn_ls.progress import WorkProgress
 from harn_ls.render import make_uri
 
 log = logging.getLogger(__name__)
@@ -114,7 +116,10 @@ async def migrate(ls, a: C.MigrateArgs):
     # start-up: the migration (and its legacy-stream readers) loads when a user asks for it
     from harn_ls.actions.migrate import migrate_pattern_learning
 
-    result = await _run_action(ls, proj, migrate_pattern_learning, done="pattern learning migrated")
+    work = WorkProgress("Harn: migrating pattern learning")
+    work.phase("legacy streams", 0, 1.0, counted=False)
+    result = await with_progress(ls, proj.root if proj is not None else "", work,
+                                 _run_action(ls, proj, migrate_pattern_learning, done="pattern learning migrated"))
     return result if isinstance(result, C.Failure) else C.from_fields(C.MigrateResult, result)
 
 
@@ -125,7 +130,8 @@ async def recall(ls, a: C.RecallArgs):
 async def rescan(ls, a: C.RescanArgs):
     counts = {}
     for proj in list(ls.projects.values()):
-        await proj.rescan()
+        work = WorkProgress(f"Harn: rescanning {os.path.basename(proj.root) or proj.root}")
+        await with_progress(ls, proj.root, work, proj.rescan(work), summary=lambda p=proj: p.loaded_summary)
         if proj.ws is not None:
             counts[proj.root] = await proj.run(lambda p=proj: p.ws.counts())
     return C.RescanResult(counts=counts)

@@ -38,6 +38,7 @@ with cached_attrs_compiles():
     from harn_ls.lsp import heap, symbols, tree
     from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
     from harn_ls.lsp.probe import ProbeState
+    from harn_ls.lsp.progress import with_progress
     from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project, paused_gc
     from harn_ls.lsp.requests import RequestRegistry
     from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
@@ -277,6 +278,17 @@ class HarnLanguageServer(LanguageServer):
         proj = Project(path, self.on_changes)
         self.preloading[path] = (proj, asyncio.get_running_loop().create_task(proj.load(), name=f"load {path}"))
 
+    def show_load(self, proj: Project, loading) -> asyncio.Task:
+        """The load as a task that also shows its progress (lsp/progress.py)."""
+        return asyncio.ensure_future(with_progress(self, proj.root, proj.load_progress, loading,
+                                                   summary=lambda: proj.loaded_summary))
+
+    def show_preloads(self) -> None:
+        """Once `initialized` came: the loads started at `initialize` show their progress from now on,
+        before the settings round trip (a client may take its time over it)."""
+        for path, (proj, task) in list(self.preloading.items()):
+            self.preloading[path] = (proj, self.show_load(proj, task))
+
     async def add_folder(self, path: str) -> None:
         path = os.path.abspath(path)
         if path in self.projects:
@@ -284,7 +296,7 @@ class HarnLanguageServer(LanguageServer):
         preloaded = self.preloading.pop(path, None)
         proj = preloaded[0] if preloaded is not None else Project(path, self.on_changes)
         self.projects[path] = proj
-        await (preloaded[1] if preloaded is not None else proj.load())
+        await (preloaded[1] if preloaded is not None else self.show_load(proj, proj.load()))
         start_trace.mark(f"project loaded {proj.root}")
         await proj.start_watching()
         log.info("loaded %s in %.0f ms", proj.root, proj.load_seconds * 1000)
@@ -311,12 +323,14 @@ class HarnLanguageServer(LanguageServer):
             log.debug("showMessage failed: %s", exc)
 
     async def _warm_then_report(self, proj: Project) -> None:
-        await proj.warm_recall()
+        await with_progress(self, proj.root, proj.recall_progress, proj.warm_recall(),
+                            summary=lambda: "recall ready")
         await self.send_status(proj)  # recall answers from here on; the rest is upkeep
         start_trace.mark(f"recall ready {proj.root}")
         # beside the settle: the conversions run on the loop, the settle's steps on the project thread
         self.spawn(self.warm_conversions(), "message conversions warm-up")
-        await proj.settle_recall(self.requests.quiet_for)
+        await with_progress(self, proj.root, proj.settle_progress, proj.settle_recall(self.requests.quiet_for),
+                            summary=lambda: "state cache written")
         start_trace.mark(f"settled {proj.root}")
 
     async def warm_conversions(self) -> None:
@@ -494,6 +508,7 @@ def create_server() -> HarnLanguageServer:
         start_trace.mark("initialized received")
         if ls.monitor is None:
             ls.monitor = LoopMonitor(asyncio.get_running_loop(), ls)
+        ls.show_preloads()
         await ls.pull_configuration()
         folders, ls.pending_folders = ls.pending_folders, []
         for folder in folders:

@@ -145,3 +145,24 @@ def test_neovim_plugin_helpers_and_hostile_links(tmp_path):
     assert r["evil_name"] == str(home / 'evil|call writefile([], "') + str(tmp_path / 'marker') + '")'
     assert r["evil_nl"] is None and r["marker"] is False
     assert r["dead_server"].startswith("# harn-ls\n\nharn-ls for " + str(home / "work" / "proj") + " exited (code 3")
+
+
+def test_neovim_shows_the_load_progress(tmp_path):
+    """Issue 36: a big project's cold load, shown by the plugin from Neovim's progress events."""
+    from tests.lsp.test_progress import _write_project
+
+    project = _write_project(tmp_path / "big-project", 40_000)
+    out = tmp_path / "result.json"
+    env = {**os.environ, "PROBE_OUT": str(out), "PROJECT": str(project), "PLUGIN_DIR": str(PLUGIN),
+           "HARN_LS_CMD": "\t".join([sys.executable, "-m", "harn_ls", "serve"]), "PYTHONPATH": str(REPO),
+           "HARN_LS_CACHE_DIR": str(tmp_path / "cache"), "HARN_LS_PROGRESS_AFTER": "0",
+           "HARN_LS_PROGRESS_EVERY": "0.05", "HOME": str(tmp_path)}
+    proc = subprocess.run(["timeout", "120", "nvim", "--headless", "--clean", "-c",
+                           f"luafile {HERE / 'nvim_progress_driver.lua'}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=150)
+    result = json.loads(out.read_text()) if out.exists() else {}
+    assert proc.returncode == 0, (result.get("error"), proc.stderr[-6000:])
+    seen = result["seen"]
+    loading = [line for line in seen if line.startswith("Harn: loading big-project")]
+    assert any("%" in line and "memory logs" in line for line in loading), seen
+    assert loading[-1].endswith(")") and "40,000 records in 1 namespaces" in loading[-1], seen

@@ -15,6 +15,8 @@ export const Methods = {
   status: 'harn/status',
   /** New requests waiting for a human (issue 16). */
   hitlArrived: 'harn/hitlArrived',
+  /** How far a long piece of work is (a project load, the recall index build), for the status bar. */
+  loading: 'harn/loading',
 } as const;
 
 /** Commands the server runs through workspace/executeCommand. */
@@ -314,6 +316,14 @@ export interface StatusParams {
   warnings: string[];
   /** False when the project has no .harn/ (nor run) directory. */
   hasState: boolean;
+}
+
+export interface LoadingParams {
+  root: string;
+  title: string;
+  percentage: number | null;
+  message: string;
+  done: boolean;
 }
 
 export interface HitlRequestNote {

@@ -1000,6 +1000,7 @@ function M.setup(opts)
     end,
   })
   api.nvim_create_autocmd('BufReadCmd', { group = group, pattern = SCHEME .. '://*', callback = on_read })
+  require('harn.progress').setup(group) -- a big project's load and index build, in the command line
   if M.config.codelens then
     api.nvim_create_autocmd({ 'BufEnter', 'CursorHold', 'InsertLeave' }, { group = group, callback = refresh_lenses })
   end
