@@ -97,6 +97,8 @@ def register(server) -> None:
     async def code_lens(ls, params: types.CodeLensParams) -> object:  # a list, or its pre-encoded JSON
         uri = params.text_document.uri
         if uri.startswith(P.SCHEME + ":"):
+            if uri.startswith(P.SCHEME + ":/hitl/"):
+                return await hitl_document_lenses(ls, uri)
             return await proposal_document_lenses(ls, uri)
         proj = ls.project_for_uri(uri)
         if proj is None or proj.ws is None:
@@ -153,6 +155,28 @@ async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types
     view = await run_noting_spans(proj, lambda: fact_lens(proj.ws, path, start, end, min_conf, proj.fact_spans))
     lens.command = to_command(view, link_root(ls, proj))
     return lens
+
+
+async def hitl_document_lenses(ls, uri: str) -> list[types.CodeLens]:
+    """Approve / Deny / Answer… / Accept / Decline (or Finish) at the top of a request's document."""
+    # start-up: the HITL choices load with the first request document
+    from harn_ls.render import UriError, parse_uri
+    from harn_ls.render.hitl_choices import hitl_lenses
+
+    try:
+        target = parse_uri(uri)
+    except UriError:
+        return []
+    if target.kind != "hitl" or not target.name:
+        return []
+    for proj in list(ls.projects.values()):
+        ws = proj.ws
+        if ws is None:
+            continue
+        views = await proj.run(lambda w=ws: hitl_lenses(w, target.name) if w.extra.request(target.name) else None)
+        if views is not None:
+            return [types.CodeLens(range=_TOP, command=to_command(v), data={"t": "hitl"}) for v in views]
+    return []
 
 
 async def proposal_document_lenses(ls, uri: str) -> list[types.CodeLens]:

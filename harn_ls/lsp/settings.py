@@ -32,7 +32,7 @@ class TranscriptSettings:
 
 @attrs.define
 class HitlSettings:
-    reviewer: str = ""  # the name `harn orchestrator resume --reviewer` records (empty: the OS user name)
+    reviewer: str = ""  # the reviewer Harn records for answers and `harn orchestrator resume` (empty: the OS user name)
 
 
 @attrs.define

@@ -12,7 +12,8 @@ from harn_ls.render import UriError, parse_uri
 from harn_ls.render import view_commands as V
 from harn_ls.render.proposal_choices import ProposalChoice
 
-COMMAND_IDS = {V.NONE: "", V.OPEN: P.CMD_OPEN, V.ACCEPT: P.CMD_ACCEPT, V.REJECT: P.CMD_REJECT, V.COMPARE: P.CMD_COMPARE}
+COMMAND_IDS = {V.NONE: "", V.OPEN: P.CMD_OPEN, V.ACCEPT: P.CMD_ACCEPT, V.REJECT: P.CMD_REJECT, V.COMPARE: P.CMD_COMPARE,
+               **{f"hitl:{verb}": cmd for verb, cmd in P.CMD_UI_HITL.items()}}
 ACTION_KINDS = {V.ACCEPT: P.KIND_ACCEPT, V.REJECT: P.KIND_REJECT, V.COMPARE: P.KIND_COMPARE}
 
 

@@ -71,13 +71,14 @@ local ok, err = pcall(function()
   vim.cmd('runtime! plugin/harn.lua')
   local harn = require('harn')
   local cmd = vim.split(assert(os.getenv('HARN_LS_CMD')), '\t')
+  local settings = { harnPath = assert(os.getenv('HARN_DOUBLE')), hitl = { reviewer = 'alice' } }
   results.uses_lsp_config = harn.uses_lsp_config()
   if harn.uses_lsp_config() then
     -- 0.11+: the user's own vim.lsp.config('harn_ls', ...) refines the plugin's configuration
     vim.lsp.config('harn_ls', { cmd = cmd })
-    harn.setup({ settings = { harnPath = assert(os.getenv('HARN_DOUBLE')) }, trusted = true })
+    harn.setup({ settings = settings, trusted = true })
   else
-    harn.setup({ cmd = cmd, settings = { harnPath = assert(os.getenv('HARN_DOUBLE')) }, trusted = true })
+    harn.setup({ cmd = cmd, settings = settings, trusted = true })
   end
   vim.cmd('cd ' .. vim.fn.fnameescape(project))
   results.root = harn.find_root(project .. '/src/billing/invoice.py')
@@ -259,6 +260,27 @@ local ok, err = pcall(function()
     return all:find('probe typecheck `let y: int = 2`', 1, true) ~= nil
   end, 'the linewise probe to store its fact')
   results.probe_diags_after = #vim.tbl_filter(function(d) return d.source == 'harn-probe' end, vim.diagnostic.get(pbuf))
+
+  step('hitl: approve, then the lens command and :HarnHitl are told it is already approved')
+  local rid = 'hitl_approval_019df301-7a10-7c2e-9d41-5b6c7d8e9f01'
+  local approved
+  harn.hitl('approve', rid, 'diff reviewed', function(_, result) approved = result end)
+  wait(20000, function() return approved ~= nil end, 'the approval to be answered')
+  results.hitl_approve = approved
+  local real_input, asked = vim.ui.input, nil
+  vim.ui.input = function(o, on_confirm) asked = o.prompt; on_confirm('again') end
+  vim.lsp.commands['harnState.ui.approveHitl']({ arguments = { { requestId = rid, kind = 'approval' } } },
+    { client_id = harn.context_client() })
+  vim.ui.input = real_input
+  results.hitl_lens_prompt = asked
+  wait(20000, function()
+    return select(2, vim.fn.execute('messages'):gsub('already approved', '')) >= 1
+  end, 'the lens answer to be refused')
+  pcall(vim.cmd, 'HarnHitl deny ' .. rid .. ' not now')
+  wait(20000, function()
+    return select(2, vim.fn.execute('messages'):gsub('already approved', '')) >= 2
+  end, 'the :HarnHitl answer to be refused')
+  results.hitl_messages = vim.fn.execute('messages')
 
   local harn_client = vim.lsp.get_client_by_id(harn.context_client())
   results.offset_encoding = harn_client.offset_encoding

@@ -55,6 +55,12 @@ def test_neovim_plugin_end_to_end(driven):
 
     assert r["statusline"] == r["statusline_expr"] == "harn 7 facts · 3 proposals · 3 runs · 7 problems"
 
+    # issue 33: answering from Neovim (:HarnHitl and the lens command), refused once it is decided
+    assert r["hitl_approve"]["ok"] is True and r["hitl_approve"]["outcome"] == "pending (1 of 2)"
+    assert r["hitl_approve"]["reviewer"] == "alice"
+    assert r["hitl_lens_prompt"] == "Reason (optional): "
+    assert "'alice' already approved" in r["hitl_messages"]
+
     # refreshed after workspace/textDocumentContent/refresh (a memory event was appended)
     assert r["refetched"] is True
 

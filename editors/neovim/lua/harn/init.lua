@@ -723,6 +723,85 @@ local function proposal_action(client_id, action, id, cb)
   end)
 end
 
+-- ---------------------------------------------------------------- answering HITL requests (issue 33)
+
+local HITL_VERBS = { approve = true, deny = true, answer = true, accept = true, decline = true, finish = true }
+
+local function hitl_send(client_id, arg, cb)
+  M.execute(client_id, 'harnState.answerHitl', arg, function(err, result)
+    if not err and type(result) == 'table' then
+      -- the server shows the message itself (window/showMessage); keep it in :messages too
+      notify(tostring(result.message), result.ok == false and WARN or vim.log.levels.INFO)
+    end
+    if cb then
+      cb(err, result)
+    end
+  end)
+end
+
+--- Answer a request: `action` approve|deny|answer|accept|decline|finish; `value` the reason (or, for
+--- answer, the answer text). Missing pieces are asked for (vim.ui.input / vim.ui.select over `choices`).
+function M.hitl(action, id, value, cb, opts)
+  opts = opts or {}
+  local client_id = opts.client_id or M.context_client()
+  if not client_id then
+    return
+  end
+  if not HITL_VERBS[action] then
+    return notify('usage: :HarnHitl approve|deny|answer|accept|decline|finish {request id} [reason or answer]', WARN)
+  end
+  if not id or id == '' then
+    return M.tree_items(client_id, 'runs', 'hitl', function(err, all)
+      if err or #all == 0 then
+        return notify(err and ('harn/tree: ' .. (err.message or '')) or 'nothing is waiting for you', err and ERROR or vim.log.levels.INFO)
+      end
+      vim.ui.select(all, {
+        prompt = 'Harn: ' .. action,
+        format_item = function(item) return tostring(item.label) .. ' (' .. tostring(item.description) .. ')' end,
+      }, function(item)
+        if item and type(item.data) == 'table' then
+          M.hitl(action, item.data.requestId, value, cb, { client_id = client_id, choices = item.data.choices })
+        end
+      end)
+    end)
+  end
+  local arg = { requestId = id, action = action, reason = '' }
+  if action == 'finish' then
+    return hitl_send(client_id, arg, cb)
+  end
+  if action == 'answer' then
+    if value and value ~= '' then
+      arg.answer = value
+      return hitl_send(client_id, arg, cb)
+    end
+    local choices = type(opts.choices) == 'table' and opts.choices or {}
+    if #choices > 0 then
+      return vim.ui.select(choices, { prompt = 'Answer' }, function(_, idx)
+        if idx then
+          arg.choice = idx - 1
+          hitl_send(client_id, arg, cb)
+        end
+      end)
+    end
+    return vim.ui.input({ prompt = 'Answer: ' }, function(text)
+      if text then
+        arg.answer = text
+        hitl_send(client_id, arg, cb)
+      end
+    end)
+  end
+  if value ~= nil then
+    arg.reason = value
+    return hitl_send(client_id, arg, cb)
+  end
+  vim.ui.input({ prompt = 'Reason (optional): ' }, function(text)
+    if text then
+      arg.reason = text
+      hitl_send(client_id, arg, cb)
+    end
+  end)
+end
+
 --- All items of a `harn/tree` node, following its pages (at most 50 pages of 200).
 function M.tree_items(client_id, view, parent, cb)
   local all = {}
@@ -883,6 +962,17 @@ local function register_client_commands()
     end
     M.compare(arg.id, arg.path, ctx and ctx.client_id)
   end
+  -- lenses on a request's document (harn-state:/hitl/<id>.md): ask for the reason / answer, then answer
+  for verb, name in pairs({ approve = 'approveHitl', deny = 'denyHitl', answer = 'answerHitl', accept = 'acceptHitl',
+                             decline = 'declineHitl', finish = 'finishHitl' }) do
+    vim.lsp.commands['harnState.ui.' .. name] = function(command, ctx)
+      local arg = command.arguments and command.arguments[1] or {}
+      if type(arg) ~= 'table' or type(arg.requestId) ~= 'string' then
+        return notify(name .. ' needs {requestId}', ERROR)
+      end
+      M.hitl(verb, arg.requestId, nil, nil, { client_id = ctx and ctx.client_id, choices = arg.choices })
+    end
+  end
 end
 
 --- The text of the file a proposal document shows under `### `<path>`` ("What Accept writes").
@@ -995,6 +1085,11 @@ function M.setup(opts)
     M.proposals(action, id)
   end, { nargs = '*', desc = 'Harn: accept or reject learned-skill proposals' })
   cmd('HarnProbe', function(a) M.probe(a) end, { range = true, desc = 'Harn: typecheck probe on the selection' })
+  cmd('HarnHitl', function(a)
+    local action, id = a.fargs[1], a.fargs[2]
+    local rest = #a.fargs > 2 and table.concat(vim.list_slice(a.fargs, 3), ' ') or nil
+    M.hitl(action, id, rest)
+  end, { nargs = '+', desc = 'Harn: approve|deny|answer|accept|decline|finish a request waiting for you' })
   cmd('HarnLensRun', function() M.lens_run() end, { desc = 'Harn: run the code lens on this line' })
   cmd('HarnOpen', function(a) M.open_target(a.args) end, { nargs = 1, desc = 'Harn: open a harn-state: URI' })
 
