@@ -52,7 +52,10 @@
 
 (defcustom harn-state-settings nil
   "`harnState.*' settings sent to the server, a plist such as
-\(:harnPath \"/usr/local/bin/harn\" :facts (:minConfidence 0.5))."
+\(:harnPath \"/usr/local/bin/harn\" :facts (:minConfidence 0.5)).
+The keys: :harnPath, :skillRoot, :probes (:timeoutSeconds :storeFacts), :facts
+\(:minConfidence), :codeLens (:facts :checkpoints), :transcripts (:showPrivate),
+:hitl (:reviewer) and :projectRoots; harn-ls's README gives each one's default."
   :type 'plist)
 
 (defcustom harn-state-trusted nil
