@@ -1,4 +1,4 @@
-"""Command line: `harn-ls serve|inspect|show|recall|proposals|probe|watch`.
+"""Command line: `harn-ls serve|inspect|show|recall|proposals|hitl|probe|watch`.
 
 Imports stay lazy: lsprotocol alone costs ~0.5 s and only `serve` needs it.
 Exit codes: 0 ok (also when the data has problems), 1 failed action,
@@ -276,6 +276,63 @@ def cmd_proposals(args) -> int:
     return 0
 
 
+def cmd_hitl(args) -> int:
+    """`hitl [PATH] list|approve|deny|answer|accept|decline|finish ID [VALUE]` (issue 33)."""
+    # start-up: the HITL writer loads only for this command
+    from harn_ls.actions import hitl_answer as HA
+
+    rest = list(args.args)
+    verbs = ("list", *HA.ACTIONS, "finish")
+    path = rest.pop(0) if rest and rest[0] not in verbs else None
+    if not rest or rest[0] not in verbs:
+        raise UsageError("expected one of: list, approve ID, deny ID, answer ID VALUE, accept ID, decline ID, finish ID")
+    verb = rest.pop(0)
+    ws = _project(path)
+    if verb == "list":
+        rows = HA.request_rows(ws, include_resolved=args.all)
+        if args.json:
+            _dump(rows)
+        elif not rows:
+            sys.stdout.write("nothing is waiting for a human\n")
+        for r in ([] if args.json else rows):
+            extra = f" {r['quorum_text']}" if r["quorum_text"] else ""
+            flag = "  (answered, not finished: run `harn-ls hitl finish`)" if r["unfinished"] else ""
+            sys.stdout.write(f"{r['request_id']}  {r['kind']:<12} {r['state']}{extra}  {r['prompt'][:80]!r}{flag}\n")
+        return 0
+    want = 2 if verb == "answer" else 1
+    if len(rest) != want:
+        raise UsageError(f"{verb} needs {'ID VALUE' if want == 2 else 'exactly one ID'}")
+    reviewer = args.reviewer if args.reviewer is not None else _os_user()
+    try:
+        if verb == "finish":
+            res = HA.finish_in(ws, rest[0])
+        else:
+            res = HA.answer_in(ws, rest[0], verb, reviewer=reviewer, reason=args.reason,
+                               answer_text=rest[1] if verb == "answer" else None)
+    except HA.ActionFailed as exc:
+        raise ActionError(str(exc)) from None
+    if args.json:
+        _dump(res.to_json())
+    else:
+        sys.stdout.write(f"{res.request_id}: {res.outcome} — {res.path_used}\n")
+        for w in res.written:
+            sys.stdout.write(f"  appended {w.topic}#{w.event_id} {w.kind}\n")
+        if res.note:
+            sys.stdout.write(f"  note: {res.note}\n")
+    return 0
+
+
+def _os_user() -> str:
+    """The default reviewer: the OS user name (never anything from the project)."""
+    # start-up: getpass (with pwd) only for the HITL answers
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:
+        return ""
+
+
 def cmd_probe(args) -> int:
     # start-up: the actions load the workspace and the writers; only this command needs them
     from harn_ls.actions import ActionFailed, probes
@@ -389,7 +446,7 @@ def cmd_serve(args) -> int:
     return server.run_server(harn=harn)
 
 
-COMMANDS = ("serve", "inspect", "show", "compare", "recall", "proposals", "probe", "cache", "watch")
+COMMANDS = ("serve", "inspect", "show", "compare", "recall", "proposals", "hitl", "probe", "cache", "watch")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -465,6 +522,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.add_argument("--skill-root", default=None, help="where accepted skills go (default .claude/skills)")
         s.add_argument("--json", action="store_true")
         s.set_defaults(func=cmd_proposals)
+
+    if only in (None, "hitl"):
+        s = sub.add_parser("hitl", help="list and answer what agents wait for (approve, deny, answer, accept, decline)",
+                           usage="harn-ls hitl [PATH] list|approve ID|deny ID|answer ID VALUE|accept ID|decline ID|finish ID "
+                                 "[--reason TEXT] [--reviewer NAME] [--all] [--json]")
+        s.add_argument("args", nargs="+", metavar="[PATH] VERB [ID] [VALUE]")
+        s.add_argument("--reason", default=None, help="why (recorded with the response)")
+        s.add_argument("--reviewer", default=None, help="your name as Harn records it (default: your OS user name)")
+        s.add_argument("--all", action="store_true", help="list: include answered, denied and expired requests")
+        s.add_argument("--json", action="store_true")
+        s.set_defaults(func=cmd_hitl)
 
     if only in (None, "probe"):
         s = sub.add_parser("probe", help="run a typecheck probe on a file or range")

@@ -37,6 +37,7 @@ CMD_RECALL = "harnState.recall"
 CMD_MIGRATE = "harnState.migratePatternLearning"
 CMD_RESCAN = "harnState.rescan"
 CMD_RESUME = "harnState.resumeEscalation"  # `harn orchestrator resume` (trusted workspaces)
+CMD_ANSWER_HITL = "harnState.answerHitl"  # approve / deny / answer / accept / decline / finish (trusted workspaces)
 
 SERVER_COMMAND_NAMES = {
     "acceptProposal": CMD_ACCEPT,
@@ -48,6 +49,7 @@ SERVER_COMMAND_NAMES = {
     "migratePatternLearning": CMD_MIGRATE,
     "rescan": CMD_RESCAN,
     "resumeEscalation": CMD_RESUME,
+    "answerHitl": CMD_ANSWER_HITL,
 }
 SERVER_COMMANDS = tuple(SERVER_COMMAND_NAMES.values())
 
@@ -55,7 +57,13 @@ SERVER_COMMANDS = tuple(SERVER_COMMAND_NAMES.values())
 CMD_OPEN = "harnState.open"  # argument: a harn-state: URI string (lens / tree targets)
 CMD_COMPARE = "harnState.compareWithExisting"  # argument: CompareArgs
 
-CLIENT_COMMAND_NAMES = {"open": CMD_OPEN, "compareWithExisting": CMD_COMPARE}
+# HITL answers from lenses and tree items: the client asks for a reason / an answer, then runs answerHitl
+CMD_UI_HITL = {"approve": "harnState.ui.approveHitl", "deny": "harnState.ui.denyHitl",
+               "answer": "harnState.ui.answerHitl", "accept": "harnState.ui.acceptHitl",
+               "decline": "harnState.ui.declineHitl", "finish": "harnState.ui.finishHitl"}
+
+CLIENT_COMMAND_NAMES = {"open": CMD_OPEN, "compareWithExisting": CMD_COMPARE,
+                        **{f"{verb}Hitl": cmd for verb, cmd in CMD_UI_HITL.items()}}
 
 # ----------------------------------------------------------------------------- code action kinds
 KIND_ACCEPT = "source.harnState.accept"
@@ -137,6 +145,18 @@ class RescanArgs:
 class ResumeArgs:
     request_id: str
     reason: str = ""
+
+
+@attrs.frozen
+class AnswerHitlArgs:
+    """`action`: approve | deny | answer | accept | decline | finish. For `answer`: `answer` is the text
+    typed (coerced to the question's schema type), or `choice` the index into the question's choices."""
+
+    request_id: str
+    action: str
+    reason: str = ""
+    answer: str | None = None
+    choice: int | None = None
 
 
 @attrs.frozen
@@ -251,6 +271,26 @@ class ResumeFailure:
     ok: bool = False
 
 
+@attrs.frozen
+class WrittenEvent:
+    topic: str
+    event_id: int
+    kind: str
+
+
+@attrs.frozen
+class AnswerHitlResult:
+    """`path`: how the answer reached Harn (a direct append to the log the waiting run polls)."""
+
+    message: str
+    outcome: str
+    path: str
+    reviewer: str
+    written: list[WrittenEvent]
+    state: str | None = None  # the request's state as harn-ls's fold now shows it
+    ok: bool = True
+
+
 # ------------------------------------------------------------------- requests and notifications
 @attrs.frozen
 class TreeParams:
@@ -346,6 +386,7 @@ COMMAND_ARGS: dict[str, type] = {
     CMD_MIGRATE: MigrateArgs,
     CMD_RESCAN: RescanArgs,
     CMD_RESUME: ResumeArgs,
+    CMD_ANSWER_HITL: AnswerHitlArgs,
 }
 COMMAND_RESULTS: dict[str, tuple[type, ...]] = {
     CMD_ACCEPT: (AcceptResult, Failure),
@@ -357,12 +398,13 @@ COMMAND_RESULTS: dict[str, tuple[type, ...]] = {
     CMD_MIGRATE: (MigrateResult, Failure),
     CMD_RESCAN: (RescanResult,),
     CMD_RESUME: (ResumeResult, ResumeFailure, Failure),
+    CMD_ANSWER_HITL: (AnswerHitlResult, Failure),
 }
 NOTIFICATIONS: dict[str, type] = {TREE_CHANGED: TreeChangedParams, STATUS: StatusParams, HITL_ARRIVED: HitlArrivedParams,
                                   LOADING: LoadingParams}
 WIRE_CLASSES: tuple[type, ...] = tuple(dict.fromkeys(
     [*COMMAND_ARGS.values(), *(c for cs in COMMAND_RESULTS.values() for c in cs), *NOTIFICATIONS.values(),
-     Position, Range, CompareArgs, TreeParams, LspCommand, TreeItemData, TreeResult, HitlRequestNote]))
+     Position, Range, CompareArgs, TreeParams, LspCommand, TreeItemData, TreeResult, HitlRequestNote, WrittenEvent]))
 
 
 # ----------------------------------------------------------------------------------- conversion

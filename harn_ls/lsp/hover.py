@@ -9,6 +9,7 @@ from __future__ import annotations
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from harn_ls.lsp.project_links import markdown_for
 from harn_ls.lsp.span_save import run_noting_spans
 from harn_ls.render.hover import hover_at
 from harn_ls.render.terminal import markdown_to_text, safe_for_terminal
@@ -34,7 +35,7 @@ def register(server) -> None:
         if view is None:
             return None
         return types.Hover(
-            contents=hover_contents(view.markdown, ls.client),
+            contents=hover_contents(markdown_for(ls, proj, view.markdown), ls.client),
             range=types.Range(start=types.Position(line=view.first_line, character=0),
                               end=types.Position(line=view.last_line, character=10_000)),
         )

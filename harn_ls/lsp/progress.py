@@ -26,7 +26,6 @@ log = logging.getLogger(__name__)
 
 SHOW_AFTER_S = 0.5  # shorter work shows no progress (HARN_LS_PROGRESS_AFTER: tests set 0)
 REPORT_EVERY_S = 0.25  # at most four reports a second (HARN_LS_PROGRESS_EVERY)
-CREATE_TIMEOUT_S = 5.0  # a client that never answers the create gets no progress, the work goes on
 
 
 async def with_progress(ls: Any, root: str, work: WorkProgress, task: Awaitable[Any],
@@ -44,28 +43,36 @@ async def _watch(ls: Any, root: str, work: WorkProgress, fut: asyncio.Future, su
     done, _ = await asyncio.wait({fut}, timeout=_seconds("HARN_LS_PROGRESS_AFTER", SHOW_AFTER_S))
     if done:
         return fut.result()
-    token = await _create_token(ls) if ls.client.work_done_progress else None
-    last = None
+    # The token is asked for once and used as soon as the client says yes: a client busy with
+    # something else (Neovim sending a big buffer's didOpen) answers late but still gets the rest.
+    # An answer that comes after the work ended is left alone: cancelling the request would only
+    # make pygls complain to the user about a cancelled future.
+    creating = asyncio.ensure_future(_create_token(ls)) if ls.client.work_done_progress else None
+    token = None
+    last = reported = None  # the (percentage, message) last sent as harn/loading, and as a report
     began = False
     every = _seconds("HARN_LS_PROGRESS_EVERY", REPORT_EVERY_S)
     try:
         while True:
+            if creating is not None and creating.done():
+                token, creating = creating.result(), None
             snap = work.snapshot()
-            if snap[1:3] != last:  # (percentage, message)
+            if token is not None and not began:
+                ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+                    title=work.title, message=snap.message or None, percentage=snap.percentage or 0,
+                    cancellable=False))
+                began, reported = True, snap[1:3]
+            if snap[1:3] != last:
                 last = snap[1:3]
                 _loading(ls, root, work, done=False)
-                if token is not None:
-                    if not began:
-                        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-                            title=work.title, message=snap.message or None, percentage=snap.percentage or 0,
-                            cancellable=False))
-                        began = True
-                    else:
-                        ls.work_done_progress.report(token, types.WorkDoneProgressReport(
-                            message=snap.message or None, percentage=snap.percentage))
+            if began and snap[1:3] != reported:
+                reported = snap[1:3]
+                ls.work_done_progress.report(token, types.WorkDoneProgressReport(
+                    message=snap.message or None, percentage=snap.percentage))
             if fut.done():
                 break
-            await asyncio.wait({fut}, timeout=every)
+            await asyncio.wait({fut} if creating is None else {fut, creating}, timeout=every,
+                               return_when=asyncio.FIRST_COMPLETED)
     finally:
         text = ""
         if fut.done() and not fut.cancelled() and fut.exception() is None and summary is not None:
@@ -75,9 +82,7 @@ async def _watch(ls: Any, root: str, work: WorkProgress, fut: asyncio.Future, su
                 log.exception("progress summary failed")
         work.finish(text)
         _loading(ls, root, work, done=True)
-        if token is not None:
-            if not began:
-                ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=work.title, percentage=0))
+        if began:
             ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=text or None))
     return fut.result()
 
@@ -92,8 +97,8 @@ def _seconds(name: str, default: float) -> float:
 async def _create_token(ls: Any) -> str | None:
     token = f"harn-ls/{uuid.uuid4()}"
     try:
-        await asyncio.wait_for(ls.work_done_progress.create_async(token), CREATE_TIMEOUT_S)
-    except Exception as exc:  # refused or never answered: the work is shown in harn/loading only
+        await ls.work_done_progress.create_async(token)
+    except Exception as exc:  # refused: the work is shown in harn/loading only
         log.info("work-done progress not created: %s", exc)
         return None
     return token

@@ -15,8 +15,14 @@ end
 local ok, err = pcall(function()
   vim.opt.runtimepath:prepend(os.getenv('PLUGIN_DIR'))
   local cmd = vim.split(os.getenv('HARN_LS_CMD'), '\t')
-  require('harn').setup({ cmd = cmd })
-  vim.cmd('edit ' .. vim.fn.fnameescape(project .. '/.harn/memory/agent/notes/events.jsonl'))
+  local harn = require('harn')
+  if harn.uses_lsp_config() then
+    vim.lsp.config('harn_ls', { cmd = cmd }) -- 0.11+: a user's own configuration refines the plugin's
+    harn.setup({})
+  else
+    harn.setup({ cmd = cmd })
+  end
+  vim.cmd('edit ' .. vim.fn.fnameescape(project .. '/harn.toml'))
   local progress = require('harn.progress')
   local function ended()
     for _, line in ipairs(progress.seen) do

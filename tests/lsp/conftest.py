@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "fixtures" / "sample-project"
 HARN_DOUBLE = REPO / "tests" / "harn_test_double.py"
 # what our VS Code extension declares it runs itself (lenses and actions name them)
-CLIENT_COMMANDS = ["harnState.open", "harnState.compareWithExisting"]
+CLIENT_COMMANDS = ["harnState.open", "harnState.compareWithExisting"] + [
+    f"harnState.ui.{verb}Hitl" for verb in ("approve", "deny", "answer", "accept", "decline", "finish")]
 
 
 def copy_sample(dest: Path) -> Path:

@@ -149,7 +149,10 @@ export class Connection implements vscode.Disposable {
     const initializationOptions: InitializationOptions = {
       settings: { harnState: harnSettings(folder.uri) },
       workspaceTrusted: vscode.workspace.isTrusted,
-      clientCommands: [ClientCommands.open, ClientCommands.compareWithExisting],
+      clientCommands: [
+        ClientCommands.open, ClientCommands.compareWithExisting, ClientCommands.approveHitl, ClientCommands.denyHitl,
+        ClientCommands.answerHitl, ClientCommands.acceptHitl, ClientCommands.declineHitl, ClientCommands.finishHitl,
+      ],
     };
     let client: LanguageClient | undefined;
     const clientOptions: LanguageClientOptions = {

@@ -30,6 +30,7 @@ export const ServerCommands = {
   migratePatternLearning: 'harnState.migratePatternLearning', // MigrateArgs -> MigrateResult | Failure
   rescan: 'harnState.rescan', // RescanArgs -> RescanResult
   resumeEscalation: 'harnState.resumeEscalation', // ResumeArgs -> ResumeResult | ResumeFailure | Failure (trusted only)
+  answerHitl: 'harnState.answerHitl', // AnswerHitlArgs -> AnswerHitlResult | Failure (trusted only)
 } as const;
 
 /** Commands the extension contributes (package.json). */
@@ -55,6 +56,12 @@ export const ClientCommands = {
   forgetCheckpointStage: 'harnState.ui.forgetCheckpointStage',
   migratePatternLearning: 'harnState.ui.migratePatternLearning',
   resumeEscalation: 'harnState.ui.resumeEscalation',
+  approveHitl: 'harnState.ui.approveHitl',
+  denyHitl: 'harnState.ui.denyHitl',
+  answerHitl: 'harnState.ui.answerHitl',
+  acceptHitl: 'harnState.ui.acceptHitl',
+  declineHitl: 'harnState.ui.declineHitl',
+  finishHitl: 'harnState.ui.finishHitl',
   openWaiting: 'harnState.openWaiting',
 } as const;
 
@@ -131,6 +138,14 @@ export interface MigrateArgs {
 }
 
 export interface RescanArgs {
+}
+
+export interface AnswerHitlArgs {
+  requestId: string;
+  action: string;
+  reason?: string;
+  answer?: string | null;
+  choice?: number | null;
 }
 
 export interface ResumeArgs {
@@ -228,6 +243,22 @@ export interface ResumeResult {
   ok: true;
 }
 
+export interface WrittenEvent {
+  topic: string;
+  eventId: number;
+  kind: string;
+}
+
+export interface AnswerHitlResult {
+  message: string;
+  outcome: string;
+  path: string;
+  reviewer: string;
+  written: WrittenEvent[];
+  state?: string | null;
+  ok: true;
+}
+
 export interface ResumeFailure {
   message: string;
   argv: string[];
@@ -321,7 +352,8 @@ export type CommandArgs = {
     K extends SC['recall'] ? RecallArgs :
     K extends SC['migratePatternLearning'] ? MigrateArgs :
     K extends SC['rescan'] ? RescanArgs :
-    K extends SC['resumeEscalation'] ? ResumeArgs : never;
+    K extends SC['resumeEscalation'] ? ResumeArgs :
+    K extends SC['answerHitl'] ? AnswerHitlArgs : never;
 };
 
 /** What each server command answers. */
@@ -335,7 +367,8 @@ export type CommandResults = {
     K extends SC['recall'] ? RecallResult :
     K extends SC['migratePatternLearning'] ? MigrateResult | Failure :
     K extends SC['rescan'] ? RescanResult :
-    K extends SC['resumeEscalation'] ? ResumeResult | ResumeFailure | Failure : never;
+    K extends SC['resumeEscalation'] ? ResumeResult | ResumeFailure | Failure :
+    K extends SC['answerHitl'] ? AnswerHitlResult | Failure : never;
 };
 
 /** The harnState.* settings sent in initializationOptions. */

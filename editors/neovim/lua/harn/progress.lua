@@ -9,7 +9,8 @@ local titles = {} -- token -> title (0.10+: reports and ends carry no title)
 
 local function is_harn(client_id)
   local client = client_id and vim.lsp.get_client_by_id(client_id)
-  return client ~= nil and client.name == 'harn-ls'
+  -- 'harn_ls' is the vim.lsp.config name (0.11+), 'harn-ls' the client's name on older Neovims
+  return client ~= nil and (client.name == 'harn-ls' or client.name == 'harn_ls')
 end
 
 --- "Harn: loading proj 42% memory logs 412 of 888 MB", or the end's message.
@@ -61,7 +62,7 @@ function M.setup(group)
       pattern = 'LspProgressUpdate',
       callback = function()
         for _, msg in ipairs(vim.lsp.util.get_progress_messages()) do
-          if msg.progress and msg.name == 'harn-ls' then
+          if msg.progress and (msg.name == 'harn-ls' or msg.name == 'harn_ls') then
             show(M.format(msg.title, { kind = msg.done and 'end' or 'report', percentage = msg.percentage,
                                        message = msg.message }))
           end
