@@ -198,6 +198,17 @@ class ExtraState:
             out.sort(key=lambda r: (parse_time_ms(r.requested_at) or 0, r.event_id), reverse=True)
         return out
 
+    def harn_pending_cut(self) -> list[tuple[str, int, int]]:
+        """(log, pending by Harn's rule, how many Harn's `hitl_pending()` returns) for each log where its
+        default limit hides some."""
+        out = []
+        for v in self.logs.values():
+            if len(v.requests) > hitl_rules().HARN_PENDING_LIMIT:
+                total = sum(1 for r in v.requests.values() if not r.resolved_by)
+                if total > hitl_rules().HARN_PENDING_LIMIT:
+                    out.append((v.label, total, len(hitl_rules().harn_pending(v.requests))))
+        return out
+
     def request(self, request_id: str) -> tuple[hitl_fmt.HitlRequest, LogView] | None:
         for v in self.logs.values():
             r = v.requests.get(request_id)

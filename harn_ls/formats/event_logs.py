@@ -29,6 +29,7 @@ from harn_ls.lean_dataclass import lean_dataclass
 if TYPE_CHECKING:
     from harn_ls.formats import hitl as hitl_fmt
 
+MAX_BAD_EVENTS = 20  # per topic: events whose payload is not JSON, listed as problems
 MAX_HITL_EVENTS = 20_000  # per HITL topic; beyond it the oldest are dropped (with a problem)
 TAIL_BATCH = 500
 
@@ -39,6 +40,14 @@ def hitl_rules():
     from harn_ls.formats import hitl
 
     return hitl
+
+
+def _event_id_of(p: Problem) -> int:
+    """The event id in a payload problem's message ("topic T event N: ...")."""
+    try:
+        return int(p.message.split(" event ", 1)[1].split(":", 1)[0])
+    except (IndexError, ValueError):
+        return 0
 
 
 @lean_dataclass(frozen=True)
@@ -81,6 +90,9 @@ class LogView:
     requests: dict[str, hitl_fmt.HitlRequest] = field(default_factory=dict)
     hitl_problems: list[Problem] = field(default_factory=list)
     _wp_heads: dict[str, int] = field(default_factory=dict)
+    # events whose payload/headers are not JSON, by topic (SQLite logs; the file backend reports its own)
+    payload_problems: dict[str, list[Problem]] = field(default_factory=dict)
+    _payload_checked: dict[str, int] = field(default_factory=dict)  # topic -> highest event id checked
     _backend: object | None = None
     refreshed_at: float = 0.0
 
@@ -108,7 +120,40 @@ class LogView:
         return self._backend
 
     def problems(self) -> list[Problem]:
-        return list(self.summary.problems) + list(self.hitl_problems)
+        out = list(self.summary.problems) + list(self.hitl_problems)
+        seen = {p.message for p in out}
+        for probs in self.payload_problems.values():
+            out.extend(p for p in probs if p.message not in seen)  # a HITL topic's tail may report the same event
+        return out
+
+    def _check_payloads(self, be, changed: set[str]) -> bool:
+        """Scan the new events of changed topics for payloads Harn cannot read (issue 28 item 5)."""
+        any_change = False
+        for topic in changed:
+            info = self.summary.topics.get(topic)
+            have = self.payload_problems.get(topic, [])
+            start = self._payload_checked.get(topic, 0)
+            if info is None or info.last_id < start or (have and info.first_id > _event_id_of(have[0])):
+                any_change |= bool(self.payload_problems.pop(topic, None))  # gone, rewritten or compacted
+                self._payload_checked.pop(topic, None)
+                if info is None:
+                    continue
+                have, start = [], 0
+            if len(have) >= MAX_BAD_EVENTS:
+                self._payload_checked[topic] = info.last_id
+                continue
+            bad = be.malformed(topic, start, info.last_id, MAX_BAD_EVENTS - len(have) + 1, self.summary.problems)
+            if bad:
+                room = MAX_BAD_EVENTS - len(have)
+                have = have + bad[:room]
+                if len(bad) > room:
+                    have.append(Problem(self.path, 0, "HL-EVT-003",
+                        f"topic {topic}: more events whose payload is not JSON; only the first {MAX_BAD_EVENTS} are listed",
+                        Severity.ERROR))
+                self.payload_problems[topic] = have
+                any_change = True
+            self._payload_checked[topic] = info.last_id
+        return any_change
 
     def refresh(self, now_ms: int | None = None) -> bool:
         """Bring counts, cursors and HITL state up to date. Returns True when anything changed."""
@@ -119,6 +164,8 @@ class LogView:
             self.waitpoints.clear()
             self.requests.clear()
             self.hitl_problems = []
+            self.payload_problems.clear()
+            self._payload_checked.clear()
             self._wp_heads.clear()
             self._backend = None
             return changed
@@ -138,11 +185,12 @@ class LogView:
         old_probs = [p.message for p in self.summary.problems]
         consumers_changed = [c.to_json() for c in new.consumers] != [c.to_json() for c in self.summary.consumers]
         self.summary = new
+        payload_changed = self.loc.backend == "sqlite" and new.ok and self._check_payloads(be, changed_topics)
         hitl_changed = self._tail_hitl(be, changed_topics, file_changes)
         if hitl_changed or now_ms is not None:
             self._derive(now_ms)
         self.refreshed_at = time.time()
-        return bool(changed_topics) or hitl_changed or consumers_changed or old_probs != [p.message for p in new.problems]
+        return bool(changed_topics) or hitl_changed or payload_changed or consumers_changed or old_probs != [p.message for p in new.problems]
 
     # ------------------------------------------------------------------ HITL
     def _tail_hitl(self, be, changed: set[str], file_changes: dict) -> bool:

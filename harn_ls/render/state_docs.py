@@ -268,6 +268,10 @@ def hitl_index(ws, target: StateUri, settings: RenderSettings) -> str:
         for r in waiting:
             out.append(f"| {_link(r.request_id, make_uri('hitl', r.request_id))} | {r.kind} | {r.state} | "
                        f"{cell(short_text(r.prompt, 60))} | {cell(r.agent)} | {cell(r.requested_at)} | {cell(r.log)} |")
+    for label, total, shown in ws.extra.harn_pending_cut():
+        out.append(f"\n> Log {inline(label)}: {total} requests have no terminal event, but Harn's `hitl_pending()` "
+                   f"returns only the newest {shown} by default (pass a larger `limit`, at most 5000): the older "
+                   "ones are listed here, not by Harn.")
     done = [r for r in ws.extra.all_requests() if not r.is_waiting]
     if done:
         out.append(f"\n## Resolved ({len(done)})\n")
