@@ -142,7 +142,8 @@ class LogView:
             if len(have) >= MAX_BAD_EVENTS:
                 self._payload_checked[topic] = info.last_id
                 continue
-            bad = be.malformed(topic, start, info.last_id, MAX_BAD_EVENTS - len(have) + 1, self.summary.problems)
+            # (a connection problem is already in the summary: the same open failed or warned there)
+            bad = be.malformed(topic, start, info.last_id, MAX_BAD_EVENTS - len(have) + 1)
             if bad:
                 room = MAX_BAD_EVENTS - len(have)
                 have = have + bad[:room]
