@@ -144,6 +144,8 @@ class LogView:
                 continue
             # (a connection problem is already in the summary: the same open failed or warned there)
             bad = be.malformed(topic, start, info.last_id, MAX_BAD_EVENTS - len(have) + 1)
+            if bad is None:
+                continue
             if bad:
                 room = MAX_BAD_EVENTS - len(have)
                 have = have + bad[:room]
