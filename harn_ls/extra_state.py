@@ -49,7 +49,12 @@ class ExtraState:
     # ------------------------------------------------------------------ paths
     @property
     def crystallization_dir(self) -> str:
-        return os.path.join(self.paths.project_root, ".burin", "crystallization")
+        """Where the newest Harn stages candidates (and harn-ls's Accept writes them)."""
+        return sf.candidate_dirs(self.paths.project_root)[0][1]
+
+    @property
+    def crystallization_dirs(self) -> list[str]:
+        return [d for _, d in sf.candidate_dirs(self.paths.project_root)]
 
     def _dirs(self) -> dict[str, str]:
         s = self.paths.state_root
@@ -99,7 +104,7 @@ class ExtraState:
         self._problems[kind] = probs
         guard = {"store": [os.path.join(s, "store.json"), os.path.join(self.paths.project_root, ".harn", "orchestrator", "store.json")],
                  "workflows": [d["workflows"]], "receipts": [d["receipts"]], "worktrees": [d["worktrees"]],
-                 "crystallization": [d["crystallization"]], "locks": [d["checkpoints"], d["agent-run-writers"]],
+                 "crystallization": self.crystallization_dirs, "locks": [d["checkpoints"], d["agent-run-writers"]],
                  "embed": [self.paths.memory_root]}.get(kind, [])
         if any(self._refuse(kind, g) for g in guard):
             self._clear(kind)
@@ -117,7 +122,7 @@ class ExtraState:
         elif kind == "worktrees":
             self.worktrees = sf.read_worktrees(d["worktrees"], probs)
         elif kind == "crystallization":
-            self.candidates = sf.read_candidates(d["crystallization"], probs)
+            self.candidates = sf.read_all_candidates(self.paths.project_root, probs)
         elif kind == "locks":
             self.locks = sf.read_locks(s)
         elif kind == "embed":
@@ -150,9 +155,11 @@ class ExtraState:
         d = self._dirs()
         if path in (os.path.join(s, "store.json"), os.path.join(self.paths.project_root, ".harn", "orchestrator", "store.json")):
             out.add("store")
-        for kind in ("workflows", "receipts", "worktrees", "crystallization"):
+        for kind in ("workflows", "receipts", "worktrees"):
             if _under(path, d[kind]) or _under(d[kind], path):
                 out.add(kind)
+        if any(_under(path, c) or _under(c, path) for c in self.crystallization_dirs):
+            out.add("crystallization")
         if (os.path.dirname(path) == d["checkpoints"] and base.endswith(".lock")) or _under(path, d["agent-run-writers"]):
             out.add("locks")
         if _under(s, path):  # the state root itself (or a parent) appeared, vanished or was replaced

@@ -88,7 +88,10 @@ class ProjectPaths:
         since a root may turn into a symlink later)."""
         roots = [self.state_root, self.run_root, self.memory_root, self.pattern_memory_root, self.worker_dir]
         roots += [r.path for r in self.skill_roots if r.layer not in ("user", "system")]
-        roots.append(os.path.join(self.project_root, ".burin", "crystallization"))  # staged candidates (§O.5)
+        # staged candidates (§O.5): the newest Harn's `.harn/crystallization` (under the state root's
+        # default place) and the older `.burin/crystallization`
+        roots.append(os.path.join(self.project_root, ".harn", "crystallization"))
+        roots.append(os.path.join(self.project_root, ".burin", "crystallization"))
         out: list[str] = []
         for r in roots:
             if r and r not in out and not any(r.startswith(o + os.sep) for o in out) and (

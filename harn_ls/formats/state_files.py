@@ -322,6 +322,44 @@ def read_worktrees(worktrees_dir: str, problems: list[Problem]) -> list[Worktree
 
 
 # ---------------------------------------------------------------------------------------- crystallization (§O.5)
+# Where Harn stages executable candidates: newest first. `.burin/crystallization/` is what Harn wrote
+# before it moved them under `.harn/` (pattern_knowledge.harn @0526ba57 `pl_write_candidate`); it is
+# read as a compatibility root, never written.
+CANDIDATE_ROOTS = (("harn", (".harn", "crystallization")), ("burin", (".burin", "crystallization")))
+
+
+def candidate_dirs(project_root: str) -> list[tuple[str, str]]:
+    """(layout, folder) for every root candidates are read from, newest Harn's first."""
+    return [(layout, os.path.join(project_root, *parts)) for layout, parts in CANDIDATE_ROOTS]
+
+
+def read_all_candidates(project_root: str, problems: list[Problem]) -> list[Candidate]:
+    """Candidates from both roots. The layout tells which Harn staged a folder; an id staged under
+    both is shown once: the newer staging (`staged_at`, else the folder's mtime) wins, the other
+    is named in `shadowed`."""
+    by_id: dict[str, Candidate] = {}
+    for layout, folder in candidate_dirs(project_root):
+        for cand in read_candidates(folder, problems):
+            cand.layout = layout
+            have = by_id.get(cand.id)
+            if have is None:
+                by_id[cand.id] = cand
+                continue
+            newer, older = (cand, have) if _staged_key(cand) > _staged_key(have) else (have, cand)
+            newer.shadowed = have.shadowed + [older.path]
+            by_id[cand.id] = newer
+    return list(by_id.values())
+
+
+def _staged_key(c: Candidate) -> tuple:
+    at = c.proposal.get("staged_at") if isinstance(c.proposal.get("staged_at"), str) else ""
+    try:
+        mtime = os.stat(c.path).st_mtime
+    except OSError:
+        mtime = 0.0
+    return (at, mtime, c.layout == "harn")
+
+
 def read_candidates(crys_dir: str, problems: list[Problem]) -> list[Candidate]:
     out = []
     for name in _listdir(crys_dir):

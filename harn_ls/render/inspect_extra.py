@@ -28,7 +28,8 @@ def inspect_extra(ws) -> dict:
         "receipts": [r.to_json() | {"path": rel(r.path)} for r in x.receipts],
         "worktrees": [{"name": w.name, "path": rel(w.path), "branch": w.branch, "stale": w.stale, "reason": w.reason}
                       for w in x.worktrees],
-        "crystallization": [{"id": c.id, "path": rel(c.path), "complete": c.complete, "files": c.files,
+        "crystallization": [{"id": c.id, "path": rel(c.path), "layout": c.layout, "shadowed": [rel(p) for p in c.shadowed],
+                             "complete": c.complete, "files": c.files,
                              "kind": c.proposal.get("kind"), "name": c.proposal.get("name")} for c in x.candidates],
         "locks": [{"path": rel(lk.path), "kind": lk.kind, "name": lk.name, "held": lk.held} for lk in x.locks],
         "embed_cache": [{"namespace": e.namespace, "model_hint": e.model_hint, "vectors": e.vectors, "bytes": e.bytes}

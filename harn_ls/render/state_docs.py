@@ -453,13 +453,17 @@ def worktrees(ws, target: StateUri, settings: RenderSettings) -> str:
         done = "" if c.complete else " · *being written (no proposal.json yet)*"
         title = c.proposal.get("title") or c.proposal.get("name") or c.id
         out.append(f"- {_link(str(title), make_uri('crystallization', c.id))} · {cell(c.proposal.get('kind', ''))} · "
-                   f"{len(c.files)} file(s){done}")
+                   f"{len(c.files)} file(s) · {CANDIDATE_LAYOUT[c.layout]}{done}")
     if not x.candidates:
-        out.append("None staged under `.burin/crystallization/`.")
+        out.append("None staged under `.harn/crystallization/` (newest Harn) or `.burin/crystallization/` (older Harn).")
     out.append(f"\n## Receipts ({len(x.receipts)})\n")
     for r in x.receipts:
         out.append(f"- {_link(r.id, make_uri('receipts', r.id))} · {r.status} · {cell(r.pipeline)}")
     return "\n".join(out) + "\n"
+
+
+CANDIDATE_LAYOUT = {"harn": "`.harn/crystallization/` (newest Harn)",
+                    "burin": "`.burin/crystallization/` (older Harn, read-only here)"}
 
 
 def crystallization(ws, target: StateUri, settings: RenderSettings) -> str:
@@ -471,6 +475,9 @@ def crystallization(ws, target: StateUri, settings: RenderSettings) -> str:
     out.append("Staged, not active: Harn's compiler and test gates own activation.\n" if c.complete
                else "Still being written: `proposal.json` (the completion signal) is not there yet.\n")
     out.append("| | |\n|---|---|")
+    out.append(f"| staged under | {CANDIDATE_LAYOUT[c.layout]} |")
+    for old in c.shadowed:
+        out.append(f"| also staged (older, not shown) | {inline(ws.relpath(old) or old)} |")
     for key in ("title", "name", "kind", "status", "description", "when_to_use", "support", "staged_at", "source"):
         if key in p:
             out.append(f"| {key} | {cell(short_text(p.get(key), 200))} |")
