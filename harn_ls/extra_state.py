@@ -33,8 +33,11 @@ class ExtraState:
             copy_dir = os.path.join(cache_dir.project_cache_dir(root, env), "wal-copies")
         except ValueError:
             copy_dir = None
-        self.logs: dict[str, LogView] = {loc.label: LogView(loc, copy_dir=copy_dir, root=root)
-                                         for loc in discover(paths.state_root, root)}
+        # a log the user's environment placed outside the project (HARN_EVENT_LOG_SQLITE_PATH=/elsewhere, or
+        # HARN_STATE_DIR) is confined to its own folder instead (untrusted settings never get this far)
+        self.logs: dict[str, LogView] = {loc.label: LogView(loc, copy_dir=copy_dir, root=root if _under(
+            os.path.abspath(loc.path), root) else os.path.dirname(os.path.abspath(loc.path)))
+            for loc in discover(paths.state_root, root, paths.event_logs)}
         self.store: sf.Store | None = None
         self.orchestrator_store: sf.Store | None = None
         self.mailboxes: list[sf.Mailbox] = []
@@ -59,7 +62,8 @@ class ExtraState:
     def _dirs(self) -> dict[str, str]:
         s = self.paths.state_root
         return {"workflows": os.path.join(s, "workflows"), "receipts": os.path.join(s, "receipts"),
-                "worktrees": os.path.join(s, "worktrees"), "crystallization": self.crystallization_dir,
+                "worktrees": self.paths.worktree_root or os.path.join(s, "worktrees"),
+                "crystallization": self.crystallization_dir,
                 "agent-run-writers": os.path.join(s, "agent-run-writers"), "checkpoints": os.path.join(s, "checkpoints")}
 
     # ------------------------------------------------------------------ safety

@@ -39,6 +39,7 @@ PATTERN_NAMESPACE = "project/pattern-learning"
 CODE_LEGACY_NOT_MIGRATED = "HL-PAT-010"
 CODE_LINK_OUT = "HL-LINK-001"  # a symlink inside the project whose target is outside it: reported, never followed
 EVENTS_FILE = "events.jsonl"
+CODE_ENV_REFUSED = "HL-ENV-001"  # a location variable harn-ls does not follow (issue 28)
 
 
 def _holds_fact(record) -> bool:
@@ -110,7 +111,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
     # ------------------------------------------------------------------ load
     @classmethod
     def load(cls, path: str, env: Mapping[str, str] | None = None, home: str | None = None,
-             cache: bool = False, memory_only: bool = False, defer_facts: bool = False,
+             cache: bool = False, env_sources: Mapping[str, str] | None = None, untrusted_env: Iterable[str] = (), memory_only: bool = False, defer_facts: bool = False,
              keep_rows: bool | None = None, fold_values: bool = False) -> "Workspace":
         """Read the project. With `cache`, namespaces whose logs the state cache still matches are
         restored from it (plus any appended bytes) instead of re-read; `save_cache()` writes it back.
@@ -119,7 +120,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         `defer_facts` (a one-shot `inspect --json`): the facts of namespaces restored unchanged stay
         undecoded (problems, count restored); `materialize_facts()` decodes them; run records listed
         from the cache have no stages or usage (`inspect --json` never shows them). `keep_rows`, `fold_values`: below."""
-        ws = cls(paths_mod.resolve(path, env=env, home=home), env)
+        ws = cls(paths_mod.resolve(path, env=env, home=home, env_sources=env_sources, untrusted_env=untrusted_env), env)
         ws._memory_only, ws._defer_facts, ws._fold_values = memory_only, defer_facts, fold_values
         if cache:
             ws._state_cache = StateCache.open(ws.root, env)
@@ -611,6 +612,8 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         out.extend(self.extra.problems())
         out.extend(self._link_problems.values())
         out.extend(self.watch_problems)
+        for where, why in self.paths.env_refusals:  # harnState.harnEnv outside an untrusted project, bad backend
+            out.append(Problem(where, 0, CODE_ENV_REFUSED, why, Severity.WARNING))
         refused_by_config = {r for r, _ in self.paths.refused_roots}  # reported with the skills
         for root, why in self.paths.watch_refusals():
             if root not in refused_by_config and not any(p.path == root for p in self._link_problems.values()):

@@ -58,10 +58,26 @@ class LogLocation:
     backend: str  # sqlite | file
     path: str  # the .sqlite file or the events/ directory
     state_dir: str  # what `--state-dir` names for this log (the dir that holds events.sqlite)
+    why: str = ""  # why here: the default place, or which variable (and from where) put it there
+    selected: bool = True  # HARN_EVENT_LOG_BACKEND picks this backend (Harn writes the other one no more)
 
 
-def discover(state_root: str, project_root: str) -> list[LogLocation]:
-    """Every place a Harn producer may have put an event log, existing or not."""
+def discover(state_root: str, project_root: str, places=()) -> list[LogLocation]:
+    """Every place a Harn producer may have put an event log, existing or not. `places`: the
+    `paths.EventLogPlace`s resolved from Harn's variables (HARN_EVENT_LOG_*, HARN_ORCHESTRATOR_STATE_DIR);
+    without them, the default places."""
+    if places:
+        out, seen = [], set()
+        for pl in places:
+            for backend, p, why in (("sqlite", pl.sqlite_path, pl.why_sqlite), ("file", pl.file_dir, pl.why_file)):
+                key = os.path.normpath(p)
+                if key in seen:
+                    continue
+                seen.add(key)
+                state_dir = os.path.dirname(p) if backend == "sqlite" else pl.state_dir
+                out.append(LogLocation(pl.label if backend == "sqlite" else f"{pl.label}-file", backend, p, state_dir,
+                                       why, selected=pl.backend == backend))
+        return out
     harn = os.path.join(project_root, ".harn")
     orch = os.path.join(harn, "orchestrator")
     personas = os.path.join(harn, "personas", ".harn")

@@ -59,8 +59,11 @@ def guard_thread(ws: Workspace, owner: int) -> None:
 
 
 class Project:
-    def __init__(self, folder_path: str, on_changes: Callable[["Project", ChangeSet], Any]) -> None:
+    def __init__(self, folder_path: str, on_changes: Callable[["Project", ChangeSet], Any],
+                 env_spec: tuple | None = None) -> None:
         self.folder_path: str = folder_path
+        # (env, env_sources, untrusted names) Harn's locations are resolved from (server.harn_env)
+        self.env_spec = env_spec
         self.ws: Workspace | None = None  # set once, on the worker thread
         self._root: str = folder_path  # the model's root once loaded: readable from any thread
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harn-ws")
@@ -116,7 +119,9 @@ class Project:
             # unchanged logs and rebuilding their recall index.
             # Facts of namespaces restored unchanged stay in the cache's form until the first request
             # that may read them (`run`) or the first settle step: recall is ready ~0.15 s sooner at 100k.
-            ws = Workspace.load(self.folder_path, cache=True, defer_facts=True, keep_rows=False, fold_values=True)
+            env, sources, untrusted = self.env_spec or (None, None, ())
+            ws = Workspace.load(self.folder_path, env=env, cache=True, defer_facts=True, keep_rows=False,
+                                fold_values=True, env_sources=sources, untrusted_env=untrusted)
             if os.environ.get(THREAD_CHECK_ENV) == "1":
                 guard_thread(ws, threading.get_ident())
             self._root = ws.root

@@ -213,6 +213,14 @@ class HarnLanguageServer(LanguageServer):
         task.add_done_callback(_done)
         return task
 
+    def harn_env(self) -> tuple[dict[str, str], dict[str, str], tuple[str, ...]]:
+        """The environment Harn's locations are resolved from: harn-ls's own, then `harnState.harnEnv`
+        over it. (env, where each settings variable came from, names the user did not choose: the
+        settings' in an untrusted workspace, confined to the project)."""
+        extra = dict(self.settings.harnEnv)
+        env = {**os.environ, **extra}
+        return env, {k: "harnState.harnEnv" for k in extra}, (() if self.trusted else tuple(extra))
+
     def harn_program(self) -> str:
         """The `harn` binary every subprocess (probes, escalation resume) runs: the command line's
         choice when there is one (always over TCP), else the harnPath setting."""
@@ -274,7 +282,7 @@ class HarnLanguageServer(LanguageServer):
         path = os.path.abspath(path)
         if path in self.projects or path in self.preloading:
             return
-        proj = Project(path, self.on_changes)
+        proj = Project(path, self.on_changes, self.harn_env())
         self.preloading[path] = (proj, asyncio.get_running_loop().create_task(proj.load(), name=f"load {path}"))
 
     async def add_folder(self, path: str) -> None:
@@ -282,7 +290,11 @@ class HarnLanguageServer(LanguageServer):
         if path in self.projects:
             return
         preloaded = self.preloading.pop(path, None)
-        proj = preloaded[0] if preloaded is not None else Project(path, self.on_changes)
+        if preloaded is not None and preloaded[0].env_spec != self.harn_env():
+            preloaded[1].cancel()  # the settings round trip changed harnState.harnEnv: load again
+            preloaded[0].close()
+            preloaded = None
+        proj = preloaded[0] if preloaded is not None else Project(path, self.on_changes, self.harn_env())
         self.projects[path] = proj
         await (preloaded[1] if preloaded is not None else proj.load())
         start_trace.mark(f"project loaded {proj.root}")
@@ -515,6 +527,10 @@ def create_server() -> HarnLanguageServer:
                 log.warning(e)
         else:
             await ls.pull_configuration()
+        # Harn's locations moved (harnState.harnEnv): each project is read again from its new places
+        for path in [p for p, proj in ls.projects.items() if proj.env_spec != ls.harn_env()]:
+            ls.remove_folder(path)
+            await ls.add_folder(path)
         for proj in [p for p in ls.projects.values() if p.ws is not None]:
             await ls.warn_skill_root(proj)
             await ls.send_status(proj)

@@ -62,12 +62,20 @@ def _log_for(ws, topic: str, label: str | None):
 def events_index(ws, target: StateUri, settings: RenderSettings) -> str:
     out = ["# Event logs", ""]
     logs = ws.extra.existing_logs()
+    if ws.paths.event_logs and ws.paths.event_logs[0].backend == "memory":
+        out.append("> HARN_EVENT_LOG_BACKEND=memory: Harn keeps its event log in memory; nothing new reaches disk.\n")
     if not logs:
-        out.append("No event log found (`.harn/events.sqlite`, `.harn/events/`, `.harn/orchestrator/events.sqlite`, "
-                   "`.harn/personas/.harn/events.sqlite`).")
+        looked = [v.loc for v in ws.extra.logs.values()]
+        out.append("No event log found. Looked in: " + ", ".join(
+            f"{inline(_rel(ws, loc.path))} ({cell(loc.why)})" if loc.why else inline(_rel(ws, loc.path)) for loc in looked)
+            + ".")
     for view in logs:
         out.append(f"## {cell(view.label)} — {inline(_rel(ws, view.path))} ({view.loc.backend})")
         out.append("")
+        if view.loc.why:
+            out.append(f"Found here because: {cell(view.loc.why)}."
+                       + ("" if view.loc.selected else " HARN_EVENT_LOG_BACKEND selects the other backend: Harn writes "
+                          "here no more.") + "\n")
         topics = sorted(view.summary.topics.values(), key=lambda t: t.topic)
         if topics:
             out.append("| topic | events | ids | latest |\n|---|---|---|---|")

@@ -53,7 +53,12 @@ def children(ws, parent: str, item) -> list[dict]:
         for v in x.existing_logs():
             lag = sum(c.lag for c in v.summary.consumers)
             desc = f"{len(v.summary.topics)} topic(s)" + (f" · lag {lag}" if lag else "")
-            out.append(item(f"evlog:{v.label}", v.label, description=desc, tooltip=v.path, icon="database",
+            if v.loc.why and not v.loc.why.startswith("default"):
+                desc += " · " + v.loc.why.split("=", 1)[0]  # the variable that put it there
+            if not v.loc.selected:
+                desc += " · not the selected backend"
+            tip = v.path + (f"\n{v.loc.why}" if v.loc.why else "")
+            out.append(item(f"evlog:{v.label}", v.label, description=desc, tooltip=tip, icon="database",
                             children=bool(v.summary.topics), data={"log": v.label}))
         return out
     if parent.startswith("evlog:"):
