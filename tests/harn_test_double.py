@@ -219,7 +219,10 @@ def orchestrator_resume(args: list[str]) -> int:
     kind = m.group(1)
     state_dir = os.path.abspath(opts["--state-dir"])
     os.makedirs(state_dir, exist_ok=True)
-    conn = sqlite3.connect(os.path.join(state_dir, "events.sqlite"), timeout=5.0, isolation_level=None)
+    # event_log/mod.rs EventLogConfig::for_base_dir: HARN_EVENT_LOG_SQLITE_PATH (not blank) before the default
+    sqlite_path = os.environ.get("HARN_EVENT_LOG_SQLITE_PATH", "")
+    sqlite_path = os.path.join(state_dir, sqlite_path) if sqlite_path.strip() else os.path.join(state_dir, "events.sqlite")
+    conn = sqlite3.connect(sqlite_path, timeout=5.0, isolation_level=None)
     conn.execute("PRAGMA busy_timeout = 5000")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
@@ -270,7 +273,8 @@ def main(argv: list[str]) -> int:
     calls = os.environ.get("HARN_DOUBLE_CALLS")
     if calls:
         with open(calls, "a") as fh:
-            fh.write(json.dumps({"argv": argv, "cwd": os.getcwd()}) + "\n")
+            fh.write(json.dumps({"argv": argv, "cwd": os.getcwd(),
+                                 "env": {k: v for k, v in os.environ.items() if k.startswith("HARN_EVENT_LOG")}}) + "\n")
     if argv[:2] == ["orchestrator", "resume"]:
         return orchestrator_resume(argv[2:])
     if not argv or argv[0] != "check":

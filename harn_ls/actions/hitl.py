@@ -48,6 +48,16 @@ def resume_argv(ws, request_id: str, harn_path: str, reviewer: str, reason: str 
     return argv, view
 
 
+def resume_env(ws, view, base_env: dict[str, str]) -> dict[str, str]:
+    """Harn's environment for the resume: harn-ls's (with harnState.harnEnv), and the log's own path in
+    HARN_EVENT_LOG_SQLITE_PATH, absolute, so Harn appends to the file the request lives in even when it
+    is not `<state-dir>/events.sqlite` (the orchestrator resolves that variable before its default)."""
+    env = dict(base_env)
+    env["HARN_EVENT_LOG_SQLITE_PATH"] = os.path.abspath(view.loc.path)
+    env.pop("HARN_EVENT_LOG_BACKEND", None)  # resume appends to SQLite (the request lives in one)
+    return env
+
+
 MAX_HARN_ERROR = 2000
 
 

@@ -55,6 +55,8 @@ async def test_resume_passes_config_and_state_dir_from_the_project_root(client, 
     assert argv[argv.index("--config") + 1] == str(client.project / "harn.toml")
     assert argv[argv.index("--state-dir") + 1] == str(client.project / ".harn")
     assert call["cwd"] == str(client.project)
+    # the log the request lives in, named for Harn even when it is not <state-dir>/events.sqlite
+    assert call["env"] == {"HARN_EVENT_LOG_SQLITE_PATH": str(client.project / ".harn" / "events.sqlite")}
 
 
 async def test_harn_refusal_is_shown_in_harns_own_words(client, calls):
