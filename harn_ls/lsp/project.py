@@ -26,7 +26,7 @@ from harn_ls.change_kinds import K
 from harn_ls.render.fact_spans import FactSpanCache
 from harn_ls.formats.memory import builds_here
 from harn_ls.formats.problems import Problem
-from harn_ls.history import CheckpointHistory, record_workspace
+from harn_ls.history import keep_history
 from harn_ls.lsp import heap
 from harn_ls.recall import RecallEngine
 from harn_ls.state_spans import SpanStore
@@ -138,12 +138,11 @@ class Project:
 
         return await self.run(_load)
 
-    def _keep_checkpoint_history(self, pipelines) -> None:
-        """Record each checkpoint file's current version in the history kept outside the project (project thread)."""
+    def _keep_checkpoint_history(self, changes) -> None:
+        """Record each checkpoint file's current version in the history kept outside the project (project
+        thread), by the code path `harn-ls watch` uses too."""
         try:
-            if self.ws.checkpoint_history is None:
-                self.ws.checkpoint_history = CheckpointHistory.for_project(self.root)
-            record_workspace(self.ws, pipelines)
+            keep_history(self.ws, changes)
         except Exception:  # history is a convenience: never let it break loading or a batch
             log.exception("keeping checkpoint history failed")
 
@@ -180,8 +179,7 @@ class Project:
                 log.exception("applying changes failed; rescanning the project")
                 changes = ws.rescan()
             self.last_batch_at = time.time()
-            if K.CHECKPOINTS in changes.kinds:
-                self._keep_checkpoint_history(None if changes.rescanned else changes.pipelines)
+            self._keep_checkpoint_history(changes)
             return changes
 
         fut = self._pool.submit(_keeping_builds, _apply, ())
