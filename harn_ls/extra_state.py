@@ -124,7 +124,7 @@ class ExtraState:
         elif kind == "receipts":
             self.receipts = sf.read_receipts(d["receipts"], probs)
         elif kind == "worktrees":
-            self.worktrees = sf.read_worktrees(d["worktrees"], probs)
+            self.worktrees = sf.read_worktrees(d["worktrees"], probs, self.paths.project_root)
         elif kind == "crystallization":
             self.candidates = sf.read_all_candidates(self.paths.project_root, probs)
         elif kind == "locks":

@@ -199,10 +199,12 @@ class Workspace(FactsPart, RunsPart, RecallPart):
                 continue
             for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
                 dirnames[:] = sorted(d for d in dirnames if d != "vectors")
-                for d in dirnames:  # os.walk never descends into a linked directory; say so when it leaves
+                # os.walk never descends into a linked directory; say so when it leaves or loops (a link that
+                # loops on itself is listed with the files: it is no directory)
+                for d in dirnames + [f for f in filenames if f != EVENTS_FILE]:
                     full = os.path.join(dirpath, d)
-                    if os.path.islink(full):
-                        self._leaves_project_reported(full)
+                    if os.path.islink(full) and not self._leaves_project_reported(full):
+                        self._loop_reported(full)
                 if EVENTS_FILE in filenames:
                     ns = namespace_of(root, os.path.join(dirpath, EVENTS_FILE))
                     if root == self.paths.pattern_memory_root and root != self.paths.memory_root and ns != PATTERN_NAMESPACE:
@@ -482,6 +484,14 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             return False
         why = safe_read.confinement_problem(path, self.root) or f"{path} leaves the project; not followed"
         self._link_problems[path] = Problem(path, 0, CODE_LINK_OUT, why, Severity.WARNING)
+        return True
+
+    def _loop_reported(self, path: str) -> bool:
+        """A linked directory that loops (onto a folder that holds it, or ELOOP): a problem naming it."""
+        found = safe_read.link_problem(path, self.root)
+        if found is None or found[0] != safe_read.CODE_LINK_LOOP:
+            return False
+        self._link_problems[path] = Problem(path, 0, found[0], found[1], Severity.WARNING)
         return True
 
     def _leaves_project(self, path: str) -> bool:
