@@ -19,6 +19,7 @@ from harn_ls.formats.problems import Problem, Severity
 
 if TYPE_CHECKING:
     from harn_ls.formats import hitl as hitl_fmt
+    from harn_ls.formats.newer_state import NewerState
 
 
 def _under(path: str, root: str) -> bool:
@@ -46,6 +47,7 @@ class ExtraState:
         self.candidates: list[sf.Candidate] = []
         self.locks: list[sf.LockFile] = []
         self.embed: list[sf.EmbedCache] = []
+        self.newer: NewerState | None = None  # issue 28: LLM cache, selection, guard, orchestrator snapshot, …
         self._problems: dict[str, list[Problem]] = {}
         self.hitl_seen: set[str] = set()  # request ids already announced (for "a new one arrived")
 
@@ -65,6 +67,12 @@ class ExtraState:
                 "worktrees": self.paths.worktree_root or os.path.join(s, "worktrees"),
                 "crystallization": self.crystallization_dir,
                 "agent-run-writers": os.path.join(s, "agent-run-writers"), "checkpoints": os.path.join(s, "checkpoints")}
+
+    def _newer_dirs(self) -> list[str]:
+        s, harn = self.paths.state_root, os.path.join(self.paths.project_root, ".harn")
+        orch = self.paths.orchestrator_state_dir or os.path.join(harn, "orchestrator")
+        return [os.path.join(s, "cache"), os.path.join(harn, "local"), os.path.join(harn, "guard"),
+                os.path.join(s, "metadata"), os.path.join(orch, "orchestrator-state.json")]
 
     # ------------------------------------------------------------------ safety
     def _leaves(self, path: str) -> bool:
@@ -131,11 +139,20 @@ class ExtraState:
             self.locks = sf.read_locks(s)
         elif kind == "embed":
             self.embed = sf.read_embed_cache(self.paths.memory_root, probs)
+        elif kind == "newer":
+            # start-up: the reader of the newer state loads only when a rescan reads it
+            from harn_ls.formats.newer_state import read_newer_state
+
+            self.newer = read_newer_state(self.paths.project_root, s, self.paths.orchestrator_state_dir or
+                                          os.path.join(self.paths.project_root, ".harn", "orchestrator"),
+                                          {v.label: v.path for v in self.logs.values()
+                                           if v.loc.backend == "sqlite" and v.exists})
+            probs.extend(self.newer.problems)
 
     def _clear(self, kind: str) -> None:
         empty = {"store": ("store", None), "workflows": ("mailboxes", []), "receipts": ("receipts", []),
                  "worktrees": ("worktrees", []), "crystallization": ("candidates", []), "locks": ("locks", []),
-                 "embed": ("embed", [])}[kind]
+                 "embed": ("embed", []), "newer": ("newer", None)}[kind]
         setattr(self, empty[0], empty[1])
         if kind == "store":
             self.orchestrator_store = None
@@ -164,6 +181,8 @@ class ExtraState:
                 out.add(kind)
         if any(_under(path, c) or _under(c, path) for c in self.crystallization_dirs):
             out.add("crystallization")
+        if any(_under(path, n) or _under(n, path) for n in self._newer_dirs()):
+            out.add("newer")
         if (os.path.dirname(path) == d["checkpoints"] and base.endswith(".lock")) or _under(path, d["agent-run-writers"]):
             out.add("locks")
         if _under(s, path):  # the state root itself (or a parent) appeared, vanished or was replaced

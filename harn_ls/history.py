@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from harn_ls.change_kinds import K
 from harn_ls.cache_dir import cache_enabled, project_cache_dir, write_cache_file
 
 MAX_VERSIONS = 50
@@ -217,7 +218,7 @@ def keep_history(ws, changes=None) -> list[tuple[str, int]]:
     """The one code path that keeps checkpoint history, for `serve` and `watch` alike: open the store
     (outside the project; none with the cache off) on first use, then record every checkpoint file
     after a load or rescan (`changes` None or rescanned), else only the pipelines that changed."""
-    if changes is not None and "checkpoints" not in changes.kinds:
+    if changes is not None and K.CHECKPOINTS not in changes.kinds:
         return []
     if ws.checkpoint_history is None:
         ws.checkpoint_history = CheckpointHistory.for_project(ws.root)

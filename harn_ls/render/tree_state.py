@@ -28,7 +28,8 @@ def groups(ws, item) -> list[dict]:
         n = sum(len(v.summary.topics) for v in logs)
         out.append(item("events", "Events", description=f"{n} topic(s)", icon="pulse", uri=make_uri("events_index"),
                         children=True))
-    if x.store is not None or x.receipts or x.worktrees or x.candidates or x.mailboxes or x.locks:
+    if x.store is not None or x.receipts or x.worktrees or x.candidates or x.mailboxes or x.locks or \
+            (x.newer is not None and not x.newer.empty):
         held = sum(1 for lk in x.locks if lk.held)
         out.append(item("harnstate", "Harn state", description="running now" if held else "", icon="server",
                         children=True))
@@ -97,6 +98,18 @@ def children(ws, parent: str, item) -> list[dict]:
         for c in x.candidates:
             out.append(item(f"cand:{c.id}", str(c.proposal.get("title") or c.id), description="staged" if c.complete else "incomplete",
                             icon="beaker", uri=make_uri("crystallization", c.id), context="candidate", data={"id": c.id}))
+        n = x.newer
+        if n is not None and not n.empty:
+            parts = []
+            cached = sum(i["files"] for i in n.llm_files.values()) + ((n.llm_sqlite or {}).get("rows") or 0)
+            if cached or n.llm_sqlite:
+                parts.append(f"{cached} cached LLM response(s)")
+            if n.guard:
+                parts.append(f"{len(n.guard)} guard model(s)")
+            if n.orchestrator:
+                parts.append(f"orchestrator {n.orchestrator.get('status', '?')}")
+            out.append(item("state:newer", "LLM cache, models, orchestrator", description=" · ".join(parts),
+                            icon="archive", uri=make_uri("newer_state")))
         return out
     return []
 
