@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from harn_ls.formats import hitl as hitl_fmt
 
 MAX_BAD_EVENTS = 20  # per topic: events whose payload is not JSON, listed as problems
+PAYLOAD_WINDOW = 20_000  # a topic first seen: its newest events checked for unreadable payloads
+PAYLOAD_BUDGET = 30_000  # events checked per log per refresh (each query well inside the 2 s deadline)
 MAX_HITL_EVENTS = 20_000  # per HITL topic; beyond it the oldest are dropped (with a problem)
 TAIL_BATCH = 500
 
@@ -109,6 +111,7 @@ class LogView:
     # events whose payload/headers are not JSON, by topic (SQLite logs; the file backend reports its own)
     payload_problems: dict[str, list[Problem]] = field(default_factory=dict)
     _payload_checked: dict[str, int] = field(default_factory=dict)  # topic -> highest event id checked
+    _payload_pending: set[str] = field(default_factory=set)  # topics with events left to check (budget)
     _backend: object | None = None
     refreshed_at: float = 0.0
 
@@ -143,25 +146,40 @@ class LogView:
         return out
 
     def _check_payloads(self, be, changed: set[str]) -> bool:
-        """Scan the new events of changed topics for payloads Harn cannot read (issue 28 item 5)."""
+        """Look for events whose payload Harn cannot read (issue 28 item 5), within a budget: when a topic is
+        first seen, its newest PAYLOAD_WINDOW events; afterwards every event appended. At most
+        PAYLOAD_BUDGET events a refresh (SQLite's json_valid, ~10 µs an event); a topic not finished
+        is taken up again at the next refresh."""
         any_change = False
-        for topic in changed:
+        budget = PAYLOAD_BUDGET
+        for topic in sorted(changed | self._payload_pending):
             info = self.summary.topics.get(topic)
             have = self.payload_problems.get(topic, [])
-            start = self._payload_checked.get(topic, 0)
-            if info is None or info.last_id < start or (have and info.first_id > _event_id_of(have[0])):
+            start = self._payload_checked.get(topic)
+            if info is None or (start is not None and info.last_id < start) or (
+                    have and info.first_id > _event_id_of(have[0])):
                 any_change |= bool(self.payload_problems.pop(topic, None))  # gone, rewritten or compacted
                 self._payload_checked.pop(topic, None)
+                self._payload_pending.discard(topic)
                 if info is None:
                     continue
-                have, start = [], 0
-            if len(have) >= MAX_BAD_EVENTS:
+                have, start = [], None
+            if start is None:
+                start = max(0, info.first_id - 1, info.last_id - PAYLOAD_WINDOW)
+            if len(have) >= MAX_BAD_EVENTS or start >= info.last_id:
                 self._payload_checked[topic] = info.last_id
+                self._payload_pending.discard(topic)
                 continue
+            if budget <= 0:
+                self._payload_pending.add(topic)
+                continue
+            end = min(info.last_id, start + budget)
             # (a connection problem is already in the summary: the same open failed or warned there)
-            bad = be.malformed(topic, start, info.last_id, MAX_BAD_EVENTS - len(have) + 1)
+            bad = be.malformed(topic, start, end, MAX_BAD_EVENTS - len(have) + 1)
             if bad is None:
+                self._payload_pending.add(topic)
                 continue
+            budget -= end - start
             if bad:
                 room = MAX_BAD_EVENTS - len(have)
                 have = have + bad[:room]
@@ -171,7 +189,11 @@ class LogView:
                         Severity.ERROR))
                 self.payload_problems[topic] = have
                 any_change = True
-            self._payload_checked[topic] = info.last_id
+            self._payload_checked[topic] = end
+            if end < info.last_id:
+                self._payload_pending.add(topic)
+            else:
+                self._payload_pending.discard(topic)
         return any_change
 
     def refresh(self, now_ms: int | None = None) -> bool:
@@ -185,6 +207,7 @@ class LogView:
             self.hitl_problems = []
             self.payload_problems.clear()
             self._payload_checked.clear()
+            self._payload_pending.clear()
             self._wp_heads.clear()
             self._backend = None
             return changed

@@ -150,3 +150,35 @@ def test_malformed_payloads_are_capped_per_topic(tmp_path):
     bad = v.payload_problems["t.bad"]
     assert len(bad) == MAX_BAD_EVENTS + 1 and "only the first 20" in bad[-1].message
     assert "event 1:" in bad[0].message and f"event {MAX_BAD_EVENTS}:" in bad[MAX_BAD_EVENTS - 1].message
+
+
+def _bulk(db: str, topic: str, n: int, bad: set[int]) -> None:
+    """n events on `topic` (ids 1..n) in one transaction; the ids in `bad` carry a payload that is not JSON."""
+    conn = W.open_log(db)
+    conn.execute("BEGIN")
+    for i in range(1, n + 1):
+        body = b'{"n": ' if i in bad else f'{{"n": {i}}}'.encode()
+        conn.execute("INSERT INTO events VALUES (?,?,?,?,?,?)", (topic, i, "k", body, "{}", i))
+    conn.execute("INSERT OR REPLACE INTO topic_heads VALUES (?, ?)", (topic, n))
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def test_payload_check_is_bounded_window_then_budget(tmp_path):
+    """A topic first seen: its newest PAYLOAD_WINDOW events; then at most PAYLOAD_BUDGET events a refresh,
+    the rest taken up at the next refresh."""
+    from harn_ls.formats import event_logs as EL
+
+    db = str(tmp_path / "events.sqlite")
+    _bulk(db, "a.old", EL.PAYLOAD_WINDOW + 100, bad={1, EL.PAYLOAD_WINDOW + 50})
+    _bulk(db, "b.big", EL.PAYLOAD_WINDOW, bad={EL.PAYLOAD_WINDOW})
+    _bulk(db, "c.big", EL.PAYLOAD_WINDOW, bad={EL.PAYLOAD_WINDOW})
+    v = _view(db)
+    msgs = lambda: sorted(p.message.split(":")[0] for ps in v.payload_problems.values() for p in ps)  # noqa: E731
+    # a.old: event 1 is older than the window (not checked); budget spent on a.old (20k) and 10k of b.big
+    assert msgs() == [f"topic a.old event {EL.PAYLOAD_WINDOW + 50}"]
+    assert v._payload_pending == {"b.big", "c.big"}
+    v.refresh()  # nothing changed in the log: the pending topics are finished
+    assert msgs() == [f"topic a.old event {EL.PAYLOAD_WINDOW + 50}", f"topic b.big event {EL.PAYLOAD_WINDOW}",
+                      f"topic c.big event {EL.PAYLOAD_WINDOW}"]
+    assert v._payload_pending == set()
