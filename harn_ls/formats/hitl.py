@@ -213,7 +213,7 @@ def derive(events: Iterable[Event], waitpoints: dict[str, dict] | None = None, n
                 req.reviewers = _str_list(p.get("approvers"))
             else:
                 req.reviewers = _str_list(p.get("reviewers")) or _str_list(p.get("approvers"))
-            req.quorum = harn_quorum(kind, p)
+            req.quorum = max(1, harn_quorum(kind, p))  # 0 acts as 1: Harn counts after an approving response
             req.deadline_ms = _deadline_ms(kind, p, req.requested_at)
         else:
             later.append(ev)
@@ -319,13 +319,13 @@ def _finish(req: HitlRequest, now_ms: int | None) -> None:
 def harn_quorum(kind: str, p: dict) -> int:
     """Harn's `approval_quorum_from_request`: the first key present of `n` (dual control) or `quorum`,
     then top-level `approvers_required`, then `approval_request.approvers_required`, decides; a value
-    that is not a non-negative integer gives 1. (0 acts as 1: Harn checks the count after an approval.)"""
+    that is not a non-negative integer gives 1 (`as_u64().unwrap_or(1)`)."""
     ar = p.get("approval_request")
     for holder, key in ((p, "n" if kind == "dual_control" else "quorum"), (p, "approvers_required"),
                         (ar if isinstance(ar, dict) else {}, "approvers_required")):
         if key in holder:
             n = holder[key]
-            return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 1
+            return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else 1
     return 1
 
 
