@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from harn_ls.safe_read import SMALL_STATE_CAP, ReadRefused, read_confined, refusal_text
+
 from harn_ls.digests import sha256
 from harn_ls.formats.problems import Problem, Severity
 
@@ -50,15 +52,14 @@ CODE_CANDIDATE = "HL-CRYS-001"
 CODE_EMBED = "HL-EMB-001"
 
 
-def _read_json(path: str, limit: int = MAX_FILE_BYTES) -> tuple[Any, str | None]:
+def _read_json(path: str, limit: int = MAX_FILE_BYTES, root: str | None = None) -> tuple[Any, str | None]:
+    """(value, None) or (None, the reason): a regular file inside `root`, never blocking (safe_read)."""
     try:
-        size = os.path.getsize(path)
-        if size > limit:
-            return None, f"file is {size} bytes, over the {limit}-byte limit; not read"
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
+        data = read_confined(path, root, limit)
+    except ReadRefused as exc:
+        return None, exc.reason
     except OSError as exc:
-        return None, f"cannot read ({exc.strerror})"
+        return None, refusal_text(exc)
     try:
         return orjson.loads(data), None
     except (orjson.JSONDecodeError, RecursionError):
@@ -79,11 +80,11 @@ def _inside(path: str, root: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------ store (§O.1)
-def read_store(path: str) -> Store | None:
+def read_store(path: str, root: str | None = None) -> Store | None:
     if not os.path.isfile(path):
         return None
     st = _types().Store(path)
-    value, err = _read_json(path)
+    value, err = _read_json(path, root=root)
     if err:
         st.problems.append(Problem(path, 0, CODE_STORE, f"store {err}; Harn treats an unreadable store as empty and "
                                                          "overwrites it on the next store_set", Severity.WARNING))
@@ -96,13 +97,13 @@ def read_store(path: str) -> Store | None:
 
 
 # ------------------------------------------------------------------------------------- workflow mailboxes (§O.2)
-def read_mailboxes(workflows_dir: str, problems: list[Problem]) -> list[Mailbox]:
+def read_mailboxes(workflows_dir: str, problems: list[Problem], root: str | None = None) -> list[Mailbox]:
     out = []
     for name in _listdir(workflows_dir):
         path = os.path.join(workflows_dir, name, "state.json")
         if not os.path.isfile(path) or not _inside(path, workflows_dir):
             continue
-        value, err = _read_json(path)
+        value, err = _read_json(path, root=root)
         if err or not isinstance(value, dict):
             problems.append(Problem(path, 0, CODE_MAILBOX, f"workflow mailbox {err or 'is not a JSON object'}",
                                     Severity.WARNING))
@@ -222,7 +223,7 @@ def _ed25519_ok(sig: dict, message: bytes) -> bool:
         return False
 
 
-def read_receipts(receipts_dir: str, problems: list[Problem]) -> list[Receipt]:
+def read_receipts(receipts_dir: str, problems: list[Problem], root: str | None = None) -> list[Receipt]:
     out = []
     for name in _listdir(receipts_dir):
         if not name.endswith(".json") or name.startswith("."):
@@ -230,7 +231,7 @@ def read_receipts(receipts_dir: str, problems: list[Problem]) -> list[Receipt]:
         path = os.path.join(receipts_dir, name)
         if not os.path.isfile(path) or not _inside(path, receipts_dir):
             continue
-        value, err = _read_json(path)
+        value, err = _read_json(path, root=root)
         rid = name[:-5]
         if err or not isinstance(value, dict):
             msg = err or "not a JSON object"
@@ -258,14 +259,24 @@ def read_receipts(receipts_dir: str, problems: list[Problem]) -> list[Receipt]:
 
 
 # ---------------------------------------------------------------------------------------------- worktrees (§O.4)
-def _worktree_at(path: str, name: str) -> Worktree | None:
-    git = os.path.join(path, ".git")
-    if not os.path.isfile(git):
-        return None
+def _pointer(path: str, root: str | None, cap: int, problems: list[Problem]) -> str | None:
+    """The text of a small git pointer file (`.git`, `HEAD`, `gitdir`), or None (absent, or refused
+    with a problem naming it: a committed symlink to /dev/stdin or a FIFO must never be waited on)."""
     try:
-        with open(git, "rb") as fh:
-            line = fh.read(4096).decode("utf-8", "replace").strip()
-    except OSError:
+        return read_confined(path, root, SMALL_STATE_CAP)[:cap].decode("utf-8", "replace").strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        problems.append(Problem(path, 0, CODE_WORKTREE, f"git pointer {path}: {refusal_text(exc)}", Severity.WARNING))
+        return None
+
+
+def _worktree_at(path: str, name: str, root: str | None, problems: list[Problem]) -> Worktree | None:
+    git = os.path.join(path, ".git")
+    if not os.path.lexists(git) or os.path.isdir(git):
+        return None
+    line = _pointer(git, root, 4096, problems)
+    if line is None:
         return _types().Worktree(name, path, None, True, "cannot read .git")
     if not line.startswith("gitdir:"):
         return _types().Worktree(name, path, None, True, ".git file has no gitdir line")
@@ -274,34 +285,31 @@ def _worktree_at(path: str, name: str) -> Worktree | None:
         gitdir = os.path.normpath(os.path.join(path, gitdir))
     if not os.path.isdir(gitdir):
         return _types().Worktree(name, path, gitdir, True, "its git metadata is gone (pruned or repository moved)")
+    if root is not None and not _inside(gitdir, root):
+        problems.append(Problem(git, 0, CODE_WORKTREE, f"its gitdir {gitdir} leaves the project; not followed",
+                                Severity.WARNING))
+        return _types().Worktree(name, path, gitdir, True, "its git metadata is outside the project; not read")
     wt = _types().Worktree(name, path, gitdir, False)
-    try:
-        with open(os.path.join(gitdir, "HEAD"), "rb") as fh:
-            head = fh.read(512).decode("utf-8", "replace").strip()
-        if head.startswith("ref: refs/heads/"):
-            wt.branch = head[len("ref: refs/heads/"):]
-    except OSError:
-        pass
-    back = os.path.join(gitdir, "gitdir")
-    try:
-        with open(back, "rb") as fh:
-            points = fh.read(4096).decode("utf-8", "replace").strip()
-        if os.path.normpath(os.path.dirname(points)) != os.path.normpath(path) and \
-                os.path.realpath(os.path.dirname(points)) != os.path.realpath(path):
-            wt.stale, wt.reason = True, "git records this worktree at another path"
-    except OSError:
-        pass
+    head = _pointer(os.path.join(gitdir, "HEAD"), root, 512, problems)
+    if head is not None and head.startswith("ref: refs/heads/"):
+        wt.branch = head[len("ref: refs/heads/"):]
+    points = _pointer(os.path.join(gitdir, "gitdir"), root, 4096, problems)
+    if points is not None and os.path.normpath(os.path.dirname(points)) != os.path.normpath(path) and \
+            os.path.realpath(os.path.dirname(points)) != os.path.realpath(path):
+        wt.stale, wt.reason = True, "git records this worktree at another path"
     return wt
 
 
-def read_worktrees(worktrees_dir: str, problems: list[Problem]) -> list[Worktree]:
-    """Two levels: `<repo>/<worker_id>` (workers) and `<name>` (std/worktree). Never recurses into checkouts."""
+def read_worktrees(worktrees_dir: str, problems: list[Problem], root: str | None = None) -> list[Worktree]:
+    """Two levels: `<repo>/<worker_id>` (workers) and `<name>` (std/worktree). Never recurses into checkouts.
+    Every pointer is read through safe_read inside `root` (default: the worktrees folder)."""
     out = []
+    root = root or worktrees_dir
     for first in _listdir(worktrees_dir):
         p1 = os.path.join(worktrees_dir, first)
         if os.path.islink(p1) or not os.path.isdir(p1):
             continue
-        wt = _worktree_at(p1, first)
+        wt = _worktree_at(p1, first, root, problems)
         if wt is not None:
             out.append(wt)
             continue
@@ -309,7 +317,7 @@ def read_worktrees(worktrees_dir: str, problems: list[Problem]) -> list[Worktree
             p2 = os.path.join(p1, second)
             if os.path.islink(p2) or not os.path.isdir(p2):
                 continue
-            wt = _worktree_at(p2, f"{first}/{second}")
+            wt = _worktree_at(p2, f"{first}/{second}", root, problems)
             if wt is not None:
                 out.append(wt)
             else:
@@ -322,7 +330,7 @@ def read_worktrees(worktrees_dir: str, problems: list[Problem]) -> list[Worktree
 
 
 # ---------------------------------------------------------------------------------------- crystallization (§O.5)
-def read_candidates(crys_dir: str, problems: list[Problem]) -> list[Candidate]:
+def read_candidates(crys_dir: str, problems: list[Problem], root: str | None = None) -> list[Candidate]:
     out = []
     for name in _listdir(crys_dir):
         path = os.path.join(crys_dir, name)
@@ -340,7 +348,7 @@ def read_candidates(crys_dir: str, problems: list[Problem]) -> list[Candidate]:
         prop_path = os.path.join(path, "proposal.json")
         cand = _types().Candidate(name, path, os.path.isfile(prop_path), files)
         if cand.complete:
-            value, err = _read_json(prop_path, 4 * 1024 * 1024)
+            value, err = _read_json(prop_path, 4 * 1024 * 1024, root)
             if err or not isinstance(value, dict):
                 problems.append(Problem(prop_path, 0, CODE_CANDIDATE, f"candidate proposal {err or 'is not a JSON object'}",
                                         Severity.WARNING))
