@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import orjson
 
 from harn_ls.cache_dir import cache_enabled, project_cache_dir, write_cache_file
+from harn_ls.safe_read import read_confined
 
 MAX_VERSIONS = 50
 MAX_BYTES = 32 * 1024 * 1024
@@ -205,9 +206,8 @@ def record_workspace(ws, pipelines=None) -> list[tuple[str, int]]:
         cf = ws.checkpoints[name]
         if cf.retry or not cf.exists or cf.size > MAX_FILE_BYTES:
             continue  # half-written or gone: the next change brings the real version
-        try:
-            with open(cf.path, "rb") as fh:
-                data = fh.read(MAX_FILE_BYTES + 1)
+        try:  # the project's checkpoint: through safe_read (a FIFO swapped in since the load is refused)
+            data = read_confined(cf.path, getattr(ws, "root", None), MAX_FILE_BYTES)
         except OSError:
             continue
         n = hist.record(name, data)

@@ -21,8 +21,8 @@ keeps these rules:
 Size caps for each kind of file live here, in one place.
 
 This module is the one way harn-ls opens a file of the project: `read_confined` (whole,
-capped), `open_project_file` (a stream, for logs read from an offset), `open_regular` and
-`open_confined` (an fd). `tests/security/test_every_reader.py` walks the package and fails on any
+capped), `open_project_file` (a stream, for logs read from an offset) and `open_confined`
+(an fd). `tests/security/test_every_reader.py` walks the package and fails on any
 other `open()`, `os.open`, `read_bytes`/`read_text` or `sqlite3.connect` that is not on its
 allowlist (the cache folder harn-ls owns, `/proc`, and the writes of `actions/`).
 """
@@ -205,13 +205,6 @@ def density_problem(dicts: int, lists: int, size: int) -> str | None:
         return None
     return (f"{dicts + lists} JSON objects/arrays in {mb(size)} MB would take about "
             f"{cost // size}x its size in memory (cap {MAX_MEMORY_FACTOR}x); not loaded")
-
-
-def open_regular(path: str) -> int:
-    """An fd for a regular file, wherever it is (O_NONBLOCK: a FIFO never blocks the open; the link
-    chain resolved first, the final component opened O_NOFOLLOW). Raises ReadRefused / OSError."""
-    fd, _st = open_confined(path, None, UNCAPPED)
-    return fd
 
 
 def open_project_file(path: str, root: str | None, cap: int | None = None,
