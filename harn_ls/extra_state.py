@@ -115,7 +115,8 @@ class ExtraState:
         elif kind == "workflows":
             self.mailboxes = sf.read_mailboxes(d["workflows"], probs, reader_root(d["workflows"], top))
         elif kind == "receipts":
-            self.receipts = sf.read_receipts(d["receipts"], probs, reader_root(d["receipts"], top))
+            self.receipts = sf.read_receipts(d["receipts"], probs, reader_root(d["receipts"], top),
+                                             self.paths.trusted_signers_dir)
         elif kind == "worktrees":
             self.worktrees = sf.read_worktrees(d["worktrees"], probs, reader_root(d["worktrees"], top))
         elif kind == "crystallization":

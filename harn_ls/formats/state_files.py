@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from harn_ls.safe_read import SMALL_STATE_CAP, ReadRefused, read_confined, refusal_text
-
 from harn_ls.digests import sha256
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.safe_read import SMALL_STATE_CAP, ReadRefused, read_confined, refusal_text
 
 if TYPE_CHECKING:
     from harn_ls.formats.state_file_types import (  # noqa: F401
@@ -47,6 +46,7 @@ CODE_STORE = "HL-STORE-001"
 CODE_MAILBOX = "HL-WF-001"
 CODE_RECEIPT = "HL-RCPT-001"
 CODE_RECEIPT_SIG = "HL-RCPT-002"
+CODE_RECEIPT_KEY_ID = "HL-RCPT-003"  # a key_id that is not the id of the key beside it
 CODE_WORKTREE = "HL-WT-001"
 CODE_CANDIDATE = "HL-CRYS-001"
 CODE_EMBED = "HL-EMB-001"
@@ -210,6 +210,60 @@ def verify_receipt(receipt: Any) -> list[str]:
     return errors
 
 
+def receipt_key_id(public_key: bytes) -> str:
+    """Harn's `key_id` for a verifying key: "ed25519:" + the first 16 bytes of sha256(key), in hex."""
+    return "ed25519:" + sha256(public_key).hexdigest()[:32]
+
+
+def _public_key(sig: dict) -> bytes | None:
+    try:
+        raw = base64.b64decode(str(sig.get("public_key_base64")), validate=True)
+    except (ValueError, TypeError):
+        return None
+    return raw if len(raw) == 32 else None
+
+
+def key_id_errors(receipt: Any) -> list[str]:
+    """A signature whose `key_id` is not the id of the key it carries. Harn's own `verify_receipt`
+    does not check this (it would say "verified"); harn-ls does, because users are told to pin the
+    key id: a receipt re-signed with a fresh key under the genuine key id must not pass for it."""
+    sigs = receipt.get("signatures") if isinstance(receipt, dict) and isinstance(receipt.get("signatures"), list) else []
+    out = []
+    for i, sig in enumerate(sigs):
+        if not isinstance(sig, dict):
+            continue
+        key = _public_key(sig)
+        if key is None:
+            continue  # a bad key is already one of Harn's errors
+        if sig.get("key_id") != receipt_key_id(key):
+            out.append(f"signature {i}: key_id {str(sig.get('key_id'))[:80]!r} is not the id of its public key "
+                       f"({receipt_key_id(key)}); a receipt re-signed under another key's id")
+    return out
+
+
+def trusted_receipt_keys(receipt: Any, trusted_signers_dir: str | None) -> list[str]:
+    """Key ids of the receipt's signatures whose public key is one the user trusts: the same raw key
+    as `<trusted_signers_dir>/<sha256 of the key, hex>.pub` (the folder Harn keeps skill signers in).
+    Only a valid signature's key counts (the caller has verified them all)."""
+    if not trusted_signers_dir or not isinstance(receipt, dict) or not isinstance(receipt.get("signatures"), list):
+        return []
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, load_pem_public_key
+
+    out = []
+    for sig in receipt["signatures"]:
+        key = _public_key(sig) if isinstance(sig, dict) else None
+        if key is None:
+            continue
+        path = os.path.join(trusted_signers_dir, sha256(key).hexdigest() + ".pub")
+        try:
+            pem = load_pem_public_key(read_confined(path, None, SMALL_STATE_CAP))
+            if pem.public_bytes(Encoding.Raw, PublicFormat.Raw) == key:
+                out.append(str(sig.get("key_id")))
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+    return out
+
+
 def _ed25519_ok(sig: dict, message: bytes) -> bool:
     try:
         # start-up: cryptography (OpenSSL bindings, ~40 ms) loads only when a receipt is verified
@@ -223,7 +277,8 @@ def _ed25519_ok(sig: dict, message: bytes) -> bool:
         return False
 
 
-def read_receipts(receipts_dir: str, problems: list[Problem], root: str | None = None) -> list[Receipt]:
+def read_receipts(receipts_dir: str, problems: list[Problem], root: str | None = None,
+                  trusted_signers_dir: str | None = None) -> list[Receipt]:
     out = []
     for name in _listdir(receipts_dir):
         if not name.endswith(".json") or name.startswith("."):
@@ -238,8 +293,13 @@ def read_receipts(receipts_dir: str, problems: list[Problem], root: str | None =
             problems.append(Problem(path, 0, CODE_RECEIPT, f"receipt {msg}", Severity.WARNING))
             out.append(_types().Receipt(rid, path, "unreadable", [msg]))
             continue
-        errors = verify_receipt(value)
-        r = _types().Receipt(str(value.get("receipt_id") or rid), path, "failed" if errors else "verified", errors)
+        errors = verify_receipt(value)  # Harn's verdict
+        mismatched = key_id_errors(value)
+        if errors or mismatched:
+            status = "failed"
+        else:
+            status = "verified" if trusted_receipt_keys(value, trusted_signers_dir) else "self-signed"
+        r = _types().Receipt(str(value.get("receipt_id") or rid), path, status, errors + mismatched)
         r.issued_at = str(value.get("issued_at") or "")
         run = value.get("run") if isinstance(value.get("run"), dict) else {}
         r.pipeline, r.run_status = str(run.get("pipeline") or ""), str(run.get("status") or "")
@@ -250,6 +310,8 @@ def read_receipts(receipts_dir: str, problems: list[Problem], root: str | None =
         r.key_ids = [str(s.get("key_id")) for s in value.get("signatures", []) if isinstance(s, dict)] \
             if isinstance(value.get("signatures"), list) else []
         r.data = value
+        if mismatched:
+            problems.append(Problem(path, 0, CODE_RECEIPT_KEY_ID, f"receipt {r.id}: {mismatched[0]}", Severity.ERROR))
         if errors:
             problems.append(Problem(path, 0, CODE_RECEIPT_SIG,
                 f"receipt {r.id} does not verify: {errors[0]}" + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""),
