@@ -1,0 +1,134 @@
+"""Issue 27 item 6: linear time on every regex over data.
+
+Before: Harn's PEM rule as one backtracking regex was quadratic (every `BEGIN … PRIVATE KEY-----`
+without an END scanned to the end of the text): a 648 KB legacy pattern-learning stream stalled the
+worker thread for ~30 s during *Migrate* (200 KB: 28 s measured). Now the same matches are found in
+one pass (`pattern_learning._redact_pem`), and every regex harn-ls runs over project data is fuzzed
+with adversarial inputs built from its own metacharacters, repeated to 256 KB: each must stay under
+1 s per MB of CPU time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harn_ls.actions.migrate import migrate_pattern_learning
+from harn_ls.formats import pattern_learning as pl
+from harn_ls.formats.checkpoints import _scan_top_level_keys
+from harn_ls.formats.facts import parse_file_range
+from harn_ls.formats.hitl import parse_time_ms
+from harn_ls.harn_source import find_checkpoint_calls
+from harn_ls.recall.tokenizer import tokenize
+from harn_ls.render.compare import mask
+from harn_ls.render.conversation import md_para
+from harn_ls.render.markdown import escape_markdown
+from harn_ls.render.terminal import markdown_to_text, safe_for_terminal
+from harn_ls.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[2]
+LEGACY = REPO / "fixtures" / "legacy-project"
+STREAM = ".harn/session-store/burin.agent_context.pattern_learning.observations.jsonl"
+SECONDS_PER_MB = 1.0
+MB = 1024 * 1024
+
+HARNS_PEM_RULE = r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"
+
+
+def cpu(fn, *args) -> float:
+    t0 = time.process_time()
+    fn(*args)
+    return time.process_time() - t0
+
+
+def test_migrate_with_the_648_kb_stream(tmp_path):
+    proj = tmp_path / "legacy"
+    shutil.copytree(LEGACY, proj, symlinks=True)
+    prompt = "-----BEGIN RSA PRIVATE KEY----- MIIEowIBAAKCAQEA " * 13_000  # no END: the quadratic case
+    line = json.dumps({"payload": {"operation": "upsert", "record": {
+        "id": "4f7f1b8e-0000-4000-8000-000000000001", "sessionID": "evil", "prompt": prompt,
+        "toolSequence": ["read-file"], "observedAt": "2026-03-02T08:00:12.000Z"}}})
+    stream = proj / STREAM
+    stream.write_text(stream.read_text() + line + "\n")
+    size = stream.stat().st_size
+    assert size >= 648 * 1024
+    ws = Workspace.load(str(proj))
+    t0 = time.process_time()
+    result = migrate_pattern_learning(ws)
+    spent = time.process_time() - t0
+    assert result["migrated"] and result["counts"]["observations"] == 4
+    assert spent < 1.0 + SECONDS_PER_MB * size / MB, f"{spent:.2f} s CPU for {size} bytes"
+
+
+_PEM_TOKENS = ["-----BEGIN ", "-----END ", "RSA ", "EC ", "PRIVATE KEY-----", "PRIVATE KEY", "-----", "A", " ", "\n",
+               "x", "-"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PEM_TOKENS), max_size=40))
+def test_pem_redaction_finds_what_harns_rule_finds(tokens):
+    text = "".join(tokens)
+    assert pl._redact_pem(text) == re.sub(HARNS_PEM_RULE, "<redacted-private-key>", text)
+
+
+# Each regex over data, reached through the public function that runs it, with the pieces that make
+# its backtracking work: an adversarial unit of those pieces is repeated to 256 KB.
+TARGETS = {
+    "pattern-learning redaction (PEM, secrets, whitespace)": (
+        pl.redact_prompt, ["-----BEGIN ", "-----END ", "PRIVATE KEY-----", "RSA ", "token", "api_key", "secret", ":",
+                           "=", " ", "\t", "\u3000", "x"]),
+    "fact file_range": (lambda s: parse_file_range(s, "/proj"), ["a", ":", "1", "-", "/", "\n", ":1", "1-"]),
+    "checkpoint key scan": (_scan_top_level_keys, ['"', "\\", '\\"', "{", "[", ",", "a", "\n", "}", "]"]),
+    "checkpoint calls in Harn source": (find_checkpoint_calls, ["checkpoint", "checkpoint_stage", "(", '"', "\\", " ",
+                                                                "\n", "//", "/*", "*/", "a"]),
+    "compare masks (ids, times, hashes)": (mask, ["run_", "call_", "toolu_", "1", "a", "-", "2026-", "T", ":", ".",
+                                                  "sha256:", "f", "Z", "+", " "]),
+    "recall tokenizer": (tokenize, ["a", "_", "é", " ", "1", "-", "日本", "\u0301"]),
+    "markdown escaper": (escape_markdown, ["`", "*", "_", "[", "]", "(", ")", "http", "://", "//", "#", "1.", " ", "\n",
+                                           "a", ".", ":", "&", "<", "|", "~", "$"]),
+    "transcript paragraphs": (md_para, ["#", ">", "1", ".", ")", "-", " ", "\n", "a", "https://", "//"]),
+    "terminal text": (lambda s: markdown_to_text(safe_for_terminal(s)), ["\x1b", "[", "\\", "`", "<summary>",
+                                                                          "</summary>", "<details open>", " ", "\n",
+                                                                          "\u202e", "a"]),
+    "RFC 3339 times": (parse_time_ms, ["2026", "-", "05", "T", ":", ".", "1", "Z", "+", " "]),
+}
+
+
+def _check(name: str, unit: str) -> None:
+    fn, _ = TARGETS[name]
+    if not unit:
+        return
+    text = (unit * (256 * 1024 // len(unit) + 1))[:256 * 1024]
+    spent = cpu(fn, text)
+    assert spent < SECONDS_PER_MB * len(text.encode("utf-8", "surrogatepass")) / MB + 0.05, \
+        f"{name}: {spent:.2f} s CPU on 256 KB of {unit[:60]!r}"
+
+
+def _fuzz(name: str):
+    pieces = TARGETS[name][1]
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(st.sampled_from(pieces), min_size=1, max_size=12))
+    def run(tokens):
+        _check(name, "".join(tokens))
+
+    return run
+
+
+def test_every_regex_over_data_is_linear_on_adversarial_input():
+    for name in TARGETS:
+        _fuzz(name)()
+
+
+def test_the_known_worst_cases():
+    """The inputs that were (or could be) quadratic, each at 256 KB."""
+    _check("pattern-learning redaction (PEM, secrets, whitespace)", "-----BEGIN RSA PRIVATE KEY----- ")
+    _check("pattern-learning redaction (PEM, secrets, whitespace)", "-----BEGIN A ")
+    _check("checkpoint key scan", '"\\')
+    _check("fact file_range", ":1111")
