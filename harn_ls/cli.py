@@ -267,7 +267,7 @@ def cmd_cache(args) -> int:
         raise UsageError(str(exc)) from None
     if args.verb == "clear":
         existed = cache.clear()
-        sys.stdout.write(("removed " if existed else "no cache at ") + cache.folder + "\n")
+        sys.stdout.write(("removed " if existed else "no cache at ") + os.path.dirname(cache.folder) + "\n")
         return 0
     info = cache.info()
     if args.json:

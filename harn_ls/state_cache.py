@@ -640,11 +640,14 @@ class StateCache:
                 "bytes": _tree_bytes(self.folder), "namespaces": namespaces}
 
     def clear(self) -> bool:
-        existed = os.path.isdir(self.folder)
+        """Remove every file harn-ls keeps for this project (`cache clear`): the state cache, the
+        checkpoint history, kept anchors, append records, snapshots — the whole project folder."""
+        project_folder = os.path.dirname(self.folder)
+        existed = os.path.isdir(project_folder)
         # start-up: shutil (with bz2 and lzma, ~8 ms) loads only when the cache is cleared
         import shutil
 
-        shutil.rmtree(self.folder, ignore_errors=True)
+        shutil.rmtree(project_folder, ignore_errors=True)
         self.manifest = {}
         return existed
 
@@ -675,7 +678,7 @@ def _unlink(path: str) -> None:
 
 
 def evict(env: Mapping[str, str] | None = None, keep: str | None = None) -> list[str]:
-    """Drop the state folders of the least recently used projects until the cache root is under its cap."""
+    """Drop the folders of deleted, then least recently used, projects until the cache root is under its cap."""
     return evict_projects(env, keep, STATE_DIR, MANIFEST, DEFAULT_MAX_MB)
 
 

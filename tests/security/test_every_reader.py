@@ -27,6 +27,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("state_cache.py", "StateCache._save"): CACHE + " (a write)",
     ("state_spans.py", "SpanStore.load"): CACHE,
     ("cache_dir.py", "write_cache_file"): CACHE + " (a write)",
+    ("cache_dir.py", "_project_of"): CACHE + " (a state manifest, for the project it belongs to)",
     ("actions/append_journal.py", "_read_record"): CACHE,
     ("lsp/attrs_code.py", "_read"): "the cattrs code cache in harn-ls's cache folder",
     ("lsp/start_trace.py", "_process_start_epoch"): "/proc/self/stat and /proc/uptime, never a project path",
