@@ -332,6 +332,7 @@ COMMANDS = ("serve", "inspect", "show", "compare", "recall", "proposals", "probe
 
 def _arg_type(convert):
     """`convert` (cli_args) as an argparse type whose complaint is its own sentence, in one line."""
+    # start-up: argparse loads only when the full parser is built (see build_parser)
     import argparse
 
     def checked(text: str):

@@ -40,6 +40,8 @@ import time
 import urllib.parse
 from typing import Any, Sequence
 
+from harn_ls.safe_read import ReadRefused, open_confined
+
 DEFAULT_DEADLINE_S = 1.0      # per query; a hostile file yields a problem well within 2 s
 DEFAULT_MAX_ROWS = 10_000     # per query
 MAX_VALUE_BYTES = 16 << 20    # any single TEXT/BLOB value (SQLITE_LIMIT_LENGTH)
@@ -123,8 +125,6 @@ class _SnapshotConnection(sqlite3.Connection):
 def _copy_file(src: str, dest: str, root: str | None) -> None:
     """Copy a database or its `-wal` through safe_read: a regular file inside `root` (a FIFO or
     /dev/zero there is refused, never waited on or copied for ever), at most MAX_SNAPSHOT_COPY bytes."""
-    from harn_ls.safe_read import ReadRefused, open_confined
-
     try:
         fd, _st = open_confined(src, root, MAX_SNAPSHOT_COPY)
     except ReadRefused as exc:

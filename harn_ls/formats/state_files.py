@@ -247,6 +247,7 @@ def trusted_receipt_keys(receipt: Any, trusted_signers_dir: str | None) -> list[
     Only a valid signature's key counts (the caller has verified them all)."""
     if not trusted_signers_dir or not isinstance(receipt, dict) or not isinstance(receipt.get("signatures"), list):
         return []
+    # start-up: cryptography (OpenSSL bindings, ~40 ms) loads only when a receipt is read
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, load_pem_public_key
 
     out = []
