@@ -20,6 +20,7 @@ from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats.harn_json import serde_compact, stringify
 from harn_ls.formats.harn_time import iso_millis, now_ns
 from harn_ls.refusal import ActionFailed, ensure_inside
+from harn_ls.safe_read import ReadRefused, read_confined
 
 NAMESPACE = pl_fmt.NAMESPACE
 DEFAULT_SKILL_ROOT = ".claude/skills"
@@ -195,8 +196,10 @@ def existing_state(path: str, text: str) -> tuple[bool, bool]:
     data = text.encode("utf-8")
     if st.st_size != len(data) or st.st_size > MAX_COMPARE_BYTES:
         return True, False
-    with open(path, "rb") as fh:
-        same = fh.read() == data
+    try:  # lstat'ed above, but may be swapped for a FIFO since: safe_read never waits on one
+        same = read_confined(path, None, MAX_COMPARE_BYTES) == data
+    except ReadRefused:
+        return True, False
     return (not same), same
 
 
@@ -286,9 +289,7 @@ def render_skill(name: str, prop, short: str | None = None) -> str:
 
 def is_own_staging_record(path: str, pid: str) -> bool:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_COMPARE_BYTES)
-        value = orjson.loads(data)
+        value = orjson.loads(read_confined(path, None, MAX_COMPARE_BYTES))
     except (OSError, orjson.JSONDecodeError):
         return False
     return isinstance(value, dict) and value.get("id") == pid and value.get("schema") == CANDIDATE_SCHEMA

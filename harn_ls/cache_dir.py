@@ -85,39 +85,69 @@ def _tree_bytes(folder: str) -> int:
     return total
 
 
-def evict_projects(env: Mapping[str, str] | None, keep: str | None, state_dir: str, manifest: str,
-                   default_max_mb: int) -> list[str]:
-    """Drop the `state_dir` folders of the least recently used projects (by their `manifest`'s mtime)
-    until the cache root is under its cap (`HARN_LS_CACHE_MAX_MB`, else `default_max_mb`)."""
+def cap_bytes(env: Mapping[str, str] | None = None, default_max_mb: int = 2048) -> int:
+    """The one cap on everything in the cache root (`HARN_LS_CACHE_MAX_MB`, else `default_max_mb`)."""
     env = os.environ if env is None else env
     try:
-        cap = int(float(env.get("HARN_LS_CACHE_MAX_MB", default_max_mb)) * 1024 * 1024)
+        mb = float(env.get("HARN_LS_CACHE_MAX_MB", default_max_mb))
     except ValueError:
-        cap = default_max_mb * 1024 * 1024
+        mb = default_max_mb
+    return int(mb * 1024 * 1024) if mb == mb and mb > 0 else default_max_mb * 1024 * 1024
+
+
+def _project_of(folder: str, state_dir: str, manifest: str) -> str | None:
+    """The project a cache folder belongs to, as its state manifest records it (None if unknown)."""
+    try:
+        with open(os.path.join(folder, state_dir, manifest), "rb") as fh:
+            # start-up: orjson is loaded by then (every cache reader uses it)
+            import orjson
+
+            doc = orjson.loads(fh.read(1 << 20))
+    except (OSError, ValueError):
+        return None
+    project = doc.get("project") if isinstance(doc, dict) else None
+    return project if isinstance(project, str) else None
+
+
+def _last_used(folder: str, state_dir: str, manifest: str) -> float:
+    try:
+        return os.stat(os.path.join(folder, state_dir, manifest)).st_mtime
+    except OSError:
+        pass
+    try:
+        return max([os.lstat(folder).st_mtime] + [de.stat(follow_symlinks=False).st_mtime for de in os.scandir(folder)])
+    except OSError:
+        return 0.0
+
+
+def evict_projects(env: Mapping[str, str] | None, keep: str | None, state_dir: str = "state",
+                   manifest: str = "manifest.json", default_max_mb: int = 2048) -> list[str]:
+    """Drop whole project folders (state cache, checkpoint history, kept anchors, append records,
+    snapshots: everything) until the cache root is under its one cap (`cap_bytes`). Folders of
+    projects that no longer exist always go (first), then the least recently used; `keep` (the
+    project being served) is never dropped here."""
+    cap = cap_bytes(env, default_max_mb)
     root = cache_root(env)
     found = []
     try:
         for de in os.scandir(root):
-            state = os.path.join(de.path, state_dir)
-            if de.is_dir(follow_symlinks=False) and os.path.isdir(state):
-                try:
-                    used = os.stat(os.path.join(state, manifest)).st_mtime
-                except OSError:
-                    used = 0.0
-                found.append((used, de.path, state, _tree_bytes(state)))
+            if de.is_dir(follow_symlinks=False):
+                project = _project_of(de.path, state_dir, manifest)
+                gone = project is not None and not os.path.isdir(project)
+                found.append((not gone, _last_used(de.path, state_dir, manifest), de.path, _tree_bytes(de.path)))
     except OSError:
         return []
     total = sum(f[3] for f in found)
     dropped = []
-    for used, project, state, size in sorted(found):
-        if total <= cap:
-            break
+    for alive, _used, project, size in sorted(found):
+        if total <= cap and alive:
+            break  # (a deleted project's folder is dropped even under the cap: nothing can use it again)
         if keep is not None and os.path.abspath(project) == os.path.abspath(keep):
             continue
         # start-up: shutil (with bz2 and lzma, ~8 ms) loads only when a cache folder is dropped
         import shutil
 
-        shutil.rmtree(state, ignore_errors=True)
+        shutil.rmtree(project, ignore_errors=True)
         total -= size
         dropped.append(project)
     return dropped

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from harn_ls import __version__
-from harn_ls.cli_args import quick_args
+from harn_ls.cli_args import RECALL_K, OutOfRange, quick_args, seconds, whole_number
 
 if TYPE_CHECKING:
     import argparse
@@ -387,7 +387,7 @@ def cmd_cache(args) -> int:
         raise UsageError(str(exc)) from None
     if args.verb == "clear":
         existed = cache.clear()
-        sys.stdout.write(("removed " if existed else "no cache at ") + cache.folder + "\n")
+        sys.stdout.write(("removed " if existed else "no cache at ") + os.path.dirname(cache.folder) + "\n")
         return 0
     info = cache.info()
     if args.json:
@@ -454,6 +454,20 @@ def cmd_serve(args) -> int:
 COMMANDS = ("serve", "inspect", "show", "compare", "recall", "proposals", "hitl", "probe", "cache", "watch")
 
 
+def _arg_type(convert):
+    """`convert` (cli_args) as an argparse type whose complaint is its own sentence, in one line."""
+    # start-up: argparse loads only when the full parser is built (see build_parser)
+    import argparse
+
+    def checked(text: str):
+        try:
+            return convert(text)
+        except OutOfRange as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return checked
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line; with `only` (a command name), just that command's sub-parser: the same
     parse and the same messages for that command, for a fraction of the set-up (~10 ms for all)."""
@@ -511,7 +525,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                            usage="harn-ls recall [PATH] QUERY [--namespace NS] [-k K] [--explain] [--json] [--quiet]")
         s.add_argument("args", nargs="+", metavar="[PATH] QUERY")
         s.add_argument("--namespace", "-n")
-        s.add_argument("-k", type=int, default=5)
+        s.add_argument("-k", type=_arg_type(RECALL_K), default=5)
         s.add_argument("--explain", action="store_true")
         s.add_argument("--json", action="store_true")
         _no_cache(s)
@@ -522,7 +536,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s = sub.add_parser("proposals", help="list / accept / reject learned-skill proposals",
                            usage="harn-ls proposals [PATH] list|accept ID|reject ID [--days N] [--all] [--skill-root DIR] [--json]")
         s.add_argument("args", nargs="+", metavar="[PATH] list|accept ID|reject ID")
-        s.add_argument("--days", type=int, default=14)
+        s.add_argument("--days", type=_arg_type(whole_number(0, 36_500)), default=14)
         s.add_argument("--all", action="store_true", help="include suppressed proposals")
         s.add_argument("--skill-root", default=None, help="where accepted skills go (default .claude/skills)")
         s.add_argument("--json", action="store_true")
@@ -546,7 +560,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.add_argument("--range", help="L:C-L:C, 1-based lines and columns")
         s.add_argument("--harn", default=None, help="harn binary (default: harn on PATH)")
         s.add_argument("--no-store", action="store_true", help="do not store the observation fact")
-        s.add_argument("--timeout", type=float, default=30.0)
+        s.add_argument("--timeout", type=_arg_type(seconds(0.1, 3600.0)), default=30.0)
         s.add_argument("--json", action="store_true")
         s.set_defaults(func=cmd_probe)
 

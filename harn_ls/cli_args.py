@@ -11,13 +11,53 @@ argparse, which parses or complains as before (`tests/unit/test_cli_args.py` com
 
 from __future__ import annotations
 
+
+class OutOfRange(ValueError):
+    """A number argument outside its range: argparse reports it in one line (exit 2)."""
+
+
+def whole_number(low: int, high: int):
+    """An argparse `type` for an int in [low, high]. `99999999999999999999` is refused here, in one
+    line, instead of overflowing deeper down (a slice, a SQLite parameter, a C long)."""
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise OutOfRange(f"{text[:40]!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise OutOfRange(f"{text[:40]!r} is out of range (expected {low} to {high})")
+        return value
+
+    convert.__name__ = "number"
+    return convert
+
+
+def seconds(low: float, high: float):
+    """An argparse `type` for a finite number of seconds in [low, high] (`1e400`, `nan` refused)."""
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise OutOfRange(f"{text[:40]!r} is not a number") from None
+        if not low <= value <= high:  # also false for nan
+            raise OutOfRange(f"{text[:40]!r} is out of range (expected {low:g} to {high:g} seconds)")
+        return value
+
+    convert.__name__ = "seconds"
+    return convert
+
+
+RECALL_K = whole_number(1, 1000)
+
 # per command: the defaults argparse fills in, its flags (store_true), its options taking one value
 # (with the type argparse converts the value with) and the positional's name
 _INSPECT = ({"path": None, "json": False, "no_cache": False, "quiet": False},
             {"--json": "json", "--no-cache": "no_cache", "--quiet": "quiet", "-q": "quiet"}, {}, "path")
 _RECALL = ({"args": None, "namespace": None, "k": 5, "explain": False, "json": False, "no_cache": False, "quiet": False},
            {"--explain": "explain", "--json": "json", "--no-cache": "no_cache", "--quiet": "quiet", "-q": "quiet"},
-           {"-k": ("k", int), "--namespace": ("namespace", str), "-n": ("namespace", str)}, "args")
+           {"-k": ("k", RECALL_K), "--namespace": ("namespace", str), "-n": ("namespace", str)}, "args")
 _SPECS = {"inspect": _INSPECT, "recall": _RECALL}
 
 

@@ -16,6 +16,7 @@ from harn_ls.change_kinds import STATE_FILE_KINDS, ChangeKind, K
 from harn_ls.formats import state_files as sf
 from harn_ls.formats.event_logs import LogView, discover, hitl_rules
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.safe_read import reader_root
 
 if TYPE_CHECKING:
     from harn_ls.formats import hitl as hitl_fmt
@@ -121,18 +122,20 @@ class ExtraState:
         if any(self._refuse(kind, g) for g in guard):
             self._clear(kind)
             return
+        top = self.paths.project_root
         if kind == "store":
-            self.store = sf.read_store(os.path.join(s, "store.json"))
-            self.orchestrator_store = sf.read_store(os.path.join(self.paths.project_root, ".harn", "orchestrator", "store.json"))
+            self.store = sf.read_store(os.path.join(s, "store.json"), reader_root(s, top))
+            self.orchestrator_store = sf.read_store(os.path.join(top, ".harn", "orchestrator", "store.json"), top)
             for st in (self.store, self.orchestrator_store):
                 if st is not None:
                     probs.extend(st.problems)
         elif kind == "workflows":
-            self.mailboxes = sf.read_mailboxes(d["workflows"], probs)
+            self.mailboxes = sf.read_mailboxes(d["workflows"], probs, reader_root(d["workflows"], top))
         elif kind == "receipts":
-            self.receipts = sf.read_receipts(d["receipts"], probs)
+            self.receipts = sf.read_receipts(d["receipts"], probs, reader_root(d["receipts"], top),
+                                             self.paths.trusted_signers_dir)
         elif kind == "worktrees":
-            self.worktrees = sf.read_worktrees(d["worktrees"], probs, self.paths.project_root)
+            self.worktrees = sf.read_worktrees(d["worktrees"], probs, reader_root(d["worktrees"], top))
         elif kind == "crystallization":
             self.candidates = sf.read_all_candidates(self.paths.project_root, probs)
         elif kind == "locks":

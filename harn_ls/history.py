@@ -29,8 +29,9 @@ from dataclasses import dataclass
 
 import orjson
 
+from harn_ls.cache_dir import cache_enabled, cap_bytes, evict_projects, project_cache_dir, write_cache_file
 from harn_ls.change_kinds import K
-from harn_ls.cache_dir import cache_enabled, project_cache_dir, write_cache_file
+from harn_ls.safe_read import read_confined
 
 MAX_VERSIONS = 50
 MAX_BYTES = 32 * 1024 * 1024
@@ -56,12 +57,14 @@ class CheckpointHistory:
     def __init__(self, project_root: str, *, folder: str | None = None, max_versions: int = MAX_VERSIONS,
                  max_bytes: int = MAX_BYTES) -> None:
         self.project_root = os.path.realpath(project_root)
+        self._own_folder = folder is None  # in the project's cache folder (not a test's own)
         self.folder = folder or os.path.join(project_cache_dir(project_root), "checkpoint-history")
         real = os.path.realpath(self.folder)
         if real == self.project_root or real.startswith(self.project_root.rstrip(os.sep) + os.sep):
             raise ValueError(f"checkpoint history folder {self.folder} would be inside the project")
         self.max_versions = max(1, max_versions)
-        self.max_bytes = max_bytes
+        # a quarter of the one cache cap at most: the history is counted in HARN_LS_CACHE_MAX_MB
+        self.max_bytes = min(max_bytes, cap_bytes() // 4)
         self._lock = threading.Lock()
 
     @classmethod
@@ -149,7 +152,9 @@ class CheckpointHistory:
             self._save(pipeline, idx)
             self._prune_objects(pipeline, idx)
             self._enforce_total()
-            return n
+        if self._own_folder:
+            evict_projects(None, os.path.dirname(self.folder))  # the one cap covers the history too
+        return n
 
     @contextlib.contextmanager
     def _across_processes(self, pipeline: str):
@@ -236,9 +241,8 @@ def record_workspace(ws, pipelines=None) -> list[tuple[str, int]]:
         cf = ws.checkpoints[name]
         if cf.retry or not cf.exists or cf.size > MAX_FILE_BYTES:
             continue  # half-written or gone: the next change brings the real version
-        try:
-            with open(cf.path, "rb") as fh:
-                data = fh.read(MAX_FILE_BYTES + 1)
+        try:  # the project's checkpoint: through safe_read (a FIFO swapped in since the load is refused)
+            data = read_confined(cf.path, getattr(ws, "root", None), MAX_FILE_BYTES)
         except OSError:
             continue
         n = hist.record(name, data)

@@ -12,6 +12,7 @@ from dataclasses import field
 from typing import Iterable, Mapping
 
 from harn_ls.lean_dataclass import lean_dataclass
+from harn_ls.formats.parse_limits import load_toml
 from harn_ls.safe_read import read_confined
 
 
@@ -198,18 +199,15 @@ MANIFEST_CAP = 1024 * 1024  # harn.toml
 
 def _manifest_skill_paths(project_root: str) -> tuple[list[str], list[tuple[str, str]]]:
     """harn.toml `[skills] paths`: (accepted, refused). Project configuration cannot point outside the
-    project (`/usr`, `../../..`, a symlink out): such entries are refused with a reason."""
+    project (`/usr`, `../../..`, a symlink out): such entries are refused with a reason. (A harn.toml
+    that does not parse is reported once, by skill discovery.)"""
     manifest = os.path.join(project_root, "harn.toml")
     try:
         raw = read_confined(manifest, project_root, MANIFEST_CAP)
     except (OSError, ValueError):
         return [], []
-    # start-up: tomllib (~4 ms) loads only for a project that has a harn.toml
-    import tomllib
-
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
+    data, _why = load_toml(raw)
+    if data is None:
         return [], []
     skills = data.get("skills") if isinstance(data, dict) else None
     paths = skills.get("paths") if isinstance(skills, dict) else None

@@ -19,6 +19,12 @@ keeps these rules:
   is caught too).
 
 Size caps for each kind of file live here, in one place.
+
+This module is the one way harn-ls opens a file of the project: `read_confined` (whole,
+capped), `open_project_file` (a stream, for logs read from an offset) and `open_confined`
+(an fd). `tests/security/test_every_reader.py` walks the package and fails on any
+other `open()`, `os.open`, `read_bytes`/`read_text` or `sqlite3.connect` that is not on its
+allowlist (the cache folder harn-ls owns, `/proc`, and the writes of `actions/`).
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import Iterable
+import sys
+from typing import BinaryIO, Iterable
 
 MB = 1024 * 1024
 
@@ -44,6 +51,8 @@ SOURCE_FILE_CAP = 8 * MB        # a source file a fact's `file_range` points at
 SKILL_FILE_CAP = 1 * MB         # SKILL.md, signature envelopes, signer keys
 TRANSCRIPT_CAP = 64 * MB        # an `llm_transcript.jsonl` side file
 VECTOR_FILE_CAP = 4 * MB        # one cached embedding `vectors/<hint>/<hash>.json`
+SMALL_STATE_CAP = 1 * MB        # a git pointer (`.git`, `HEAD`, `gitdir`), a consumer cursor
+UNCAPPED = sys.maxsize          # a log read as a stream from an offset (bounded per line by its reader)
 
 
 class ReadRefused(OSError):
@@ -226,22 +235,28 @@ def density_problem(dicts: int, lists: int, size: int) -> str | None:
             f"{cost // size}x its size in memory (cap {MAX_MEMORY_FACTOR}x); not loaded")
 
 
-def open_regular(path: str) -> int:
-    """An fd for a regular file (O_NONBLOCK: a FIFO never blocks the open). Raises ReadRefused / OSError."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:
-            raise ReadRefused(path, "not a regular file; not read", "not-regular") from None
-        raise
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ReadRefused(path, "not a regular file (a device, FIFO, socket or directory); not read", "not-regular")
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+def open_project_file(path: str, root: str | None, cap: int | None = None,
+                      extra_roots: Iterable[str] = ()) -> BinaryIO:
+    """A binary file object for a regular file inside `root` (every check of `open_confined`), for
+    readers that stream a file or read it from an offset. `cap=None`: no size cap (a log, bounded
+    per line by its reader). Raises FileNotFoundError, ReadRefused, OSError."""
+    fd, _st = open_confined(path, root, UNCAPPED if cap is None else cap, extra_roots)
+    return os.fdopen(fd, "rb")
+
+
+def reader_root(directory: str, project_root: str) -> str:
+    """The root a reader of `directory` confines its reads to: the project, when the directory is in
+    it by name (a symlink inside that leads out is refused); the directory itself, when the user's
+    environment put it elsewhere (`HARN_STATE_DIR=/var/harn`: honoured, but nothing leaves it)."""
+    d, r = os.path.abspath(directory), os.path.abspath(project_root)
+    return project_root if d == r or d.startswith(r.rstrip(os.sep) + os.sep) else directory
+
+
+def refusal_text(exc: OSError) -> str:
+    """A user-facing sentence for a failed open (ReadRefused carries its own)."""
+    if isinstance(exc, ReadRefused):
+        return exc.reason
+    return f"cannot read ({exc.strerror or type(exc).__name__})"
 
 
 def regular_file_size(path: str) -> int | None:

@@ -43,7 +43,7 @@ from harn_ls.digests import sha256
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.pattern_learning import NAMESPACE as PATTERN_NS  # (its projection is cached per entry)
 from harn_ls.formats.problems import Problem
-from harn_ls.safe_read import file_stamp, stat_stamp
+from harn_ls.safe_read import file_stamp, open_project_file, stat_stamp
 from harn_ls.state_index_payloads import index_payloads
 from harn_ls.state_parts import (CheckpointRows, _fact_row, _facts_from_rows, _problem_from_row, _problem_row,  # noqa: F401
                                  _run_from_row, _run_row, pattern_projection,
@@ -72,7 +72,7 @@ _INDEX_DTYPES = {"dl": "i4", "df": "i8", "off": "i8", "pslot": ("u2", "i4"), "pc
 def file_validator(path: str, offset: int, line_no: int, torn: int, head: bytes) -> dict | None:
     """What the cache needs to recognise this file again (None if it cannot be read)."""
     try:
-        with open(path, "rb") as fh:
+        with open_project_file(path, None) as fh:  # a FIFO swapped in for the log: refused, never waited on
             st = os.fstat(fh.fileno())
             start = max(0, offset - TAIL_HASH_BYTES)
             fh.seek(start)
@@ -88,7 +88,7 @@ def file_validator(path: str, offset: int, line_no: int, torn: int, head: bytes)
 def check_file(path: str, v: Mapping[str, Any]) -> str:
     """"same", "appended" or "changed" for a log against its cached validator."""
     try:
-        with open(path, "rb") as fh:
+        with open_project_file(path, None) as fh:
             st = os.fstat(fh.fileno())
             if (st.st_dev, st.st_ino) != (v["dev"], v["ino"]):
                 return "changed"
@@ -640,11 +640,14 @@ class StateCache:
                 "bytes": _tree_bytes(self.folder), "namespaces": namespaces}
 
     def clear(self) -> bool:
-        existed = os.path.isdir(self.folder)
+        """Remove every file harn-ls keeps for this project (`cache clear`): the state cache, the
+        checkpoint history, kept anchors, append records, snapshots — the whole project folder."""
+        project_folder = os.path.dirname(self.folder)
+        existed = os.path.isdir(project_folder)
         # start-up: shutil (with bz2 and lzma, ~8 ms) loads only when the cache is cleared
         import shutil
 
-        shutil.rmtree(self.folder, ignore_errors=True)
+        shutil.rmtree(project_folder, ignore_errors=True)
         self.manifest = {}
         return existed
 
@@ -675,7 +678,7 @@ def _unlink(path: str) -> None:
 
 
 def evict(env: Mapping[str, str] | None = None, keep: str | None = None) -> list[str]:
-    """Drop the state folders of the least recently used projects until the cache root is under its cap."""
+    """Drop the folders of deleted, then least recently used, projects until the cache root is under its cap."""
     return evict_projects(env, keep, STATE_DIR, MANIFEST, DEFAULT_MAX_MB)
 
 

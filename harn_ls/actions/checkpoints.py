@@ -123,7 +123,8 @@ def forget_stage(ws, pipeline: str, key: str, expect_mtime: float | None = None,
 
 def _read_under_lock(path: str, pipeline: str, key: str, expect_mtime: float | None) -> dict:
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        # O_NONBLOCK: a FIFO swapped in for the checkpoint is refused below, never waited on
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
         raise ActionFailed(f"refused: {path} does not exist") from None
     except OSError as exc:

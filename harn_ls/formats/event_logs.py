@@ -135,7 +135,7 @@ class LogView:
 
             self._backend = SqliteEventLog(self.loc.path, self.copy_dir, self.root)
         elif self._backend is None:
-            self._backend = FileEventLog(self.loc.path)
+            self._backend = FileEventLog(self.loc.path, self.root)
         return self._backend
 
     def problems(self) -> list[Problem]:

@@ -37,6 +37,7 @@ import orjson
 
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.lean_dataclass import lean_dataclass
+from harn_ls.safe_read import SMALL_STATE_CAP, open_project_file, read_confined, refusal_text
 
 BUSY_TIMEOUT_S = 1.0
 QUERY_DEADLINE_S = 2.0
@@ -173,9 +174,10 @@ class FileTopic:
 
     CHUNK = 1 << 20
 
-    def __init__(self, path: str, topic: str) -> None:
+    def __init__(self, path: str, topic: str, root: str | None = None) -> None:
         self.path = path
         self.topic = topic
+        self.root = root
         self.offsets = array.array("q")
         self.ids = array.array("q")
         self.latest_ms: int | None = None
@@ -199,10 +201,12 @@ class FileTopic:
         """Read what was appended. Returns (reset, new events). `reset`: the file shrank or was replaced
         (compaction) and everything was read again."""
         try:
-            fh = open(self.path, "rb")
-        except OSError:
+            fh = open_project_file(self.path, self.root)
+        except OSError as exc:
             reset = self.count > 0
-            self.__init__(self.path, self.topic)
+            self.__init__(self.path, self.topic, self.root)
+            if not isinstance(exc, FileNotFoundError):
+                self.problems.append(Problem(self.path, 0, CODE_LINE, f"topic log {refusal_text(exc)}", Severity.ERROR))
             return reset, []
         new: list[Event] = []
         with fh:
@@ -211,7 +215,7 @@ class FileTopic:
             if self._ino is not None:
                 head = fh.read(len(self._head))
                 if st.st_ino != self._ino or st.st_size < self.read_to or head != self._head:
-                    self.__init__(self.path, self.topic)
+                    self.__init__(self.path, self.topic, self.root)
                     reset = True
             self._ino = st.st_ino
             fh.seek(0)
@@ -287,7 +291,7 @@ class FileTopic:
         idxs = range(end - 1, max(0, end - size) - 1, -1)
         out: list[Event] = []
         try:
-            with open(self.path, "rb") as fh:
+            with open_project_file(self.path, self.root) as fh:
                 for i in idxs:
                     fh.seek(self.offsets[i])
                     raw = fh.readline(MAX_PAYLOAD_BYTES + 4096)
@@ -309,12 +313,16 @@ class FileTopic:
             self.problems = saved
 
 
-def _read_consumer_file(path: str) -> tuple[Consumer | None, Problem | None]:
+def _read_consumer_file(path: str, root: str | None = None) -> tuple[Consumer | None, Problem | None]:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(1 << 20)
+        data = read_confined(path, root, SMALL_STATE_CAP)  # a symlink to /dev/stdin or a FIFO: refused, never waited on
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, Problem(path, 0, CODE_CONSUMER, f"consumer cursor file {refusal_text(exc)}", Severity.WARNING)
+    try:
         value = orjson.loads(data)
-    except (OSError, orjson.JSONDecodeError, RecursionError) as exc:
+    except (orjson.JSONDecodeError, RecursionError) as exc:
         return None, Problem(path, 0, CODE_CONSUMER, f"consumer cursor file unreadable ({type(exc).__name__}); "
                                                      "Harn's pump fails to start on it", Severity.WARNING)
     if not isinstance(value, dict) or not isinstance(value.get("topic"), str) \
@@ -329,8 +337,9 @@ class FileEventLog:
 
     backend = "file"
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, root: str | None = None) -> None:
         self.path = path
+        self.root = root  # when given, every file read must stay inside it (safe_read)
         self.topics: dict[str, FileTopic] = {}
         self.problems: list[Problem] = []
 
@@ -362,7 +371,7 @@ class FileEventLog:
             seen.add(topic)
             ft = self.topics.get(topic)
             if ft is None:
-                ft = self.topics[topic] = FileTopic(fpath, topic)
+                ft = self.topics[topic] = FileTopic(fpath, topic, self.root)
             reset, new = ft.refresh()
             if reset or new:
                 changed[topic] = (reset, new)
@@ -385,7 +394,7 @@ class FileEventLog:
         for name in names:
             if not name.endswith(".json") or name.startswith("."):
                 continue
-            cons, prob = _read_consumer_file(os.path.join(cdir, name))
+            cons, prob = _read_consumer_file(os.path.join(cdir, name), self.root)
             if prob is not None:
                 out.problems.append(prob)
             if cons is not None:

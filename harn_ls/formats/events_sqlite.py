@@ -45,7 +45,7 @@ class SqliteEventLog:
                 return None
             target = os.path.join(tmp, "events.sqlite")  # mode=ro there replays the copied WAL
         try:
-            conn = sqlite_safe.open_readonly(target, None if tmp else self.root)
+            conn = sqlite_safe.open_readonly(target, None if tmp else self.root, self.copy_dir)
         except BaseException:
             if tmp:
                 shutil.rmtree(tmp, ignore_errors=True)

@@ -17,7 +17,7 @@ import orjson
 
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.lean_dataclass import lean_dataclass
-from harn_ls.safe_read import MEMORY_LINE_CAP, ReadRefused, few_containers, json_density_problem, open_regular
+from harn_ls.safe_read import MEMORY_LINE_CAP, ReadRefused, few_containers, json_density_problem, open_project_file
 
 CHUNK_BYTES = 4 * 1024 * 1024
 HEAD_BYTES = 64
@@ -73,7 +73,7 @@ class JsonlTail:
     def iter_batches(self) -> Iterator[JsonlBatch]:
         """Yield batches of new complete lines, each at most ~chunk_bytes."""
         try:
-            fh = os.fdopen(open_regular(self.path), "rb")  # /dev/zero or a FIFO: refused, never read
+            fh = open_project_file(self.path, None)  # /dev/zero or a FIFO: refused, never read
         except ReadRefused as exc:
             self._restart()
             yield JsonlBatch(lines=[JsonlLine(0, 0, None, Problem(self.path, 0, CODE_UNREADABLE, str(exc), Severity.ERROR))])

@@ -609,7 +609,13 @@ _WS_CLASS = "[" + "".join(f"\\u{ord(c):04x}" for c in _RUST_WS) + "]"
 # Patterns, not compiled objects: re compiles (and caches) each on first use, so the ~2 ms of
 # compiling them is not paid by every process that imports this module only to read a project.
 _WS_RUN = _WS_CLASS + "+"
-_PEM_BLOCK = r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"
+# Harn's PEM rule is `BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----` (lazy).
+# As one backtracking regex it is quadratic: every BEGIN without an END scans to the end of the text
+# (a 648 KB prompt of BEGIN lines took ~30 s). `_redact_pem` finds the same matches in one pass: the
+# header is searched alone, then the first footer after it (what the lazy body stops at); once no footer
+# follows a header, none follows any later header either.
+_PEM_BEGIN = r"-----BEGIN [A-Z ]*PRIVATE KEY-----"
+_PEM_END = r"-----END [A-Z ]*PRIVATE KEY-----"
 _SECRET_VALUE = (r"(?i)\b(api[_-]?key|token|secret|password|credential)\b"
                  + _WS_CLASS + "*[:=]" + _WS_CLASS + "*" + "[^" + _WS_CLASS[1:-1] + "]+")
 
@@ -624,5 +630,25 @@ def pl_text(value: Any) -> str:
 
 def redact_prompt(prompt: Any) -> str:
     """`pl_redact_sensitive(pl_text(prompt))`: PEM private-key blocks, then `token=...`-style values."""
-    text = re.sub(_PEM_BLOCK, "<redacted-private-key>", pl_text(prompt))
+    text = _redact_pem(pl_text(prompt))
     return re.sub(_SECRET_VALUE, lambda m: f"{m.group(1)}=<redacted>", text)
+
+
+def _redact_pem(text: str) -> str:
+    """Every PEM private-key block (leftmost first, each to the first footer after its header)
+    replaced by `<redacted-private-key>`: the matches of Harn's lazy rule, in linear time."""
+    begin, end = re.compile(_PEM_BEGIN), re.compile(_PEM_END)
+    out: list[str] = []
+    pos = 0
+    while True:
+        head = begin.search(text, pos)
+        if head is None:
+            break
+        foot = end.search(text, head.end())
+        if foot is None:
+            break
+        out.append(text[pos:head.start()])
+        out.append("<redacted-private-key>")
+        pos = foot.end()
+    out.append(text[pos:])
+    return "".join(out)

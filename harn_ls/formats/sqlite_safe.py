@@ -17,7 +17,14 @@ through this module, which keeps these rules:
 * a deadline per query (`set_progress_handler`), a row limit per query, and a
   cap on the size of any single value (`SQLITE_LIMIT_LENGTH`);
 * the file itself must be a regular file (a FIFO or a device is refused without
-  blocking) and, when a root is given, its real path must lie inside the root.
+  blocking) and, when a root is given, its real path must lie inside the root;
+* the project's bytes stay as they are: a reader of a WAL database writes its
+  read marks into the `-shm`, so a database whose `-wal` holds frames is read
+  from a private snapshot (`snapshot_dir`: copies of the database and its
+  `-wal`, never of the `-shm`, which SQLite rebuilds from the WAL; at most
+  MAX_SNAPSHOT_COPY), and one whose `-wal` is empty with `immutable=1`.
+  The snapshot sees every committed row; it is removed when the connection
+  closes.
 
 Callers catch `SqliteRefused` (a clear, user-facing reason) and `sqlite3.Error`.
 """
@@ -25,17 +32,22 @@ Callers catch `SqliteRefused` (a clear, user-facing reason) and `sqlite3.Error`.
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import stat
+import tempfile
 import time
 import urllib.parse
 from typing import Any, Sequence
+
+from harn_ls.safe_read import ReadRefused, open_confined
 
 DEFAULT_DEADLINE_S = 1.0      # per query; a hostile file yields a problem well within 2 s
 DEFAULT_MAX_ROWS = 10_000     # per query
 MAX_VALUE_BYTES = 16 << 20    # any single TEXT/BLOB value (SQLITE_LIMIT_LENGTH)
 BUSY_TIMEOUT_S = 1.0
 _PROGRESS_OPS = 10_000        # VM instructions between deadline checks
+MAX_SNAPSHOT_COPY = 256 << 20  # a database (and its -wal) copied for a snapshot: at most this much each
 
 
 class SqliteRefused(Exception):
@@ -61,10 +73,19 @@ def _is_wal_mode(path: str) -> bool:
     return len(head) == 20 and head[:16] == b"SQLite format 3\x00" and (head[18] == 2 or head[19] == 2)
 
 
+def _wal_frames(path: str) -> bool:
+    """True when `path-wal` holds anything (committed pages not yet in the database file)."""
+    try:
+        return os.stat(path + "-wal").st_size > 0
+    except OSError:
+        return False
+
+
 def _ro_uri(path: str) -> str:
     quoted = urllib.parse.quote(os.path.abspath(path))
-    if os.path.lexists(path + "-wal"):
-        # A writer is (or was) active: the -wal holds committed pages, so no `immutable`.
+    if _wal_frames(path):
+        # A writer is (or was) active: the -wal holds committed pages, so no `immutable`. (Only ever
+        # opened this way on a private snapshot: see open_readonly.)
         return f"file:{quoted}?mode=ro"
     if _is_wal_mode(path):
         # Fully checkpointed WAL db with no writer: immutable avoids creating -wal/-shm.
@@ -87,11 +108,72 @@ def check_file(path: str, root: str | None = None) -> None:
             raise SqliteRefused(f"resolves outside the project ({real}); not opened")
 
 
-def open_readonly(path: str, root: str | None = None) -> sqlite3.Connection:
-    """A locked-down read-only connection. Raises SqliteRefused or sqlite3.Error."""
+class _SnapshotConnection(sqlite3.Connection):
+    """A connection to a private snapshot; closing it removes the snapshot."""
+
+    snapshot: str | None = None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self.snapshot:
+                shutil.rmtree(self.snapshot, ignore_errors=True)
+                self.snapshot = None
+
+
+def _copy_file(src: str, dest: str, root: str | None) -> None:
+    """Copy a database or its `-wal` through safe_read: a regular file inside `root` (a FIFO or
+    /dev/zero there is refused, never waited on or copied for ever), at most MAX_SNAPSHOT_COPY bytes."""
+    try:
+        fd, _st = open_confined(src, root, MAX_SNAPSHOT_COPY)
+    except ReadRefused as exc:
+        raise SqliteRefused(f"{os.path.basename(src)}: {exc.reason}") from None
+    try:
+        with open(dest, "xb") as out:  # a fresh file in our own private folder
+            while chunk := os.read(fd, 1 << 20):
+                out.write(chunk)
+    finally:
+        os.close(fd)
+
+
+def _snapshot(path: str, snapshot_dir: str | None, root: str | None) -> str:
+    """A private folder holding copies of `path` and its `-wal`: SQLite writes its read marks into
+    the folder's own `-shm`, never into the project's."""
+    if snapshot_dir:
+        os.makedirs(snapshot_dir, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="harn-ls-sqlite-", dir=snapshot_dir or None)
+    name = os.path.join(tmp, os.path.basename(path))
+    try:
+        # The -wal first: a checkpoint between the two steps leaves the database at least as new
+        # as the WAL's frames (replaying them again gives the same pages).
+        _copy_file(path + "-wal", name + "-wal", root)
+        # Copied, not hard-linked: a link changes the file's link count and ctime, which a watcher
+        # sees as a change (and would read again, linking again...).
+        _copy_file(path, name, root)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return name
+
+
+def open_readonly(path: str, root: str | None = None, snapshot_dir: str | None = None) -> sqlite3.Connection:
+    """A locked-down read-only connection that changes no byte beside the file (a `-wal` with frames:
+    a private snapshot in `snapshot_dir`, else the system temp folder). Raises SqliteRefused or
+    sqlite3.Error."""
     check_file(path, root)
-    conn = sqlite3.connect(_ro_uri(path), uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                           check_same_thread=False)
+    target, snapshot = path, None
+    if _wal_frames(path):
+        target = _snapshot(path, snapshot_dir, root)
+        snapshot = os.path.dirname(target)
+    try:
+        conn = sqlite3.connect(_ro_uri(target), uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                               check_same_thread=False, factory=_SnapshotConnection)
+    except BaseException:
+        if snapshot:
+            shutil.rmtree(snapshot, ignore_errors=True)
+        raise
+    conn.snapshot = snapshot
     try:
         if hasattr(conn, "setlimit"):
             conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)

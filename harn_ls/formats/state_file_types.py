@@ -33,13 +33,25 @@ class Mailbox:
     unanswered_updates: int = 0
 
 
+RECEIPT_LABELS = {
+    "verified": "verified: signed by a key you trust",
+    "self-signed": "signed by a key the receipt carries (not by a key you trust)",
+    "failed": "does NOT verify",
+    "unreadable": "unreadable",
+}
+
+
 @dataclass
 class Receipt:
     """A run receipt (§O.3) and whether its signature verifies."""
 
     id: str
     path: str
-    status: str  # verified | failed | unreadable
+    # verified: Harn's checks pass and a signature's key is one the user trusts (~/.harn/trusted-signers);
+    # self-signed: Harn's checks pass, but only against the key the receipt itself carries (anyone can
+    # make such a receipt: it proves the events are unchanged since signing, not who signed);
+    # failed: Harn's checks fail, or a key_id is not the id of its key; unreadable.
+    status: str
     errors: list[str] = field(default_factory=list)
     issued_at: str = ""
     pipeline: str = ""
@@ -50,8 +62,13 @@ class Receipt:
     event_root_hash: str = ""
     data: dict | None = None
 
+    @property
+    def label(self) -> str:
+        """What to show: "verified" only for a key the user trusts (as for skill signatures)."""
+        return RECEIPT_LABELS.get(self.status, self.status)
+
     def to_json(self) -> dict:
-        return {"id": self.id, "path": self.path, "status": self.status, "errors": self.errors,
+        return {"id": self.id, "path": self.path, "status": self.status, "label": self.label, "errors": self.errors,
                 "issued_at": self.issued_at, "pipeline": self.pipeline, "run_status": self.run_status,
                 "events": self.event_count, "key_ids": self.key_ids}
 

@@ -14,7 +14,7 @@ import orjson
 
 from harn_ls.digests import sha256
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.safe_read import link_problem
+from harn_ls.safe_read import SMALL_STATE_CAP, ReadRefused, link_problem, read_confined, refusal_text
 
 if TYPE_CHECKING:
     from harn_ls.formats.state_file_types import (  # noqa: F401
@@ -46,20 +46,20 @@ CODE_STORE = "HL-STORE-001"
 CODE_MAILBOX = "HL-WF-001"
 CODE_RECEIPT = "HL-RCPT-001"
 CODE_RECEIPT_SIG = "HL-RCPT-002"
+CODE_RECEIPT_KEY_ID = "HL-RCPT-003"  # a key_id that is not the id of the key beside it
 CODE_WORKTREE = "HL-WT-001"
 CODE_CANDIDATE = "HL-CRYS-001"
 CODE_EMBED = "HL-EMB-001"
 
 
-def _read_json(path: str, limit: int = MAX_FILE_BYTES) -> tuple[Any, str | None]:
+def _read_json(path: str, limit: int = MAX_FILE_BYTES, root: str | None = None) -> tuple[Any, str | None]:
+    """(value, None) or (None, the reason): a regular file inside `root`, never blocking (safe_read)."""
     try:
-        size = os.path.getsize(path)
-        if size > limit:
-            return None, f"file is {size} bytes, over the {limit}-byte limit; not read"
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
+        data = read_confined(path, root, limit)
+    except ReadRefused as exc:
+        return None, exc.reason
     except OSError as exc:
-        return None, f"cannot read ({exc.strerror})"
+        return None, refusal_text(exc)
     try:
         return orjson.loads(data), None
     except (orjson.JSONDecodeError, RecursionError):
@@ -80,11 +80,11 @@ def _inside(path: str, root: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------ store (§O.1)
-def read_store(path: str) -> Store | None:
+def read_store(path: str, root: str | None = None) -> Store | None:
     if not os.path.isfile(path):
         return None
     st = _types().Store(path)
-    value, err = _read_json(path)
+    value, err = _read_json(path, root=root)
     if err:
         st.problems.append(Problem(path, 0, CODE_STORE, f"store {err}; Harn treats an unreadable store as empty and "
                                                          "overwrites it on the next store_set", Severity.WARNING))
@@ -97,13 +97,13 @@ def read_store(path: str) -> Store | None:
 
 
 # ------------------------------------------------------------------------------------- workflow mailboxes (§O.2)
-def read_mailboxes(workflows_dir: str, problems: list[Problem]) -> list[Mailbox]:
+def read_mailboxes(workflows_dir: str, problems: list[Problem], root: str | None = None) -> list[Mailbox]:
     out = []
     for name in _listdir(workflows_dir):
         path = os.path.join(workflows_dir, name, "state.json")
         if not os.path.isfile(path) or not _inside(path, workflows_dir):
             continue
-        value, err = _read_json(path)
+        value, err = _read_json(path, root=root)
         if err or not isinstance(value, dict):
             problems.append(Problem(path, 0, CODE_MAILBOX, f"workflow mailbox {err or 'is not a JSON object'}",
                                     Severity.WARNING))
@@ -210,6 +210,61 @@ def verify_receipt(receipt: Any) -> list[str]:
     return errors
 
 
+def receipt_key_id(public_key: bytes) -> str:
+    """Harn's `key_id` for a verifying key: "ed25519:" + the first 16 bytes of sha256(key), in hex."""
+    return "ed25519:" + sha256(public_key).hexdigest()[:32]
+
+
+def _public_key(sig: dict) -> bytes | None:
+    try:
+        raw = base64.b64decode(str(sig.get("public_key_base64")), validate=True)
+    except (ValueError, TypeError):
+        return None
+    return raw if len(raw) == 32 else None
+
+
+def key_id_errors(receipt: Any) -> list[str]:
+    """A signature whose `key_id` is not the id of the key it carries. Harn's own `verify_receipt`
+    does not check this (it would say "verified"); harn-ls does, because users are told to pin the
+    key id: a receipt re-signed with a fresh key under the genuine key id must not pass for it."""
+    sigs = receipt.get("signatures") if isinstance(receipt, dict) and isinstance(receipt.get("signatures"), list) else []
+    out = []
+    for i, sig in enumerate(sigs):
+        if not isinstance(sig, dict):
+            continue
+        key = _public_key(sig)
+        if key is None:
+            continue  # a bad key is already one of Harn's errors
+        if sig.get("key_id") != receipt_key_id(key):
+            out.append(f"signature {i}: key_id {str(sig.get('key_id'))[:80]!r} is not the id of its public key "
+                       f"({receipt_key_id(key)}); a receipt re-signed under another key's id")
+    return out
+
+
+def trusted_receipt_keys(receipt: Any, trusted_signers_dir: str | None) -> list[str]:
+    """Key ids of the receipt's signatures whose public key is one the user trusts: the same raw key
+    as `<trusted_signers_dir>/<sha256 of the key, hex>.pub` (the folder Harn keeps skill signers in).
+    Only a valid signature's key counts (the caller has verified them all)."""
+    if not trusted_signers_dir or not isinstance(receipt, dict) or not isinstance(receipt.get("signatures"), list):
+        return []
+    # start-up: cryptography (OpenSSL bindings, ~40 ms) loads only when a receipt is read
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, load_pem_public_key
+
+    out = []
+    for sig in receipt["signatures"]:
+        key = _public_key(sig) if isinstance(sig, dict) else None
+        if key is None:
+            continue
+        path = os.path.join(trusted_signers_dir, sha256(key).hexdigest() + ".pub")
+        try:
+            pem = load_pem_public_key(read_confined(path, None, SMALL_STATE_CAP))
+            if pem.public_bytes(Encoding.Raw, PublicFormat.Raw) == key:
+                out.append(str(sig.get("key_id")))
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+    return out
+
+
 def _ed25519_ok(sig: dict, message: bytes) -> bool:
     try:
         # start-up: cryptography (OpenSSL bindings, ~40 ms) loads only when a receipt is verified
@@ -223,7 +278,8 @@ def _ed25519_ok(sig: dict, message: bytes) -> bool:
         return False
 
 
-def read_receipts(receipts_dir: str, problems: list[Problem]) -> list[Receipt]:
+def read_receipts(receipts_dir: str, problems: list[Problem], root: str | None = None,
+                  trusted_signers_dir: str | None = None) -> list[Receipt]:
     out = []
     for name in _listdir(receipts_dir):
         if not name.endswith(".json") or name.startswith("."):
@@ -231,15 +287,20 @@ def read_receipts(receipts_dir: str, problems: list[Problem]) -> list[Receipt]:
         path = os.path.join(receipts_dir, name)
         if not os.path.isfile(path) or not _inside(path, receipts_dir):
             continue
-        value, err = _read_json(path)
+        value, err = _read_json(path, root=root)
         rid = name[:-5]
         if err or not isinstance(value, dict):
             msg = err or "not a JSON object"
             problems.append(Problem(path, 0, CODE_RECEIPT, f"receipt {msg}", Severity.WARNING))
             out.append(_types().Receipt(rid, path, "unreadable", [msg]))
             continue
-        errors = verify_receipt(value)
-        r = _types().Receipt(str(value.get("receipt_id") or rid), path, "failed" if errors else "verified", errors)
+        errors = verify_receipt(value)  # Harn's verdict
+        mismatched = key_id_errors(value)
+        if errors or mismatched:
+            status = "failed"
+        else:
+            status = "verified" if trusted_receipt_keys(value, trusted_signers_dir) else "self-signed"
+        r = _types().Receipt(str(value.get("receipt_id") or rid), path, status, errors + mismatched)
         r.issued_at = str(value.get("issued_at") or "")
         run = value.get("run") if isinstance(value.get("run"), dict) else {}
         r.pipeline, r.run_status = str(run.get("pipeline") or ""), str(run.get("status") or "")
@@ -250,6 +311,8 @@ def read_receipts(receipts_dir: str, problems: list[Problem]) -> list[Receipt]:
         r.key_ids = [str(s.get("key_id")) for s in value.get("signatures", []) if isinstance(s, dict)] \
             if isinstance(value.get("signatures"), list) else []
         r.data = value
+        if mismatched:
+            problems.append(Problem(path, 0, CODE_RECEIPT_KEY_ID, f"receipt {r.id}: {mismatched[0]}", Severity.ERROR))
         if errors:
             problems.append(Problem(path, 0, CODE_RECEIPT_SIG,
                 f"receipt {r.id} does not verify: {errors[0]}" + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""),
@@ -259,14 +322,24 @@ def read_receipts(receipts_dir: str, problems: list[Problem]) -> list[Receipt]:
 
 
 # ---------------------------------------------------------------------------------------------- worktrees (§O.4)
-def _worktree_at(path: str, name: str) -> Worktree | None:
-    git = os.path.join(path, ".git")
-    if not os.path.isfile(git):
-        return None
+def _pointer(path: str, root: str | None, cap: int, problems: list[Problem]) -> str | None:
+    """The text of a small git pointer file (`.git`, `HEAD`, `gitdir`), or None (absent, or refused
+    with a problem naming it: a committed symlink to /dev/stdin or a FIFO must never be waited on)."""
     try:
-        with open(git, "rb") as fh:
-            line = fh.read(4096).decode("utf-8", "replace").strip()
-    except OSError:
+        return read_confined(path, root, SMALL_STATE_CAP)[:cap].decode("utf-8", "replace").strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        problems.append(Problem(path, 0, CODE_WORKTREE, f"git pointer {path}: {refusal_text(exc)}", Severity.WARNING))
+        return None
+
+
+def _worktree_at(path: str, name: str, root: str | None, problems: list[Problem]) -> Worktree | None:
+    git = os.path.join(path, ".git")
+    if not os.path.lexists(git) or os.path.isdir(git):
+        return None
+    line = _pointer(git, root, 4096, problems)
+    if line is None:
         return _types().Worktree(name, path, None, True, "cannot read .git")
     if not line.startswith("gitdir:"):
         return _types().Worktree(name, path, None, True, ".git file has no gitdir line")
@@ -275,23 +348,18 @@ def _worktree_at(path: str, name: str) -> Worktree | None:
         gitdir = os.path.normpath(os.path.join(path, gitdir))
     if not os.path.isdir(gitdir):
         return _types().Worktree(name, path, gitdir, True, "its git metadata is gone (pruned or repository moved)")
+    if root is not None and not _inside(gitdir, root):
+        problems.append(Problem(git, 0, CODE_WORKTREE, f"its gitdir {gitdir} leaves the project; not followed",
+                                Severity.WARNING))
+        return _types().Worktree(name, path, gitdir, True, "its git metadata is outside the project; not read")
     wt = _types().Worktree(name, path, gitdir, False)
-    try:
-        with open(os.path.join(gitdir, "HEAD"), "rb") as fh:
-            head = fh.read(512).decode("utf-8", "replace").strip()
-        if head.startswith("ref: refs/heads/"):
-            wt.branch = head[len("ref: refs/heads/"):]
-    except OSError:
-        pass
-    back = os.path.join(gitdir, "gitdir")
-    try:
-        with open(back, "rb") as fh:
-            points = fh.read(4096).decode("utf-8", "replace").strip()
-        if os.path.normpath(os.path.dirname(points)) != os.path.normpath(path) and \
-                os.path.realpath(os.path.dirname(points)) != os.path.realpath(path):
-            wt.stale, wt.reason = True, "git records this worktree at another path"
-    except OSError:
-        pass
+    head = _pointer(os.path.join(gitdir, "HEAD"), root, 512, problems)
+    if head is not None and head.startswith("ref: refs/heads/"):
+        wt.branch = head[len("ref: refs/heads/"):]
+    points = _pointer(os.path.join(gitdir, "gitdir"), root, 4096, problems)
+    if points is not None and os.path.normpath(os.path.dirname(points)) != os.path.normpath(path) and \
+            os.path.realpath(os.path.dirname(points)) != os.path.realpath(path):
+        wt.stale, wt.reason = True, "git records this worktree at another path"
     return wt
 
 
@@ -303,8 +371,10 @@ def _report_link(path: str, root: str | None, problems: list[Problem]) -> None:
 
 
 def read_worktrees(worktrees_dir: str, problems: list[Problem], root: str | None = None) -> list[Worktree]:
-    """Two levels: `<repo>/<worker_id>` (workers) and `<name>` (std/worktree). Never recurses into checkouts."""
+    """Two levels: `<repo>/<worker_id>` (workers) and `<name>` (std/worktree). Never recurses into checkouts.
+    Every pointer is read through safe_read inside `root` (default: the worktrees folder)."""
     out = []
+    root = root or worktrees_dir
     for first in _listdir(worktrees_dir):
         p1 = os.path.join(worktrees_dir, first)
         if os.path.islink(p1):
@@ -312,7 +382,7 @@ def read_worktrees(worktrees_dir: str, problems: list[Problem], root: str | None
             continue
         if not os.path.isdir(p1):
             continue
-        wt = _worktree_at(p1, first)
+        wt = _worktree_at(p1, first, root, problems)
         if wt is not None:
             out.append(wt)
             continue
@@ -323,7 +393,7 @@ def read_worktrees(worktrees_dir: str, problems: list[Problem], root: str | None
                 continue
             if not os.path.isdir(p2):
                 continue
-            wt = _worktree_at(p2, f"{first}/{second}")
+            wt = _worktree_at(p2, f"{first}/{second}", root, problems)
             if wt is not None:
                 out.append(wt)
             else:
@@ -398,7 +468,7 @@ def read_candidates(crys_dir: str, problems: list[Problem], root: str | None = N
         prop_path = os.path.join(path, "proposal.json")
         cand = _types().Candidate(name, path, os.path.isfile(prop_path), files)
         if cand.complete:
-            value, err = _read_json(prop_path, 4 * 1024 * 1024)
+            value, err = _read_json(prop_path, 4 * 1024 * 1024, root)
             if err or not isinstance(value, dict):
                 problems.append(Problem(prop_path, 0, CODE_CANDIDATE, f"candidate proposal {err or 'is not a JSON object'}",
                                         Severity.WARNING))

@@ -10,6 +10,7 @@ from harn_ls.change_kinds import K
 from harn_ls.lsp.project_links import tree_page_for
 from harn_ls.render import tree_state
 from harn_ls.render.tree_items import TreeOptions, tree_page
+from harn_ls.render.uri import MAX_QUERY_INT
 
 _VIEW_KINDS = {
     "runs": {K.RUNS} | tree_state.KINDS,
@@ -44,6 +45,8 @@ def register(server) -> None:
         if view not in P.TREE_VIEWS:
             raise JsonRpcInvalidParams(f"unknown view {view!r}; expected one of {', '.join(P.TREE_VIEWS)}")
         await ls.wait_for_projects()
+        if not 0 <= page <= MAX_QUERY_INT:
+            raise JsonRpcInvalidParams(f"page {str(page)[:40]} is out of range (expected 0 to {MAX_QUERY_INT})")
         proj = ls.projects.get(root) if root else ls.default_project()
         if proj is None or proj.ws is None:
             return {"items": []}

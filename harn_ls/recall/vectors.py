@@ -3,11 +3,11 @@ Reads only: vectors are written by Harn, never by harn-ls."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 
 from harn_ls.formats.harn_json import sha256_hex
+from harn_ls.formats.parse_limits import loads_json
 from harn_ls.recall.tokenizer import searchable_text
 from harn_ls.safe_read import VECTOR_FILE_CAP, read_confined
 
@@ -28,7 +28,7 @@ def read_cached_vector(path: str, expect_dim: int | None = None) -> tuple[list[f
         # Confined to the namespace directory (<ns>/vectors/<hint>/<hash>.json), a regular file, capped:
         # a cache entry symlinked to /dev/zero or out of the project is "unreadable", never read.
         ns_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(path))))
-        data = json.loads(read_confined(path, ns_dir, VECTOR_FILE_CAP))
+        data = loads_json(read_confined(path, ns_dir, VECTOR_FILE_CAP))
     except FileNotFoundError:
         return None, "not cached"
     except (OSError, ValueError) as exc:

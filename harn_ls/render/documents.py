@@ -25,7 +25,7 @@ from harn_ls.render.recall import render_recall_markdown
 from harn_ls.render.newer_state_doc import newer_state
 from harn_ls.render.state_docs import RENDERERS as STATE_RENDERERS
 from harn_ls.render.timeline import section as timeline_section
-from harn_ls.render.uri import RenderSettings, StateUri, UriError, make_uri, parse_uri
+from harn_ls.render.uri import MAX_QUERY_INT, RenderSettings, StateUri, UriError, make_uri, parse_uri
 from harn_ls.staleness import fact_staleness
 
 
@@ -206,11 +206,7 @@ def _index(ws, target, settings):
 # ------------------------------------------------------------ checkpoints
 def checkpoints(ws, target: StateUri, settings: RenderSettings) -> str:
     if target.query.get("version"):
-        try:
-            n = int(target.query["version"])
-        except ValueError:
-            raise UriError(f"version must be a number: {target.query['version']!r}") from None
-        return version_document(ws, target.name, n)
+        return version_document(ws, target.name, target.number("version", 0, 0, MAX_QUERY_INT))
     return _checkpoints_current(ws, target, settings) + "\n".join(history_section(ws, target.name))
 
 
@@ -634,10 +630,7 @@ def sessions(ws, target: StateUri, settings: RenderSettings) -> str:
 def recall(ws, target: StateUri, settings: RenderSettings) -> str:
     query = target.query.get("q", "")
     ns = target.query.get("ns") or None
-    try:
-        k = int(target.query.get("k", "5"))  # Harn's default, as the CLI
-    except ValueError:
-        k = 5
+    k = target.number("k", 5, 1, 1000)  # 5: Harn's default, as the CLI
     if ns is not None and ns not in ws.memory:
         raise UriError(f"no memory namespace {ns!r}")
     result = ws.recall.recall(query, k=k, namespace=ns, explain=True)

@@ -75,7 +75,7 @@ def inspect_extra_text(data: dict) -> list[str]:
                f"{sum(m['pending'] for m in data['workflows'])} pending message(s)")
     out.append(f"receipts         {len(data['receipts'])}")
     for r in data["receipts"]:
-        out.append(f"  {r['id']:<48} {r['status']}" + (f"  {r['errors'][0]}" if r["errors"] else ""))
+        out.append(f"  {r['id']:<48} {r['label']}" + (f"  {r['errors'][0]}" if r["errors"] else ""))
     out.append(f"worktrees        {len(data['worktrees'])}" +
                (f" ({sum(1 for w in data['worktrees'] if w['stale'])} stale)" if data["worktrees"] else ""))
     for w in data["worktrees"]:

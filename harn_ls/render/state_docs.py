@@ -458,7 +458,8 @@ def receipts(ws, target: StateUri, settings: RenderSettings) -> str:
     r = ws.extra.receipt(target.name)
     if r is None:
         raise UriError(f"no receipt {target.name!r} in .harn/receipts")
-    status = {"verified": "✅ verified", "failed": "❌ does NOT verify", "unreadable": "⚠ unreadable"}[r.status]
+    icon = {"verified": "✅", "self-signed": "⚠", "failed": "❌", "unreadable": "⚠"}.get(r.status, "⚠")
+    status = f"{icon} {r.label}"
     out = [f"# Receipt {inline(r.id)}", "", f"**{status}** · {inline(_rel(ws, r.path))}", ""]
     if r.errors:
         out.append("| error |\n|---|")
@@ -473,7 +474,9 @@ def receipts(ws, target: StateUri, settings: RenderSettings) -> str:
     out.append(f"| event root | {inline(r.event_root_hash)} |")
     out.append(f"| signing keys | {', '.join(inline(k) for k in r.key_ids) or '—'} |")
     out.append("\nThe public key is embedded in the receipt: a valid signature proves integrity, not who signed. "
-               "Pin the key id yourself if identity matters.\n")
+               "harn-ls says *verified* only when a signing key is in `~/.harn/trusted-signers` (as "
+               "`<sha256 of the key>.pub`), and checks that each key id is the id of its key "
+               "(Harn's own `harn verify` does not).\n")
     data = r.data or {}
     log = data.get("event_log") if isinstance(data.get("event_log"), dict) else {}
     evs = log.get("events") if isinstance(log.get("events"), list) else []
@@ -508,7 +511,7 @@ def worktrees(ws, target: StateUri, settings: RenderSettings) -> str:
         out.append("None staged under `.harn/crystallization/` (newest Harn) or `.burin/crystallization/` (older Harn).")
     out.append(f"\n## Receipts ({len(x.receipts)})\n")
     for r in x.receipts:
-        out.append(f"- {_link(r.id, make_uri('receipts', r.id))} · {r.status} · {cell(r.pipeline)}")
+        out.append(f"- {_link(r.id, make_uri('receipts', r.id))} · {cell(r.label)} · {cell(r.pipeline)}")
     return "\n".join(out) + "\n"
 
 

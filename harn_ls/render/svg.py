@@ -89,13 +89,19 @@ def extract_pictures(markdown: str) -> list[str]:
 
 
 _MD_PUNCT = re.compile(r"([\\`*_\[\]|~!])")
+# What an autolinker (GFM, markdown-it linkify) turns into a link: a scheme's `://`, a leading `//`
+# (protocol-relative), a domain's `.`. Backslash-escaped, as escape_markdown does: the text shows the
+# same, but the escape splits the text where a linkifier looks, so no anchor is made.
+_AUTOLINK = re.compile(r"(:(?=/)|/(?=/)|\.(?=[^\W_]))")
 
 
 def md_text(text) -> str:
-    """Data text safe in Markdown prose or a table cell: no HTML, no emphasis/links/code, one line."""
+    """Data text safe in Markdown prose or a table cell: no HTML, no emphasis/links/code, no
+    autolinked URL or domain, one line."""
     s = "" if text is None else str(text)
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     s = _MD_PUNCT.sub(r"\\\1", s)
+    s = _AUTOLINK.sub(r"\\\1", s)
     return s.replace("\r", " ").replace("\n", " ")
 
 

@@ -77,7 +77,8 @@ def _inline_to_text(line: str) -> str:
 
     out: list[str] = []
     i, n = 0, len(line)
-    link_starts: list[int] = []  # positions in `out` where an unescaped `[` opened a label
+    link_starts: list[int] = []  # positions in `out` of an unescaped `[` (dropped if it opens a link)
+    no_closer: set[int] = set()
     while i < n:
         ch = line[i]
         taken = take_escape(line, i, _ENTITIES) if ch in "\\&" else None
@@ -85,12 +86,18 @@ def _inline_to_text(line: str) -> str:
             out.append(taken[0])
             i = taken[1]
         elif ch == "`":
-            run = len(line[i:]) - len(line[i:].lstrip("`"))
-            fence = line[i:i + run]
-            end = line.find(fence, i + run)
+            j = i
+            while j < n and line[j] == "`":
+                j += 1
+            run = j - i
+            fence = line[i:j]
+            # A run length with no closer after some point has none after any later point either:
+            # remembered, so a line of unclosed runs is scanned once, not once per run.
+            end = -1 if run in no_closer else line.find(fence, j)
             while end != -1 and end + run < n and line[end + run] == "`":  # a longer run is not the closer
                 end = line.find(fence, end + run + 1)
             if end == -1:
+                no_closer.add(run)
                 out.append(fence)
                 i += run
                 continue
@@ -103,6 +110,7 @@ def _inline_to_text(line: str) -> str:
             i += 1
         elif ch == "[":
             link_starts.append(len(out))
+            out.append("[")
             i += 1
         elif ch == "]" and link_starts and line.startswith("](", i):
             close = line.find(")", i + 2)
@@ -110,16 +118,14 @@ def _inline_to_text(line: str) -> str:
                 out.append(ch)
                 i += 1
                 continue
-            link_starts.pop()
+            out[link_starts.pop()] = ""  # a link's `[` is not text
             uri = line[i + 2:close]
             out.append(f" <{uri}>")
             i = close + 1
         else:
             out.append(ch)
             i += 1
-    for pos in reversed(link_starts):  # a `[` that never closed a link was text
-        out.insert(pos, "[")
-    return "".join(out)
+    return "".join(out)  # a `[` that never closed a link stays as text
 
 
 def markdown_to_text(markdown: str) -> str:

@@ -100,7 +100,8 @@ def children(ws, parent: str, item) -> list[dict]:
             out.append(item("state:store", "Store", description=desc, icon="database", uri=make_uri("store")))
         for r in x.receipts:
             stem = r.path.rsplit("/", 1)[-1][:-5]
-            out.append(item(f"receipt:{stem}", stem, description=r.status, icon="verified" if r.status == "verified" else "error",
+            out.append(item(f"receipt:{stem}", stem, description=r.label,
+                            icon={"verified": "verified", "self-signed": "unverified"}.get(r.status, "error"),
                             uri=make_uri("receipts", stem), context="receipt", data={"id": stem}))
         if x.worktrees:
             stale = sum(1 for w in x.worktrees if w.stale)

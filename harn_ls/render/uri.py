@@ -26,6 +26,9 @@ class RenderSettings:
     skill_root: str | None = None  # where Accept writes a skill (setting `harnState.skillRoot`); None = default
 
 
+MAX_QUERY_INT = 10**9  # a page, a version, k: far above any real value, far below what overflows
+
+
 @dataclass(frozen=True)
 class StateUri:
     """A parsed `harn-state:` URI."""
@@ -35,10 +38,20 @@ class StateUri:
     query: dict[str, str]
 
     def page(self) -> int:
-        try:
-            return max(0, int(self.query.get("page", "0")))
-        except ValueError:
-            return 0
+        """`?page=N` (0 when absent); a page past the last shows the last or an empty page."""
+        return self.number("page", 0, 0, MAX_QUERY_INT)
+
+    def number(self, key: str, default: int, low: int, high: int) -> int:
+        """`?key=N` as an int in [low, high] (`default` when absent or empty). Anything else — not a
+        number, `99999999999999999999` — is refused with one line (UriError), never an OverflowError
+        from deeper down (a slice, a SQLite parameter)."""
+        raw = self.query.get(key, "")
+        if raw == "":
+            return default
+        text = raw.strip()
+        if not (text.lstrip("+-").isdigit() and len(text) <= 19) or not low <= int(text) <= high:
+            raise UriError(f"refused: ?{key}={raw[:40]!r} (expected a whole number from {low} to {high})")
+        return int(text)
 
 
 _KINDS = ("runs", "transcripts", "checkpoints", "memory", "facts", "proposals", "skills", "sessions",

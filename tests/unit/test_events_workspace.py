@@ -58,7 +58,7 @@ def test_load_counts_and_inspect(proj):
     data = inspect_json(ws)
     assert [lg["path"] for lg in data["event_logs"]] == [".harn/events.sqlite"]
     assert {r["request_id"] for r in data["hitl"]["waiting"]} >= {APPROVAL, ESCALATION}
-    assert data["receipts"][0]["status"] == "verified"
+    assert data["receipts"][0]["status"] == "self-signed"  # its key is only the one it carries
     assert data["store"]["keys"] == ["last_deploy", "migration_cursor", "release_notes_draft", "reviewers", "score"]
     text = inspect_text(ws)
     assert "waiting for you  3 request(s), 1 resolved" in text and "receipt-019df23b" in text
@@ -206,7 +206,7 @@ def test_store_receipt_worktrees_documents(proj):
     assert "- checkpoint `migrate`: free" in st or "unknown" in st
     assert "| `__embed` | `default` | 3 |" in st
     ok = shown(ws, f"harn-state:/receipts/{RECEIPT}.md")
-    assert "**✅ verified**" in ok and "ed25519:fe812c12f3ab4ce6ac5db69ac352f906" in ok and "`run.provenance` #1" in ok
+    assert "**⚠ signed by a key the receipt carries (not by a key you trust)**" in ok and "ed25519:fe812c12f3ab4ce6ac5db69ac352f906" in ok and "`run.provenance` #1" in ok
     # the forged copy has the same receipt_id; it is reachable by its file name
     bad = shown(ws, "harn-state:/receipts/receipt-forged.md")
     assert "does NOT verify" in bad and "does not verify" in bad

@@ -47,6 +47,7 @@ CODE_DUPLICATE_KEY = "HL-SKILL-014"
 CODE_NO_FRONTMATTER = "HL-SKILL-015"
 CODE_LAYER_DISABLED = "HL-SKILL-016"
 CODE_FIELD_VALUE = "HL-SKILL-017"
+CODE_MANIFEST = "HL-SKILL-019"  # harn.toml is not valid TOML: its [skills] settings are not applied
 CODE_ROOT_OUTSIDE = "HL-SKILL-018"  # a root or registry the project config puts outside the project: ignored
 
 MISSING_SHORT_MESSAGE = "SKILL.md frontmatter requires a non-empty `short` field"

@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Sequence
 from harn_ls.lean_dataclass import lean_dataclass
 from harn_ls.safe_read import CODE_LINK_OUT, link_problem
 
+from ..parse_limits import CODE_TOO_DEEP, load_toml
 from ..problems import Problem, Severity
 from .common import (
     CODE_LAYER_DISABLED,
+    CODE_MANIFEST,
     CODE_ROOT_OUTSIDE,
     CODE_SYMLINK_OUTSIDE,
     HARN_LAYERS,
@@ -57,6 +59,7 @@ class _SkillsConfig:
     lookup_order: tuple[str, ...] = ()
     disable: tuple[str, ...] = ()
     signer_registry_url: str | None = None
+    problem: str | None = None  # why harn.toml was not loaded (not valid TOML, nested too deeply)
 
 
 def _read_skills_config(project_root: str) -> _SkillsConfig:
@@ -64,13 +67,9 @@ def _read_skills_config(project_root: str) -> _SkillsConfig:
         raw = _read_bounded(os.path.join(project_root, "harn.toml"), MAX_SKILL_BYTES)
     except (OSError, ValueError):
         return _SkillsConfig()
-    # start-up: tomllib (~4 ms) loads only for a project that has a harn.toml
-    import tomllib
-
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        return _SkillsConfig()
+    data, why = load_toml(raw)
+    if data is None:
+        return _SkillsConfig(problem=f"harn.toml {why}")
     skills = data.get("skills")
     if not isinstance(skills, dict):
         return _SkillsConfig()
@@ -152,6 +151,11 @@ def discover_skills(
     """
     project_root = paths.project_root
     config = _read_skills_config(project_root)
+    if config.problem:
+        problems_first = [Problem(os.path.join(project_root, "harn.toml"), 0, CODE_TOO_DEEP if "deeply" in config.problem
+                                  else CODE_MANIFEST, config.problem, Severity.ERROR)]
+    else:
+        problems_first = []
     order_labels = tuple(lookup_order) if lookup_order is not None else config.lookup_order
     disabled = tuple(disabled_layers) if disabled_layers is not None else config.disable
     registry_is_project = registry_url is None  # from the project's own harn.toml
@@ -159,7 +163,7 @@ def discover_skills(
                                  project_root)
     signers_dir = trusted_signers_dir if trusted_signers_dir is not None else (paths.trusted_signers_dir or None)
 
-    problems: list[Problem] = []
+    problems: list[Problem] = problems_first
     if registry_is_project and registry_dir is not None and not _within(registry_dir, project_root):
         # Project configuration cannot make harn-ls read outside the project.
         problems.append(Problem(os.path.join(project_root, "harn.toml"), 0, CODE_ROOT_OUTSIDE,

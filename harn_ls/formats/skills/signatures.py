@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from harn_ls.digests import sha256
+from harn_ls.formats.parse_limits import loads_json
 
 from .common import (
     MAX_KEY_BYTES,
@@ -69,7 +69,7 @@ def _load_envelope(raw: bytes) -> dict[str, str]:
             out[key] = value
         return out
 
-    value = json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicates)
+    value = loads_json(raw.decode("utf-8"), object_pairs_hook=no_duplicates)
     if not isinstance(value, dict):
         raise ValueError("expected a JSON object")
     for name in _ENVELOPE_FIELDS:
