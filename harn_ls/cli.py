@@ -50,7 +50,8 @@ def _project(path: str | None, args=None, memory_only: bool = False, defer_facts
     from harn_ls.workspace import Workspace
 
     use_cache = args is not None and not getattr(args, "no_cache", False)
-    return Workspace.load(_target(path), cache=use_cache, memory_only=memory_only, defer_facts=defer_facts)
+    return Workspace.load(_target(path), cache=use_cache, memory_only=memory_only, defer_facts=defer_facts,
+                          one_shot=defer_facts)
 
 
 def _dump(obj) -> None:
