@@ -91,4 +91,9 @@ async def publish(ls, proj) -> int:
 
 
 def register(server) -> None:
-    """Diagnostics are pushed after every change batch; nothing to register."""
+    """Diagnostics are pushed after every change batch, and again for a file when a client opens it:
+    LSP lets a client drop what was published for files it has not open (eglot does), so problems
+    found at load would otherwise never reach it."""
+    @server.handler(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls, params: types.DidOpenTextDocumentParams) -> None:
+        ls.diagnostics.republish(params.text_document.uri)
