@@ -3,6 +3,7 @@
     .venv/bin/python scripts/mutate.py formats/hitl.py state_cache.py    (or: make mutate MODULE=...)
     .venv/bin/python scripts/mutate.py --list                            (the modules and their mutations)
     .venv/bin/python scripts/mutate.py history.py --only evict-newest    (one mutation)
+    .venv/bin/python scripts/mutate.py history.py --tests tests/unit/test_surviving_mutants.py
 
 The mutations are a hand list (scripts/mutations.py): each replaces one exact piece of a module's
 source, and names the tests that cover that code. Each is applied to a private copy of the checkout
@@ -65,13 +66,13 @@ def _pytest(copy: Path, tests: list[str]) -> tuple[bool, float, str]:
 
 def _check_imports_from(copy: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(copy)}
-    out = subprocess.run([sys.executable, "-c", "import harn_ls; print(harn_ls.__file__)"], env=env,
+    out = subprocess.run([sys.executable, "-c", "import harn_ls; print(harn_ls.__file__)"], env=env, cwd=copy,
                          capture_output=True, text=True, check=True).stdout.strip()
     if not out.startswith(str(copy)):
         raise SystemExit(f"the copy's harn_ls is not the one imported ({out}): cannot mutate safely")
 
 
-def run(modules: list[str], only: set[str] | None, verbose: bool) -> int:
+def run(modules: list[str], only: set[str] | None, verbose: bool, tests: list[str] | None = None) -> int:
     chosen = [m for m in MUTATIONS if m.module in modules and (not only or m.name in only)]
     if not chosen:
         raise SystemExit("no mutation for that choice; see --list")
@@ -84,7 +85,7 @@ def run(modules: list[str], only: set[str] | None, verbose: bool) -> int:
             mine = [m for m in chosen if m.module == module]
             if not mine:
                 continue
-            baseline_tests = sorted({t for m in mine for t in m.tests or MODULE_TESTS[module]})
+            baseline_tests = tests or sorted({t for m in mine for t in m.tests or MODULE_TESTS[module]})
             ok, secs, tail = _pytest(copy, baseline_tests)
             print(f"== {module}: {len(mine)} mutation(s); covering tests unmutated: "
                   f"{'pass' if ok else 'FAIL'} ({secs:.0f} s)", flush=True)
@@ -101,7 +102,7 @@ def run(modules: list[str], only: set[str] | None, verbose: bool) -> int:
                     continue
                 path.write_text(original.replace(m.before, m.after), "utf-8")
                 try:
-                    passed, secs, tail = _pytest(copy, m.tests or MODULE_TESTS[module])
+                    passed, secs, tail = _pytest(copy, tests or list(m.tests or MODULE_TESTS[module]))
                 finally:
                     path.write_text(original, "utf-8")
                 verdict = "SURVIVED" if passed else "killed"
@@ -121,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("modules", nargs="*", help="modules under harn_ls/ (formats/hitl.py, state_cache.py, ...)")
     ap.add_argument("--only", action="append", help="only the mutation(s) of this name")
     ap.add_argument("--list", action="store_true", help="list the modules and their mutations")
+    ap.add_argument("--tests", nargs="+", help="run these tests instead of the covering ones (does one test kill it?)")
     ap.add_argument("-v", "--verbose", action="store_true", help="show how each killed mutation failed")
     args = ap.parse_args(argv)
     if args.list or not args.modules:
@@ -134,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in modules if m not in MODULE_TESTS]
     if unknown:
         raise SystemExit(f"no mutations for {', '.join(unknown)}; see --list")
-    return run(modules, set(args.only) if args.only else None, args.verbose)
+    return run(modules, set(args.only) if args.only else None, args.verbose, args.tests)
 
 
 if __name__ == "__main__":

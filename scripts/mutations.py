@@ -23,7 +23,7 @@ SURVIVORS = "tests/unit/test_surviving_mutants.py"
 
 MODULE_TESTS: dict[str, tuple[str, ...]] = {
     "formats/hitl.py": ("tests/unit/test_events.py", "tests/unit/test_events_workspace.py",
-                        "tests/unit/test_fixture_consistency.py", "tests/lsp/test_hitl.py", SURVIVORS),
+                        "tests/unit/test_fixture_consistency.py", "tests/unit/test_hitl_states.py", SURVIVORS),
     "state_cache.py": ("tests/unit/test_cache.py", "tests/unit/test_cache_append.py", SURVIVORS),
     "formats/state_files.py": ("tests/unit/test_events.py", "tests/unit/test_events_workspace.py", SURVIVORS),
     "actions/checkpoints.py": ("tests/unit/test_actions_checkpoints.py", SURVIVORS),
