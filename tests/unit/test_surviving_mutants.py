@@ -135,6 +135,37 @@ def test_events_rewritten_under_their_old_record_hashes_never_verify():
     assert f"{label}: record_hash does not match the event's content" in errors
 
 
+def _sample_receipt() -> dict:
+    exp = json.loads((CONSTRUCTED / "expected-state.json").read_text())["receipt"]
+    receipt = json.loads((CONSTRUCTED / exp["file"]).read_text())
+    events = receipt["event_log"]["events"]
+    assert sf.verify_receipt(receipt) == [] and [e["event_id"] for e in events] == [1, 2]
+    assert events[0]["topic"] == events[1]["topic"] and events[1]["prev_hash"] == events[0]["record_hash"]
+    return receipt
+
+
+@pytest.mark.skipif(not CONSTRUCTED.is_dir(), reason="constructed harn-samples not found")
+def test_an_event_cut_from_the_chain_never_verifies():
+    """Mutation (found by scripts/mutate.py): `verify_receipt` skips the prev_hash chain check. The
+    first event of a topic cut out, the root of what is left and the signature made again: only the
+    chain shows that an event is missing."""
+    forged = _sample_receipt()
+    events = forged["event_log"]["events"]
+    del events[0]
+    forged["chain"]["event_root_hash"] = sf._merkle_root([e["record_hash"] for e in events])
+    errors = sf.verify_receipt(_resign(forged))
+    assert errors == [f"{events[0]['topic']}#2: prev_hash does not match the previous event's record_hash"]
+
+
+@pytest.mark.skipif(not CONSTRUCTED.is_dir(), reason="constructed harn-samples not found")
+def test_a_root_that_does_not_cover_the_events_never_verifies():
+    """Mutation (found by scripts/mutate.py): `verify_receipt` skips the Merkle root check. The last
+    event cut out (the chain before it stays whole), the receipt signed again over the old root."""
+    forged = _sample_receipt()
+    del forged["event_log"]["events"][-1]
+    assert sf.verify_receipt(_resign(forged)) == ["event_root_hash does not match the events"]
+
+
 # ------------------------------------------------------------------ 4. actions/checkpoints.py forget_stage
 @pytest.fixture
 def sample(tmp_path: Path) -> Path:
