@@ -93,10 +93,9 @@ MUTATIONS: list[Mutation] = [
              "a grown log is reported `same`, so the appended lines are never read",
              'return "same" if st.st_size == v["size"] and st.st_mtime_ns == v["mtime_ns"] else "appended"',
              'return "same" if st.st_mtime_ns == v["mtime_ns"] or True else "appended"'),
-    Mutation("state_cache.py", "tail-window-short",
-             "the validator hashes 4 KiB ending 1 byte before the offset (the last byte unchecked)",
-             "            fh.seek(start)\n            tail = fh.read(offset - start)",
-             "            fh.seek(start)\n            tail = fh.read(offset - start - 1) + b'\\n'"),
+    Mutation("state_cache.py", "tail-window-64",
+             "the validator hashes only the 64 bytes before the offset (an edit further back goes unseen)",
+             "TAIL_HASH_BYTES = 4096", "TAIL_HASH_BYTES = 64"),
     # ------------------------------------------------------------------ formats/state_files.py
     Mutation("formats/state_files.py", "no-record-hash-check",
              "verify_receipt skips the record_hash check against the events' content",

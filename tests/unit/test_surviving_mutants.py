@@ -22,13 +22,14 @@ from harn_ls.formats import hitl as hitl_fmt
 from harn_ls.formats import state_files as sf
 from harn_ls.formats.events import Event
 from harn_ls.history import CheckpointHistory
-from harn_ls.state_cache import TAIL_HASH_BYTES, check_file, file_validator
+from harn_ls.state_cache import check_file, file_validator
 from harn_ls.workspace import Workspace
 from tests.helpers.lock_holder import lock_holder  # noqa: F401 (pytest fixture)
 from tests.helpers.samples import SAMPLES
 from tests.unit.test_cache import NOTES, cache_env, check, project  # noqa: F401 (fixtures)
 
 CONSTRUCTED = SAMPLES / "constructed"
+TAIL_HASH_BYTES = 4096  # the state cache's validator hashes the 4 KiB before the offset (docs/internals.md)
 
 
 # ------------------------------------------------------------------ 1. formats/hitl.py
@@ -82,6 +83,74 @@ def test_an_edit_of_the_last_record_followed_by_an_append_is_not_an_append(proje
         fh.write(b'{"type":"forget","forgotten_ids":["nothing-here"],"forgotten_at":"2026-06-01T10:00:00Z"}\n')
     assert check_file(str(log), v) == "changed"
     check(project)  # and the whole load equals an uncached one
+
+
+def _cached_validator(project: Path, rel: str) -> dict:
+    from harn_ls.state_cache import StateCache
+
+    cache = StateCache(str(project))
+    [(ns, e)] = [(ns, e) for ns, e in cache.manifest["namespaces"].items() if e.get("path") == str(project / rel)]
+    return e["validator"]
+
+
+def test_a_log_replaced_by_a_rewritten_copy_is_not_an_append(project, cache_env):
+    """Mutation (found by scripts/mutate.py): `check_file` skips the device/inode comparison. A log
+    rewritten by rename (an editor, a compaction) with a record in the middle changed - outside the
+    head and the hashed 4 KiB before the offset - and then appended to passes for an append, and
+    the stale middle record is served."""
+    from tests.unit.test_cache import append, event
+
+    log = project / NOTES
+    append(log, b"".join(event("store", f"bulk-{n}", "agent/notes", n) for n in range(120)))  # ~30 KiB
+    check(project)
+    data = log.read_bytes()
+    v = _cached_validator(project, NOTES)
+    middle = data.index(b'"bulk-20"')
+    assert len(v["head"]) // 2 < middle < v["offset"] - TAIL_HASH_BYTES
+    rewritten = data[:middle] + b'"bulk-2X"' + data[middle + 9:] + event("store", "late", "agent/notes", 999)
+    tmp = log.with_name(".events.jsonl.rewrite")
+    tmp.write_bytes(rewritten)
+    os.replace(tmp, log)
+    assert check_file(str(log), v) == "changed"
+    check(project)
+
+
+def test_an_edit_of_the_first_record_followed_by_an_append_is_not_an_append(project, cache_env):
+    """Mutation (found by scripts/mutate.py): `check_file` skips the comparison of the log's first
+    bytes. The first record edited in place (same length, far before the hashed 4 KiB) and then an
+    append passes for an append, and the stale first record is served."""
+    from tests.unit.test_cache import append, event
+
+    log = project / NOTES
+    append(log, b"".join(event("store", f"bulk-{n}", "agent/notes", n) for n in range(120)))
+    check(project)
+    v = _cached_validator(project, NOTES)
+    data = log.read_bytes()
+    head = len(v["head"]) // 2
+    i = data.index(b'"id"') + 6  # inside the first record's id, within the compared head
+    assert i < head and i < v["offset"] - TAIL_HASH_BYTES
+    with open(log, "r+b") as fh:
+        fh.seek(i)
+        fh.write(b"Z" if data[i:i + 1] != b"Z" else b"Y")
+        fh.seek(0, os.SEEK_END)
+        fh.write(event("store", "late", "agent/notes", 999))
+    assert check_file(str(log), v) == "changed"
+    check(project)
+
+
+def test_a_torn_tail_cut_back_is_a_change(project, cache_env):
+    """Mutation (found by scripts/mutate.py): `check_file` skips its shrink check. A log cached with a
+    torn last line (bytes past the parsed offset) and then cut back to that offset is no append."""
+    log = project / NOTES
+    with open(log, "ab") as fh:
+        fh.write(b'{"type":"store","id":"torn-')
+    check(project)
+    v = _cached_validator(project, NOTES)
+    assert v["size"] > v["offset"]  # the torn bytes are past what was parsed
+    with open(log, "r+b") as fh:
+        fh.truncate(v["offset"])
+    assert check_file(str(log), v) == "changed"
+    check(project)
 
 
 def test_a_plain_append_is_still_an_append(tmp_path):
