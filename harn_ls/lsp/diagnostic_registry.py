@@ -56,16 +56,6 @@ class DiagnosticsRegistry(Generic[D]):
         self._publish(uri, self.merged(uri))
         return True
 
-    def republish(self, uri: str) -> bool:
-        """Publish what every source holds for `uri` again, unchanged: a client that drops the
-        diagnostics of files it has not opened (Emacs eglot, ...) sees them when it opens one.
-        False (nothing sent) when no source holds anything for it."""
-        uri = self._normalize(uri)
-        if uri not in self._entries:
-            return False
-        self._publish(uri, self.merged(uri))
-        return True
-
     def clear(self, source: str, uri: str) -> bool:
         """Drop what `source` says about `uri`; True when it had something there."""
         return self.set(source, uri, ())

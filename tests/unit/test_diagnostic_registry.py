@@ -89,19 +89,3 @@ def test_server_wiring_normalises_file_uris_and_budget_leaves_entries_alone():
     reg.set("harn-probe", "file:///tmp/a%20b/x.py", [long])
     assert len(sent[0][0].message.encode()) <= MESSAGE_BYTES + 64
     assert reg.get("harn-probe", "file:///tmp/a b/x.py")[0].message == "x" * (MESSAGE_BYTES * 2)  # stored as set
-
-
-def test_republish_sends_the_merged_list_again_only_where_there_is_one():
-    """didOpen: a client that dropped a publish for a closed file gets the same list again."""
-    reg = DiagnosticsRegistry(lambda uri, diags: sent.append((uri, diags)), normalize=lambda u: u.lower())
-    sent: list[tuple[str, list]] = []
-    reg.set("problems", "file:///a", ["p1"])
-    reg.set("probe", "file:///a", ["x"])
-    sent.clear()
-    assert reg.republish("FILE:///A") is True
-    assert sent == [("file:///a", ["p1", "x"])]
-    reg.clear("problems", "file:///a")
-    reg.clear("probe", "file:///a")
-    sent.clear()
-    assert reg.republish("file:///a") is False and reg.republish("file:///never") is False
-    assert sent == []
