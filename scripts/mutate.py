@@ -85,7 +85,7 @@ def run(modules: list[str], only: set[str] | None, verbose: bool, tests: list[st
             mine = [m for m in chosen if m.module == module]
             if not mine:
                 continue
-            baseline_tests = tests or sorted({t for m in mine for t in m.tests or MODULE_TESTS[module]})
+            baseline_tests = tests or list(dict.fromkeys(t for m in mine for t in m.tests or MODULE_TESTS[module]))
             ok, secs, tail = _pytest(copy, baseline_tests)
             print(f"== {module}: {len(mine)} mutation(s); covering tests unmutated: "
                   f"{'pass' if ok else 'FAIL'} ({secs:.0f} s)", flush=True)

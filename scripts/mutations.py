@@ -21,14 +21,15 @@ class Mutation(NamedTuple):
 
 SURVIVORS = "tests/unit/test_surviving_mutants.py"
 
+# (the quick, pointed tests first: `pytest -x` stops at the first failure)
 MODULE_TESTS: dict[str, tuple[str, ...]] = {
-    "formats/hitl.py": ("tests/unit/test_events.py", "tests/unit/test_events_workspace.py",
-                        "tests/unit/test_fixture_consistency.py", "tests/unit/test_hitl_states.py", SURVIVORS),
-    "state_cache.py": ("tests/unit/test_cache.py", "tests/unit/test_cache_append.py", SURVIVORS),
-    "formats/state_files.py": ("tests/unit/test_events.py", "tests/unit/test_events_workspace.py", SURVIVORS),
-    "actions/checkpoints.py": ("tests/unit/test_actions_checkpoints.py", SURVIVORS),
-    "actions/__init__.py": ("tests/unit/test_actions_write_safety.py", "tests/conformance/test_writes.py", SURVIVORS),
-    "history.py": ("tests/unit/test_checkpoint_history.py", SURVIVORS),
+    "formats/hitl.py": (SURVIVORS, "tests/unit/test_hitl_states.py", "tests/unit/test_events.py",
+                        "tests/unit/test_events_workspace.py", "tests/unit/test_fixture_consistency.py"),
+    "state_cache.py": (SURVIVORS, "tests/unit/test_cache.py", "tests/unit/test_cache_append.py"),
+    "formats/state_files.py": (SURVIVORS, "tests/unit/test_events.py", "tests/unit/test_events_workspace.py"),
+    "actions/checkpoints.py": (SURVIVORS, "tests/unit/test_actions_checkpoints.py"),
+    "actions/__init__.py": (SURVIVORS, "tests/unit/test_actions_write_safety.py", "tests/conformance/test_writes.py"),
+    "history.py": (SURVIVORS, "tests/unit/test_checkpoint_history.py"),
 }
 
 MUTATIONS: list[Mutation] = [
