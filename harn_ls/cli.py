@@ -440,12 +440,16 @@ def cmd_serve(args) -> int:
     gc.disable()
     try:
         # start-up: pygls and lsprotocol cost ~1 s; only `serve` needs them
-        from harn_ls.lsp.server import run_server
+        from harn_ls.lsp import heap, server, tcp as tcp_server
     finally:
         gc.freeze()
         gc.enable()
-
-    return run_server(tcp=tcp, harn=harn, allow_probes=args.allow_probes)
+    if tcp:
+        # Over TCP whoever reaches the port is a client: the harn binary is only the command line's /
+        # $HARN_LS_HARN (default `harn` on PATH), never harnState.harnPath; probes need --allow-probes.
+        heap.tune()
+        return tcp_server.serve(tcp, harn or "harn", args.allow_probes)
+    return server.run_server(harn=harn)
 
 
 COMMANDS = ("serve", "inspect", "show", "compare", "recall", "proposals", "hitl", "probe", "cache", "watch")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from harn_ls.text_positions import TextIndex, utf16_len
+from harn_ls.text_positions import UTF16, TextIndex, units_len
 
 _CALL = re.compile(
     r'\b(?P<fn>checkpoint_stage_keyed_retry|checkpoint_stage_keyed|checkpoint_stage_retry|checkpoint_stage|checkpoint)'
@@ -66,11 +66,11 @@ def _blank_comments(text: str) -> str:
     return "".join(out)
 
 
-def find_checkpoint_calls(text: str) -> list[CheckpointCall]:
+def find_checkpoint_calls(text: str, encoding: str = UTF16) -> list[CheckpointCall]:
     code = _blank_comments(text)
-    index = TextIndex(text)
+    index = TextIndex(text, encoding)
     out = []
     for m in _CALL.finditer(code):
         line, col = index.position(m.start("fn"))
-        out.append(CheckpointCall(m.group("fn"), _unescape(m.group("name")), line, col, col + utf16_len(m.group("fn"))))
+        out.append(CheckpointCall(m.group("fn"), _unescape(m.group("name")), line, col, col + units_len(m.group("fn"), encoding)))
     return out

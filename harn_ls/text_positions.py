@@ -4,9 +4,11 @@ Pure (no pygls). Three ways to point into a text:
 
 * a code-point offset into the Python `str` (what slicing uses);
 * a UTF-8 byte offset (what `harn check --json` spans use);
-* an LSP position `(line, character)`: 0-based line, column in UTF-16 code
-  units (LSP's default encoding) — or, with the `*_column` helpers, in code
-  points.
+* an LSP position `(line, character)`: 0-based line, column in the code units
+  of the position encoding the client and server agreed on at initialize
+  (`utf-8` bytes, `utf-16` code units — LSP's default —, or `utf-32` code
+  points); every class and function here takes that `encoding` (default
+  utf-16) — or, with the `*_column` helpers, code points.
 
 Lines end at `\\r\\n`, a lone `\\r` or `\\n`, as LSP defines them (not
 `str.splitlines()`, which also breaks on `\\x0b`, U+2028, ...). A position past
@@ -35,14 +37,39 @@ __all__ = [
     "Range",
     "TextIndex",
     "line_starts",
+    "ENCODINGS",
+    "char_units",
     "shift_position",
+    "units_len",
     "utf16_len",
 ]
+
+UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
+ENCODINGS = (UTF8, UTF16, UTF32)  # LSP 3.17 PositionEncodingKind values
 
 
 def utf16_len(text: str) -> int:
     """Length in UTF-16 code units (LSP's default column unit)."""
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def units_len(text: str, encoding: str = UTF16) -> int:
+    """Length of `text` in the code units of a position encoding."""
+    if encoding == UTF32:
+        return len(text)
+    if encoding == UTF8:
+        return len(text.encode("utf-8", "surrogatepass"))
+    return utf16_len(text)
+
+
+def char_units(ch: str, encoding: str = UTF16) -> int:
+    """Code units one character takes in a position encoding."""
+    if encoding == UTF32:
+        return 1
+    o = ord(ch)
+    if encoding == UTF8:
+        return 1 if o < 0x80 else 2 if o < 0x800 else 3 if o < 0x10000 else 4
+    return 2 if o > 0xFFFF else 1
 
 
 def line_starts(text: str) -> list[int]:
@@ -51,13 +78,14 @@ def line_starts(text: str) -> list[int]:
 
 
 class TextIndex:
-    """Code-point offsets of one text <-> LSP positions (UTF-16) and line/column (code points)."""
+    """Code-point offsets of one text <-> LSP positions (in `encoding`) and line/column (code points)."""
 
-    __slots__ = ("text", "starts")
+    __slots__ = ("text", "starts", "encoding")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, encoding: str = UTF16) -> None:
         self.text = text
         self.starts = line_starts(text)
+        self.encoding = encoding
 
     @property
     def line_count(self) -> int:
@@ -74,26 +102,26 @@ class TextIndex:
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.starts, offset) - 1
 
-    # -- UTF-16 (LSP) ------------------------------------------------------------
+    # -- LSP positions ------------------------------------------------------------
 
     def position(self, offset: int) -> Pos:
-        """Code-point offset -> (line, UTF-16 column)."""
+        """Code-point offset -> (line, column in the encoding's units)."""
         line = self.line_of(offset)
-        return line, utf16_len(self.text[self.starts[line]:offset])
+        return line, units_len(self.text[self.starts[line]:offset], self.encoding)
 
     def offset(self, pos: Pos) -> int:
-        """(line, UTF-16 column) -> code-point offset, clamped. A column inside a surrogate pair
-        moves past that character."""
+        """(line, column in the encoding's units) -> code-point offset, clamped. A column inside a
+        character (a surrogate pair, a UTF-8 sequence) moves past that character."""
         line, col = pos
         if line < 0:
             return 0
         if line >= len(self.starts):
             return len(self.text)
-        text, end = self.text, self.line_end(line)
+        text, end, encoding = self.text, self.line_end(line), self.encoding
         units = 0
         i = self.starts[line]
         while i < end and units < col:
-            units += 2 if ord(text[i]) > 0xFFFF else 1
+            units += char_units(text[i], encoding)
             i += 1
         return i
 
@@ -114,16 +142,17 @@ class TextIndex:
 
 
 class ByteIndex:
-    """UTF-8 byte offsets of one text <-> LSP positions (line, UTF-16 column).
+    """UTF-8 byte offsets of one text <-> LSP positions (line, column in `encoding`).
 
     Offsets past the end clamp to the end; an offset inside a multi-byte
     character moves back to that character's start. Lone surrogates (which a
     `str` can hold) are encoded with `surrogatepass`.
     """
 
-    __slots__ = ("data", "line_starts")
+    __slots__ = ("data", "line_starts", "encoding")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, encoding: str = UTF16) -> None:
+        self.encoding = encoding
         self.data = text.encode("utf-8", "surrogatepass")
         self.line_starts = [0] + [m.end() for m in _BYTE_LINE_BREAK_RE.finditer(self.data)]
 
@@ -137,11 +166,14 @@ class ByteIndex:
     def position(self, offset: int) -> Pos:
         offset = self._snap(offset)
         line = bisect.bisect_right(self.line_starts, offset) - 1
-        segment = self.data[self.line_starts[line]:offset].decode("utf-8", "replace")
-        return line, utf16_len(segment)
+        if self.encoding == UTF8:
+            return line, offset - self.line_starts[line]
+        segment = self.data[self.line_starts[line]:offset].decode("utf-8", "surrogatepass")
+        return line, units_len(segment, self.encoding)
 
     def offset(self, pos: Pos) -> int:
-        """(line, UTF-16 column) -> byte offset, clamped to the line's content like `TextIndex.offset`."""
+        """(line, column in the encoding's units) -> byte offset, clamped to the line's content like
+        `TextIndex.offset`."""
         line, col = pos
         starts, data = self.line_starts, self.data
         if line < 0:
@@ -156,16 +188,17 @@ class ByteIndex:
         for ch in content:
             if units >= col:
                 break
-            units += 2 if ord(ch) > 0xFFFF else 1
-            used += len(ch.encode("utf-8", "surrogatepass"))
+            units += char_units(ch, self.encoding)
+            used += char_units(ch, UTF8)
         return starts[line] + used
 
 
-def shift_position(pos: Pos, start: Pos, end: Pos, new_text: str) -> Pos:
-    """Where `pos` (at or after `end`) lands after replacing start..end with `new_text` (UTF-16 columns)."""
+def shift_position(pos: Pos, start: Pos, end: Pos, new_text: str, encoding: str = UTF16) -> Pos:
+    """Where `pos` (at or after `end`) lands after replacing start..end with `new_text` (columns in
+    `encoding`'s units)."""
     segments = LINE_BREAK_RE.split(new_text)
     n_breaks = len(segments) - 1
-    last = utf16_len(segments[-1])
+    last = units_len(segments[-1], encoding)
     end_line = start[0] + n_breaks
     end_char = (start[1] + last) if n_breaks == 0 else last
     if pos[0] == end[0]:

@@ -42,7 +42,7 @@ from harn_ls.actions import ActionFailed, append_lines, iso_millis, rfc3339_nano
 from harn_ls.formats import facts as F
 from harn_ls.formats import probes as P
 from harn_ls.formats.harn_json import serde_compact
-from harn_ls.text_positions import ByteIndex, Pos, Range, TextIndex
+from harn_ls.text_positions import UTF16, ByteIndex, Pos, Range, TextIndex
 
 KIND = "typecheck"
 SOURCE = "harn-probe"
@@ -52,14 +52,15 @@ DRAIN_GRACE = 2.0  # seconds to wait for pipes after exit (an escaped grandchild
 MISSING_BINARY = ("harn binary not found: {path!r}. Install Harn or point the `harnState.harnPath` setting "
                   "(CLI: `--harn BIN`) at the harn executable.")
 
-# Pos: 0-based line, UTF-16 column (LSP); Range: (start, end) — both from harn_ls.text_positions.
+# Pos: 0-based line, column in the session's position encoding (UTF-16 unless the client and server
+# agreed on another); Range: (start, end) — both from harn_ls.text_positions.
 
 
 # -- ranges ------------------------------------------------------------------------------
 
 
-def whole_range(text: str) -> Range:
-    return (0, 0), TextIndex(text).end_position()
+def whole_range(text: str, encoding: str = UTF16) -> Range:
+    return (0, 0), TextIndex(text, encoding).end_position()
 
 
 @dataclass(frozen=True)
@@ -130,10 +131,11 @@ class Selection:
     start_offset: int  # code-point offset of the snippet in the document
 
 
-def select(text: str, rng: Range | None) -> Selection:
+def select(text: str, rng: Range | None, encoding: str = UTF16) -> Selection:
+    """The snippet `rng` (columns in `encoding`, the session's position encoding) covers."""
     if rng is None:
-        return Selection(text, whole_range(text), 0)
-    index = TextIndex(text)
+        return Selection(text, whole_range(text, encoding), 0)
+    index = TextIndex(text, encoding)
     a, b = index.offset(rng[0]), index.offset(rng[1])
     a, b = min(a, b), max(a, b)
     return Selection(text[a:b], (index.position(a), index.position(b)), a)
@@ -149,8 +151,8 @@ def file_range_lines(rng: Range) -> tuple[int, int]:
 class SpanMapper:
     """Byte offsets into the snippet -> LSP positions in the original document."""
 
-    def __init__(self, selection: Selection) -> None:
-        self._mapper = ByteIndex(selection.snippet)
+    def __init__(self, selection: Selection, encoding: str = UTF16) -> None:
+        self._mapper = ByteIndex(selection.snippet, encoding)
         self._origin = selection.range[0]
 
     def position(self, byte_offset: int) -> Pos:
@@ -364,10 +366,11 @@ def _summary_line(outcome: str, res: ProcessResult, env: P.CheckEnvelope | None,
     return f"typecheck {outcome}" + (": " + ", ".join(counts) if counts else "")
 
 
-def _convert_diagnostics(env: P.CheckEnvelope | None, tmp_path: str, sel: Selection) -> list[ProbeDiagnostic]:
+def _convert_diagnostics(env: P.CheckEnvelope | None, tmp_path: str, sel: Selection,
+                         encoding: str = UTF16) -> list[ProbeDiagnostic]:
     if env is None:
         return []
-    mapper = SpanMapper(sel)
+    mapper = SpanMapper(sel, encoding)
     out = []
     for f in env.files:
         ours = os.path.basename(f.path) == os.path.basename(tmp_path)
@@ -405,14 +408,14 @@ def build_fact_event(body: str, outcome: str, observed: str, command: str, file_
 
 async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng: Range | None, harn_path: str,
                               timeout: float, store: bool = True, now: str | None = None,
-                              memory_root: str | None = None) -> ProbeOutcome:
+                              memory_root: str | None = None, encoding: str = UTF16) -> ProbeOutcome:
     """Probe `rng` of `text` (the content of `file_path`; whole text when rng is None).
 
     Cancelling the awaiting task kills harn's process group and removes the
     temp file before CancelledError propagates. `now` (ISO string) pins
     asserted_at and stored_at, as probe.harn's `options.now` does.
     """
-    sel = select(text, rng)
+    sel = select(text, rng, encoding)
     if F.rust_trim(sel.snippet) == "":
         raise ActionFailed("HARN-PROBE-004: nothing to probe: the selection is empty or only whitespace")
     binary = resolve_harn(harn_path)
@@ -436,7 +439,7 @@ async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng:
     evidence = P.probe_evidence(KIND, sel.snippet, observed, command=command, stdout=res.stdout, stderr=res.stderr,
                                 exit_code=res.exit_code, duration_ms=res.duration_ms, timed_out=res.timed_out)
     env = P.parse_check_envelope(res.stdout)
-    diagnostics = _convert_diagnostics(env, tmp_path, sel)
+    diagnostics = _convert_diagnostics(env, tmp_path, sel, encoding)
     n_err = sum(1 for d in diagnostics if d.severity == "error")
     n_warn = sum(1 for d in diagnostics if d.severity == "warning")
 

@@ -1,6 +1,10 @@
 """Code actions: Accept / Reject / Compare on a proposal (its document or its pending line
 in events.jsonl), and "Run typecheck probe" on `.harn` selections. Actions carry a
-`data` payload and are built from it; kinds have the `harnState` tool suffix."""
+`data` payload and are built from it; kinds have the `harnState` tool suffix.
+
+A client that did not declare `codeActionLiteralSupport` gets the same choices as `Command[]`
+(LSP 3.17: the only answer such a client reads); one that cannot run a choice's command does not
+get that choice (lsp/view_types.py)."""
 
 from __future__ import annotations
 
@@ -15,13 +19,23 @@ from harn_ls.lsp.view_types import on_proposal_document, to_code_action
 from harn_ls.render.proposal_choices import proposal_at_line, proposal_choices
 
 
-def _proposal_actions(ws, proposal_id: str, skill_root: str, root: str | None = None) -> list[types.CodeAction]:
-    return [to_code_action(c, root) for c in proposal_choices(ws, proposal_id, skill_root)]
+def _proposal_actions(ws, proposal_id: str, skill_root: str, client, root: str | None = None) -> list[types.CodeAction]:
+    actions = (to_code_action(c, client, root) for c in proposal_choices(ws, proposal_id, skill_root))
+    return [a for a in actions if a is not None]
 
 
 async def proposal_document_actions(ls, uri: str) -> list[types.CodeAction]:
     """Accept / Reject / Compare for a `harn-state:/proposals/<id>.md` document."""
-    return await on_proposal_document(ls, uri, _proposal_actions)
+    client = ls.client
+    return await on_proposal_document(ls, uri, lambda ws, pid, skill_root, root: _proposal_actions(
+        ws, pid, skill_root, client, root))
+
+
+def for_client(ls, actions: list[types.CodeAction]) -> list:
+    """CodeAction literals to a client that declared them, their commands to any other."""
+    if ls.client.code_action_literals:
+        return actions
+    return [a.command for a in actions if a.command is not None]
 
 
 def _wanted(context: types.CodeActionContext, kind: str) -> bool:
@@ -37,9 +51,10 @@ def register(server) -> None:
     async def code_action(ls, params: types.CodeActionParams):
         uri = params.text_document.uri
         skill_root = ls.settings.skillRoot
+        client = ls.client
         if uri.startswith(P.SCHEME + ":"):
-            return [a for a in await proposal_document_actions(ls, uri) if _wanted(params.context, a.kind)]
-        proj = ls.project_for_uri(uri)
+            return for_client(ls, [a for a in await proposal_document_actions(ls, uri) if _wanted(params.context, a.kind)])
+        proj = await ls.loaded_project_for_uri(uri)
         if proj is None or proj.ws is None:
             return []
         path = to_fs_path(uri)
@@ -50,7 +65,7 @@ def register(server) -> None:
 
             def _acts():
                 pid = proposal_at_line(proj.ws, path, line)
-                return _proposal_actions(proj.ws, pid, skill_root, root) if pid else []
+                return _proposal_actions(proj.ws, pid, skill_root, client, root) if pid else []
             out.extend(await proj.run(_acts))
         if os.path.basename(path).startswith("burin.agent_context.pattern_learning.") and path.endswith(".jsonl") \
                 and _wanted(params.context, P.KIND_MIGRATE):
@@ -70,4 +85,4 @@ def register(server) -> None:
             out.append(types.CodeAction(title=title, kind=P.KIND_PROBE,
                                         command=types.Command(title=title, command=P.CMD_PROBE, arguments=[arg]),
                                         data=arg))
-        return [a for a in out if _wanted(params.context, a.kind)]
+        return for_client(ls, [a for a in out if _wanted(params.context, a.kind)])

@@ -17,9 +17,9 @@ from pygls.uris import to_fs_path
 
 from harn_ls import contract as P
 from harn_ls.lsp.span_save import run_noting_spans
-from harn_ls.lsp.wire import Encoded
 from harn_ls.lsp.project_links import link_root
-from harn_ls.lsp.view_types import line_range, on_proposal_document, to_command
+from harn_ls.lsp.transport import as_encoded
+from harn_ls.lsp.view_types import command_id, line_range, on_proposal_document, to_command
 from harn_ls.render.lenses import FACTS_CHANGED, checkpoint_lens, checkpoint_lens_spots, fact_lens, fact_lens_groups
 from harn_ls.render.proposal_choices import proposal_choices, proposal_lenses
 
@@ -62,12 +62,12 @@ class ReadyLenses:
         self.max_files = max_files
         self._by_uri: dict[str, tuple[object, int, list, object]] = {}
 
-    def get(self, uri: str, groups: object, number: int, ranges: list[tuple[int, int]]) -> tuple[list, object]:
-        """(the lenses as JSON-ready dicts, the same encoded: what lsp/wire.py sends as is)."""
+    def get(self, uri: str, groups: object, number: int, ranges: list[tuple[int, int]]) -> tuple[list, bytes]:
+        """(the lenses as JSON-ready dicts, the same encoded: what the transport embeds as is)."""
         hit = self._by_uri.pop(uri, None)  # popped and put back: least recently asked about first
         if hit is None or hit[0] is not groups or hit[1] != number:
             lenses = fact_lens_dicts(number, ranges)
-            hit = (groups, number, lenses, Encoded(orjson.dumps(lenses)))
+            hit = (groups, number, lenses, orjson.dumps(lenses))
         self._by_uri[uri] = hit
         while len(self._by_uri) > self.max_files:
             del self._by_uri[next(iter(self._by_uri))]
@@ -100,7 +100,7 @@ def register(server) -> None:
             if uri.startswith(P.SCHEME + ":/hitl/"):
                 return await hitl_document_lenses(ls, uri)
             return await proposal_document_lenses(ls, uri)
-        proj = ls.project_for_uri(uri)
+        proj = await ls.loaded_project_for_uri(uri)
         if proj is None or proj.ws is None:
             return []
         path = to_fs_path(uri)
@@ -112,14 +112,14 @@ def register(server) -> None:
             if ranges:
                 fact_lenses, encoded = ready.get(uri, groups, files.number(uri), ranges)
         if not (ls.settings.codeLens.checkpoints and path.endswith(".harn")):
-            return encoded if encoded is not None else []
+            return as_encoded(ls.protocol, fact_lenses, encoded) if encoded is not None else []
         lenses: list = list(fact_lenses)
         doc = ls.workspace.get_text_document(uri)
         try:
             text = doc.source
         except OSError:
             text = ""
-        for spot in checkpoint_lens_spots(path, text):
+        for spot in checkpoint_lens_spots(path, text, ls.position_encoding):
             lenses.append(types.CodeLens(range=line_range(spot.line, spot.start_char, spot.end_char),
                                          data={"t": "ckpt", "uri": uri, "pipeline": spot.pipeline, "stage": spot.stage}))
         return lenses
@@ -131,29 +131,29 @@ def register(server) -> None:
         data = lens.data if isinstance(lens.data, dict) else {}
         if data.get("t") != "ckpt":
             return lens
-        proj = ls.project_for_uri(data.get("uri", ""))
+        proj = await ls.loaded_project_for_uri(data.get("uri", ""))
         if proj is None or proj.ws is None:
             lens.command = types.Command(title="harn-ls: project not loaded", command="")
             return lens
         view = await proj.run(lambda: checkpoint_lens(proj.ws, data["pipeline"], data["stage"]))
-        lens.command = to_command(view, link_root(ls, proj))
+        lens.command = to_command(view, ls.client, link_root(ls, proj))
         return lens
 
 
 async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types.CodeLens:
     target = _fact_lens_target(files, lens)
     if target is None:  # not one of ours, or its file is no longer numbered: the client asks again
-        lens.command = to_command(FACTS_CHANGED)
+        lens.command = to_command(FACTS_CHANGED, ls.client)
         return lens
     uri, start, end = target
-    proj = ls.project_for_uri(uri)
+    proj = await ls.loaded_project_for_uri(uri)
     if proj is None or proj.ws is None:
         lens.command = types.Command(title="harn-ls: project not loaded", command="")
         return lens
     path = to_fs_path(uri)
     min_conf = ls.settings.facts.minConfidence
     view = await run_noting_spans(proj, lambda: fact_lens(proj.ws, path, start, end, min_conf, proj.fact_spans))
-    lens.command = to_command(view, link_root(ls, proj))
+    lens.command = to_command(view, ls.client, link_root(ls, proj))
     return lens
 
 
@@ -175,12 +175,14 @@ async def hitl_document_lenses(ls, uri: str) -> list[types.CodeLens]:
             continue
         views = await proj.run(lambda w=ws: hitl_lenses(w, target.name) if w.extra.request(target.name) else None)
         if views is not None:
-            return [types.CodeLens(range=_TOP, command=to_command(v), data={"t": "hitl"}) for v in views]
+            return [types.CodeLens(range=_TOP, command=to_command(v, ls.client), data={"t": "hitl"})
+                    for v in views if command_id(v.action, ls.client) is not None]  # forms only our clients draw
     return []
 
 
 async def proposal_document_lenses(ls, uri: str) -> list[types.CodeLens]:
     """The same Accept / Reject / Compare choices as the code actions, at the top of the document."""
     views = await on_proposal_document(ls, uri, lambda ws, pid, skill_root, root: [
-        to_command(v, root) for v in proposal_lenses(proposal_choices(ws, pid, skill_root))])
-    return [types.CodeLens(range=_TOP, command=c, data={"t": "proposal"}) for c in views]
+        (v, root) for v in proposal_lenses(proposal_choices(ws, pid, skill_root))])
+    return [types.CodeLens(range=_TOP, command=to_command(v, ls.client, root), data={"t": "proposal"})
+            for v, root in views if command_id(v.action, ls.client) is not None]  # no Compare where no diff is drawn

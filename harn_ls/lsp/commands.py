@@ -2,7 +2,12 @@
 
 Each handler takes its typed argument (harn_ls.contract: `parse_args` turns the JSON into it
 and refuses a malformed one with a message naming the field) and answers a contract result
-class, sent camelCase. Reads of the model run on the project's worker thread."""
+class, sent camelCase. Reads of the model run on the project's worker thread.
+
+A command that refuses or fails answers a JSON-RPC error, as LSP asks, so every client shows it:
+-32803 (RequestFailed) with the failure's message, its contract payload ({ok: false, message,
+...}) as the error's `data`; a malformed argument -32602 (InvalidParams); a cancelled probe -32800
+(RequestCancelled). Our VS Code extension reads `data` and shows it as before (src/client.ts)."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import os
 from typing import Any, Awaitable, Callable
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 
 from harn_ls import contract as C
@@ -21,6 +27,7 @@ from harn_ls.actions.facts import invalidate_fact
 from harn_ls.actions.proposals import accept_proposal, reject_proposal
 from harn_ls.lsp.probe import run_probe_command
 from harn_ls.lsp.progress import with_progress
+from harn_ls.lsp.view_types import CMD_SERVER_OPEN
 from harn_ls.progress import WorkProgress
 from harn_ls.render import make_uri
 
@@ -28,6 +35,29 @@ log = logging.getLogger(__name__)
 
 
 NO_PROJECT = C.Failure("no Harn project is open")
+REQUEST_FAILED = -32803  # LSP's RequestFailed: known method, valid params, and it failed
+REQUEST_CANCELLED = -32800
+INVALID_PARAMS = -32602
+_FAILURES = (C.Failure, C.ResumeFailure, C.ProbeCancelled)
+
+
+class CommandFailed(JsonRpcException):
+    """A command's refusal or failure, sent as the error of its response (pygls sends a
+    JsonRpcException raised by a handler as the request's error, with this code, message, data)."""
+
+
+def failed(result: Any, code: int = REQUEST_FAILED) -> CommandFailed:
+    return CommandFailed(message=result.message, code=code, data=C.to_wire(result))
+
+
+class _QuietFailures(logging.Filter):
+    """pygls logs every error a handler raises with its traceback; a refusal is no server fault."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], CommandFailed))
+
+
+logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietFailures())
 
 
 async def _run_action(ls, proj, fn: Callable[..., dict], *fn_args: Any, done: str, **fn_kwargs: Any) -> dict | C.Failure:
@@ -46,6 +76,20 @@ async def _run_action(ls, proj, fn: Callable[..., dict], *fn_args: Any, done: st
     return result
 
 
+async def server_open(ls, *args) -> None:
+    """`harnState.server.open <harn-state: URI>`: "open" run by the server for a client that runs no
+    command of its own, as `window/showDocument` (lsp/view_types.py sends it only to a client that
+    can show documents and read harn-state: ones)."""
+    uri = args[0] if len(args) == 1 and isinstance(args[0], str) else None
+    if uri is None or not uri.startswith(C.SCHEME + ":"):
+        raise failed(C.Failure("harnState.server.open takes one harn-state: URI"), INVALID_PARAMS)
+    if not ls.client.show_document:
+        raise failed(C.Failure(f"this client cannot show documents (window/showDocument); open {uri} yourself"))
+    result = await ls.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True))
+    if not getattr(result, "success", False):
+        raise failed(C.Failure(f"the client did not show {uri}"))
+
+
 def _register_typed(server, command: str, fn: Callable[[Any, Any], Awaitable[Any]]) -> None:
     """Register `fn(ls, args)` for `command`: the argument is parsed into its contract class
     first (a malformed one answers a Failure naming the field); the result goes out camelCase."""
@@ -55,8 +99,11 @@ def _register_typed(server, command: str, fn: Callable[[Any, Any], Awaitable[Any
         try:
             parsed = C.parse_args(command, args)
         except C.ArgumentError as exc:
-            return C.to_wire(C.Failure(str(exc)))
-        return C.to_wire(await fn(ls, parsed))
+            raise failed(C.Failure(str(exc)), INVALID_PARAMS) from None
+        result = await fn(ls, parsed)
+        if isinstance(result, _FAILURES):
+            raise failed(result, REQUEST_CANCELLED if isinstance(result, C.ProbeCancelled) else REQUEST_FAILED)
+        return C.to_wire(result)
 
     handler.__name__ = fn.__name__
     server.command(command)(handler)
@@ -69,7 +116,7 @@ async def accept(ls, a: C.AcceptArgs):
     if isinstance(result, C.Failure):
         return result
     skill = result.get("skill_path")
-    if skill and ls.supports("window.show_document"):
+    if skill and ls.client.show_document:
         ls.spawn(ls.window_show_document_async(types.ShowDocumentParams(uri=from_fs_path(skill), take_focus=True)),
                  "showDocument")
     return C.from_fields(C.AcceptResult, result)
@@ -152,6 +199,7 @@ def register(server) -> None:
                         (C.CMD_RESCAN, rescan), (C.CMD_PROBE, probe), (C.CMD_RESUME, resume_escalation_command),
                         (C.CMD_ANSWER_HITL, answer_hitl_command)):
         _register_typed(server, command, fn)
+    server.command(CMD_SERVER_OPEN)(server_open)
 
 
 RESUME_NOT_ALLOWED = ("Resuming an escalation runs the harn binary; this server listens on TCP and was not "

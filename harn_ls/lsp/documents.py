@@ -10,6 +10,7 @@ from lsprotocol import types
 from harn_ls import contract as P
 from harn_ls.change_kinds import K
 from harn_ls.lsp import heap
+from harn_ls.lsp.transport import as_encoded
 from harn_ls.lsp.project_links import markdown_for
 from harn_ls.render import UriError, parse_uri, render_uri
 from harn_ls.render.markdown import cell
@@ -90,12 +91,14 @@ def for_client(ls, text: str, proj) -> str:
 def register(server) -> None:
     @server.handler(types.WORKSPACE_TEXT_DOCUMENT_CONTENT)
     async def text_document_content(ls, params: types.TextDocumentContentParams):
-        return types.TextDocumentContentResult(text=await render(ls, params.uri))
+        # up to 1 MB of text: encoded by orjson (json.dumps of a 1 MB document with non-ASCII text
+        # took tens of milliseconds on the event loop)
+        return as_encoded(ls.protocol, {"text": await render(ls, params.uri)})
 
 
 async def refresh_changed(ls, proj, changes) -> None:
     """Ask the client to re-fetch the documents it has open whose text really changed."""
-    if not ls.served or not ls.supports("workspace.text_document_content"):
+    if not ls.served or not ls.client.text_document_content_refresh:
         return  # a client that did not declare the capability has no refresh handler
     settings = ls.render_settings()
     candidates = []

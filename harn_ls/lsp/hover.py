@@ -1,4 +1,8 @@
-"""`textDocument/hover` on code covered by a fact's `file_range` evidence (text: render/hover.py)."""
+"""`textDocument/hover` on code covered by a fact's `file_range` evidence (text: render/hover.py).
+
+Markdown to a client that declared it in `hover.contentFormat`; any other gets the CLI's text
+rendering of the same hover (render/terminal.py: escapes undone, links as `label <uri>`, control
+and bidi characters made visible), so `**observation**` or `1\\.5%` never shows literally."""
 
 from __future__ import annotations
 
@@ -8,13 +12,20 @@ from pygls.uris import to_fs_path
 from harn_ls.lsp.project_links import markdown_for
 from harn_ls.lsp.span_save import run_noting_spans
 from harn_ls.render.hover import hover_at
+from harn_ls.render.terminal import markdown_to_text, safe_for_terminal
+
+
+def hover_contents(markdown: str, client) -> types.MarkupContent:
+    if client.hover_markdown:
+        return types.MarkupContent(kind=types.MarkupKind.Markdown, value=markdown)
+    return types.MarkupContent(kind=types.MarkupKind.PlainText, value=safe_for_terminal(markdown_to_text(markdown)))
 
 
 def register(server) -> None:
     @server.handler(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls, params: types.HoverParams):
         uri = params.text_document.uri
-        proj = ls.project_for_uri(uri)
+        proj = await ls.loaded_project_for_uri(uri)
         if proj is None or proj.ws is None:
             return None
         path = to_fs_path(uri)
@@ -24,7 +35,7 @@ def register(server) -> None:
         if view is None:
             return None
         return types.Hover(
-            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=markdown_for(ls, proj, view.markdown)),
+            contents=hover_contents(markdown_for(ls, proj, view.markdown), ls.client),
             range=types.Range(start=types.Position(line=view.first_line, character=0),
                               end=types.Position(line=view.last_line, character=10_000)),
         )

@@ -91,9 +91,9 @@ def _clear(ls, uri: str) -> bool:
 # -- edits ---------------------------------------------------------------------------------
 
 
-def _shift_diag(d: types.Diagnostic, cs, ce, text) -> types.Diagnostic:
+def _shift_diag(d: types.Diagnostic, cs, ce, text, encoding: str) -> types.Diagnostic:
     def _moved(p: types.Position) -> types.Position:
-        nl, nc = shift_position((p.line, p.character), cs, ce, text)
+        nl, nc = shift_position((p.line, p.character), cs, ce, text, encoding)
         return types.Position(line=nl, character=nc)
     return attrs.evolve(d, range=types.Range(start=_moved(d.range.start), end=_moved(d.range.end)))
 
@@ -105,6 +105,7 @@ def apply_changes(ls, uri: str, changes, current_text: str | None) -> bool:
     if st is None:
         return False
     moved = False
+    encoding = ls.position_encoding
     for ch in changes:
         rng = getattr(ch, "range", None)
         if rng is None:  # whole-document replacement: decided by the text check below
@@ -114,13 +115,13 @@ def apply_changes(ls, uri: str, changes, current_text: str | None) -> bool:
         if cs >= end:  # entirely after the probed code
             continue
         if ce <= start:  # entirely before: shift the range and its diagnostics
-            st.range = (shift_position(start, cs, ce, ch.text), shift_position(end, cs, ce, ch.text))
-            ls.diagnostics.set(_runner().SOURCE, uri, [_shift_diag(d, cs, ce, ch.text)
+            st.range = (shift_position(start, cs, ce, ch.text, encoding), shift_position(end, cs, ce, ch.text, encoding))
+            ls.diagnostics.set(_runner().SOURCE, uri, [_shift_diag(d, cs, ce, ch.text, encoding)
                                                      for d in ls.diagnostics.get(_runner().SOURCE, uri)])
             moved = True
             continue
         return _clear(ls, uri)  # the edit touches the probed code
-    if current_text is not None and _runner().select(current_text, st.range).snippet != st.snippet:
+    if current_text is not None and _runner().select(current_text, st.range, encoding).snippet != st.snippet:
         return _clear(ls, uri)
     return moved
 
@@ -129,7 +130,7 @@ def apply_changes(ls, uri: str, changes, current_text: str | None) -> bool:
 
 
 async def _begin_progress(ls, title: str, message: str) -> str | None:
-    if not ls.supports("window.work_done_progress"):
+    if not ls.client.work_done_progress:
         return None
     token = f"harn-probe-{uuid7()}"
     try:
@@ -164,7 +165,7 @@ async def run_probe_command(ls, args: dict) -> dict:
     if not isinstance(uri, str) or not uri.startswith("file:"):
         return _fail(ls, "probeTypecheck needs {uri} of a file")
     path = to_fs_path(uri)
-    proj = ls.project_for_uri(uri) or ls.default_project()
+    proj = await ls.loaded_project_for_uri(uri) or ls.default_project()
     if proj is None or proj.ws is None:
         return _fail(ls, "no Harn project is open")
     try:
@@ -187,7 +188,7 @@ async def run_probe_command(ls, args: dict) -> dict:
     probe_task = asyncio.ensure_future(_runner().run_typecheck_probe(
         proj.root, path, text, rng, ls.harn_program(),
         settings.probes.timeoutSeconds,
-        store=settings.probes.storeFacts, memory_root=memory_root))
+        store=settings.probes.storeFacts, memory_root=memory_root, encoding=ls.position_encoding))
 
     def _cancel_probe(fut) -> None:
         if fut.cancelled() and not probe_task.done():
@@ -221,7 +222,8 @@ async def run_probe_command(ls, args: dict) -> dict:
 
     notes = []
     current = ls.workspace.get_text_document(uri)
-    if current.version != version and _runner().select(current.source, outcome.range).snippet != outcome.snippet:
+    if current.version != version and _runner().select(current.source, outcome.range,
+                                                       ls.position_encoding).snippet != outcome.snippet:
         notes.append("the document changed while the probe ran; diagnostics not shown")
     else:
         ls.probe_states[uri] = ProbeState(range=outcome.range, snippet=outcome.snippet)

@@ -47,7 +47,7 @@ async def _watch(ls: Any, root: str, work: WorkProgress, fut: asyncio.Future, su
     # something else (Neovim sending a big buffer's didOpen) answers late but still gets the rest.
     # An answer that comes after the work ended is left alone: cancelling the request would only
     # make pygls complain to the user about a cancelled future.
-    creating = asyncio.ensure_future(_create_token(ls)) if ls.supports("window.work_done_progress") else None
+    creating = asyncio.ensure_future(_create_token(ls)) if ls.client.work_done_progress else None
     token = None
     last = reported = None  # the (percentage, message) last sent as harn/loading, and as a report
     began = False

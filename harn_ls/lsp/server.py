@@ -7,6 +7,7 @@ tree, symbols, code_actions, commands); each exposes `register(server)`.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import os
@@ -35,7 +36,7 @@ with cached_attrs_compiles():
     from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
     from harn_ls.accept_plan import skill_root_warning
     from harn_ls.lsp import code_actions, code_lens, commands, conversions, diagnostics, documents, hover, probe
-    from harn_ls.lsp import heap, symbols, tree
+    from harn_ls.lsp import document_symbols, heap, symbols, tree
     from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
     from harn_ls.lsp.probe import ProbeState
     from harn_ls.lsp.progress import with_progress
@@ -43,7 +44,9 @@ with cached_attrs_compiles():
     from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project, paused_gc
     from harn_ls.lsp.requests import RequestRegistry
     from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
-    from harn_ls.lsp.wire import OrjsonWire
+    from harn_ls.lsp import transport
+    from harn_ls.lsp.capabilities import ClientProfile
+    from pygls.capabilities import ServerCapabilitiesBuilder
     from harn_ls.project_discovery import FolderProjects, folder_projects
     from harn_ls.render import RenderSettings, make_uri
     from harn_ls.workspace import ChangeSet
@@ -55,6 +58,12 @@ log = logging.getLogger("harn_ls")
 CONVERTER_CODES = cached_cattrs_compiles()
 SLOW_HANDLER_SECONDS = 0.1
 SHUTDOWN_GRACE_SECONDS = 5.0
+# A request that arrives before the workspace's projects have loaded waits this long for them
+# (instead of an empty answer the client would keep: it does not know to ask again).
+PROJECT_WAIT_SECONDS = 10.0
+# The session whose client a log record is sent to (TCP serves several; a record from a thread of
+# no session goes to stderr only), and, over stdio, the one session every record goes to.
+SESSION: contextvars.ContextVar["HarnLanguageServer | None"] = contextvars.ContextVar("harn_ls_session", default=None)
 
 
 def response_converter():
@@ -72,14 +81,55 @@ def response_converter():
     return converter
 
 
-class HarnProtocol(OrjsonWire, LanguageServerProtocol):
+class HarnProtocol(LanguageServerProtocol):
+    """pygls's protocol with LSP 3.17's lifecycle kept exactly (pygls answered a request before
+    `initialize` with null, never answered one after `shutdown`, and exited 0 on an `exit` without
+    `shutdown`): before initialize a request is answered -32002 (ServerNotInitialized) and a
+    notification dropped; after shutdown a request is answered -32600 (InvalidRequest); `exit`
+    ends the session with status 0 after shutdown, else 1 (the transport, lsp/transport.py, reads
+    `ended` and `exit_code`)."""
+
+    NEW, RUNNING, SHUT_DOWN = "new", "running", "shut down"
+
     def __init__(self, server: LanguageServer, converter: Any) -> None:
         super().__init__(server, converter)
         self.requests = RequestRegistry()  # our handlers' in-flight requests (see lsp/requests.py)
+        self.phase = self.NEW
+        self.exit_code: int | None = None  # set by `exit`
+        self.ended = asyncio.Event()  # exit received: the transport stops reading and closes
+
+    def send_error(self, msg_id: Any, code: int, message: str) -> None:
+        """A JSON-RPC error response written by us (the writer frames it, as it frames pygls's)."""
+        if self.writer is not None:
+            self.writer.write(transport.error_body(msg_id, code, message))
 
     def handle_message(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        msg_id = getattr(message, "id", None) if method is not None else None
+        if method == types.EXIT:
+            self.exit_code = 0 if self.phase == self.SHUT_DOWN else 1
+            self.ended.set()
+            return
+        if method is not None:
+            if self.phase == self.NEW and method != types.INITIALIZE:
+                if msg_id is not None:
+                    self.send_error(msg_id, transport.SERVER_NOT_INITIALIZED,
+                                    f"{method}: the server is not initialized (send initialize first)")
+                return
+            if self.phase == self.SHUT_DOWN:
+                if msg_id is not None:
+                    self.send_error(msg_id, transport.INVALID_REQUEST,
+                                    f"{method}: the server is shut down; only exit is accepted now")
+                return
+            if method == types.INITIALIZE:
+                if self.phase != self.NEW:
+                    self.send_error(msg_id, transport.INVALID_REQUEST, "initialize was already received")
+                    return
+                self.phase = self.RUNNING
+            elif method == types.SHUTDOWN:
+                self.phase = self.SHUT_DOWN
         # pygls answers `$/cancelRequest` itself; tell our running handler too (a probe stops its process).
-        if getattr(message, "method", None) == types.CANCEL_REQUEST:
+        if method == types.CANCEL_REQUEST:
             msg_id = getattr(getattr(message, "params", None), "id", None)
             if msg_id is not None:
                 self.requests.cancel(msg_id)
@@ -160,6 +210,7 @@ class HarnLanguageServer(LanguageServer):
         self.settings: Settings = Settings()
         self.trusted: bool = True
         self.client_caps: types.ClientCapabilities | None = None
+        self.client: ClientProfile = ClientProfile()  # what the client declared it takes (lsp/capabilities.py)
         self.pictures: bool = True  # inline SVG lines in documents (VS Code and forks); see initialize
         self.pending_folders: list[str] = []  # from initialize, loaded on initialized
         # -- fixed by the command line, never by a client: the harn binary (None = harnState.harnPath)
@@ -183,6 +234,34 @@ class HarnLanguageServer(LanguageServer):
         self.current_handler: str = "-"
         self.conversions_warmed: bool = False  # the converter's hooks made ahead of first use (once per server)
         self.monitor: LoopMonitor | None = None
+        self._project_wait_over: bool = False
+        self.adding_folders: int = 0  # add_folder calls running  # a wait for the projects timed out once: no request waits again
+
+    @property
+    def position_encoding(self) -> str:
+        """The encoding of every position sent or read in this session (utf-8, utf-16, utf-32)."""
+        return self.client.position_encoding
+
+    def projects_loaded(self) -> bool:
+        return not self.pending_folders and not self.preloading and not self.loads and not self.adding_folders and all(
+            p.ws is not None or p.closed for p in list(self.projects.values()))
+
+    async def wait_for_projects(self, timeout: float = PROJECT_WAIT_SECONDS) -> None:
+        """Until the workspace folders given so far have loaded (at most `timeout` seconds): a hover or
+        lens asked right after `initialized` is answered from the project, not empty."""
+        if self.projects_loaded() or self._project_wait_over:
+            return
+        deadline = time.monotonic() + timeout
+        while not self.projects_loaded():
+            if time.monotonic() > deadline:
+                self._project_wait_over = True
+                log.warning("a request waited %.0f s for the projects to load; answering without them", timeout)
+                return
+            await asyncio.sleep(0.02)
+
+    async def loaded_project_for_uri(self, uri: str) -> Project | None:
+        await self.wait_for_projects()
+        return self.project_for_uri(uri)
 
     @property
     def requests(self) -> RequestRegistry:
@@ -256,6 +335,7 @@ class HarnLanguageServer(LanguageServer):
         """In a multi-root workspace, the folder whose state has this proposal / fact /
         pipeline / document; `root` (a folder path) wins when the client gives one. The
         membership tests run on each project's worker thread, never on the event loop."""
+        await self.wait_for_projects()
         if root:
             for proj in self.projects.values():
                 if root in (proj.folder_path, proj.root):
@@ -268,14 +348,6 @@ class HarnLanguageServer(LanguageServer):
 
     def default_project(self) -> Project | None:
         return next(iter(self.projects.values()), None)
-
-    def supports(self, dotted: str) -> bool:
-        obj: Any = self.client_caps
-        for part in dotted.split("."):
-            if obj is None:
-                return False
-            obj = getattr(obj, part, None)
-        return bool(obj)
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
@@ -321,6 +393,13 @@ class HarnLanguageServer(LanguageServer):
             self.loads[root] = (proj, self.show_load(proj, task))
 
     async def add_folder(self, path: str) -> None:
+        self.adding_folders += 1  # requests wait until its projects are served (wait_for_projects)
+        try:
+            await self._add_folder(path)
+        finally:
+            self.adding_folders -= 1
+
+    async def _add_folder(self, path: str) -> None:
         path = os.path.abspath(path)
         if path in self.folder_roots:
             return
@@ -470,7 +549,7 @@ class HarnLanguageServer(LanguageServer):
         # that arrives while the status is still being counted on the project thread waits for it.
         await self.send_status(proj, n_problems)
         await documents.refresh_changed(self, proj, changes)
-        if self.supports("workspace.code_lens.refresh_support"):
+        if self.client.code_lens_refresh:
             self.spawn(self._refresh_lenses(), "codeLens/refresh")
         for view in tree.views_for(changes):
             self.protocol.notify(P.TREE_CHANGED, P.to_wire(P.TreeChangedParams(view=view)))
@@ -522,7 +601,7 @@ class HarnLanguageServer(LanguageServer):
         self.protocol.notify(P.STATUS, await proj.run_before_facts(_status))  # counts facts, decodes none
 
     async def pull_configuration(self) -> None:
-        if not self.supports("workspace.configuration"):
+        if not self.client.configuration:
             return
         try:
             result = await self.workspace_configuration_async(
@@ -558,19 +637,32 @@ def holds(ws, kind: str, name: str) -> bool:
 
 
 
-def _log_to_client(server: HarnLanguageServer) -> None:
-    class _Handler(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            try:
-                kind = types.MessageType.Error if record.levelno >= logging.ERROR else (
-                    types.MessageType.Warning if record.levelno >= logging.WARNING else types.MessageType.Log)
-                server.window_log_message(types.LogMessageParams(type=kind, message=self.format(record)))
-            except Exception:
-                pass
-    handler = _Handler()
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
+class _ToClient(logging.Handler):
+    """harn_ls's log records to the client of the session they come from (`window/logMessage`);
+    over stdio every record goes to the one client, over TCP a record from no session stays on
+    stderr (a client must not read another's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.only: HarnLanguageServer | None = None  # stdio: the one session
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        server = SESSION.get() or self.only
+        # nothing to a client before its initialize (over TCP: before it showed the token)
+        if server is None or server.protocol.writer is None or server.protocol.phase == HarnProtocol.NEW:
+            return
+        try:
+            kind = types.MessageType.Error if record.levelno >= logging.ERROR else (
+                types.MessageType.Warning if record.levelno >= logging.WARNING else types.MessageType.Log)
+            server.window_log_message(types.LogMessageParams(type=kind, message=self.format(record)))
+        except Exception:
+            pass
+
+
+TO_CLIENT = _ToClient()
+log.addHandler(TO_CLIENT)
+log.setLevel(logging.INFO)
 
 
 def create_server() -> HarnLanguageServer:
@@ -582,6 +674,7 @@ def create_server() -> HarnLanguageServer:
     def initialize(ls: HarnLanguageServer, params: types.InitializeParams) -> None:
         start_trace.mark("initialize received")
         ls.client_caps = params.capabilities
+        ls.client = ClientProfile.of(params.capabilities, params.initialization_options)
         # Pictures (inline SVG) only for editors that render our documents (VS Code and its forks);
         # Neovim and other plain-text readers get the same document without the picture lines.
         name = params.client_info.name if params.client_info is not None else ""
@@ -634,7 +727,7 @@ def create_server() -> HarnLanguageServer:
         for proj in [p for p in ls.projects.values() if p.ws is not None]:
             await ls.warn_skill_root(proj)
             await ls.send_status(proj)
-        if ls.supports("workspace.code_lens.refresh_support"):
+        if ls.client.code_lens_refresh:
             ls.spawn(ls._refresh_lenses(), "codeLens/refresh")
         # Settings change what documents show (minConfidence, showPrivate): re-fetch the open ones that differ.
         every = ChangeSet(kinds=set(CORE_KINDS))
@@ -651,29 +744,69 @@ def create_server() -> HarnLanguageServer:
             log.warning("shutdown: %d request(s) still running", sum(not e.finished.is_set() for e in stopping))
         for _ in range(2):  # let pygls send their answers (done callbacks run on the next loop turns)
             await asyncio.sleep(0)
+        # the upkeep (recall warm-up, settle, index folds) stops before its projects close under it:
+        # a step scheduled on a closed project thread is no failure to report
+        for task in list(ls.background):
+            task.cancel()
         for proj in list(ls.projects.values()) + [pre[0] for pre in ls.loads.values()]:
             proj.close()
 
-    for module in (documents, hover, code_lens, diagnostics, tree, symbols, code_actions, commands, probe):
+    for module in (documents, hover, code_lens, diagnostics, tree, symbols, document_symbols, code_actions, commands,
+                   probe):
         module.register(server)
     return server
 
 
-def run_server(tcp: tuple[str, int] | None = None, harn: str | None = None, allow_probes: bool = False) -> int:
-    """stdio, or TCP on a loopback (host, port) the CLI checked. Over TCP whoever reaches the
-    port is a client: the harn binary is only `harn` (from the command line / HARN_LS_HARN,
-    default `harn` on PATH), never harnState.harnPath, and probes need --allow-probes."""
+async def end_session(ls: HarnLanguageServer) -> None:
+    """The client left (exit, or its stream ended): stop what this session runs, and nothing else."""
+    stopping = ls.requests.cancel_all()
+    await ls.requests.wait_finished(stopping, 2.0)
+    for task in list(ls.background):
+        task.cancel()
+    for proj in list(ls.projects.values()) + [pre[0] for pre in ls.loads.values()]:
+        proj.close()
+    for task in list(ls.preloading.values()) + [pre[1] for pre in ls.loads.values()]:
+        task.cancel()
+    if ls.monitor is not None:
+        ls.monitor.stop()
+    ls.shutdown()  # pygls: its thread pool, if a handler ever used one
+
+
+def exit_status(ls: HarnLanguageServer) -> int:
+    """LSP: 0 after shutdown, else 1 (an exit without shutdown, or a client that left without exit)."""
+    if ls.protocol.exit_code is not None:
+        return ls.protocol.exit_code
+    return 0 if ls.protocol.phase == HarnProtocol.SHUT_DOWN else 1
+
+
+async def serve_stdio(ls: HarnLanguageServer) -> int:
+    """One session on standard input and output; returns the exit status."""
+    SESSION.set(ls)
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 16)
+    transport.StdinFeeder(sys.stdin.fileno(), loop, reader).start()
+    out = sys.stdout.buffer
+
+    def send(frame: bytes) -> None:
+        out.write(frame)
+        out.flush()
+
+    writer = transport.FramedWriter(send)
+    ls.protocol.set_writer(writer, include_headers=False)
+    try:
+        why = await transport.serve_stream(ls.protocol, reader, writer)
+    except BrokenPipeError:
+        why = "client gone"
+    log.debug("session ended: %s", why)
+    writer.close()
+    await end_session(ls)
+    return exit_status(ls)
+
+
+def run_server(harn: str | None = None) -> int:
+    """One session over stdio; returns the exit status (TCP: lsp/tcp.py)."""
     heap.tune()  # a long-lived process: what a big transient phase frees goes back to the system
     server = create_server()
-    _log_to_client(server)
-    if tcp:
-        server.harn_override = harn or "harn"
-        server.probes_allowed = allow_probes
-        sys.stderr.write(f"harn-ls: listening on {tcp[0]}:{tcp[1]} (probes {'on' if allow_probes else 'off'}, "
-                         f"harn = {server.harn_override})\n")
-        sys.stderr.flush()
-        server.start_tcp(tcp[0], tcp[1])
-    else:
-        server.harn_override = harn
-        server.start_io()
-    return 0
+    TO_CLIENT.only = server
+    server.harn_override = harn
+    return asyncio.run(serve_stdio(server))

@@ -47,6 +47,7 @@ def register(server) -> None:
     @server.handler(types.WORKSPACE_SYMBOL)
     async def workspace_symbol(ls, params: types.WorkspaceSymbolParams):
         out: list[types.WorkspaceSymbol] = []
+        await ls.wait_for_projects()
         for proj in ls.projects.values():
             if proj.ws is not None:
                 found = await proj.run(lambda p=proj: search_symbols(p.ws, params.query))

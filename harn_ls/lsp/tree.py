@@ -43,6 +43,7 @@ def register(server) -> None:
         view, parent, page, show_suppressed, root = p.view, p.parent, p.page, p.show_suppressed, p.root
         if view not in P.TREE_VIEWS:
             raise JsonRpcInvalidParams(f"unknown view {view!r}; expected one of {', '.join(P.TREE_VIEWS)}")
+        await ls.wait_for_projects()
         proj = ls.projects.get(root) if root else ls.default_project()
         if proj is None or proj.ws is None:
             return {"items": []}

@@ -71,12 +71,13 @@ def fact_lens(ws, abs_path: str, start: int, end: int, min_confidence: float,
     return ViewCommand(fact_lens_title(spans), OPEN, [make_uri("facts", best.fact.id)])
 
 
-def checkpoint_lens_spots(abs_path: str, text: str) -> list[CheckpointSpot]:
-    """The checkpoint calls of a `.harn` source (none for other files); the pipeline is the file's stem."""
+def checkpoint_lens_spots(abs_path: str, text: str, encoding: str = "utf-16") -> list[CheckpointSpot]:
+    """The checkpoint calls of a `.harn` source (none for other files); the pipeline is the file's stem.
+    Columns in `encoding` (the session's position encoding)."""
     if not abs_path.endswith(".harn"):
         return []
     pipeline = os.path.basename(abs_path)[: -len(".harn")]
-    return [CheckpointSpot(c.line, c.start_char, c.end_char, pipeline, c.stage) for c in find_checkpoint_calls(text)]
+    return [CheckpointSpot(c.line, c.start_char, c.end_char, pipeline, c.stage) for c in find_checkpoint_calls(text, encoding)]
 
 
 def checkpoint_lens(ws, pipeline: str, stage: str) -> ViewCommand:

@@ -64,9 +64,8 @@ def test_hover_on_code_with_facts(driven):
     assert r["hover_none"] is None
 
 
-@pytest.mark.xfail(strict=True, reason="needs lsp-book: hover as plain text for a client that declares no "
-                                       "markdown (eglot without markdown-mode declares contentFormat [plaintext])")
 def test_hover_is_plain_text_for_a_plain_text_client(driven):
+    """eglot without markdown-mode declares hover contentFormat [plaintext]: no Markdown syntax shows."""
     _, r = driven
     assert "**" not in r["hover"] and "\\." not in r["hover"], r["hover"]
 

@@ -111,9 +111,6 @@ def test_neovim_plugin_probe_columns(driven, request):
     """A probe on a charwise selection after multi-byte text (é, an emoji): the diagnostic lands on "oops",
     in whatever position encoding the client and the server agreed on (Neovim >= 0.10 offers utf-8 first)."""
     project, r = driven
-    if r["offset_encoding"] != "utf-16":
-        request.applymarker(pytest.mark.xfail(strict=True, reason="needs lsp-book: positions in the negotiated "
-                                              f"encoding ({r['offset_encoding']}); the server converts to UTF-16"))
     line = r["probe_line"]
     oops = line.encode("utf-8").index(b'"oops"')
     assert [(d["lnum"], d["col"], d["end_col"]) for d in r["probe_diags"]] == [(1, oops, oops + len(b'"oops"'))]

@@ -16,6 +16,9 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "fixtures" / "sample-project"
 HARN_DOUBLE = REPO / "tests" / "harn_test_double.py"
+# what our VS Code extension declares it runs itself (lenses and actions name them)
+CLIENT_COMMANDS = ["harnState.open", "harnState.compareWithExisting"] + [
+    f"harnState.ui.{verb}Hitl" for verb in ("approve", "deny", "answer", "accept", "decline", "finish")]
 
 
 def copy_sample(dest: Path) -> Path:
@@ -133,8 +136,8 @@ async def start_session(lsp_client: LanguageClient, project: Path, init_options:
         capabilities=caps,
         root_uri=project.as_uri(),
         workspace_folders=[types.WorkspaceFolder(uri=project.as_uri(), name="sample")],
-        initialization_options=init_options or {"settings": {"harnState": {"harnPath": str(HARN_DOUBLE)}},
-                                                "workspaceTrusted": True},
+        initialization_options={"clientCommands": CLIENT_COMMANDS, **(init_options or {
+            "settings": {"harnState": {"harnPath": str(HARN_DOUBLE)}}, "workspaceTrusted": True})},
     ))
     await rec.wait_for(lambda: rec.status, 20)
     lsp_client.rec = rec
@@ -147,3 +150,18 @@ def open_file(client: LanguageClient, path: Path, language: str = "python") -> s
     client.text_document_did_open(types.DidOpenTextDocumentParams(
         text_document=types.TextDocumentItem(uri=uri, language_id=language, version=1, text=path.read_text())))
     return uri
+
+
+async def execute_command(client: LanguageClient, params: types.ExecuteCommandParams):
+    """workspace/executeCommand as our VS Code extension reads it: a refusal or failure is a
+    JSON-RPC error (-32803 RequestFailed, -32602 InvalidParams, -32800 RequestCancelled) whose
+    `data` is the contract payload ({ok: false, message, ...}); that payload is returned."""
+    from pygls.exceptions import JsonRpcException
+
+    try:
+        return await client.workspace_execute_command_async(params)
+    except JsonRpcException as exc:
+        if exc.code in (-32803, -32602, -32800) and isinstance(exc.data, dict) and exc.data.get("ok") is False:
+            assert exc.message == exc.data["message"], (exc.message, exc.data)
+            return exc.data
+        raise

@@ -12,7 +12,7 @@ import re
 from lsprotocol import types
 
 from harn_ls.workspace import Workspace
-from tests.lsp.conftest import make_client_fixture, open_file
+from tests.lsp.conftest import execute_command, make_client_fixture, open_file
 
 client = make_client_fixture()
 
@@ -20,7 +20,7 @@ ROUNDING_FACT = "fact_a26c5c67468c8d3fe33f8c8c0f5489e6"  # observation 0.9, src/
 
 
 async def execute(client, command: str, *arguments):
-    return await client.workspace_execute_command_async(types.ExecuteCommandParams(
+    return await execute_command(client, types.ExecuteCommandParams(
         command=command, arguments=list(arguments)))
 
 

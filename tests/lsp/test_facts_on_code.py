@@ -167,11 +167,11 @@ def test_ready_lenses_are_rebuilt_for_a_new_version_of_the_spans():
     lenses, encoded = ready.get("file:///a.py", groups, 7, [(3, 4), (9, 9)])
     assert lenses == [{"range": {"start": {"line": 2, "character": 0}, "end": {"line": 2, "character": 0}}, "data": [7, 3, 4]},
                       {"range": {"start": {"line": 8, "character": 0}, "end": {"line": 8, "character": 0}}, "data": [7, 9, 9]}]
-    assert orjson.loads(encoded.json) == lenses
+    assert orjson.loads(encoded) == lenses
     assert ready.get("file:///a.py", groups, 7, [(3, 4), (9, 9)])[1] is encoded  # same version: as sent
     newer = dict(groups)  # the span cache's new groups after a change: equal or not, another object
     assert ready.get("file:///a.py", newer, 7, [(3, 4), (9, 9)])[1] is not encoded
     _, renumbered = ready.get("file:///a.py", newer, 8, [(3, 4), (9, 9)])
-    assert orjson.loads(renumbered.json)[0]["data"] == [8, 3, 4]
+    assert orjson.loads(renumbered)[0]["data"] == [8, 3, 4]
     ready.get("file:///b.py", {}, 9, [(1, 1)])  # evicts a.py
     assert ready.get("file:///a.py", newer, 8, [(3, 4), (9, 9)])[1] is not renumbered

@@ -7,7 +7,7 @@ import json
 import sqlite3
 
 from tests.helpers import event_log_writer as W
-from tests.lsp.conftest import HARN_DOUBLE, make_client_fixture
+from tests.lsp.conftest import execute_command, HARN_DOUBLE, make_client_fixture
 
 client = make_client_fixture({"settings": {"harnState": {"harnPath": str(HARN_DOUBLE), "hitl": {"reviewer": "oncall-lead"}}},
                               "workspaceTrusted": True})
@@ -66,7 +66,7 @@ async def test_new_escalation_announced_then_resumed(client):
     assert f"hitl:{rid}" in [i["id"] for i in items]
     assert next(i for i in items if i["id"] == f"hitl:{rid}")["contextValue"] == "hitlRequest.escalation"
 
-    result = await client.workspace_execute_command_async(
+    result = await execute_command(client, 
         __import__("lsprotocol").types.ExecuteCommandParams(command="harnState.resumeEscalation",
                                                             arguments=[{"requestId": rid, "reason": "ack"}]))
     assert result["ok"] is True and result["state"] == "answered", result
@@ -83,7 +83,7 @@ async def test_new_escalation_announced_then_resumed(client):
     assert json.loads(rows[1][1])["reviewer"] == "oncall-lead"
     assert not (client.project / ".harn" / "orchestrator").exists()
     # an approval cannot be answered by Harn's CLI: refused, nothing written
-    result = await client.workspace_execute_command_async(
+    result = await execute_command(client, 
         __import__("lsprotocol").types.ExecuteCommandParams(command="harnState.resumeEscalation",
                                                             arguments=[{"requestId": PENDING}]))
     assert result["ok"] is False and "harn.hitl.respond" in result["message"]
@@ -92,7 +92,7 @@ async def test_new_escalation_announced_then_resumed(client):
 async def test_untrusted_workspace_does_not_run_harn(untrusted):
     rid = escalate(untrusted.project, "hitl_escalation_untrusted")
     await untrusted.rec.wait_for(lambda: untrusted.rec.status[-1]["counts"]["hitlPending"] == 2, 10)
-    result = await untrusted.workspace_execute_command_async(
+    result = await execute_command(untrusted, 
         __import__("lsprotocol").types.ExecuteCommandParams(command="harnState.resumeEscalation",
                                                             arguments=[{"requestId": rid}]))
     assert result["ok"] is False and "not trusted" in result["message"]

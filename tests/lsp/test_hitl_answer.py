@@ -9,7 +9,7 @@ import sqlite3
 
 from lsprotocol import types
 
-from tests.lsp.conftest import make_client_fixture
+from tests.lsp.conftest import execute_command, make_client_fixture
 from tests.lsp.test_hitl import PENDING, tree
 
 alice = make_client_fixture({"settings": {"harnState": {"hitl": {"reviewer": "alice"}}}, "workspaceTrusted": True})
@@ -26,8 +26,7 @@ def log_rows(project):
 
 
 async def run(c, **args):
-    return await c.workspace_execute_command_async(types.ExecuteCommandParams(command="harnState.answerHitl",
-                                                                              arguments=[args]))
+    return await execute_command(c, types.ExecuteCommandParams(command="harnState.answerHitl", arguments=[args]))
 
 
 async def doc(c, rid):

@@ -9,7 +9,7 @@ import pytest
 from lsprotocol import types
 
 from harn_ls.workspace import Workspace
-from tests.lsp.conftest import REPO, make_client_fixture
+from tests.lsp.conftest import execute_command, REPO, make_client_fixture
 
 LEGACY = REPO / "fixtures" / "legacy-project"
 
@@ -35,7 +35,7 @@ async def test_diagnostic_action_and_migration(client):
     assert [a.kind for a in acts] == ["source.harnState.migrate"]
     before = Workspace.load(str(client.project))
     assert before.migration_needed and not before.pending_proposals(include_suppressed=True)
-    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+    result = await execute_command(client, types.ExecuteCommandParams(
         command=acts[0].command.command, arguments=acts[0].command.arguments))
     assert result["ok"] is True, result
     after = Workspace.load(str(client.project))

@@ -11,7 +11,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.lsp.conftest import REPO, SAMPLE, _as_dict
+from tests.lsp.conftest import execute_command, REPO, SAMPLE, _as_dict
 
 LEGACY = REPO / "fixtures" / "legacy-project"
 
@@ -55,7 +55,7 @@ async def test_each_folder_has_its_own_model(client):
     doc = await client.workspace_text_document_content_async(
         types.TextDocumentContentParams(uri="harn-state:/proposals/prompt-2629ccc60808.md"))
     assert doc.text.startswith("# Proposal")
-    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+    result = await execute_command(client, types.ExecuteCommandParams(
         command="harnState.acceptProposal", arguments=[{"id": "prompt-2629ccc60808"}]))
     assert result["ok"] is True, result
     assert (client.b / ".claude/skills/learned-reconcile-stripe-payouts-ledger/SKILL.md").is_file()
@@ -82,7 +82,7 @@ async def test_removing_a_folder_clears_its_problems(client):
         if {s["root"] for s in client.statuses} >= {str(client.a), str(client.b)}:
             break
         await asyncio.sleep(0.05)
-    await client.workspace_execute_command_async(types.ExecuteCommandParams(command="harnState.rescan", arguments=[{}]))
+    await execute_command(client, types.ExecuteCommandParams(command="harnState.rescan", arguments=[{}]))
     for _ in range(200):
         if any(u.startswith(client.b.as_uri() + "/") and d for u, d in published.items()):
             break

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from tests.lsp.conftest import make_client_fixture, open_file
+from tests.lsp.conftest import execute_command, make_client_fixture, open_file
 
 client = make_client_fixture()
 untrusted = make_client_fixture({"settings": {"harnState": {"harnPath": "/nonexistent/harn"}}, "workspaceTrusted": False})
@@ -71,7 +71,7 @@ async def test_selection_probe_diagnostics_fact_and_hover(client):
     action = await probe_action(client, uri, sel)
     assert action["kind"] == "source.harnState.probe"
     assert action["command"]["command"] == "harnState.probeTypecheck"
-    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+    result = await execute_command(client, types.ExecuteCommandParams(
         command=action["command"]["command"], arguments=action["command"]["arguments"]))
     result = _plain(result)
     assert result["ok"] is True and result["outcome"] == "fail"
@@ -120,7 +120,7 @@ async def test_rerun_replaces_and_warning_passes(client):
     path, uri = write_and_open(client, "pipeline main() {\n  let unused_var = 1\n}\n")
     action = await probe_action(client, uri, types.Range(start=pos(1, 0), end=pos(2, 0)))
     for _ in range(2):
-        result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        result = await execute_command(client, types.ExecuteCommandParams(
             command=action["command"]["command"], arguments=action["command"]["arguments"]))
         result = _plain(result)
         assert result["outcome"] == "pass" and result["summary"] == "typecheck pass: 1 warning"
@@ -193,7 +193,7 @@ async def test_untrusted_workspace_refuses(untrusted):
     path, uri = write_and_open(client)
     events = client.project / ".harn/memory/project/facts/events.jsonl"
     before = events.read_bytes()
-    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+    result = await execute_command(client, types.ExecuteCommandParams(
         command="harnState.probeTypecheck", arguments=[{"uri": uri}]))
     result = _plain(result)
     assert result["ok"] is False and "not trusted" in result["message"]
@@ -205,7 +205,7 @@ async def test_untrusted_workspace_refuses(untrusted):
 async def test_missing_binary_one_clear_message(nobinary):
     client = nobinary
     path, uri = write_and_open(client)
-    result = _plain(await client.workspace_execute_command_async(types.ExecuteCommandParams(
+    result = _plain(await execute_command(client, types.ExecuteCommandParams(
         command="harnState.probeTypecheck", arguments=[{"uri": uri}])))
     assert result["ok"] is False and "harnState.harnPath" in result["message"]
     await client.rec.wait_for(lambda: any("harnState.harnPath" in m for m in client.rec.shown), 5)

@@ -7,7 +7,7 @@ import json
 from lsprotocol import types
 
 from harn_ls.workspace import Workspace
-from tests.lsp.conftest import make_client_fixture
+from tests.lsp.conftest import execute_command, make_client_fixture
 
 client = make_client_fixture()
 ZERO = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
@@ -31,7 +31,7 @@ async def test_accept_from_proposal_document(client):
     lenses = await client.text_document_code_lens_async(types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri)))
     assert [lens.command.command for lens in lenses] == ["harnState.acceptProposal", "harnState.rejectProposal"]
 
-    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+    result = await execute_command(client, types.ExecuteCommandParams(
         command=acts[0].command.command, arguments=acts[0].command.arguments))
     assert result["ok"] is True, result
     skill = client.project / ".claude/skills/learned-reconcile-stripe-payouts-ledger/SKILL.md"
@@ -50,14 +50,14 @@ async def test_accept_from_proposal_document(client):
     assert list(event) == ["type", "id", "namespace", "predicate", "forgotten_ids", "forgotten_at"]
     assert event["predicate"] == {"key": f"pending:{pid}"}
     # a second accept is refused: no longer pending
-    again = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+    again = await execute_command(client, types.ExecuteCommandParams(
         command="harnState.acceptProposal", arguments=[{"id": pid}]))
     assert again["ok"] is False
 
 
 async def test_reject_then_suppressed(client):
     pid = "tools-7742da9fd499"
-    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+    result = await execute_command(client, types.ExecuteCommandParams(
         command="harnState.rejectProposal", arguments=[{"id": pid, "days": 14}]))
     assert result["ok"] is True, result
     cold = Workspace.load(str(client.project))
@@ -73,7 +73,7 @@ async def test_actions_on_pending_line_in_events_jsonl(client):
     acts = await actions_for(client, events.as_uri(), types.Range(start=types.Position(line=line, character=0),
                                                                    end=types.Position(line=line, character=0)))
     assert [a.kind for a in acts] == ["source.harnState.accept", "source.harnState.reject"]
-    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+    result = await execute_command(client, types.ExecuteCommandParams(
         command=acts[0].command.command, arguments=acts[0].command.arguments))
     assert result["ok"] is True, result
     staged = client.project / ".harn/crystallization" / prop.id
@@ -87,7 +87,7 @@ async def test_compare_instead_of_accept_when_a_different_skill_exists(client):
     target.write_text("---\nname: learned-reconcile-stripe-payouts-ledger\n---\nhand-written\n")
     acts = await actions_for(client, f"harn-state:/proposals/{pid}.md")
     assert [a.kind for a in acts] == ["source.harnState.compare", "source.harnState.reject"]
-    refused = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+    refused = await execute_command(client, types.ExecuteCommandParams(
         command="harnState.acceptProposal", arguments=[{"id": pid}]))
     assert refused["ok"] is False
     assert target.read_text().endswith("hand-written\n")

@@ -18,7 +18,7 @@ import json
 import pytest
 from lsprotocol import types
 
-from tests.lsp.conftest import HARN_DOUBLE, make_client_fixture
+from tests.lsp.conftest import HARN_DOUBLE, execute_command, make_client_fixture
 from tests.lsp.test_hitl import escalate
 
 
@@ -41,8 +41,8 @@ def _resume_calls(path):
 
 
 async def _resume(client, rid):
-    return await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="harnState.resumeEscalation", arguments=[{"requestId": rid}]))
+    return await execute_command(
+        client, types.ExecuteCommandParams(command="harnState.resumeEscalation", arguments=[{"requestId": rid}]))
 
 
 async def test_resume_passes_config_and_state_dir_from_the_project_root(client, calls):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -23,9 +24,22 @@ DOC = 'pipeline main() {\n  let x: int = "oops"\n}\n'
 
 
 def _serve(*args: str, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "harn_ls", "serve", *args], cwd=str(REPO),
+    """The server, its first stderr line (`first_line`) and the token that line names (`token`)."""
+    proc = subprocess.Popen([sys.executable, "-m", "harn_ls", "serve", *args], cwd=str(REPO),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, **(env or {})})
+    proc.first_line = proc.stderr.readline().decode()
+    m = re.search(r"token in (\S+) \(pass it", proc.first_line)
+    proc.token = Path(m.group(1)).read_text().strip() if m else None
+    return proc
+
+
+def _answer(msg: dict) -> dict:
+    """A command's answer: its result, or the payload of the error it refused with."""
+    if "error" in msg:
+        assert msg["error"]["code"] in (-32803, -32602), msg
+        return msg["error"]["data"]
+    return msg["result"]
 
 
 def _free_port() -> int:
@@ -88,14 +102,15 @@ class RpcClient:
         self.sock.close()
 
 
-def _attack(port: int, project: Path, evil_harn: Path) -> tuple[dict, RpcClient]:
-    """Initialize as a client that names its own harn and says it trusts the folder; ask for a probe."""
+def _attack(port: int, project: Path, evil_harn: Path, token: str) -> tuple[dict, RpcClient]:
+    """Initialize as a client (with the server's token: these are the rules for an admitted one) that
+    names its own harn and says it trusts the folder; ask for a probe."""
     c = RpcClient(port)
     init = c.request("initialize", {
         "processId": None, "rootUri": project.as_uri(), "capabilities": {},
         "workspaceFolders": [{"uri": project.as_uri(), "name": "p"}],
         "initializationOptions": {"settings": {"harnState": {"harnPath": str(evil_harn), "trustedByDefault": True}},
-                                  "workspaceTrusted": True},
+                                  "workspaceTrusted": True, "token": token},
     })
     assert init["result"]["serverInfo"]["name"] == "harn-ls"
     c.notify("initialized", {})
@@ -108,8 +123,8 @@ def _attack(port: int, project: Path, evil_harn: Path) -> tuple[dict, RpcClient]
     while True:  # the project loads in the background after `initialized`
         result = c.request("workspace/executeCommand", {"command": "harnState.probeTypecheck",
                                                         "arguments": [{"uri": target.as_uri()}]})
-        if result["result"].get("message") != "no Harn project is open" or time.monotonic() > deadline:
-            return result, c
+        if _answer(result).get("message") != "no Harn project is open" or time.monotonic() > deadline:
+            return _answer(result), c
         time.sleep(0.1)
 
 
@@ -143,15 +158,15 @@ def test_probe_refused_over_tcp_without_allow_probes(tmp_path, evil):
     script, marker = evil
     port = _free_port()
     proc = _serve("--tcp", f"127.0.0.1:{port}")
-    result, c = _attack(port, project, script)
+    result, c = _attack(port, project, script, proc.token)
     try:
-        assert result["result"]["ok"] is False
-        assert "--allow-probes" in result["result"]["message"]
+        assert result["ok"] is False
+        assert "--allow-probes" in result["message"]
         time.sleep(0.3)
         assert not marker.exists()
     finally:
         _shutdown(c, proc)
-    assert b"listening on 127.0.0.1:%d (probes off" % port in proc.stderr.read()
+    assert "listening on 127.0.0.1:%d (probes off" % port in proc.first_line
 
 
 def test_client_harn_path_ignored_over_tcp_even_with_allow_probes(tmp_path, evil):
@@ -161,11 +176,11 @@ def test_client_harn_path_ignored_over_tcp_even_with_allow_probes(tmp_path, evil
     port = _free_port()
     proc = _serve("--tcp", f"localhost:{port}", "--allow-probes",
                   env={"HARN_LS_HARN": str(HARN_DOUBLE), "HARN_DOUBLE_LOG": str(calls)})
-    result, c = _attack(port, project, script)
+    result, c = _attack(port, project, script, proc.token)
     try:
         # the probe ran -- with the harn from the server's environment, not the client's
-        assert result["result"]["ok"] is True, result
-        assert result["result"]["summary"] == "typecheck fail: 1 error"
+        assert result["ok"] is True, result
+        assert result["summary"] == "typecheck fail: 1 error"
         assert calls.exists() and "check" in calls.read_text()
         assert not marker.exists()
     finally:
@@ -195,7 +210,7 @@ def test_harn_flag_beats_environment_and_ipv6_loopback(tmp_path, evil):
         proc.terminate()
         proc.wait(10)
     # the flag wins over the environment: the stderr line names the double, not the script
-    err = proc.stderr.read().decode()
+    err = proc.first_line + proc.stderr.read().decode()
     assert f"harn = {HARN_DOUBLE}" in err and str(script) not in err
 
 
@@ -227,12 +242,12 @@ def test_escalation_resume_over_tcp_never_runs_the_clients_harn(tmp_path, evil, 
     port = _free_port()
     proc = _serve("--tcp", f"127.0.0.1:{port}", *(["--allow-probes"] if allow else []),
                   env={"HARN_LS_HARN": str(HARN_DOUBLE), "HARN_DOUBLE_LOG": str(calls)})
-    _probe, c = _attack(port, project, script)
+    _probe, c = _attack(port, project, script, proc.token)
     try:
         deadline = time.monotonic() + 20
         while True:
-            res = c.request("workspace/executeCommand", {"command": "harnState.resumeEscalation",
-                                                         "arguments": [{"requestId": rid}]})["result"]
+            res = _answer(c.request("workspace/executeCommand", {"command": "harnState.resumeEscalation",
+                                                                 "arguments": [{"requestId": rid}]}))
             if "no escalation" not in (res.get("message") or "") or time.monotonic() > deadline:
                 break
             time.sleep(0.1)

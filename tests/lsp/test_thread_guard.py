@@ -21,7 +21,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from harn_ls.lsp.project import ModelThreadError, Project
-from tests.lsp.conftest import REPO, SAMPLE, copy_sample, make_client_fixture, open_file
+from tests.lsp.conftest import execute_command, REPO, SAMPLE, copy_sample, make_client_fixture, open_file
 
 client = make_client_fixture()
 OFF_THREAD = "model touched off its thread"
@@ -86,7 +86,7 @@ async def _exercise(c: LanguageClient, project: Path, root: str | None = None) -
                           ("harnState.forgetCheckpointStage", {"pipeline": "no-such-pipeline", "key": "x"}),
                           ("harnState.rejectProposal", {"id": "no-such-proposal"}),
                           ("harnState.resumeEscalation", {"requestId": "no-such-request"})):
-        await c.workspace_execute_command_async(types.ExecuteCommandParams(command=command, arguments=[args]))
+        await execute_command(c, types.ExecuteCommandParams(command=command, arguments=[args]))
     # A state change: the watcher's batch, diagnostics, status and document refresh all run.
     with open(project / ".harn/memory/agent/notes/events.jsonl", "a") as fh:
         fh.write("{ not json\n")

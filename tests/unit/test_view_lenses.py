@@ -12,6 +12,7 @@ import pytest
 from harn_ls.accept_plan import planned_files
 from harn_ls.history import CheckpointHistory, record_workspace
 from harn_ls import contract as P
+from harn_ls.lsp.capabilities import ClientProfile
 from harn_ls.lsp.view_types import to_code_action, to_command
 from harn_ls.render import view_commands as V
 from harn_ls.render.fact_spans import FactSpan
@@ -150,10 +151,18 @@ def test_proposal_at_line_finds_the_pending_store_event(project):
 
 def test_translation_to_lsp_types(project):
     ws = Workspace.load(str(project))
-    cmd = to_command(fact_lens(ws, str(project / INVOICE), 28, 29, 0.0))
+    ours = ClientProfile(client_commands=frozenset({P.CMD_OPEN, P.CMD_COMPARE}))
+    cmd = to_command(fact_lens(ws, str(project / INVOICE), 28, 29, 0.0), ours)
     assert (cmd.command, cmd.arguments) == (P.CMD_OPEN, [f"harn-state:/facts/{INVOICE_FACT}.md"])
-    none = to_command(FACTS_CHANGED)
+    none = to_command(FACTS_CHANGED, ours)
     assert (none.title, none.command, none.arguments) == ("facts changed · reopen", "", None)
-    actions = [to_code_action(c) for c in proposal_choices(ws, PROPOSAL, None)]
+    # a client that runs no command of its own: open through the server where it can show documents,
+    # else the title only
+    shows = ClientProfile(show_document=True, text_document_content=True)
+    cmd = to_command(fact_lens(ws, str(project / INVOICE), 28, 29, 0.0), shows)
+    assert (cmd.command, cmd.arguments) == ("harnState.server.open", [f"harn-state:/facts/{INVOICE_FACT}.md"])
+    bare = to_command(fact_lens(ws, str(project / INVOICE), 28, 29, 0.0), ClientProfile())
+    assert (bare.command, bare.arguments) == ("", None) and bare.title == cmd.title
+    actions = [to_code_action(c, ours) for c in proposal_choices(ws, PROPOSAL, None)]
     assert [(a.kind, a.command.command) for a in actions] == [(P.KIND_ACCEPT, P.CMD_ACCEPT), (P.KIND_REJECT, P.CMD_REJECT)]
     assert actions[1].command.arguments == [{"id": PROPOSAL, "days": 14}] and actions[1].data == {"id": PROPOSAL}

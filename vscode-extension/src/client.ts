@@ -1,12 +1,24 @@
 // Owns the one LanguageClient: start, stop, restart; wires the custom notifications.
 import * as vscode from 'vscode';
 import {
-  DidChangeConfigurationNotification, ExecuteCommandRequest, LanguageClient, LanguageClientOptions, ServerOptions, State, TransportKind,
+  DidChangeConfigurationNotification, ExecuteCommandRequest, LanguageClient, LanguageClientOptions, ResponseError, ServerOptions, State, TransportKind,
 } from 'vscode-languageclient/node';
 import { isFailure, resolveLaunch } from './launch';
 import {
-  ClientCommands, CommandArgs, CommandResults, HitlArrivedParams, InitializationOptions, LoadingParams, Methods, SCHEME, StatusParams, TreeChangedParams, TreeParams, TreeResult,
+  ClientCommands, CommandArgs, CommandResults, Failure, HitlArrivedParams, InitializationOptions, LoadingParams, Methods, SCHEME, StatusParams, TreeChangedParams, TreeParams, TreeResult,
 } from './protocol';
+
+/**
+ * A server command refuses or fails with a JSON-RPC error (-32803 RequestFailed, -32602
+ * InvalidParams, -32800 RequestCancelled) whose `data` is the contract payload ({ok: false,
+ * message, ...}); the server has shown the message already. That payload, or undefined for any
+ * other error.
+ */
+export function failureOf(e: unknown): Failure | undefined {
+  if (!(e instanceof ResponseError)) { return undefined; }
+  const data = e.data as { ok?: unknown; message?: unknown } | undefined;
+  return data && data.ok === false && typeof data.message === 'string' ? (data as Failure) : undefined;
+}
 
 export interface ConnectionEvents {
   onTreeChanged(params: TreeChangedParams): void;
@@ -59,7 +71,14 @@ export class Connection implements vscode.Disposable {
   async execute<K extends keyof CommandArgs>(command: K, args: CommandArgs[K]): Promise<CommandResults[K] | undefined> {
     const c = await this.running();
     if (!c) { throw new Error('harn-ls is not running'); }
-    return c.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] }) as Promise<CommandResults[K] | undefined>;
+    try {
+      return await (c.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] }) as Promise<CommandResults[K] | undefined>);
+    } catch (e) {
+      // a refusal is answered as before: its {ok: false, message} payload, shown by the caller
+      const failure = failureOf(e);
+      if (failure) { return failure as CommandResults[K]; }
+      throw e;
+    }
   }
 
   /**
@@ -130,7 +149,12 @@ export class Connection implements vscode.Disposable {
     const initializationOptions: InitializationOptions = {
       settings: { harnState: harnSettings(folder.uri) },
       workspaceTrusted: vscode.workspace.isTrusted,
+      clientCommands: [
+        ClientCommands.open, ClientCommands.compareWithExisting, ClientCommands.approveHitl, ClientCommands.denyHitl,
+        ClientCommands.answerHitl, ClientCommands.acceptHitl, ClientCommands.declineHitl, ClientCommands.finishHitl,
+      ],
     };
+    let client: LanguageClient | undefined;
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }, { scheme: SCHEME }],
       workspaceFolder: folder,
@@ -143,8 +167,25 @@ export class Connection implements vscode.Disposable {
         code2Protocol: uri => (uri.scheme === SCHEME ? uri.toString(true) : uri.toString()),
         protocol2Code: value => vscode.Uri.parse(value),
       },
+      middleware: {
+        // Server commands run from a lens or code action (Accept, Reject, ...): a refusal is a
+        // ResponseError now; logged and put in the status bar as before, not a second error box
+        // (the server has shown its message).
+        executeCommand: async (command, args, next) => {
+          if (!client) { return next(command, args); }
+          try {
+            return await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
+          } catch (e) {
+            const failure = failureOf(e);
+            if (!failure) { return client.handleFailedRequest(ExecuteCommandRequest.type, undefined, e, undefined); }
+            this.log.warn(`${command}: ${failure.message}`);
+            void vscode.window.setStatusBarMessage(`Harn State: ${command} — ${failure.message}`, 8000);
+            return failure;
+          }
+        },
+      },
     };
-    const client = new LanguageClient('harnState', 'Harn State', serverOptions, clientOptions);
+    client = new LanguageClient('harnState', 'Harn State', serverOptions, clientOptions);
     client.onNotification(Methods.treeChanged, (p: TreeChangedParams) => this.events.onTreeChanged(p));
     client.onNotification(Methods.status, (p: StatusParams) => this.events.onStatus(p));
     client.onNotification(Methods.loading, (p: LoadingParams) => this.events.onLoading?.(p));

@@ -375,4 +375,6 @@ export type CommandResults = {
 export interface InitializationOptions {
   settings: { harnState: Record<string, unknown> };
   workspaceTrusted: boolean;
+  /** Commands this client runs itself (lenses and code actions may name them; other clients get server commands). */
+  clientCommands: string[];
 }

@@ -269,7 +269,14 @@ end
 -- The configuration common to every project's client (the root is added per client).
 local function base_config()
   local settings = vim.deepcopy(M.config.settings or {})
-  local init_options = { settings = { harnState = settings } }
+  -- the commands this plugin runs itself (register_client_commands): lenses and actions may name them
+  local init_options = {
+    settings = { harnState = settings },
+    clientCommands = {
+      'harnState.open', 'harnState.compareWithExisting', 'harnState.ui.approveHitl', 'harnState.ui.denyHitl',
+      'harnState.ui.answerHitl', 'harnState.ui.acceptHitl', 'harnState.ui.declineHitl', 'harnState.ui.finishHitl',
+    },
+  }
   if M.config.trusted ~= nil then
     init_options.workspaceTrusted = M.config.trusted
   end
