@@ -53,10 +53,12 @@
 (defcustom harn-state-settings nil
   "`harnState.*' settings sent to the server, a plist such as
 \(:harnPath \"/usr/local/bin/harn\" :facts (:minConfidence 0.5)).
-The keys: :harnPath, :skillRoot, :probes (:timeoutSeconds :storeFacts), :facts
-\(:minConfidence), :codeLens (:facts :checkpoints), :transcripts (:showPrivate),
-:hitl (:reviewer), :projectRoots and :harnEnv (Harn's location variables, such as
-\(:HARN_EVENT_LOG_SQLITE_PATH \"state/events.sqlite\")); harn-ls's README gives each one's default."
+The keys: :harnPath, :skillRoot, :probes (:timeoutSeconds :storeFacts),
+:facts (:minConfidence), :codeLens (:facts :checkpoints),
+:transcripts (:showPrivate), :hitl (:reviewer), :projectRoots and :harnEnv
+\(Harn's location variables, such as
+\(:HARN_EVENT_LOG_SQLITE_PATH \"state/events.sqlite\")).
+harn-ls's README gives each one's default."
   :type 'plist)
 
 (defcustom harn-state-trusted nil
