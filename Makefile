@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test unit lsp clients fuzz bench venv clean
+.PHONY: demo test unit lsp clients fuzz bench venv clean mutate
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,8 +25,12 @@ test: $(STAMP) clients-deps
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 fuzz: $(STAMP)
-	HARN_LS_FUZZ_EXAMPLES=20000 $(PY) -m pytest -q tests/fuzz
-	HARN_LS_FAULT_KILLS=1000 $(PY) -m pytest -q -p no:cacheprovider tests/fault
+	HARN_LS_FUZZ_EXAMPLES=20000 $(PY) -m pytest -q --timeout=3600 tests/fuzz
+	HARN_LS_FAULT_KILLS=1000 $(PY) -m pytest -q -p no:cacheprovider --timeout=3600 tests/fault
+
+# A mutation run (not part of make test): make mutate MODULE="formats/hitl.py state_cache.py"
+mutate: $(STAMP)
+	$(PY) scripts/mutate.py $(if $(MODULE),$(MODULE),--list)
 
 bench: $(STAMP)
 	$(PY) bench/run.py

@@ -57,7 +57,8 @@ def _project(path: str | None, args=None, memory_only: bool = False, defer_facts
     progress = _start_progress(args, f"harn-ls: {os.path.basename(target) or target}")
     if progress is not None:
         progress.within(0.0, share)
-    ws = Workspace.load(target, cache=use_cache, memory_only=memory_only, defer_facts=defer_facts, progress=progress)
+    ws = Workspace.load(target, cache=use_cache, memory_only=memory_only, defer_facts=defer_facts,
+                          one_shot=defer_facts, progress=progress)
     if share >= 1.0:
         _stop_progress()
     return ws

@@ -136,14 +136,30 @@ def pattern_payload(pattern: pl_fmt.PatternLearning) -> bytes:
         "state": state_at if state_at is not None else _values(state, _STATE),
         "problems": [_problem_row(p) for p in pattern.problems],
         "counts": pattern.counts,
-        "rejected": len(pattern.rejected),
+        # each view's memory record, by its sequence in the namespace: relinked on restore (an Accept
+        # reads the record's value, the proposal-at-line lookup its line)
+        "links": [[_seq_of(v.record) for v in views] for views in
+                  (pattern.observations, pattern.pending, pattern.state_records)],
+        "rejected": [r.seq for r in pattern.rejected],
     }
     return orjson.dumps(doc)
 
 
-def pattern_from_payload(data: bytes) -> pl_fmt.PatternLearning:
-    """The projection as `pattern_payload` kept it, without record links (and without the rejected
-    records themselves); raises ValueError, TypeError, KeyError on anything that does not fit."""
+def _seq_of(record) -> int | None:
+    return record.seq if record is not None else None
+
+
+def _relink(views: list, seqs, record_of) -> None:
+    if type(seqs) is not list or len(seqs) != len(views):
+        raise ValueError("links do not fit")
+    for view, seq in zip(views, seqs):
+        view.record = None if seq is None else record_of(seq)
+
+
+def pattern_from_payload(data: bytes, record_of=None) -> pl_fmt.PatternLearning:
+    """The projection as `pattern_payload` kept it; with `record_of` (seq -> the namespace's record
+    of that sequence) each view linked to its memory record again and the rejected records back,
+    else without them. Raises ValueError, TypeError, KeyError on anything that does not fit."""
     doc = orjson.loads(data)
     if doc["fields"] != [list(_OBSERVATION), list(_PROPOSAL), list(_STATE)]:
         raise ValueError("pattern views changed shape")
@@ -159,10 +175,14 @@ def pattern_from_payload(data: bytes) -> pl_fmt.PatternLearning:
     else:
         out.state = _views(pl_fmt.PatternState, _STATE, [state])[0]
     out.problems = [_problem_from_row(p) for p in doc["problems"]]
-    counts = doc["counts"]
-    if not isinstance(counts, dict) or not isinstance(doc["rejected"], int):
+    counts, links, rejected = doc["counts"], doc["links"], doc["rejected"]
+    if not isinstance(counts, dict) or type(links) is not list or len(links) != 3 or type(rejected) is not list:
         raise ValueError("bad counts")
     out.counts = counts
+    if record_of is not None:
+        for views, seqs in zip((out.observations, out.pending, out.state_records), links):
+            _relink(views, seqs, record_of)
+        out.rejected = [record_of(seq) for seq in rejected]
     return out
 
 
@@ -172,17 +192,26 @@ def _entry_key(e: dict) -> str | None:
     return meta.get("name") if isinstance(meta, dict) and isinstance(meta.get("name"), str) else None
 
 
-def restore_pattern(cache, ns: str, path: str) -> pl_fmt.PatternLearning | None:
-    """The cached projection (PatternLearning without record links) of namespace `ns` of a StateCache,
-    when `ns` was restored unchanged this run from the very entry the projection was made of."""
+def restore_pattern(cache, ns: str, path: str, link: bool = False) -> pl_fmt.PatternLearning | None:
+    """The cached projection of namespace `ns` of a StateCache, when `ns` was restored unchanged this
+    run from the very entry the projection was made of: without record links, or with `link` linked
+    to the records of the cached rows (read one by one: the namespace itself stays unbuilt)."""
     desc = cache.manifest.get("pattern") if cache.manifest else None
     e = cache.entry(ns, path)
     if not isinstance(desc, dict) or e is None or cache.hits.get(ns) != "same" or ns in cache.damaged \
             or desc.get("ns") != ns or desc.get("of") != _entry_key(e):
         return None
+    record_of = None
+    if link:
+        reader = cache.readers.get(ns)
+        if reader is None:
+            return None
+        if reader.positions() is None:
+            reader.seqs()  # (the row index: single rows are read without decoding them all)
+        record_of = reader.record
     try:
-        return pattern_from_payload(cache.read_payload(desc.get("payload")))
-    except (CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError):
+        return pattern_from_payload(cache.read_payload(desc.get("payload")), record_of)
+    except (CacheInvalid, OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError):
         return None
 
 
@@ -211,12 +240,12 @@ def save_pattern(cache, ws, out: dict, token: str) -> tuple[dict | None, bool]:
     return {"ns": ns, "of": key, "payload": cache._write_payload("pattern.json", data, token)}, True
 
 
-def pattern_projection(cache, space, path: str) -> tuple[pl_fmt.PatternLearning, tuple | None]:
+def pattern_projection(cache, space, path: str, link: bool = True) -> tuple[pl_fmt.PatternLearning, tuple | None]:
     """(the pattern-learning projection of namespace `space` (None: absent) whose log is `path`, what
-    it was made of: (space, event count), or None when it came from `cache`). With a cache (a
-    one-shot inspect), the cached projection of a namespace restored unchanged: the same views
-    without their record links, which nothing such a run prints follows."""
-    restored = restore_pattern(cache, pl_fmt.NAMESPACE, path) if cache is not None and space is not None else None
+    it was made of: (space, event count), or None when it came from `cache`). With a cache, the
+    cached projection of a namespace restored unchanged: the same views, linked to their records
+    again (`link`: a server's Accept reads them), or not (a one-shot inspect never follows them)."""
+    restored = restore_pattern(cache, pl_fmt.NAMESPACE, path, link) if cache is not None and space is not None else None
     if restored is not None:
         return restored, None
     records = space.records() if space is not None else []

@@ -106,7 +106,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         self._memory_only = False  # Workspace.load(memory_only=True): see there
         self._real_dirs: dict[str, str] = {}  # realpath memo, emptied when a scan or an apply starts
         self._pending_facts: dict[str, object] = {}  # memory_only/defer_facts: cached facts not decoded (unless changed)
-        self._defer_facts = self._fold_values = False  # Workspace.load(defer_facts=True / fold_values=True): see there
+        self._defer_facts = self._fold_values = self._one_shot = False  # Workspace.load(defer_facts=True / ...): see there
 
     @property
     def extra(self) -> ExtraState:
@@ -124,17 +124,19 @@ class Workspace(FactsPart, RunsPart, RecallPart):
              cache: bool = False, memory_only: bool = False, defer_facts: bool = False,
              keep_rows: bool | None = None, fold_values: bool = False,
              progress: WorkProgress | None = None, env_sources: Mapping[str, str] | None = None,
-             untrusted_env: Iterable[str] = ()) -> "Workspace":
+             untrusted_env: Iterable[str] = (), one_shot: bool = False) -> "Workspace":
         """Read the project. With `cache`, namespaces whose logs the state cache still matches are
         restored from it (plus any appended bytes) instead of re-read; `save_cache()` writes it back.
         `memory_only` (a one-shot recall): only the memory namespaces and their facts are read;
         checkpoints, skills, runs, sessions and the rest stay empty (and their cache entries kept).
-        `defer_facts` (a one-shot `inspect --json`): the facts of namespaces restored unchanged stay
-        undecoded (problems, count restored); `materialize_facts()` decodes them; run records listed
-        from the cache have no stages or usage (`inspect --json` never shows them). `keep_rows`, `fold_values`: below."""
+        `defer_facts` (a server's start, a one-shot `inspect --json`): the facts of namespaces restored
+        unchanged stay undecoded (problems, count restored); `materialize_facts()` decodes them.
+        `one_shot` (`inspect --json`): run records listed from the cache have no stages or usage and
+        the pattern views no link to their records (it never shows them). `keep_rows`, `fold_values`: below."""
         ws = cls(paths_mod.resolve(path, env=env, home=home, env_sources=env_sources, untrusted_env=untrusted_env), env)
         ws._memory_only, ws._defer_facts, ws._fold_values = memory_only, defer_facts, fold_values
         ws.progress = progress  # told how far the read is (a terminal bar, LSP work-done progress)
+        ws._one_shot = one_shot
         if cache:
             ws._state_cache = StateCache.open(ws.root, env)
             if ws._state_cache is not None:
@@ -382,8 +384,9 @@ class Workspace(FactsPart, RunsPart, RecallPart):
     def _refresh_pattern(self, changes: ChangeSet) -> None:
         space = self.memory.get(PATTERN_NAMESPACE)
         path = self._ns_path.get(PATTERN_NAMESPACE, os.path.join(self.paths.pattern_learning_dir, EVENTS_FILE))
-        # a one-shot inspect (defer_facts) may take it from the state cache: state_parts.pattern_projection
-        self.pattern, self._pattern_made_of = pattern_projection(self._state_cache if self._defer_facts else None, space, path)
+        # a server's start or a one-shot inspect (defer_facts) may take it from the state cache: state_parts.pattern_projection
+        self.pattern, self._pattern_made_of = pattern_projection(self._state_cache if self._defer_facts else None, space, path,
+                                                                 link=not self._one_shot)
         self.legacy_streams = pl_fmt.legacy_stream_paths(self.paths.state_root)
         self.migration_needed = pl_fmt.needs_migration(self.paths.state_root, self.paths.pattern_learning_dir)
         changes.kinds.add(K.PATTERN)

@@ -81,9 +81,9 @@ class RunsPart:
         paths = _json_files(d) if self._root_ok(d) else []
         # A run record the state cache still matches by one lstat (the same regular file, so not a
         # link: it is where its folder is, and the folder is checked once) skips the per-file checks;
-        # a one-shot `inspect --json` (defer_facts) lists no stages or usage: they stay undecoded
+        # a one-shot `inspect --json` lists no stages or usage: they stay undecoded (a server shows them)
         cache = self._state_cache
-        cached = cache.restore_regular_runs(paths, details=not self._defer_facts) \
+        cached = cache.restore_regular_runs(paths, details=not self._one_shot) \
             if cache is not None and paths and not self._leaves_project(d) else {}
         for path in paths:
             hit = cached.get(path)

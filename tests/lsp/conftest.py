@@ -85,54 +85,64 @@ def _fix_code_action_union(client: LanguageClient) -> None:
 
 
 def make_client_fixture(init_options: dict | None = None):
-    @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "harn_ls", "serve"]))
+    @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND))
     async def lsp(lsp_client: LanguageClient, project: Path):
-        rec = Recorder(lsp_client)
-        _fix_code_action_union(lsp_client)
-
-        @lsp_client.feature("harn/treeChanged")
-        def _tree_changed(params):
-            rec.tree_changed.append(_as_dict(params))
-            rec.order.append("harn/treeChanged")
-
-        @lsp_client.feature("harn/status")
-        def _status(params):
-            rec.status.append(_as_dict(params))
-            rec.order.append("harn/status")
-
-        @lsp_client.feature("harn/hitlArrived")
-        def _hitl_arrived(params):
-            rec.hitl_arrived.append(_as_dict(params))
-
-        @lsp_client.feature(types.WORKSPACE_TEXT_DOCUMENT_CONTENT_REFRESH)
-        def _refresh(params):
-            rec.content_refresh.append(params.uri)
-            rec.order.append(types.WORKSPACE_TEXT_DOCUMENT_CONTENT_REFRESH)
-            return None
-
-        @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
-        def _lens_refresh(params):
-            rec.lens_refresh += 1
-            rec.order.append(types.WORKSPACE_CODE_LENS_REFRESH)
-            return None
-
-        caps = pytest_lsp.client_capabilities("visual-studio-code")
-        # vscode-languageclient 11 declares this (LSP 3.18); pytest-lsp's older VS Code snapshot does not.
-        caps.workspace.text_document_content = types.TextDocumentContentClientCapabilities(dynamic_registration=True)
-        lsp_client.init_result = await lsp_client.initialize_session(types.InitializeParams(
-            capabilities=caps,
-            root_uri=project.as_uri(),
-            workspace_folders=[types.WorkspaceFolder(uri=project.as_uri(), name="sample")],
-            initialization_options={"clientCommands": CLIENT_COMMANDS, **(init_options or {
-                "settings": {"harnState": {"harnPath": str(HARN_DOUBLE)}}, "workspaceTrusted": True})},
-        ))
-        await rec.wait_for(lambda: rec.status, 20)
-        lsp_client.rec = rec
-        lsp_client.project = project
+        await start_session(lsp_client, project, init_options)
         yield
         await lsp_client.shutdown_session()
 
     return lsp
+
+
+SERVER_COMMAND = [sys.executable, "-m", "harn_ls", "serve"]
+
+
+async def start_session(lsp_client: LanguageClient, project: Path, init_options: dict | None = None) -> Recorder:
+    """Hook the Recorder to `lsp_client`, initialize a session on `project` as VS Code would, and
+    wait for the first harn/status; the client gets `rec` and `project` attributes."""
+    rec = Recorder(lsp_client)
+    _fix_code_action_union(lsp_client)
+
+    @lsp_client.feature("harn/treeChanged")
+    def _tree_changed(params):
+        rec.tree_changed.append(_as_dict(params))
+        rec.order.append("harn/treeChanged")
+
+    @lsp_client.feature("harn/status")
+    def _status(params):
+        rec.status.append(_as_dict(params))
+        rec.order.append("harn/status")
+
+    @lsp_client.feature("harn/hitlArrived")
+    def _hitl_arrived(params):
+        rec.hitl_arrived.append(_as_dict(params))
+
+    @lsp_client.feature(types.WORKSPACE_TEXT_DOCUMENT_CONTENT_REFRESH)
+    def _refresh(params):
+        rec.content_refresh.append(params.uri)
+        rec.order.append(types.WORKSPACE_TEXT_DOCUMENT_CONTENT_REFRESH)
+        return None
+
+    @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def _lens_refresh(params):
+        rec.lens_refresh += 1
+        rec.order.append(types.WORKSPACE_CODE_LENS_REFRESH)
+        return None
+
+    caps = pytest_lsp.client_capabilities("visual-studio-code")
+    # vscode-languageclient 11 declares this (LSP 3.18); pytest-lsp's older VS Code snapshot does not.
+    caps.workspace.text_document_content = types.TextDocumentContentClientCapabilities(dynamic_registration=True)
+    lsp_client.init_result = await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=caps,
+        root_uri=project.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=project.as_uri(), name="sample")],
+        initialization_options={"clientCommands": CLIENT_COMMANDS, **(init_options or {
+            "settings": {"harnState": {"harnPath": str(HARN_DOUBLE)}}, "workspaceTrusted": True})},
+    ))
+    await rec.wait_for(lambda: rec.status, 20)
+    lsp_client.rec = rec
+    lsp_client.project = project
+    return rec
 
 
 def open_file(client: LanguageClient, path: Path, language: str = "python") -> str:

@@ -20,6 +20,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "fixtures" / "sample-project"
+# (building the wheel and installing it into a fresh venv: its own steps allow up to 300 + 120 + 600 s)
+pytestmark = pytest.mark.timeout(1200)
 
 
 def _source_version() -> str:

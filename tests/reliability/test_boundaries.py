@@ -272,6 +272,7 @@ def _measure(tmp_path: Path, size: int) -> dict:
     return out
 
 
+@pytest.mark.timeout(900)  # (writes and reads 200 MB; its reader may take up to 600 s)
 def test_200mb_log_read_in_bounded_memory(tmp_path):
     out = _measure(tmp_path, 200 * 1024 * 1024)
     grown = (out["peak_kb"] - out["base_kb"]) * 1024
@@ -280,6 +281,7 @@ def test_200mb_log_read_in_bounded_memory(tmp_path):
 
 
 @pytest.mark.skipif(os.environ.get("HARN_LS_BIG") != "1", reason="2 GB log: set HARN_LS_BIG=1 (about 10-20 s)")
+@pytest.mark.timeout(1200)
 def test_2gb_log_read_in_bounded_memory(tmp_path):
     out = _measure(tmp_path, 2 * 1024**3 + 12345)
     grown = (out["peak_kb"] - out["base_kb"]) * 1024

@@ -109,20 +109,50 @@ def test_huge_value_is_capped(tmp_path):
     assert "too big" in snap.problems[0].message
 
 
+# Run in a child process with its address space and file sizes capped: a query whose deadline is lost
+# grows without end (the sort of an endless recursive CTE), and then fails there in seconds (out of
+# memory, or SIGXFSZ for its temp files) instead of taking the machine's memory or disk with it.
+_DEADLINE_CHILD = """
+import resource, sqlite3, sys, time
+resource.setrlimit(resource.RLIMIT_AS, (MEM, MEM))
+resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE, FSIZE))
+from harn_ls.formats import sqlite_safe
+path, query = sys.argv[1], sys.argv[2]
+conn = sqlite3.connect(path)
+conn.executescript("CREATE TABLE t(x);")
+conn.close()
+conn = sqlite_safe.open_readonly(path)
+t0 = time.monotonic()
+try:
+    sqlite_safe.query(conn, query, (), deadline_s=0.3, max_rows=10)
+    sys.exit("the endless query returned")
+except sqlite_safe.SqliteDeadline:
+    pass
+took = time.monotonic() - t0
+assert took < 1.0, took
+# The connection stays usable, rows are capped.
+rows = sqlite_safe.query(conn, "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r LIMIT 100) "
+                               "SELECT n FROM r", (), 1.0, max_rows=7)
+assert rows == [(i,) for i in range(1, 8)], rows
+try:  # query_only: no writes even if a caller tried
+    conn.execute("CREATE TABLE y(z)")
+    sys.exit("a write went through")
+except sqlite3.OperationalError:
+    pass
+conn.close()
+print("ok", round(took, 3))
+"""
+DEADLINE_MEM = 128 * 1024 * 1024  # the child peaks at ~20 MB of address space; a lost deadline passes this in seconds
+DEADLINE_FSIZE = 256 * 1024 * 1024
+
+
+@pytest.mark.timeout(60)
 def test_query_deadline_interrupts(tmp_path):
-    path = tmp_path / "data.sqlite"
-    _build(path, "CREATE TABLE t(x);")
-    conn = sqlite_safe.open_readonly(str(path))
-    t0 = time.monotonic()
-    with pytest.raises(sqlite_safe.SqliteDeadline):
-        sqlite_safe.query(conn, RECURSIVE + " ORDER BY updated_at_ms DESC", (), deadline_s=0.3, max_rows=10)
-    assert time.monotonic() - t0 < 1.0
-    # The connection stays usable, rows are capped.
-    assert sqlite_safe.query(conn, "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r LIMIT 100) "
-                                   "SELECT n FROM r", (), 1.0, max_rows=7) == [(i,) for i in range(1, 8)]
-    with pytest.raises(sqlite3.OperationalError):  # query_only: no writes even if a caller tried
-        conn.execute("CREATE TABLE y(z)")
-    conn.close()
+    code = _DEADLINE_CHILD.replace("MEM, MEM", f"{DEADLINE_MEM}, {DEADLINE_MEM}").replace(
+        "FSIZE, FSIZE", f"{DEADLINE_FSIZE}, {DEADLINE_FSIZE}")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "data.sqlite"), RECURSIVE + " ORDER BY updated_at_ms DESC"],
+                          capture_output=True, text=True, timeout=30, cwd=str(REPO))
+    assert proc.returncode == 0 and proc.stdout.startswith("ok"), (proc.returncode, proc.stdout, proc.stderr[-2000:])
 
 
 def test_view_and_virtual_table_refused_by_table_columns(tmp_path):

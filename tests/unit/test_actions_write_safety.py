@@ -79,7 +79,8 @@ def test_symlinked_targets_are_refused(project, tmp_path):
 
 FLIPPER = """
 import os, sys
-race, inside, evil, target, evil_target, stop = sys.argv[1:7]
+race, inside, evil, target, evil_target, stop, count = sys.argv[1:8]
+cfd = os.open(count, os.O_WRONLY | os.O_CREAT, 0o600)
 for name, dest in (("l-in", inside), ("l-evil", evil), ("t-evil", evil_target)):
     if not os.path.lexists(race + "." + name):
         os.symlink(dest, race + "." + name)
@@ -99,8 +100,13 @@ while not os.path.exists(stop):
     except OSError:
         pass
     n += 1
+    if n % 10 == 0:  # (how far it got, for the writer: it stops on counts, never on the clock)
+        os.pwrite(cfd, str(n).encode().ljust(20), 0)
 print(n, flush=True)
 """
+MIN_FLIPS = 100  # flips of the folder and the file the writes must have raced with
+MIN_ATTEMPTS = 1200  # writes tried, half atomic_write, half append_lines
+MAX_ATTEMPTS = 300_000  # (a flipper that never runs fails the test here, or at its timeout)
 
 
 def test_symlink_swapped_in_during_writes_is_never_followed(project, tmp_path):
@@ -112,27 +118,41 @@ def test_symlink_swapped_in_during_writes_is_never_followed(project, tmp_path):
     (inside / "target.json").write_text("{}")
     race = project / ".harn/race"
     os.symlink(inside, race)
-    stop = tmp_path / "stop"
+    stop, count = tmp_path / "stop", tmp_path / "flips"
     flipper = subprocess.Popen([sys.executable, "-c", FLIPPER, str(race), str(inside), str(evil),
-                                str(inside / "target.json"), str(evil / "target.json"), str(stop)],
+                                str(inside / "target.json"), str(evil / "target.json"), str(stop), str(count)],
                                stdout=subprocess.PIPE, text=True)
     assert flipper.stdout.readline().strip() == "ready"
     outcomes = {"written": 0, "refused": 0}
+
+    def flipped() -> int:
+        try:
+            return int(count.read_bytes().strip() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    # Deterministic in what it shows: the writes go on until they have raced with enough flips and
+    # both outcomes happened (on a busy machine the flipper may get little CPU: then it takes longer)
+    attempts = 0
     try:
-        for i in range(600):
-            for writer in (lambda: atomic_write(str(project), str(race / "target.json"), f'{{"n": {i}}}'),
-                           lambda: append_lines(str(project), str(race / "log.jsonl"), [f'{{"n": {i}}}'])):
-                try:
-                    writer()
-                    outcomes["written"] += 1
-                except (ActionFailed, OSError):
-                    outcomes["refused"] += 1
+        while attempts < MAX_ATTEMPTS and not (attempts >= MIN_ATTEMPTS and outcomes["written"] and outcomes["refused"]
+                                               and flipped() >= MIN_FLIPS):
+            i = attempts // 2
+            try:
+                if attempts % 2 == 0:
+                    atomic_write(str(project), str(race / "target.json"), f'{{"n": {i}}}')
+                else:
+                    append_lines(str(project), str(race / "log.jsonl"), [f'{{"n": {i}}}'])
+                outcomes["written"] += 1
+            except (ActionFailed, OSError):
+                outcomes["refused"] += 1
+            attempts += 1
     finally:
         stop.write_text("")
         flips = int(flipper.stdout.readline().strip() or 0)
         flipper.wait(timeout=10)
     assert sorted(os.listdir(evil)) == ["target.json"] and (evil / "target.json").read_text() == "evil"
-    assert flips > 100 and outcomes["written"] > 0 and outcomes["refused"] > 0, (flips, outcomes)
+    assert flips >= MIN_FLIPS and outcomes["written"] > 0 and outcomes["refused"] > 0, (flips, attempts, outcomes)
 
 
 def test_reads_never_create_lock_files(project, tmp_path):

@@ -54,7 +54,7 @@ def cold_bytes(project: Path) -> bytes:
 
 
 def fast(project: Path) -> tuple[bytes, Workspace, dict]:
-    ws = Workspace.load(str(project), cache=True, defer_facts=True)
+    ws = Workspace.load(str(project), cache=True, defer_facts=True, one_shot=True)
     data = inspect_json(ws, facts_fragment=True)
     return dump(data), ws, data
 
@@ -189,7 +189,7 @@ def test_plain_inspect_json_of_a_deferred_load_decodes_the_facts(project, cache_
     add_tricky_facts(project)
     cold = inspect_json(Workspace.load(str(project)))
     fill(project)
-    ws = Workspace.load(str(project), cache=True, defer_facts=True)
+    ws = Workspace.load(str(project), cache=True, defer_facts=True, one_shot=True)
     assert ws.deferred_fact_namespaces()
     assert inspect_json(ws) == cold
     assert not ws.deferred_fact_namespaces() and ws.facts

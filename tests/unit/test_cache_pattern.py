@@ -21,7 +21,7 @@ PATTERN = ".harn/memory/project/pattern-learning/events.jsonl"
 
 def fill(project: Path) -> None:
     for _ in range(2):  # the second one-shot load is served from the cache and keeps the entry
-        ws = Workspace.load(str(project), cache=True, defer_facts=True)
+        ws = Workspace.load(str(project), cache=True, defer_facts=True, one_shot=True)
         assert ws.save_cache()
 
 
@@ -59,6 +59,25 @@ def test_a_full_load_never_uses_the_cached_projection(project, cache_env):
     fill(project)
     ws = Workspace.load(str(project), cache=True)  # the server's load: records stay linked
     assert ws.pattern.pending and all(p.record is not None for p in ws.pattern.pending)
+
+
+def _linked(ws: Workspace) -> list:
+    pl = ws.pattern
+    return [[(v.id if hasattr(v, "id") else None, v.record) for v in views]
+            for views in (pl.observations, pl.pending, pl.state_records)] + [pl.state.record, pl.rejected]
+
+
+def test_a_server_start_relinks_the_cached_projection_to_its_records(project, cache_env):
+    """A server starts with defer_facts (not one-shot): the cached views come back linked to their
+    memory records, as a cold projection has them (the proposal-at-line lookup matches on the
+    record's line; an Accept reads its value). Issue 34: they came back with none."""
+    fill(project)
+    ws = Workspace.load(str(project), cache=True, defer_facts=True)
+    assert ws._pattern_made_of is None  # from the cache
+    assert not ws.memory["project/pattern-learning"].materialized  # (read row by row: the namespace stays unbuilt)
+    cold = Workspace.load(str(project))
+    assert all(p.record is not None for p in cold.pattern.pending)
+    assert _linked(ws) == _linked(cold)
 
 
 def _append(project: Path) -> None:
@@ -99,7 +118,7 @@ def test_a_changed_namespace_is_projected_again(project, cache_env, change):
         assert restored(ws2)  # the save kept the new projection, for the new entry
 
 
-DAMAGE = ["flip", "truncate", "other-entry", "shape", "state-index", "missing-file"]
+DAMAGE = ["flip", "truncate", "other-entry", "shape", "state-index", "missing-file", "links"]
 
 
 @pytest.mark.parametrize("damage", DAMAGE)
@@ -115,10 +134,12 @@ def test_a_damaged_cached_projection_is_never_trusted(project, cache_env, damage
         data = data[: len(data) // 2]
     elif damage == "other-entry":
         desc["of"] = "ns0-000000000000-1-1.meta.json"
-    elif damage in ("shape", "state-index"):
+    elif damage in ("shape", "state-index", "links"):
         doc = orjson.loads(data)
         if damage == "shape":
             doc["fields"][1] = doc["fields"][1][:-1]
+        elif damage == "links":
+            doc["links"][1][0] = 10**9  # a record the namespace never had
         else:
             doc["state"] = len(doc["state_records"]) + 3
         data = orjson.dumps(doc)
@@ -131,4 +152,7 @@ def test_a_damaged_cached_projection_is_never_trusted(project, cache_env, damage
     expected = cold_bytes(project)
     got, ws, _data = fast(project)
     assert got == expected
-    assert not restored(ws)
+    assert not restored(ws) or damage == "links"  # (a one-shot load never follows the links)
+    if damage == "links":
+        linked = Workspace.load(str(project), cache=True, defer_facts=True)  # a server's start does
+        assert linked._pattern_made_of is not None and _linked(linked) == _linked(Workspace.load(str(project)))

@@ -27,7 +27,7 @@ def run_files(project: Path) -> list[Path]:
 def filled(project: Path) -> Workspace:
     """Fill the cache (twice: the second load is served from it) and return the warm workspace."""
     for _ in range(2):
-        ws = Workspace.load(str(project), cache=True, defer_facts=True)
+        ws = Workspace.load(str(project), cache=True, defer_facts=True, one_shot=True)
         assert ws.save_cache()
     return ws
 
@@ -157,7 +157,7 @@ def test_a_run_record_rewritten_while_it_is_read_is_not_cached_with_the_new_stat
         return run
 
     monkeypatch.setattr(workspace_runs.runs_fmt, "read_run_record", read_then_rewrite)
-    ws = Workspace.load(str(project), cache=True, defer_facts=True)
+    ws = Workspace.load(str(project), cache=True, defer_facts=True, one_shot=True)
     assert rewritten and ws.save_cache()
     monkeypatch.setattr(workspace_runs.runs_fmt, "read_run_record", real_read)
     assert str(victim) not in served_from_cache(project)
@@ -182,7 +182,11 @@ def test_a_full_warm_load_lists_run_records_with_their_stages_and_usage(project,
     assert served_from_cache(project) == {str(p) for p in run_files(project)}
     warm = Workspace.load(str(project), cache=True)
     assert _runs_view(warm) == expected
-    slim = Workspace.load(str(project), cache=True, defer_facts=True)
+    # a server's start (facts deferred, not one-shot) shows run documents: issue 34's cold/warm sweep
+    # found them without Usage and Stages
+    server = Workspace.load(str(project), cache=True, defer_facts=True, keep_rows=False, fold_values=True)
+    assert _runs_view(server) == expected
+    slim = Workspace.load(str(project), cache=True, defer_facts=True, one_shot=True)
     assert all(not r.stages and not r.usage for r in slim.runs.values())
     assert {rid: v[:2] + v[4:] for rid, v in _runs_view(slim).items()} == {rid: v[:2] + v[4:] for rid, v in expected.items()}
     assert slim.save_cache() is not None
