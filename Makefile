@@ -6,10 +6,11 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: demo test unit lsp clients fuzz bench venv clean
 
-$(STAMP): pyproject.toml
+# The test venv is the lock's (requirements/test.lock, every file's hash checked), then harn-ls itself.
+$(STAMP): pyproject.toml requirements/test.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q --require-hashes -r requirements/test.lock
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	@# an editable install writes no bytecode; compile it as an installed package has it
 	$(PY) -m compileall -q harn_ls
 	@touch $(STAMP)
@@ -39,3 +40,4 @@ clean:
 	rm -rf $(VENV) build dist *.egg-info
 
 -include mk/e2e.mk
+-include mk/deps.mk

@@ -9,8 +9,8 @@ import os
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
+from hashlib import sha256
 
-from harn_ls.digests import sha256
 
 from .common import (
     MAX_KEY_BYTES,
