@@ -426,6 +426,13 @@ class StateWatcher:
         # Same inode: a renamed-away root keeps its watch but reports old paths.
         return alive and ident is not None and _identity(path) == ident
 
+    def _emitter_crashed_locked(self, watch: ObservedWatch) -> bool:
+        """An emitter of `watch` ended by an exception: not alive, yet never asked to stop (a
+        deleted root's emitter stops itself, which sets its stopped event)."""
+        obs = self._observer
+        return obs is not None and any(
+            e.watch == watch and not e.is_alive() and not e.stopped_event.is_set() for e in list(obs.emitters))
+
     def _reconcile_locked(self, initial: bool) -> None:
         """Bring watches in line with what exists on disk, reporting changes."""
         if self._observer is None:
@@ -442,10 +449,10 @@ class StateWatcher:
         appeared: set[str] = set()
         for path, (watch, ident) in list(self._root_watches.items()):
             if not self._watch_healthy_locked(path, watch, ident):
-                if ident is not None and _identity(path) == ident:
-                    # the root is still there but its emitter ended (an exception in watchdog's reader
-                    # thread): what it would have reported since is lost
-                    log.warning("watch of %s stopped; re-arming it and rescanning", path)
+                if self._emitter_crashed_locked(watch):
+                    # its emitter thread ended without being stopped (an exception in watchdog's
+                    # reader): what it would have reported since is lost
+                    log.warning("watch of %s failed; re-arming it and rescanning", path)
                     self.overflows += 1
                     self._debouncer.touch(_FULL)
                 self._unschedule_locked(watch)
