@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test unit lsp clients fuzz bench venv clean
+.PHONY: demo test test-portable unit lsp clients fuzz bench venv clean
 
 # The test venv is the lock's (requirements/test.lock, every file's hash checked), then harn-ls itself.
 $(STAMP): pyproject.toml requirements/test.lock
@@ -24,6 +24,12 @@ demo: $(STAMP)
 
 test: $(STAMP) clients-deps
 	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(MAKE) --no-print-directory test-portable
+
+# The LSP suite again with every Linux-only facility switched off (harn_ls/portable.py): the paths
+# macOS takes (no /proc/locks, no inotify, no /proc/self/fd), run here.
+test-portable: $(STAMP)
+	HARN_LS_PORTABLE=1 $(PY) -m pytest -q -p no:cacheprovider tests/lsp tests/unit/test_portable.py
 
 fuzz: $(STAMP)
 	HARN_LS_FUZZ_EXAMPLES=20000 $(PY) -m pytest -q tests/fuzz

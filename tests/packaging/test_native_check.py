@@ -117,3 +117,17 @@ def test_a_tree_check_names_each_stray_file_and_fails(tmp_path, capsys):
 def test_a_tree_without_any_native_file_fails(tmp_path):
     (tmp_path / "a.py").write_text("x = 1\n")
     assert nc.main(["--target", "linux-x64", str(tmp_path)]) == 1  # a bundle with no compiled file is broken
+
+
+def test_a_vsix_is_checked_in_place_and_held_to_its_size(tmp_path, capsys):
+    import zipfile
+
+    vsix = tmp_path / "harn-state-linux-arm64.vsix"
+    with zipfile.ZipFile(vsix, "w") as z:
+        z.writestr("extension/bundled/libs/cp312/numpy/_core/_multiarray_umath.so", elf(183))
+        z.writestr("extension/bundled/libs/common/yaml/__init__.py", "x = 1\n")
+    assert nc.main(["--target", "linux-arm64", "--max-mb", "1", str(vsix)]) == 0
+    assert nc.main(["--target", "linux-x64", str(vsix)]) == 1
+    assert "_multiarray_umath.so: elf arm64, not elf x86_64" in capsys.readouterr().err
+    assert nc.main(["--target", "linux-arm64", "--max-mb", "0.0001", str(vsix)]) == 1
+    assert "over the 0.0001 MB budget" in capsys.readouterr().err

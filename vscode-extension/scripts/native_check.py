@@ -1,6 +1,7 @@
 """What machine a compiled file is for, read from its header, and whether it suits a VSIX target.
 
     python scripts/native_check.py --target darwin-arm64 path/to/bundled/libs
+    python scripts/native_check.py --target darwin-arm64 --max-mb 40 harn-state-darwin-arm64.vsix
 
 Every file is looked at by its first bytes, not its name, so a native library without the usual
 suffix (numpy.libs/libscipy_openblas…so.0, .dylibs/…) is checked too. Formats read:
@@ -23,6 +24,7 @@ import argparse
 import os
 import struct
 import sys
+import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -110,16 +112,37 @@ def check_tree(root: str | os.PathLike, target: str) -> tuple[int, list[str]]:
     return found, wrong
 
 
+def check_zip(path: str | os.PathLike, target: str) -> tuple[int, list[str]]:
+    """`check_tree` over the members of a zip (a VSIX, a wheel), read without unpacking."""
+    found, wrong = 0, []
+    with zipfile.ZipFile(path) as z:
+        for info in z.infolist():
+            if info.is_dir():
+                continue
+            with z.open(info) as fh:
+                native = identify(fh.read(4096))
+            if native is None:
+                continue
+            found += 1
+            if not suits(native, target):
+                wrong.append(f"{path}!{info.filename}: {native.fmt} {'+'.join(native.archs)}, "
+                             f"not {' '.join(TARGETS[target])}")
+    return found, wrong
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", required=True, choices=sorted(TARGETS))
-    ap.add_argument("paths", nargs="+", type=Path)
+    ap.add_argument("--max-mb", type=float, help="also fail when a zip given is larger (MB, 10^6 bytes)")
+    ap.add_argument("paths", nargs="+", type=Path, help="folders, or zips (.vsix, .whl) read in place")
     args = ap.parse_args(argv)
     total, bad = 0, []
     for p in args.paths:
-        n, wrong = check_tree(p, args.target)
+        n, wrong = check_zip(p, args.target) if p.is_file() and zipfile.is_zipfile(p) else check_tree(p, args.target)
         total += n
         bad += wrong
+        if args.max_mb is not None and p.is_file() and p.stat().st_size > args.max_mb * 1e6:
+            bad.append(f"{p}: {p.stat().st_size / 1e6:.1f} MB, over the {args.max_mb:g} MB budget")
     for line in bad:
         print(f"native-check: {line}", file=sys.stderr)
     print(f"native-check: {total} native files, {len(bad)} not for {args.target}")
