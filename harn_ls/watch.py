@@ -37,7 +37,7 @@ from watchdog.events import (
     FileSystemEvent,
     FileSystemEventHandler,
 )
-from watchdog.events import EventsLostEvent  # public since watchdog 7.1 (the floor in pyproject.toml)
+from watchdog.events import EventsLostEvent  # public since watchdog 7.1.1 (the floor in pyproject.toml)
 from watchdog.observers.api import BaseObserver, ObservedWatch
 from watchdog.observers.polling import PollingObserver
 
