@@ -12,7 +12,7 @@
 # The wheel's own ranges (pyproject.toml) stay loose: `pip install harn-ls` resolves them itself.
 
 UV          := $(VENV)/bin/uv
-LOCK_FLAGS  := --universal --fork-strategy fewest --generate-hashes --python-version 3.11 --no-header -q
+LOCK_FLAGS  := -c requirements/lock-constraints.txt --universal --fork-strategy fewest --generate-hashes --python-version 3.11 --no-header -q
 ENDS_DIR    := build/deps-ends
 ENDS_TESTS  ?= tests/unit tests/lsp
 
