@@ -4,12 +4,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test unit lsp clients fuzz bench venv clean mutate
+.PHONY: demo test test-portable unit lsp clients fuzz bench venv clean mutate
 
-$(STAMP): pyproject.toml
+# The test venv is the lock's (requirements/test.lock, every file's hash checked), then harn-ls itself.
+$(STAMP): pyproject.toml requirements/test.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q --require-hashes -r requirements/test.lock
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	@# an editable install writes no bytecode; compile it as an installed package has it
 	$(PY) -m compileall -q harn_ls
 	@touch $(STAMP)
@@ -23,6 +24,12 @@ demo: $(STAMP)
 
 test: $(STAMP) clients-deps
 	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(MAKE) --no-print-directory test-portable
+
+# The LSP suite again with every Linux-only facility switched off (harn_ls/portable.py): the paths
+# macOS takes (no /proc/locks, no inotify, no /proc/self/fd), run here.
+test-portable: $(STAMP)
+	HARN_LS_PORTABLE=1 $(PY) -m pytest -q -p no:cacheprovider tests/lsp tests/unit/test_portable.py
 
 fuzz: $(STAMP)
 	HARN_LS_FUZZ_EXAMPLES=20000 $(PY) -m pytest -q --timeout=3600 tests/fuzz
@@ -46,3 +53,4 @@ clean:
 	rm -rf $(VENV) build dist *.egg-info
 
 -include mk/e2e.mk
+-include mk/deps.mk

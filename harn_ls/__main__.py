@@ -1,6 +1,5 @@
 """`python -m harn_ls` and the `harn-ls` script: run the CLI, then leave without tearing the heap down."""
 
-import atexit
 import gc
 import os
 import sys
@@ -21,7 +20,8 @@ def _exit(code: int) -> None:
     """Exit with `code`. A one-shot command over a big project leaves millions of objects
     (records, facts, parsed values); the interpreter's own exit frees them one by one and runs a
     last collection over all of them (~1.2 s of CPU at 100k events, after the answer is out).
-    When no other thread is still running, the exit hooks run, the streams are flushed and the
+    When no other thread is still running, harn-ls's exit hooks (harn_ls/exit_hooks.py) and logging's
+    shutdown run, the streams are flushed and the
     process ends without that teardown; otherwise (a server still stopping) it exits normally."""
     # threading never loaded (~4 ms a one-shot command need not pay): no thread was started, since
     # harn-ls starts its threads only through it
@@ -30,7 +30,12 @@ def _exit(code: int) -> None:
         t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
     if others:
         raise SystemExit(code)
-    atexit._run_exitfuncs()
+    hooks = sys.modules.get("harn_ls.exit_hooks")  # loaded if any hook was registered
+    if hooks is not None:
+        hooks.run_all()
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.shutdown()  # flushes and closes the handlers, as its own exit hook would
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

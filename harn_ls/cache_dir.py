@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 from typing import Mapping
+from hashlib import sha256
 
-from harn_ls.digests import sha256
 
 
 def cache_enabled(env: Mapping[str, str] | None = None) -> bool:

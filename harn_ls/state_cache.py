@@ -35,11 +35,11 @@ import stat
 import time
 import zlib
 from typing import TYPE_CHECKING, Any, Mapping
+from hashlib import sha256
 
 import orjson
 
 from harn_ls.cache_dir import _tree_bytes, cache_enabled, evict_projects, project_cache_dir
-from harn_ls.digests import sha256
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.pattern_learning import NAMESPACE as PATTERN_NS  # (its projection is cached per entry)
 from harn_ls.formats.problems import Problem

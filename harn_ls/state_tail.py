@@ -28,10 +28,10 @@ from __future__ import annotations
 import sys
 from array import array
 from typing import Collection, Iterable
+from hashlib import blake2b
 
 import orjson
 
-from harn_ls.digests import blake2b
 from harn_ls.formats.jsonl import JsonlLine
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, MemoryRecord, add_seq
 from harn_ls.state_rows import CacheInvalid, _checked, _pread_all

@@ -37,6 +37,7 @@ from watchdog.events import (
     FileSystemEvent,
     FileSystemEventHandler,
 )
+from watchdog.events import EventsLostEvent  # public since watchdog 7.1.1 (the floor in pyproject.toml)
 from watchdog.observers.api import BaseObserver, ObservedWatch
 from watchdog.observers.polling import PollingObserver
 
@@ -44,10 +45,11 @@ from .debounce import KeyedDebouncer
 from .formats.problems import Problem, Severity
 from .paths import ProjectPaths
 
+from .portable import linux_facility
+
 try:  # inotify exists on Linux only; elsewhere we poll.
-    from watchdog.observers.inotify import InotifyEmitter, InotifyObserver
+    from watchdog.observers.inotify import InotifyObserver
 except Exception:  # pragma: no cover - non-Linux
-    InotifyEmitter = None  # type: ignore[assignment,misc]
     InotifyObserver = None  # type: ignore[assignment,misc]
 
 log = logging.getLogger(__name__)
@@ -86,6 +88,7 @@ _ROOT_FILTER = [
     DirCreatedEvent,
     DirDeletedEvent,
     DirMovedEvent,
+    EventsLostEvent,  # listed, or the emitter drops it
 ]
 _WALK_CAP = 20000  # files reported one by one when a root appears; beyond, rescan only
 # Total directories the recursive watches of one project may cover (one inotify watch each). Harn state is
@@ -121,86 +124,20 @@ def _is_watch_limit(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EMFILE)
 
 
-if InotifyEmitter is not None:
-
-    class _HookedInotifyEmitter(InotifyEmitter):  # type: ignore[misc,valid-type]
-        """Inotify emitter that tells us about queue overflows and crashes.
-
-        watchdog 7 handles IN_Q_OVERFLOW internally (it rebuilds recursive
-        watches and logs a warning) but emits no event for it, so we hook the
-        watch group's `on_queue_overflow`. An exception escaping
-        `queue_events` would silently end the emitter thread; we stop it
-        cleanly instead, and the supervisor re-arms the watch.
-        """
-
-        def __init__(self, event_queue, watch, *, harn_on_overflow=None, harn_on_error=None, **kw):
-            super().__init__(event_queue, watch, **kw)
-            self._harn_on_overflow = harn_on_overflow
-            self._harn_on_error = harn_on_error
-
-        def on_thread_start(self) -> None:
-            super().on_thread_start()
-            group = getattr(self, "_inotify", None)
-            hook = self._harn_on_overflow
-            if group is None or hook is None or not hasattr(group, "on_queue_overflow"):
-                if hook is not None:
-                    _install_overflow_log_hook(hook)
-                return
-            original = group.on_queue_overflow
-
-            def on_queue_overflow() -> None:
-                try:
-                    original()
-                finally:
-                    hook()
-
-            # InotifyFD calls callback.on_queue_overflow(); an instance attribute
-            # shadows the method.
-            group.on_queue_overflow = on_queue_overflow
-
-        def queue_events(self, timeout, **kw) -> None:
-            try:
-                super().queue_events(timeout, **kw)
-            except Exception:
-                log.exception("inotify emitter for %s failed; re-arming", self.watch.path)
-                # End this emitter cleanly (its watch state is suspect); the
-                # supervisor replaces it and a full rescan covers the gap.
-                self.stop()
-                if self._harn_on_error is not None:
-                    self._harn_on_error()
-
-    class _HookedInotifyObserver(InotifyObserver):  # type: ignore[misc,valid-type]
-        def __init__(self, on_overflow: Callable[[], None], on_error: Callable[[], None]) -> None:
-            super().__init__()
-            self._emitter_class = _HookedInotifyEmitter
-            self._emitter_kwargs = dict(self._emitter_kwargs, harn_on_overflow=on_overflow, harn_on_error=on_error)
-
-
-class _OverflowLogHook(logging.Handler):
-    """Fallback if watchdog's internals change: its overflow warning is a log line."""
-
-    def __init__(self, hook: Callable[[], None]) -> None:
-        super().__init__(logging.WARNING)
-        self._hook = hook
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if "overflow" in record.getMessage().lower():
-            self._hook()
-
-
-def _install_overflow_log_hook(hook: Callable[[], None]) -> None:
-    lg = logging.getLogger("watchdog.observers.inotify_c")
-    if not any(isinstance(h, _OverflowLogHook) and h._hook == hook for h in lg.handlers):
-        lg.addHandler(_OverflowLogHook(hook))
-
-
 class _Handler(FileSystemEventHandler):
-    def __init__(self, fn: Callable[[FileSystemEvent], None]) -> None:
+    """Hands each event to `fn`; `EventsLostEvent` (watchdog's public signal for an inotify queue
+    overflow, after it has re-armed its own recursive watches) to `on_lost` instead."""
+
+    def __init__(self, fn: Callable[[FileSystemEvent], None], on_lost: Callable[[], None]) -> None:
         self._fn = fn
+        self._on_lost = on_lost
 
     def dispatch(self, event: FileSystemEvent) -> None:
         try:
-            self._fn(event)
+            if isinstance(event, EventsLostEvent):
+                self._on_lost()
+            else:
+                self._fn(event)
         except Exception:  # never kill the observer thread
             log.exception("watch handler failed on %r", event)
 
@@ -250,7 +187,7 @@ class StateWatcher:
         self.problems: list[Problem] = []
         self._on_batch = on_batch
         self._poll_fallback = poll_fallback
-        self._force_polling = force_polling or InotifyObserver is None
+        self._force_polling = force_polling or InotifyObserver is None or not linux_facility("inotify")
         self._poll_interval = poll_interval
         self._health_interval = health_interval
         self._project_root = os.path.abspath(paths.project_root)
@@ -398,11 +335,6 @@ class StateWatcher:
             log.warning("file events were lost (inotify queue overflow); requesting a full rescan")
         self._debouncer.touch(_FULL)
 
-    def _on_emitter_error(self) -> None:
-        self.overflows += 1
-        self._debouncer.touch(_FULL)
-        self._wake.set()
-
     def _flush(self, keys: set) -> None:
         if _FULL in keys:
             self._on_batch(set(), True)
@@ -434,7 +366,7 @@ class StateWatcher:
             self.polling = True
             return PollingObserver(timeout=self._poll_interval)
         try:
-            return _HookedInotifyObserver(self._on_overflow, self._on_emitter_error)
+            return InotifyObserver()
         except OSError as exc:
             if not (self._poll_fallback and _is_watch_limit(exc)):
                 raise
@@ -463,7 +395,7 @@ class StateWatcher:
     def _schedule_locked(self, path: str, recursive: bool) -> ObservedWatch | None:
         """Schedule a watch; None if the path vanished meanwhile."""
         assert self._observer is not None
-        handler = _Handler(self._on_root_event if recursive else self._on_anchor_event)
+        handler = _Handler(self._on_root_event if recursive else self._on_anchor_event, self._on_overflow)
         for _attempt in range(2):
             try:
                 return self._observer.schedule(handler, path, recursive=recursive, event_filter=_ROOT_FILTER)
@@ -494,6 +426,13 @@ class StateWatcher:
         # Same inode: a renamed-away root keeps its watch but reports old paths.
         return alive and ident is not None and _identity(path) == ident
 
+    def _emitter_crashed_locked(self, watch: ObservedWatch) -> bool:
+        """An emitter of `watch` ended by an exception: not alive, yet never asked to stop (a
+        deleted root's emitter stops itself, which sets its stopped event)."""
+        obs = self._observer
+        return obs is not None and any(
+            e.watch == watch and not e.is_alive() and not e.stopped_event.is_set() for e in list(obs.emitters))
+
     def _reconcile_locked(self, initial: bool) -> None:
         """Bring watches in line with what exists on disk, reporting changes."""
         if self._observer is None:
@@ -510,6 +449,12 @@ class StateWatcher:
         appeared: set[str] = set()
         for path, (watch, ident) in list(self._root_watches.items()):
             if not self._watch_healthy_locked(path, watch, ident):
+                if self._emitter_crashed_locked(watch):
+                    # its emitter thread ended without being stopped (an exception in watchdog's
+                    # reader): what it would have reported since is lost
+                    log.warning("watch of %s failed; re-arming it and rescanning", path)
+                    self.overflows += 1
+                    self._debouncer.touch(_FULL)
                 self._unschedule_locked(watch)
                 del self._root_watches[path]
                 lost.add(path)

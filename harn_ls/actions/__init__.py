@@ -19,6 +19,7 @@ import uuid
 
 from harn_ls.formats.harn_time import iso_millis, now_ns, rfc3339_nanos  # noqa: F401 (the actions' clocks)
 from harn_ls.refusal import ActionFailed, ensure_inside  # noqa: F401 (re-exported)
+from harn_ls.portable import fd_path
 from harn_ls.actions import append_journal
 
 
@@ -59,9 +60,8 @@ def _open_dir_inside(project_root: str, directory: str) -> int:
     fd = os.open(real, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC)
     try:
         st = os.fstat(fd)
-        try:
-            where = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:  # no procfs: the folder at the checked path must be this very inode
+        where = fd_path(fd)
+        if where is None:  # the kernel cannot say (portable path): the folder at the checked path must be this very inode
             cur = os.stat(real)
             where = real if (cur.st_dev, cur.st_ino) == (st.st_dev, st.st_ino) else ""
         real_root = os.path.realpath(project_root)

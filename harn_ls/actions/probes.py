@@ -26,7 +26,6 @@ probe started from the project.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import os
 import re
@@ -37,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from harn_ls import exit_hooks
 from harn_ls import paths as paths_mod
 from harn_ls.actions import ActionFailed, append_lines, iso_millis, rfc3339_nanos, uuid7
 from harn_ls.formats import facts as F
@@ -233,7 +233,7 @@ _ACTIVE_GROUPS: set[int] = set()
 _ACTIVE_DIRS: set[str] = set()
 
 
-@atexit.register
+@exit_hooks.register
 def _cleanup_at_exit() -> None:
     for pgid in list(_ACTIVE_GROUPS):
         _kill_group(pgid)
@@ -260,16 +260,38 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-async def _drain(stream: asyncio.StreamReader | None, sink: bytearray) -> None:
-    if stream is None:
-        return
-    while True:
-        chunk = await stream.read(65536)
-        if not chunk:
-            return
-        room = MAX_CAPTURE - len(sink)
+class _Capture(asyncio.Protocol):
+    """One of harn's output pipes, read by the event loop into `sink` (at most MAX_CAPTURE bytes
+    kept, the rest drained and dropped); `done` resolves at end of file or when the pipe closes.
+    The pipe is ours (os.pipe), so its transport is too: closing it releases the pipe even while
+    an escaped descendant still holds the other end."""
+
+    def __init__(self, sink: bytearray, done: asyncio.Future) -> None:
+        self.sink = sink
+        self.done = done
+
+    def data_received(self, data: bytes) -> None:
+        room = MAX_CAPTURE - len(self.sink)
         if room > 0:
-            sink += chunk[:room]
+            self.sink += data[:room]
+
+    def eof_received(self) -> bool:
+        self._finish()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._finish()
+
+    def _finish(self) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+async def _capture(read_fd: int, sink: bytearray) -> tuple[asyncio.BaseTransport, asyncio.Future]:
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    transport, _protocol = await loop.connect_read_pipe(lambda: _Capture(sink, done), os.fdopen(read_fd, "rb", 0))
+    return transport, done
 
 
 async def _exited(proc, wait_task: asyncio.Future, limit: float | None) -> bool:
@@ -293,17 +315,31 @@ async def run_process(argv: list[str], *, cwd: str | None, timeout: float,
     """Run argv (never through a shell) in a new session; kill its process group on timeout/cancel.
     `env`: the child's whole environment (default: harn-ls's own)."""
     started = time.monotonic()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, cwd=cwd, start_new_session=True, env=env)
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=out_w, stderr=err_w, cwd=cwd, start_new_session=True,
+            env=env)
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        for fd in (out_r, err_r):
+            os.close(fd)
         raise ActionFailed(MISSING_BINARY.format(path=argv[0]) + f" ({exc.strerror or exc})") from None
     except OSError as exc:  # ENOEXEC and friends: not something we can run
+        for fd in (out_r, err_r):
+            os.close(fd)
         raise ActionFailed(MISSING_BINARY.format(path=argv[0]) + f" ({exc})") from None
+    finally:
+        for fd in (out_w, err_w):  # the child has its copies; ours would keep the pipes open forever
+            os.close(fd)
     _ACTIVE_GROUPS.add(proc.pid)
     out, err = bytearray(), bytearray()
-    readers = [asyncio.ensure_future(_drain(proc.stdout, out)), asyncio.ensure_future(_drain(proc.stderr, err))]
+    transports = []
+    readers = []
+    for fd, sink in ((out_r, out), (err_r, err)):
+        transport, done = await _capture(fd, sink)
+        transports.append(transport)
+        readers.append(done)
     wait_task = asyncio.ensure_future(proc.wait())
     timed_out = False
     try:
@@ -329,8 +365,7 @@ async def run_process(argv: list[str], *, cwd: str | None, timeout: float,
         _ACTIVE_GROUPS.discard(proc.pid)
         for task in (*readers, wait_task):
             task.cancel()
-        transport = getattr(proc, "_transport", None)
-        if transport is not None:  # release pipes an escaped descendant may still hold
+        for transport in transports:  # release pipes an escaped descendant may still hold
             transport.close()
     code = proc.returncode
     return ProcessResult(

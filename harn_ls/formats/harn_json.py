@@ -14,10 +14,10 @@ Two encoders matter, because Harn uses two:
 from __future__ import annotations
 
 from typing import Any
+from hashlib import sha256
 
 from orjson import dumps as _orjson_dumps
 
-from harn_ls.digests import sha256
 
 _HEX = "0123456789abcdef"
 

@@ -16,7 +16,8 @@ nothing (Harn never deletes it). Two ways to find out, neither writes:
   them against `lstat()` of the lock file disturbs nobody. Used for every lock.
 * a probe: open the existing file read-only (never `O_CREAT`), try
   `LOCK_SH|LOCK_NB`, release at once. Only for checkpoint locks and only when
-  `/proc/locks` cannot be read: a Harn checkpoint writer that tries its lock
+  `/proc/locks` cannot be read (macOS, a container without procfs, or
+  `HARN_LS_PORTABLE=1`, see harn_ls/portable.py): a Harn checkpoint writer that tries its lock
   during that instant retries after 1 ms (it waits up to 5 s), whereas a
   session writer makes a single zero-timeout attempt and would fail, so
   session leases are never probed.
@@ -32,6 +33,7 @@ import os
 import stat
 
 from harn_ls.lean_dataclass import lean_dataclass
+from harn_ls.portable import linux_facility
 
 PROC_LOCKS = "/proc/locks"
 SESSION_LOCK_DIR = "agent-run-writers"
@@ -78,7 +80,9 @@ class FlockTable:
 
 
 def read_flock_table(path: str = PROC_LOCKS) -> FlockTable | None:
-    """Parse `/proc/locks`; None when it cannot be read (not Linux, no procfs)."""
+    """Parse `/proc/locks`; None when it cannot be read (not Linux, no procfs, HARN_LS_PORTABLE)."""
+    if not linux_facility("proc_locks"):
+        return None
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_PROC_LOCKS_BYTES)
@@ -139,6 +143,8 @@ class OpenFlockTable:
 
 def open_flock_table(path: str = PROC_LOCKS) -> OpenFlockTable | None:
     """`read_flock_table`, read when first needed (OpenFlockTable); None when it cannot be opened."""
+    if not linux_facility("proc_locks"):
+        return None
     try:
         return OpenFlockTable(open(path, "rb"))
     except OSError:

@@ -23,8 +23,8 @@ import re
 import time
 from dataclasses import field
 from typing import Any, Iterable
+from hashlib import sha256
 
-from harn_ls.digests import sha256
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryRecord
 from harn_ls.formats.problems import Problem, Severity

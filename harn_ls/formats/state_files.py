@@ -9,10 +9,11 @@ from __future__ import annotations
 import base64
 import os
 from typing import TYPE_CHECKING, Any
+from hashlib import sha256
 
 import orjson
 
-from harn_ls.digests import sha256
+from harn_ls.formats.locks import probe_flock, read_flock_table
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.safe_read import SMALL_STATE_CAP, ReadRefused, link_problem, read_confined, refusal_text
 
@@ -479,29 +480,6 @@ def read_candidates(crys_dir: str, problems: list[Problem], root: str | None = N
 
 
 # ------------------------------------------------------------------------------------------ locks (§O.6, §O.7)
-def _held_inodes() -> set[tuple[int, int, int]] | None:
-    """(major, minor, inode) of files with an FLOCK held, from /proc/locks (side-effect free)."""
-    try:
-        with open("/proc/locks", "r", encoding="ascii", errors="replace") as fh:
-            text = fh.read(4 * 1024 * 1024)
-    except OSError:
-        return None
-    out = set()
-    for line in text.splitlines():
-        parts = line.split()
-        if "FLOCK" not in parts:
-            continue
-        for p in parts:
-            if p.count(":") == 2:
-                try:
-                    a, b, c = p.split(":")
-                    out.add((int(a, 16), int(b, 16), int(c)))
-                except ValueError:
-                    pass
-                break
-    return out
-
-
 def read_locks(state_root: str) -> list[LockFile]:
     found: list[tuple[str, str, str]] = []
     ck = os.path.join(state_root, "checkpoints")
@@ -513,16 +491,17 @@ def read_locks(state_root: str) -> list[LockFile]:
         if name.endswith(".lock"):
             found.append((os.path.join(aw, name), "project" if name == "project.lock" else "session", name[:-5]))
     # (/proc/locks only when there is a lock file to look up: its first read waits for the kernel, ms)
-    held = _held_inodes() if found else None
+    table = read_flock_table() if found else None
     out = []
     for path, kind, name in found:
-        state = None
-        if held is not None:
-            try:
-                st = os.stat(path)
-                state = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in held
-            except OSError:
-                continue
+        if not os.path.lexists(path):
+            continue  # gone since the listing
+        if table is not None:
+            state = table.state(path)
+        elif kind == "checkpoint":
+            state = probe_flock(path)  # no /proc/locks: a checkpoint writer retries past the probe (locks.py)
+        else:
+            state = None  # a session writer would fail on a probe: never probed
         out.append(_types().LockFile(path, kind, name, state))
     return out
 

@@ -18,44 +18,37 @@ import time
 from typing import Any, Callable
 
 from harn_ls.lsp import start_trace
-from harn_ls.lsp.attrs_code import cached_attrs_compiles, cached_cattrs_compiles
 
 start_trace.mark("server modules: importing")
 
-# lsprotocol's ~570 attrs classes (and ours: the contract, the settings): their generated methods
-# come from the code cache (lsp/attrs_code.py)
-with cached_attrs_compiles():
-    from lsprotocol import types
-    from pygls.lsp.server import LanguageServer
-    from pygls.protocol import JsonRPCResponseMessage, LanguageServerProtocol, default_converter
-    from pygls.protocol.language_server import lsp_method
-    from pygls.uris import to_fs_path
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import JsonRPCResponseMessage, LanguageServerProtocol, default_converter
+from pygls.protocol.language_server import lsp_method
+from pygls.uris import to_fs_path
 
-    from harn_ls import __version__
-    from harn_ls import contract as P
-    from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
-    from harn_ls.accept_plan import skill_root_warning
-    from harn_ls.lsp import code_actions, code_lens, commands, conversions, diagnostics, documents, hover, probe
-    from harn_ls.lsp import document_symbols, heap, symbols, tree
-    from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
-    from harn_ls.lsp.probe import ProbeState
-    from harn_ls.lsp.progress import with_progress
-    from harn_ls.lsp.project_links import argument_for, link_root
-    from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project, paused_gc
-    from harn_ls.lsp.requests import RequestRegistry
-    from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
-    from harn_ls.lsp import transport
-    from harn_ls.lsp.capabilities import ClientProfile
-    from pygls.capabilities import ServerCapabilitiesBuilder
-    from harn_ls.project_discovery import FolderProjects, folder_projects
-    from harn_ls.render import RenderSettings, make_uri
-    from harn_ls.workspace import ChangeSet
+from harn_ls import __version__
+from harn_ls import contract as P
+from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
+from harn_ls.accept_plan import skill_root_warning
+from harn_ls.lsp import code_actions, code_lens, commands, conversions, diagnostics, documents, hover, probe
+from harn_ls.lsp import document_symbols, heap, symbols, tree
+from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
+from harn_ls.lsp.probe import ProbeState
+from harn_ls.lsp.progress import with_progress
+from harn_ls.lsp.project_links import argument_for, link_root
+from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project, paused_gc
+from harn_ls.lsp.requests import RequestRegistry
+from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
+from harn_ls.lsp import transport
+from harn_ls.lsp.capabilities import ClientProfile
+from pygls.capabilities import ServerCapabilitiesBuilder
+from harn_ls.project_discovery import FolderProjects, folder_projects
+from harn_ls.render import RenderSettings, make_uri
+from harn_ls.workspace import ChangeSet
 
 start_trace.mark("server modules: imported")
 log = logging.getLogger("harn_ls")
-# pygls's converter compiles a function per message type on first use: from the code cache too, for
-# the process's life (installed by create_server, written after the conversions warm-up)
-CONVERTER_CODES = cached_cattrs_compiles()
 SLOW_HANDLER_SECONDS = 0.1
 SHUTDOWN_GRACE_SECONDS = 5.0
 # A request that arrives before the workspace's projects have loaded waits this long for them
@@ -492,7 +485,6 @@ class HarnLanguageServer(LanguageServer):
             await self._wait_for_quiet()
             step()
         await self._wait_for_quiet()
-        CONVERTER_CODES.save()  # the start's conversions are made: the next start compiles none of them
         start_trace.mark("message conversions made")
 
     async def _wait_for_quiet(self) -> None:
@@ -666,7 +658,6 @@ log.setLevel(logging.INFO)
 
 
 def create_server() -> HarnLanguageServer:
-    CONVERTER_CODES.install()
     server = HarnLanguageServer()
     start_trace.mark("server created")
 

@@ -14,12 +14,16 @@ import os
 import sys
 import time
 
+from harn_ls.portable import linux_facility
+
 ENV = "HARN_LS_START_TRACE"
 enabled: bool = os.environ.get(ENV) == "1"
 
 
 def _process_start_epoch() -> float | None:
     """When this process started (seconds since the epoch), from /proc; None elsewhere."""
+    if not linux_facility("proc_stat"):
+        return None
     try:
         with open("/proc/self/stat", "rb") as fh:
             fields = fh.read().rsplit(b")", 1)[1].split()

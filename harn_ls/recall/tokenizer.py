@@ -4,15 +4,7 @@ folding, and the per-record analysis the index is built from (term frequencies w
 from __future__ import annotations
 
 import re
-from typing import Iterable
-
-try:  # the C counting loop behind collections.Counter, without Counter's per-call overhead
-    from collections import _count_elements  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - other Pythons
-    def _count_elements(mapping: dict, iterable: Iterable) -> None:
-        get = mapping.get
-        for elem in iterable:
-            mapping[elem] = get(elem, 0) + 1
+from collections import Counter
 
 from harn_ls.formats.memory import MemoryRecord
 
@@ -138,23 +130,16 @@ def analyze(record: MemoryRecord) -> tuple[dict[str, int], int]:
     text = record.text
     tt = _raw_tokens(text)
     js = record.value_json()  # (a record whose text is this JSON keeps only the text from now on)
-    counts: dict[str, int] = {}
-    _count_elements(counts, tt)
+    # one Counter over all the pieces: its C counting loop runs once per record (collections'
+    # private helper, which skipped Counter's own per-call checks, is not used: issue 30)
     if js == text or (len(js) == len(text) + 2 and js[0] == '"' and js[-1] == '"' and js.startswith(text, 1)):
-        _count_elements(counts, tt)
-        n = 2 * len(tt)
+        tokens = tt + tt
     else:
-        tj = _raw_tokens(js)
-        _count_elements(counts, tj)
-        n = len(tt) + len(tj)
+        tokens = tt + _raw_tokens(js)
     tk = _raw_tokens(record.key)
-    if tk:
-        _count_elements(counts, tk)
-        n += len(tk)
-    tg = _raw_tokens(" ".join(record.tags)) if record.tags else ()
-    if tg:
-        _count_elements(counts, tg)
-        n += len(tg)
+    tg = _raw_tokens(" ".join(record.tags)) if record.tags else []
+    n = len(tokens) + len(tk) + len(tg)
+    counts: dict[str, int] = Counter(tokens + tk + tg) if tk or tg else Counter(tokens)
     for s in _SINGLES.intersection(counts):
         n -= counts.pop(s)
     if tk:

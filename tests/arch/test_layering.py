@@ -8,6 +8,8 @@ PURE_CORE = (
     "harn_ls.formats",
     "harn_ls.render",
     "harn_ls.paths",
+    "harn_ls.portable",
+    "harn_ls.exit_hooks",
     "harn_ls.project_discovery",
     "harn_ls.workspace",
     "harn_ls.recall",

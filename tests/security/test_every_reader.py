@@ -29,7 +29,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cache_dir.py", "write_cache_file"): CACHE + " (a write)",
     ("cache_dir.py", "_project_of"): CACHE + " (a state manifest, for the project it belongs to)",
     ("actions/append_journal.py", "_read_record"): CACHE,
-    ("lsp/attrs_code.py", "_read"): "the cattrs code cache in harn-ls's cache folder",
     ("lsp/start_trace.py", "_process_start_epoch"): "/proc/self/stat and /proc/uptime, never a project path",
     ("formats/locks.py", "read_flock_table"): "/proc/locks, never a project path",
     ("formats/locks.py", "open_flock_table"): "/proc/locks, never a project path",

@@ -1,8 +1,7 @@
 """A one-shot `inspect --json` loads the SQLite, HITL, session-store and document helpers only when
 the project has what they read: a project without an event log or a session store never pays for
 them, and one with them still gets them read (the lazy imports skip no reader). Likewise argparse
-(cli_args reads the usual command lines), OpenSSL's hashlib (harn_ls.digests hashes without it) and
-the fact and transcript classes, which a warm inspect prints from the state cache without building."""
+(cli_args reads the usual command lines) and the fact and transcript classes, which a warm inspect prints from the state cache without building."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
 
 WATCHED = ["sqlite3", "tempfile", "threading", "harn_ls.formats.events_sqlite", "harn_ls.formats.hitl",
            "harn_ls.formats.session_store", "harn_ls.render.uri", "harn_ls.render.markdown", "argparse",
-           "harn_ls.formats.fact_types", "_hashlib"]
+           "harn_ls.formats.fact_types"]
 
 # runs the CLI in a fresh interpreter, its answer to a file, then says which watched modules it loaded
 CHILD = r"""

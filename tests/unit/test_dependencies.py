@@ -13,9 +13,6 @@ from tests.arch.imports import edges
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 # module name -> distribution name, where they differ
 DISTRIBUTION = {"yaml": "pyyaml", "attr": "attrs"}  # attrs ships both `attr` and `attrs`
-# Standard-library modules of other Python versions than this one (harn_ls/digests.py tries
-# CPython 3.12's `_sha2` before 3.11's `_sha256`): never a distribution to declare.
-OTHER_PYTHONS_STDLIB = {"_sha2"}
 
 
 def declared() -> set[str]:
@@ -26,7 +23,7 @@ def declared() -> set[str]:
 
 def imported_third_party() -> set[str]:
     tops = {e.target.split(".")[0] for e in edges() if e.target}
-    return {t for t in tops if t and t != "harn_ls" and t not in sys.stdlib_module_names and t not in OTHER_PYTHONS_STDLIB}
+    return {t for t in tops if t and t != "harn_ls" and t not in sys.stdlib_module_names}
 
 
 def test_every_runtime_import_is_declared():

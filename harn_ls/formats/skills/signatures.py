@@ -8,8 +8,8 @@ import os
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
+from hashlib import sha256
 
-from harn_ls.digests import sha256
 from harn_ls.formats.parse_limits import loads_json
 
 from .common import (

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
+from hashlib import sha256
 
-from harn_ls.digests import sha256
 
 from ..problems import Problem, Severity
 from .common import (
