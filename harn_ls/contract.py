@@ -422,6 +422,9 @@ def _strict(kind: type, what: str):
     def hook(value: Any, _type: Any) -> Any:
         # bool is an int in Python; on the wire `true` is not a number
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            if kind is int and isinstance(value, float) and value.is_integer():
+                # a whole number past 64 bits reaches us as a float: say so, not "not a whole number"
+                raise TypeError(f"is out of range ({value:.0f})"[:80])
             raise TypeError(what)
         return value
     return hook
@@ -461,7 +464,7 @@ def _problem(exc: BaseException) -> str:
     if isinstance(exc, KeyError):
         return "is missing"
     text = str(exc)
-    if isinstance(exc, TypeError) and text.startswith("must be"):
+    if isinstance(exc, TypeError) and text.startswith(("must be", "is out of range")):
         return text
     return "must be an object" if isinstance(exc, (TypeError, AttributeError)) else f"is not valid ({text})"
 

@@ -33,7 +33,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("formats/locks.py", "read_flock_table"): "/proc/locks, never a project path",
     ("formats/locks.py", "open_flock_table"): "/proc/locks, never a project path",
     ("formats/locks.py", "probe_flock"): "O_NONBLOCK | O_NOFOLLOW, then fstat must say regular; never read",
-    ("formats/state_files.py", "_held_inodes"): "/proc/locks, never a project path",
+    ("history.py", "CheckpointHistory._across_processes"): CACHE + " (the history index's flock file)",
+    ("actions/probes.py", "_capture"): "the read ends of the pipes made for a probe's own stdout and stderr",
+    ("lsp/tcp.py", "write_token"): "writes the serve --tcp token file in the user's runtime folder, never a project path",
     ("render/conversation.py", "confined_image"): "O_NOFOLLOW | O_NONBLOCK on the real path checked inside the "
                                                   "project, fstat must say regular, capped read",
     ("actions/__init__.py", "_fsync_dir"): "an fd on a directory for fsync (a write)",
