@@ -21,6 +21,7 @@ from harn_ls.actions.facts import invalidate_fact
 from harn_ls.actions.proposals import accept_proposal, reject_proposal
 from harn_ls.lsp.probe import run_probe_command
 from harn_ls.render import make_uri
+from harn_ls.render.message_text import defuse, quote
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ def _register_typed(server, command: str, fn: Callable[[Any, Any], Awaitable[Any
         try:
             parsed = C.parse_args(command, args)
         except C.ArgumentError as exc:
-            return C.to_wire(C.Failure(str(exc)))
+            return C.to_wire(C.Failure(defuse(str(exc))))
         return C.to_wire(await fn(ls, parsed))
 
     handler.__name__ = fn.__name__
@@ -97,7 +98,7 @@ async def forget_stage(ls, a: C.ForgetStageArgs):
     mtime = await proj.run(_mtime)
     # The action takes Harn's checkpoint lock (waiting up to 5 s, as Harn does) and refuses
     # with a clear message while a pipeline holds it: no guessing from modification times.
-    result = await _run_action(ls, proj, do_forget, a.pipeline, a.key, expect_mtime=mtime, done=f"forgot stage {a.key}")
+    result = await _run_action(ls, proj, do_forget, a.pipeline, a.key, expect_mtime=mtime, done=f"forgot stage {quote(a.key)}")
     return result if isinstance(result, C.Failure) else C.from_fields(C.ForgetStageResult, result)
 
 
@@ -185,7 +186,7 @@ async def resume_escalation_command(ls, a: C.ResumeArgs):
         return C.Failure("resumeEscalation needs {requestId}: requestId is empty")
     proj = await _project_with_request(ls, rid)
     if proj is None:
-        return C.Failure(f"no escalation {rid} in the open projects")
+        return C.Failure(f"no escalation {quote(rid)} in the open projects")
     reviewer = _reviewer(ls)
     # start-up: the resume planner and process runner (with harn check's output parser, ~20 ms) load at first use
     from harn_ls.actions.hitl import RESUME_TIMEOUT_S, resume_argv
@@ -199,11 +200,12 @@ async def resume_escalation_command(ls, a: C.ResumeArgs):
         return C.Failure(str(exc))
     await proj.apply_now([view.path, view.path + "-wal"])
     if result.timed_out or result.exit_code != 0:
-        err = (result.stderr.strip().splitlines() or ["(no message)"])[-1][:500]
-        msg = f"harn orchestrator resume failed ({'timed out' if result.timed_out else f'exit {result.exit_code}'}): {err}"
+        err = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
+        how = "timed out" if result.timed_out else f"exit {result.exit_code:d}"
+        msg = f"harn orchestrator resume failed ({how}): {quote(err, 500)}"
         ls.show(msg, types.MessageType.Error)
         return C.ResumeFailure(message=msg, argv=argv[1:])
     state = await proj.run(lambda: (proj.ws.extra.request(rid) or (None,))[0])
-    msg = f"escalation {rid} resumed as {reviewer}" + (f" — now {state.state}" if state is not None else "")
+    msg = f"escalation {quote(rid)} resumed as {quote(reviewer)}" + (f" — now {quote(state.state)}" if state is not None else "")
     ls.show(msg)
     return C.ResumeResult(message=msg, argv=argv[1:], state=state.state if state is not None else None)

@@ -35,14 +35,14 @@ with cached_attrs_compiles():
     from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
     from harn_ls.accept_plan import skill_root_warning
     from harn_ls.lsp import code_actions, code_lens, commands, conversions, diagnostics, documents, hover, probe
-    from harn_ls.lsp import heap, symbols, tree
+    from harn_ls.lsp import heap, messages, symbols, tree
     from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
     from harn_ls.lsp.probe import ProbeState
     from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project, paused_gc
     from harn_ls.lsp.requests import RequestRegistry
     from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
     from harn_ls.lsp.wire import OrjsonWire
-    from harn_ls.render import RenderSettings, make_uri
+    from harn_ls.render import RenderSettings
     from harn_ls.workspace import ChangeSet
 
 start_trace.mark("server modules: imported")
@@ -264,7 +264,8 @@ class HarnLanguageServer(LanguageServer):
         return bool(obj)
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
-        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+        """`window/showMessage`, made inert on the way out (lsp/messages.py); put values in with `quote`."""
+        messages.show(self, message, kind)
 
     # ------------------------------------------------------------ projects
     def preload(self, path: str) -> None:
@@ -305,8 +306,7 @@ class HarnLanguageServer(LanguageServer):
         self._skill_root_warned.add(key)
         log.warning("%s: %s", proj.root, warning)
         try:
-            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
-                                                             message=f"Harn State: {warning}"))
+            self.show(f"Harn State: {warning}", types.MessageType.Warning)
         except Exception as exc:  # a client without window/showMessage still has the log and harn/status
             log.debug("showMessage failed: %s", exc)
 
@@ -389,9 +389,7 @@ class HarnLanguageServer(LanguageServer):
         """`harn/hitlArrived` for requests waiting for a human that were not there before (issue 16)."""
         new = await proj.run_before_facts(lambda: proj.ws.extra.take_new_requests())
         if new:
-            self.protocol.notify(P.HITL_ARRIVED, P.to_wire(P.HitlArrivedParams(root=proj.root, requests=[
-                P.HitlRequestNote(request_id=r.request_id, kind=r.kind, prompt=r.prompt[:300], agent=r.agent,
-                                  uri=make_uri("hitl", r.request_id)) for r in new])))
+            messages.hitl_arrived(self, proj.root, new)
 
     async def _refresh_lenses(self) -> None:
         try:
@@ -453,7 +451,7 @@ def _log_to_client(server: HarnLanguageServer) -> None:
             try:
                 kind = types.MessageType.Error if record.levelno >= logging.ERROR else (
                     types.MessageType.Warning if record.levelno >= logging.WARNING else types.MessageType.Log)
-                server.window_log_message(types.LogMessageParams(type=kind, message=self.format(record)))
+                messages.log_line(server, self.format(record), kind)
             except Exception:
                 pass
     handler = _Handler()

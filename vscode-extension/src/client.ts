@@ -1,9 +1,12 @@
 // Owns the one LanguageClient: start, stop, restart; wires the custom notifications.
 import * as vscode from 'vscode';
 import {
-  DidChangeConfigurationNotification, ExecuteCommandRequest, LanguageClient, LanguageClientOptions, ServerOptions, State, TransportKind,
+  DidChangeConfigurationNotification, ExecuteCommandRequest, LanguageClient, LanguageClientOptions, MessageType,
+  ServerOptions, ShowMessageNotification, ShowMessageParams, ShowMessageRequest, ShowMessageRequestParams, State, TransportKind,
 } from 'vscode-languageclient/node';
+import { inertMessage } from './inert';
 import { isFailure, resolveLaunch } from './launch';
+import { harnSettings } from './settings';
 import {
   ClientCommands, CommandArgs, CommandResults, HitlArrivedParams, InitializationOptions, Methods, SCHEME, StatusParams, TreeChangedParams, TreeParams, TreeResult,
 } from './protocol';
@@ -17,9 +20,23 @@ export interface ConnectionEvents {
   onFailed(reason: string): void;
 }
 
-/** A plain-object copy of the harnState.* settings (nested like the JSON settings). */
-export function harnSettings(scope?: vscode.Uri): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(vscode.workspace.getConfiguration('harnState', scope)));
+/** The notification call for an LSP message type. */
+function notifier(type: MessageType): typeof vscode.window.showInformationMessage {
+  return type === MessageType.Error ? vscode.window.showErrorMessage
+    : type === MessageType.Warning ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
+}
+
+/**
+ * window/showMessage and window/showMessageRequest, shown as vscode-languageclient shows them
+ * except that the text is made inert first (a notification turns `[x](command:…)` into a live
+ * link): registered on the client, these replace the library's own handlers.
+ */
+function showServerMessages(client: LanguageClient): void {
+  client.onNotification(ShowMessageNotification.type, (p: ShowMessageParams) => {
+    void notifier(p.type)(inertMessage(p.message));
+  });
+  client.onRequest(ShowMessageRequest.type, (p: ShowMessageRequestParams) =>
+    notifier(p.type)(inertMessage(p.message), ...(p.actions ?? [])));
 }
 
 export class Connection implements vscode.Disposable {
@@ -141,11 +158,24 @@ export class Connection implements vscode.Disposable {
         code2Protocol: uri => (uri.scheme === SCHEME ? uri.toString(true) : uri.toString()),
         protocol2Code: value => vscode.Uri.parse(value),
       },
+      middleware: {
+        workspace: {
+          // The server pulls harnState.* with workspace/configuration: answer with the values this
+          // extension reads (restricted ones never from an untrusted folder), not the library's copy.
+          configuration: async (params, token, next) => {
+            const answer = await next(params, token);
+            if (!Array.isArray(answer)) { return answer; }
+            return params.items.map((item, i) => (item.section === 'harnState'
+              ? harnSettings(item.scopeUri ? vscode.Uri.parse(item.scopeUri) : folder.uri) : answer[i]));
+          },
+        },
+      },
     };
     const client = new LanguageClient('harnState', 'Harn State', serverOptions, clientOptions);
     client.onNotification(Methods.treeChanged, (p: TreeChangedParams) => this.events.onTreeChanged(p));
     client.onNotification(Methods.status, (p: StatusParams) => this.events.onStatus(p));
     client.onNotification(Methods.hitlArrived, (p: HitlArrivedParams) => this.events.onHitlArrived?.(p));
+    showServerMessages(client);
     client.onDidChangeState(e => {
       if (e.newState === State.Stopped && this.client === client && !this.disposed) {
         this.events.onFailed('the server stopped');
@@ -163,7 +193,7 @@ export class Connection implements vscode.Disposable {
       this.log.error(`harn-ls failed to start: ${msg}`);
       settle(undefined);
       this.events.onFailed(msg);
-      void vscode.window.showErrorMessage(`Harn State: harn-ls failed to start (${msg}).`, 'Show Log', 'Open Settings')
+      void vscode.window.showErrorMessage(`Harn State: harn-ls failed to start (${inertMessage(msg)}).`, 'Show Log', 'Open Settings')
         .then(pick => this.handlePick(pick));
     }
   }
@@ -182,7 +212,7 @@ export class Connection implements vscode.Disposable {
 
   private async notifyMissing(detail: string): Promise<void> {
     const pick = await vscode.window.showErrorMessage(
-      `Harn State: ${detail} Install it into your interpreter (\`python -m pip install harn-ls\`) ` +
+      `Harn State: ${inertMessage(detail)} Install it into your interpreter (\`python -m pip install harn-ls\`) ` +
       'or set "harnState.server.path" to a Python that has it (or to the harn-ls program).',
       'Open Settings', 'Show Log',
     );

@@ -1,0 +1,53 @@
+"""The one place each kind of text message leaves the server, made inert on the way out.
+
+`window/showMessage`, `window/logMessage`, work-done progress (a cancellable one is a VS Code
+notification) and `harn/hitlArrived` all reach a client that may find links in their text
+(render/message_text.py says which and how). Every such send in harn_ls goes through a function
+here, which passes the text through `defuse`; callers put data and setting values in with
+`quote` so they also read as values. `tests/security/test_message_sites.py` walks the source:
+a new direct send, or a value put into a message unquoted, fails it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from lsprotocol import types
+
+from harn_ls import contract as P
+from harn_ls.render.message_text import defuse
+from harn_ls.render.uri import make_uri
+
+log = logging.getLogger(__name__)
+
+HITL_PROMPT_CHARS = 300  # a prompt in `harn/hitlArrived` (the document has all of it)
+
+
+def show(ls, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+    """`window/showMessage` with the text made inert."""
+    ls.window_show_message(types.ShowMessageParams(type=kind, message=defuse(message)))
+
+
+def log_line(ls, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
+    """`window/logMessage` with the text made inert (some clients show warnings as pop-ups)."""
+    ls.window_log_message(types.LogMessageParams(type=kind, message=defuse(message)))
+
+
+def begin_progress(ls, token: str, title: str, message: str, cancellable: bool = True) -> None:
+    """`$/progress` begin: VS Code shows a cancellable one as a notification (title: message)."""
+    ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+        title=defuse(title), message=defuse(message), cancellable=cancellable))
+
+
+def end_progress(ls, token: str, message: str) -> None:
+    ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=defuse(message)))
+
+
+def hitl_arrived(ls, root: str, requests) -> None:
+    """`harn/hitlArrived` for new requests (formats/hitl.py HitlRequest). The text a client shows
+    (prompt, kind, agent) is data from the event log: made inert. The identifiers (request id,
+    its document's URI, the project root) go exactly as they are, for the client to act on."""
+    ls.protocol.notify(P.HITL_ARRIVED, P.to_wire(P.HitlArrivedParams(root=root, requests=[
+        P.HitlRequestNote(request_id=r.request_id, kind=defuse(r.kind), prompt=defuse(r.prompt[:HITL_PROMPT_CHARS]),
+                          agent=defuse(r.agent) if r.agent is not None else None, uri=make_uri("hitl", r.request_id))
+        for r in requests])))
