@@ -139,3 +139,41 @@ def test_neovim_plugin_helpers_and_hostile_links(tmp_path):
     assert r["evil_name"] == str(home / 'evil|call writefile([], "') + str(tmp_path / 'marker') + '")'
     assert r["evil_nl"] is None and r["marker"] is False
     assert r["dead_server"].startswith("# harn-ls\n\nharn-ls for " + str(home / "work" / "proj") + " exited (code 3")
+
+
+def test_modeline_in_data_sets_no_option(tmp_path):
+    """Issue 27 item 10: a fact claim that is a modeline is the first line of its document; with the
+    user's modelines on, opening, `:edit`ing, leaving and `:edit`ing it again, and splitting it set no
+    option. Before the fix, entering the loaded buffer again applied the window-local ones (`list`,
+    `foldcolumn=5`); buffer-local ones (`textwidth`) were not, since the text arrives after the read."""
+    project = tmp_path / "sample-project"
+    shutil.copytree(SAMPLE, project, symlinks=True)
+    modeline = "vim: set textwidth=13 foldcolumn=5 list :"
+    facts = project / ".harn/memory/project/facts/events.jsonl"
+    rec = json.loads(facts.read_text().splitlines()[0])
+    fid = "fact_" + "7" * 32
+    rec["value"].update({"id": fid, "claim": modeline})
+    rec.update({"id": fid, "key": f"fact:observation:{fid}",
+                "text": json.dumps(rec["value"], ensure_ascii=False, separators=(",", ":"), sort_keys=True)})
+    with facts.open("a") as fh:
+        fh.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+    (project / "modeline-control.md").write_text(f"# note {modeline}\n")
+    out = tmp_path / "modeline.json"
+    env = {**os.environ, "PROBE_OUT": str(out), "PROJECT": str(project), "PLUGIN_DIR": str(PLUGIN),
+           "FACT_URI": f"harn-state:/facts/{fid}.md", "HARN_LS_CMD": "\t".join([sys.executable, "-m", "harn_ls", "serve"]),
+           "HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    (tmp_path / "home").mkdir()
+    proc = subprocess.run(["timeout", "90", "nvim", "--headless", "--clean", "-c",
+                           f"luafile {HERE / 'nvim_modeline_driver.lua'}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    r = json.loads(out.read_text()) if out.exists() else {}
+    assert proc.returncode == 0, (r.get("error"), proc.stderr[-2000:])
+    assert r["control_textwidth"] == 13  # modelines are on in this Neovim: a plain file's is applied
+    assert r["name"] == f"harn-state:///facts/{fid}.md" and modeline in r["first_line"]
+    shown = {"tw": 0, "fdc": "0", "list": False}
+    for moment in ("after_open", "after_edit", "after_back", "after_split"):
+        assert {k: r[moment][k] for k in shown} == shown, (moment, r[moment])
+    assert r["after_back"]["same"] is True  # the loaded buffer entered again (before the fix: list, foldcolumn 5)
+    assert r["buffer_modeline"] is False and r["global_modeline"] is True  # only our buffer; the user's setting kept
+    assert r["modelineexpr"] is False  # global, the user's (off by default): not touched
