@@ -82,7 +82,9 @@ def defuse(text: Any, keep_newlines: bool = True) -> str:
     return "".join(out)
 
 
-def _code_span(s: str) -> str:
+def code_span(s: str) -> str:
+    """`s` as one Markdown code span: a fence longer than any backtick run in it, padded when it
+    starts or ends with a backtick or is all blanks (shared with render/markdown.py `inline`)."""
     longest = run = 0
     for ch in s:
         run = run + 1 if ch == "`" else 0
@@ -98,5 +100,5 @@ def quote(value: Any, max_bytes: int = QUOTE_BYTES) -> str:
     if not s:
         return "(empty)"
     head, dropped = cut_utf8(s, max_bytes)
-    shown = _code_span(defuse(head, keep_newlines=False))
+    shown = code_span(defuse(head, keep_newlines=False))
     return shown + (f" (… {dropped:,} more bytes)" if dropped else "")

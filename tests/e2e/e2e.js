@@ -459,7 +459,7 @@ checkFolderInterpreterRefused.title = 'in Restricted Mode a python3 inside the f
 // link_attacks.py planted them; each link, if VS Code made it live and it were clicked, would
 // `touch $MARKERS/<name>` through a terminal.
 
-const LINK_MARKERS = ['settings-link', 'user-setting-link', 'proposal-link', 'hitl-link'];
+const LINK_MARKERS = ['s', 'u', 'p', 'h'];  // link_attacks.py MARKERS
 const markersWritten = () => (fs.existsSync(MARKERS) ? fs.readdirSync(MARKERS) : []).filter(n => LINK_MARKERS.includes(n));
 
 /** Notifications (toasts, or the notification center once opened) whose text matches `re`: their
@@ -494,24 +494,27 @@ async function assertInertToast(page, re, visible, what) {
     return undefined;
   }, `the notification about ${what}`, 30_000);
   await shot(page, `inert-${what.replace(/[^a-z0-9]+/gi, '-')}`);
-  if (!hit.text.includes(visible)) throw new Error(`the notification does not show ${JSON.stringify(visible)} as text: "${hit.text}"`);
+  // as a user would: click every link the message holds, then its text
   const message = hit.toast.locator('.notification-list-item-message');
   for (const a of await message.locator('a').all()) await a.click({ timeout: 3000 }).catch(() => {});
   await message.click({ timeout: 3000 }).catch(() => {});
-  await sleep(2500);  // a terminal started by a click writes its marker within a second
+  await waitFor(() => markersWritten().length > 0, 'a marker', 4000).catch(() => {});  // a clicked link's terminal writes it in ~1 s
   const written = markersWritten();
+  await shot(page, `inert-${what.replace(/[^a-z0-9]+/gi, '-')}-clicked`);
   if (hit.links.length || written.length) {
-    throw new Error(`live link(s) in the notification: ${JSON.stringify(hit.links).slice(0, 200)}; markers: ${written.join(', ') || 'none'}`);
+    throw new Error(`live link(s) in the notification "${hit.text.slice(0, 120)}": ${JSON.stringify(hit.links).slice(0, 240)}; ` +
+      `marker(s) after clicking: ${written.join(', ') || 'none'}`);
   }
+  if (!hit.text.includes(visible)) throw new Error(`the notification does not show ${JSON.stringify(visible)} as text: "${hit.text}"`);
   await page.keyboard.press('Escape').catch(() => {});
   return `"${hit.text.slice(0, 110)}…", no link, no marker`;
 }
 
 async function checkSkillRootLinkInert({ page }) {
-  // The folder's .vscode/settings.json sets a link (marker settings-link): restricted, never used.
-  // The user's own settings set one too (user-setting-link): the warning quotes it, inert.
-  const detail = await assertInertToast(page, /skillRoot/, '[Open it]\\(command:workbench.action.terminal.newWithProfile', 'the skillRoot warning');
-  const all = (await toastsMatching(page, /settings-link/)).map(t => t.text);
+  // The folder's .vscode/settings.json sets a link (marker s): restricted, never used.
+  // The user's own settings set one too (marker u): the warning quotes it, inert.
+  const detail = await assertInertToast(page, /skillRoot/, '[Open]\\(command:workbench.action.terminal.newWithProfile', 'the skillRoot warning');
+  const all = (await toastsMatching(page, /markers\/s"/)).map(t => t.text);
   if (all.length) throw new Error(`the folder's restricted skillRoot reached a notification: ${all[0].slice(0, 160)}`);
   return detail;
 }
@@ -520,7 +523,7 @@ checkSkillRootLinkInert.title = 'issue 27: a skillRoot link (folder setting igno
 async function checkHitlPromptLinkInert({ page }) {
   const py = process.env.E2E_PYTHON || 'python3';
   require('child_process').execFileSync(py, [path.join(__dirname, 'link_attacks.py'), 'hitl', WS, MARKERS], { encoding: 'utf8' });
-  return assertInertToast(page, /waiting for you/, '[Approve]\\(command:workbench.action.terminal.newWithProfile', 'a HITL prompt');
+  return assertInertToast(page, /waiting for you/, '[Go]\\(command:workbench.action.terminal.newWithProfile', 'a HITL prompt');
 }
 checkHitlPromptLinkInert.title = 'issue 27: a HITL prompt link arriving while open is inert';
 
