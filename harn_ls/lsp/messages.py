@@ -15,12 +15,18 @@ import logging
 from lsprotocol import types
 
 from harn_ls import contract as P
-from harn_ls.render.message_text import defuse
+from harn_ls.render.limits import MESSAGE_BYTES, cap_text
+from harn_ls.render.message_text import defuse as _defuse
 from harn_ls.render.uri import make_uri
 
 log = logging.getLogger(__name__)
 
 HITL_PROMPT_CHARS = 300  # a prompt in `harn/hitlArrived` (the document has all of it)
+
+
+def defuse(text) -> str:
+    """One message's text: capped (MESSAGE_BYTES, "… N more bytes"), then made inert."""
+    return _defuse(cap_text(text, MESSAGE_BYTES))
 
 
 def show(ls, message: str, kind: types.MessageType = types.MessageType.Info) -> None:

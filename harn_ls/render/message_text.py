@@ -24,6 +24,7 @@ look-alike bracket (`［`, `⁅`) stays what it is, which no renderer reads as s
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from harn_ls.render.limits import cut_utf8
@@ -35,51 +36,52 @@ QUOTE_BYTES = 300  # one value inside a message (raw bytes, before escaping)
 _HIDDEN = frozenset("\u061c\u180e\u200b\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
                     "\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\ufeff")
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_AFTER_BRACKET = frozenset("([:")  # `](` inline link, `][` reference link, `]:` definition
 
 
-def _visible(ch: str, keep_newlines: bool) -> str:
+def _visible(ch: str) -> str:
     code = ord(ch)
-    if ch == "\n" and keep_newlines:
-        return ch
-    if code < 0x20 or code == 0x7F or 0x80 <= code < 0xA0:
-        return _SHORT.get(ch, f"\\x{code:02x}")
     if ch in _HIDDEN:
         return f"\\u{code:04x}"
-    return ch
+    return _SHORT.get(ch, f"\\x{code:02x}")
 
 
-def _opens_tag_or_autolink(s: str, i: int) -> bool:
-    """`<` at `s[i]` followed by what starts an autolink (`<scheme:` / `<user@`) or HTML (`<a`, `</`, `<!`, `<?`)."""
-    if i + 1 >= len(s):
-        return False
-    nxt = s[i + 1]
-    return nxt in "/!?" or (nxt.isascii() and nxt.isalpha())
+_CONTROLS = [chr(c) for c in (*range(0x20), *range(0x7F, 0xA0)) if c != 0x0A]
+_SPELLED = str.maketrans({ch: _visible(ch) for ch in (*_CONTROLS, *_HIDDEN)})  # keeps line breaks
+_SPELLED_ONE_LINE = str.maketrans({ch: _visible(ch) for ch in (*_CONTROLS, *_HIDDEN, "\n")})
+# `]` right before `(`, `[` or `:`: an inline link, a reference link, a link definition
+_BRACKET_PAIRS = ("](", "][", "]:")
+# `<` opening an autolink (`<scheme:`, `<user@`) or HTML (`<a`, `</`, `<!`, `<?`)
+_ANGLE = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def _escape_angles(s: str) -> str:
+    """A backslash before each `_ANGLE` not already escaped: after an even run of backslashes
+    (which Markdown reads as literal backslashes). Each run is walked once: linear."""
+    out: list[str] = []
+    last = 0
+    for m in _ANGLE.finditer(s):
+        i = j = m.start()
+        while j > last and s[j - 1] == "\\":
+            j -= 1
+        if (i - j) % 2 == 0:
+            out += (s[last:i], "\\")
+            last = i
+    out.append(s[last:])
+    return "".join(out)
 
 
 def defuse(text: Any, keep_newlines: bool = True) -> str:
     """`text` with every link, autolink and HTML tag broken, for every client at once (see the
-    module docstring). Only backslashes are added and hidden characters made visible, so the
-    message still reads as written; applying it twice changes nothing more."""
+    module docstring). Only backslashes are added and hidden characters spelled out, so the
+    message still reads as written; applying it twice changes nothing more. Linear time."""
     s = "" if text is None else str(text)
-    out: list[str] = []
-    backslashes = 0  # consecutive backslashes just before this character
-    prev = ""
-    for i, ch in enumerate(s):
-        shown = _visible(ch, keep_newlines)
-        if shown != ch:
-            out.append(shown)
-            backslashes = 0
-            prev = ch
-            continue
-        if ch in _AFTER_BRACKET and prev == "]":
-            out.append("\\")
-        elif ch == "<" and backslashes % 2 == 0 and _opens_tag_or_autolink(s, i):
-            out.append("\\")
-        out.append(ch)
-        backslashes = backslashes + 1 if ch == "\\" else 0
-        prev = ch
-    return "".join(out)
+    s = s.translate(_SPELLED if keep_newlines else _SPELLED_ONE_LINE)
+    if "]" in s:
+        for pair in _BRACKET_PAIRS:  # an inserted backslash never makes another pair
+            s = s.replace(pair, pair[0] + "\\" + pair[1])
+    if "<" in s:
+        s = _escape_angles(s)
+    return s
 
 
 def code_span(s: str) -> str:

@@ -122,3 +122,14 @@ def test_fuzz_no_link_survives():
         # only backslashes were added (and hidden characters spelled out): the text is still all there
         it = iter(d)
         assert all(ch in it for ch in s.replace("\u200b", "").replace("\n", "")), (s, d)
+
+
+def test_a_message_leaving_the_server_is_capped_then_defused():
+    from harn_ls.lsp.messages import defuse as outgoing
+    from harn_ls.render.limits import MESSAGE_BYTES
+
+    big = "refused: " + FIX_IT * 2000
+    out = outgoing(big)
+    assert len(out.encode()) <= MESSAGE_BYTES + 200 and "more bytes" in out  # backslashes added after the cut
+    assert linked_text_links(out) == []
+    assert outgoing("ok") == "ok"
