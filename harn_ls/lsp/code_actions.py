@@ -10,12 +10,13 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from harn_ls import contract as P
+from harn_ls.lsp.project_links import link_root
 from harn_ls.lsp.view_types import on_proposal_document, to_code_action
 from harn_ls.render.proposal_choices import proposal_at_line, proposal_choices
 
 
-def _proposal_actions(ws, proposal_id: str, skill_root: str) -> list[types.CodeAction]:
-    return [to_code_action(c) for c in proposal_choices(ws, proposal_id, skill_root)]
+def _proposal_actions(ws, proposal_id: str, skill_root: str, root: str | None = None) -> list[types.CodeAction]:
+    return [to_code_action(c, root) for c in proposal_choices(ws, proposal_id, skill_root)]
 
 
 async def proposal_document_actions(ls, uri: str) -> list[types.CodeAction]:
@@ -45,10 +46,11 @@ def register(server) -> None:
         out: list[types.CodeAction] = []
         if os.path.basename(path) == "events.jsonl":
             line = params.range.start.line + 1
+            root = link_root(ls, proj)
 
             def _acts():
                 pid = proposal_at_line(proj.ws, path, line)
-                return _proposal_actions(proj.ws, pid, skill_root) if pid else []
+                return _proposal_actions(proj.ws, pid, skill_root, root) if pid else []
             out.extend(await proj.run(_acts))
         if os.path.basename(path).startswith("burin.agent_context.pattern_learning.") and path.endswith(".jsonl") \
                 and _wanted(params.context, P.KIND_MIGRATE):

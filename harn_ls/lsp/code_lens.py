@@ -18,6 +18,7 @@ from pygls.uris import to_fs_path
 from harn_ls import contract as P
 from harn_ls.lsp.span_save import run_noting_spans
 from harn_ls.lsp.wire import Encoded
+from harn_ls.lsp.project_links import link_root
 from harn_ls.lsp.view_types import line_range, on_proposal_document, to_command
 from harn_ls.render.lenses import FACTS_CHANGED, checkpoint_lens, checkpoint_lens_spots, fact_lens, fact_lens_groups
 from harn_ls.render.proposal_choices import proposal_choices, proposal_lenses
@@ -96,6 +97,8 @@ def register(server) -> None:
     async def code_lens(ls, params: types.CodeLensParams) -> object:  # a list, or its pre-encoded JSON
         uri = params.text_document.uri
         if uri.startswith(P.SCHEME + ":"):
+            if uri.startswith(P.SCHEME + ":/hitl/"):
+                return await hitl_document_lenses(ls, uri)
             return await proposal_document_lenses(ls, uri)
         proj = ls.project_for_uri(uri)
         if proj is None or proj.ws is None:
@@ -133,7 +136,7 @@ def register(server) -> None:
             lens.command = types.Command(title="harn-ls: project not loaded", command="")
             return lens
         view = await proj.run(lambda: checkpoint_lens(proj.ws, data["pipeline"], data["stage"]))
-        lens.command = to_command(view)
+        lens.command = to_command(view, link_root(ls, proj))
         return lens
 
 
@@ -150,11 +153,34 @@ async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types
     path = to_fs_path(uri)
     min_conf = ls.settings.facts.minConfidence
     view = await run_noting_spans(proj, lambda: fact_lens(proj.ws, path, start, end, min_conf, proj.fact_spans))
-    lens.command = to_command(view)
+    lens.command = to_command(view, link_root(ls, proj))
     return lens
+
+
+async def hitl_document_lenses(ls, uri: str) -> list[types.CodeLens]:
+    """Approve / Deny / Answer… / Accept / Decline (or Finish) at the top of a request's document."""
+    # start-up: the HITL choices load with the first request document
+    from harn_ls.render import UriError, parse_uri
+    from harn_ls.render.hitl_choices import hitl_lenses
+
+    try:
+        target = parse_uri(uri)
+    except UriError:
+        return []
+    if target.kind != "hitl" or not target.name:
+        return []
+    for proj in list(ls.projects.values()):
+        ws = proj.ws
+        if ws is None:
+            continue
+        views = await proj.run(lambda w=ws: hitl_lenses(w, target.name) if w.extra.request(target.name) else None)
+        if views is not None:
+            return [types.CodeLens(range=_TOP, command=to_command(v), data={"t": "hitl"}) for v in views]
+    return []
 
 
 async def proposal_document_lenses(ls, uri: str) -> list[types.CodeLens]:
     """The same Accept / Reject / Compare choices as the code actions, at the top of the document."""
-    views = await on_proposal_document(ls, uri, lambda ws, pid, root: proposal_lenses(proposal_choices(ws, pid, root)))
-    return [types.CodeLens(range=_TOP, command=to_command(v), data={"t": "proposal"}) for v in views]
+    views = await on_proposal_document(ls, uri, lambda ws, pid, skill_root, root: [
+        to_command(v, root) for v in proposal_lenses(proposal_choices(ws, pid, skill_root))])
+    return [types.CodeLens(range=_TOP, command=c, data={"t": "proposal"}) for c in views]

@@ -20,6 +20,8 @@ from harn_ls.actions.checkpoints import forget_stage as do_forget
 from harn_ls.actions.facts import invalidate_fact
 from harn_ls.actions.proposals import accept_proposal, reject_proposal
 from harn_ls.lsp.probe import run_probe_command
+from harn_ls.lsp.progress import with_progress
+from harn_ls.progress import WorkProgress
 from harn_ls.render import make_uri
 from harn_ls.render.message_text import defuse, quote
 
@@ -115,7 +117,10 @@ async def migrate(ls, a: C.MigrateArgs):
     # start-up: the migration (and its legacy-stream readers) loads when a user asks for it
     from harn_ls.actions.migrate import migrate_pattern_learning
 
-    result = await _run_action(ls, proj, migrate_pattern_learning, done="pattern learning migrated")
+    work = WorkProgress("Harn: migrating pattern learning")
+    work.phase("legacy streams", 0, 1.0, counted=False)
+    result = await with_progress(ls, proj.root if proj is not None else "", work,
+                                 _run_action(ls, proj, migrate_pattern_learning, done="pattern learning migrated"))
     return result if isinstance(result, C.Failure) else C.from_fields(C.MigrateResult, result)
 
 
@@ -126,7 +131,8 @@ async def recall(ls, a: C.RecallArgs):
 async def rescan(ls, a: C.RescanArgs):
     counts = {}
     for proj in list(ls.projects.values()):
-        await proj.rescan()
+        work = WorkProgress(f"Harn: rescanning {os.path.basename(proj.root) or proj.root}")
+        await with_progress(ls, proj.root, work, proj.rescan(work), summary=lambda p=proj: p.loaded_summary)
         if proj.ws is not None:
             counts[proj.root] = await proj.run(lambda p=proj: p.ws.counts())
     return C.RescanResult(counts=counts)
@@ -144,7 +150,8 @@ async def probe(ls, a: C.ProbeArgs):
 def register(server) -> None:
     for command, fn in ((C.CMD_ACCEPT, accept), (C.CMD_REJECT, reject), (C.CMD_INVALIDATE_FACT, invalidate),
                         (C.CMD_FORGET_STAGE, forget_stage), (C.CMD_MIGRATE, migrate), (C.CMD_RECALL, recall),
-                        (C.CMD_RESCAN, rescan), (C.CMD_PROBE, probe), (C.CMD_RESUME, resume_escalation_command)):
+                        (C.CMD_RESCAN, rescan), (C.CMD_PROBE, probe), (C.CMD_RESUME, resume_escalation_command),
+                        (C.CMD_ANSWER_HITL, answer_hitl_command)):
         _register_typed(server, command, fn)
 
 
@@ -209,3 +216,64 @@ async def resume_escalation_command(ls, a: C.ResumeArgs):
     msg = f"escalation {quote(rid)} resumed as {quote(reviewer)}" + (f" — now {quote(state.state)}" if state is not None else "")
     ls.show(msg)
     return C.ResumeResult(message=msg, argv=argv[1:], state=state.state if state is not None else None)
+
+
+UNTRUSTED_ANSWER = ("Answering a HITL request appends to the project's event log; this workspace is not trusted. "
+                    "Trust it to answer from the editor.")
+async def answer_hitl_command(ls, a: C.AnswerHitlArgs):
+    """Approve / deny / answer / accept / decline / finish one HITL request (issue 33): appended as Harn's
+    `append_hitl_response` to the log the waiting run polls (harn_ls.actions.hitl_answer). Trusted
+    workspaces only; the reviewer is the harnState.hitl.reviewer setting (else the OS user)."""
+    if not ls.trusted:
+        ls.show(UNTRUSTED_ANSWER, types.MessageType.Warning)
+        return C.Failure(UNTRUSTED_ANSWER)
+    rid = a.request_id
+    if not rid:
+        return C.Failure("answerHitl needs {requestId}: requestId is empty")
+    # start-up: the writer loads at first use
+    from harn_ls.actions import hitl_answer as HA
+    from harn_ls.formats.hitl_response import choices
+
+    if a.action not in (*HA.ACTIONS, "finish"):
+        return C.Failure("answerHitl: unknown action; one of " + ", ".join((*HA.ACTIONS, "finish")))
+    proj = await _project_with_request(ls, rid)
+    if proj is None:
+        msg = f"No HITL request {quote(rid, 120)} in the open projects."
+        ls.show(msg, types.MessageType.Error)
+        return C.Failure(msg)
+    reviewer = _reviewer(ls)
+
+    def run():
+        ws = proj.ws
+        if a.action == "finish":
+            return HA.finish_in(ws, rid)
+        value, text = HA.H.MISSING, None
+        if a.action == "answer":
+            if a.choice is not None:
+                req = HA.locate(ws, rid)[0]
+                opts = choices(req.payload.get("schema"))
+                if not 0 <= a.choice < len(opts):
+                    raise HA.AnswerRefused(f"choice {a.choice:d} is not one of the question's {len(opts)} choices")
+                value = opts[a.choice]
+            else:
+                text = a.answer
+        return HA.answer_in(ws, rid, a.action, reviewer=reviewer, reason=a.reason, answer_text=text, answer_value=value)
+
+    try:
+        res = await proj.run(run)
+    except ActionFailed as exc:
+        msg = "Not written: " + str(exc)
+        ls.show(msg, types.MessageType.Error)
+        return C.Failure(msg)
+    finally:
+        found = await proj.run(lambda: proj.ws.extra.request(rid))
+        if found is not None:
+            await proj.apply_now([found[1].path, found[1].path + "-wal"])
+    state = await proj.run(lambda: (proj.ws.extra.request(rid) or (None,))[0])
+    rel = os.path.relpath(res.log_path, proj.root)
+    msg = (f"{quote(res.outcome)} as {quote(reviewer)}: {len(res.written)} event(s) appended to "
+           f"{quote(rel)} — direct append to the log the run polls (no harn.hitl.respond host is reachable).")
+    ls.show(msg)
+    return C.AnswerHitlResult(message=msg, outcome=res.outcome, path=res.path_used, reviewer=reviewer or "",
+                              written=[C.WrittenEvent(w.topic, w.event_id, w.kind) for w in res.written],
+                              state=state.state if state is not None else None)

@@ -91,4 +91,13 @@ async def publish(ls, proj) -> int:
 
 
 def register(server) -> None:
-    """Diagnostics are pushed after every change batch; nothing to register."""
+    """Diagnostics are pushed after every change batch. A file's are sent again when the client opens
+    it: some clients (eglot 1.9) drop diagnostics for files they have not opened, and the server
+    publishes a project's problems when it loads, before the user opens any of those files."""
+
+    @server.handler(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls, params: types.DidOpenTextDocumentParams) -> None:
+        uri = normalize_uri(params.text_document.uri)
+        diags = ls.diagnostics.merged(uri)
+        if diags:
+            send(ls, uri, diags)

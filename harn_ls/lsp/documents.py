@@ -10,6 +10,7 @@ from lsprotocol import types
 from harn_ls import contract as P
 from harn_ls.change_kinds import K
 from harn_ls.lsp import heap
+from harn_ls.lsp.project_links import markdown_for
 from harn_ls.render import UriError, parse_uri, render_uri
 from harn_ls.render.markdown import cell
 from harn_ls.render.svg import strip_pictures
@@ -71,13 +72,15 @@ async def render(ls, uri: str) -> str:
     except Exception as exc:  # a renderer bug must not take the document (or the server) down
         log.exception("rendering %s failed", uri)
         text = f"# harn-ls could not render this document\n\n{type(exc).__name__}: {cell(exc)}\n"
-    text = for_client(ls, text)
+    text = for_client(ls, text, proj)
     ls.served[uri] = (proj.root, text_hash(text))
     return text
 
 
-def for_client(ls, text: str) -> str:
-    """Drop picture lines for clients that show documents as plain text (see server.initialize)."""
+def for_client(ls, text: str, proj) -> str:
+    """Drop picture lines for clients that show documents as plain text (see server.initialize); name
+    the project in its links when the workspace serves several (project_links.py)."""
+    text = markdown_for(ls, proj, text)
     if ls.pictures:
         return text
     return strip_pictures(text)
@@ -116,7 +119,7 @@ async def refresh_changed(ls, proj, changes) -> None:
                 text = render_uri(proj.ws, uri, settings)
             except UriError as exc:
                 text = _not_found(exc)
-            new = text_hash(for_client(ls, text))
+            new = text_hash(for_client(ls, text, proj))
             if new != digest:
                 out.append(uri)
         return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from harn_ls.lsp.project_links import markdown_for
 from harn_ls.lsp.span_save import run_noting_spans
 from harn_ls.render.hover import hover_at
 
@@ -23,7 +24,7 @@ def register(server) -> None:
         if view is None:
             return None
         return types.Hover(
-            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=view.markdown),
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=markdown_for(ls, proj, view.markdown)),
             range=types.Range(start=types.Position(line=view.first_line, character=0),
                               end=types.Position(line=view.last_line, character=10_000)),
         )

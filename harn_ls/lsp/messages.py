@@ -17,7 +17,6 @@ from lsprotocol import types
 from harn_ls import contract as P
 from harn_ls.render.limits import MESSAGE_BYTES, cap_text
 from harn_ls.render.message_text import defuse as _defuse
-from harn_ls.render.uri import make_uri
 
 log = logging.getLogger(__name__)
 
@@ -39,21 +38,28 @@ def log_line(ls, message: str, kind: types.MessageType = types.MessageType.Log) 
     ls.window_log_message(types.LogMessageParams(type=kind, message=defuse(message)))
 
 
-def begin_progress(ls, token: str, title: str, message: str, cancellable: bool = True) -> None:
+def begin_progress(ls, token: str, title: str, message: str | None, cancellable: bool = True,
+                   percentage: int | None = None) -> None:
     """`$/progress` begin: VS Code shows a cancellable one as a notification (title: message)."""
     ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-        title=defuse(title), message=defuse(message), cancellable=cancellable))
+        title=defuse(title), message=defuse(message) if message is not None else None, cancellable=cancellable,
+        percentage=percentage))
 
 
-def end_progress(ls, token: str, message: str) -> None:
-    ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=defuse(message)))
+def report_progress(ls, token: str, message: str | None, percentage: int | None = None) -> None:
+    ls.work_done_progress.report(token, types.WorkDoneProgressReport(
+        message=defuse(message) if message is not None else None, percentage=percentage))
 
 
-def hitl_arrived(ls, root: str, requests) -> None:
-    """`harn/hitlArrived` for new requests (formats/hitl.py HitlRequest). The text a client shows
-    (prompt, kind, agent) is data from the event log: made inert. The identifiers (request id,
-    its document's URI, the project root) go exactly as they are, for the client to act on."""
+def end_progress(ls, token: str, message: str | None) -> None:
+    ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=defuse(message) if message is not None else None))
+
+
+def hitl_arrived(ls, root: str, requests: list) -> None:
+    """`harn/hitlArrived` for new requests: (formats/hitl.py HitlRequest, its document's URI) pairs.
+    The text a client shows (prompt, kind, agent) is data from the event log: made inert. The
+    identifiers (request id, URI, project root) go exactly as they are, for the client to act on."""
     ls.protocol.notify(P.HITL_ARRIVED, P.to_wire(P.HitlArrivedParams(root=root, requests=[
         P.HitlRequestNote(request_id=r.request_id, kind=defuse(r.kind), prompt=defuse(r.prompt[:HITL_PROMPT_CHARS]),
-                          agent=defuse(r.agent) if r.agent is not None else None, uri=make_uri("hitl", r.request_id))
-        for r in requests])))
+                          agent=defuse(r.agent) if r.agent is not None else None, uri=uri)
+        for r, uri in requests])))

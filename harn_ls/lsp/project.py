@@ -27,6 +27,7 @@ from harn_ls.render.fact_spans import FactSpanCache
 from harn_ls.formats.memory import builds_here
 from harn_ls.formats.problems import Problem
 from harn_ls.history import CheckpointHistory, record_workspace
+from harn_ls.progress import WorkProgress
 from harn_ls.lsp import heap
 from harn_ls.recall import RecallEngine
 from harn_ls.state_spans import SpanStore
@@ -74,6 +75,13 @@ class Project:
         self.closed = False  # set by close(): long background work stops at its next step
         self.fact_spans = FactSpanCache()  # hover / lens spans per source file; used on the worker thread only
         self._quiet_for: Callable[[], float] | None = None  # settle_recall's: seconds since the last request
+        # how far the long pieces of work are (lsp/progress.py shows them): made here, so a load started
+        # before the client's `initialized` (preload) is told from its first byte
+        name = os.path.basename(os.path.normpath(folder_path)) or folder_path
+        self.loaded_summary = ""  # what the load found, in a line (the end of its progress)
+        self.load_progress = WorkProgress(f"Harn: loading {name}")
+        self.recall_progress = WorkProgress(f"Harn: recall index of {name}")
+        self.settle_progress = WorkProgress(f"Harn: saving the state cache of {name}")
 
     @property
     def root(self) -> str:
@@ -116,13 +124,15 @@ class Project:
             # unchanged logs and rebuilding their recall index.
             # Facts of namespaces restored unchanged stay in the cache's form until the first request
             # that may read them (`run`) or the first settle step: recall is ready ~0.15 s sooner at 100k.
-            ws = Workspace.load(self.folder_path, cache=True, defer_facts=True, keep_rows=False, fold_values=True)
+            ws = Workspace.load(self.folder_path, cache=True, defer_facts=True, keep_rows=False, fold_values=True,
+                                progress=self.load_progress)
             if os.environ.get(THREAD_CHECK_ENV) == "1":
                 guard_thread(ws, threading.get_ident())
             self._root = ws.root
             self.ws = ws
             self.fact_spans.store = SpanStore.open(ws.root)  # anchors of earlier runs: a first hover as fast as a warm one
             self.load_seconds = time.perf_counter() - start
+            self.loaded_summary = _loaded_summary(ws, self.load_seconds)
             # The model lives as long as the server: move it out of the cyclic GC's
             # reach, or every full collection walks millions of objects (~1 s on a
             # 100k-event project) in the middle of some hover or watcher batch.
@@ -203,8 +213,11 @@ class Project:
         are served in between; restart if the memory changed meanwhile, and after a few
         restarts just build it in one go. Returns as soon as recall answers: what is left to
         do (the cache write, decoding cached records) is `settle_recall`'s."""
+        progress = self.recall_progress
         for _ in range(attempts):
             generation, steps = await self.run_before_facts(lambda: (self.ws.generation, self.ws.recall_build_steps()))
+            progress.within(0.0, 1.0)
+            progress.phase("recall index", len(steps), 1.0)
             engine = RecallEngine()
             aborted = False
             for step in steps:
@@ -220,6 +233,7 @@ class Project:
                 if not await self.run_before_facts(paused_gc(_step)):
                     aborted = True
                     break
+                progress.step()
             if not aborted and await self.run_before_facts(lambda: self.ws.adopt_recall(engine, generation)):
                 return
             await asyncio.sleep(0.3)
@@ -234,24 +248,31 @@ class Project:
         interval (5 ms) per hand-over, so steps that interleave with a burst of hovers cost each
         of them several ms."""
         self._quiet_for = quiet_for
+        progress = self.settle_progress
+        progress.phase("decoding facts", 5, 1.0, counted=False)
         # facts the load left in the state cache's form are decoded first, as a step of their own
         if not self.closed:
             await self._wait_for_quiet()
             await self.run(self._decode_facts_if_deferred)
+        progress.step(1, "restoring fact anchors")
         # the spans of the files shown in earlier runs come back next (in ~10 ms steps), before the
         # heap is frozen: the first hover or lens on one of them is then served as a warm one
         while not self.closed:
             await self._wait_for_quiet()
             if await self.run(self._restore_spans):
                 break
+        progress.step(1, "folding the recall index")
         if not await self._fold_recall():
             return  # the folder left the workspace meanwhile: nothing left to settle
+        progress.step(1, "writing the state cache")
         for work in (_freeze_heap, self._save_cache):
             if self.closed:
                 return
             await self._wait_for_quiet()
             await self.run(work)
+        progress.step(1, "decoding cached records")
         await self._materialize_recall()
+        progress.step(1)
 
     async def _wait_for_quiet(self) -> None:
         """Wait until the client has been quiet (no request, no batch applied) for SETTLE_QUIET_S,
@@ -360,8 +381,15 @@ class Project:
             await self._notify(changes)
         return changes
 
-    async def rescan(self) -> ChangeSet:
-        changes = await self.run(lambda: self.ws.rescan())
+    async def rescan(self, progress: WorkProgress | None = None) -> ChangeSet:
+        def _rescan() -> ChangeSet:
+            self.ws.progress = progress
+            try:
+                return self.ws.rescan()
+            finally:
+                self.ws.progress = None
+
+        changes = await self.run(_rescan)
         await self._notify(changes)
         return changes
 
@@ -373,6 +401,16 @@ class Project:
             except Exception:
                 log.exception("stopping watcher")
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _loaded_summary(ws: Workspace, seconds: float) -> str:
+    """'102,400 records in 12 namespaces, 3 runs, 2 checkpoints (4.1 s)': what a load found."""
+    n_records = sum(space.sizes()[0] for space in ws.memory.values())
+    parts = [f"{n_records:,} records in {len(ws.memory):,} namespaces"]
+    for n, word in ((len(ws.runs), "run"), (len(ws.checkpoints), "checkpoint")):
+        if n:
+            parts.append(f"{n:,} {word}{'s' if n != 1 else ''}")
+    return ", ".join(parts) + f" ({seconds:.1f} s)"
 
 
 def paused_gc(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -38,11 +38,15 @@ with cached_attrs_compiles():
     from harn_ls.lsp import heap, messages, symbols, tree
     from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
     from harn_ls.lsp.probe import ProbeState
+    from harn_ls.lsp.progress import with_progress
+    from harn_ls.lsp.project_links import argument_for, link_root
     from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project, paused_gc
     from harn_ls.lsp.requests import RequestRegistry
     from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
     from harn_ls.lsp.wire import OrjsonWire
-    from harn_ls.render import RenderSettings
+    from harn_ls.project_discovery import FolderProjects, folder_projects
+    from harn_ls.render import RenderSettings, make_uri
+    from harn_ls.render.message_text import defuse
     from harn_ls.workspace import ChangeSet
 
 start_trace.mark("server modules: imported")
@@ -164,9 +168,12 @@ class HarnLanguageServer(LanguageServer):
         self.harn_override: str | None = None
         self.probes_allowed: bool = True
         # -- projects and what we told the client about them
-        self.projects: dict[str, Project] = {}  # folder path -> project
-        # folder path -> (project, its load) started at initialize, taken over by add_folder
-        self.preloading: dict[str, tuple[Project, asyncio.Task]] = {}
+        self.projects: dict[str, Project] = {}  # project root -> project (several per workspace folder in a monorepo)
+        self.folder_roots: dict[str, list[str]] = {}  # workspace folder -> the roots of the projects it serves
+        # workspace folder -> its project search (and the loads it started) begun at initialize, taken over by add_folder
+        self.preloading: dict[str, asyncio.Task] = {}
+        self.loads: dict[str, tuple[Project, asyncio.Task]] = {}  # project root -> (project, its load) not served yet
+        self.progress_allowed = False  # work-done progress only after the client's `initialized` (LSP lifecycle)
         self.served: dict[str, tuple[str, str]] = {}  # harn-state URI -> (project root, text sha1)
         self.diagnostics: DiagnosticsRegistry[types.Diagnostic] = DiagnosticsRegistry(
             functools.partial(diagnostics.send, self), diagnostics.normalize_uri)
@@ -269,23 +276,73 @@ class HarnLanguageServer(LanguageServer):
 
     # ------------------------------------------------------------ projects
     def preload(self, path: str) -> None:
-        """Start loading a folder of the initialize request on its project thread now: the answer to
-        initialize, the client's `initialized` and the settings round trip go by meanwhile. Nothing
-        is sent about it before `add_folder` takes it over."""
+        """Start finding a folder's projects (project_discovery.py) and loading them on their project
+        threads now: the answer to initialize, the client's `initialized` and the settings round trip go
+        by meanwhile. Nothing is sent about them before `add_folder` takes them over."""
         path = os.path.abspath(path)
-        if path in self.projects or path in self.preloading:
+        if path in self.folder_roots or path in self.preloading:
             return
-        proj = Project(path, self.on_changes)
-        self.preloading[path] = (proj, asyncio.get_running_loop().create_task(proj.load(), name=f"load {path}"))
+        self.preloading[path] = asyncio.get_running_loop().create_task(self._find_projects(path), name=f"find {path}")
+
+    async def _find_projects(self, folder: str) -> tuple[FolderProjects, list[str]]:
+        """The folder's projects (the search reads directories: off the event loop), each one's load
+        started unless it is served or loading already; with the projectRoots setting it used."""
+        setting = list(self.settings.projectRoots)
+        try:
+            found = await asyncio.to_thread(folder_projects, folder, setting, self.trusted,
+                                            list(self.folder_roots) + list(self.preloading) or [folder])
+        except Exception:  # a search that failed still serves the folder as it is
+            log.exception("looking for Harn projects in %s failed", folder)
+            found = FolderProjects(folder, [folder])
+        for root in found.roots:
+            if root not in self.projects and root not in self.loads:
+                proj = Project(root, self.on_changes)
+                task = asyncio.get_running_loop().create_task(proj.load(), name=f"load {root}")
+                # before `initialized` no progress may be sent: show_preloads takes these loads over then
+                self.loads[root] = (proj, self.show_load(proj, task) if self.progress_allowed else task)
+        return found, setting
+
+    def show_load(self, proj: Project, loading) -> asyncio.Task:
+        """The load as a task that also shows its progress (lsp/progress.py)."""
+        return asyncio.ensure_future(with_progress(self, proj.root, proj.load_progress, loading,
+                                                   summary=lambda: proj.loaded_summary))
+
+    def show_preloads(self) -> None:
+        """Once `initialized` came: the loads started at `initialize` show their progress from now on,
+        before the settings round trip (a client may take its time over it)."""
+        self.progress_allowed = True
+        for root, (proj, task) in list(self.loads.items()):
+            self.loads[root] = (proj, self.show_load(proj, task))
 
     async def add_folder(self, path: str) -> None:
         path = os.path.abspath(path)
-        if path in self.projects:
+        if path in self.folder_roots:
             return
-        preloaded = self.preloading.pop(path, None)
-        proj = preloaded[0] if preloaded is not None else Project(path, self.on_changes)
-        self.projects[path] = proj
-        await (preloaded[1] if preloaded is not None else proj.load())
+        started = self.preloading.pop(path, None)
+        found, setting = await (started if started is not None else self._find_projects(path))
+        if setting != self.settings.projectRoots:  # the settings pulled after initialize name other roots
+            stale = found.roots
+            found, _ = await self._find_projects(path)
+            self._drop_unused(r for r in stale if r not in found.roots)
+        self.folder_roots[path] = list(found.roots)
+        for note in found.notes:
+            log.warning(note)
+            self.show(f"Harn State: {defuse(note)}", types.MessageType.Warning)  # its paths: made inert
+        if len(found.roots) > 1 or found.roots != [path]:
+            log.info("workspace folder %s: Harn projects %s", path, ", ".join(found.roots))
+        for root in found.roots:
+            await self._serve_project(root)
+
+    async def _serve_project(self, root: str) -> None:
+        """Take over (or start) the load of the project at `root`, then show it: problems, status, views."""
+        if root in self.projects:
+            return  # another workspace folder serves it already
+        loading = self.loads.pop(root, None)
+        proj = loading[0] if loading is not None else Project(root, self.on_changes)
+        self.projects[root] = proj
+        await (loading[1] if loading is not None else self.show_load(proj, proj.load()))
+        if proj.closed:
+            return  # its folder left the workspace while it loaded
         start_trace.mark(f"project loaded {proj.root}")
         await proj.start_watching()
         log.info("loaded %s in %.0f ms", proj.root, proj.load_seconds * 1000)
@@ -294,6 +351,18 @@ class HarnLanguageServer(LanguageServer):
         start_trace.mark(f"first status and views sent {proj.root}")
         # Build the recall index now, after everything is shown, so the first search is warm.
         self.spawn(self._warm_then_report(proj), "recall index warm-up")
+
+    async def reconsider_folders(self) -> None:
+        """The projectRoots setting changed: serve what it names now, drop what no folder serves any more."""
+        for folder in list(self.folder_roots):
+            found, _ = await self._find_projects(folder)
+            old = self.folder_roots.get(folder, [])
+            self.folder_roots[folder] = list(found.roots)
+            self._drop_unused(r for r in old if r not in found.roots)
+            for note in found.notes:
+                log.warning(note)
+            for root in found.roots:
+                await self._serve_project(root)
 
     async def warn_skill_root(self, proj: Project) -> None:
         """Say once per (folder, skillRoot) when Accept would write where Harn's pattern learning never looks."""
@@ -311,12 +380,14 @@ class HarnLanguageServer(LanguageServer):
             log.debug("showMessage failed: %s", exc)
 
     async def _warm_then_report(self, proj: Project) -> None:
-        await proj.warm_recall()
+        await with_progress(self, proj.root, proj.recall_progress, proj.warm_recall(),
+                            summary=lambda: "recall ready")
         await self.send_status(proj)  # recall answers from here on; the rest is upkeep
         start_trace.mark(f"recall ready {proj.root}")
         # beside the settle: the conversions run on the loop, the settle's steps on the project thread
         self.spawn(self.warm_conversions(), "message conversions warm-up")
-        await proj.settle_recall(self.requests.quiet_for)
+        await with_progress(self, proj.root, proj.settle_progress, proj.settle_recall(self.requests.quiet_for),
+                            summary=lambda: "state cache written")
         start_trace.mark(f"settled {proj.root}")
 
     async def warm_conversions(self) -> None:
@@ -342,15 +413,32 @@ class HarnLanguageServer(LanguageServer):
             waited += SETTLE_QUIET_S
 
     def remove_folder(self, path: str) -> None:
-        preloaded = self.preloading.pop(os.path.abspath(path), None)
-        if preloaded is not None:  # gone before `initialized`: never served, its load stopped or unseen
-            preloaded[1].cancel()
-            preloaded[0].close()
-        proj = self.projects.pop(os.path.abspath(path), None)
-        if proj is not None:
-            proj.close()
-            # the folder is gone from the workspace: so are the problems it published
-            self.diagnostics.clear_source(diagnostics.problems_source(proj.root))
+        path = os.path.abspath(path)
+        roots = self.folder_roots.pop(path, [])
+        started = self.preloading.pop(path, None)
+        if started is not None:  # gone before `initialized`: never served
+            if started.done() and not started.cancelled() and started.exception() is None:
+                roots = started.result()[0].roots
+            else:
+                started.cancel()
+        self._drop_unused(roots)
+
+    def _drop_unused(self, roots) -> None:
+        """Stop serving the projects at `roots` that no workspace folder serves any more."""
+        kept = {r for rs in self.folder_roots.values() for r in rs}
+        for root in list(roots):
+            if root in kept:
+                continue
+            loading = self.loads.pop(root, None)
+            if loading is not None:  # never served: its load stopped, nothing was sent about it
+                loading[1].cancel()
+                loading[0].close()
+            proj = self.projects.pop(root, None)
+            if proj is not None:
+                proj.close()
+                # the project is gone from the workspace: so are the problems it published
+                self.diagnostics.clear_source(diagnostics.problems_source(proj.root))
+                self.served = {u: v for u, v in self.served.items() if v[0] != proj.root}
 
     # -------------------------------------------------------- change fan-out
     async def on_changes(self, proj: Project, changes: ChangeSet) -> None:
@@ -389,7 +477,8 @@ class HarnLanguageServer(LanguageServer):
         """`harn/hitlArrived` for requests waiting for a human that were not there before (issue 16)."""
         new = await proj.run_before_facts(lambda: proj.ws.extra.take_new_requests())
         if new:
-            messages.hitl_arrived(self, proj.root, new)
+            messages.hitl_arrived(self, proj.root, [
+                (r, argument_for(make_uri("hitl", r.request_id), link_root(self, proj))) for r in new])
 
     async def _refresh_lenses(self) -> None:
         try:
@@ -492,6 +581,7 @@ def create_server() -> HarnLanguageServer:
         start_trace.mark("initialized received")
         if ls.monitor is None:
             ls.monitor = LoopMonitor(asyncio.get_running_loop(), ls)
+        ls.show_preloads()
         await ls.pull_configuration()
         folders, ls.pending_folders = ls.pending_folders, []
         for folder in folders:
@@ -507,12 +597,15 @@ def create_server() -> HarnLanguageServer:
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def config_changed(ls: HarnLanguageServer, params: types.DidChangeConfigurationParams) -> None:
         raw = params.settings
+        roots_before = list(ls.settings.projectRoots)
         if isinstance(raw, dict) and isinstance(raw.get("harnState"), dict):
             ls.settings, errors = parse_settings(raw["harnState"], ls.settings)
             for e in errors:
                 log.warning(e)
         else:
             await ls.pull_configuration()
+        if ls.settings.projectRoots != roots_before:
+            await ls.reconsider_folders()
         for proj in [p for p in ls.projects.values() if p.ws is not None]:
             await ls.warn_skill_root(proj)
             await ls.send_status(proj)
@@ -533,7 +626,7 @@ def create_server() -> HarnLanguageServer:
             log.warning("shutdown: %d request(s) still running", sum(not e.finished.is_set() for e in stopping))
         for _ in range(2):  # let pygls send their answers (done callbacks run on the next loop turns)
             await asyncio.sleep(0)
-        for proj in list(ls.projects.values()) + [pre[0] for pre in ls.preloading.values()]:
+        for proj in list(ls.projects.values()) + [pre[0] for pre in ls.loads.values()]:
             proj.close()
 
     for module in (documents, hover, code_lens, diagnostics, tree, symbols, code_actions, commands, probe):

@@ -32,7 +32,7 @@ class TranscriptSettings:
 
 @attrs.define
 class HitlSettings:
-    reviewer: str = ""  # the name `harn orchestrator resume --reviewer` records (empty: the OS user name)
+    reviewer: str = ""  # the reviewer Harn records for answers and `harn orchestrator resume` (empty: the OS user name)
 
 
 @attrs.define
@@ -45,9 +45,22 @@ class Settings:
     transcripts: TranscriptSettings = attrs.Factory(TranscriptSettings)
     hitl: HitlSettings = attrs.Factory(HitlSettings)
     trustedByDefault: bool = True  # for clients that say nothing about workspace trust
+    # Harn project folders to serve, relative to the workspace folder (or absolute): replaces the search
+    # below it (project_discovery.py). Names paths, so an untrusted workspace keeps them inside the folder.
+    projectRoots: list[str] = attrs.Factory(list)
 
 
 _converter = cattrs.Converter(forbid_extra_keys=False)
+
+
+def _string_list(value: Any, _type: Any) -> list[str]:
+    # cattrs would turn a string into a list of its characters, and a number into a string
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("expected a list of strings")
+    return list(value)
+
+
+_converter.register_structure_hook_func(lambda t: t == list[str], _string_list)
 
 
 def _expand_dotted(raw: dict) -> dict:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from harn_ls.lsp.project_links import link_root
 from harn_ls.render import symbols as S
+from harn_ls.render.uri import with_root
 from harn_ls.render.limits import MAX_RESPONSE_BYTES, utf8_len
 
 LIMIT = S.LIMIT
@@ -47,5 +49,9 @@ def register(server) -> None:
         out: list[types.WorkspaceSymbol] = []
         for proj in ls.projects.values():
             if proj.ws is not None:
-                out.extend(await proj.run(lambda p=proj: search_symbols(p.ws, params.query)))
+                found = await proj.run(lambda p=proj: search_symbols(p.ws, params.query))
+                root = link_root(ls, proj)
+                for sym in found if root else ():  # several projects: a harn-state: location names its own
+                    sym.location.uri = with_root(sym.location.uri, root)
+                out.extend(found)
         return within_response(out[:LIMIT])

@@ -7,6 +7,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from harn_ls import contract as P
 from harn_ls.change_kinds import K
+from harn_ls.lsp.project_links import tree_page_for
 from harn_ls.render import tree_state
 from harn_ls.render.tree_items import TreeOptions, tree_page
 
@@ -46,4 +47,4 @@ def register(server) -> None:
         if proj is None or proj.ws is None:
             return {"items": []}
         opts = tree_options(ls.settings.facts.minConfidence, show_suppressed)
-        return await proj.run(lambda: tree_page(proj.ws, view, parent, int(page), opts))
+        return tree_page_for(ls, proj, await proj.run(lambda: tree_page(proj.ws, view, parent, int(page), opts)))

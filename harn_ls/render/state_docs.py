@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 from harn_ls.formats import hitl as hitl_fmt
+from harn_ls.formats import hitl_response as hr
 from harn_ls.render.uri import RenderSettings, StateUri, UriError, make_uri
 from harn_ls.render.markdown import cell, fence, human_bytes, inline, link, pretty_json, short_text
 
@@ -346,10 +347,51 @@ def hitl(ws, target: StateUri, settings: RenderSettings) -> str:
             out.append(f"| {cell(resp.get('reviewer'))} | {cell(resp.get('approved', ''))} | {cell(resp.get('accepted', ''))} | "
                        f"{cell(short_text(ans, 60))} | {cell(resp.get('reason'))} | {cell(resp.get('responded_at'))} |")
         out.append("")
-    if r.is_waiting:
-        out.append("## How to answer\n")
-        out.append(fence("\n".join(hitl_fmt.how_to_answer(r, _rel(ws, view.loc.state_dir))), "text"))
+    out.extend(_answer_section(ws, r, view))
     return "\n".join(out) + "\n"
+
+
+def _answer_section(ws, r, view) -> list[str]:
+    """What the reader can do now (issue 33): the lenses above and the tree item offer the same."""
+    acts = hr.actions_for(r)
+    if not acts:
+        return []
+    out = ["## How to answer\n"]
+    if "finish" in acts:
+        out.append("> An answer is in the log but was never finished (the responder stopped between the response and "
+                   "the rest of Harn's rows): Harn's pending list shows what the responses say, yet the waiting run "
+                   "keeps waiting on its open waitpoint. **Finish** appends the missing rows, as Harn's next response would.\n")
+    if view.loc.backend != "sqlite":
+        out.append("This request lives in a file-backend log: harn-ls does not append there (two writers can write the "
+                   "same event id twice). Answer it through the host running the agent (JSON-RPC `harn.hitl.respond`).\n")
+        return out
+    names = {"approve": "Approve", "deny": "Deny", "answer": "Answer…", "accept": "Accept", "decline": "Decline",
+             "finish": "Finish"}
+    out.append("Use the actions at the top of this document (or on the request in *Waiting for you*): "
+               + ", ".join(f"**{names[a]}**" for a in acts) + ".")
+    if r.kind in ("approval", "dual_control"):
+        out.append(f"\nQuorum so far: **{len(r.approvals)} of {r.quorum}**"
+                   + (f"; reviewers allowed: {cell(', '.join(r.reviewers))}" if r.reviewers else "; any reviewer counts")
+                   + ". Your name is the `harnState.hitl.reviewer` setting.")
+    if r.kind == "question":
+        opts = hr.choices(r.payload.get("schema"))
+        if opts:
+            out.append("\nChoices: " + ", ".join(inline(pretty_json(o)) for o in opts[:50]))
+    if r.kind == "escalation" and "decline" in acts:
+        out.append("\nDeclining records `accepted: false`: Harn then hides the escalation, but the waiting run keeps "
+                   "waiting (escalations never time out).")
+    out.append("\nHow it is written: harn-ls appends what Harn's `append_hitl_response` appends (the response, then the "
+               "decision, the waitpoint and `waitpoint.resume`, each in its own transaction) to "
+               f"{inline(os.path.basename(view.path))}, the log the waiting run polls. No running Harn host can be "
+               "reached from here (`harn.hitl.respond` is served only over the stdio of the editor that started the "
+               "host), so this direct append is the path used.")
+    out.append("\nFrom a terminal: " + inline(f"harn-ls hitl {acts[0]} {r.request_id}"
+                                                  + (" VALUE" if acts[0] == "answer" else "") + " [--reason TEXT]"))
+    if r.is_waiting:
+        out.append("\nWith Harn's own tools (a running ACP/MCP host, or Harn's CLI for escalations):\n")
+        out.append(fence("\n".join(hitl_fmt.how_to_answer(r, _rel(ws, view.loc.state_dir))), "text"))
+    out.append("")
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- /store.md

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from harn_ls.change_kinds import EXTRA_KINDS
 from harn_ls.formats import hitl as hitl_fmt
+from harn_ls.formats.hitl_response import choice_labels, needs_finish
+from harn_ls.render.limits import LABEL_BYTES, one_line
 from harn_ls.render.uri import make_uri
 from harn_ls.render.markdown import short_text
 from harn_ls.render.state_docs import ms_time
@@ -39,14 +41,23 @@ def children(ws, parent: str, item) -> list[dict]:
     x = ws.extra
     if parent == "hitl":
         out = []
-        for r in x.waiting():
+        waiting = x.waiting()
+        shown = {r.request_id for r in waiting}
+        # answered but never finished (a crash between Harn's rows): the run still waits, so offer Finish
+        unfinished = [r for r in x.all_requests() if r.request_id not in shown and needs_finish(r)]
+        for r in waiting + unfinished:
             state = "" if r.state == "pending" else f" · {r.state.replace('-', ' ')}"
+            if needs_finish(r):
+                state += " · not finished"
             quorum = f" · {len(r.approvals)}/{r.quorum}" if r.kind in ("approval", "dual_control") else ""
             out.append(item(f"hitl:{r.request_id}", short_text(r.prompt or r.request_id, 70),
                             description=f"{r.kind}{quorum}{state}", tooltip=f"{r.request_id}\n{r.prompt}",
                             icon="warning" if r.state != "pending" else "question",
-                            uri=make_uri("hitl", r.request_id), context=f"hitlRequest.{r.kind}",
-                            data={"requestId": r.request_id, "kind": r.kind, "state": r.state}))
+                            uri=make_uri("hitl", r.request_id),
+                            context="hitlRequest.unfinished" if needs_finish(r) else f"hitlRequest.{r.kind}",
+                            data={"requestId": r.request_id, "kind": r.kind, "state": r.state,
+                                  **({"choices": [one_line(c, LABEL_BYTES) for c in choice_labels(r)]}
+                                     if r.kind == "question" else {})}))
         return out
     if parent == "events":
         out = []

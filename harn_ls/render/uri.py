@@ -97,3 +97,27 @@ def make_uri(kind: str, name: str = "", **query: str) -> str:
         base = f"{SCHEME}:/{kind}/{quote(name, safe='/:@-_.~')}.md"
     q = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in query.items() if v not in (None, ""))
     return base + ("?" + q if q else "")
+
+
+def with_root(uri: str, root: str) -> str:
+    """`uri` naming the project at `root` (`?root=`): in a workspace that serves several projects a
+    document, a link or a lens must say whose state it shows. A URI that names one already is kept."""
+    if not uri.startswith(SCHEME + ":"):
+        return uri
+    base, hash_, fragment = uri.partition("#")
+    path, q, query = base.partition("?")
+    if any(part.split("=", 1)[0] == "root" for part in query.split("&") if part):
+        return uri
+    query = (query + "&" if query else "") + "root=" + quote(root, safe="")
+    return f"{path}?{query}{hash_}{fragment}"
+
+
+# A link target as `render.markdown.link` writes it: `)` and white space are always percent-encoded.
+_LINK_TARGET = re.compile(r"\]\((" + re.escape(SCHEME) + r":[^)\s]*)\)")
+
+
+def links_with_root(markdown: str, root: str) -> str:
+    """Every `harn-state:` link target of a rendered document or hover made to name `root`."""
+    if SCHEME not in markdown:
+        return markdown
+    return _LINK_TARGET.sub(lambda m: "](" + with_root(m.group(1), root) + ")", markdown)

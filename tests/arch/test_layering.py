@@ -8,6 +8,7 @@ PURE_CORE = (
     "harn_ls.formats",
     "harn_ls.render",
     "harn_ls.paths",
+    "harn_ls.project_discovery",
     "harn_ls.workspace",
     "harn_ls.recall",
     "harn_ls.cache_dir",

@@ -2,8 +2,19 @@
 -- Every wait is bounded; a timeout fails with the step it was in. Writes JSON to $PROBE_OUT.
 local out_path = assert(os.getenv('PROBE_OUT'))
 local project = assert(os.getenv('PROJECT'))
-local results = { nvim = tostring(vim.version().major) .. '.' .. vim.version().minor, steps = {} }
+local results = { nvim = tostring(vim.version().major) .. '.' .. vim.version().minor, steps = {}, deprecated = {} }
 local api = vim.api
+
+-- Every deprecation Neovim reports (soft ones too, which it does not show yet), with where it came from.
+local real_deprecate = vim.deprecate
+vim.deprecate = function(name, ...)
+  table.insert(results.deprecated, tostring(name) .. ' @ ' .. debug.traceback('', 2):sub(1, 600))
+  return real_deprecate(name, ...)
+end
+
+local function lsp_clients()
+  return vim.lsp.get_clients and vim.lsp.get_clients() or vim.lsp.get_active_clients()
+end
 
 local function finish(code)
   local f = assert(io.open(out_path, 'w'))
@@ -59,11 +70,16 @@ local ok, err = pcall(function()
   vim.opt.runtimepath:prepend(assert(os.getenv('PLUGIN_DIR')))
   vim.cmd('runtime! plugin/harn.lua')
   local harn = require('harn')
-  harn.setup({
-    cmd = vim.split(assert(os.getenv('HARN_LS_CMD')), '\t'),
-    settings = { harnPath = assert(os.getenv('HARN_DOUBLE')) },
-    trusted = true,
-  })
+  local cmd = vim.split(assert(os.getenv('HARN_LS_CMD')), '\t')
+  local settings = { harnPath = assert(os.getenv('HARN_DOUBLE')), hitl = { reviewer = 'alice' } }
+  results.uses_lsp_config = harn.uses_lsp_config()
+  if harn.uses_lsp_config() then
+    -- 0.11+: the user's own vim.lsp.config('harn_ls', ...) refines the plugin's configuration
+    vim.lsp.config('harn_ls', { cmd = cmd })
+    harn.setup({ settings = settings, trusted = true })
+  else
+    harn.setup({ cmd = cmd, settings = settings, trusted = true })
+  end
   vim.cmd('cd ' .. vim.fn.fnameescape(project))
   results.root = harn.find_root(project .. '/src/billing/invoice.py')
 
@@ -217,12 +233,16 @@ local ok, err = pcall(function()
   local pbuf = api.nvim_get_current_buf()
   cursor_to('let x')
   vim.cmd('normal! vf";\27') -- charwise: from `let x` to the closing quote of "oops"
-  vim.cmd("'<,'>HarnProbe")
-  local diags
-  wait(20000, function()
+  -- what :'<,'>HarnProbe runs, with a callback: the answer, then the diagnostics (checked by the test:
+  -- their columns, and whether there are any, depend on the position encoding)
+  local answered = false
+  harn.probe({ range = 2, line1 = 2, line2 = 2 }, function() answered = true end)
+  wait(20000, function() return answered end, 'the probe command to answer')
+  local diags = {}
+  vim.wait(3000, function()
     diags = vim.tbl_filter(function(d) return d.source == 'harn-probe' end, vim.diagnostic.get(pbuf))
     return #diags > 0
-  end, 'harn-probe diagnostics on the probed file')
+  end, 50)
   results.probe_diags = vim.tbl_map(function(d)
     return { lnum = d.lnum, col = d.col, end_col = d.end_col, message = d.message }
   end, diags)
@@ -241,10 +261,36 @@ local ok, err = pcall(function()
   end, 'the linewise probe to store its fact')
   results.probe_diags_after = #vim.tbl_filter(function(d) return d.source == 'harn-probe' end, vim.diagnostic.get(pbuf))
 
-  for _, client in pairs(vim.lsp.get_active_clients()) do
-    client.stop()
+  step('hitl: approve, then the lens command and :HarnHitl are told it is already approved')
+  local rid = 'hitl_approval_019df301-7a10-7c2e-9d41-5b6c7d8e9f01'
+  local approved
+  harn.hitl('approve', rid, 'diff reviewed', function(_, result) approved = result end)
+  wait(20000, function() return approved ~= nil end, 'the approval to be answered')
+  results.hitl_approve = approved
+  local real_input, asked = vim.ui.input, nil
+  vim.ui.input = function(o, on_confirm) asked = o.prompt; on_confirm('again') end
+  vim.lsp.commands['harnState.ui.approveHitl']({ arguments = { { requestId = rid, kind = 'approval' } } },
+    { client_id = harn.context_client() })
+  vim.ui.input = real_input
+  results.hitl_lens_prompt = asked
+  wait(20000, function()
+    return select(2, vim.fn.execute('messages'):gsub('already approved', '')) >= 1
+  end, 'the lens answer to be refused')
+  pcall(vim.cmd, 'HarnHitl deny ' .. rid .. ' not now')
+  wait(20000, function()
+    return select(2, vim.fn.execute('messages'):gsub('already approved', '')) >= 2
+  end, 'the :HarnHitl answer to be refused')
+  results.hitl_messages = vim.fn.execute('messages')
+
+  local harn_client = vim.lsp.get_client_by_id(harn.context_client())
+  results.offset_encoding = harn_client.offset_encoding
+  results.client_name = harn_client.name
+  results.clients = #lsp_clients() -- one per project, however many ways it was started
+  for _, client in pairs(lsp_clients()) do
+    vim.lsp.stop_client(client.id)
   end
-  vim.wait(5000, function() return #vim.lsp.get_active_clients() == 0 end, 50)
+  vim.wait(5000, function() return #lsp_clients() == 0 end, 50)
+  results.all_messages = vim.fn.execute('messages')
 end)
 if not ok then
   results.error = tostring(err)

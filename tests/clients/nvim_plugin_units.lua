@@ -25,6 +25,10 @@ local ok, err = pcall(function()
     harn.link_at('- [only](file:///p/a.py#L3) x', 1) or vim.NIL,
   }
   results.utf16 = { harn._utf16_col('aé😀b', 1), harn._utf16_col('aé😀b', 3), harn._utf16_col('aé😀b', 7), harn._utf16_col('aé😀b', 8) }
+  results.encoded = {}
+  for _, enc in ipairs({ 'utf-8', 'utf-16', 'utf-32' }) do
+    results.encoded[enc] = { harn._encoded_col(enc, 'aé😀b', 3), harn._encoded_col(enc, 'aé😀b', 7), harn._encoded_col(enc, 'aé😀b', 8) }
+  end
   -- hostile link targets: Ex command separators and control characters stay data
   local marker = base .. '/marker'
   harn.open_target('file://' .. base .. '/home/evil|call writefile([], "' .. marker .. '")#L2')

@@ -591,6 +591,62 @@ async function checkPendingApproval({ page }) {
 }
 checkPendingApproval.title = 'a pending approval shows under Waiting for you and in the status bar';
 
+/** The rows of one request in the project's log, read with Python's stdlib sqlite3 (not harn-ls). */
+function requestRows(rid) {
+  const script = [
+    'import json, sqlite3, sys',
+    'c = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)',
+    'rid = sys.argv[2]',
+    'out = []',
+    'for topic, eid, kind, payload, headers in c.execute("SELECT topic, event_id, kind, payload, headers FROM events ORDER BY topic, event_id"):',
+    '    p = json.loads(payload); h = json.loads(headers)',
+    '    if h.get("request_id") == rid or h.get("waitpoint_id") == rid or (isinstance(p, dict) and (p.get("request_id") == rid or p.get("waitpoint_id") == rid)):',
+    '        out.append({"topic": topic, "id": eid, "kind": kind, "payload": p, "chained": "harn.provenance.record_hash" in h})',
+    'print(json.dumps(out))',
+  ].join('\n');
+  const db = path.join(WS, '.harn', 'events.sqlite');
+  return JSON.parse(require('child_process').execFileSync(process.env.E2E_PYTHON || 'python3', ['-c', script, db, rid], { encoding: 'utf8' }));
+}
+
+async function checkApproveFromWaitingForYou({ page }) {
+  const rid = 'hitl_approval_e2e-approve-1';
+  const label = 'rotate e2e credentials';
+  await focusView(page, 'runs');
+  const rowOf = async () => {
+    const texts = (await rowTexts(page, 'runs')).map(norm);
+    const i = texts.findIndex(t => t.includes(label));
+    return i >= 0 ? rows(page, 'runs').nth(i) : undefined;
+  };
+  const row = await waitFor(async () => {
+    const r = await rowOf();
+    if (r) return r;
+    await expandRows(page, 'runs', t => /(^|\s)Waiting for you/.test(t.trim()));
+    return undefined;
+  }, `"${label}" under Waiting for you`, 20_000, 500);
+  await row.hover();
+  await row.locator('.action-label[aria-label^="Approve"]').click();
+  // the optional reason: type one, then Enter
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ timeout: 10_000 });
+  await input.fill('e2e: approved from the tree');
+  await page.keyboard.press('Enter');
+  await waitFor(async () => !(await rowOf()), `"${label}" to leave Waiting for you`, 20_000, 300);
+  await shot(page, 'approved-from-waiting-for-you');
+  const got = requestRows(rid);
+  const kinds = got.map(r => `${r.topic}#${r.kind}`);
+  const want = ['hitl.approvals#hitl.approval_requested', 'hitl.approvals#hitl.response_received',
+    'hitl.approvals#hitl.approval_approved', 'waitpoint.resumes#waitpoint.resume',
+    `waitpoint.state.${rid}#waitpoint.state`, `waitpoint.state.${rid}#waitpoint.state`];
+  if (JSON.stringify(kinds) !== JSON.stringify(want)) throw new Error(`rows: ${JSON.stringify(kinds)}`);
+  const resp = got[1].payload;
+  if (resp.approved !== true || resp.reviewer !== 'alice' || resp.reason !== 'e2e: approved from the tree') {
+    throw new Error(`response payload: ${JSON.stringify(resp)}`);
+  }
+  if (got[5].payload.status !== 'completed' || !got.every(r => r.chained)) throw new Error('waitpoint not completed or rows without provenance');
+  return `${got.length} rows for ${rid}; response by ${resp.reviewer}`;
+}
+checkApproveFromWaitingForYou.title = 'approving from the Waiting for you item writes Harn\'s rows and the item leaves';
+
 const SUITES = {
   main: [
     checkFourViewsRenderWithItems,
@@ -599,6 +655,7 @@ const SUITES = {
     checkOpeningATranscriptShowsIts,
     checkStatusBarShowsCountsAnd,
     checkPendingApproval,
+    checkApproveFromWaitingForYou,
     checkRecallMemoryOpensRankedResults,
     checkAcceptingAProposalWritesSkill,
     checkTypecheckProbeOnASelection,

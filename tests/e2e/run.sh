@@ -84,10 +84,20 @@ chmod +x "$HARN_DOUBLE" 2>/dev/null || true
 # A project copy with the workspace settings a user would have, and shadow modules that
 # leave a marker in $MARKERS if anything ever imports them.
 make_workspace() {
-  "$PY" - "$FIXTURE" "$1" "$HARN_DOUBLE" "$MARKERS" <<'PYEOF'
+  "$PY" - "$FIXTURE" "$1" "$HARN_DOUBLE" "$MARKERS" "$REPO" <<'PYEOF'
 import json, os, shutil, sys
-fixture, ws, harn, markers = sys.argv[1:]
+fixture, ws, harn, markers, repo = sys.argv[1:]
 shutil.copytree(fixture, ws, symlinks=True)
+# issue 33: one more pending approval (quorum 1, reviewer alice), written as Harn writes it, for the
+# "approve from Waiting for you" check
+sys.path.insert(0, repo)
+from tests.helpers import event_log_writer as W
+conn = W.open_log(f"{ws}/.harn/events.sqlite")
+W.waitpoint_open(conn, "hitl_approval_e2e-approve-1")
+env = W.approval_request("hitl_approval_e2e-approve-1", reviewers=("alice",), quorum=1, action="rotate e2e credentials")
+W.append(conn, "hitl.approvals", "hitl.approval_requested", env, W.request_headers(env))
+conn.close()
+sys.path.remove(repo)
 os.makedirs(f"{ws}/.vscode", exist_ok=True)
 path = f"{ws}/.vscode/settings.json"
 settings = json.load(open(path)) if os.path.exists(path) else {}
@@ -129,6 +139,7 @@ json.dump({
     "chat.commandCenter.enabled": False,
     "typescript.validate.enable": False,
     "javascript.validate.enable": False,
+    "harnState.hitl.reviewer": "alice",
 }, open(f"{root}/User/settings.json", "w"), indent=2)
 json.dump({"harnState.server.path": server_path} if server_path else {}, open(f"{root}/Machine/settings.json", "w"), indent=2)
 PYEOF

@@ -118,7 +118,8 @@ async def test_two_folders_find_their_project_on_the_project_thread(two_folders)
     # The document lives in the second folder only: finding it asks each model (project_holding).
     index = (await c.workspace_text_document_content_async(
         types.TextDocumentContentParams(uri=f"harn-state:/index.md?root={c.b}"))).text
-    ckpt = re.search(r"\((harn-state:/checkpoints/[^)?\s]+)\)", index).group(1)
+    # (the link names its project, `?root=`; without it the server asks each model)
+    ckpt = re.search(r"\((harn-state:/checkpoints/[^)?\s]+)(\?[^)\s]*)?\)", index).group(1)
     text = (await c.workspace_text_document_content_async(types.TextDocumentContentParams(uri=ckpt))).text
     assert "Not found" not in text
     await _exercise(c, c.b, str(c.b))

@@ -92,6 +92,8 @@ def test_quick_pick_items_escape_icons():
             arg = _argument(text, m.end())
             for field in re.findall(r"\b(label|description|detail):\s*([^,}]+)", arg):
                 assert field[1].strip().startswith("noIcons("), f"{path.name}: quick pick {field[0]} = {field[1]}"
+            shorthand = re.findall(r"[{,]\s*(label|description|detail)\s*[,}]", arg)
+            assert not shorthand, f"{path.name}: quick pick item {shorthand} taken as it is (use noIcons)"
 
 
 def test_server_messages_are_handled_by_the_extension():

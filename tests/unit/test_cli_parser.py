@@ -17,6 +17,8 @@ ARGS = {
     "compare": [["p", "a", "b"], ["p", "a"], ["p", "a", "b", "--format", "svg"], ["-h"]],
     "recall": [["q"], ["p", "q", "-k", "3", "--json"], ["-k", "x", "q"], [], ["-h"]],
     "proposals": [["list"], ["p", "accept", "x", "--days", "2"], ["--days", "z", "list"], ["-h"]],
+    "hitl": [["list"], ["p", "approve", "x", "--reason", "ok", "--reviewer", "alice"], ["answer", "x", "v", "--json"],
+             ["list", "--all"], ["-h"]],
     "probe": [["typecheck", "f"], ["other", "f"], ["typecheck", "f", "--timeout", "t"], ["-h"]],
     "cache": [["info"], ["clear", "p", "--json"], [], ["-h"]],
     "watch": [[], ["p", "--json"], ["p", "q"], ["-h"]],

@@ -181,7 +181,8 @@ def test_the_load_starts_at_initialize_and_add_folder_takes_it_over(project, cac
         sent = []
         server.protocol._send_data = lambda data: sent.append(getattr(data, "method", None) or "response")
         _initialize(server, project)
-        preloaded, load = server.preloading[str(project)]
+        await server.preloading[str(project)]  # the folder's project search
+        preloaded, load = server.loads[str(project)]
         await load
         before_initialized = list(sent)
         loads = []
@@ -195,7 +196,7 @@ def test_the_load_starts_at_initialize_and_add_folder_takes_it_over(project, cac
             {"jsonrpc": "2.0", "method": "initialized", "params": {}}))
         while "harn/status" not in sent:
             await asyncio.sleep(0.01)
-        taken = (server.projects.get(str(project)) is preloaded, dict(server.preloading), loads)
+        taken = (server.projects.get(str(project)) is preloaded, dict(server.preloading) or dict(server.loads), loads)
         counts = await preloaded.run_before_facts(lambda: preloaded.ws.counts())
         for proj in server.projects.values():
             proj.close()
@@ -215,10 +216,29 @@ def test_a_folder_removed_before_initialized_is_never_served(project, cache_env)
         server = create_server()
         server.protocol._send_data = lambda data: None
         _initialize(server, project)
-        preloaded, load = server.preloading[str(project)]
+        await server.preloading[str(project)]  # the folder's project search
+        preloaded, load = server.loads[str(project)]
         server.remove_folder(str(project))
         await asyncio.wait([load], timeout=30)
-        return load.done(), preloaded.closed, dict(server.preloading), dict(server.projects)
+        return load.done(), preloaded.closed, dict(server.preloading) or dict(server.loads), dict(server.projects)
 
     stopped, closed, left, served = asyncio.run(scenario())
     assert stopped and closed and left == {} and served == {}
+
+
+def test_a_folder_removed_while_its_projects_are_searched_is_never_served(project, cache_env):
+    # the server module (pygls, lsprotocol) is only these tests'
+    from harn_ls.lsp.server import create_server
+
+    async def scenario():
+        server = create_server()
+        server.protocol._send_data = lambda data: None
+        _initialize(server, project)
+        search = server.preloading[str(project)]
+        server.remove_folder(str(project))  # the search has not run yet: it is cancelled
+        await asyncio.wait([search], timeout=30)
+        await asyncio.sleep(0.05)
+        return search.cancelled(), dict(server.preloading), dict(server.loads), dict(server.projects)
+
+    cancelled, left, loads, served = asyncio.run(scenario())
+    assert cancelled and left == {} and loads == {} and served == {}

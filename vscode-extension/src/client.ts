@@ -8,12 +8,14 @@ import { inertMessage } from './inert';
 import { isFailure, resolveLaunch } from './launch';
 import { harnSettings } from './settings';
 import {
-  ClientCommands, CommandArgs, CommandResults, HitlArrivedParams, InitializationOptions, Methods, SCHEME, StatusParams, TreeChangedParams, TreeParams, TreeResult,
+  ClientCommands, CommandArgs, CommandResults, HitlArrivedParams, InitializationOptions, LoadingParams, Methods, SCHEME, StatusParams, TreeChangedParams, TreeParams, TreeResult,
 } from './protocol';
 
 export interface ConnectionEvents {
   onTreeChanged(params: TreeChangedParams): void;
   onStatus(params: StatusParams): void;
+  /** How far a long piece of work is (harn/loading); the progress itself is shown by the language client. */
+  onLoading?(params: LoadingParams): void;
   onHitlArrived?(params: HitlArrivedParams): void;
   onStarting(): void;
   onRunning(): void;
@@ -174,6 +176,7 @@ export class Connection implements vscode.Disposable {
     const client = new LanguageClient('harnState', 'Harn State', serverOptions, clientOptions);
     client.onNotification(Methods.treeChanged, (p: TreeChangedParams) => this.events.onTreeChanged(p));
     client.onNotification(Methods.status, (p: StatusParams) => this.events.onStatus(p));
+    client.onNotification(Methods.loading, (p: LoadingParams) => this.events.onLoading?.(p));
     client.onNotification(Methods.hitlArrived, (p: HitlArrivedParams) => this.events.onHitlArrived?.(p));
     showServerMessages(client);
     client.onDidChangeState(e => {

@@ -3,7 +3,7 @@
 import * as vscode from 'vscode';
 import type { Connection } from './client';
 import {
-  AcceptArgs, ClientCommands, CompareArgs, Context, ForgetStageArgs, INDEX_URI, InvalidateFactArgs, MigrateArgs, ProbeArgs,
+  AcceptArgs, AnswerHitlArgs, ClientCommands, CompareArgs, Context, ForgetStageArgs, INDEX_URI, InvalidateFactArgs, MigrateArgs, ProbeArgs,
   RecallArgs, RejectArgs, RescanArgs, ResumeArgs, SCHEME, ServerCommands, TreeItemData, ViewName, WAITING_URI,
 } from './protocol';
 import type { Node, Trees } from './trees';
@@ -287,4 +287,63 @@ export function registerCommands(
     if (outcome(`resume escalation ${requestId}`, res)) { trees.refresh('runs'); }
     return res;
   });
+
+  // Answering HITL requests (issue 33): from a "Waiting for you" item (its data) or a lens on the
+  // request's document (its argument {requestId, kind, choices?}). The server appends Harn's rows.
+  const hitlArg = (arg?: ItemArg | Record<string, unknown>): { requestId?: string; choices: string[] } => {
+    if (arg && typeof arg === 'object' && !('kind' in arg && (arg.kind === 'item' || arg.kind === 'more'))) {
+      const o = arg as Record<string, unknown>;
+      if (typeof o.requestId === 'string') {
+        return { requestId: o.requestId, choices: Array.isArray(o.choices) ? o.choices.filter(c => typeof c === 'string') as string[] : [] };
+      }
+    }
+    const item = itemOf(arg as ItemArg);
+    const raw = item?.data?.['choices'];
+    return {
+      requestId: typeof arg === 'string' ? arg : dataField(item, 'requestId'),
+      choices: Array.isArray(raw) ? raw.filter(c => typeof c === 'string') as string[] : [],
+    };
+  };
+  const reviewerName = (): string =>
+    vscode.workspace.getConfiguration('harnState').get<string>('hitl.reviewer') || 'your OS user name';
+  const answerHitl = async (action: string, arg: ItemArg | Record<string, unknown> | undefined): Promise<unknown> => {
+    const { requestId, choices } = hitlArg(arg);
+    if (!requestId) { throw new Error('choose a request under "Waiting for you" in the Runs view'); }
+    if (!vscode.workspace.isTrusted) { throw new Error('answering writes to the event log; trust this workspace first'); }
+    const args: AnswerHitlArgs = { requestId, action, reason: '' };
+    const who = reviewerName();
+    if (action === 'deny' || action === 'decline' || action === 'approve' || action === 'accept') {
+      const reason = await vscode.window.showInputBox({
+        title: noIcons(inertMessage(`${action[0].toUpperCase()}${action.slice(1)} as ${who}`, 200)),
+        prompt: 'Reason (optional; recorded with your response). Your name is the harnState.hitl.reviewer setting.',
+        ignoreFocusOut: true,
+      });
+      if (reason === undefined) { return undefined; }
+      args.reason = reason;
+    } else if (action === 'answer') {
+      if (choices.length) {
+        const pick = await vscode.window.showQuickPick(choices.map((label, i) => ({ label: noIcons(label), i })),
+          { title: noIcons(inertMessage(`Answer as ${who}`, 200)), placeHolder: 'Choose the answer', ignoreFocusOut: true });
+        if (!pick) { return undefined; }
+        args.choice = pick.i;
+      } else {
+        const text = await vscode.window.showInputBox({
+          title: noIcons(inertMessage(`Answer as ${who}`, 200)),
+          prompt: 'Your answer (text; JSON when the question asks for a number, a boolean or an object)',
+          ignoreFocusOut: true,
+        });
+        if (text === undefined) { return undefined; }
+        args.answer = text;
+      }
+    }
+    const res = await conn.execute(ServerCommands.answerHitl, args);
+    if (outcome(`${action} request`, res)) { trees.refresh('runs'); }
+    return res;
+  };
+  reg(ClientCommands.approveHitl, 'Approve', (arg?: ItemArg) => answerHitl('approve', arg));
+  reg(ClientCommands.denyHitl, 'Deny', (arg?: ItemArg) => answerHitl('deny', arg));
+  reg(ClientCommands.answerHitl, 'Answer', (arg?: ItemArg) => answerHitl('answer', arg));
+  reg(ClientCommands.acceptHitl, 'Accept escalation', (arg?: ItemArg) => answerHitl('accept', arg));
+  reg(ClientCommands.declineHitl, 'Decline escalation', (arg?: ItemArg) => answerHitl('decline', arg));
+  reg(ClientCommands.finishHitl, 'Finish answer', (arg?: ItemArg) => answerHitl('finish', arg));
 }

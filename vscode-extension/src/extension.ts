@@ -58,6 +58,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         }
       });
     },
+    onLoading: p => status.loading(p),
     onStatus: p => {
       status.update(p);
       if (typeof p?.hasState === 'boolean') { setNoState(!p.hasState); }

@@ -15,6 +15,8 @@ export const Methods = {
   status: 'harn/status',
   /** New requests waiting for a human (issue 16). */
   hitlArrived: 'harn/hitlArrived',
+  /** How far a long piece of work is (a project load, the recall index build), for the status bar. */
+  loading: 'harn/loading',
 } as const;
 
 /** Commands the server runs through workspace/executeCommand. */
@@ -28,6 +30,7 @@ export const ServerCommands = {
   migratePatternLearning: 'harnState.migratePatternLearning', // MigrateArgs -> MigrateResult | Failure
   rescan: 'harnState.rescan', // RescanArgs -> RescanResult
   resumeEscalation: 'harnState.resumeEscalation', // ResumeArgs -> ResumeResult | ResumeFailure | Failure (trusted only)
+  answerHitl: 'harnState.answerHitl', // AnswerHitlArgs -> AnswerHitlResult | Failure (trusted only)
 } as const;
 
 /** Commands the extension contributes (package.json). */
@@ -53,6 +56,12 @@ export const ClientCommands = {
   forgetCheckpointStage: 'harnState.ui.forgetCheckpointStage',
   migratePatternLearning: 'harnState.ui.migratePatternLearning',
   resumeEscalation: 'harnState.ui.resumeEscalation',
+  approveHitl: 'harnState.ui.approveHitl',
+  denyHitl: 'harnState.ui.denyHitl',
+  answerHitl: 'harnState.ui.answerHitl',
+  acceptHitl: 'harnState.ui.acceptHitl',
+  declineHitl: 'harnState.ui.declineHitl',
+  finishHitl: 'harnState.ui.finishHitl',
   openWaiting: 'harnState.openWaiting',
 } as const;
 
@@ -129,6 +138,14 @@ export interface MigrateArgs {
 }
 
 export interface RescanArgs {
+}
+
+export interface AnswerHitlArgs {
+  requestId: string;
+  action: string;
+  reason?: string;
+  answer?: string | null;
+  choice?: number | null;
 }
 
 export interface ResumeArgs {
@@ -226,6 +243,22 @@ export interface ResumeResult {
   ok: true;
 }
 
+export interface WrittenEvent {
+  topic: string;
+  eventId: number;
+  kind: string;
+}
+
+export interface AnswerHitlResult {
+  message: string;
+  outcome: string;
+  path: string;
+  reviewer: string;
+  written: WrittenEvent[];
+  state?: string | null;
+  ok: true;
+}
+
 export interface ResumeFailure {
   message: string;
   argv: string[];
@@ -285,6 +318,14 @@ export interface StatusParams {
   hasState: boolean;
 }
 
+export interface LoadingParams {
+  root: string;
+  title: string;
+  percentage: number | null;
+  message: string;
+  done: boolean;
+}
+
 export interface HitlRequestNote {
   requestId: string;
   kind: string;
@@ -311,7 +352,8 @@ export type CommandArgs = {
     K extends SC['recall'] ? RecallArgs :
     K extends SC['migratePatternLearning'] ? MigrateArgs :
     K extends SC['rescan'] ? RescanArgs :
-    K extends SC['resumeEscalation'] ? ResumeArgs : never;
+    K extends SC['resumeEscalation'] ? ResumeArgs :
+    K extends SC['answerHitl'] ? AnswerHitlArgs : never;
 };
 
 /** What each server command answers. */
@@ -325,7 +367,8 @@ export type CommandResults = {
     K extends SC['recall'] ? RecallResult :
     K extends SC['migratePatternLearning'] ? MigrateResult | Failure :
     K extends SC['rescan'] ? RescanResult :
-    K extends SC['resumeEscalation'] ? ResumeResult | ResumeFailure | Failure : never;
+    K extends SC['resumeEscalation'] ? ResumeResult | ResumeFailure | Failure :
+    K extends SC['answerHitl'] ? AnswerHitlResult | Failure : never;
 };
 
 /** The harnState.* settings sent in initializationOptions. */

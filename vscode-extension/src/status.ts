@@ -1,6 +1,6 @@
 // Status bar item fed by the server's harn/status notification; click opens the index.
 import * as vscode from 'vscode';
-import { ClientCommands, StatusParams } from './protocol';
+import { ClientCommands, LoadingParams, StatusParams } from './protocol';
 
 /** Counts shown in the bar itself, in this order, when the server reports them. */
 const SHOWN: Array<[string, string]> = [
@@ -31,6 +31,25 @@ export class StatusBar implements vscode.Disposable {
     this.item.show();
   }
 
+  /** While the server loads a project or builds its recall index: "Harn loading 42 %". The
+   *  progress notification itself is the language client's (LSP work-done progress). */
+  loading(p: LoadingParams): void {
+    // the settle's cache write is upkeep, not something to wait for: the bar keeps the counts
+    if (p.title.includes('saving the state cache')) { return; }
+    if (p.done) {
+      if (this.lastStatus) { this.update(this.lastStatus); }
+      return;
+    }
+    const pct = typeof p.percentage === 'number' ? ` ${p.percentage} %` : '';
+    const what = p.title.startsWith('Harn: recall') ? 'indexing' : 'loading';
+    this.item.text = `$(loading~spin) Harn ${what}${pct}`;
+    const md = new vscode.MarkdownString(undefined, true);
+    md.appendText(p.title); // server text naming a folder: plain text, never Markdown or a link
+    if (p.message) { md.appendMarkdown('\n\n'); md.appendText(p.message); }
+    this.item.tooltip = md;
+    this.item.show();
+  }
+
   failed(reason: string): void {
     this.item.text = '$(error) Harn';
     this.item.tooltip = `Harn State: harn-ls is not running — ${reason}`;
@@ -39,7 +58,10 @@ export class StatusBar implements vscode.Disposable {
     this.item.show();
   }
 
+  private lastStatus: StatusParams | undefined;
+
   update(status: StatusParams): void {
+    this.lastStatus = status;
     const counts = status?.counts ?? {};
     const problems = status?.problems ?? 0;
     const parts: string[] = [];

@@ -1,13 +1,17 @@
 -- harn.nvim: Harn project state in Neovim, through `harn-ls serve` and Neovim's own LSP client.
 --
--- Works on Neovim 0.7 (Debian 12) and newer: 0.7 has no vim.lsp.start, so clients are
--- started with vim.lsp.start_client and attached with vim.lsp.buf_attach_client; newer
--- APIs are used only when present.
+-- Works on Neovim 0.7 (Debian 12) and newer, with the API each version offers:
+--  * 0.11+: the server is a `vim.lsp.config('harn_ls', ...)` configuration (so a user's own
+--    `vim.lsp.config('harn_ls', {...})` refines it) enabled with `vim.lsp.enable`, whose
+--    root_dir is the buffer's Harn project; the plugin starts the same configuration for
+--    harn-state: documents and for state files without a filetype, and Neovim reuses the client.
+--  * 0.8-0.10: vim.lsp.start; 0.7: vim.lsp.start_client and vim.lsp.buf_attach_client.
 local M = {}
 
 local api = vim.api
-local uv = vim.loop
+local uv = vim.uv or vim.loop -- vim.loop is deprecated from 0.10
 local SCHEME = 'harn-state'
+local CONFIG_NAME = 'harn_ls' -- the vim.lsp.config name (0.11+)
 local WARN = vim.log.levels.WARN
 local ERROR = vim.log.levels.ERROR
 
@@ -33,6 +37,7 @@ local defaults = {
 M.config = vim.deepcopy(defaults)
 
 local clients = {}   -- project root -> client id
+local root_of = {}   -- client id -> project root
 local ready = {}     -- client id -> true once the server reported the project loaded (harn/status)
 local waiting = {}   -- client id -> callbacks to run when ready
 local failed = {}    -- project root -> true when the server could not be started (buffers stop retrying)
@@ -90,6 +95,22 @@ local function utf16_col(line, nbytes)
   return n
 end
 M._utf16_col = utf16_col
+
+--- The column of byte `nbytes` of `line` in the position encoding the client and server agreed on
+--- (`client.offset_encoding`: utf-8 from Neovim 0.10 when the server accepts it, else utf-16).
+local function encoded_col(encoding, line, nbytes)
+  nbytes = math.min(nbytes, #line)
+  if encoding == 'utf-8' then
+    return nbytes
+  end
+  local units = utf16_col(line, nbytes)
+  if encoding == 'utf-32' then
+    local _, astral = line:sub(1, nbytes):gsub('[\240-\247]', '')
+    return units - astral -- an astral character is 2 UTF-16 units, 1 UTF-32 one
+  end
+  return units
+end
+M._encoded_col = encoded_col
 
 -- Split a document into lines (LF or CRLF); a final newline does not add an empty line.
 local function split_lines(text)
@@ -245,34 +266,31 @@ local function server_cmd()
   return cmd
 end
 
---- The client serving `root`, started if needed. Returns the client id or nil.
---- After a failed start only an explicit command (`retry`) tries again.
-function M.client_for_root(root, retry)
-  local id = clients[root]
-  if id and get_client(id) then
-    return id
-  end
-  if failed[root] and not retry then
-    return nil
-  end
+-- The configuration common to every project's client (the root is added per client).
+local function base_config()
   local settings = vim.deepcopy(M.config.settings or {})
   local init_options = { settings = { harnState = settings } }
   if M.config.trusted ~= nil then
     init_options.workspaceTrusted = M.config.trusted
   end
-  local config = {
-    name = 'harn-ls',
+  return {
     cmd = server_cmd(),
     cmd_env = M.config.cmd_env,
-    root_dir = root,
-    workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fn.fnamemodify(root, ':t') } },
     capabilities = capabilities(),
     settings = { harnState = settings },
     init_options = init_options,
     handlers = vim.tbl_extend('force', fallback_handlers(), handlers),
+    on_init = function(client)
+      if client.root_dir then
+        clients[client.root_dir] = clients[client.root_dir] or client.id
+        root_of[client.id] = client.root_dir
+      end
+    end,
     on_exit = function(code, signal, client_id)
+      local root = root_of[client_id] or '?'
       ready[client_id] = nil
       waiting[client_id] = nil
+      root_of[client_id] = nil
       if clients[root] == client_id then
         clients[root] = nil
       end
@@ -289,19 +307,64 @@ function M.client_for_root(root, retry)
       end
     end,
   }
-  local ok
-  if vim.lsp.start_client and not has('0.11') then
-    ok, id = pcall(vim.lsp.start_client, config)
+end
+
+--- Whether this Neovim has `vim.lsp.config` / `vim.lsp.enable` (0.11+), which the plugin then uses.
+function M.uses_lsp_config()
+  return type(vim.lsp.config) == 'table' and type(vim.lsp.enable) == 'function'
+end
+
+-- root_dir of the vim.lsp.config configuration: the buffer's Harn project, else no client.
+local function config_root_dir(bufnr, on_dir)
+  local name = api.nvim_buf_get_name(bufnr)
+  if vim.bo[bufnr].buftype == '' and name ~= '' and not name:match('^%a[%w+.-]*:') then
+    local root = M.find_root(name)
+    if root then
+      on_dir(root)
+    end
+  end
+end
+
+--- The `harn_ls` configuration for vim.lsp.config (0.11+; returned by lsp/harn_ls.lua): the settings
+--- given to setup(), and a root_dir that is the buffer's Harn project (no client elsewhere).
+function M.lsp_config()
+  return vim.tbl_extend('force', base_config(), { root_dir = config_root_dir })
+end
+
+--- The client serving `root`, started if needed. Returns the client id or nil.
+--- After a failed start only an explicit command (`retry`) tries again.
+function M.client_for_root(root, retry)
+  local id = clients[root]
+  if id and get_client(id) then
+    return id
+  end
+  if failed[root] and not retry then
+    return nil
+  end
+  local folders = { { uri = vim.uri_from_fname(root), name = vim.fn.fnamemodify(root, ':t') } }
+  local ok, config
+  if M.uses_lsp_config() then
+    -- the configuration as vim.lsp.config resolves it (the plugin's, refined by the user's own)
+    config = vim.tbl_extend('force', vim.lsp.config[CONFIG_NAME] or base_config(),
+      { name = CONFIG_NAME, root_dir = root, workspace_folders = folders })
+    -- a client the configuration's vim.lsp.enable started for this root already is reused
+    ok, id = pcall(vim.lsp.start, config, { attach = false })
   else
-    ok, id = pcall(vim.lsp.start, config, { attach = false, reuse_client = function() return false end })
+    config = vim.tbl_extend('force', base_config(), { name = 'harn-ls', root_dir = root, workspace_folders = folders })
+    if vim.lsp.start_client and not has('0.11') then
+      ok, id = pcall(vim.lsp.start_client, config)
+    else
+      ok, id = pcall(vim.lsp.start, config, { attach = false, reuse_client = function() return false end })
+    end
   end
   if not ok or not id then
     failed[root] = true
-    notify('could not start `' .. table.concat(config.cmd, ' ') .. '` (set `cmd` in require("harn").setup)', WARN)
+    notify('could not start `' .. table.concat(config.cmd or {}, ' ') .. '` (set `cmd` in require("harn").setup)', WARN)
     return nil
   end
   failed[root] = nil
   clients[root] = id
+  root_of[id] = root
   return id
 end
 
@@ -669,6 +732,85 @@ local function proposal_action(client_id, action, id, cb)
   end)
 end
 
+-- ---------------------------------------------------------------- answering HITL requests (issue 33)
+
+local HITL_VERBS = { approve = true, deny = true, answer = true, accept = true, decline = true, finish = true }
+
+local function hitl_send(client_id, arg, cb)
+  M.execute(client_id, 'harnState.answerHitl', arg, function(err, result)
+    if not err and type(result) == 'table' then
+      -- the server shows the message itself (window/showMessage); keep it in :messages too
+      notify(tostring(result.message), result.ok == false and WARN or vim.log.levels.INFO)
+    end
+    if cb then
+      cb(err, result)
+    end
+  end)
+end
+
+--- Answer a request: `action` approve|deny|answer|accept|decline|finish; `value` the reason (or, for
+--- answer, the answer text). Missing pieces are asked for (vim.ui.input / vim.ui.select over `choices`).
+function M.hitl(action, id, value, cb, opts)
+  opts = opts or {}
+  local client_id = opts.client_id or M.context_client()
+  if not client_id then
+    return
+  end
+  if not HITL_VERBS[action] then
+    return notify('usage: :HarnHitl approve|deny|answer|accept|decline|finish {request id} [reason or answer]', WARN)
+  end
+  if not id or id == '' then
+    return M.tree_items(client_id, 'runs', 'hitl', function(err, all)
+      if err or #all == 0 then
+        return notify(err and ('harn/tree: ' .. (err.message or '')) or 'nothing is waiting for you', err and ERROR or vim.log.levels.INFO)
+      end
+      vim.ui.select(all, {
+        prompt = 'Harn: ' .. action,
+        format_item = function(item) return tostring(item.label) .. ' (' .. tostring(item.description) .. ')' end,
+      }, function(item)
+        if item and type(item.data) == 'table' then
+          M.hitl(action, item.data.requestId, value, cb, { client_id = client_id, choices = item.data.choices })
+        end
+      end)
+    end)
+  end
+  local arg = { requestId = id, action = action, reason = '' }
+  if action == 'finish' then
+    return hitl_send(client_id, arg, cb)
+  end
+  if action == 'answer' then
+    if value and value ~= '' then
+      arg.answer = value
+      return hitl_send(client_id, arg, cb)
+    end
+    local choices = type(opts.choices) == 'table' and opts.choices or {}
+    if #choices > 0 then
+      return vim.ui.select(choices, { prompt = 'Answer' }, function(_, idx)
+        if idx then
+          arg.choice = idx - 1
+          hitl_send(client_id, arg, cb)
+        end
+      end)
+    end
+    return vim.ui.input({ prompt = 'Answer: ' }, function(text)
+      if text then
+        arg.answer = text
+        hitl_send(client_id, arg, cb)
+      end
+    end)
+  end
+  if value ~= nil then
+    arg.reason = value
+    return hitl_send(client_id, arg, cb)
+  end
+  vim.ui.input({ prompt = 'Reason (optional): ' }, function(text)
+    if text then
+      arg.reason = text
+      hitl_send(client_id, arg, cb)
+    end
+  end)
+end
+
 --- All items of a `harn/tree` node, following its pages (at most 50 pages of 200).
 function M.tree_items(client_id, view, parent, cb)
   local all = {}
@@ -745,7 +887,8 @@ function M.probe(opts, cb)
     notify('HarnProbe works on a file inside a Harn project', WARN)
     return
   end
-  local range
+  -- the range as (line, byte) pairs now (the marks); in the agreed position encoding once the client is up
+  local span
   if (opts.range or 0) > 0 then
     local l1, l2 = opts.line1, opts.line2
     local s, e = vim.fn.getpos("'<"), vim.fn.getpos("'>")
@@ -757,24 +900,25 @@ function M.probe(opts, cb)
         local ch = last:sub(e[3]):match('^[%z\1-\127\194-\244][\128-\191]*') or last:sub(e[3], e[3])
         end_byte = e[3] - 1 + #ch
       end
-      range = {
-        start = { line = l1 - 1, character = utf16_col(first, s[3] - 1) },
-        ['end'] = { line = l2 - 1, character = utf16_col(last, end_byte) },
-      }
+      span = { l1 - 1, first, s[3] - 1, l2 - 1, last, end_byte }
     else
       local last = api.nvim_buf_get_lines(buf, l2 - 1, l2, false)[1] or ''
-      range = {
-        start = { line = l1 - 1, character = 0 },
-        ['end'] = { line = l2 - 1, character = utf16_col(last, #last) },
-      }
+      span = { l1 - 1, '', 0, l2 - 1, last, #last }
     end
   end
-  local arg = { uri = vim.uri_from_bufnr(buf), range = range }
   M.when_ready(client_id, function()
     local client = get_client(client_id)
     if not client then
       return
     end
+    local range, enc = nil, client.offset_encoding or 'utf-16'
+    if span then
+      range = {
+        start = { line = span[1], character = encoded_col(enc, span[2], span[3]) },
+        ['end'] = { line = span[4], character = encoded_col(enc, span[5], span[6]) },
+      }
+    end
+    local arg = { uri = vim.uri_from_bufnr(buf), range = range }
     -- through the buffer, so pending didChange notifications go out first
     request(client, 'workspace/executeCommand', { command = 'harnState.probeTypecheck', arguments = { arg } },
       function(err, result)
@@ -826,6 +970,17 @@ local function register_client_commands()
       return notify('compareWithExisting needs {id, path}', ERROR)
     end
     M.compare(arg.id, arg.path, ctx and ctx.client_id)
+  end
+  -- lenses on a request's document (harn-state:/hitl/<id>.md): ask for the reason / answer, then answer
+  for verb, name in pairs({ approve = 'approveHitl', deny = 'denyHitl', answer = 'answerHitl', accept = 'acceptHitl',
+                             decline = 'declineHitl', finish = 'finishHitl' }) do
+    vim.lsp.commands['harnState.ui.' .. name] = function(command, ctx)
+      local arg = command.arguments and command.arguments[1] or {}
+      if type(arg) ~= 'table' or type(arg.requestId) ~= 'string' then
+        return notify(name .. ' needs {requestId}', ERROR)
+      end
+      M.hitl(verb, arg.requestId, nil, nil, { client_id = ctx and ctx.client_id, choices = arg.choices })
+    end
   end
 end
 
@@ -911,6 +1066,10 @@ function M.setup(opts)
   end
   M._setup_done = true
   register_client_commands()
+  if M.uses_lsp_config() then
+    -- lsp/harn_ls.lua (M.lsp_config) is the configuration; a user's vim.lsp.config('harn_ls', {...}) refines it
+    vim.lsp.enable(CONFIG_NAME)
+  end
 
   local group = api.nvim_create_augroup('harn', { clear = true })
   api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'BufEnter' }, {
@@ -920,6 +1079,7 @@ function M.setup(opts)
     end,
   })
   api.nvim_create_autocmd('BufReadCmd', { group = group, pattern = SCHEME .. '://*', callback = on_read })
+  require('harn.progress').setup(group) -- a big project's load and index build, in the command line
   if M.config.codelens then
     api.nvim_create_autocmd({ 'BufEnter', 'CursorHold', 'InsertLeave' }, { group = group, callback = refresh_lenses })
   end
@@ -935,6 +1095,11 @@ function M.setup(opts)
     M.proposals(action, id)
   end, { nargs = '*', desc = 'Harn: accept or reject learned-skill proposals' })
   cmd('HarnProbe', function(a) M.probe(a) end, { range = true, desc = 'Harn: typecheck probe on the selection' })
+  cmd('HarnHitl', function(a)
+    local action, id = a.fargs[1], a.fargs[2]
+    local rest = #a.fargs > 2 and table.concat(vim.list_slice(a.fargs, 3), ' ') or nil
+    M.hitl(action, id, rest)
+  end, { nargs = '+', desc = 'Harn: approve|deny|answer|accept|decline|finish a request waiting for you' })
   cmd('HarnLensRun', function() M.lens_run() end, { desc = 'Harn: run the code lens on this line' })
   cmd('HarnOpen', function(a) M.open_target(a.args) end, { nargs = 1, desc = 'Harn: open a harn-state: URI' })
 
