@@ -317,7 +317,7 @@ def _refuse_unless_open(snap: Snapshot, action: str, reviewer: str | None) -> No
                                 "(not yet finalized — finish it instead)")
         if reviewer in d.approvals:
             raise AnswerRefused(f"{quote(reviewer)} already approved {quote(rid)} ({len(d.approvals)} of "
-                                f"{quote(H.quorum_of(kind, payload))}); Harn ignores a repeat")
+                                f"{H.quorum_of(kind, payload):d}); Harn ignores a repeat")
 
 
 def _check_reviewer(reviewer: str | None) -> str:

@@ -59,7 +59,7 @@ def test_neovim_plugin_end_to_end(driven):
     assert r["hitl_approve"]["ok"] is True and r["hitl_approve"]["outcome"] == "pending (1 of 2)"
     assert r["hitl_approve"]["reviewer"] == "alice"
     assert r["hitl_lens_prompt"] == "Reason (optional): "
-    assert "'alice' already approved" in r["hitl_messages"]
+    assert "`alice` already approved" in r["hitl_messages"]
 
     # refreshed after workspace/textDocumentContent/refresh (a memory event was appended)
     assert r["refetched"] is True
