@@ -24,7 +24,7 @@ from harn_ls.render.message_text import defuse, quote
 
 NAMESPACE = pl_fmt.NAMESPACE
 DEFAULT_SKILL_ROOT = ".claude/skills"
-CRYSTALLIZATION_DIR = (".burin", "crystallization")
+CRYSTALLIZATION_DIR = (".harn", "crystallization")  # where the newest Harn stages (issue 28); `.burin/` is read-only
 CANDIDATE_SCHEMA = "harn.crystallization.authored-candidate.v1"
 EXECUTABLE_ENTRYPOINTS = {"harn_workflow": "workflow.harn", "harn_tool": "server.harn", "hybrid": "server.harn"}
 MAX_SEGMENT_BYTES = 255

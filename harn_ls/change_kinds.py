@@ -30,12 +30,14 @@ class ChangeKind(StrEnum):
     CRYSTALLIZATION = "crystallization"
     LOCKS = "locks"
     EMBED = "embed"
+    # issue 28: the LLM response cache, model selection, guard models, orchestrator snapshot, metadata
+    NEWER = "newer"
 
 
 K = ChangeKind
 
 # State files ExtraState reads, each its own kind.
-STATE_FILE_KINDS = (K.STORE, K.WORKFLOWS, K.RECEIPTS, K.WORKTREES, K.CRYSTALLIZATION, K.LOCKS, K.EMBED)
+STATE_FILE_KINDS = (K.STORE, K.WORKFLOWS, K.RECEIPTS, K.WORKTREES, K.CRYSTALLIZATION, K.LOCKS, K.EMBED, K.NEWER)
 # What ExtraState reports (its part of a rescan and of live changes).
 EXTRA_KINDS = frozenset({K.EVENTS, K.HITL, *STATE_FILE_KINDS})
 # The Workspace's own state: what "everything may have changed" means for it.

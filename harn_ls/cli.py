@@ -168,6 +168,11 @@ def cmd_show(args) -> int:
 
     path, (uri,) = _split_path_and_rest(args.args, 1)
     ws = _project(path, args)
+    if "version=" in uri:
+        # the history `serve` / `watch` keep outside the project, read (nothing recorded by a read)
+        from harn_ls.history import CheckpointHistory  # start-up: only for a ?version= document
+
+        ws.checkpoint_history = CheckpointHistory.for_project(ws.root)
     try:
         text = render_uri(ws, uri, RenderSettings(show_private=args.show_private))
     except UriError as exc:

@@ -19,6 +19,7 @@ from harn_ls.formats.problems import Problem, Severity
 
 if TYPE_CHECKING:
     from harn_ls.formats import hitl as hitl_fmt
+    from harn_ls.formats.newer_state import NewerState
 
 
 def _under(path: str, root: str) -> bool:
@@ -33,8 +34,11 @@ class ExtraState:
             copy_dir = os.path.join(cache_dir.project_cache_dir(root, env), "wal-copies")
         except ValueError:
             copy_dir = None
-        self.logs: dict[str, LogView] = {loc.label: LogView(loc, copy_dir=copy_dir, root=root)
-                                         for loc in discover(paths.state_root, root)}
+        # a log the user's environment placed outside the project (HARN_EVENT_LOG_SQLITE_PATH=/elsewhere, or
+        # HARN_STATE_DIR) is confined to its own folder instead (untrusted settings never get this far)
+        self.logs: dict[str, LogView] = {loc.label: LogView(loc, copy_dir=copy_dir, root=root if _under(
+            os.path.abspath(loc.path), root) else os.path.dirname(os.path.abspath(loc.path)))
+            for loc in discover(paths.state_root, root, paths.event_logs)}
         self.store: sf.Store | None = None
         self.orchestrator_store: sf.Store | None = None
         self.mailboxes: list[sf.Mailbox] = []
@@ -43,19 +47,32 @@ class ExtraState:
         self.candidates: list[sf.Candidate] = []
         self.locks: list[sf.LockFile] = []
         self.embed: list[sf.EmbedCache] = []
+        self.newer: NewerState | None = None  # issue 28: LLM cache, selection, guard, orchestrator snapshot, …
         self._problems: dict[str, list[Problem]] = {}
         self.hitl_seen: set[str] = set()  # request ids already announced (for "a new one arrived")
 
     # ------------------------------------------------------------------ paths
     @property
     def crystallization_dir(self) -> str:
-        return os.path.join(self.paths.project_root, ".burin", "crystallization")
+        """Where the newest Harn stages candidates (and harn-ls's Accept writes them)."""
+        return sf.candidate_dirs(self.paths.project_root)[0][1]
+
+    @property
+    def crystallization_dirs(self) -> list[str]:
+        return [d for _, d in sf.candidate_dirs(self.paths.project_root)]
 
     def _dirs(self) -> dict[str, str]:
         s = self.paths.state_root
         return {"workflows": os.path.join(s, "workflows"), "receipts": os.path.join(s, "receipts"),
-                "worktrees": os.path.join(s, "worktrees"), "crystallization": self.crystallization_dir,
+                "worktrees": self.paths.worktree_root or os.path.join(s, "worktrees"),
+                "crystallization": self.crystallization_dir,
                 "agent-run-writers": os.path.join(s, "agent-run-writers"), "checkpoints": os.path.join(s, "checkpoints")}
+
+    def _newer_dirs(self) -> list[str]:
+        s, harn = self.paths.state_root, os.path.join(self.paths.project_root, ".harn")
+        orch = self.paths.orchestrator_state_dir or os.path.join(harn, "orchestrator")
+        return [os.path.join(s, "cache"), os.path.join(harn, "local"), os.path.join(harn, "guard"),
+                os.path.join(s, "metadata"), os.path.join(orch, "orchestrator-state.json")]
 
     # ------------------------------------------------------------------ safety
     def _leaves(self, path: str) -> bool:
@@ -99,7 +116,7 @@ class ExtraState:
         self._problems[kind] = probs
         guard = {"store": [os.path.join(s, "store.json"), os.path.join(self.paths.project_root, ".harn", "orchestrator", "store.json")],
                  "workflows": [d["workflows"]], "receipts": [d["receipts"]], "worktrees": [d["worktrees"]],
-                 "crystallization": [d["crystallization"]], "locks": [d["checkpoints"], d["agent-run-writers"]],
+                 "crystallization": self.crystallization_dirs, "locks": [d["checkpoints"], d["agent-run-writers"]],
                  "embed": [self.paths.memory_root]}.get(kind, [])
         if any(self._refuse(kind, g) for g in guard):
             self._clear(kind)
@@ -115,18 +132,27 @@ class ExtraState:
         elif kind == "receipts":
             self.receipts = sf.read_receipts(d["receipts"], probs)
         elif kind == "worktrees":
-            self.worktrees = sf.read_worktrees(d["worktrees"], probs)
+            self.worktrees = sf.read_worktrees(d["worktrees"], probs, self.paths.project_root)
         elif kind == "crystallization":
-            self.candidates = sf.read_candidates(d["crystallization"], probs)
+            self.candidates = sf.read_all_candidates(self.paths.project_root, probs)
         elif kind == "locks":
             self.locks = sf.read_locks(s)
         elif kind == "embed":
             self.embed = sf.read_embed_cache(self.paths.memory_root, probs)
+        elif kind == "newer":
+            # start-up: the reader of the newer state loads only when a rescan reads it
+            from harn_ls.formats.newer_state import read_newer_state
+
+            self.newer = read_newer_state(self.paths.project_root, s, self.paths.orchestrator_state_dir or
+                                          os.path.join(self.paths.project_root, ".harn", "orchestrator"),
+                                          {v.label: v.path for v in self.logs.values()
+                                           if v.loc.backend == "sqlite" and v.exists})
+            probs.extend(self.newer.problems)
 
     def _clear(self, kind: str) -> None:
         empty = {"store": ("store", None), "workflows": ("mailboxes", []), "receipts": ("receipts", []),
                  "worktrees": ("worktrees", []), "crystallization": ("candidates", []), "locks": ("locks", []),
-                 "embed": ("embed", [])}[kind]
+                 "embed": ("embed", []), "newer": ("newer", None)}[kind]
         setattr(self, empty[0], empty[1])
         if kind == "store":
             self.orchestrator_store = None
@@ -150,9 +176,13 @@ class ExtraState:
         d = self._dirs()
         if path in (os.path.join(s, "store.json"), os.path.join(self.paths.project_root, ".harn", "orchestrator", "store.json")):
             out.add("store")
-        for kind in ("workflows", "receipts", "worktrees", "crystallization"):
+        for kind in ("workflows", "receipts", "worktrees"):
             if _under(path, d[kind]) or _under(d[kind], path):
                 out.add(kind)
+        if any(_under(path, c) or _under(c, path) for c in self.crystallization_dirs):
+            out.add("crystallization")
+        if any(_under(path, n) or _under(n, path) for n in self._newer_dirs()):
+            out.add("newer")
         if (os.path.dirname(path) == d["checkpoints"] and base.endswith(".lock")) or _under(path, d["agent-run-writers"]):
             out.add("locks")
         if _under(s, path):  # the state root itself (or a parent) appeared, vanished or was replaced
@@ -196,6 +226,17 @@ class ExtraState:
         if out:
             parse_time_ms = hitl_rules().parse_time_ms
             out.sort(key=lambda r: (parse_time_ms(r.requested_at) or 0, r.event_id), reverse=True)
+        return out
+
+    def harn_pending_cut(self) -> list[tuple[str, int, int]]:
+        """(log, pending by Harn's rule, how many Harn's `hitl_pending()` returns) for each log where its
+        default limit hides some."""
+        out = []
+        for v in self.logs.values():
+            if len(v.requests) > hitl_rules().HARN_PENDING_LIMIT:
+                total = sum(1 for r in v.requests.values() if not r.resolved_by)
+                if total > hitl_rules().HARN_PENDING_LIMIT:
+                    out.append((v.label, total, len(hitl_rules().harn_pending(v.requests))))
         return out
 
     def request(self, request_id: str) -> tuple[hitl_fmt.HitlRequest, LogView] | None:

@@ -19,6 +19,8 @@ inside the project. Writes are atomic (temp file + os.replace).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import threading
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from harn_ls.change_kinds import K
 from harn_ls.cache_dir import cache_enabled, project_cache_dir, write_cache_file
 
 MAX_VERSIONS = 50
@@ -130,7 +133,7 @@ class CheckpointHistory:
         if len(data) > MAX_FILE_BYTES or len(data) > self.max_bytes:
             return None
         digest = hashlib.sha256(data).hexdigest()
-        with self._lock:
+        with self._lock, self._across_processes(pipeline):
             idx = self._index(pipeline)
             versions = idx["versions"]
             if versions and versions[-1].get("sha256") == digest:
@@ -147,6 +150,23 @@ class CheckpointHistory:
             self._prune_objects(pipeline, idx)
             self._enforce_total()
             return n
+
+    @contextlib.contextmanager
+    def _across_processes(self, pipeline: str):
+        """`harn-ls serve` and `harn-ls watch` may keep the same project's history at once: the index's
+        read-modify-write is taken under an exclusive flock on `<pipeline dir>/index.lock` (in the cache)."""
+        d = self._dir(pipeline)
+        try:
+            os.makedirs(d, exist_ok=True)
+            fd = os.open(os.path.join(d, "index.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        except OSError:
+            yield  # no lock file possible: the thread lock still holds within this process
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing drops the flock
 
     def _save(self, pipeline: str, idx: dict) -> None:
         write_cache_file(os.path.join(self._dir(pipeline), "index.json"), orjson.dumps(idx))
@@ -192,6 +212,17 @@ class CheckpointHistory:
             self._save(p, idx)
             self._prune_objects(p, idx)
             total = self.total_bytes()
+
+
+def keep_history(ws, changes=None) -> list[tuple[str, int]]:
+    """The one code path that keeps checkpoint history, for `serve` and `watch` alike: open the store
+    (outside the project; none with the cache off) on first use, then record every checkpoint file
+    after a load or rescan (`changes` None or rescanned), else only the pipelines that changed."""
+    if changes is not None and K.CHECKPOINTS not in changes.kinds:
+        return []
+    if ws.checkpoint_history is None:
+        ws.checkpoint_history = CheckpointHistory.for_project(ws.root)
+    return record_workspace(ws, None if changes is None or changes.rescanned else changes.pipelines)
 
 
 def record_workspace(ws, pipelines=None) -> list[tuple[str, int]]:

@@ -89,6 +89,34 @@ def _first_link(path: str, root: str) -> str | None:
     return None
 
 
+CODE_LINK_OUT = "HL-LINK-001"  # a symlink whose target is outside the project: reported, never followed
+CODE_LINK_LOOP = "HL-LINK-002"  # a symlink that loops (ELOOP, or onto a folder that holds it): reported, never followed
+
+
+def link_problem(path: str, root: str) -> tuple[str, str] | None:
+    """(code, message) when `path` is a symlink harn-ls will not follow: it loops, or its target is
+    outside `root`. None for anything else (not a link, a link that stays inside, a dangling link)."""
+    try:
+        if not stat.S_ISLNK(os.lstat(path).st_mode):
+            return None
+        target = os.readlink(path)
+    except OSError:
+        return None
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return CODE_LINK_LOOP, f"symlink {path} -> {target} loops; not followed"
+        return None  # dangling: nothing there to read
+    real = os.path.realpath(path)
+    holder = os.path.realpath(os.path.dirname(path))
+    if holder == real or holder.startswith(real.rstrip(os.sep) + os.sep):
+        return CODE_LINK_LOOP, f"symlink {path} -> {target} points back to a folder that holds it (a loop); not followed"
+    if not _inside(real, root):
+        return CODE_LINK_OUT, f"symlink {path} -> {target} leaves the project; not followed"
+    return None
+
+
 def confinement_problem(path: str, root: str, extra_roots: Iterable[str] = ()) -> str | None:
     """None when `path` (symlinks resolved) stays inside `root` or an extra root, else the reason."""
     real = os.path.realpath(path)

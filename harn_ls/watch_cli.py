@@ -9,6 +9,7 @@ import sys
 import time
 
 from harn_ls.change_kinds import K
+from harn_ls.history import keep_history
 from harn_ls.watch import StateWatcher
 from harn_ls.workspace import Workspace
 
@@ -16,6 +17,7 @@ from harn_ls.workspace import Workspace
 def run_watch(target: str, as_json: bool = False, max_batches: int | None = None) -> int:
     """Follow the project in directory `target` (the caller checked that it is one)."""
     ws = Workspace.load(target)
+    keep_history(ws)  # checkpoint history, exactly as the server keeps it (history.keep_history)
     batches: "queue.Queue[tuple[set[str], bool]]" = queue.Queue()
     watcher = StateWatcher(ws.paths, lambda paths, rescan: batches.put((set(paths), rescan)))
     watcher.start()
@@ -31,6 +33,10 @@ def run_watch(target: str, as_json: bool = False, max_batches: int | None = None
                 continue
             started = time.perf_counter()
             changes = ws.rescan() if rescan and not paths else ws.apply(paths)
+            try:
+                keep_history(ws, changes)
+            except Exception as exc:  # history is a convenience: never let it stop the watch
+                sys.stderr.write(f"harn-ls watch: keeping checkpoint history failed: {exc}\n")
             if changes:
                 emit(ws, changes, as_json, took=time.perf_counter() - started)
                 seen += 1

@@ -40,6 +40,7 @@ PATTERN_NAMESPACE = "project/pattern-learning"
 CODE_LEGACY_NOT_MIGRATED = "HL-PAT-010"
 CODE_LINK_OUT = "HL-LINK-001"  # a symlink inside the project whose target is outside it: reported, never followed
 EVENTS_FILE = "events.jsonl"
+CODE_ENV_REFUSED = "HL-ENV-001"  # a location variable harn-ls does not follow (issue 28)
 
 
 def _holds_fact(record) -> bool:
@@ -122,7 +123,8 @@ class Workspace(FactsPart, RunsPart, RecallPart):
     def load(cls, path: str, env: Mapping[str, str] | None = None, home: str | None = None,
              cache: bool = False, memory_only: bool = False, defer_facts: bool = False,
              keep_rows: bool | None = None, fold_values: bool = False,
-             progress: WorkProgress | None = None) -> "Workspace":
+             progress: WorkProgress | None = None, env_sources: Mapping[str, str] | None = None,
+             untrusted_env: Iterable[str] = ()) -> "Workspace":
         """Read the project. With `cache`, namespaces whose logs the state cache still matches are
         restored from it (plus any appended bytes) instead of re-read; `save_cache()` writes it back.
         `memory_only` (a one-shot recall): only the memory namespaces and their facts are read;
@@ -130,7 +132,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         `defer_facts` (a one-shot `inspect --json`): the facts of namespaces restored unchanged stay
         undecoded (problems, count restored); `materialize_facts()` decodes them; run records listed
         from the cache have no stages or usage (`inspect --json` never shows them). `keep_rows`, `fold_values`: below."""
-        ws = cls(paths_mod.resolve(path, env=env, home=home), env)
+        ws = cls(paths_mod.resolve(path, env=env, home=home, env_sources=env_sources, untrusted_env=untrusted_env), env)
         ws._memory_only, ws._defer_facts, ws._fold_values = memory_only, defer_facts, fold_values
         ws.progress = progress  # told how far the read is (a terminal bar, LSP work-done progress)
         if cache:
@@ -227,10 +229,12 @@ class Workspace(FactsPart, RunsPart, RecallPart):
                 continue
             for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
                 dirnames[:] = sorted(d for d in dirnames if d != "vectors")
-                for d in dirnames:  # os.walk never descends into a linked directory; say so when it leaves
+                # os.walk never descends into a linked directory; say so when it leaves or loops (a link that
+                # loops on itself is listed with the files: it is no directory)
+                for d in dirnames + [f for f in filenames if f != EVENTS_FILE]:
                     full = os.path.join(dirpath, d)
-                    if os.path.islink(full):
-                        self._leaves_project_reported(full)
+                    if os.path.islink(full) and not self._leaves_project_reported(full):
+                        self._loop_reported(full)
                 if EVENTS_FILE in filenames:
                     ns = namespace_of(root, os.path.join(dirpath, EVENTS_FILE))
                     if root == self.paths.pattern_memory_root and root != self.paths.memory_root and ns != PATTERN_NAMESPACE:
@@ -519,6 +523,14 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         self._link_problems[path] = Problem(path, 0, CODE_LINK_OUT, why, Severity.WARNING)
         return True
 
+    def _loop_reported(self, path: str) -> bool:
+        """A linked directory that loops (onto a folder that holds it, or ELOOP): a problem naming it."""
+        found = safe_read.link_problem(path, self.root)
+        if found is None or found[0] != safe_read.CODE_LINK_LOOP:
+            return False
+        self._link_problems[path] = Problem(path, 0, found[0], found[1], Severity.WARNING)
+        return True
+
     def _leaves_project(self, path: str) -> bool:
         """Inside the project by name but outside once symlinks are resolved: never followed.
         (A root the environment puts outside the project, HARN_STATE_DIR=/elsewhere, is not affected.)"""
@@ -647,6 +659,8 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         out.extend(self.extra.problems())
         out.extend(self._link_problems.values())
         out.extend(self.watch_problems)
+        for where, why in self.paths.env_refusals:  # harnState.harnEnv outside an untrusted project, bad backend
+            out.append(Problem(where, 0, CODE_ENV_REFUSED, why, Severity.WARNING))
         refused_by_config = {r for r, _ in self.paths.refused_roots}  # reported with the skills
         for root, why in self.paths.watch_refusals():
             if root not in refused_by_config and not any(p.path == root for p in self._link_problems.values()):

@@ -41,6 +41,7 @@ double stops (no quorum fold). Unknown waitpoint: exit 1 after the response (orp
 Environment knobs (tests only):
   HARN_DOUBLE_PIDFILE  when set, the hang case writes "<own pid> <child pid>" there.
   HARN_DOUBLE_LOG      when set, every invocation appends its argv (JSON) there.
+  HARN_DOUBLE_CALLS    when set, every invocation appends {"argv": [...], "cwd": "..."} (JSON) there.
 """
 
 from __future__ import annotations
@@ -199,8 +200,17 @@ def orchestrator_resume(args: list[str]) -> int:
         sys.stderr.write("error: exactly one <EVENT_ID> is required\n")
         return 2
     rid = positional[0]
-    if not os.path.isfile(opts["--manifest"]):
-        sys.stderr.write(f"error: manifest not found: {opts['--manifest']}\n")
+    # common.rs load_local_runtime: absolutize_from_cwd, then load_manifest's "manifest not found: {path}"
+    manifest = os.path.join(os.getcwd(), opts["--manifest"])
+    if not os.path.isfile(manifest):
+        sys.stderr.write(f"error: manifest not found: {manifest}\n")
+        return 1
+    try:
+        import tomllib
+        with open(manifest, "rb") as fh:
+            tomllib.load(fh)
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(f"error: failed to parse {manifest}: {exc}\n")
         return 1
     m = re.match(r"^hitl_(question|approval|dual_control|escalation)_", rid)
     if not m:
@@ -209,7 +219,10 @@ def orchestrator_resume(args: list[str]) -> int:
     kind = m.group(1)
     state_dir = os.path.abspath(opts["--state-dir"])
     os.makedirs(state_dir, exist_ok=True)
-    conn = sqlite3.connect(os.path.join(state_dir, "events.sqlite"), timeout=5.0, isolation_level=None)
+    # event_log/mod.rs EventLogConfig::for_base_dir: HARN_EVENT_LOG_SQLITE_PATH (not blank) before the default
+    sqlite_path = os.environ.get("HARN_EVENT_LOG_SQLITE_PATH", "")
+    sqlite_path = os.path.join(state_dir, sqlite_path) if sqlite_path.strip() else os.path.join(state_dir, "events.sqlite")
+    conn = sqlite3.connect(sqlite_path, timeout=5.0, isolation_level=None)
     conn.execute("PRAGMA busy_timeout = 5000")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
@@ -257,6 +270,11 @@ def main(argv: list[str]) -> int:
     if log:
         with open(log, "a") as fh:
             fh.write(json.dumps(argv) + "\n")
+    calls = os.environ.get("HARN_DOUBLE_CALLS")
+    if calls:
+        with open(calls, "a") as fh:
+            fh.write(json.dumps({"argv": argv, "cwd": os.getcwd(),
+                                 "env": {k: v for k, v in os.environ.items() if k.startswith("HARN_EVENT_LOG")}}) + "\n")
     if argv[:2] == ["orchestrator", "resume"]:
         return orchestrator_resume(argv[2:])
     if not argv or argv[0] != "check":

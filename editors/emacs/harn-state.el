@@ -55,7 +55,8 @@
 \(:harnPath \"/usr/local/bin/harn\" :facts (:minConfidence 0.5)).
 The keys: :harnPath, :skillRoot, :probes (:timeoutSeconds :storeFacts), :facts
 \(:minConfidence), :codeLens (:facts :checkpoints), :transcripts (:showPrivate),
-:hitl (:reviewer) and :projectRoots; harn-ls's README gives each one's default."
+:hitl (:reviewer), :projectRoots and :harnEnv (Harn's location variables, such as
+\(:HARN_EVENT_LOG_SQLITE_PATH \"state/events.sqlite\")); harn-ls's README gives each one's default."
   :type 'plist)
 
 (defcustom harn-state-trusted nil

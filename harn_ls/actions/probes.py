@@ -287,13 +287,15 @@ async def _exited(proc, wait_task: asyncio.Future, limit: float | None) -> bool:
     return True
 
 
-async def run_process(argv: list[str], *, cwd: str | None, timeout: float) -> ProcessResult:
-    """Run argv (never through a shell) in a new session; kill its process group on timeout/cancel."""
+async def run_process(argv: list[str], *, cwd: str | None, timeout: float,
+                      env: dict[str, str] | None = None) -> ProcessResult:
+    """Run argv (never through a shell) in a new session; kill its process group on timeout/cancel.
+    `env`: the child's whole environment (default: harn-ls's own)."""
     started = time.monotonic()
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, cwd=cwd, start_new_session=True)
+            stderr=asyncio.subprocess.PIPE, cwd=cwd, start_new_session=True, env=env)
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
         raise ActionFailed(MISSING_BINARY.format(path=quote(argv[0])) + f" ({exc.strerror or quote(exc)})") from None
     except OSError as exc:  # ENOEXEC and friends: not something we can run

@@ -29,6 +29,9 @@ from harn_ls.lean_dataclass import lean_dataclass
 if TYPE_CHECKING:
     from harn_ls.formats import hitl as hitl_fmt
 
+MAX_BAD_EVENTS = 20  # per topic: events whose payload is not JSON, listed as problems
+PAYLOAD_WINDOW = 20_000  # a topic first seen: its newest events checked for unreadable payloads
+PAYLOAD_BUDGET = 30_000  # events checked per log per refresh (each query well inside the 2 s deadline)
 MAX_HITL_EVENTS = 20_000  # per HITL topic; beyond it the oldest are dropped (with a problem)
 TAIL_BATCH = 500
 
@@ -41,6 +44,14 @@ def hitl_rules():
     return hitl
 
 
+def _event_id_of(p: Problem) -> int:
+    """The event id in a payload problem's message ("topic T event N: ...")."""
+    try:
+        return int(p.message.split(" event ", 1)[1].split(":", 1)[0])
+    except (IndexError, ValueError):
+        return 0
+
+
 @lean_dataclass(frozen=True)
 class LogLocation:
     """Where one event log lives and which backend holds it."""
@@ -49,10 +60,26 @@ class LogLocation:
     backend: str  # sqlite | file
     path: str  # the .sqlite file or the events/ directory
     state_dir: str  # what `--state-dir` names for this log (the dir that holds events.sqlite)
+    why: str = ""  # why here: the default place, or which variable (and from where) put it there
+    selected: bool = True  # HARN_EVENT_LOG_BACKEND picks this backend (Harn writes the other one no more)
 
 
-def discover(state_root: str, project_root: str) -> list[LogLocation]:
-    """Every place a Harn producer may have put an event log, existing or not."""
+def discover(state_root: str, project_root: str, places=()) -> list[LogLocation]:
+    """Every place a Harn producer may have put an event log, existing or not. `places`: the
+    `paths.EventLogPlace`s resolved from Harn's variables (HARN_EVENT_LOG_*, HARN_ORCHESTRATOR_STATE_DIR);
+    without them, the default places."""
+    if places:
+        out, seen = [], set()
+        for pl in places:
+            for backend, p, why in (("sqlite", pl.sqlite_path, pl.why_sqlite), ("file", pl.file_dir, pl.why_file)):
+                key = os.path.normpath(p)
+                if key in seen:
+                    continue
+                seen.add(key)
+                state_dir = os.path.dirname(p) if backend == "sqlite" else pl.state_dir
+                out.append(LogLocation(pl.label if backend == "sqlite" else f"{pl.label}-file", backend, p, state_dir,
+                                       why, selected=pl.backend == backend))
+        return out
     harn = os.path.join(project_root, ".harn")
     orch = os.path.join(harn, "orchestrator")
     personas = os.path.join(harn, "personas", ".harn")
@@ -81,6 +108,10 @@ class LogView:
     requests: dict[str, hitl_fmt.HitlRequest] = field(default_factory=dict)
     hitl_problems: list[Problem] = field(default_factory=list)
     _wp_heads: dict[str, int] = field(default_factory=dict)
+    # events whose payload/headers are not JSON, by topic (SQLite logs; the file backend reports its own)
+    payload_problems: dict[str, list[Problem]] = field(default_factory=dict)
+    _payload_checked: dict[str, int] = field(default_factory=dict)  # topic -> highest event id checked
+    _payload_pending: set[str] = field(default_factory=set)  # topics with events left to check (budget)
     _backend: object | None = None
     refreshed_at: float = 0.0
 
@@ -108,7 +139,62 @@ class LogView:
         return self._backend
 
     def problems(self) -> list[Problem]:
-        return list(self.summary.problems) + list(self.hitl_problems)
+        out = list(self.summary.problems) + list(self.hitl_problems)
+        seen = {p.message for p in out}
+        for probs in self.payload_problems.values():
+            out.extend(p for p in probs if p.message not in seen)  # a HITL topic's tail may report the same event
+        return out
+
+    def _check_payloads(self, be, changed: set[str]) -> bool:
+        """Look for events whose payload Harn cannot read (issue 28 item 5), within a budget: when a topic is
+        first seen, its newest PAYLOAD_WINDOW events; afterwards every event appended. At most
+        PAYLOAD_BUDGET events a refresh (SQLite's json_valid, ~10 µs an event); a topic not finished
+        is taken up again at the next refresh."""
+        any_change = False
+        budget = PAYLOAD_BUDGET
+        for topic in sorted(changed | self._payload_pending):
+            info = self.summary.topics.get(topic)
+            have = self.payload_problems.get(topic, [])
+            start = self._payload_checked.get(topic)
+            if info is None or (start is not None and info.last_id < start) or (
+                    have and info.first_id > _event_id_of(have[0])):
+                any_change |= bool(self.payload_problems.pop(topic, None))  # gone, rewritten or compacted
+                self._payload_checked.pop(topic, None)
+                self._payload_pending.discard(topic)
+                if info is None:
+                    continue
+                have, start = [], None
+            if start is None:
+                start = max(0, info.first_id - 1, info.last_id - PAYLOAD_WINDOW)
+            if len(have) >= MAX_BAD_EVENTS or start >= info.last_id:
+                self._payload_checked[topic] = info.last_id
+                self._payload_pending.discard(topic)
+                continue
+            if budget <= 0:
+                self._payload_pending.add(topic)
+                continue
+            end = min(info.last_id, start + budget)
+            # (a connection problem is already in the summary: the same open failed or warned there)
+            bad = be.malformed(topic, start, end, MAX_BAD_EVENTS - len(have) + 1)
+            if bad is None:
+                self._payload_pending.add(topic)
+                continue
+            budget -= end - start
+            if bad:
+                room = MAX_BAD_EVENTS - len(have)
+                have = have + bad[:room]
+                if len(bad) > room:
+                    have.append(Problem(self.path, 0, "HL-EVT-003",
+                        f"topic {topic}: more events whose payload is not JSON; only the first {MAX_BAD_EVENTS} are listed",
+                        Severity.ERROR))
+                self.payload_problems[topic] = have
+                any_change = True
+            self._payload_checked[topic] = end
+            if end < info.last_id:
+                self._payload_pending.add(topic)
+            else:
+                self._payload_pending.discard(topic)
+        return any_change
 
     def refresh(self, now_ms: int | None = None) -> bool:
         """Bring counts, cursors and HITL state up to date. Returns True when anything changed."""
@@ -119,6 +205,9 @@ class LogView:
             self.waitpoints.clear()
             self.requests.clear()
             self.hitl_problems = []
+            self.payload_problems.clear()
+            self._payload_checked.clear()
+            self._payload_pending.clear()
             self._wp_heads.clear()
             self._backend = None
             return changed
@@ -138,11 +227,12 @@ class LogView:
         old_probs = [p.message for p in self.summary.problems]
         consumers_changed = [c.to_json() for c in new.consumers] != [c.to_json() for c in self.summary.consumers]
         self.summary = new
+        payload_changed = self.loc.backend == "sqlite" and new.ok and self._check_payloads(be, changed_topics)
         hitl_changed = self._tail_hitl(be, changed_topics, file_changes)
         if hitl_changed or now_ms is not None:
             self._derive(now_ms)
         self.refreshed_at = time.time()
-        return bool(changed_topics) or hitl_changed or consumers_changed or old_probs != [p.message for p in new.problems]
+        return bool(changed_topics) or hitl_changed or payload_changed or consumers_changed or old_probs != [p.message for p in new.problems]
 
     # ------------------------------------------------------------------ HITL
     def _tail_hitl(self, be, changed: set[str], file_changes: dict) -> bool:

@@ -209,6 +209,23 @@ class SqliteEventLog:
             "WHERE topic = ? AND event_id > ? ORDER BY event_id ASC LIMIT ?", (topic, int(after_id), limit)))
         return self._events(topic, rows or [], sink)
 
+    def malformed(self, topic: str, after_id: int, up_to: int, limit: int,
+                  problems: list[Problem] | None = None) -> list[Problem] | None:
+        """Problems of the events of `topic` in (after_id, up_to] whose payload or headers are not JSON
+        (Harn's reader fails on them), at most `limit`. SQLite's own `json_valid` finds the candidates
+        without moving the payloads into Python; each is then decoded by `make_event` for the message."""
+        sink = problems if problems is not None else []
+        rows = self._run(sink, lambda q: q(
+            "SELECT event_id, kind, payload, headers, occurred_at_ms FROM main.events "
+            "WHERE topic = ? AND event_id > ? AND event_id <= ? AND "
+            "(json_valid(CAST(payload AS TEXT)) = 0 OR json_valid(CAST(headers AS TEXT)) = 0) "
+            "ORDER BY event_id ASC LIMIT ?", (topic, int(after_id), int(up_to), max(1, int(limit)))))
+        if rows is None:
+            return None  # not read (locked, refused): checked again next time
+        found: list[Problem] = []
+        self._events(topic, rows, found)
+        return found
+
     def read_page(self, topic: str, page: int, size: int, problems: list[Problem] | None = None) -> list[Event]:
         """Page `page` (0 = newest) of `topic`, newest first."""
         sink = problems if problems is not None else []

@@ -131,10 +131,12 @@ class HitlRequest:
 
     @property
     def prompt(self) -> str:
+        """Harn's `prompt_from_payload`: the first of `prompt` / `action` / `reason` that is present
+        (even as null or "") decides; a non-string value there gives ""."""
         p = self.payload
         for key in ("prompt", "action", "reason"):
-            if isinstance(p.get(key), str) and p[key]:
-                return p[key]
+            if key in p:
+                return p[key] if isinstance(p[key], str) else ""
         return ""
 
     @property
@@ -209,14 +211,9 @@ def derive(events: Iterable[Event], waitpoints: dict[str, dict] | None = None, n
             p = req.payload
             if kind == "dual_control":
                 req.reviewers = _str_list(p.get("approvers"))
-                n = p.get("n")
             else:
                 req.reviewers = _str_list(p.get("reviewers")) or _str_list(p.get("approvers"))
-                n = p.get("quorum")
-            if not isinstance(n, int) or isinstance(n, bool):
-                ar = p.get("approval_request") if isinstance(p.get("approval_request"), dict) else {}
-                n = ar.get("approvers_required", p.get("approvers_required", 1))
-            req.quorum = n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 1
+            req.quorum = max(1, harn_quorum(kind, p))  # 0 acts as 1: Harn counts after an approving response
             req.deadline_ms = _deadline_ms(kind, p, req.requested_at)
         else:
             later.append(ev)
@@ -317,6 +314,30 @@ def _finish(req: HitlRequest, now_ms: int | None) -> None:
         req.state = "pending"
         if now_ms is not None and req.deadline_ms is not None and now_ms > req.deadline_ms:
             req.state = "overdue"
+
+
+def harn_quorum(kind: str, p: dict) -> int:
+    """Harn's `approval_quorum_from_request`: the first key present of `n` (dual control) or `quorum`,
+    then top-level `approvers_required`, then `approval_request.approvers_required`, decides; a value
+    that is not a non-negative integer gives 1 (`as_u64().unwrap_or(1)`)."""
+    ar = p.get("approval_request")
+    for holder, key in ((p, "n" if kind == "dual_control" else "quorum"), (p, "approvers_required"),
+                        (ar if isinstance(ar, dict) else {}, "approvers_required")):
+        if key in holder:
+            n = holder[key]
+            return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else 1
+    return 1
+
+
+HARN_PENDING_LIMIT = 500  # hitl_read.rs DEFAULT_LIMIT: `hitl_pending()` without a `limit` returns at most this many
+
+
+def harn_pending(requests: dict[str, HitlRequest], limit: int = HARN_PENDING_LIMIT) -> list[HitlRequest]:
+    """What Harn's `hitl_pending()` returns: requests without a terminal event, newest first by
+    `requested_at` then event id, cut to `limit` (default 500, as Harn)."""
+    out = [r for r in requests.values() if not r.resolved_by]
+    out.sort(key=lambda r: (parse_time_ms(r.requested_at) or 0, r.event_id), reverse=True)
+    return out[:limit]
 
 
 def waiting(requests: dict[str, HitlRequest]) -> list[HitlRequest]:

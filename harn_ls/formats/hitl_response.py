@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from harn_ls.formats.harn_json import serde_compact
-from harn_ls.formats.hitl import TOPIC_BY_KIND, kind_of_id
+from harn_ls.formats.hitl import TOPIC_BY_KIND, harn_quorum, kind_of_id
 
 PROVENANCE_SCHEMA = "harn-eventlog-provenance-v1"
 H_SCHEMA = "harn.provenance.schema"
@@ -189,15 +189,8 @@ def _first_present(payload: dict, key: str, nested: str) -> tuple[bool, Any]:
 
 
 def quorum_of(kind: str, payload: dict) -> int:
-    """`approval_quorum_from_request`: `n` (dual control) / `quorum`, else top-level
-    `approvers_required`, else `approval_request.approvers_required`; the first present key decides,
-    and a value that is not an unsigned integer counts as 1."""
-    key = "n" if kind == "dual_control" else "quorum"
-    if key in payload:
-        v = payload[key]
-    else:
-        _, v = _first_present(payload, "approvers_required", "approvers_required")
-    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 1
+    """`approval_quorum_from_request` (one implementation: formats/hitl.py `harn_quorum`)."""
+    return harn_quorum(kind, payload)
 
 
 def reviewers_of(kind: str, payload: dict) -> list[str]:

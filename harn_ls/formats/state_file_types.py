@@ -77,6 +77,10 @@ class Candidate:
     complete: bool  # proposal.json present (the completion signal)
     files: list[str] = field(default_factory=list)
     proposal: dict = field(default_factory=dict)
+    # which Harn staged it, told by its folder (issue 28): "harn" = `.harn/crystallization/` (newest
+    # Harn), "burin" = `.burin/crystallization/` (older Harn; now a read-only compatibility root)
+    layout: str = "harn"
+    shadowed: list[str] = field(default_factory=list)  # the same id under the other root, not shown
 
 
 @dataclass

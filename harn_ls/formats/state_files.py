@@ -14,6 +14,7 @@ import orjson
 
 from harn_ls.digests import sha256
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.safe_read import link_problem
 
 if TYPE_CHECKING:
     from harn_ls.formats.state_file_types import (  # noqa: F401
@@ -294,12 +295,22 @@ def _worktree_at(path: str, name: str) -> Worktree | None:
     return wt
 
 
-def read_worktrees(worktrees_dir: str, problems: list[Problem]) -> list[Worktree]:
+def _report_link(path: str, root: str | None, problems: list[Problem]) -> None:
+    """A symlink skipped by a reader: a problem naming it when it leaves `root` or loops."""
+    found = link_problem(path, root or os.path.dirname(path))
+    if found is not None:
+        problems.append(Problem(path, 0, found[0], found[1], Severity.WARNING))
+
+
+def read_worktrees(worktrees_dir: str, problems: list[Problem], root: str | None = None) -> list[Worktree]:
     """Two levels: `<repo>/<worker_id>` (workers) and `<name>` (std/worktree). Never recurses into checkouts."""
     out = []
     for first in _listdir(worktrees_dir):
         p1 = os.path.join(worktrees_dir, first)
-        if os.path.islink(p1) or not os.path.isdir(p1):
+        if os.path.islink(p1):
+            _report_link(p1, root, problems)
+            continue
+        if not os.path.isdir(p1):
             continue
         wt = _worktree_at(p1, first)
         if wt is not None:
@@ -307,7 +318,10 @@ def read_worktrees(worktrees_dir: str, problems: list[Problem]) -> list[Worktree
             continue
         for second in _listdir(p1):
             p2 = os.path.join(p1, second)
-            if os.path.islink(p2) or not os.path.isdir(p2):
+            if os.path.islink(p2):
+                _report_link(p2, root, problems)
+                continue
+            if not os.path.isdir(p2):
                 continue
             wt = _worktree_at(p2, f"{first}/{second}")
             if wt is not None:
@@ -322,15 +336,59 @@ def read_worktrees(worktrees_dir: str, problems: list[Problem]) -> list[Worktree
 
 
 # ---------------------------------------------------------------------------------------- crystallization (§O.5)
-def read_candidates(crys_dir: str, problems: list[Problem]) -> list[Candidate]:
+# Where Harn stages executable candidates: newest first. `.burin/crystallization/` is what Harn wrote
+# before it moved them under `.harn/` (pattern_knowledge.harn @0526ba57 `pl_write_candidate`); it is
+# read as a compatibility root, never written.
+CANDIDATE_ROOTS = (("harn", (".harn", "crystallization")), ("burin", (".burin", "crystallization")))
+
+
+def candidate_dirs(project_root: str) -> list[tuple[str, str]]:
+    """(layout, folder) for every root candidates are read from, newest Harn's first."""
+    return [(layout, os.path.join(project_root, *parts)) for layout, parts in CANDIDATE_ROOTS]
+
+
+def read_all_candidates(project_root: str, problems: list[Problem]) -> list[Candidate]:
+    """Candidates from both roots. The layout tells which Harn staged a folder; an id staged under
+    both is shown once: the newer staging (`staged_at`, else the folder's mtime) wins, the other
+    is named in `shadowed`."""
+    by_id: dict[str, Candidate] = {}
+    for layout, folder in candidate_dirs(project_root):
+        for cand in read_candidates(folder, problems, project_root):
+            cand.layout = layout
+            have = by_id.get(cand.id)
+            if have is None:
+                by_id[cand.id] = cand
+                continue
+            newer, older = (cand, have) if _staged_key(cand) > _staged_key(have) else (have, cand)
+            newer.shadowed = have.shadowed + [older.path]
+            by_id[cand.id] = newer
+    return list(by_id.values())
+
+
+def _staged_key(c: Candidate) -> tuple:
+    at = c.proposal.get("staged_at") if isinstance(c.proposal.get("staged_at"), str) else ""
+    try:
+        mtime = os.stat(c.path).st_mtime
+    except OSError:
+        mtime = 0.0
+    return (at, mtime, c.layout == "harn")
+
+
+def read_candidates(crys_dir: str, problems: list[Problem], root: str | None = None) -> list[Candidate]:
     out = []
     for name in _listdir(crys_dir):
         path = os.path.join(crys_dir, name)
-        if name.startswith(".") or os.path.islink(path) or not os.path.isdir(path):
+        if os.path.islink(path):
+            _report_link(path, root, problems)
+            continue
+        if name.startswith(".") or not os.path.isdir(path):
             continue
         files = []
         for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
             dirnames.sort()
+            for entry in dirnames + filenames:  # linked files and folders of a candidate: not read, reported
+                if os.path.islink(os.path.join(dirpath, entry)):
+                    _report_link(os.path.join(dirpath, entry), root, problems)
             for f in sorted(filenames):
                 files.append(os.path.relpath(os.path.join(dirpath, f), path).replace(os.sep, "/"))
                 if len(files) >= 200:

@@ -196,18 +196,19 @@ async def resume_escalation_command(ls, a: C.ResumeArgs):
         return C.Failure(f"no escalation {quote(rid)} in the open projects")
     reviewer = _reviewer(ls)
     # start-up: the resume planner and process runner (with harn check's output parser, ~20 ms) load at first use
-    from harn_ls.actions.hitl import RESUME_TIMEOUT_S, resume_argv
+    from harn_ls.actions.hitl import RESUME_TIMEOUT_S, harn_error_text, resume_argv, resume_env
     from harn_ls.actions.probes import run_process
 
     try:
         argv, view = await proj.run(lambda: resume_argv(proj.ws, rid, ls.harn_program(), reviewer, a.reason))
-        result = await run_process(argv, cwd=proj.root, timeout=RESUME_TIMEOUT_S)
+        result = await run_process(argv, cwd=proj.root, timeout=RESUME_TIMEOUT_S,
+                                   env=resume_env(proj.ws, view, ls.harn_env()[0]))
     except ActionFailed as exc:
         ls.show(str(exc), types.MessageType.Error)
         return C.Failure(str(exc))
     await proj.apply_now([view.path, view.path + "-wal"])
     if result.timed_out or result.exit_code != 0:
-        err = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
+        err = harn_error_text(result.stderr, result.stdout)
         how = "timed out" if result.timed_out else f"exit {result.exit_code:d}"
         msg = f"harn orchestrator resume failed ({how}): {quote(err, 500)}"
         ls.show(msg, types.MessageType.Error)

@@ -35,6 +35,7 @@ _AFFECTS.update({  # issue 16: event logs, HITL, the rest of .harn/
     "events_index": {K.EVENTS}, "events": {K.EVENTS}, "hitl_index": {K.EVENTS, K.HITL}, "hitl": {K.EVENTS, K.HITL},
     "store": {K.STORE, K.WORKFLOWS, K.LOCKS, K.EMBED}, "receipts": {K.RECEIPTS},
     "worktrees": {K.WORKTREES, K.CRYSTALLIZATION, K.RECEIPTS}, "crystallization": {K.CRYSTALLIZATION},
+    "newer_state": {K.NEWER, K.EVENTS},
 })
 
 # Documents rendered from a whole parsed run record (Workspace.full_run_record).

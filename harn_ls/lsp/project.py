@@ -26,7 +26,7 @@ from harn_ls.change_kinds import K
 from harn_ls.render.fact_spans import FactSpanCache
 from harn_ls.formats.memory import builds_here
 from harn_ls.formats.problems import Problem
-from harn_ls.history import CheckpointHistory, record_workspace
+from harn_ls.history import keep_history
 from harn_ls.progress import WorkProgress
 from harn_ls.lsp import heap
 from harn_ls.recall import RecallEngine
@@ -60,8 +60,11 @@ def guard_thread(ws: Workspace, owner: int) -> None:
 
 
 class Project:
-    def __init__(self, folder_path: str, on_changes: Callable[["Project", ChangeSet], Any]) -> None:
+    def __init__(self, folder_path: str, on_changes: Callable[["Project", ChangeSet], Any],
+                 env_spec: tuple | None = None) -> None:
         self.folder_path: str = folder_path
+        # (env, env_sources, untrusted names) Harn's locations are resolved from (server.harn_env)
+        self.env_spec = env_spec
         self.ws: Workspace | None = None  # set once, on the worker thread
         self._root: str = folder_path  # the model's root once loaded: readable from any thread
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harn-ws")
@@ -124,7 +127,9 @@ class Project:
             # unchanged logs and rebuilding their recall index.
             # Facts of namespaces restored unchanged stay in the cache's form until the first request
             # that may read them (`run`) or the first settle step: recall is ready ~0.15 s sooner at 100k.
-            ws = Workspace.load(self.folder_path, cache=True, defer_facts=True, keep_rows=False, fold_values=True,
+            env, sources, untrusted = self.env_spec or (None, None, ())
+            ws = Workspace.load(self.folder_path, env=env, cache=True, defer_facts=True, keep_rows=False,
+                                fold_values=True, env_sources=sources, untrusted_env=untrusted,
                                 progress=self.load_progress)
             if os.environ.get(THREAD_CHECK_ENV) == "1":
                 guard_thread(ws, threading.get_ident())
@@ -143,12 +148,11 @@ class Project:
 
         return await self.run(_load)
 
-    def _keep_checkpoint_history(self, pipelines) -> None:
-        """Record each checkpoint file's current version in the history kept outside the project (project thread)."""
+    def _keep_checkpoint_history(self, changes) -> None:
+        """Record each checkpoint file's current version in the history kept outside the project (project
+        thread), by the code path `harn-ls watch` uses too."""
         try:
-            if self.ws.checkpoint_history is None:
-                self.ws.checkpoint_history = CheckpointHistory.for_project(self.root)
-            record_workspace(self.ws, pipelines)
+            keep_history(self.ws, changes)
         except Exception:  # history is a convenience: never let it break loading or a batch
             log.exception("keeping checkpoint history failed")
 
@@ -185,8 +189,7 @@ class Project:
                 log.exception("applying changes failed; rescanning the project")
                 changes = ws.rescan()
             self.last_batch_at = time.time()
-            if K.CHECKPOINTS in changes.kinds:
-                self._keep_checkpoint_history(None if changes.rescanned else changes.pipelines)
+            self._keep_checkpoint_history(changes)
             return changes
 
         fut = self._pool.submit(_keeping_builds, _apply, ())

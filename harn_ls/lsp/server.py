@@ -220,6 +220,14 @@ class HarnLanguageServer(LanguageServer):
         task.add_done_callback(_done)
         return task
 
+    def harn_env(self) -> tuple[dict[str, str], dict[str, str], tuple[str, ...]]:
+        """The environment Harn's locations are resolved from: harn-ls's own, then `harnState.harnEnv`
+        over it. (env, where each settings variable came from, names the user did not choose: the
+        settings' in an untrusted workspace, confined to the project)."""
+        extra = dict(self.settings.harnEnv)
+        env = {**os.environ, **extra}
+        return env, {k: "harnState.harnEnv" for k in extra}, (() if self.trusted else tuple(extra))
+
     def harn_program(self) -> str:
         """The `harn` binary every subprocess (probes, escalation resume) runs: the command line's
         choice when there is one (always over TCP), else the harnPath setting."""
@@ -296,7 +304,7 @@ class HarnLanguageServer(LanguageServer):
             found = FolderProjects(folder, [folder])
         for root in found.roots:
             if root not in self.projects and root not in self.loads:
-                proj = Project(root, self.on_changes)
+                proj = Project(root, self.on_changes, self.harn_env())
                 task = asyncio.get_running_loop().create_task(proj.load(), name=f"load {root}")
                 # before `initialized` no progress may be sent: show_preloads takes these loads over then
                 self.loads[root] = (proj, self.show_load(proj, task) if self.progress_allowed else task)
@@ -338,7 +346,11 @@ class HarnLanguageServer(LanguageServer):
         if root in self.projects:
             return  # another workspace folder serves it already
         loading = self.loads.pop(root, None)
-        proj = loading[0] if loading is not None else Project(root, self.on_changes)
+        if loading is not None and loading[0].env_spec != self.harn_env():
+            loading[1].cancel()  # the settings round trip changed harnState.harnEnv: load again
+            loading[0].close()
+            loading = None
+        proj = loading[0] if loading is not None else Project(root, self.on_changes, self.harn_env())
         self.projects[root] = proj
         await (loading[1] if loading is not None else self.show_load(proj, proj.load()))
         if proj.closed:
@@ -422,6 +434,18 @@ class HarnLanguageServer(LanguageServer):
             else:
                 started.cancel()
         self._drop_unused(roots)
+
+    async def reload_for_env(self) -> None:
+        """harnState.harnEnv changed: each project served is read again from Harn's new places."""
+        env = self.harn_env()
+        for root, proj in list(self.projects.items()):
+            if proj.env_spec == env:
+                continue
+            self.projects.pop(root, None)
+            proj.close()
+            self.diagnostics.clear_source(diagnostics.problems_source(proj.root))
+            self.served = {u: v for u, v in self.served.items() if v[0] != proj.root}
+            await self._serve_project(root)
 
     def _drop_unused(self, roots) -> None:
         """Stop serving the projects at `roots` that no workspace folder serves any more."""
@@ -606,6 +630,7 @@ def create_server() -> HarnLanguageServer:
             await ls.pull_configuration()
         if ls.settings.projectRoots != roots_before:
             await ls.reconsider_folders()
+        await ls.reload_for_env()  # Harn's locations moved (harnState.harnEnv)
         for proj in [p for p in ls.projects.values() if p.ws is not None]:
             await ls.warn_skill_root(proj)
             await ls.send_status(proj)

@@ -7,6 +7,8 @@ from typing import Any
 import attrs
 import cattrs
 
+from harn_ls.paths import LOCATION_VARS
+
 
 @attrs.define
 class ProbeSettings:
@@ -44,6 +46,11 @@ class Settings:
     codeLens: CodeLensSettings = attrs.Factory(CodeLensSettings)
     transcripts: TranscriptSettings = attrs.Factory(TranscriptSettings)
     hitl: HitlSettings = attrs.Factory(HitlSettings)
+    # Harn's location variables as Harn sees them when they are not in harn-ls's own environment
+    # (`{"HARN_EVENT_LOG_SQLITE_PATH": "state/events.sqlite"}`): only the names in paths.LOCATION_VARS.
+    # VS Code applies a workspace's value only when the workspace is trusted; the server confines the
+    # values of an untrusted workspace to the project.
+    harnEnv: dict[str, str] = attrs.Factory(dict)
     trustedByDefault: bool = True  # for clients that say nothing about workspace trust
     # Harn project folders to serve, relative to the workspace folder (or absolute): replaces the search
     # below it (project_discovery.py). Names paths, so an untrusted workspace keeps them inside the folder.
@@ -91,7 +98,9 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
     for key, value in raw.items():
         if key not in base_dict:
             continue
-        if isinstance(base_dict[key], dict) and isinstance(value, dict):
+        if key == "harnEnv":  # replaced as a whole: a variable left out of the new object is unset
+            base_dict = {**base_dict, key: _harn_env(value, errors)}
+        elif isinstance(base_dict[key], dict) and isinstance(value, dict):
             for sub, v in value.items():
                 if sub in base_dict[key]:
                     candidate = {**base_dict, key: {**base_dict[key], sub: v}}
@@ -108,6 +117,22 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
             except Exception:
                 errors.append(f"harnState.{key}: ignored invalid value {value!r}")
     return _converter.structure(base_dict, Settings), errors
+
+
+def _harn_env(value: Any, errors: list[str]) -> dict[str, str]:
+    """Only Harn's location variables, with string values; anything else is named and ignored."""
+    if not isinstance(value, dict):
+        errors.append(f"harnState.harnEnv: ignored invalid value {value!r} (an object of variables)")
+        return {}
+    out = {}
+    for k, v in value.items():
+        if k not in LOCATION_VARS:
+            errors.append(f"harnState.harnEnv.{k}: ignored (only {', '.join(LOCATION_VARS)})")
+        elif not isinstance(v, str) or "\x00" in v:
+            errors.append(f"harnState.harnEnv.{k}: ignored invalid value {v!r}")
+        else:
+            out[k] = v
+    return out
 
 
 def from_initialization_options(options: Any) -> tuple[Settings, bool | None, list[str]]:

@@ -22,6 +22,7 @@ from harn_ls.render.markdown import (capped_fence, capped_markdown, cell, code_c
                                      pretty_json, short_text)
 from harn_ls.render.memory_charts import namespace_section
 from harn_ls.render.recall import render_recall_markdown
+from harn_ls.render.newer_state_doc import newer_state
 from harn_ls.render.state_docs import RENDERERS as STATE_RENDERERS
 from harn_ls.render.timeline import section as timeline_section
 from harn_ls.render.uri import RenderSettings, StateUri, UriError, make_uri, parse_uri
@@ -663,3 +664,4 @@ def _compare(ws, target: StateUri) -> str:
     return compare_document(ws, a, b)
 
 _RENDERERS.update(STATE_RENDERERS)  # event logs, HITL, store, receipts, worktrees
+_RENDERERS["newer_state"] = newer_state  # issue 28: the LLM cache, selection, guard models, snapshot, metadata

@@ -28,11 +28,29 @@ def inspect_extra(ws) -> dict:
         "receipts": [r.to_json() | {"path": rel(r.path)} for r in x.receipts],
         "worktrees": [{"name": w.name, "path": rel(w.path), "branch": w.branch, "stale": w.stale, "reason": w.reason}
                       for w in x.worktrees],
-        "crystallization": [{"id": c.id, "path": rel(c.path), "complete": c.complete, "files": c.files,
+        "crystallization": [{"id": c.id, "path": rel(c.path), "layout": c.layout, "shadowed": [rel(p) for p in c.shadowed],
+                             "complete": c.complete, "files": c.files,
                              "kind": c.proposal.get("kind"), "name": c.proposal.get("name")} for c in x.candidates],
         "locks": [{"path": rel(lk.path), "kind": lk.kind, "name": lk.name, "held": lk.held} for lk in x.locks],
         "embed_cache": [{"namespace": e.namespace, "model_hint": e.model_hint, "vectors": e.vectors, "bytes": e.bytes}
                         for e in x.embed],
+        "newer_state": _newer(x.newer, rel),
+    }
+
+
+def _newer(n, rel) -> dict | None:
+    """Issue 28: counts, sizes, newest, model names — never a cached prompt or response."""
+    if n is None or n.empty:
+        return None
+    sq = n.llm_sqlite
+    return {
+        "llm_cache_sqlite": None if sq is None else {**sq, "path": rel(sq["path"])},
+        "llm_cache_files": n.llm_files,
+        "selection": None if n.selection is None else {**n.selection, "path": rel(n.selection["path"])},
+        "guard_models": [{**g, "path": rel(g["path"])} for g in n.guard],
+        "orchestrator_state": None if n.orchestrator is None else {**n.orchestrator, "path": rel(n.orchestrator["path"])},
+        "metadata": None if n.metadata is None else {**n.metadata, "path": rel(n.metadata["path"])},
+        "idempotency_keys": n.idempotency,
     }
 
 

@@ -63,12 +63,20 @@ def _log_for(ws, topic: str, label: str | None):
 def events_index(ws, target: StateUri, settings: RenderSettings) -> str:
     out = ["# Event logs", ""]
     logs = ws.extra.existing_logs()
+    if ws.paths.event_logs and ws.paths.event_logs[0].backend == "memory":
+        out.append("> HARN_EVENT_LOG_BACKEND=memory: Harn keeps its event log in memory; nothing new reaches disk.\n")
     if not logs:
-        out.append("No event log found (`.harn/events.sqlite`, `.harn/events/`, `.harn/orchestrator/events.sqlite`, "
-                   "`.harn/personas/.harn/events.sqlite`).")
+        looked = [v.loc for v in ws.extra.logs.values()]
+        out.append("No event log found. Looked in: " + ", ".join(
+            f"{inline(_rel(ws, loc.path))} ({cell(loc.why)})" if loc.why else inline(_rel(ws, loc.path)) for loc in looked)
+            + ".")
     for view in logs:
         out.append(f"## {cell(view.label)} — {inline(_rel(ws, view.path))} ({view.loc.backend})")
         out.append("")
+        if view.loc.why:
+            out.append(f"Found here because: {cell(view.loc.why)}."
+                       + ("" if view.loc.selected else " HARN_EVENT_LOG_BACKEND selects the other backend: Harn writes "
+                          "here no more.") + "\n")
         topics = sorted(view.summary.topics.values(), key=lambda t: t.topic)
         if topics:
             out.append("| topic | events | ids | latest |\n|---|---|---|---|")
@@ -269,6 +277,10 @@ def hitl_index(ws, target: StateUri, settings: RenderSettings) -> str:
         for r in waiting:
             out.append(f"| {_link(r.request_id, make_uri('hitl', r.request_id))} | {r.kind} | {r.state} | "
                        f"{cell(short_text(r.prompt, 60))} | {cell(r.agent)} | {cell(r.requested_at)} | {cell(r.log)} |")
+    for label, total, shown in ws.extra.harn_pending_cut():
+        out.append(f"\n> Log {inline(label)}: {total} requests have no terminal event, but Harn's `hitl_pending()` "
+                   f"returns only the newest {shown} by default (pass a larger `limit`, at most 5000): the older "
+                   "ones are listed here, not by Harn.")
     done = [r for r in ws.extra.all_requests() if not r.is_waiting]
     if done:
         out.append(f"\n## Resolved ({len(done)})\n")
@@ -491,13 +503,17 @@ def worktrees(ws, target: StateUri, settings: RenderSettings) -> str:
         done = "" if c.complete else " · *being written (no proposal.json yet)*"
         title = c.proposal.get("title") or c.proposal.get("name") or c.id
         out.append(f"- {_link(str(title), make_uri('crystallization', c.id))} · {cell(c.proposal.get('kind', ''))} · "
-                   f"{len(c.files)} file(s){done}")
+                   f"{len(c.files)} file(s) · {CANDIDATE_LAYOUT[c.layout]}{done}")
     if not x.candidates:
-        out.append("None staged under `.burin/crystallization/`.")
+        out.append("None staged under `.harn/crystallization/` (newest Harn) or `.burin/crystallization/` (older Harn).")
     out.append(f"\n## Receipts ({len(x.receipts)})\n")
     for r in x.receipts:
         out.append(f"- {_link(r.id, make_uri('receipts', r.id))} · {r.status} · {cell(r.pipeline)}")
     return "\n".join(out) + "\n"
+
+
+CANDIDATE_LAYOUT = {"harn": "`.harn/crystallization/` (newest Harn)",
+                    "burin": "`.burin/crystallization/` (older Harn, read-only here)"}
 
 
 def crystallization(ws, target: StateUri, settings: RenderSettings) -> str:
@@ -509,6 +525,9 @@ def crystallization(ws, target: StateUri, settings: RenderSettings) -> str:
     out.append("Staged, not active: Harn's compiler and test gates own activation.\n" if c.complete
                else "Still being written: `proposal.json` (the completion signal) is not there yet.\n")
     out.append("| | |\n|---|---|")
+    out.append(f"| staged under | {CANDIDATE_LAYOUT[c.layout]} |")
+    for old in c.shadowed:
+        out.append(f"| also staged (older, not shown) | {inline(ws.relpath(old) or old)} |")
     for key in ("title", "name", "kind", "status", "description", "when_to_use", "support", "staged_at", "source"):
         if key in p:
             out.append(f"| {key} | {cell(short_text(p.get(key), 200))} |")

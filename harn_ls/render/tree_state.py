@@ -30,7 +30,8 @@ def groups(ws, item) -> list[dict]:
         n = sum(len(v.summary.topics) for v in logs)
         out.append(item("events", "Events", description=f"{n} topic(s)", icon="pulse", uri=make_uri("events_index"),
                         children=True))
-    if x.store is not None or x.receipts or x.worktrees or x.candidates or x.mailboxes or x.locks:
+    if x.store is not None or x.receipts or x.worktrees or x.candidates or x.mailboxes or x.locks or \
+            (x.newer is not None and not x.newer.empty):
         held = sum(1 for lk in x.locks if lk.held)
         out.append(item("harnstate", "Harn state", description="running now" if held else "", icon="server",
                         children=True))
@@ -64,7 +65,12 @@ def children(ws, parent: str, item) -> list[dict]:
         for v in x.existing_logs():
             lag = sum(c.lag for c in v.summary.consumers)
             desc = f"{len(v.summary.topics)} topic(s)" + (f" · lag {lag}" if lag else "")
-            out.append(item(f"evlog:{v.label}", v.label, description=desc, tooltip=v.path, icon="database",
+            if v.loc.why and not v.loc.why.startswith("default"):
+                desc += " · " + v.loc.why.split("=", 1)[0]  # the variable that put it there
+            if not v.loc.selected:
+                desc += " · not the selected backend"
+            tip = v.path + (f"\n{v.loc.why}" if v.loc.why else "")
+            out.append(item(f"evlog:{v.label}", v.label, description=desc, tooltip=tip, icon="database",
                             children=bool(v.summary.topics), data={"log": v.label}))
         return out
     if parent.startswith("evlog:"):
@@ -103,6 +109,18 @@ def children(ws, parent: str, item) -> list[dict]:
         for c in x.candidates:
             out.append(item(f"cand:{c.id}", str(c.proposal.get("title") or c.id), description="staged" if c.complete else "incomplete",
                             icon="beaker", uri=make_uri("crystallization", c.id), context="candidate", data={"id": c.id}))
+        n = x.newer
+        if n is not None and not n.empty:
+            parts = []
+            cached = sum(i["files"] for i in n.llm_files.values()) + ((n.llm_sqlite or {}).get("rows") or 0)
+            if cached or n.llm_sqlite:
+                parts.append(f"{cached} cached LLM response(s)")
+            if n.guard:
+                parts.append(f"{len(n.guard)} guard model(s)")
+            if n.orchestrator:
+                parts.append(f"orchestrator {n.orchestrator.get('status', '?')}")
+            out.append(item("state:newer", "LLM cache, models, orchestrator", description=" · ".join(parts),
+                            icon="archive", uri=make_uri("newer_state")))
         return out
     return []
 

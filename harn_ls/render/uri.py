@@ -44,7 +44,8 @@ class StateUri:
 _KINDS = ("runs", "transcripts", "checkpoints", "memory", "facts", "proposals", "skills", "sessions",
           "events", "hitl", "receipts", "crystallization", "compare")
 # one-document kinds (issue 16): path -> kind
-_SINGLETONS = {"/events.md": "events_index", "/hitl.md": "hitl_index", "/store.md": "store", "/worktrees.md": "worktrees"}
+_SINGLETONS = {"/events.md": "events_index", "/hitl.md": "hitl_index", "/store.md": "store", "/worktrees.md": "worktrees",
+               "/newer-state.md": "newer_state"}  # issue 28: LLM cache, selection, guard models, snapshot
 _SINGLETON_PATHS = {v: k for k, v in _SINGLETONS.items()}
 # fullmatch, not `$`: `$` also matches before a trailing "\n", so "facts/x\n" would pass.
 _SAFE_NAME = re.compile(r"[^\x00-\x1f\x7f]+")

@@ -63,7 +63,7 @@ STEPS = [
 # files each accept writes before its forget event (relative to the sample project)
 ACCEPT_FILES = {
     RECONCILE: [".claude/skills/learned-reconcile-stripe-payouts-ledger/SKILL.md"],
-    CURATED: [f".burin/crystallization/{CURATED}/{name}" for name in
+    CURATED: [f".harn/crystallization/{CURATED}/{name}" for name in
               ("workflow.harn", "test.harn", ".claude/skills/learned-month-end-close/SKILL.md", "proposal.json")],
     OPENAPI: [".harn/skills/learned-regenerate-openapi-client-types/SKILL.md"],
 }

@@ -8,7 +8,7 @@ After every kill:
   action's append is all there or not at all;
 * every other file is the old one or the complete new one (SKILL.md, staged files,
   checkpoints, the migration marker);
-* each candidate folder under .burin/crystallization is absent or complete (all 4 files,
+* each candidate folder under .harn/crystallization is absent or complete (all 4 files,
   each with the planned bytes); a staging folder is hidden and never mistaken for one;
 * the migration marker exists only if every migrated event is in the log;
 * a reader sees no new errors; re-running the sequence converges to the reference state.
@@ -52,7 +52,7 @@ FACTS_LOG = ".harn/memory/project/facts/events.jsonl"
 LOGS = [f"sample/{PATTERN_LOG}", f"sample/{FACTS_LOG}", f"legacy/{PATTERN_LOG}"]
 LEGACY_LOG = LOGS[2]
 MARKER = f"legacy/.harn/memory/project/pattern-learning/{pl.MIGRATION_MARKER}"
-CRYSTAL = "sample/.burin/crystallization"
+CRYSTAL = "sample/.harn/crystallization"
 
 
 def is_staging_name(name: str) -> bool:

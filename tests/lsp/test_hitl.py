@@ -70,8 +70,9 @@ async def test_new_escalation_announced_then_resumed(client):
         __import__("lsprotocol").types.ExecuteCommandParams(command="harnState.resumeEscalation",
                                                             arguments=[{"requestId": rid, "reason": "ack"}]))
     assert result["ok"] is True and result["state"] == "answered", result
-    assert result["argv"][:6] == ["orchestrator", "resume", rid, "--reviewer", "oncall-lead", "--state-dir"]
-    assert result["argv"][6] == str(client.project / ".harn")  # the log the request lives in, not .harn/orchestrator
+    assert result["argv"][:8] == ["orchestrator", "resume", rid, "--reviewer", "oncall-lead",
+                                  "--config", str(client.project / "harn.toml"), "--state-dir"]
+    assert result["argv"][8] == str(client.project / ".harn")  # the log the request lives in, not .harn/orchestrator
     await client.rec.wait_for(lambda: client.rec.status[-1]["counts"]["hitlPending"] == 1, 10)
     con = sqlite3.connect(f"file:{client.project / '.harn' / 'events.sqlite'}?mode=ro", uri=True)
     try:

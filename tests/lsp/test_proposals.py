@@ -76,7 +76,7 @@ async def test_actions_on_pending_line_in_events_jsonl(client):
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command=acts[0].command.command, arguments=acts[0].command.arguments))
     assert result["ok"] is True, result
-    staged = client.project / ".burin/crystallization" / prop.id
+    staged = client.project / ".harn/crystallization" / prop.id
     assert (staged / "workflow.harn").is_file() and (staged / "test.harn").is_file() and (staged / "proposal.json").is_file()
 
 

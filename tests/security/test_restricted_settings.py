@@ -21,6 +21,7 @@ PATH_OR_PROGRAM = {
     "harnState.harnPath": "the harn binary probes and resume run",
     "harnState.skillRoot": "where Accept writes SKILL.md; its value is shown in the start-up warning",
     "harnState.projectRoots": "the folders served (paths; its values are shown in warnings)",
+    "harnState.harnEnv": "the environment the harn program runs with",
 }
 # names neither: a folder may set them
 NEITHER = {

@@ -181,7 +181,7 @@ def test_list_proposals_hides_suppressed_by_default(project):
         "source": "tool_sequence", "support": 6, "suppressed_until": None,
         "target": ".claude/skills/learned-grep-read-file-edit-file-run-tests/SKILL.md", "target_error": None,
         "record_id": "pending_tools_7742da9fd499_b6eea414d8d4", "enabled": True}
-    assert listed[2]["target"] == ".burin/crystallization/curated-31a76cb2e5b1"
+    assert listed[2]["target"] == ".harn/crystallization/curated-31a76cb2e5b1"
     everything = P.list_proposals(ws, include_suppressed=True, now=NOW_MS)
     assert [p["id"] for p in everything] == [TOOLS, RECONCILE, CURATED, OPENAPI]
     assert everything[3]["suppressed_until"] == "2099-01-01T00:00:00Z"
@@ -344,7 +344,7 @@ def test_accept_executable_stages_candidate(project):
     artifact = prop.artifact
     before = log_lines(project)
     result = P.accept_proposal(ws, CURATED, now=NOW_NS)
-    cand = project / ".burin/crystallization/curated-31a76cb2e5b1"
+    cand = project / ".harn/crystallization/curated-31a76cb2e5b1"
     skill = cand / ".claude/skills/learned-month-end-close/SKILL.md"
     assert result["written"] == [str(cand / "workflow.harn"), str(cand / "test.harn"), str(skill),
                                  str(cand / "proposal.json")]
@@ -378,7 +378,7 @@ def test_executable_reaccept_replaces_own_staging_record_only(project, tmp_path)
     # a foreign proposal.json is a conflict
     shutil.rmtree(project)
     shutil.copytree(FIXTURE, project, symlinks=True)
-    pj = project / ".burin/crystallization/curated-31a76cb2e5b1/proposal.json"
+    pj = project / ".harn/crystallization/curated-31a76cb2e5b1/proposal.json"
     pj.parent.mkdir(parents=True)
     pj.write_text('{"id":"something-else"}')
     ws = Workspace.load(str(project))
@@ -393,7 +393,7 @@ def test_executable_staging_is_one_rename_of_a_complete_folder(project, monkeypa
 
     ws = Workspace.load(str(project))
     plan = P.planned_files(ws, ws.proposal(CURATED), now=NOW_NS)
-    cand = project / ".burin/crystallization" / CURATED
+    cand = project / ".harn/crystallization" / CURATED
     renames = []
     real_rename = os.rename
 
@@ -444,14 +444,14 @@ def test_executable_staging_failure_leaves_no_folder(project, tmp_path, monkeypa
     monkeypatch.undo()
     after = snapshot(tmp_path)
     created = set(after) - set(before)
-    assert all(p.endswith(".burin/crystallization") for p in created) or not created, created
+    assert all(p.endswith(".harn/crystallization") for p in created) or not created, created
     assert {k: v for k, v in after.items() if k in before} == before
-    assert not (project / ".burin/crystallization" / CURATED).exists()
+    assert not (project / ".harn/crystallization" / CURATED).exists()
     assert Workspace.load(str(project)).proposal(CURATED) is not None
 
 
 def test_stale_staging_folders_are_swept_fresh_ones_kept(project):
-    parent = project / ".burin/crystallization"
+    parent = project / ".harn/crystallization"
     stale = parent / f".{CURATED}.harn-ls-{'a' * 32}.staging"
     fresh = parent / f".{CURATED}.harn-ls-{'b' * 32}.staging"
     foreign = parent / f".{CURATED}.someone-else.staging"
@@ -482,7 +482,7 @@ def test_existing_complete_identical_candidate_writes_nothing(project):
 
 
 def test_existing_empty_candidate_folder_is_staged(project):
-    cand = project / ".burin/crystallization" / CURATED
+    cand = project / ".harn/crystallization" / CURATED
     cand.mkdir(parents=True)
     ws = Workspace.load(str(project))
     result = P.accept_proposal(ws, CURATED, now=NOW_NS)
@@ -504,7 +504,7 @@ def test_incomplete_candidate_folder_refused_nothing_written(project, tmp_path):
 def test_candidate_folder_appearing_meanwhile_is_not_overwritten(project, tmp_path, monkeypatch):
     import harn_ls.actions as A
 
-    cand = project / ".burin/crystallization" / CURATED
+    cand = project / ".harn/crystallization" / CURATED
     real_rename = os.rename
 
     def racing(src, dst, **kw):
@@ -523,7 +523,7 @@ def test_candidate_folder_appearing_meanwhile_is_not_overwritten(project, tmp_pa
 
 
 def test_symlinked_candidate_folder_refused(project, tmp_path):
-    parent = project / ".burin/crystallization"
+    parent = project / ".harn/crystallization"
     parent.mkdir(parents=True)
     (project / "elsewhere").mkdir()
     os.symlink(project / "elsewhere", parent / CURATED)
@@ -611,10 +611,10 @@ def test_symlinked_skill_dir_and_file_refused(project, tmp_path):
     assert snapshot(tmp_path) == before
 
 
-def test_symlinked_burin_dir_outside_refused(project, tmp_path):
+def test_symlinked_crystallization_dir_outside_refused(project, tmp_path):
     outside = tmp_path / "outside"
-    shutil.rmtree(project / ".burin")
-    os.symlink(outside, project / ".burin")
+    shutil.rmtree(project / ".harn" / "crystallization", ignore_errors=True)
+    os.symlink(outside, project / ".harn" / "crystallization")
     ws = Workspace.load(str(project))
     before = snapshot(tmp_path)
     with pytest.raises(ActionFailed, match="outside the project"):

@@ -28,7 +28,7 @@ CLIENT_ONLY = {
 SERVER_ONLY = {"trustedByDefault"}
 # Settings that name a path or a program: a cloned repository's .vscode/settings.json must not set
 # them in an untrusted workspace (issue 27, item 1).
-NAMES_PATH_OR_PROGRAM = {"server.path", "server.args", "harnPath", "projectRoots", "skillRoot"}
+NAMES_PATH_OR_PROGRAM = {"server.path", "server.args", "harnPath", "projectRoots", "skillRoot", "harnEnv"}
 
 
 def schema() -> dict[str, dict]:
@@ -91,7 +91,7 @@ def test_the_readme_gives_each_setting_and_its_default(name: str) -> None:
     default = server_defaults()[name]
     shown = {True: "true", False: "false"}.get(default, None) if isinstance(default, bool) else None
     if shown is None:
-        shown = json.dumps(default) if isinstance(default, (str, list)) else f"{default:g}"
+        shown = json.dumps(default) if isinstance(default, (str, list, dict)) else f"{default:g}"
     pattern = re.escape(f"`{name}`") + r"\s*\(" + re.escape(shown)
     assert re.search(pattern, paragraph), f"README's settings paragraph lacks `{name}` ({shown}"
 

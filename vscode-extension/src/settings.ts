@@ -8,7 +8,7 @@
 import * as vscode from 'vscode';
 
 /** Keep equal to package.json restrictedConfigurations (tests/packaging checks it), without the `harnState.` prefix. */
-export const RESTRICTED_SETTINGS: readonly string[] = ['server.path', 'server.args', 'harnPath', 'skillRoot', 'projectRoots'];
+export const RESTRICTED_SETTINGS: readonly string[] = ['server.path', 'server.args', 'harnPath', 'harnEnv', 'skillRoot', 'projectRoots'];
 
 /** One harnState.* value: in an untrusted workspace a restricted one comes from user settings or the default. */
 export function setting<T>(key: string, scope?: vscode.Uri): T | undefined {

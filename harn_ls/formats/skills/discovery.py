@@ -10,6 +10,7 @@ import os
 from typing import TYPE_CHECKING, Sequence
 
 from harn_ls.lean_dataclass import lean_dataclass
+from harn_ls.safe_read import CODE_LINK_OUT, link_problem
 
 from ..problems import Problem, Severity
 from .common import (
@@ -107,6 +108,15 @@ def _layer_order(lookup_order: Sequence[str], disabled: Sequence[str]) -> list[s
     return order
 
 
+def _linked_entries(root: str) -> list[str]:
+    """Names in `root` that are symlinks (few; listed once more only where a root exists)."""
+    try:
+        with os.scandir(root) as it:
+            return sorted(e.name for e in it if e.is_symlink())
+    except OSError:
+        return []
+
+
 def _candidates(root: str) -> list[str]:
     """SKILL.md paths under one root: the root itself, else `<root>/<dir>/SKILL.md` by dir name."""
     single = os.path.join(root, "SKILL.md")
@@ -183,7 +193,15 @@ def discover_skills(
             base = real_project
         else:
             base = os.path.realpath(root)
+        for name in _linked_entries(root):  # linked folders in a root: reported when they leave or loop
+            found = link_problem(os.path.join(root, name), base)
+            if found is not None:
+                problems.append(Problem(os.path.join(root, name), 0,
+                                        CODE_SYMLINK_OUTSIDE if found[0] == CODE_LINK_OUT else found[0],
+                                        found[1] + " (Harn itself would follow it)", Severity.WARNING))
         for candidate in _candidates(root):
+            if link_problem(os.path.dirname(candidate), base) is not None:
+                continue  # reported above, by the link's own name
             if not _within(os.path.dirname(candidate), base) or not _within(candidate, base):
                 problems.append(Problem(candidate, 0, CODE_SYMLINK_OUTSIDE,
                                         f"{candidate} resolves outside {base} through a symlink; "

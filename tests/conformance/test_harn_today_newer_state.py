@@ -1,0 +1,114 @@
+"""Issue 28 item 8: the newer parts of `.harn/` listed in *Harn state*, with a document that pages.
+
+Formats:
+* `<state-dir>/orchestrator-state.json`: `ServeStateSnapshot` (crates/harn-cli/src/commands/orchestrator/
+  serve.rs @e45362cf, `write_state_snapshot`: serde_json pretty) — status, role, bind, listener_url,
+  manifest_path, state_dir, started_at, stopped_at, secret_provider_chain, event_log_backend,
+  event_log_location, triggers[], connectors[], activations[];
+* `.harn/metadata/` (crates/harn-vm/src/metadata.rs @e45362cf, `runtime_paths::metadata_dir`): sharded JSON;
+* `event_idempotency_keys(topic, key, value, event_id)` (harn-formats §H.2.4, event_log sqlite backend);
+* the LLM response cache (`.harn/cache/llm.sqlite` table `cache_entries`, `.harn/cache/llm/<ns>/<sha256>.json`),
+  `.harn/local/selection.json`, `.harn/guard/<model>/manifest.json`: as issue 28 names them. Their
+  writers are newer than the Harn source stored for this work (mirror e45362cf, index), so harn-ls reads
+  them without assuming more: counts, sizes, times, a `model` field, a file's plain scalar fields.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+
+from harn_ls.render.documents import render_uri
+from harn_ls.render.inspect import inspect_json
+from harn_ls.workspace import Workspace
+from tests.helpers import event_log_writer as W
+
+SECRET_PROMPT = "SECRET-PROMPT-TEXT please summarise the payroll"
+
+
+def _project(tmp_path):
+    proj = tmp_path / "proj"
+    (proj / ".harn").mkdir(parents=True)
+    (proj / "harn.toml").write_text("")
+    return proj
+
+
+def test_newer_state_is_listed_without_prompt_text_and_pages(tmp_path):
+    proj = _project(tmp_path)
+    harn = proj / ".harn"
+    (harn / "cache").mkdir()
+    db = sqlite3.connect(harn / "cache" / "llm.sqlite")
+    db.execute("CREATE TABLE cache_entries (key TEXT PRIMARY KEY, model TEXT, request TEXT, response TEXT, created_at TEXT)")
+    for i, model in enumerate(["claude-sonnet-4-5", "gpt-5", "claude-sonnet-4-5"]):
+        db.execute("INSERT INTO cache_entries VALUES (?,?,?,?,?)",
+                   (f"k{i}", model, SECRET_PROMPT, "answer", f"2026-05-0{i + 1}T00:00:00Z"))
+    db.commit()
+    db.close()
+    ns = harn / "cache" / "llm" / "agent"
+    ns.mkdir(parents=True)
+    for i in range(205):
+        key = hashlib.sha256(str(i).encode()).hexdigest()
+        (ns / f"{key}.json").write_text(json.dumps({"model": "qwen3" if i % 2 else "llama-4",
+                                                    "request": {"prompt": SECRET_PROMPT}, "response": "x"}))
+        os.utime(ns / f"{key}.json", (1_700_000_000 + i, 1_700_000_000 + i))
+    (harn / "local").mkdir()
+    (harn / "local" / "selection.json").write_text(json.dumps({"provider": "ollama", "model": "qwen3:8b",
+                                                               "prompt": {"nested": SECRET_PROMPT}}))
+    (harn / "guard" / "llama-guard-3").mkdir(parents=True)
+    (harn / "guard" / "llama-guard-3" / "manifest.json").write_text(json.dumps({"name": "llama-guard-3", "version": "1.2",
+                                                                                "sha256": "ab" * 32}))
+    (harn / "orchestrator").mkdir()
+    (harn / "orchestrator" / "orchestrator-state.json").write_text(json.dumps({
+        "status": "running", "role": "single_tenant", "bind": "127.0.0.1:8080", "listener_url": "http://127.0.0.1:8080",
+        "manifest_path": str(proj / "harn.toml"), "state_dir": str(harn / "orchestrator"), "started_at": "2026-05-04T09:00:00Z",
+        "stopped_at": None, "secret_provider_chain": "env", "event_log_backend": "sqlite", "event_log_location": None,
+        "triggers": [{"id": "t1"}], "connectors": ["github", "slack"], "activations": []}, indent=2))
+    (harn / "metadata").mkdir()
+    (harn / "metadata" / "root.json").write_text("{}")
+    conn = W.open_log(str(harn / "events.sqlite"))
+    conn.execute("CREATE TABLE event_idempotency_keys (topic TEXT, key TEXT, value TEXT, event_id INTEGER, "
+                 "PRIMARY KEY (topic, key, value))")
+    W.append(conn, "t.one", "k", {})
+    conn.execute("INSERT INTO event_idempotency_keys VALUES ('t.one', 'dedupe', 'v1', 1)")
+    conn.close()
+
+    ws = Workspace.load(str(proj), env={})
+    n = ws.extra.newer
+    assert n.llm_sqlite["rows"] == 3 and sorted(n.llm_sqlite["models"]) == ["claude-sonnet-4-5", "gpt-5"]
+    assert n.llm_sqlite["newest"] == "2026-05-03T00:00:00Z"
+    assert n.llm_files["agent"]["files"] == 205 and sorted(n.llm_files["agent"]["models"]) == ["llama-4", "qwen3"]
+    assert n.selection["fields"] == {"provider": "ollama", "model": "qwen3:8b"}
+    assert n.guard[0]["model"] == "llama-guard-3" and n.guard[0]["fields"]["version"] == "1.2"
+    assert n.orchestrator["listener_url"] == "http://127.0.0.1:8080" and n.orchestrator["connectors"] == 2
+    assert n.metadata["files"] == 1 and n.idempotency == {"run": 1}
+
+    doc = render_uri(ws, "harn-state:/newer-state.md")
+    assert SECRET_PROMPT not in doc and "SECRET" not in doc
+    assert "page 1 of 2" in doc and "harn-state:/newer-state.md?page=1" in doc
+    assert doc.count("| `agent` |") == 201  # the summary row and 200 entries
+    page2 = render_uri(ws, "harn-state:/newer-state.md?page=1")
+    assert "page 2 of 2" in page2 and page2.count("| `agent` |") == 6
+    data = json.dumps(inspect_json(ws)["newer_state"])
+    assert "SECRET" not in data and '"listener_url": "http://127.0.0.1:8080"' in data
+
+
+def test_hostile_newer_state_is_a_problem_and_escaped(tmp_path):
+    proj = _project(tmp_path)
+    harn = proj / ".harn"
+    evil = tmp_path / "proj-evil"
+    evil.mkdir()
+    (evil / "selection.json").write_text('{"model": "stolen"}')
+    (harn / "local").mkdir()
+    os.symlink(evil / "selection.json", harn / "local" / "selection.json")
+    (harn / "guard" / "g|<b>x</b>").mkdir(parents=True)
+    (harn / "guard" / "g|<b>x</b>" / "manifest.json").write_text('{"name": "[click](javascript:alert(1))"}')
+    (harn / "cache").mkdir()
+    (harn / "cache" / "llm.sqlite").write_bytes(b"not a database at all" * 100)
+    ws = Workspace.load(str(proj), env={})
+    msgs = [p.message for p in ws.problems()]
+    assert any("model selection not read" in m and "leaves the project" in m for m in msgs), msgs
+    assert any("LLM cache not read" in m for m in msgs)
+    doc = render_uri(ws, "harn-state:/newer-state.md")
+    assert "stolen" not in doc and "<b>" not in doc and "](javascript:" not in doc
