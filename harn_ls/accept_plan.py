@@ -20,6 +20,7 @@ from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats.harn_json import serde_compact, stringify
 from harn_ls.formats.harn_time import iso_millis, now_ns
 from harn_ls.refusal import ActionFailed, ensure_inside
+from harn_ls.render.message_text import defuse, quote
 from harn_ls.safe_read import ReadRefused, read_confined
 
 NAMESPACE = pl_fmt.NAMESPACE
@@ -63,7 +64,7 @@ def check_text(value: str, what: str) -> None:
     """No NUL, line breaks or other control characters in anything that becomes a path."""
     for ch in value:
         if ord(ch) < 0x20 or ord(ch) == 0x7F:
-            raise ActionFailed(f"refused: {what} {value!r} contains a control character (NUL, newline, ...)")
+            raise ActionFailed(f"refused: {what} {quote(value)} contains a control character (NUL, newline, ...)")
 
 
 def check_segment(value: Any, what: str) -> str:
@@ -72,7 +73,7 @@ def check_segment(value: Any, what: str) -> str:
         raise ActionFailed(f"refused: {what} is empty")
     check_text(value, what)
     if value in (".", "..") or "/" in value or "\\" in value:
-        raise ActionFailed(f"refused: {what} {value!r} is not a single path segment")
+        raise ActionFailed(f"refused: {what} {quote(value)} is not a single path segment")
     if len(value.encode("utf-8")) > MAX_SEGMENT_BYTES:
         raise ActionFailed(f"refused: {what} is longer than {MAX_SEGMENT_BYTES} bytes")
     return value
@@ -83,7 +84,7 @@ def check_skill_name(name: Any) -> str:
     from harn_ls.formats.skills import is_valid_skill_name
 
     if not isinstance(name, str) or not is_valid_skill_name(name):
-        raise ActionFailed(f"HARN-PATTERN-002: refused: skill name {name!r} is empty or not its own slug "
+        raise ActionFailed(f"HARN-PATTERN-002: refused: skill name {quote(name)} is empty or not its own slug "
                            "([a-z0-9] runs joined by '-'); Harn refuses to write it too")
     return name
 
@@ -93,7 +94,7 @@ def inside_project(ws, path: str) -> str:
     root = os.path.abspath(ws.root)
     full = os.path.abspath(path)
     if full != root and not full.startswith(root.rstrip(os.sep) + os.sep):
-        raise ActionFailed(f"refused: {path} is outside the project {root}")
+        raise ActionFailed(f"refused: {quote(path)} is outside the project {quote(root)}")
     ensure_inside(ws.root, full)
     return full
 
@@ -105,10 +106,10 @@ def namespace_parts(namespace: str) -> list[str]:
     check_text(namespace, "namespace")
     ns = namespace.strip()
     if ns.startswith(("/", "\\")) or (len(ns) > 1 and ns[1] == ":"):
-        raise ActionFailed(f"refused: namespace {namespace!r} is absolute")
+        raise ActionFailed(f"refused: namespace {quote(namespace)} is absolute")
     parts = [p for p in ns.replace("\\", "/").split("/") if p not in ("", ".")]
     if not parts or ".." in parts:
-        raise ActionFailed(f"refused: namespace {namespace!r} would leave the memory root")
+        raise ActionFailed(f"refused: namespace {quote(namespace)} would leave the memory root")
     return parts
 
 
@@ -119,7 +120,7 @@ def confining_root(ws, path: str) -> str:
         if os.path.abspath(path).startswith(r.rstrip(os.sep) + os.sep):
             ensure_inside(r, path)
             return r
-    raise ActionFailed(f"refused: {path} is outside the project and its memory roots")
+    raise ActionFailed(f"refused: {quote(path)} is outside the project and its memory roots")
 
 
 def pattern_events_path(ws, namespace: str = NAMESPACE) -> str:
@@ -143,7 +144,7 @@ def skill_root_dir(ws, skill_root: str | None) -> str:
     else:
         parts = raw.replace("\\", "/").split("/")
         if ".." in parts:
-            raise ActionFailed(f"refused: skillRoot {raw!r} contains '..'")
+            raise ActionFailed(f"refused: skillRoot {quote(raw)} contains '..'")
         path = os.path.join(ws.root, *[p for p in parts if p not in ("", ".")])
     return inside_project(ws, path)
 
@@ -171,7 +172,7 @@ def skill_root_warning(ws, skill_root: str | None) -> str:
     if os.path.normpath(os.path.realpath(root_dir)) in harn_roots or root_dir in harn_roots:
         return ""
     shown = skill_root if skill_root not in (None, "") else DEFAULT_SKILL_ROOT
-    return (f"skillRoot {shown!r} is outside Harn's pattern-learning roots (.claude/skills, .burin/skills): "
+    return (f"skillRoot {quote(shown)} is outside Harn's pattern-learning roots (.claude/skills, .burin/skills): "
             "Harn will not see skills here and may propose this one again")
 
 
@@ -190,7 +191,7 @@ def existing_state(path: str, text: str) -> tuple[bool, bool]:
     except FileNotFoundError:
         return False, False
     if stat.S_ISLNK(st.st_mode):
-        raise ActionFailed(f"refused: {path} is a symlink; harn-ls does not write through links")
+        raise ActionFailed(f"refused: {quote(path)} is a symlink; harn-ls does not write through links")
     if not stat.S_ISREG(st.st_mode):
         return True, False
     data = text.encode("utf-8")
@@ -243,11 +244,11 @@ def planned_files(ws, proposal, skill_root: str | None = None, *, now=None, name
                     warning=skill_root_warning(ws, skill_root))
 
     if kind not in EXECUTABLE_ENTRYPOINTS:
-        raise ActionFailed(f"refused: unknown proposal kind {kind!r} (expected skill, harn_tool, harn_workflow or hybrid)")
+        raise ActionFailed(f"refused: unknown proposal kind {quote(kind)} (expected skill, harn_tool, harn_workflow or hybrid)")
     artifact = prop.artifact if isinstance(prop.artifact, dict) else {}
     source, test_source = artifact.get("source"), artifact.get("test_source")
     if not isinstance(source, str) or not isinstance(test_source, str):
-        raise ActionFailed(f"refused: {kind} proposal {pid} has no artifact source/test_source to stage")
+        raise ActionFailed(f"refused: {quote(kind)} proposal {quote(pid)} has no artifact source/test_source to stage")
     candidate = inside_project(ws, os.path.join(ws.root, *CRYSTALLIZATION_DIR, pid))
     # Harn calls its SKILL.md writer with the candidate dir as project root (§E.3, later version).
     skill_path = inside_project(ws, os.path.join(candidate, ".claude", "skills", *ns_dir, name, "SKILL.md"))
@@ -284,7 +285,7 @@ def render_skill(name: str, prop, short: str | None = None) -> str:
     try:
         return render_learned_skill(name, prop.description, prop.when_to_use, prop.source, prop.body, short=short)
     except ValueError as exc:
-        raise ActionFailed(str(exc)) from None
+        raise ActionFailed(defuse(str(exc))) from None
 
 
 def is_own_staging_record(path: str, pid: str) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from harn_ls.render.message_text import quote
+
 
 class ActionFailed(Exception):
     """An action was refused or failed; nothing (or nothing partial) was written."""
@@ -25,5 +27,5 @@ def ensure_inside(project_root: str, path: str) -> str:
     rest = os.path.relpath(os.path.abspath(path), probe)
     real = os.path.normpath(os.path.join(real_probe, rest)) if rest != "." else real_probe
     if real != real_root and not real.startswith(real_root + os.sep):
-        raise ActionFailed(f"refused: {path} resolves outside the project ({real})")
+        raise ActionFailed(f"refused: {quote(path)} resolves outside the project ({quote(real)})")
     return real

@@ -20,6 +20,7 @@ import uuid
 from harn_ls.formats.harn_time import iso_millis, now_ns, rfc3339_nanos  # noqa: F401 (the actions' clocks)
 from harn_ls.refusal import ActionFailed, ensure_inside  # noqa: F401 (re-exported)
 from harn_ls.portable import fd_path
+from harn_ls.render.message_text import quote
 from harn_ls.actions import append_journal
 
 
@@ -66,7 +67,7 @@ def _open_dir_inside(project_root: str, directory: str) -> int:
             where = real if (cur.st_dev, cur.st_ino) == (st.st_dev, st.st_ino) else ""
         real_root = os.path.realpath(project_root)
         if where != real_root and not where.startswith(real_root + os.sep):
-            raise ActionFailed(f"refused: {directory} moved outside the project while writing")
+            raise ActionFailed(f"refused: {quote(directory)} moved outside the project while writing")
     except BaseException:
         os.close(fd)
         raise
@@ -80,9 +81,9 @@ def _target_stat(dir_fd: int, base: str, path: str) -> os.stat_result | None:
     except FileNotFoundError:
         return None
     if stat.S_ISLNK(st.st_mode):
-        raise ActionFailed(f"refused: {path} is a symlink; harn-ls does not write through links")
+        raise ActionFailed(f"refused: {quote(path)} is a symlink; harn-ls does not write through links")
     if not stat.S_ISREG(st.st_mode):
-        raise ActionFailed(f"refused: {path} is not a regular file")
+        raise ActionFailed(f"refused: {quote(path)} is not a regular file")
     return st
 
 
@@ -122,7 +123,7 @@ def atomic_write(project_root: str, path: str, data: bytes | str, *, exclusive: 
                     try:
                         os.link(tmp, base, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
                     except FileExistsError:
-                        raise ActionFailed(f"refused: {path} already exists") from None
+                        raise ActionFailed(f"refused: {quote(path)} already exists") from None
                     os.unlink(tmp, dir_fd=dir_fd)
                 else:
                     now = _target_stat(dir_fd, base, path)  # re-check right before the rename
@@ -218,7 +219,7 @@ def _check_rel(rel: str) -> list[str]:
     parts = rel.split("/")
     if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts) \
             or any(ord(ch) < 0x20 or ord(ch) == 0x7F or ch == "\\" for ch in rel):
-        raise ActionFailed(f"refused: {rel!r} is not a plain relative path inside the folder")
+        raise ActionFailed(f"refused: {quote(rel)} is not a plain relative path inside the folder")
     return parts
 
 
@@ -236,7 +237,7 @@ def atomic_write_dir(project_root: str, target_dir: str, files: dict[str, bytes 
     target_dir = os.path.abspath(target_dir)
     parent, base = os.path.split(target_dir)
     if not base:
-        raise ActionFailed(f"refused: {target_dir} has no folder name")
+        raise ActionFailed(f"refused: {quote(target_dir)} has no folder name")
     rels = [(_check_rel(rel), data) for rel, data in files.items()]
     make_dirs(project_root, parent)
     sweep_stale_staging(parent, base)
@@ -274,12 +275,12 @@ def atomic_write_dir(project_root: str, target_dir: str, files: dict[str, bytes 
         except FileNotFoundError:
             st = None
         if st is not None and stat.S_ISLNK(st.st_mode):
-            raise ActionFailed(f"refused: {target_dir} is a symlink; harn-ls does not write through links")
+            raise ActionFailed(f"refused: {quote(target_dir)} is a symlink; harn-ls does not write through links")
         try:
             os.rename(staging_base, base, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
         except OSError as exc:
             if exc.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
-                raise ActionFailed(f"refused: {target_dir} already exists; nothing was written") from None
+                raise ActionFailed(f"refused: {quote(target_dir)} already exists; nothing was written") from None
             raise
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -315,14 +316,14 @@ def append_lines(project_root: str, path: str, lines: list[str]) -> int:
                          NEW_FILE_MODE, dir_fd=dir_fd)
         except OSError as exc:
             if os.path.islink(path):
-                raise ActionFailed(f"refused: {path} is a symlink; harn-ls does not write through links") from None
-            raise ActionFailed(f"refused: cannot open {path}: {exc}") from None
+                raise ActionFailed(f"refused: {quote(path)} is a symlink; harn-ls does not write through links") from None
+            raise ActionFailed(f"refused: cannot open {quote(path)}: {quote(exc)}") from None
     finally:
         os.close(dir_fd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ActionFailed(f"refused: {path} is not a regular file")
+            raise ActionFailed(f"refused: {quote(path)} is not a regular file")
         real_path = os.path.realpath(path)
         if append_journal.roll_back_torn_tail(real_path, fd):
             st = os.fstat(fd)

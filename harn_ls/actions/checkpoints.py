@@ -24,6 +24,7 @@ from harn_ls.actions import NEW_FILE_MODE, ActionFailed, atomic_write, ensure_in
 from harn_ls.accept_plan import check_segment, inside_project
 from harn_ls.formats.checkpoints import render_checkpoint_json
 from harn_ls.formats.locks import checkpoint_lock_path
+from harn_ls.render.message_text import quote
 
 _MAX_CHECKPOINT_BYTES = 256 * 1024 * 1024
 
@@ -64,10 +65,10 @@ class _CheckpointLock:
         try:
             fd = os.open(self.path, flags, NEW_FILE_MODE)  # like OpenOptions create(true).truncate(false)
         except OSError as exc:
-            raise ActionFailed(f"refused: cannot open the checkpoint lock {self.path}: {exc}") from None
+            raise ActionFailed(f"refused: cannot open the checkpoint lock {quote(self.path)}: {quote(exc)}") from None
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
-            raise ActionFailed(f"refused: {self.path} is not a regular file")
+            raise ActionFailed(f"refused: {quote(self.path)} is not a regular file")
         deadline = time.monotonic() + self.timeout
         delay = _BACKOFF_START
         while True:
@@ -77,12 +78,12 @@ class _CheckpointLock:
             except OSError as exc:
                 if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                     os.close(fd)
-                    raise ActionFailed(f"refused: cannot lock {self.path}: {exc}") from None
+                    raise ActionFailed(f"refused: cannot lock {quote(self.path)}: {quote(exc)}") from None
             if time.monotonic() >= deadline:
                 os.close(fd)
                 raise ActionFailed(
                     f"refused: a pipeline is writing this checkpoint right now: timed out after "
-                    f"{self.timeout:.1f}s waiting for the exclusive lock on {self.path} (Harn holds it while it "
+                    f"{self.timeout:.1f}s waiting for the exclusive lock on {quote(self.path)} (Harn holds it while it "
                     "saves); nothing was changed, try again in a moment")
             time.sleep(delay)
             delay = min(delay * 2, _BACKOFF_MAX)
@@ -112,7 +113,7 @@ def forget_stage(ws, pipeline: str, key: str, expect_mtime: float | None = None,
     ws.apply([path])
     new_mtime = os.stat(path).st_mtime
     return {
-        "message": f"Forgot stage {key!r} of {pipeline}: it reruns on the next `harn run`",
+        "message": f"Forgot stage {quote(key)} of {quote(pipeline)}: it reruns on the next `harn run`",
         "pipeline": pipeline,
         "key": key,
         "path": path,
@@ -126,25 +127,25 @@ def _read_under_lock(path: str, pipeline: str, key: str, expect_mtime: float | N
         # O_NONBLOCK: a FIFO swapped in for the checkpoint is refused below, never waited on
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
-        raise ActionFailed(f"refused: {path} does not exist") from None
+        raise ActionFailed(f"refused: {quote(path)} does not exist") from None
     except OSError as exc:
-        raise ActionFailed(f"refused: cannot open {path}: {exc}") from None
+        raise ActionFailed(f"refused: cannot open {quote(path)}: {quote(exc)}") from None
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
-            raise ActionFailed(f"refused: {path} is not a regular file")
+            raise ActionFailed(f"refused: {quote(path)} is not a regular file")
         data = fh.read(_MAX_CHECKPOINT_BYTES + 1)
     if expect_mtime is not None and st.st_mtime != expect_mtime:
-        raise ActionFailed(f"refused: {os.path.basename(path)} changed since it was shown; look again first")
+        raise ActionFailed(f"refused: {quote(os.path.basename(path))} changed since it was shown; look again first")
     if len(data) > _MAX_CHECKPOINT_BYTES:
-        raise ActionFailed(f"refused: {path} is too large to rewrite")
+        raise ActionFailed(f"refused: {quote(path)} is too large to rewrite")
     try:
         mapping = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         # Possibly caught mid-write by an older Harn (§B.3): never "repair" it into something else.
-        raise ActionFailed(f"refused: {os.path.basename(path)} is not valid JSON right now ({exc}); try again") from None
+        raise ActionFailed(f"refused: {quote(os.path.basename(path))} is not valid JSON right now ({quote(exc)}); try again") from None
     if not isinstance(mapping, dict):
-        raise ActionFailed(f"refused: {os.path.basename(path)} is not a JSON object")
+        raise ActionFailed(f"refused: {quote(os.path.basename(path))} is not a JSON object")
     if key not in mapping:
-        raise ActionFailed(f"refused: {pipeline} has no stage {key!r}")
+        raise ActionFailed(f"refused: {quote(pipeline)} has no stage {quote(key)}")
     return mapping

@@ -12,6 +12,7 @@ from harn_ls.actions import ActionFailed, append_lines, now_ns
 from harn_ls.accept_plan import confining_root
 from harn_ls.actions.proposals import forget_event
 from harn_ls.formats.harn_json import serde_compact
+from harn_ls.render.message_text import quote
 
 
 def invalidate_fact(ws, fact_id: str, now=None) -> dict:
@@ -19,23 +20,23 @@ def invalidate_fact(ws, fact_id: str, now=None) -> dict:
         raise ActionFailed("refused: empty fact id")
     fact = ws.facts_by_id.get(fact_id)
     if fact is None:
-        raise ActionFailed(f"refused: no active fact {fact_id!r} (unknown, or already invalidated)")
+        raise ActionFailed(f"refused: no active fact {quote(fact_id)} (unknown, or already invalidated)")
     ns = fact.namespace
     path = ws.namespace_path(ns)
     if path is None:
-        raise ActionFailed(f"refused: the log of namespace {ns!r} is gone")
+        raise ActionFailed(f"refused: the log of namespace {quote(ns)} is gone")
     ws.apply([path])  # someone may have invalidated it meanwhile
     space = ws.memory.get(ns)
     # `{id}` matches the memory record id; one entry per active record, as memory_forget lists them.
     ids = [r.id for r in space.records() if r.id == fact_id] if space is not None else []
     if not ids:
-        raise ActionFailed(f"refused: no active memory record with id {fact_id!r} in {ns} (already invalidated?)")
+        raise ActionFailed(f"refused: no active memory record with id {quote(fact_id)} in {quote(ns)} (already invalidated?)")
     t = now_ns(now)
     event = forget_event(ns, {"id": fact_id}, ids, t)
     append_lines(confining_root(ws, path), path, [serde_compact(event)])
     ws.apply([path])
     return {
-        "message": f"Invalidated {fact_id} in {ns} (Harn hides this id for good: re-asserting the same fact stays invisible)",
+        "message": f"Invalidated {quote(fact_id)} in {quote(ns)} (Harn hides this id for good: re-asserting the same fact stays invisible)",
         "id": fact_id,
         "namespace": ns,
         "forget": event,

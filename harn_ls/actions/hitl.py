@@ -18,6 +18,7 @@ import re
 
 from harn_ls.actions import ActionFailed
 from harn_ls.actions.probes import resolve_harn
+from harn_ls.render.message_text import quote
 
 _ESCALATION_ID = re.compile(r"hitl_escalation_[A-Za-z0-9_.-]{1,200}")
 RESUME_TIMEOUT_S = 60.0
@@ -26,14 +27,14 @@ RESUME_TIMEOUT_S = 60.0
 def resume_argv(ws, request_id: str, harn_path: str, reviewer: str, reason: str = "") -> tuple[list[str], object]:
     """Validate and build the argv. ActionFailed with a user-facing message when not possible."""
     if not isinstance(request_id, str) or not _ESCALATION_ID.fullmatch(request_id):
-        raise ActionFailed(f"{str(request_id)[:80]!r} is not an escalation request id (hitl_escalation_…); "
+        raise ActionFailed(f"{quote(request_id, 80)} is not an escalation request id (hitl_escalation_…); "
                            "Harn's CLI can only answer escalations — approvals and questions need harn.hitl.respond")
     found = ws.extra.request(request_id)
     if found is None:
-        raise ActionFailed(f"no escalation {request_id} in this project's event logs")
+        raise ActionFailed(f"no escalation {quote(request_id)} in this project's event logs")
     req, view = found
     if not req.is_waiting:
-        raise ActionFailed(f"escalation {request_id} is already {req.state}")
+        raise ActionFailed(f"escalation {quote(request_id)} is already {quote(req.state)}")
     if view.loc.backend != "sqlite":
         raise ActionFailed("this request lives in a file-backend event log; `harn orchestrator resume` appends to "
                            "SQLite, and two writers on a file log can duplicate ids — answer it from the host instead")

@@ -33,6 +33,7 @@ import orjson
 from harn_ls.actions import ActionFailed, ensure_inside
 from harn_ls.formats import hitl_response as H
 from harn_ls.formats.harn_json import serde_compact
+from harn_ls.render.message_text import defuse, quote
 from harn_ls.formats.hitl import RESPONSES_TOPIC, WAITPOINT_PREFIX, _terminal, kind_of_id, sanitize_topic_component
 
 BUSY_TIMEOUT_MS = 5000  # Harn's
@@ -82,7 +83,7 @@ class AnswerResult:
 # ------------------------------------------------------------------------------------- the log
 def _connect(path: str) -> sqlite3.Connection:
     if not os.path.isfile(path):
-        raise AnswerRefused(f"no event log at {path}")
+        raise AnswerRefused(f"no event log at {quote(path)}")
     # No journal_mode change, no VACUUM: Harn owns the file's settings (§H.2.7 rule 7); it is WAL already.
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -93,11 +94,11 @@ def _connect(path: str) -> sqlite3.Connection:
         marker = []
     if marker and isinstance(marker[0][0], int) and marker[0][0] > 1:
         conn.close()
-        raise AnswerRefused(f"event log schema version {marker[0][0]} is newer than harn-ls knows; not writing")
+        raise AnswerRefused(f"event log schema version {quote(marker[0][0])} is newer than harn-ls knows; not writing")
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
     if not {"events", "topic_heads"} <= tables:
         conn.close()
-        raise AnswerRefused(f"{path} is not a Harn event log (no events/topic_heads tables)")
+        raise AnswerRefused(f"{quote(path)} is not a Harn event log (no events/topic_heads tables)")
     return conn
 
 
@@ -130,7 +131,7 @@ def _rows(conn, topic: str, *, tail: int | None = None, after_id: int = 0, rid: 
             args += [needle.encode("utf-8"), needle]
         got = conn.execute(sql + " ORDER BY event_id LIMIT ?", (*args, MAX_TOPIC_ROWS + 1)).fetchall()
         if len(got) > MAX_TOPIC_ROWS:
-            raise AnswerRefused(f"topic {topic} has more than {MAX_TOPIC_ROWS} events; not folding it")
+            raise AnswerRefused(f"topic {quote(topic)} has more than {MAX_TOPIC_ROWS} events; not folding it")
     out = []
     for eid, kind, payload, headers, occurred in got:
         raw = payload.encode("utf-8") if isinstance(payload, str) else bytes(payload)
@@ -138,7 +139,7 @@ def _rows(conn, topic: str, *, tail: int | None = None, after_id: int = 0, rid: 
             p = orjson.loads(raw)
             h = orjson.loads(headers)
         except (orjson.JSONDecodeError, TypeError):
-            raise AnswerRefused(f"{topic} event {eid} is not valid JSON; Harn could not read this topic either")
+            raise AnswerRefused(f"{quote(topic)} event {quote(eid)} is not valid JSON; Harn could not read this topic either")
         out.append(Row(eid, kind, raw, p, h if isinstance(h, dict) else {}, occurred))
     return out
 
@@ -146,7 +147,7 @@ def _rows(conn, topic: str, *, tail: int | None = None, after_id: int = 0, rid: 
 def _check_chain(topic: str, rows: list[Row], after: H.ChainCheck | None = None) -> H.ChainCheck:
     chk = H.verify_chain(topic, [(r.event_id, r.kind, r.payload, r.headers, r.occurred_at_ms) for r in rows], after)
     if not chk.ok:
-        raise AnswerRefused(f"the provenance chain does not verify: {chk.message}; not appending to a log "
+        raise AnswerRefused(f"the provenance chain does not verify: {quote(chk.message)}; not appending to a log "
                             "whose history cannot be trusted")
     return chk
 
@@ -230,7 +231,7 @@ def _snapshot(conn, rid: str, chains: dict[str, H.ChainCheck] | None = None) -> 
     """The request's events (pre-filtered by id), its legacy-topic events and its waitpoint."""
     kind = kind_of_id(rid)
     if kind is None:
-        raise AnswerRefused(f"unknown HITL request id {rid[:80]!r}")
+        raise AnswerRefused(f"unknown HITL request id {quote(rid[:80])}")
     topic = H.topic_for(rid)
     mine = [r for r in _rows(conn, topic, rid=rid) if _matches(r, rid)]
     env_row = next((r for r in mine if r.kind == H.REQUEST_KIND[kind]
@@ -273,49 +274,50 @@ def _refuse_unless_open(snap: Snapshot, action: str, reviewer: str | None) -> No
     """Under the write lock: the request still takes this response, or AnswerRefused says why."""
     rid, kind = snap.request_id, snap.kind
     if kind not in ACTION_KINDS[action]:
-        raise AnswerRefused(f"{action} does not apply to a {kind.replace('_', ' ')} request")
+        raise AnswerRefused(f"{quote(action)} does not apply to a {quote(kind.replace('_', ' '))} request")
     if snap.envelope is None:
-        raise AnswerRefused(f"request {rid} is not in this log (no {H.REQUEST_KIND[kind]} event); answering here "
+        raise AnswerRefused(f"request {quote(rid)} is not in this log (no {quote(H.REQUEST_KIND[kind])} event); answering here "
                             "would leave an orphan response")
     wp = _waitpoint_state(snap)
     if wp == "missing":
-        raise AnswerRefused(f"request {rid} has no waitpoint in this log: nothing here waits for the answer "
+        raise AnswerRefused(f"request {quote(rid)} has no waitpoint in this log: nothing here waits for the answer "
                             "(Harn would fail with `unknown waitpoint` after appending)")
     if wp != "open":
-        raise AnswerRefused(f"request {rid} is no longer pending: its waitpoint is {wp}")
+        raise AnswerRefused(f"request {quote(rid)} is no longer pending: its waitpoint is {quote(wp)}")
     if snap.terminal_kind == "hitl.timeout":
-        raise AnswerRefused(f"request {rid} is no longer pending: it expired (hitl.timeout)")
+        raise AnswerRefused(f"request {quote(rid)} is no longer pending: it expired (hitl.timeout)")
     if snap.decided_kinds:
-        raise AnswerRefused(f"request {rid} is no longer pending: {snap.decided_kinds[0]} is in the log")
+        raise AnswerRefused(f"request {quote(rid)} is no longer pending: {quote(snap.decided_kinds[0])} is in the log")
     if kind == "question" and snap.terminal_kind:
-        raise AnswerRefused(f"question {rid} was already answered ({snap.terminal_kind}); its waitpoint is still "
+        raise AnswerRefused(f"question {quote(rid)} was already answered ({quote(snap.terminal_kind)}); its waitpoint is still "
                             "open — finish it instead")
     if kind == "escalation":
         prior = [r for r in snap.rows if _matches(r, rid) and r.kind == "hitl.escalation_accepted"]
         if any(isinstance(r.payload, dict) and r.payload.get("accepted") is True for r in prior):
-            raise AnswerRefused(f"escalation {rid} was already accepted; finish it instead")
+            raise AnswerRefused(f"escalation {quote(rid)} was already accepted; finish it instead")
         if action == "decline" and prior:
-            raise AnswerRefused(f"escalation {rid} was already declined")
+            raise AnswerRefused(f"escalation {quote(rid)} was already declined")
         return
     if kind in ("approval", "dual_control"):
         payload = snap.envelope.get("payload") if isinstance(snap.envelope.get("payload"), dict) else {}
         allowed = H.reviewers_of(kind, payload)
         if allowed and reviewer not in allowed:
-            raise AnswerRefused(f"reviewer {reviewer!r} is not allowed: this request lists "
-                                f"{', '.join(repr(a) for a in allowed)} (Harn would ignore the response)")
+            raise AnswerRefused(f"reviewer {quote(reviewer)} is not allowed: this request lists "
+                                f"{', '.join(quote(a) for a in allowed)} (Harn would ignore the response)")
         d = H.fold_approval(kind, rid, payload, snap.responses, H.rfc3339_time(time.time_ns()))
         if d.outcome == "error":
-            raise AnswerRefused(f"a stored response to {rid} is not a HitlHostResponse; Harn's fold fails on it")
+            raise AnswerRefused(f"a stored response to {quote(rid)} is not a HitlHostResponse; Harn's fold fails on it")
         if d.outcome == "approved":
-            raise AnswerRefused(f"request {rid} is already approved by {', '.join(d.approvals)} "
+            raise AnswerRefused(f"request {quote(rid)} is already approved by {quote(', '.join(d.approvals))} "
                                 "(not yet finalized — finish it instead)")
         if d.outcome == "denied":
             by = d.response.get("reviewer") if d.response else None
-            raise AnswerRefused(f"request {rid} is already denied{' by ' + repr(by) if by else ''} "
+            by_whom = f" by {quote(by)}" if by else ""
+            raise AnswerRefused(f"request {quote(rid)} is already denied{by_whom} "
                                 "(not yet finalized — finish it instead)")
         if reviewer in d.approvals:
-            raise AnswerRefused(f"{reviewer!r} already approved {rid} ({len(d.approvals)} of "
-                                f"{H.quorum_of(kind, payload)}); Harn ignores a repeat")
+            raise AnswerRefused(f"{quote(reviewer)} already approved {quote(rid)} ({len(d.approvals)} of "
+                                f"{H.quorum_of(kind, payload):d}); Harn ignores a repeat")
 
 
 def _check_reviewer(reviewer: str | None) -> str:
@@ -343,14 +345,14 @@ def answer(log_path: str, request_id: str, action: str, *, reviewer: str | None,
     """Append the response (one transaction that first re-checks the request is open), then finalize.
     `after_response` is a test hook run between the two (a crash there leaves an orphan response)."""
     if action not in ACTIONS:
-        raise AnswerRefused(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
+        raise AnswerRefused(f"unknown action {quote(action)}; one of {quote(', '.join(ACTIONS))}")
     reviewer = _check_reviewer(reviewer)
     reason = (reason or "").strip()[:4000] or None
     if action == "answer" and answer_value is H.MISSING:
         raise AnswerRefused("answer needs a value")
     kind = kind_of_id(request_id)
     if kind is None:
-        raise AnswerRefused(f"unknown HITL request id {str(request_id)[:80]!r}")
+        raise AnswerRefused(f"unknown HITL request id {quote(str(request_id)[:80])}")
     topic = H.topic_for(request_id)
     flags = {"approve": {"approved": True}, "deny": {"approved": False}, "accept": {"accepted": True},
              "decline": {"accepted": False}, "answer": {}}[action]
@@ -389,9 +391,9 @@ def finish(log_path: str, request_id: str) -> AnswerResult:
         snap = _txn(conn, lambda: (_chains_still_hold(conn, chains), _snapshot(conn, request_id, chains))[1])
         mine = [r for r in snap.rows if _matches(r, request_id) and r.kind == H.response_kind(snap.kind)]
         if not mine:
-            raise AnswerRefused(f"request {request_id} has no response to finish")
+            raise AnswerRefused(f"request {quote(request_id)} has no response to finish")
         if _waitpoint_state(snap) != "open":
-            raise AnswerRefused(f"request {request_id} is already finished: its waitpoint is {_waitpoint_state(snap)}")
+            raise AnswerRefused(f"request {quote(request_id)} is already finished: its waitpoint is {quote(_waitpoint_state(snap))}")
         last = mine[-1].payload if isinstance(mine[-1].payload, dict) else {}
         res = AnswerResult(request_id, "finish", last.get("reviewer") if isinstance(last.get("reviewer"), str) else None,
                            log_path)
@@ -420,11 +422,11 @@ def _finalize(conn, rid: str, response: dict, res: AnswerResult, order: str, wra
             wp = _waitpoint(conn, rid)
             if wp is None:
                 raise ActionFailed(f"waitpoint.{'complete' if new_status == 'completed' else 'cancel'}: unknown "
-                                   f"waitpoint '{rid}' (the response is in the log; finalize could not run)")
+                                   f"waitpoint {quote(rid)} (the response is in the log; finalize could not run)")
             if wp["status"] == new_status:
                 return False  # Harn: already so, a no-op (and no resume)
             if wp["status"] != "open":
-                raise ActionFailed(f"waitpoint '{rid}' is already {wp['status']}")
+                raise ActionFailed(f"waitpoint {quote(rid)} is already {quote(wp['status'])}")
             rec = make(wp, H.rfc3339_time(time.time_ns()))
             eid = _insert(conn, wp_topic, "waitpoint.state", rec, {"waitpoint_id": rec["id"]}, order, wrapper)
             res.written.append(Written(wp_topic, eid, "waitpoint.state"))
@@ -469,12 +471,12 @@ def _finalize(conn, rid: str, response: dict, res: AnswerResult, order: str, wra
             box["d"] = H.Decision("finished")
             return
         if snap.envelope is None:
-            raise ActionFailed(f"missing HITL request envelope for '{rid}'")
+            raise ActionFailed(f"missing HITL request envelope for {quote(rid)}")
         payload = snap.envelope.get("payload") if isinstance(snap.envelope.get("payload"), dict) else {}
         d = H.fold_approval(kind, rid, payload, snap.responses, H.rfc3339_time(time.time_ns()))
         box["d"] = d
         if d.outcome == "error":
-            raise ActionFailed(f"a stored response to {rid} is not a HitlHostResponse; Harn's finalize fails on it")
+            raise ActionFailed(f"a stored response to {quote(rid)} is not a HitlHostResponse; Harn's finalize fails on it")
         if d.outcome in ("approved", "denied") and not snap.decided_kinds:
             ek = (H.APPROVED_KIND if d.outcome == "approved" else H.DENIED_KIND)[kind]
             body = (H.approved_payload(rid, d.record) if d.outcome == "approved"
@@ -504,10 +506,10 @@ def _finalize(conn, rid: str, response: dict, res: AnswerResult, order: str, wra
 def locate(ws, request_id: str):
     """(request, log view, real log path) for a request in the project's logs, or AnswerRefused."""
     if not isinstance(request_id, str) or kind_of_id(request_id) is None or len(request_id) > 400:
-        raise AnswerRefused(f"{str(request_id)[:80]!r} is not a HITL request id (hitl_<kind>_…)")
+        raise AnswerRefused(f"{quote(str(request_id)[:80])} is not a HITL request id (hitl_<kind>_…)")
     found = ws.extra.request(request_id)
     if found is None:
-        raise AnswerRefused(f"no HITL request {request_id} in this project's event logs")
+        raise AnswerRefused(f"no HITL request {quote(request_id)} in this project's event logs")
     req, view = found
     real = check_target(ws.paths.project_root, view.loc.backend, view.path, view.loc.state_dir)
     return req, view, real
@@ -525,7 +527,7 @@ def answer_in(ws, request_id: str, action: str, *, reviewer: str | None, reason:
         try:
             answer_value = H.coerce_answer(req.payload.get("schema"), answer_text)
         except ValueError as exc:
-            raise AnswerRefused(str(exc)) from None
+            raise AnswerRefused(defuse(str(exc))) from None  # the schema's own words: data
     return answer(real, request_id, action, reviewer=reviewer, reason=reason, answer_value=answer_value)
 
 

@@ -146,7 +146,7 @@ def migrate_pattern_learning(ws, now=None) -> dict:
     ws.apply([events_path, marker])
     return {
         "migrated": True,
-        "message": (f"Imported {counts['observations']} observation(s), {counts['proposals']} proposal(s)"
+        "message": (f"Imported {counts['observations']:d} observation(s), {counts['proposals']:d} proposal(s)"
                     + (" and the state" if counts["state"] else "") + " from Burin's legacy streams"),
         "counts": counts,
         "events_path": events_path,

@@ -42,6 +42,7 @@ from harn_ls.actions import ActionFailed, append_lines, iso_millis, rfc3339_nano
 from harn_ls.formats import facts as F
 from harn_ls.formats import probes as P
 from harn_ls.formats.harn_json import serde_compact
+from harn_ls.render.message_text import quote
 from harn_ls.text_positions import UTF16, ByteIndex, Pos, Range, TextIndex
 
 KIND = "typecheck"
@@ -49,7 +50,7 @@ SOURCE = "harn-probe"
 NAMESPACE = F.fact_namespace()  # Harn's default (project) scope: project/facts
 MAX_CAPTURE = 32 * 1024 * 1024  # bytes kept per stream; the rest is drained and dropped
 DRAIN_GRACE = 2.0  # seconds to wait for pipes after exit (an escaped grandchild may hold them)
-MISSING_BINARY = ("harn binary not found: {path!r}. Install Harn or point the `harnState.harnPath` setting "
+MISSING_BINARY = ("harn binary not found: {path}. Install Harn or point the `harnState.harnPath` setting "
                   "(CLI: `--harn BIN`) at the harn executable.")
 
 # Pos: 0-based line, column in the session's position encoding (UTF-16 unless the client and server
@@ -116,9 +117,9 @@ def range_from_lsp(obj: Any) -> Range | None:
         rng = ((int(get(start, "line")), int(get(start, "character"))),
                (int(get(end, "line")), int(get(end, "character"))))
     except (KeyError, TypeError, ValueError, AttributeError):
-        raise ActionFailed(f"refused: not a range: {obj!r}") from None
+        raise ActionFailed(f"refused: not a range: {quote(obj)}") from None
     if min(rng[0] + rng[1]) < 0:
-        raise ActionFailed(f"refused: negative position in range {obj!r}")
+        raise ActionFailed(f"refused: negative position in range {quote(obj)}")
     return rng if rng[0] <= rng[1] else (rng[1], rng[0])
 
 
@@ -248,10 +249,10 @@ def resolve_harn(harn_path: str) -> str:
         full = os.path.abspath(os.path.expanduser(path))
         if os.path.isfile(full) and os.access(full, os.X_OK):
             return full
-        raise ActionFailed(MISSING_BINARY.format(path=path))
+        raise ActionFailed(MISSING_BINARY.format(path=quote(path)))
     found = shutil.which(path)
     if found is None:
-        raise ActionFailed(MISSING_BINARY.format(path=path))
+        raise ActionFailed(MISSING_BINARY.format(path=quote(path)))
     return found
 
 
@@ -324,11 +325,11 @@ async def run_process(argv: list[str], *, cwd: str | None, timeout: float,
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
         for fd in (out_r, err_r):
             os.close(fd)
-        raise ActionFailed(MISSING_BINARY.format(path=argv[0]) + f" ({exc.strerror or exc})") from None
+        raise ActionFailed(MISSING_BINARY.format(path=quote(argv[0])) + f" ({exc.strerror or quote(exc)})") from None
     except OSError as exc:  # ENOEXEC and friends: not something we can run
         for fd in (out_r, err_r):
             os.close(fd)
-        raise ActionFailed(MISSING_BINARY.format(path=argv[0]) + f" ({exc})") from None
+        raise ActionFailed(MISSING_BINARY.format(path=quote(argv[0])) + f" ({quote(exc)})") from None
     finally:
         for fd in (out_w, err_w):  # the child has its copies; ours would keep the pipes open forever
             os.close(fd)
@@ -390,9 +391,11 @@ def _summary_line(outcome: str, res: ProcessResult, env: P.CheckEnvelope | None,
     if res.timed_out:
         return f"typecheck timed out after {timeout:g} s"
     if env is None:
-        return f"typecheck {outcome}: no JSON envelope from harn check (exit {res.exit_code if res.exit_code is not None else '?'})"
+        code = "no exit code" if res.exit_code is None else f"exit {res.exit_code:d}"
+        return f"typecheck {outcome}: no JSON envelope from harn check ({code})"
     if env.summary is None and env.error:
-        return f"typecheck {outcome}: harn check refused the input ({env.error.get('code')}: {env.error.get('message')})"
+        return (f"typecheck {outcome}: harn check refused the input ({quote(env.error.get('code'))}: "
+                f"{quote(env.error.get('message'))})")
     counts = []
     if n_err:
         counts.append(_plural(n_err, "error"))
@@ -521,7 +524,7 @@ def run_typecheck_probe_cli(file: str, rng: CliRange | Range | None, harn: str |
         with open(abs_file, "rb") as fh:
             text = fh.read().decode("utf-8", "replace")
     except OSError as exc:
-        raise ActionFailed(f"cannot read {file}: {exc.strerror or exc}") from None
+        raise ActionFailed(f"cannot read {quote(file)}: {exc.strerror or quote(exc)}") from None
     lsp_range = rng.to_lsp(text) if isinstance(rng, CliRange) else rng
     root = paths_mod.find_project_root(abs_file)
     return asyncio.run(run_typecheck_probe(root, abs_file, text, lsp_range, harn or "harn", timeout,

@@ -57,6 +57,7 @@ from harn_ls.actions import (
 )
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats.harn_json import serde_compact
+from harn_ls.render.message_text import quote
 
 PROVENANCE = {"source": "harn.pattern_learning"}
 MAX_REJECT_DAYS = 36500
@@ -180,7 +181,7 @@ def _pending_or_refuse(ws, proposal_id: str, namespace: str):
     events_path = _refresh(ws, namespace)
     prop = _find_pending(ws, proposal_id, namespace)
     if prop is None:
-        raise ActionFailed(f"refused: proposal {proposal_id} is no longer pending "
+        raise ActionFailed(f"refused: proposal {quote(proposal_id)} is no longer pending "
                            "(accepted, rejected or refreshed away by someone else)")
     return events_path, prop
 
@@ -193,7 +194,7 @@ def accept_proposal(ws, proposal_id: str, skill_root: str | None = None, now=Non
     plan = planned_files(ws, prop, skill_root, now=t, namespace=namespace)
     conflicts = [f.path for f in plan.files if f.conflict]
     if conflicts:
-        raise ActionFailed("refused: a different file already exists at " + ", ".join(conflicts)
+        raise ActionFailed("refused: a different file already exists at " + ", ".join(quote(c) for c in conflicts)
                            + "; compare it with the proposal instead")
     written, unchanged = [], []
     if plan.candidate_dir:
@@ -213,10 +214,10 @@ def accept_proposal(ws, proposal_id: str, skill_root: str | None = None, now=Non
     append_lines(confining_root(ws, events_path), events_path, [serde_compact(event)])
     ws.apply(written + [events_path])
     rel = os.path.relpath(plan.skill_path, ws.root).replace(os.sep, "/")
-    what = "staged under " + os.path.relpath(os.path.dirname(plan.files[0].path), ws.root).replace(os.sep, "/") \
-        if prop.kind in EXECUTABLE_ENTRYPOINTS else f"wrote {rel}"
+    what = "staged under " + quote(os.path.relpath(os.path.dirname(plan.files[0].path), ws.root).replace(os.sep, "/")) \
+        if prop.kind in EXECUTABLE_ENTRYPOINTS else f"wrote {quote(rel)}"
     return {
-        "message": f"Accepted {prop.name}: {what}" + (" (files already identical)" if not written else ""),
+        "message": f"Accepted {quote(prop.name)}: " + what + (" (files already identical)" if not written else ""),
         "id": prop.id,
         "name": prop.name,
         "kind": prop.kind,
@@ -248,16 +249,16 @@ def _stage_candidate(ws, plan: Plan) -> tuple[list[str], list[str]]:
     except FileNotFoundError:
         st = None
     if st is not None and stat.S_ISLNK(st.st_mode):
-        raise ActionFailed(f"refused: {candidate} is a symlink; harn-ls does not write through links")
+        raise ActionFailed(f"refused: {quote(candidate)} is a symlink; harn-ls does not write through links")
     if st is not None and not stat.S_ISDIR(st.st_mode):
-        raise ActionFailed(f"refused: {candidate} exists and is not a folder")
+        raise ActionFailed(f"refused: {quote(candidate)} exists and is not a folder")
     if st is None or not os.listdir(candidate):
         files = {os.path.relpath(f.path, candidate).replace(os.sep, "/"): f.text for f in plan.files}
         atomic_write_dir(ws.root, candidate, files)
         return [f.path for f in plan.files], []
     missing = [f.path for f in plan.files if not f.identical and not f.replaceable]
     if missing:
-        raise ActionFailed(f"refused: {candidate} is an incomplete staging (missing " + ", ".join(missing)
+        raise ActionFailed(f"refused: {quote(candidate)} is an incomplete staging (missing " + ", ".join(quote(m) for m in missing)
                            + "); remove the folder and accept again")
     written, unchanged = [], []
     for f in plan.files:
@@ -303,7 +304,7 @@ def reject_proposal(ws, proposal_id: str, days: int = 14, now=None, *, namespace
     append_lines(confining_root(ws, events_path), events_path, [serde_compact(e) for e in events])
     ws.apply([events_path])
     return {
-        "message": f"Rejected {prop.name}: suppressed until {until}",
+        "message": f"Rejected {quote(prop.name)}: suppressed until {quote(until)}",
         "id": prop.id,
         "name": prop.name,
         "suppressed_until": until,

@@ -30,6 +30,7 @@ from harn_ls.lsp.progress import with_progress
 from harn_ls.lsp.view_types import CMD_SERVER_OPEN
 from harn_ls.progress import WorkProgress
 from harn_ls.render import make_uri
+from harn_ls.render.message_text import defuse, quote
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ def _register_typed(server, command: str, fn: Callable[[Any, Any], Awaitable[Any
         try:
             parsed = C.parse_args(command, args)
         except C.ArgumentError as exc:
-            raise failed(C.Failure(str(exc)), INVALID_PARAMS) from None
+            raise failed(C.Failure(defuse(str(exc))), INVALID_PARAMS) from None
         result = await fn(ls, parsed)
         if isinstance(result, _FAILURES):
             raise failed(result, REQUEST_CANCELLED if isinstance(result, C.ProbeCancelled) else REQUEST_FAILED)
@@ -146,7 +147,7 @@ async def forget_stage(ls, a: C.ForgetStageArgs):
     mtime = await proj.run(_mtime)
     # The action takes Harn's checkpoint lock (waiting up to 5 s, as Harn does) and refuses
     # with a clear message while a pipeline holds it: no guessing from modification times.
-    result = await _run_action(ls, proj, do_forget, a.pipeline, a.key, expect_mtime=mtime, done=f"forgot stage {a.key}")
+    result = await _run_action(ls, proj, do_forget, a.pipeline, a.key, expect_mtime=mtime, done=f"forgot stage {quote(a.key)}")
     return result if isinstance(result, C.Failure) else C.from_fields(C.ForgetStageResult, result)
 
 
@@ -240,7 +241,7 @@ async def resume_escalation_command(ls, a: C.ResumeArgs):
         return C.Failure("resumeEscalation needs {requestId}: requestId is empty")
     proj = await _project_with_request(ls, rid)
     if proj is None:
-        return C.Failure(f"no escalation {rid} in the open projects")
+        return C.Failure(f"no escalation {quote(rid)} in the open projects")
     reviewer = _reviewer(ls)
     # start-up: the resume planner and process runner (with harn check's output parser, ~20 ms) load at first use
     from harn_ls.actions.hitl import RESUME_TIMEOUT_S, harn_error_text, resume_argv, resume_env
@@ -256,27 +257,18 @@ async def resume_escalation_command(ls, a: C.ResumeArgs):
     await proj.apply_now([view.path, view.path + "-wal"])
     if result.timed_out or result.exit_code != 0:
         err = harn_error_text(result.stderr, result.stdout)
-        msg = f"harn orchestrator resume failed ({'timed out' if result.timed_out else f'exit {result.exit_code}'}): {err}"
+        how = "timed out" if result.timed_out else f"exit {result.exit_code:d}"
+        msg = f"harn orchestrator resume failed ({how}): {quote(err, 500)}"
         ls.show(msg, types.MessageType.Error)
         return C.ResumeFailure(message=msg, argv=argv[1:])
     state = await proj.run(lambda: (proj.ws.extra.request(rid) or (None,))[0])
-    msg = f"escalation {rid} resumed as {reviewer}" + (f" — now {state.state}" if state is not None else "")
+    msg = f"escalation {quote(rid)} resumed as {quote(reviewer)}" + (f" — now {quote(state.state)}" if state is not None else "")
     ls.show(msg)
     return C.ResumeResult(message=msg, argv=argv[1:], state=state.state if state is not None else None)
 
 
 UNTRUSTED_ANSWER = ("Answering a HITL request appends to the project's event log; this workspace is not trusted. "
                     "Trust it to answer from the editor.")
-_BIDI_AND_CONTROLS = {c: None for c in (*range(0, 32), 127, *range(0x80, 0xA0), 0x200E, 0x200F, *range(0x202A, 0x202F),
-                                         *range(0x2066, 0x206A))}
-
-
-def _inert_notice(text: str) -> str:
-    """Notification text that may quote log data (a request id, a reviewer name): no control or bidi
-    characters, and no `[label](target)` a client would turn into a link."""
-    return text.translate(_BIDI_AND_CONTROLS).replace("](", "] (")[:600]
-
-
 async def answer_hitl_command(ls, a: C.AnswerHitlArgs):
     """Approve / deny / answer / accept / decline / finish one HITL request (issue 33): appended as Harn's
     `append_hitl_response` to the log the waiting run polls (harn_ls.actions.hitl_answer). Trusted
@@ -292,10 +284,10 @@ async def answer_hitl_command(ls, a: C.AnswerHitlArgs):
     from harn_ls.formats.hitl_response import choices
 
     if a.action not in (*HA.ACTIONS, "finish"):
-        return C.Failure(f"answerHitl: unknown action; one of {', '.join((*HA.ACTIONS, 'finish'))}")
+        return C.Failure("answerHitl: unknown action; one of " + ", ".join((*HA.ACTIONS, "finish")))
     proj = await _project_with_request(ls, rid)
     if proj is None:
-        msg = _inert_notice(f"No HITL request `{rid[:120]}` in the open projects.")
+        msg = f"No HITL request {quote(rid, 120)} in the open projects."
         ls.show(msg, types.MessageType.Error)
         return C.Failure(msg)
     reviewer = _reviewer(ls)
@@ -310,7 +302,7 @@ async def answer_hitl_command(ls, a: C.AnswerHitlArgs):
                 req = HA.locate(ws, rid)[0]
                 opts = choices(req.payload.get("schema"))
                 if not 0 <= a.choice < len(opts):
-                    raise HA.AnswerRefused(f"choice {a.choice} is not one of the question's {len(opts)} choices")
+                    raise HA.AnswerRefused(f"choice {a.choice:d} is not one of the question's {len(opts)} choices")
                 value = opts[a.choice]
             else:
                 text = a.answer
@@ -319,7 +311,7 @@ async def answer_hitl_command(ls, a: C.AnswerHitlArgs):
     try:
         res = await proj.run(run)
     except ActionFailed as exc:
-        msg = _inert_notice(f"Not written: {exc}")
+        msg = "Not written: " + str(exc)
         ls.show(msg, types.MessageType.Error)
         return C.Failure(msg)
     finally:
@@ -328,8 +320,8 @@ async def answer_hitl_command(ls, a: C.AnswerHitlArgs):
             await proj.apply_now([found[1].path, found[1].path + "-wal"])
     state = await proj.run(lambda: (proj.ws.extra.request(rid) or (None,))[0])
     rel = os.path.relpath(res.log_path, proj.root)
-    msg = _inert_notice(f"{res.outcome.capitalize()} as {reviewer}: {len(res.written)} event(s) appended to "
-                        f"{rel} — direct append to the log the run polls (no harn.hitl.respond host is reachable).")
+    msg = (f"{quote(res.outcome)} as {quote(reviewer)}: {len(res.written)} event(s) appended to "
+           f"{quote(rel)} — direct append to the log the run polls (no harn.hitl.respond host is reachable).")
     ls.show(msg)
     return C.AnswerHitlResult(message=msg, outcome=res.outcome, path=res.path_used, reviewer=reviewer or "",
                               written=[C.WrittenEvent(w.topic, w.event_id, w.kind) for w in res.written],

@@ -37,6 +37,8 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from harn_ls.actions import ActionFailed, uuid7
+from harn_ls.lsp import messages
+from harn_ls.render.message_text import quote
 from harn_ls.text_positions import shift_position
 
 if TYPE_CHECKING:
@@ -138,7 +140,7 @@ async def _begin_progress(ls, title: str, message: str) -> str | None:
     except Exception as exc:
         log.debug("workDoneProgress/create refused: %s", exc)
         return None
-    ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, message=message, cancellable=True))
+    messages.begin_progress(ls, token, title, message)
     return token
 
 
@@ -146,7 +148,7 @@ def _end_progress(ls, token: str | None, message: str) -> None:
     if token is None:
         return
     with contextlib.suppress(Exception):
-        ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+        messages.end_progress(ls, token, message)
     ls.work_done_progress.tokens.pop(token, None)
 
 
@@ -175,14 +177,14 @@ async def run_probe_command(ls, args: dict) -> dict:
     except ActionFailed as exc:
         return _fail(ls, str(exc))
     except OSError as exc:
-        return _fail(ls, f"cannot read {path}: {exc.strerror or exc}")
+        return _fail(ls, f"cannot read {quote(path)}: {exc.strerror or quote(exc)}")
     version = doc.version
 
     # A re-run replaces the previous result on this document.
     _clear(ls, uri)
 
     settings = ls.settings
-    where = os.path.basename(path) + ("" if rng is None else f":{rng[0][0] + 1}")
+    where = quote(os.path.basename(path) + ("" if rng is None else f":{rng[0][0] + 1}"))
     token = await _begin_progress(ls, "Harn typecheck probe", f"harn check {where}")
     memory_root = await proj.run(lambda: proj.ws.paths.memory_root)
     probe_task = asyncio.ensure_future(_runner().run_typecheck_probe(
@@ -233,9 +235,9 @@ async def run_probe_command(ls, args: dict) -> dict:
         await proj.apply_now([outcome.events_path])
         fid = outcome.fact_id
         if not await proj.run(lambda: fid in proj.ws.facts_by_id):
-            notes.append(f"fact {fid} is stored but hidden: an earlier forget tombstoned this id (Harn hides it too)")
+            notes.append(f"fact {quote(fid)} is stored but hidden: an earlier forget tombstoned this id (Harn hides it too)")
     if outcome.store_error:
-        notes.append(f"fact not stored: {outcome.store_error}")
+        notes.append(f"fact not stored: {quote(outcome.store_error)}")
     summary = outcome.summary_line
     kind = types.MessageType.Info if outcome.outcome == "pass" else types.MessageType.Warning
     ls.show(summary + "".join(f" ({n})" for n in notes), kind)

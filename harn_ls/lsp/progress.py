@@ -17,9 +17,9 @@ import os
 import uuid
 from typing import Any, Awaitable, Callable
 
-from lsprotocol import types
 
 from harn_ls import contract as P
+from harn_ls.lsp import messages
 from harn_ls.progress import WorkProgress
 
 log = logging.getLogger(__name__)
@@ -58,17 +58,15 @@ async def _watch(ls: Any, root: str, work: WorkProgress, fut: asyncio.Future, su
                 token, creating = creating.result(), None
             snap = work.snapshot()
             if token is not None and not began:
-                ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-                    title=work.title, message=snap.message or None, percentage=snap.percentage or 0,
-                    cancellable=False))
+                messages.begin_progress(ls, token, work.title, snap.message or None, cancellable=False,
+                                        percentage=snap.percentage or 0)
                 began, reported = True, snap[1:3]
             if snap[1:3] != last:
                 last = snap[1:3]
                 _loading(ls, root, work, done=False)
             if began and snap[1:3] != reported:
                 reported = snap[1:3]
-                ls.work_done_progress.report(token, types.WorkDoneProgressReport(
-                    message=snap.message or None, percentage=snap.percentage))
+                messages.report_progress(ls, token, snap.message or None, snap.percentage)
             if fut.done():
                 break
             await asyncio.wait({fut} if creating is None else {fut, creating}, timeout=every,
@@ -83,7 +81,7 @@ async def _watch(ls: Any, root: str, work: WorkProgress, fut: asyncio.Future, su
         work.finish(text)
         _loading(ls, root, work, done=True)
         if began:
-            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=text or None))
+            messages.end_progress(ls, token, text or None)
     return fut.result()
 
 

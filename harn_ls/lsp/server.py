@@ -32,7 +32,7 @@ from harn_ls import contract as P
 from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
 from harn_ls.accept_plan import skill_root_warning
 from harn_ls.lsp import code_actions, code_lens, commands, conversions, diagnostics, documents, hover, probe
-from harn_ls.lsp import document_symbols, heap, symbols, tree
+from harn_ls.lsp import document_symbols, heap, messages, symbols, tree
 from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
 from harn_ls.lsp.probe import ProbeState
 from harn_ls.lsp.progress import with_progress
@@ -45,6 +45,7 @@ from harn_ls.lsp.capabilities import ClientProfile
 from pygls.capabilities import ServerCapabilitiesBuilder
 from harn_ls.project_discovery import FolderProjects, folder_projects
 from harn_ls.render import RenderSettings, make_uri
+from harn_ls.render.message_text import defuse
 from harn_ls.workspace import ChangeSet
 
 start_trace.mark("server modules: imported")
@@ -343,7 +344,8 @@ class HarnLanguageServer(LanguageServer):
         return next(iter(self.projects.values()), None)
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
-        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+        """`window/showMessage`, made inert on the way out (lsp/messages.py); put values in with `quote`."""
+        messages.show(self, message, kind)
 
     # ------------------------------------------------------------ projects
     def preload(self, path: str) -> None:
@@ -405,7 +407,7 @@ class HarnLanguageServer(LanguageServer):
         self.folder_roots[path] = list(found.roots)
         for note in found.notes:
             log.warning(note)
-            self.show(f"Harn State: {note}", types.MessageType.Warning)
+            self.show(f"Harn State: {defuse(note)}", types.MessageType.Warning)  # its paths: made inert
         if len(found.roots) > 1 or found.roots != [path]:
             log.info("workspace folder %s: Harn projects %s", path, ", ".join(found.roots))
         for root in found.roots:
@@ -457,8 +459,7 @@ class HarnLanguageServer(LanguageServer):
         self._skill_root_warned.add(key)
         log.warning("%s: %s", proj.root, warning)
         try:
-            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
-                                                             message=f"Harn State: {warning}"))
+            self.show(f"Harn State: {warning}", types.MessageType.Warning)
         except Exception as exc:  # a client without window/showMessage still has the log and harn/status
             log.debug("showMessage failed: %s", exc)
 
@@ -571,9 +572,8 @@ class HarnLanguageServer(LanguageServer):
         """`harn/hitlArrived` for requests waiting for a human that were not there before (issue 16)."""
         new = await proj.run_before_facts(lambda: proj.ws.extra.take_new_requests())
         if new:
-            self.protocol.notify(P.HITL_ARRIVED, P.to_wire(P.HitlArrivedParams(root=proj.root, requests=[
-                P.HitlRequestNote(request_id=r.request_id, kind=r.kind, prompt=r.prompt[:300], agent=r.agent,
-                                  uri=argument_for(make_uri("hitl", r.request_id), link_root(self, proj))) for r in new])))
+            messages.hitl_arrived(self, proj.root, [
+                (r, argument_for(make_uri("hitl", r.request_id), link_root(self, proj))) for r in new])
 
     async def _refresh_lenses(self) -> None:
         try:
@@ -647,7 +647,7 @@ class _ToClient(logging.Handler):
         try:
             kind = types.MessageType.Error if record.levelno >= logging.ERROR else (
                 types.MessageType.Warning if record.levelno >= logging.WARNING else types.MessageType.Log)
-            server.window_log_message(types.LogMessageParams(type=kind, message=self.format(record)))
+            messages.log_line(server, self.format(record), kind)
         except Exception:
             pass
 

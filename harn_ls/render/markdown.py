@@ -31,6 +31,7 @@ from urllib.parse import quote
 import orjson
 
 from harn_ls.render.limits import DOC_LINE_BYTES, DOC_VALUE_BYTES, cut_utf8, more_bytes
+from harn_ls.render.message_text import code_span
 
 _B64 = re.compile(r"^[A-Za-z0-9+/=\s]{512,}$")
 LONG_STRING = 2000
@@ -154,20 +155,13 @@ def cell(text: Any, max_bytes: int = DOC_LINE_BYTES) -> str:
     return _escape_line(s) + (" *" + more_bytes(dropped) + "*" if dropped else "")
 
 
-def _code_span(s: str) -> str:
-    ticks = max((len(m) for m in re.findall(r"`+", s)), default=0)
-    fence_ = "`" * (ticks + 1)
-    pad = " " if s.startswith("`") or s.endswith("`") or not s.strip(" ") else ""
-    return f"{fence_}{pad}{s}{pad}{fence_}"
-
-
 def inline(text: Any, max_bytes: int = DOC_LINE_BYTES) -> str:
     """An identifier or a path as a code span (inert: no links or HTML inside code). Not for tables:
     see `code_cell`."""
     s = "" if text is None else str(text)
     s, dropped = cut_utf8(s, max_bytes)
     s = s.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
-    return _code_span(s) + (" *" + more_bytes(dropped) + "*" if dropped else "")
+    return code_span(s) + (" *" + more_bytes(dropped) + "*" if dropped else "")
 
 
 def code_cell(text: Any, max_bytes: int = DOC_LINE_BYTES) -> str:

@@ -59,7 +59,7 @@ def test_neovim_plugin_end_to_end(driven):
     assert r["hitl_approve"]["ok"] is True and r["hitl_approve"]["outcome"] == "pending (1 of 2)"
     assert r["hitl_approve"]["reviewer"] == "alice"
     assert r["hitl_lens_prompt"] == "Reason (optional): "
-    assert "'alice' already approved" in r["hitl_messages"]
+    assert "`alice` already approved" in r["hitl_messages"]
 
     # refreshed after workspace/textDocumentContent/refresh (a memory event was appended)
     assert r["refetched"] is True
@@ -174,3 +174,35 @@ def test_neovim_shows_the_load_progress(tmp_path, nvim):
     loading = [line for line in seen if line.startswith("Harn: loading big-project")]
     assert any("%" in line and "memory logs" in line for line in loading), seen
     assert loading[-1].endswith(")") and "40,000 records in 1 namespaces" in loading[-1], seen
+
+
+@pytest.mark.parametrize("nvim", NEOVIMS)
+def test_modeline_in_data_sets_no_option(tmp_path, nvim):
+    """Issue 27 item 10: a fact claim that is a modeline is the first line of its document; with the
+    user's modelines on, opening, `:edit`ing, leaving and `:edit`ing it again, and splitting it set no
+    option. Before the fix, entering the loaded buffer again applied the window-local ones (`list`,
+    `foldcolumn=5`) on Neovim 0.7.2; buffer-local ones (`textwidth`) were not, since the text arrives
+    after the read."""
+    project, out, env = driver_env(tmp_path, PLUGIN)
+    modeline = "vim: set textwidth=13 foldcolumn=5 list :"
+    facts = project / ".harn/memory/project/facts/events.jsonl"
+    rec = json.loads(facts.read_text().splitlines()[0])
+    fid = "fact_" + "7" * 32
+    rec["value"].update({"id": fid, "claim": modeline})
+    rec.update({"id": fid, "key": f"fact:observation:{fid}",
+                "text": json.dumps(rec["value"], ensure_ascii=False, separators=(",", ":"), sort_keys=True)})
+    with facts.open("a") as fh:
+        fh.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+    (project / "modeline-control.md").write_text(f"# note {modeline}\n")
+    env.update({"FACT_URI": f"harn-state:/facts/{fid}.md", "XDG_CACHE_HOME": str(tmp_path / "cache"),
+                "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_DATA_HOME": str(tmp_path / "data")})
+    argv, extra = neovim_command(nvim, "--headless", "--clean", "-c", f"luafile {HERE / 'nvim_modeline_driver.lua'}")
+    r = run_driver(argv, tmp_path, with_runtime(env, extra), out, "headless Neovim")
+    assert r["control_textwidth"] == 13  # modelines are on in this Neovim: a plain file's is applied
+    assert r["name"] == f"harn-state:///facts/{fid}.md" and modeline in r["first_line"]
+    shown = {"tw": 0, "fdc": "0", "list": False}
+    for moment in ("after_open", "after_edit", "after_back", "after_split"):
+        assert {k: r[moment][k] for k in shown} == shown, (moment, r[moment])
+    assert r["after_back"]["same"] is True  # the loaded buffer entered again (before the fix: list, foldcolumn 5)
+    assert r["buffer_modeline"] is False and r["global_modeline"] is True  # only our buffer; the user's setting kept
+    assert r["modelineexpr"] is False  # global, the user's (off by default): not touched

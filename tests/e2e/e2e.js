@@ -454,6 +454,96 @@ async function checkFolderInterpreterRefused() {
 }
 checkFolderInterpreterRefused.title = 'in Restricted Mode a python3 inside the folder is not used';
 
+
+// ---- issue 27: command: links from the folder's settings and data, in Restricted Mode ------------
+// link_attacks.py planted them; each link, if VS Code made it live and it were clicked, would
+// `touch $MARKERS/<name>` through a terminal.
+
+const LINK_MARKERS = ['s', 'u', 'p', 'h'];  // link_attacks.py MARKERS
+const markersWritten = () => (fs.existsSync(MARKERS) ? fs.readdirSync(MARKERS) : []).filter(n => LINK_MARKERS.includes(n));
+
+/** Notifications (toasts, or the notification center once opened) whose text matches `re`: their
+ * text and the links VS Code rendered in their message. */
+async function toastsMatching(page, re) {
+  const toasts = page.locator('.notifications-toasts .notification-list-item, .notifications-center .notification-list-item');
+  const out = [];
+  for (let i = 0; i < await toasts.count(); i++) {
+    const t = toasts.nth(i);
+    const text = (await t.innerText().catch(() => '')).replace(/\s+/g, ' ').trim();
+    if (!re.test(text)) continue;
+    const links = await t.locator('.notification-list-item-message a').evaluateAll(as => as.map(a => ({
+      text: a.textContent, href: a.getAttribute('href') || a.getAttribute('data-href') || a.title || '' })));
+    out.push({ toast: t, text, links });
+  }
+  return out;
+}
+
+/**
+ * The notification matching `re` shows `visible` as plain text and holds no link; every link it
+ * might hold, and its text, are clicked anyway; after that no marker exists.
+ */
+async function assertInertToast(page, re, visible, what) {
+  let centerOpened = false;
+  const [hit] = await waitFor(async () => {
+    const t = await toastsMatching(page, re);
+    if (t.length) return t;
+    if (!centerOpened) {  // a toast hides after a while; the notification center keeps it
+      centerOpened = true;
+      await runCommand(page, 'Notifications: Show Notifications').catch(() => {});
+    }
+    return undefined;
+  }, `the notification about ${what}`, 30_000);
+  await shot(page, `inert-${what.replace(/[^a-z0-9]+/gi, '-')}`);
+  // as a user would: click every link the message holds, then its text
+  const message = hit.toast.locator('.notification-list-item-message');
+  for (const a of await message.locator('a').all()) await a.click({ timeout: 3000 }).catch(() => {});
+  await message.click({ timeout: 3000 }).catch(() => {});
+  await waitFor(() => markersWritten().length > 0, 'a marker', 4000).catch(() => {});  // a clicked link's terminal writes it in ~1 s
+  const written = markersWritten();
+  await shot(page, `inert-${what.replace(/[^a-z0-9]+/gi, '-')}-clicked`);
+  if (hit.links.length || written.length) {
+    throw new Error(`live link(s) in the notification "${hit.text.slice(0, 120)}": ${JSON.stringify(hit.links).slice(0, 240)}; ` +
+      `marker(s) after clicking: ${written.join(', ') || 'none'}`);
+  }
+  if (!hit.text.includes(visible)) throw new Error(`the notification does not show ${JSON.stringify(visible)} as text: "${hit.text}"`);
+  await page.keyboard.press('Escape').catch(() => {});
+  return `"${hit.text.slice(0, 110)}…", no link, no marker`;
+}
+
+async function checkSkillRootLinkInert({ page }) {
+  // The folder's .vscode/settings.json sets a link (marker s): restricted, never used.
+  // The user's own settings set one too (marker u): the warning quotes it, inert.
+  const detail = await assertInertToast(page, /skillRoot/, '[Open]\\(command:workbench.action.terminal.newWithProfile', 'the skillRoot warning');
+  const all = (await toastsMatching(page, /markers\/s"/)).map(t => t.text);
+  if (all.length) throw new Error(`the folder's restricted skillRoot reached a notification: ${all[0].slice(0, 160)}`);
+  return detail;
+}
+checkSkillRootLinkInert.title = 'issue 27: a skillRoot link (folder setting ignored, user setting quoted) is inert';
+
+async function checkHitlPromptLinkInert({ page }) {
+  const py = process.env.E2E_PYTHON || 'python3';
+  require('child_process').execFileSync(py, [path.join(__dirname, 'link_attacks.py'), 'hitl', WS, MARKERS], { encoding: 'utf8' });
+  return assertInertToast(page, /waiting for you/, '[Go]\\(command:workbench.action.terminal.newWithProfile', 'a HITL prompt');
+}
+checkHitlPromptLinkInert.title = 'issue 27: a HITL prompt link arriving while open is inert';
+
+async function checkProposalNameLinkInert({ page }) {
+  await focusView(page, 'skills');
+  const title = 'Fix the flaky build';
+  const find = async () => {
+    const texts = await rowTexts(page, 'skills');
+    const i = texts.findIndex(t => t.includes(title));
+    if (i >= 0) return rows(page, 'skills').nth(i);
+    await expandRows(page, 'skills');
+    return undefined;
+  };
+  const row = await waitFor(find, `the proposal "${title}" in Skills & Proposals`, 30_000, 500);
+  await row.hover();
+  await row.locator('.action-label[aria-label^="Accept Proposal"]').click();
+  return assertInertToast(page, /HARN-PATTERN-002/, '[Fix it]\\(command:workbench.action.terminal.newWithProfile', 'the Accept refusal');
+}
+checkProposalNameLinkInert.title = 'issue 27: Accept on a proposal named by a link: the refusal is inert';
+
 // Which checks run: `main` in the trusted run, `untrusted` in the Restricted Mode run (run.sh sets E2E_MODE).
 /** Pending HITL approvals in the project's .harn/events.sqlite, read with Python's stdlib sqlite3
  * (independently of harn-ls): *_requested events with no terminal event for their request id. */
@@ -578,6 +668,9 @@ const SUITES = {
     checkRunsViewFills,
     checkServerIsTheBundledOne,
     checkFolderInterpreterRefused,
+    checkSkillRootLinkInert,
+    checkHitlPromptLinkInert,
+    checkProposalNameLinkInert,
     checkNoCodeFromTheFolderRan,
   ],
 };

@@ -6,7 +6,9 @@
 #              is the one the VSIX carries; the folder holds shadow harn_ls/, pygls/ and
 #              orjson.py that write a marker file if anything imports them
 #   untrusted  the same in Restricted Mode, plus a python3 inside the folder first on PATH
-#              (it writes a marker too): it must be skipped, and nothing from the folder may run
+#              (it writes a marker too): it must be skipped, and nothing from the folder may run;
+#              and issue 27's command: links (link_attacks.py) in the folder's settings, a proposal
+#              name and a HITL prompt: every notification shows them inert, clicking writes no marker
 #
 #   tests/e2e/run.sh            (what `make e2e` runs after `make vsix`)
 #
@@ -164,8 +166,13 @@ run_suite() {
     printf '#!/bin/sh\necho "ran $0" > "%s/folder-python3"\nexec "%s" "$@"\n' "$MARKERS" "$PYENV/bin/python3" > "$ws/.venv/bin/python3"
     chmod +x "$ws/.venv/bin/python3"
     path_prefix=$ws/.venv/bin:$PYENV/bin
+    # Issue 27: live command: links from the folder's settings and data (link_attacks.py)
+    "$PY" "$HERE/link_attacks.py" plant "$ws" "$MARKERS" || fail "planting the link attacks"
   fi
   prepare_user "$dir" "$trust" "$path_prefix"
+  if [ "$suite" = untrusted ]; then
+    "$PY" "$HERE/link_attacks.py" user-settings "$dir/user/User/settings.json" "$MARKERS" || fail "user settings"
+  fi
   local port
   port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   HOME=$dir/home setsid timeout 900 "$CS" --config "$D/config.yaml" --user-data-dir "$dir/user" --extensions-dir "$D/ext" \
@@ -181,7 +188,7 @@ run_suite() {
   mkdir -p "$HERE/screenshots/$suite"
   echo "e2e: ---- suite $suite ($trust folder; PATH starts with $path_prefix) ----"
   local rc=0
-  E2E_MODE=$suite CS_URL="http://127.0.0.1:$port/?folder=$ws" WS="$ws" TMP_DIR="$dir" SHOTS="$HERE/screenshots/$suite" \
+  E2E_MODE=$suite E2E_PYTHON="$PY" CS_URL="http://127.0.0.1:$port/?folder=$ws" WS="$ws" TMP_DIR="$dir" SHOTS="$HERE/screenshots/$suite" \
     MARKERS="$MARKERS" EXT_LOG_ROOT="$dir/user/logs" setsid timeout 420 node "${E2E_DRIVER:-$HERE/e2e.js}" &
   DRIVER_PGID=$!
   wait "$DRIVER_PGID" || rc=$?

@@ -66,7 +66,7 @@ async def test_reviewer_outside_the_list_is_refused_with_the_reason(mallory):
     before = log_rows(mallory.project)
     res = await run(mallory, requestId=PENDING, action="approve")
     assert res["ok"] is False
-    assert "'mallory' is not allowed: this request lists 'alice', 'bob'" in res["message"]
+    assert "`mallory` is not allowed: this request lists `alice`, `bob`" in res["message"]
     assert log_rows(mallory.project) == before
 
 
@@ -112,4 +112,4 @@ async def test_notifications_quote_log_data_inertly(alice):
     assert res["ok"] is False and "already approved" in res["message"]
     shown = [m for m in alice.rec.shown if "already approved" in m]
     assert shown and all("](" not in m for m in shown + [res["message"]])
-    assert "] (command:workbench.action.quit)" in shown[-1]
+    assert "]\\(command:workbench.action.quit)" in shown[-1]

@@ -307,7 +307,7 @@ def test_refuses_reviewer_not_listed_and_empty_reviewer(log):
     path, conn = log
     add_approval(conn, "hitl_approval_r1", reviewers=("alice", "bob"))
     before = rows(path)
-    with pytest.raises(A.AnswerRefused, match="'mallory' is not allowed: this request lists 'alice', 'bob'"):
+    with pytest.raises(A.AnswerRefused, match="`mallory` is not allowed: this request lists `alice`, `bob`"):
         A.answer(path, "hitl_approval_r1", "approve", reviewer="mallory")
     with pytest.raises(A.AnswerRefused, match="harnState.hitl.reviewer"):
         A.answer(path, "hitl_approval_r1", "approve", reviewer="  ")
@@ -328,7 +328,7 @@ def test_refuses_when_no_longer_pending(log):
     add_approval(conn, "hitl_approval_t2")
     A.answer(path, "hitl_approval_t2", "approve", reviewer="alice")
     before = rows(path)
-    with pytest.raises(A.AnswerRefused, match="no longer pending: its waitpoint is completed"):
+    with pytest.raises(A.AnswerRefused, match="no longer pending: its waitpoint is `completed`"):
         A.answer(path, "hitl_approval_t2", "deny", reviewer="alice")
     with pytest.raises(A.AnswerRefused, match="not in this log|no waitpoint"):
         A.answer(path, "hitl_approval_unknown", "approve", reviewer="alice")
@@ -343,7 +343,7 @@ def test_refuses_a_broken_provenance_chain(log):
     conn.execute("UPDATE events SET payload = replace(payload, 'deploy web', 'deploy evil') "
                  "WHERE topic='hitl.approvals' AND event_id=1")
     before = rows(path)
-    with pytest.raises(A.AnswerRefused, match="provenance chain does not verify: hitl.approvals event 1"):
+    with pytest.raises(A.AnswerRefused, match="provenance chain does not verify: `hitl.approvals event 1"):
         A.answer(path, "hitl_approval_c2", "approve", reviewer="alice")
     assert rows(path) == before
 

@@ -1,9 +1,12 @@
 // Owns the one LanguageClient: start, stop, restart; wires the custom notifications.
 import * as vscode from 'vscode';
 import {
-  DidChangeConfigurationNotification, ExecuteCommandRequest, LanguageClient, LanguageClientOptions, ResponseError, ServerOptions, State, TransportKind,
+  DidChangeConfigurationNotification, ExecuteCommandRequest, LanguageClient, LanguageClientOptions, MessageType, ResponseError,
+  ServerOptions, ShowMessageNotification, ShowMessageParams, ShowMessageRequest, ShowMessageRequestParams, State, TransportKind,
 } from 'vscode-languageclient/node';
+import { inertMessage, noIcons } from './inert';
 import { isFailure, resolveLaunch } from './launch';
+import { harnSettings } from './settings';
 import {
   ClientCommands, CommandArgs, CommandResults, Failure, HitlArrivedParams, InitializationOptions, LoadingParams, Methods, SCHEME, StatusParams, TreeChangedParams, TreeParams, TreeResult,
 } from './protocol';
@@ -31,9 +34,23 @@ export interface ConnectionEvents {
   onFailed(reason: string): void;
 }
 
-/** A plain-object copy of the harnState.* settings (nested like the JSON settings). */
-export function harnSettings(scope?: vscode.Uri): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(vscode.workspace.getConfiguration('harnState', scope)));
+/** The notification call for an LSP message type. */
+function notifier(type: MessageType): typeof vscode.window.showInformationMessage {
+  return type === MessageType.Error ? vscode.window.showErrorMessage
+    : type === MessageType.Warning ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
+}
+
+/**
+ * window/showMessage and window/showMessageRequest, shown as vscode-languageclient shows them
+ * except that the text is made inert first (a notification turns `[x](command:…)` into a live
+ * link): registered on the client, these replace the library's own handlers.
+ */
+function showServerMessages(client: LanguageClient): void {
+  client.onNotification(ShowMessageNotification.type, (p: ShowMessageParams) => {
+    void notifier(p.type)(inertMessage(p.message));
+  });
+  client.onRequest(ShowMessageRequest.type, (p: ShowMessageRequestParams) =>
+    notifier(p.type)(inertMessage(p.message), ...(p.actions ?? [])));
 }
 
 export class Connection implements vscode.Disposable {
@@ -179,9 +196,19 @@ export class Connection implements vscode.Disposable {
             const failure = failureOf(e);
             if (!failure) { return client.handleFailedRequest(ExecuteCommandRequest.type, undefined, e, undefined); }
             this.log.warn(`${command}: ${failure.message}`);
-            void vscode.window.setStatusBarMessage(`Harn State: ${command} — ${failure.message}`, 8000);
+            void vscode.window.setStatusBarMessage(`Harn State: ${command} — ${noIcons(inertMessage(failure.message, 200))}`, 8000);
             return failure;
           }
+        },
+        workspace: {
+          // The server pulls harnState.* with workspace/configuration: answer with the values this
+          // extension reads (restricted ones never from an untrusted folder), not the library's copy.
+          configuration: async (params, token, next) => {
+            const answer = await next(params, token);
+            if (!Array.isArray(answer)) { return answer; }
+            return params.items.map((item, i) => (item.section === 'harnState'
+              ? harnSettings(item.scopeUri ? vscode.Uri.parse(item.scopeUri) : folder.uri) : answer[i]));
+          },
         },
       },
     };
@@ -190,6 +217,7 @@ export class Connection implements vscode.Disposable {
     client.onNotification(Methods.status, (p: StatusParams) => this.events.onStatus(p));
     client.onNotification(Methods.loading, (p: LoadingParams) => this.events.onLoading?.(p));
     client.onNotification(Methods.hitlArrived, (p: HitlArrivedParams) => this.events.onHitlArrived?.(p));
+    showServerMessages(client);
     client.onDidChangeState(e => {
       if (e.newState === State.Stopped && this.client === client && !this.disposed) {
         this.events.onFailed('the server stopped');
@@ -207,7 +235,7 @@ export class Connection implements vscode.Disposable {
       this.log.error(`harn-ls failed to start: ${msg}`);
       settle(undefined);
       this.events.onFailed(msg);
-      void vscode.window.showErrorMessage(`Harn State: harn-ls failed to start (${msg}).`, 'Show Log', 'Open Settings')
+      void vscode.window.showErrorMessage(`Harn State: harn-ls failed to start (${inertMessage(msg)}).`, 'Show Log', 'Open Settings')
         .then(pick => this.handlePick(pick));
     }
   }
@@ -226,7 +254,7 @@ export class Connection implements vscode.Disposable {
 
   private async notifyMissing(detail: string): Promise<void> {
     const pick = await vscode.window.showErrorMessage(
-      `Harn State: ${detail} Install it into your interpreter (\`python -m pip install harn-ls\`) ` +
+      `Harn State: ${inertMessage(detail)} Install it into your interpreter (\`python -m pip install harn-ls\`) ` +
       'or set "harnState.server.path" to a Python that has it (or to the harn-ls program).',
       'Open Settings', 'Show Log',
     );

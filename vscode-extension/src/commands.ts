@@ -7,6 +7,7 @@ import {
   RecallArgs, RejectArgs, RescanArgs, ResumeArgs, SCHEME, ServerCommands, TreeItemData, ViewName, WAITING_URI,
 } from './protocol';
 import type { Node, Trees } from './trees';
+import { inertMessage, noIcons, quoteValue } from './inert';
 import { openAsSetting, PreviewPanels } from './preview';
 
 let panels: PreviewPanels | undefined;
@@ -84,7 +85,7 @@ export function reportingFailures(log: vscode.LogOutputChannel) {
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);
       log.error(`${what}: ${msg}`);
-      void vscode.window.showErrorMessage(`Harn State: ${what} failed: ${msg}`);
+      void vscode.window.showErrorMessage(`Harn State: ${what} failed: ${inertMessage(msg)}`);
       return undefined;
     }
   };
@@ -103,7 +104,7 @@ export function registerCommands(
     const r = res as { ok?: boolean; message?: string } | undefined;
     if (r && r.ok === false) {
       log.warn(`${what}: ${r.message ?? 'refused'}`);
-      void vscode.window.setStatusBarMessage(`Harn State: ${what} — ${r.message ?? 'refused'}`, 8000);
+      void vscode.window.setStatusBarMessage(noIcons(inertMessage(`Harn State: ${what} — ${r.message ?? 'refused'}`, 300)), 8000);
       return false;
     }
     log.info(`${what}: ${describeResult(res) ?? 'done'}`);
@@ -117,7 +118,7 @@ export function registerCommands(
       return undefined;
     }
     const pick = await vscode.window.showQuickPick(
-      items.map(it => ({ label: it.label, description: it.description, detail: it.tooltip?.split('\n')[0], it })),
+      items.map(it => ({ label: noIcons(it.label), description: noIcons(it.description), detail: noIcons(it.tooltip?.split('\n')[0]), it })),
       { placeHolder, matchOnDescription: true, matchOnDetail: true },
     );
     return pick ? dataField(pick.it, 'id') : undefined;
@@ -206,7 +207,7 @@ export function registerCommands(
     );
     const msg = describeResult(result) ?? 'done';
     log.info(`Typecheck probe on ${doc.uri.toString()} ${sel.start.line + 1}:${sel.start.character + 1}-${sel.end.line + 1}:${sel.end.character + 1}: ${msg}`);
-    void vscode.window.setStatusBarMessage(`Harn probe: ${msg}`, 8000);
+    void vscode.window.setStatusBarMessage(noIcons(inertMessage(`Harn probe: ${msg}`, 300)), 8000);
     return result;
   });
 
@@ -225,7 +226,7 @@ export function registerCommands(
     let days = typeof daysArg === 'number' ? daysArg : undefined;
     if (days === undefined) {
       const input = await vscode.window.showInputBox({
-        title: `Reject proposal ${id}`,
+        title: noIcons(inertMessage(`Reject proposal ${id}`, 200)),
         prompt: 'Suppress this proposal for how many days?',
         value: '14',
         validateInput: v => (/^\d+$/.test(v.trim()) && Number(v) > 0 ? undefined : 'A whole number of days, at least 1'),
@@ -244,7 +245,7 @@ export function registerCommands(
     if (!id) { throw new Error('choose a fact in the Memory & Facts view'); }
     const label = itemOf(arg)?.label ?? id;
     const ok = await vscode.window.showWarningMessage(
-      `Invalidate the fact "${label}"? Harn will no longer use it.`, { modal: true }, 'Invalidate');
+      `Invalidate the fact ${quoteValue(label)}? Harn will no longer use it.`, { modal: true }, 'Invalidate');
     if (ok !== 'Invalidate') { return undefined; }
     const args: InvalidateFactArgs = { id };
     const res = await conn.execute(ServerCommands.invalidateFact, args);
@@ -256,7 +257,7 @@ export function registerCommands(
     const stage = stageArgsOf(arg);
     if (!stage) { throw new Error('choose a stage in the Checkpoints view'); }
     const ok = await vscode.window.showWarningMessage(
-      `Forget stage "${stage.key}" of pipeline "${stage.pipeline}"? The next run recomputes it.`, { modal: true }, 'Forget');
+      `Forget stage ${quoteValue(stage.key)} of pipeline ${quoteValue(stage.pipeline)}? The next run recomputes it.`, { modal: true }, 'Forget');
     if (ok !== 'Forget') { return undefined; }
     const res = await conn.execute(ServerCommands.forgetCheckpointStage, stage);
     if (outcome(`forget stage ${stage.pipeline}/${stage.key}`, res)) { trees.refresh('checkpoints'); }
@@ -276,8 +277,8 @@ export function registerCommands(
     if (!vscode.workspace.isTrusted) { throw new Error('resuming runs the harn binary; trust this workspace first'); }
     const reviewer = vscode.workspace.getConfiguration('harnState').get<string>('hitl.reviewer') || 'your user name';
     const reason = await vscode.window.showInputBox({
-      title: `Resume escalation ${requestId}`,
-      prompt: `harn orchestrator resume records you as "${reviewer}" (setting harnState.hitl.reviewer). Reason (optional):`,
+      title: noIcons(inertMessage(`Resume escalation ${requestId}`, 200)),
+      prompt: `harn orchestrator resume records you as ${quoteValue(reviewer)} (setting harnState.hitl.reviewer). Reason (optional):`,
       ignoreFocusOut: true,
     });
     if (reason === undefined) { return undefined; }
@@ -313,7 +314,7 @@ export function registerCommands(
     const who = reviewerName();
     if (action === 'deny' || action === 'decline' || action === 'approve' || action === 'accept') {
       const reason = await vscode.window.showInputBox({
-        title: `${action[0].toUpperCase()}${action.slice(1)} as ${who}`,
+        title: noIcons(inertMessage(`${action[0].toUpperCase()}${action.slice(1)} as ${who}`, 200)),
         prompt: 'Reason (optional; recorded with your response). Your name is the harnState.hitl.reviewer setting.',
         ignoreFocusOut: true,
       });
@@ -321,13 +322,13 @@ export function registerCommands(
       args.reason = reason;
     } else if (action === 'answer') {
       if (choices.length) {
-        const pick = await vscode.window.showQuickPick(choices.map((label, i) => ({ label, i })),
-          { title: `Answer as ${who}`, placeHolder: 'Choose the answer', ignoreFocusOut: true });
+        const pick = await vscode.window.showQuickPick(choices.map((label, i) => ({ label: noIcons(label), i })),
+          { title: noIcons(inertMessage(`Answer as ${who}`, 200)), placeHolder: 'Choose the answer', ignoreFocusOut: true });
         if (!pick) { return undefined; }
         args.choice = pick.i;
       } else {
         const text = await vscode.window.showInputBox({
-          title: `Answer as ${who}`,
+          title: noIcons(inertMessage(`Answer as ${who}`, 200)),
           prompt: 'Your answer (text; JSON when the question asks for a number, a boolean or an object)',
           ignoreFocusOut: true,
         });

@@ -5,6 +5,8 @@ import { Connection } from './client';
 import { ClientCommands, WAITING_URI } from './protocol';
 import { openDocument, registerCommands } from './commands';
 import { onPythonInterpreterChange } from './launch';
+import { inertMessage, quoteValue } from './inert';
+import { setting } from './settings';
 import { StatusBar } from './status';
 import { Trees } from './trees';
 import { registerViewCommands } from './views';
@@ -46,8 +48,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       const reqs = Array.isArray(p?.requests) ? p.requests : [];
       if (!reqs.length) { return; }
       const first = reqs[0];
+      // kind and prompt are data from the project's event log: quoted, never a link
       const what = reqs.length === 1
-        ? `${first.kind.replace('_', ' ')} waiting for you: ${String(first.prompt ?? first.requestId).slice(0, 120)}`
+        ? `${inertMessage(String(first.kind ?? 'request').replace('_', ' '), 40)} waiting for you: ${quoteValue(first.prompt || first.requestId, 120)}`
         : `${reqs.length} new requests waiting for you`;
       void vscode.window.showInformationMessage(`Harn: ${what}`, 'Open').then(pick => {
         if (pick === 'Open') {
@@ -103,7 +106,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
   );
   void onPythonInterpreterChange(() => {
-    const set = vscode.workspace.getConfiguration('harnState').get<string>('server.path');
+    const set = setting<string>('server.path');
     if (!set) {
       log.info('Python interpreter changed: restarting harn-ls.');
       void conn.restart();

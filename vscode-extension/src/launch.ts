@@ -13,6 +13,7 @@ import * as cp from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { setting } from './settings';
 
 export interface LaunchPlan {
   command: string;
@@ -179,14 +180,14 @@ export async function resolveLaunch(
   log: vscode.LogOutputChannel,
   extensionPath: string,
 ): Promise<LaunchPlan | LaunchFailure> {
-  const cfg = vscode.workspace.getConfiguration('harnState', folder?.uri);
   const folderPath = folder?.uri.scheme === 'file' ? folder.uri.fsPath : undefined;
   // Never the workspace folder: a Python started there could import the folder's modules.
   const cwd = fs.existsSync(extensionPath) ? extensionPath : os.tmpdir();
   const folders = (vscode.workspace.workspaceFolders ?? []).filter(f => f.uri.scheme === 'file').map(f => f.uri.fsPath);
   const trusted = vscode.workspace.isTrusted;
-  const setPath = (cfg.get<string>('server.path') ?? '').trim();
-  const setArgs = (cfg.get<string[]>('server.args') ?? []).filter(a => typeof a === 'string');
+  // restricted settings: in an untrusted workspace, the user's values only (settings.ts)
+  const setPath = (setting<string>('server.path', folder?.uri) ?? '').trim();
+  const setArgs = (setting<string[]>('server.args', folder?.uri) ?? []).filter(a => typeof a === 'string');
   const tried: string[] = [];
 
   /** False (with a log line) when the workspace is untrusted and the program lives in one of its folders. */

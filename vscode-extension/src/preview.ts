@@ -7,6 +7,7 @@
 // inside our own webview with a strict CSP (no remote content, only our nonce
 // script, images only as data: URIs), and routes link clicks back here.
 import * as vscode from 'vscode';
+import { inertMessage, quoteValue } from './inert';
 import { SCHEME } from './protocol';
 
 export type OpenAs = 'preview' | 'source';
@@ -165,7 +166,8 @@ document.addEventListener('click', ev => {
         this.log.info(`Not following link ${msg.href} (scheme ${u.scheme})`);
       }
     } catch (e) {
-      void vscode.window.showErrorMessage(`Harn State: cannot open ${msg.href}: ${e instanceof Error ? e.message : String(e)}`);
+      // the link comes from the rendered document (data): quoted, never a live link in the notification
+      void vscode.window.showErrorMessage(`Harn State: cannot open ${quoteValue(msg.href)}: ${inertMessage(e instanceof Error ? e.message : String(e))}`);
     }
   }
 

@@ -84,12 +84,18 @@ export class StatusBar implements vscode.Disposable {
     this.item.backgroundColor = problems ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
 
     const md = new vscode.MarkdownString(undefined, true);
+    md.isTrusted = false; // no command links, whatever the server sends
+    md.supportHtml = false;
     md.appendMarkdown(`**Harn State** — ${status?.watching ? 'watching for changes' : 'not watching'}\n\n`);
     if (status?.root) { md.appendMarkdown('Root: '); md.appendText(status.root); md.appendMarkdown('\n\n'); }
     const rows = Object.entries(counts);
     if (rows.length) {
       md.appendMarkdown('| | |\n|---|---:|\n');
-      for (const [k, v] of rows) { md.appendMarkdown(`| ${k} | ${v} |\n`); }
+      for (const [k, v] of rows) {
+        md.appendMarkdown('| ');
+        md.appendText(String(k).replace(/\|/g, ' ')); // a cell: appendText escapes Markdown, `|` would end it
+        md.appendMarkdown(` | ${typeof v === 'number' ? v : '?'} |\n`);
+      }
       md.appendMarkdown('\n');
     }
     md.appendMarkdown(problems ? `$(warning) ${plural(problems, 'data problem')}\n\n` : 'No data problems\n\n');

@@ -83,7 +83,10 @@ class ViewProvider implements vscode.TreeDataProvider<Node> {
     ti.id = `${this.view}:${node.key}`;
     if (it.description) { ti.description = it.description; }
     if (it.tooltip) {
+      // Markdown the server made (data in it escaped); untrusted: a command link in it would do nothing
       const md = new vscode.MarkdownString(it.tooltip);
+      md.isTrusted = false;
+      md.supportHtml = false;
       md.supportThemeIcons = true;
       ti.tooltip = md;
     }

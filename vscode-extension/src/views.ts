@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import type { Node, Trees } from './trees';
 import { SCHEME, TreeItemData } from './protocol';
 import { reportingFailures } from './commands';
+import { noIcons } from './inert';
 
 export const ViewCommands = {
   compareCheckpointWithPrevious: 'harnState.ui.compareCheckpointWithPrevious',
@@ -56,7 +57,7 @@ export function registerViewCommands(
       return undefined;
     }
     const pick = await vscode.window.showQuickPick(
-      runs.map(r => ({ label: r.label, description: r.description, detail: r.tooltip, id: runIdOf(r) as string })),
+      runs.map(r => ({ label: noIcons(r.label), description: noIcons(r.description), detail: noIcons(r.tooltip), id: runIdOf(r) as string })),
       { placeHolder, matchOnDescription: true, matchOnDetail: true },
     );
     return pick?.id;

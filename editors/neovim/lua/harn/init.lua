@@ -537,11 +537,20 @@ function M.fetch(buf, cb)
   end, buf)
 end
 
+--- A buffer whose text is project data: no modeline in it is ever applied. 'modeline' is local to
+--- the buffer and Neovim checks it before reading any modeline (on :edit, :buffer, :split), so this
+--- stops them all; 'modelineexpr' is a global option (the user's own choice, off by default) and
+--- has no effect once 'modeline' is off, so it is left alone.
+local function data_buffer(buf)
+  vim.bo[buf].modeline = false
+end
+
 local function setup_state_buffer(buf, uri, client_id)
   api.nvim_buf_set_var(buf, 'harn_state_uri', uri)
   if client_id then
     api.nvim_buf_set_var(buf, 'harn_client_id', client_id)
   end
+  data_buffer(buf)
   vim.bo[buf].buftype = 'nofile'
   vim.bo[buf].bufhidden = 'hide'
   vim.bo[buf].swapfile = false
@@ -1029,6 +1038,7 @@ function M.compare(id, path, client_id, cb)
     vim.cmd('diffthis')
     vim.cmd('vnew')
     local buf = api.nvim_get_current_buf()
+    data_buffer(buf) -- the proposed file's text is data too
     vim.bo[buf].buftype = 'nofile'
     vim.bo[buf].bufhidden = 'wipe'
     vim.bo[buf].swapfile = false
