@@ -85,10 +85,10 @@ async def server_open(ls, *args) -> None:
     if uri is None or not uri.startswith(C.SCHEME + ":"):
         raise failed(C.Failure("harnState.server.open takes one harn-state: URI"), INVALID_PARAMS)
     if not ls.client.show_document:
-        raise failed(C.Failure(f"this client cannot show documents (window/showDocument); open {uri} yourself"))
+        raise failed(C.Failure(f"this client cannot show documents (window/showDocument); open {quote(uri)} yourself"))
     result = await ls.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True))
     if not getattr(result, "success", False):
-        raise failed(C.Failure(f"the client did not show {uri}"))
+        raise failed(C.Failure(f"the client did not show {quote(uri)}"))
 
 
 def _register_typed(server, command: str, fn: Callable[[Any, Any], Awaitable[Any]]) -> None:

@@ -15,7 +15,7 @@ import pytest
 from lsprotocol import types
 
 from tests.helpers import event_log_writer as W
-from tests.lsp.conftest import HARN_DOUBLE, copy_sample, make_client_fixture
+from tests.lsp.conftest import HARN_DOUBLE, copy_sample, execute_command, make_client_fixture
 from tests.security.test_message_text import FIX_IT, linked_text_links
 
 EVIL_ID = "prompt-link00000001"
@@ -68,7 +68,7 @@ async def test_skill_root_link_warned_about_inert(client):
 
 async def test_accept_refusal_repeats_the_name_inert(client):
     """Accept on a proposal whose `name` is a link: refused (not a slug), and the refusal quotes it."""
-    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+    result = await execute_command(client, types.ExecuteCommandParams(
         command="harnState.acceptProposal", arguments=[{"id": EVIL_ID, "skillRoot": ".claude/skills"}]))
     assert result["ok"] is False and "HARN-PATTERN-002" in result["message"], result
     assert linked_text_links(result["message"]) == [] and "`[Fix it]\\(command:" in result["message"]

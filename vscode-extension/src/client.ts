@@ -196,7 +196,7 @@ export class Connection implements vscode.Disposable {
             const failure = failureOf(e);
             if (!failure) { return client.handleFailedRequest(ExecuteCommandRequest.type, undefined, e, undefined); }
             this.log.warn(`${command}: ${failure.message}`);
-            void vscode.window.setStatusBarMessage(`Harn State: ${command} — ${noIcons(inertMessage(failure.message, 200))}`, 8000);
+            void vscode.window.setStatusBarMessage(`Harn State: ${noIcons(command)} — ${noIcons(inertMessage(failure.message, 200))}`, 8000);
             return failure;
           }
         },
