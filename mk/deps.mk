@@ -39,3 +39,10 @@ endef
 deps-ends: $(STAMP)
 	$(call deps_end,lowest,lowest-direct)
 	$(call deps_end,highest,highest)
+
+# One end alone (the other is the same recipe): `make deps-lowest` / `make deps-highest`.
+.PHONY: deps-lowest deps-highest
+deps-lowest: $(STAMP)
+	$(call deps_end,lowest,lowest-direct)
+deps-highest: $(STAMP)
+	$(call deps_end,highest,highest)

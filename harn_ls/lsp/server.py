@@ -29,23 +29,20 @@ from pygls.uris import to_fs_path
 
 from harn_ls import __version__
 from harn_ls import contract as P
-from harn_ls.change_kinds import CORE_KINDS, RESCAN_KINDS, K
+from harn_ls.change_kinds import CORE_KINDS, K
 from harn_ls.accept_plan import skill_root_warning
-from harn_ls.lsp import code_actions, code_lens, commands, conversions, diagnostics, documents, hover, probe
+from harn_ls.lsp import code_actions, code_lens, commands, diagnostics, documents, hover, probe
 from harn_ls.lsp import document_symbols, heap, messages, symbols, tree
 from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
+from harn_ls.lsp.folders import ProjectFolders
 from harn_ls.lsp.probe import ProbeState
-from harn_ls.lsp.progress import with_progress
 from harn_ls.lsp.project_links import argument_for, link_root
 from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project, paused_gc
 from harn_ls.lsp.requests import RequestRegistry
 from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
 from harn_ls.lsp import transport
 from harn_ls.lsp.capabilities import ClientProfile
-from pygls.capabilities import ServerCapabilitiesBuilder
-from harn_ls.project_discovery import FolderProjects, folder_projects
 from harn_ls.render import RenderSettings, make_uri
-from harn_ls.render.message_text import defuse
 from harn_ls.workspace import ChangeSet
 
 start_trace.mark("server modules: imported")
@@ -193,7 +190,7 @@ def timed(name: str, server: "HarnLanguageServer", fn: Callable) -> Callable:
     return wrapper
 
 
-class HarnLanguageServer(LanguageServer):
+class HarnLanguageServer(ProjectFolders, LanguageServer):
     """All server state is declared here, typed; feature modules add none of their own."""
 
     protocol: HarnProtocol
@@ -346,194 +343,6 @@ class HarnLanguageServer(LanguageServer):
     def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
         """`window/showMessage`, made inert on the way out (lsp/messages.py); put values in with `quote`."""
         messages.show(self, message, kind)
-
-    # ------------------------------------------------------------ projects
-    def preload(self, path: str) -> None:
-        """Start finding a folder's projects (project_discovery.py) and loading them on their project
-        threads now: the answer to initialize, the client's `initialized` and the settings round trip go
-        by meanwhile. Nothing is sent about them before `add_folder` takes them over."""
-        path = os.path.abspath(path)
-        if path in self.folder_roots or path in self.preloading:
-            return
-        self.preloading[path] = asyncio.get_running_loop().create_task(self._find_projects(path), name=f"find {path}")
-
-    async def _find_projects(self, folder: str) -> tuple[FolderProjects, list[str]]:
-        """The folder's projects (the search reads directories: off the event loop), each one's load
-        started unless it is served or loading already; with the projectRoots setting it used."""
-        setting = list(self.settings.projectRoots)
-        try:
-            found = await asyncio.to_thread(folder_projects, folder, setting, self.trusted,
-                                            list(self.folder_roots) + list(self.preloading) or [folder])
-        except Exception:  # a search that failed still serves the folder as it is
-            log.exception("looking for Harn projects in %s failed", folder)
-            found = FolderProjects(folder, [folder])
-        for root in found.roots:
-            if root not in self.projects and root not in self.loads:
-                proj = Project(root, self.on_changes, self.harn_env())
-                task = asyncio.get_running_loop().create_task(proj.load(), name=f"load {root}")
-                # before `initialized` no progress may be sent: show_preloads takes these loads over then
-                self.loads[root] = (proj, self.show_load(proj, task) if self.progress_allowed else task)
-        return found, setting
-
-    def show_load(self, proj: Project, loading) -> asyncio.Task:
-        """The load as a task that also shows its progress (lsp/progress.py)."""
-        return asyncio.ensure_future(with_progress(self, proj.root, proj.load_progress, loading,
-                                                   summary=lambda: proj.loaded_summary))
-
-    def show_preloads(self) -> None:
-        """Once `initialized` came: the loads started at `initialize` show their progress from now on,
-        before the settings round trip (a client may take its time over it)."""
-        self.progress_allowed = True
-        for root, (proj, task) in list(self.loads.items()):
-            self.loads[root] = (proj, self.show_load(proj, task))
-
-    async def add_folder(self, path: str) -> None:
-        self.adding_folders += 1  # requests wait until its projects are served (wait_for_projects)
-        try:
-            await self._add_folder(path)
-        finally:
-            self.adding_folders -= 1
-
-    async def _add_folder(self, path: str) -> None:
-        path = os.path.abspath(path)
-        if path in self.folder_roots:
-            return
-        started = self.preloading.pop(path, None)
-        found, setting = await (started if started is not None else self._find_projects(path))
-        if setting != self.settings.projectRoots:  # the settings pulled after initialize name other roots
-            stale = found.roots
-            found, _ = await self._find_projects(path)
-            self._drop_unused(r for r in stale if r not in found.roots)
-        self.folder_roots[path] = list(found.roots)
-        for note in found.notes:
-            log.warning(note)
-            self.show(f"Harn State: {defuse(note)}", types.MessageType.Warning)  # its paths: made inert
-        if len(found.roots) > 1 or found.roots != [path]:
-            log.info("workspace folder %s: Harn projects %s", path, ", ".join(found.roots))
-        for root in found.roots:
-            await self._serve_project(root)
-
-    async def _serve_project(self, root: str) -> None:
-        """Take over (or start) the load of the project at `root`, then show it: problems, status, views."""
-        if root in self.projects:
-            return  # another workspace folder serves it already
-        loading = self.loads.pop(root, None)
-        if loading is not None and loading[0].env_spec != self.harn_env():
-            loading[1].cancel()  # the settings round trip changed harnState.harnEnv: load again
-            loading[0].close()
-            loading = None
-        proj = loading[0] if loading is not None else Project(root, self.on_changes, self.harn_env())
-        self.projects[root] = proj
-        await (loading[1] if loading is not None else self.show_load(proj, proj.load()))
-        if proj.closed:
-            return  # its folder left the workspace while it loaded
-        start_trace.mark(f"project loaded {proj.root}")
-        await proj.start_watching()
-        log.info("loaded %s in %.0f ms", proj.root, proj.load_seconds * 1000)
-        await self.warn_skill_root(proj)
-        await self.on_changes(proj, ChangeSet(rescanned=True, kinds=set(RESCAN_KINDS)))
-        start_trace.mark(f"first status and views sent {proj.root}")
-        # Build the recall index now, after everything is shown, so the first search is warm.
-        self.spawn(self._warm_then_report(proj), "recall index warm-up")
-
-    async def reconsider_folders(self) -> None:
-        """The projectRoots setting changed: serve what it names now, drop what no folder serves any more."""
-        for folder in list(self.folder_roots):
-            found, _ = await self._find_projects(folder)
-            old = self.folder_roots.get(folder, [])
-            self.folder_roots[folder] = list(found.roots)
-            self._drop_unused(r for r in old if r not in found.roots)
-            for note in found.notes:
-                log.warning(note)
-            for root in found.roots:
-                await self._serve_project(root)
-
-    async def warn_skill_root(self, proj: Project) -> None:
-        """Say once per (folder, skillRoot) when Accept would write where Harn's pattern learning never looks."""
-        if proj.ws is None:
-            return
-        warning = await proj.run_before_facts(lambda: skill_root_warning(proj.ws, self.settings.skillRoot))
-        key = (proj.root, self.settings.skillRoot)
-        if not warning or key in self._skill_root_warned:
-            return
-        self._skill_root_warned.add(key)
-        log.warning("%s: %s", proj.root, warning)
-        try:
-            self.show(f"Harn State: {warning}", types.MessageType.Warning)
-        except Exception as exc:  # a client without window/showMessage still has the log and harn/status
-            log.debug("showMessage failed: %s", exc)
-
-    async def _warm_then_report(self, proj: Project) -> None:
-        await with_progress(self, proj.root, proj.recall_progress, proj.warm_recall(),
-                            summary=lambda: "recall ready")
-        await self.send_status(proj)  # recall answers from here on; the rest is upkeep
-        start_trace.mark(f"recall ready {proj.root}")
-        # beside the settle: the conversions run on the loop, the settle's steps on the project thread
-        self.spawn(self.warm_conversions(), "message conversions warm-up")
-        await with_progress(self, proj.root, proj.settle_progress, proj.settle_recall(self.requests.quiet_for),
-                            summary=lambda: "state cache written")
-        start_trace.mark(f"settled {proj.root}")
-
-    async def warm_conversions(self) -> None:
-        """Make pygls's message conversions (cattrs code, 2-14 ms per type on first use) now, a
-        type per step on the event loop between the client's requests, so the first hover or lens
-        after start is served as fast as the next (lsp/conversions.py). Once per server."""
-        if self.conversions_warmed:
-            return
-        self.conversions_warmed = True
-        for step in conversions.warm_steps(self.protocol):
-            await asyncio.sleep(0)  # a message that came in meanwhile goes first
-            await self._wait_for_quiet()
-            step()
-        await self._wait_for_quiet()
-        start_trace.mark("message conversions made")
-
-    async def _wait_for_quiet(self) -> None:
-        """Until the client has sent no request for SETTLE_QUIET_S, but no longer than SETTLE_MAX_WAIT_S."""
-        waited = 0.0
-        while waited < SETTLE_MAX_WAIT_S and self.requests.quiet_for() < SETTLE_QUIET_S:
-            await asyncio.sleep(SETTLE_QUIET_S)
-            waited += SETTLE_QUIET_S
-
-    def remove_folder(self, path: str) -> None:
-        path = os.path.abspath(path)
-        roots = self.folder_roots.pop(path, [])
-        started = self.preloading.pop(path, None)
-        if started is not None:  # gone before `initialized`: never served
-            if started.done() and not started.cancelled() and started.exception() is None:
-                roots = started.result()[0].roots
-            else:
-                started.cancel()
-        self._drop_unused(roots)
-
-    async def reload_for_env(self) -> None:
-        """harnState.harnEnv changed: each project served is read again from Harn's new places."""
-        env = self.harn_env()
-        for root, proj in list(self.projects.items()):
-            if proj.env_spec == env:
-                continue
-            self.projects.pop(root, None)
-            proj.close()
-            self.diagnostics.clear_source(diagnostics.problems_source(proj.root))
-            self.served = {u: v for u, v in self.served.items() if v[0] != proj.root}
-            await self._serve_project(root)
-
-    def _drop_unused(self, roots) -> None:
-        """Stop serving the projects at `roots` that no workspace folder serves any more."""
-        kept = {r for rs in self.folder_roots.values() for r in rs}
-        for root in list(roots):
-            if root in kept:
-                continue
-            loading = self.loads.pop(root, None)
-            if loading is not None:  # never served: its load stopped, nothing was sent about it
-                loading[1].cancel()
-                loading[0].close()
-            proj = self.projects.pop(root, None)
-            if proj is not None:
-                proj.close()
-                # the project is gone from the workspace: so are the problems it published
-                self.diagnostics.clear_source(diagnostics.problems_source(proj.root))
-                self.served = {u: v for u, v in self.served.items() if v[0] != proj.root}
 
     # -------------------------------------------------------- change fan-out
     async def on_changes(self, proj: Project, changes: ChangeSet) -> None:

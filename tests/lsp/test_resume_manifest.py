@@ -70,6 +70,7 @@ async def test_harn_refusal_is_shown_in_harns_own_words(client, calls):
     (client.project / "harn.toml").unlink()
     result = await _resume(client, rid)
     assert result["ok"] is False
-    assert result["message"].endswith(f"(exit 1): error: manifest not found: {client.project / 'harn.toml'}"), result
+    # Harn's own words, quoted as a value (a message never carries live Markdown from outside)
+    assert f"(exit 1): `error: manifest not found: {client.project / 'harn.toml'}`" in result["message"], result
     assert len(_resume_calls(calls)) == 2  # Harn itself refused both times, from the project root
     assert {c["cwd"] for c in _resume_calls(calls)} == {str(client.project)}

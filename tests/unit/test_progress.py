@@ -107,11 +107,13 @@ def _run_on_terminal(argv: list[str], env: dict) -> tuple[bytes, bytes, int]:
 
 
 def test_cli_draws_a_bar_on_a_terminal_and_leaves_stdout_alone(tmp_path: Path) -> None:
+    """A cold `inspect --json` of ~30k records: long enough for the bar to have drawn a measure."""
+    project = write_big_project(tmp_path / "big-project", 30_000)
     base = dict(os.environ, PYTHONPATH=str(REPO), HARN_LS_CACHE="off", HARN_LS_PROGRESS_AFTER="0")
-    argv = [sys.executable, "-m", "harn_ls", "inspect", "--json", str(SAMPLE)]
+    argv = [sys.executable, "-m", "harn_ls", "inspect", "--json", str(project)]
     out, err, code = _run_on_terminal(argv, base)
     assert code == 0
-    assert b"harn-ls: sample-project" in err and b"%" in err, err[:300]
+    assert b"harn-ls: big-project" in err and b"%" in err and b"memory logs" in err, err[:300]
     assert err.endswith(b"\r\x1b[K"), "the bar takes its line away at the end"
     piped = subprocess.run(argv, capture_output=True, env=base, check=True)
     assert out == piped.stdout, "stdout is exactly what it is without a terminal"

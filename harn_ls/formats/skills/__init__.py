@@ -61,6 +61,7 @@ from .common import (  # noqa: F401
     CODE_FIELD_VALUE,
     CODE_ROOT_OUTSIDE,
     MISSING_SHORT_MESSAGE,
+    CODE_MANIFEST,
 )
 from .frontmatter import (  # noqa: F401
     split_frontmatter,
@@ -119,6 +120,7 @@ __all__ = [
     "CODE_NOT_MAPPING",
     "CODE_FIELD_TYPE",
     "CODE_MISSING_SHORT",
+    "CODE_MANIFEST",
     "CODE_UNKNOWN_FIELD",
     "CODE_SIGNATURE_INVALID",
     "CODE_SIGNER",
