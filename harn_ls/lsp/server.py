@@ -86,6 +86,7 @@ class HarnProtocol(LanguageServerProtocol):
         super().__init__(server, converter)
         self.requests = RequestRegistry()  # our handlers' in-flight requests (see lsp/requests.py)
         self.phase = self.NEW
+        self.shutdown_id: Any = None  # the shutdown request's id: an `exit` right behind it still gets its answer
         self.exit_code: int | None = None  # set by `exit`
         self.ended = asyncio.Event()  # exit received: the transport stops reading and closes
 
@@ -119,6 +120,7 @@ class HarnProtocol(LanguageServerProtocol):
                 self.phase = self.RUNNING
             elif method == types.SHUTDOWN:
                 self.phase = self.SHUT_DOWN
+                self.shutdown_id = msg_id
         # pygls answers `$/cancelRequest` itself; tell our running handler too (a probe stops its process).
         if method == types.CANCEL_REQUEST:
             msg_id = getattr(getattr(message, "params", None), "id", None)
@@ -559,6 +561,17 @@ def create_server() -> HarnLanguageServer:
 
 async def end_session(ls: HarnLanguageServer) -> None:
     """The client left (exit, or its stream ended): stop what this session runs, and nothing else."""
+    # A client may send `exit` right behind `shutdown` without waiting (JSON-RPC lets it pipeline):
+    # the shutdown request is answered first, as it would have been had the client waited.
+    shutting = None
+    if ls.protocol.shutdown_id is not None:
+        for _ in range(5):  # (its handler's task may not have started yet: exit came in the same read)
+            await asyncio.sleep(0)
+        shutting = ls.requests.get(ls.protocol.shutdown_id)
+    if shutting is not None:
+        await ls.requests.wait_finished([shutting], SHUTDOWN_GRACE_SECONDS + 1.0)
+        for _ in range(2):  # (pygls sends the answer from a done callback on the next loop turns)
+            await asyncio.sleep(0)
     stopping = ls.requests.cancel_all()
     await ls.requests.wait_finished(stopping, 2.0)
     for task in list(ls.background):
@@ -598,8 +611,8 @@ async def serve_stdio(ls: HarnLanguageServer) -> int:
     except BrokenPipeError:
         why = "client gone"
     log.debug("session ended: %s", why)
+    await end_session(ls)  # (before the writer closes: a shutdown answered late still goes out)
     writer.close()
-    await end_session(ls)
     return exit_status(ls)
 
 

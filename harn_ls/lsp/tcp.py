@@ -93,12 +93,12 @@ async def _session(reader: asyncio.StreamReader, stream: asyncio.StreamWriter, h
         why = f"connection error: {exc}"
     sys.stderr.write(f"harn-ls: session {peer} ended ({why})\n")
     sys.stderr.flush()
+    await S.end_session(ls)  # (before the writer closes: a shutdown answered late still goes out)
     try:
         await stream.drain()
     except (ConnectionError, OSError):
         pass
     writer.close()
-    await S.end_session(ls)
 
 
 async def _listen(host: str, port: int, harn: str, allow_probes: bool) -> int:

@@ -95,13 +95,17 @@ _MD_PUNCT = re.compile(r"([\\`*_\[\]|~!])")
 _AUTOLINK = re.compile(r"(:(?=/)|/(?=/)|\.(?=[^\W_]))")
 
 
+def md_escape_lines(s: str) -> str:
+    """`md_text`'s escapes, line breaks kept (every escape is line-local)."""
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    s = _MD_PUNCT.sub(r"\\\1", s)
+    return _AUTOLINK.sub(r"\\\1", s)
+
+
 def md_text(text) -> str:
     """Data text safe in Markdown prose or a table cell: no HTML, no emphasis/links/code, no
     autolinked URL or domain, one line."""
-    s = "" if text is None else str(text)
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    s = _MD_PUNCT.sub(r"\\\1", s)
-    s = _AUTOLINK.sub(r"\\\1", s)
+    s = md_escape_lines("" if text is None else str(text))
     return s.replace("\r", " ").replace("\n", " ")
 
 

@@ -17,7 +17,7 @@ client = make_client_fixture({"settings": {"harnState": {"harnPath": str(HARN_DO
 async def test_custom_skill_root_warned_at_start_status_and_preview(client):
     await client.rec.wait_for(lambda: any(WARNING in m for m in client.rec.shown), 20)
     shown = [m for m in client.rec.shown if WARNING in m]
-    assert len(shown) == 1 and "'.harn/skills'" in shown[0]
+    assert len(shown) == 1 and "`.harn/skills`" in shown[0]  # the value quoted as inert text (issue 27)
     await client.rec.wait_for(lambda: any(s.get("warnings") for s in client.rec.status), 20)
     assert any(WARNING in w for s in client.rec.status for w in s.get("warnings", []))
     doc = (await client.workspace_text_document_content_async(
