@@ -122,22 +122,19 @@ def _dump(obj) -> None:
         out.write(data.decode("utf-8"))
 
 
-def _done(ws) -> None:
+def _done(ws, args) -> None:
     """After the answer is out: bring the state cache up to date for the next run."""
     try:
         sys.stdout.flush()
     except (OSError, ValueError):
         pass
-    progress = _start_progress(_ARGS, "harn-ls: saving the state cache") if ws.keeps_cache else None
+    progress = _start_progress(args, "harn-ls: saving the state cache") if ws.keeps_cache else None
     if progress is not None:
         progress.phase("writing", 1, 1.0)
     try:
         ws.save_cache()
     finally:
         _stop_progress()
-
-
-_ARGS = None  # this command's arguments (for the save's bar in `_done`)
 
 
 def cmd_inspect(args) -> int:
@@ -151,7 +148,7 @@ def cmd_inspect(args) -> int:
         _dump(inspect_json(ws, facts_fragment=True))
     else:
         sys.stdout.write(inspect_text(ws))
-    _done(ws)
+    _done(ws, args)
     return 0
 
 
@@ -179,7 +176,7 @@ def cmd_show(args) -> int:
     except UriError as exc:
         raise UsageError(str(exc)) from None
     _write_document(text, args.format)
-    _done(ws)
+    _done(ws, args)
     return 0
 
 
@@ -212,7 +209,7 @@ def cmd_compare(args) -> int:
     except UriError as exc:
         raise UsageError(str(exc)) from None
     _write_document(text, args.format)
-    _done(ws)
+    _done(ws, args)
     return 0
 
 
@@ -235,7 +232,7 @@ def cmd_recall(args) -> int:
         _dump(recall_json(result))
     else:
         _write_document(render_recall_markdown(result, query, args.namespace), "text")
-    _done(ws)
+    _done(ws, args)
     return 0
 
 
@@ -641,8 +638,6 @@ def _parse(argv: list[str]):
 
 
 def _run(args) -> int:
-    global _ARGS
-    _ARGS = args
     try:
         return args.func(args)
     except UsageError as exc:

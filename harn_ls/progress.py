@@ -22,20 +22,29 @@ class ProgressSnapshot(NamedTuple):
     finished: bool
 
 
-def format_bytes(n: float) -> str:
-    """A size as people read it, with the unit that keeps it short (binary units, as `du -h`)."""
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" or n >= 100 else f"{n:.1f} {unit}".replace(".0 ", " ")
+BYTE_UNITS = ("B", "KB", "MB", "GB")
+
+
+def scaled_bytes(n: float) -> tuple[float, str]:
+    """`n` bytes in the unit that keeps the number under 1024 (binary units, as `du -h`); GB at most."""
+    for unit in BYTE_UNITS[:-1]:
+        if n < 1024:
+            return n, unit
         n /= 1024
-    return f"{n:.0f} GB"  # (not reached)
+    return n, BYTE_UNITS[-1]
+
+
+def format_bytes(n: float) -> str:
+    """A size as people read it, short: '412 MB', '1.5 KB', '512 B'."""
+    value, unit = scaled_bytes(n)
+    return f"{value:.0f} {unit}" if unit == "B" or value >= 100 else f"{value:.1f} {unit}".replace(".0 ", " ")
 
 
 def format_of(done: float, total: float) -> str:
     """'412 of 888 MB': both in the total's unit, so the two numbers compare at a glance."""
     unit_total = format_bytes(total)
     value, unit = unit_total.rsplit(" ", 1)
-    scale = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}[unit]
+    scale = 1024 ** BYTE_UNITS.index(unit)
     shown = done / scale
     done_text = f"{shown:.0f}" if unit == "B" or shown >= 100 or shown == 0 or "." not in value else f"{shown:.1f}"
     return f"{done_text} of {value} {unit}"

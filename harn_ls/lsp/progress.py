@@ -17,7 +17,6 @@ import os
 import uuid
 from typing import Any, Awaitable, Callable
 
-
 from harn_ls import contract as P
 from harn_ls.lsp import messages
 from harn_ls.progress import WorkProgress
@@ -106,7 +105,7 @@ def _loading(ls: Any, root: str, work: WorkProgress, done: bool) -> None:
     snap = work.snapshot()
     try:
         ls.protocol.notify(P.LOADING, P.to_wire(P.LoadingParams(
-            root=root, title=work.title, percentage=snap.percentage, message=work.summary if done else snap.message,
-            done=done)))
+            root=root, title=messages.defuse(work.title), percentage=snap.percentage,
+            message=messages.defuse(work.summary if done else snap.message), done=done)))
     except Exception as exc:  # the status bar's courtesy: a closed stream must not break the work
         log.debug("harn/loading not sent: %s", exc)

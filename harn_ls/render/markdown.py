@@ -30,6 +30,7 @@ from urllib.parse import quote
 
 import orjson
 
+from harn_ls.progress import scaled_bytes
 from harn_ls.render.limits import DOC_LINE_BYTES, DOC_VALUE_BYTES, cut_utf8, more_bytes
 from harn_ls.render.message_text import code_span
 
@@ -223,11 +224,9 @@ def file_link(label: Any, abs_path: str, line: int | None = None) -> str:
 
 
 def human_bytes(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
+    """A size in a document: '512 B', '12.3 KB' (the unit as progress.scaled_bytes picks it)."""
+    value, unit = scaled_bytes(n)
+    return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
 
 
 MAX_ITEMS = 200  # list items and object keys shown per level
