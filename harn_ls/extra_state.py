@@ -234,12 +234,13 @@ class ExtraState:
     def harn_pending_cut(self) -> list[tuple[str, int, int]]:
         """(log, pending by Harn's rule, how many Harn's `hitl_pending()` returns) for each log where its
         default limit hides some."""
+        limit = hitl_rules().HARN_PENDING_LIMIT
         out = []
         for v in self.logs.values():
-            if len(v.requests) > hitl_rules().HARN_PENDING_LIMIT:
+            if len(v.requests) > limit:
                 total = sum(1 for r in v.requests.values() if not r.resolved_by)
-                if total > hitl_rules().HARN_PENDING_LIMIT:
-                    out.append((v.label, total, len(hitl_rules().harn_pending(v.requests))))
+                if total > limit:
+                    out.append((v.label, total, limit))  # hitl_pending() returns its limit, sorted
         return out
 
     def request(self, request_id: str) -> tuple[hitl_fmt.HitlRequest, LogView] | None:

@@ -135,6 +135,8 @@ def explicit(folder: str, entries: list[str], trusted: bool) -> FolderProjects:
             out.notes.append(f"harnState.projectRoots: {entry!r} is not a folder in {folder}")
             continue
         root = find_project_root(path)  # a folder inside a project names that project
+        if not trusted and not _inside(os.path.realpath(root), real_folder):
+            root = path  # the harn.toml found above the folder is not the workspace's to name: serve the folder asked for
         if root not in out.roots:
             out.roots.append(root)
     return out

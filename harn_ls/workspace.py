@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 from harn_ls import paths as paths_mod
 from harn_ls import safe_read
+from harn_ls.safe_read import CODE_LINK_OUT
 from harn_ls.change_kinds import RESCAN_KINDS, ChangeKind, ChangeSet, K  # noqa: F401 (ChangeSet re-exported)
 from harn_ls.formats import checkpoints as ckpt_fmt
 from harn_ls.formats import facts as facts_fmt
@@ -38,7 +39,6 @@ if TYPE_CHECKING:  # numpy (recall), sqlite3 (sessions) load only when used: `in
 
 PATTERN_NAMESPACE = "project/pattern-learning"
 CODE_LEGACY_NOT_MIGRATED = "HL-PAT-010"
-CODE_LINK_OUT = "HL-LINK-001"  # a symlink inside the project whose target is outside it: reported, never followed
 EVENTS_FILE = "events.jsonl"
 CODE_ENV_REFUSED = "HL-ENV-001"  # a location variable harn-ls does not follow (issue 28)
 

@@ -45,7 +45,7 @@ MUTATIONS: list[Mutation] = [
              "                and reviewer not in req.approvals:", "                and True:"),
     Mutation("formats/hitl.py", "last-terminal-wins",
              "a later terminal event replaces the one that resolved the request",
-             "if not req.resolved_by and _terminal(req.kind, ev):", "if _terminal(req.kind, ev):"),
+             "if not req.resolved_by and is_terminal(req.kind, ev):", "if is_terminal(req.kind, ev):"),
     Mutation("formats/hitl.py", "missing-approved-denies",
              "a response without `approved` ends an approval in Harn's pending list",
              '        return k in ("hitl.approval_approved", "hitl.approval_denied") or (\n'

@@ -34,7 +34,8 @@ from harn_ls.actions import ActionFailed, ensure_inside
 from harn_ls.formats import hitl_response as H
 from harn_ls.formats.harn_json import serde_compact
 from harn_ls.render.message_text import defuse, quote
-from harn_ls.formats.hitl import RESPONSES_TOPIC, WAITPOINT_PREFIX, _terminal, kind_of_id, sanitize_topic_component
+from harn_ls.formats.harn_time import now_ns, rfc3339_time
+from harn_ls.formats.hitl import RESPONSES_TOPIC, WAITPOINT_PREFIX, harn_quorum, is_terminal, kind_of_id, sanitize_topic_component
 
 BUSY_TIMEOUT_MS = 5000  # Harn's
 MAX_ANSWER_CHARS = 65_536
@@ -239,7 +240,7 @@ def _snapshot(conn, rid: str, chains: dict[str, H.ChainCheck] | None = None) -> 
                     and isinstance(r.payload.get("trace_id"), str)), None)
     legacy = [r for r in _rows(conn, RESPONSES_TOPIC, rid=rid) if _matches(r, rid)]
     responses = [r.payload for r in mine if r.kind == "hitl.response_received"]
-    term = next((r.kind for r in mine + legacy if _terminal(kind, _Ev(r))), None)
+    term = next((r.kind for r in mine + legacy if is_terminal(kind, r)), None)
     decided = [r.kind for r in mine if r.kind in (H.APPROVED_KIND.get(kind), H.DENIED_KIND.get(kind))]
     wrapper = chains[topic].order if chains and topic in chains else "source"
     env_order = H.order_of(env_row.raw) if env_row is not None else wrapper
@@ -255,14 +256,6 @@ def _waitpoint(conn, rid: str) -> dict | None:
         if rec is not None:
             wp = rec
     return wp
-
-
-class _Ev:
-    """The two fields `formats.hitl._terminal` looks at."""
-
-    def __init__(self, row: Row) -> None:
-        self.kind = row.kind
-        self.payload = row.payload
 
 
 def _waitpoint_state(snap: Snapshot) -> str:
@@ -304,7 +297,7 @@ def _refuse_unless_open(snap: Snapshot, action: str, reviewer: str | None) -> No
         if allowed and reviewer not in allowed:
             raise AnswerRefused(f"reviewer {quote(reviewer)} is not allowed: this request lists "
                                 f"{', '.join(quote(a) for a in allowed)} (Harn would ignore the response)")
-        d = H.fold_approval(kind, rid, payload, snap.responses, H.rfc3339_time(time.time_ns()))
+        d = H.fold_approval(kind, rid, payload, snap.responses, rfc3339_time(now_ns()))
         if d.outcome == "error":
             raise AnswerRefused(f"a stored response to {quote(rid)} is not a HitlHostResponse; Harn's fold fails on it")
         if d.outcome == "approved":
@@ -317,7 +310,7 @@ def _refuse_unless_open(snap: Snapshot, action: str, reviewer: str | None) -> No
                                 "(not yet finalized — finish it instead)")
         if reviewer in d.approvals:
             raise AnswerRefused(f"{quote(reviewer)} already approved {quote(rid)} ({len(d.approvals)} of "
-                                f"{H.quorum_of(kind, payload):d}); Harn ignores a repeat")
+                                f"{harn_quorum(kind, payload):d}); Harn ignores a repeat")
 
 
 def _check_reviewer(reviewer: str | None) -> str:
@@ -359,7 +352,7 @@ def answer(log_path: str, request_id: str, action: str, *, reviewer: str | None,
     conn = _connect(log_path)
     try:
         response = H.response_payload(request_id, answer=answer_value, reviewer=reviewer, reason=reason,
-                                      responded_at=H.rfc3339_time(time.time_ns()), **flags)
+                                      responded_at=rfc3339_time(now_ns()), **flags)
         res = AnswerResult(request_id, action, reviewer, log_path)
 
         chains = _chains(conn, request_id)  # the long read, outside the write lock
@@ -427,7 +420,7 @@ def _finalize(conn, rid: str, response: dict, res: AnswerResult, order: str, wra
                 return False  # Harn: already so, a no-op (and no resume)
             if wp["status"] != "open":
                 raise ActionFailed(f"waitpoint {quote(rid)} is already {quote(wp['status'])}")
-            rec = make(wp, H.rfc3339_time(time.time_ns()))
+            rec = make(wp, rfc3339_time(now_ns()))
             eid = _insert(conn, wp_topic, "waitpoint.state", rec, {"waitpoint_id": rec["id"]}, order, wrapper)
             res.written.append(Written(wp_topic, eid, "waitpoint.state"))
             return True
@@ -436,7 +429,7 @@ def _finalize(conn, rid: str, response: dict, res: AnswerResult, order: str, wra
             return False
 
         def resume() -> None:  # trigger_waitpoint_service outside a VM: waitpoint.resume
-            eid = _insert(conn, H.RESUMES_TOPIC, "waitpoint.resume", H.resume_payload(rid, H.rfc3339_time(time.time_ns())),
+            eid = _insert(conn, H.RESUMES_TOPIC, "waitpoint.resume", H.resume_payload(rid, rfc3339_time(now_ns())),
                           {}, order, wrapper)
             res.written.append(Written(H.RESUMES_TOPIC, eid, "waitpoint.resume"))
 
@@ -473,7 +466,7 @@ def _finalize(conn, rid: str, response: dict, res: AnswerResult, order: str, wra
         if snap.envelope is None:
             raise ActionFailed(f"missing HITL request envelope for {quote(rid)}")
         payload = snap.envelope.get("payload") if isinstance(snap.envelope.get("payload"), dict) else {}
-        d = H.fold_approval(kind, rid, payload, snap.responses, H.rfc3339_time(time.time_ns()))
+        d = H.fold_approval(kind, rid, payload, snap.responses, rfc3339_time(now_ns()))
         box["d"] = d
         if d.outcome == "error":
             raise ActionFailed(f"a stored response to {quote(rid)} is not a HitlHostResponse; Harn's finalize fails on it")

@@ -35,6 +35,13 @@ def rfc3339_nanos(ns: int) -> str:
     return rfc3339_auto_si(*divmod(ns, 1_000_000_000))
 
 
+def rfc3339_time(ns: int) -> str:
+    """The `time` crate's `Rfc3339` of a UTC instant: seconds, then the fraction with trailing zeros
+    trimmed (none when whole), then `Z` — Harn's `now_rfc3339()` in hitl.rs and waitpoint.rs."""
+    base, frac = _utc_seconds(ns)
+    return f"{base}{f'.{frac:09d}'.rstrip('0') if frac else ''}Z"
+
+
 def iso_millis(ns: int) -> str:
     """Harn's `date_now_iso()`: milliseconds (truncated) and `Z`."""
     base, frac = _utc_seconds(ns)

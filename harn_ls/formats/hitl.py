@@ -155,8 +155,9 @@ class HitlRequest:
         }
 
 
-def _terminal(kind: str, ev: Event) -> bool:
-    """Harn's `hitl_pending` terminal-event table (§M.1.5)."""
+def is_terminal(kind: str, ev: Event) -> bool:
+    """Harn's `hitl_pending` terminal-event table (§M.1.5). `ev`: anything with `kind` and `payload`
+    (an Event, or the answer writer's row)."""
     k = ev.kind
     p = ev.payload if isinstance(ev.payload, dict) else {}
     if k == "hitl.timeout":
@@ -281,7 +282,7 @@ def _apply(req: HitlRequest, ev: Event) -> None:
         req.timed_out_at = p.get("timed_out_at") if isinstance(p.get("timed_out_at"), str) else ""
     if ev.kind in ("hitl.approval_approved", "hitl.dual_control_approved") and isinstance(p.get("record"), dict):
         req.record = p["record"]
-    if not req.resolved_by and _terminal(req.kind, ev):
+    if not req.resolved_by and is_terminal(req.kind, ev):
         req.resolved_by = ev.kind
         req.resolved_event_id = ev.id
 

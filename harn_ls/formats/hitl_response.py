@@ -14,7 +14,6 @@ rows the same `harn` build would have written. Headers are always sorted (a BTre
 from __future__ import annotations
 
 import hashlib
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,16 +42,6 @@ def response_kind(kind: str) -> str:
 def topic_for(request_id: str) -> str | None:
     kind = kind_of_id(request_id)
     return TOPIC_BY_KIND[kind] if kind else None
-
-
-# ----------------------------------------------------------------------------------------- time
-def rfc3339_time(ns: int) -> str:
-    """The `time` crate's `Rfc3339` of a UTC instant: seconds, then the fraction with trailing zeros
-    trimmed (none when whole), then `Z` — Harn's `now_rfc3339()` in hitl.rs and waitpoint.rs."""
-    secs, nanos = divmod(ns, 1_000_000_000)
-    base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
-    frac = f".{nanos:09d}".rstrip("0") if nanos else ""
-    return f"{base}{frac}Z"
 
 
 # ----------------------------------------------------------------------------------- key order
@@ -188,11 +177,6 @@ def _first_present(payload: dict, key: str, nested: str) -> tuple[bool, Any]:
     return False, None
 
 
-def quorum_of(kind: str, payload: dict) -> int:
-    """`approval_quorum_from_request` (one implementation: formats/hitl.py `harn_quorum`)."""
-    return harn_quorum(kind, payload)
-
-
 def reviewers_of(kind: str, payload: dict) -> list[str]:
     """`approval_reviewers_from_request`: `approvers` (dual control) / `reviewers`, else
     `approval_request.reviewers`; the first present key decides; non-strings dropped."""
@@ -230,7 +214,7 @@ def fold_approval(kind: str, request_id: str, payload: dict, responses: list[dic
     order. A reviewer outside a non-empty list is ignored, a repeat of a counted reviewer is ignored;
     `approved: true` counts (when it names a reviewer) and may reach the quorum; anything else that is
     counted (`approved` false or absent) denies."""
-    quorum = quorum_of(kind, payload)
+    quorum = harn_quorum(kind, payload)
     allowed = set(reviewers_of(kind, payload))
     reviewers: set[str] = set()
     approvals: list[str] = []

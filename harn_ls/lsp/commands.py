@@ -30,7 +30,8 @@ from harn_ls.lsp.progress import with_progress
 from harn_ls.lsp.view_types import CMD_SERVER_OPEN
 from harn_ls.progress import WorkProgress
 from harn_ls.render import make_uri
-from harn_ls.render.message_text import defuse, quote
+from harn_ls.lsp.messages import defuse  # (capped, then made inert: the one message defuser)
+from harn_ls.render.message_text import quote
 
 log = logging.getLogger(__name__)
 

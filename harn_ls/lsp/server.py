@@ -202,7 +202,6 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
         # -- from the client
         self.settings: Settings = Settings()
         self.trusted: bool = True
-        self.client_caps: types.ClientCapabilities | None = None
         self.client: ClientProfile = ClientProfile()  # what the client declared it takes (lsp/capabilities.py)
         self.pictures: bool = True  # inline SVG lines in documents (VS Code and forks); see initialize
         self.pending_folders: list[str] = []  # from initialize, loaded on initialized
@@ -475,7 +474,6 @@ def create_server() -> HarnLanguageServer:
     @server.feature(types.INITIALIZE)
     def initialize(ls: HarnLanguageServer, params: types.InitializeParams) -> None:
         start_trace.mark("initialize received")
-        ls.client_caps = params.capabilities
         ls.client = ClientProfile.of(params.capabilities, params.initialization_options)
         # Pictures (inline SVG) only for editors that render our documents (VS Code and its forks);
         # Neovim and other plain-text readers get the same document without the picture lines.

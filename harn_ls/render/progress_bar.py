@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from typing import TextIO
 
 from harn_ls.progress import ProgressSnapshot, WorkProgress, format_bytes
@@ -54,16 +53,6 @@ def bar_line(snap: ProgressSnapshot, width: int, unicode_ok: bool = True) -> str
         line = f"{text}  {after}" if after else text
     line = line[:width]
     return line
-
-
-def wanted(stream: TextIO, quiet: bool) -> bool:
-    """A bar only for a person watching: stderr is a terminal and --quiet was not given."""
-    if quiet:
-        return False
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 class TerminalBar:

@@ -49,10 +49,13 @@ class StateUri:
         if raw == "":
             return default
         text = raw.strip()
-        if not (text.lstrip("+-").isdigit() and len(text) <= 19) or not low <= int(text) <= high:
+        # ASCII digits with at most one sign: `--1`, `+-3`, `²`, `١٢` are refused here, not by int()
+        if not _WHOLE_NUMBER.fullmatch(text) or not low <= int(text) <= high:
             raise UriError(f"refused: ?{key}={raw[:40]!r} (expected a whole number from {low} to {high})")
         return int(text)
 
+
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,19}")
 
 _KINDS = ("runs", "transcripts", "checkpoints", "memory", "facts", "proposals", "skills", "sessions",
           "events", "hitl", "receipts", "crystallization", "compare")

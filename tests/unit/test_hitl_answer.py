@@ -13,6 +13,7 @@ import sqlite3
 import pytest
 
 from harn_ls.actions import hitl_answer as A
+from harn_ls.formats import harn_time
 from harn_ls.formats import hitl as hitl_fmt
 from harn_ls.formats import hitl_response as H
 from harn_ls.formats.events import make_event
@@ -357,15 +358,15 @@ def test_fold_matches_harn_reviewer_lists_repeats_and_absent_approved():
     assert d.outcome == "approved" and d.record["reviewers"] == ["alice", "bob"]
     d = H.fold_approval("approval", "hitl_approval_x", payload, [r(reviewer="carol")], "now")
     assert d.outcome == "denied"  # `approved` absent counts as a denial
-    assert H.quorum_of("approval", {"approvers_required": 3, "approval_request": {"approvers_required": 2}}) == 3
-    assert H.quorum_of("dual_control", {"n": 2, "quorum": 5}) == 2
-    assert H.quorum_of("approval", {"quorum": None, "approvers_required": 4}) == 1  # present null stops the chain
+    assert hitl_fmt.harn_quorum("approval", {"approvers_required": 3, "approval_request": {"approvers_required": 2}}) == 3
+    assert hitl_fmt.harn_quorum("dual_control", {"n": 2, "quorum": 5}) == 2
+    assert hitl_fmt.harn_quorum("approval", {"quorum": None, "approvers_required": 4}) == 1  # present null stops the chain
     assert "answer" not in H.response_payload("hitl_question_x", answer=None, responded_at="t")  # null is unset
     assert H.waitpoint_record({"id": None, "status": "open"}) is None  # Harn skips a record it cannot read
     assert H.waitpoint_record({"id": "w"})["status"] == "open" and H.waitpoint_record({"id": "w"})["created_at"] == ""
-    assert H.rfc3339_time(1_777_885_295_000_640_019) == "2026-05-04T09:01:35.000640019Z"
-    assert H.rfc3339_time(1_777_885_295_000_000_000) == "2026-05-04T09:01:35Z"
-    assert H.rfc3339_time(1_777_885_295_500_000_000) == "2026-05-04T09:01:35.5Z"
+    assert harn_time.rfc3339_time(1_777_885_295_000_640_019) == "2026-05-04T09:01:35.000640019Z"
+    assert harn_time.rfc3339_time(1_777_885_295_000_000_000) == "2026-05-04T09:01:35Z"
+    assert harn_time.rfc3339_time(1_777_885_295_500_000_000) == "2026-05-04T09:01:35.5Z"
 
 
 def test_finish_completes_an_orphan_response(log):
