@@ -544,17 +544,21 @@ def create_server() -> HarnLanguageServer:
             log.warning("shutdown: %d request(s) still running", sum(not e.finished.is_set() for e in stopping))
         for _ in range(2):  # let pygls send their answers (done callbacks run on the next loop turns)
             await asyncio.sleep(0)
-        # the upkeep (recall warm-up, settle, index folds) stops before its projects close under it:
-        # a step scheduled on a closed project thread is no failure to report
-        for task in list(ls.background):
-            task.cancel()
-        for proj in list(ls.projects.values()) + [pre[0] for pre in ls.loads.values()]:
-            proj.close()
+        stop_projects(ls)
 
     for module in (documents, hover, code_lens, diagnostics, tree, symbols, document_symbols, code_actions, commands,
                    probe):
         module.register(server)
     return server
+
+
+def stop_projects(ls: HarnLanguageServer) -> None:
+    """The upkeep (recall warm-up, settle, index folds) stops before its projects close under it: a
+    step scheduled on a closed project thread is no failure to report. (shutdown and end of session)"""
+    for task in list(ls.background):
+        task.cancel()
+    for proj in list(ls.projects.values()) + [pre[0] for pre in ls.loads.values()]:
+        proj.close()
 
 
 async def end_session(ls: HarnLanguageServer) -> None:
@@ -572,10 +576,7 @@ async def end_session(ls: HarnLanguageServer) -> None:
             await asyncio.sleep(0)
     stopping = ls.requests.cancel_all()
     await ls.requests.wait_finished(stopping, 2.0)
-    for task in list(ls.background):
-        task.cancel()
-    for proj in list(ls.projects.values()) + [pre[0] for pre in ls.loads.values()]:
-        proj.close()
+    stop_projects(ls)
     for task in list(ls.preloading.values()) + [pre[1] for pre in ls.loads.values()]:
         task.cancel()
     if ls.monitor is not None:
