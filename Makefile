@@ -26,7 +26,7 @@ test: $(STAMP) clients-deps
 	$(PY) -m pytest -q -p no:cacheprovider tests
 	$(MAKE) --no-print-directory test-portable
 
-# The LSP suite again with every Linux-only facility switched off (harn_ls/portable.py): the paths
+# The LSP suite again with every Linux-only facility switched off (harn_ls/util/portable.py): the paths
 # macOS takes (no /proc/locks, no inotify, no /proc/self/fd), run here.
 test-portable: $(STAMP)
 	HARN_LS_PORTABLE=1 $(PY) -m pytest -q -p no:cacheprovider tests/lsp tests/unit/test_portable.py
@@ -35,7 +35,7 @@ fuzz: $(STAMP)
 	HARN_LS_FUZZ_EXAMPLES=20000 $(PY) -m pytest -q --timeout=3600 tests/fuzz
 	HARN_LS_FAULT_KILLS=1000 $(PY) -m pytest -q -p no:cacheprovider --timeout=3600 tests/fault
 
-# A mutation run (not part of make test): make mutate MODULE="formats/hitl.py state_cache.py"
+# A mutation run (not part of make test): make mutate MODULE="formats/hitl/requests.py cache/store.py"
 mutate: $(STAMP)
 	$(PY) scripts/mutate.py $(if $(MODULE),$(MODULE),--list)
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 
 def bench_progress_overhead(root: Path, pairs: int) -> dict:
-    from harn_ls.progress import WorkProgress
-    from harn_ls.workspace import Workspace
+    from harn_ls.model.workspace import Workspace
+    from harn_ls.util.progress import WorkProgress
 
     times: dict[str, list[float]] = {"without": [], "with": []}
     for i in range(pairs):

@@ -9,7 +9,7 @@ repeated runs, with min and max):
 * cold `Workspace.load` of the whole project, each run in a fresh process,
   vs a bare orjson parse of the same JSONL bytes in that process (ratio);
 * incremental: append 1 / 10 / 100 events to the busiest namespace's
-  events.jsonl, time `ws.apply([path])` until the model reflects them, at 1k
+  events.jsonl, time `ws.apply_changes([path])` until the model reflects them, at 1k
   and at 100k events (ratio); `apply` queues the batch for the recall index, so the
   index update it leaves (the server's idle work) and a first recall right after a
   100-event batch (which folds it in) are timed too;
@@ -33,7 +33,6 @@ import os
 import platform
 import queue
 import random
-import resource
 import shutil
 import statistics
 import subprocess
@@ -48,12 +47,12 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-import orjson  # noqa: E402
-
 import bench_recall  # noqa: E402
 import cli_bench  # noqa: E402
 import first_bench  # noqa: E402
+import orjson  # noqa: E402
 import progress_bench  # noqa: E402
+
 from harn_ls.formats.harn_json import serde_compact  # noqa: E402
 
 OUT = HERE / "out"
@@ -148,7 +147,7 @@ bare_s = []
 for _ in range(3):
     t = time.perf_counter(); n = bare(); bare_s.append(time.perf_counter() - t)
 gc.collect()
-from harn_ls.workspace import Workspace
+from harn_ls.model.workspace import Workspace
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t = time.perf_counter()
 ws = Workspace.load(root)
@@ -253,7 +252,7 @@ def bench_incremental(ws, path: Path, ns: str, repeats: int, queries: list[str])
                 append(path, app.lines(k))
                 n_gc, steal0 = len(gc_ms), steal_ticks()
                 t0, c0 = time.perf_counter(), time.thread_time()
-                ws.apply([str(path)])
+                ws.apply_changes([str(path)])
                 dt, cpu = time.perf_counter() - t0, time.thread_time() - c0
                 assert ws.memory[ns].event_count == before + k, "apply did not reflect the appended events"
                 times.append(dt * 1000)
@@ -270,7 +269,7 @@ def bench_incremental(ws, path: Path, ns: str, repeats: int, queries: list[str])
     first = []
     for i in range(repeats):
         append(path, app.lines(100))
-        ws.apply([str(path)])
+        ws.apply_changes([str(path)])
         t0 = time.perf_counter()
         ws.recall.recall(queries[i % len(queries)], k=10)
         first.append((time.perf_counter() - t0) * 1000)
@@ -566,7 +565,7 @@ def batch_lines(ns: str, n: int, tag: str) -> bytes:
 
 def wait_cache_written(project: Path, env: dict | None, timeout: float = 600) -> bool:
     """Until the project's state cache holds every namespace with its recall index."""
-    from harn_ls.state_cache import StateCache
+    from harn_ls.cache.store import StateCache
 
     env = env if env is not None else dict(os.environ)
     end = time.perf_counter() + timeout
@@ -640,10 +639,10 @@ def machine() -> dict:
 # ----------------------------------------------------------------------------- event log (issue 16)
 def bench_wal_append(repeats: int = 30, background_events: int = 20_000) -> dict:
     """Live update latency for a WAL append to `.harn/events.sqlite` written by another connection:
-    (a) `Workspace.apply([-wal])` until the new HITL request is derived, (b) the append committed ->
+    (a) `Workspace.apply_changes([-wal])` until the new HITL request is derived, (b) the append committed ->
     the watcher's batch applied (debounce included). The log holds `background_events` other events."""
-    from harn_ls.watch import StateWatcher
-    from harn_ls.workspace import Workspace
+    from harn_ls.model.workspace import Workspace
+    from harn_ls.watch.observer import StateWatcher
     from tests.helpers import event_log_writer as W
 
     tmp = Path(tempfile.mkdtemp(prefix="harn-bench-wal-"))
@@ -668,15 +667,15 @@ def bench_wal_append(repeats: int = 30, background_events: int = 20_000) -> dict
             env = W.approval_request(rid)
             W.append(conn, "hitl.approvals", "hitl.approval_requested", env, W.request_headers(env))
             t0 = time.perf_counter()
-            ws.apply([str(db) + "-wal"])
+            ws.apply_changes([str(db) + "-wal"])
             apply_ms.append((time.perf_counter() - t0) * 1000)
-            assert ws.extra.request(rid) is not None, "apply did not see the appended request"
-        done: "queue.Queue[float]" = queue.Queue()
+            assert ws.event_logs.request(rid) is not None, "apply did not see the appended request"
+        done: queue.Queue[float] = queue.Queue()
         want = {"rid": ""}
 
         def on_batch(paths, rescan):
-            ws.apply(paths) if not rescan else ws.rescan()
-            if want["rid"] and ws.extra.request(want["rid"]) is not None:
+            ws.apply_changes(paths) if not rescan else ws.rescan()
+            if want["rid"] and ws.event_logs.request(want["rid"]) is not None:
                 done.put(time.perf_counter())
 
         watcher = StateWatcher(ws.paths, on_batch)
@@ -783,7 +782,7 @@ def main(argv: list[str] | None = None) -> int:
     print("cold load ...", flush=True)
     results["cold_load"] = {"large": bench_cold(large, rep), "small": bench_cold(small, 5)}
 
-    from harn_ls.workspace import Workspace
+    from harn_ls.model.workspace import Workspace
 
     print("load with progress watched / without (in process) ...", flush=True)
     results["progress_overhead"] = progress_bench.bench_progress_overhead(large, 4 if args.quick else 8)
@@ -864,7 +863,7 @@ def main(argv: list[str] | None = None) -> int:
 def bench_huge(bench_cache: Path, quick: bool) -> dict:
     """The 1M-event project: warm CLI, the cold run that fills the cache, server start on a warm cache,
     hover / code lens right after append batches, apply p95 and recall p50/p95 in process, peak RSS."""
-    from harn_ls.workspace import Workspace
+    from harn_ls.model.workspace import Workspace
 
     huge = ensure_generated("huge")
     man = json.loads((huge / "bench-manifest.json").read_text())
@@ -1113,7 +1112,7 @@ def table(r: dict) -> str:
     rows.append(("file written -> harn/treeChanged at client", "ms p50/p95", (v["p50"], v["p95"], v["min"], v["max"]),
                  "p95 <= 300 ms"))
     d = srv["documents"]
-    rows.append((f"open 10 MB transcript (textDocumentContent)", "bytes", d["transcript"]["bytes"], "<= 1 MB"))
+    rows.append(("open 10 MB transcript (textDocumentContent)", "bytes", d["transcript"]["bytes"], "<= 1 MB"))
     for name in ("transcript", "run"):
         if "again_ms" in d[name]:
             rows.append((f"{name} page of the 10 MB record: first open", "ms", d[name]["ms"], ""))

@@ -24,10 +24,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from harn_ls.render.fact_spans import FactSpanCache  # noqa: E402
+from harn_ls.model.fact_spans import FactSpanCache  # noqa: E402
+from harn_ls.model.workspace import Workspace  # noqa: E402
 from harn_ls.render.hover import hover_at  # noqa: E402
 from harn_ls.render.lenses import fact_lens, fact_lens_ranges  # noqa: E402
-from harn_ls.workspace import Workspace  # noqa: E402
 
 
 def pcts(values: list[float]) -> dict:
@@ -80,7 +80,7 @@ def run(ws, batches: int, k: int, reuse: bool, tag: str) -> dict:
                 fh.write(fact_line(rel, rng.choice(ranges)[0], b, tag) + "\n")
             changed.append(facts_log)
         t0 = time.perf_counter()
-        ws.apply(changed)
+        ws.apply_changes(changed)
         apply_ms.append((time.perf_counter() - t0) * 1000)
         if not reuse:
             cache = FactSpanCache()  # before: any model change re-anchored the whole file

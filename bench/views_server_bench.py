@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE))
 
 import run as R  # noqa: E402
 
-from harn_ls.workspace import Workspace  # noqa: E402
+from harn_ls.model.workspace import Workspace  # noqa: E402
 
 ROWS = ("hover_ms", "code_lens_ms", "code_lens_resolve_ms", "code_lens_count", "hover_after_append_ms",
         "code_lens_after_append_ms", "server_ready_s")

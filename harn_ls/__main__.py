@@ -10,7 +10,7 @@ import sys
 _collector_was_on = gc.isenabled()
 gc.disable()
 try:
-    from harn_ls.cli import main
+    from harn_ls.cli.main import main
 finally:
     if _collector_was_on:
         gc.enable()
@@ -20,7 +20,7 @@ def _exit(code: int) -> None:
     """Exit with `code`. A one-shot command over a big project leaves millions of objects
     (records, facts, parsed values); the interpreter's own exit frees them one by one and runs a
     last collection over all of them (~1.2 s of CPU at 100k events, after the answer is out).
-    When no other thread is still running, harn-ls's exit hooks (harn_ls/exit_hooks.py) and logging's
+    When no other thread is still running, harn-ls's exit hooks (harn_ls/util/exit_hooks.py) and logging's
     shutdown run, the streams are flushed and the
     process ends without that teardown; otherwise (a server still stopping) it exits normally."""
     # threading never loaded (~4 ms a one-shot command need not pay): no thread was started, since
@@ -30,7 +30,7 @@ def _exit(code: int) -> None:
         t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
     if others:
         raise SystemExit(code)
-    hooks = sys.modules.get("harn_ls.exit_hooks")  # loaded if any hook was registered
+    hooks = sys.modules.get("harn_ls.util.exit_hooks")  # loaded if any hook was registered
     if hooks is not None:
         hooks.run_all()
     logging = sys.modules.get("logging")

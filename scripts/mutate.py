@@ -1,9 +1,9 @@
 """A small mutation run: plant plausible bugs in one module at a time and see whether its tests fail.
 
-    .venv/bin/python scripts/mutate.py formats/hitl.py state_cache.py    (or: make mutate MODULE=...)
+    .venv/bin/python scripts/mutate.py formats/hitl/requests.py cache/store.py    (or: make mutate MODULE=...)
     .venv/bin/python scripts/mutate.py --list                            (the modules and their mutations)
-    .venv/bin/python scripts/mutate.py history.py --only evict-newest    (one mutation)
-    .venv/bin/python scripts/mutate.py history.py --tests tests/unit/test_surviving_mutants.py
+    .venv/bin/python scripts/mutate.py cache/checkpoint_history.py --only evict-newest    (one mutation)
+    .venv/bin/python scripts/mutate.py cache/checkpoint_history.py --tests tests/unit/test_surviving_mutants.py
 
 The mutations are a hand list (scripts/mutations.py): each replaces one exact piece of a module's
 source, and names the tests that cover that code. Each is applied to a private copy of the checkout
@@ -119,7 +119,7 @@ def run(modules: list[str], only: set[str] | None, verbose: bool, tests: list[st
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("modules", nargs="*", help="modules under harn_ls/ (formats/hitl.py, state_cache.py, ...)")
+    ap.add_argument("modules", nargs="*", help="modules under harn_ls/ (formats/hitl/requests.py, cache/store.py, ...)")
     ap.add_argument("--only", action="append", help="only the mutation(s) of this name")
     ap.add_argument("--list", action="store_true", help="list the modules and their mutations")
     ap.add_argument("--tests", nargs="+", help="run these tests instead of the covering ones (does one test kill it?)")

@@ -28,7 +28,7 @@ import time
 
 import orjson
 
-from harn_ls.cache_dir import cache_root, write_cache_file
+from harn_ls.cache.dirs import cache_root, write_cache_file
 
 PAGE = 4096
 _HEADER_CAP = 4096  # the JSON header line of a record; anything longer is not ours

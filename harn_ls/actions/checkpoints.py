@@ -21,10 +21,10 @@ import time
 import orjson
 
 from harn_ls.actions import NEW_FILE_MODE, ActionFailed, atomic_write, ensure_inside
-from harn_ls.accept_plan import check_segment, inside_project
 from harn_ls.formats.checkpoints import render_checkpoint_json
 from harn_ls.formats.locks import checkpoint_lock_path
-from harn_ls.render.message_text import quote
+from harn_ls.model.accept_plan import check_segment, inside_project
+from harn_ls.util.message_text import quote
 
 _MAX_CHECKPOINT_BYTES = 256 * 1024 * 1024
 
@@ -59,7 +59,7 @@ class _CheckpointLock:
         self.timeout = timeout
         self.fd: int | None = None
 
-    def __enter__(self) -> "_CheckpointLock":
+    def __enter__(self) -> _CheckpointLock:
         ensure_inside(self.confine_root, self.path)
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         try:
@@ -110,7 +110,7 @@ def forget_stage(ws, pipeline: str, key: str, expect_mtime: float | None = None,
         # Harn re-saves a loaded file with top-level keys sorted and nested values as loaded.
         text = render_checkpoint_json(mapping, sort_nested=False)
         atomic_write(root, path, text)
-    ws.apply([path])
+    ws.apply_changes([path])
     new_mtime = os.stat(path).st_mtime
     return {
         "message": f"Forgot stage {quote(key)} of {quote(pipeline)}: it reruns on the next `harn run`",

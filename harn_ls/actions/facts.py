@@ -9,10 +9,10 @@ the same deterministic id afterwards — the message says so.
 from __future__ import annotations
 
 from harn_ls.actions import ActionFailed, append_lines, now_ns
-from harn_ls.accept_plan import confining_root
 from harn_ls.actions.proposals import forget_event
 from harn_ls.formats.harn_json import serde_compact
-from harn_ls.render.message_text import quote
+from harn_ls.model.accept_plan import confining_root
+from harn_ls.util.message_text import quote
 
 
 def invalidate_fact(ws, fact_id: str, now=None) -> dict:
@@ -25,7 +25,7 @@ def invalidate_fact(ws, fact_id: str, now=None) -> dict:
     path = ws.namespace_path(ns)
     if path is None:
         raise ActionFailed(f"refused: the log of namespace {quote(ns)} is gone")
-    ws.apply([path])  # someone may have invalidated it meanwhile
+    ws.apply_changes([path])  # someone may have invalidated it meanwhile
     space = ws.memory.get(ns)
     # `{id}` matches the memory record id; one entry per active record, as memory_forget lists them.
     ids = [r.id for r in space.records() if r.id == fact_id] if space is not None else []
@@ -34,7 +34,7 @@ def invalidate_fact(ws, fact_id: str, now=None) -> dict:
     t = now_ns(now)
     event = forget_event(ns, {"id": fact_id}, ids, t)
     append_lines(confining_root(ws, path), path, [serde_compact(event)])
-    ws.apply([path])
+    ws.apply_changes([path])
     return {
         "message": f"Invalidated {quote(fact_id)} in {quote(ns)} (Harn hides this id for good: re-asserting the same fact stays invisible)",
         "id": fact_id,

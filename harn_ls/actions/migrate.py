@@ -30,7 +30,6 @@ import os
 import uuid
 
 from harn_ls.actions import ActionFailed, append_lines, atomic_write, iso_millis, now_ns
-from harn_ls.accept_plan import confining_root
 from harn_ls.actions.proposals import (
     NAMESPACE,
     _ids_with_key,
@@ -41,6 +40,8 @@ from harn_ls.actions.proposals import (
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats.checkpoints import render_checkpoint_json
 from harn_ls.formats.harn_json import serde_compact
+from harn_ls.model.accept_plan import confining_root
+
 
 def normalize_prompt(prompt: str) -> str:
     return pl_fmt.redact_prompt(prompt)
@@ -141,9 +142,9 @@ def migrate_pattern_learning(ws, now=None) -> dict:
     except ActionFailed:
         # Someone else finished a migration meanwhile; our events were deduplicated against theirs
         # only up to our re-read, which is the best Harn itself does.
-        ws.apply([events_path, marker])
+        ws.apply_changes([events_path, marker])
         raise
-    ws.apply([events_path, marker])
+    ws.apply_changes([events_path, marker])
     return {
         "migrated": True,
         "message": (f"Imported {counts['observations']:d} observation(s), {counts['proposals']:d} proposal(s)"

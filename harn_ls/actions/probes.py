@@ -36,14 +36,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harn_ls import exit_hooks
-from harn_ls import paths as paths_mod
 from harn_ls.actions import ActionFailed, append_lines, iso_millis, rfc3339_nanos, uuid7
 from harn_ls.formats import facts as F
+from harn_ls.formats import paths as paths_mod
 from harn_ls.formats import probes as P
 from harn_ls.formats.harn_json import serde_compact
-from harn_ls.render.message_text import quote
-from harn_ls.text_positions import UTF16, ByteIndex, Pos, Range, TextIndex
+from harn_ls.util import exit_hooks
+from harn_ls.util.message_text import quote
+from harn_ls.util.text_positions import UTF16, ByteIndex, Pos, Range, TextIndex
 
 KIND = "typecheck"
 SOURCE = "harn-probe"
@@ -54,7 +54,7 @@ MISSING_BINARY = ("harn binary not found: {path}. Install Harn or point the `har
                   "(CLI: `--harn BIN`) at the harn executable.")
 
 # Pos: 0-based line, column in the session's position encoding (UTF-16 unless the client and server
-# agreed on another); Range: (start, end) — both from harn_ls.text_positions.
+# agreed on another); Range: (start, end) — both from harn_ls.util.text_positions.
 
 
 # -- ranges ------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ A `skillRoot` other than `.claude/skills` / `.burin/skills` is outside
 Harn's pattern-learning roots: Harn will not see skills there and may propose
 the same skill again. `skill_root_warning` says so (Accept preview, start-up).
 
-`planned_files` (harn_ls/accept_plan.py, pure) says exactly what Accept writes; this module writes it.
+`planned_files` (harn_ls/model/accept_plan.py, pure) says exactly what Accept writes; this module writes it.
 """
 
 from __future__ import annotations
@@ -33,18 +33,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harn_ls.accept_plan import (  # noqa: F401 (check_skill_name, skill_root_warning: re-exported)
-    EXECUTABLE_ENTRYPOINTS,
-    NAMESPACE,
-    Plan,
-    check_segment,
-    check_skill_name,
-    confining_root,
-    namespace_parts,
-    pattern_events_path,
-    planned_files,
-    skill_root_warning,
-)
 from harn_ls.actions import (
     ActionFailed,
     append_lines,
@@ -57,7 +45,19 @@ from harn_ls.actions import (
 )
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats.harn_json import serde_compact
-from harn_ls.render.message_text import quote
+from harn_ls.model.accept_plan import (  # noqa: F401 (check_skill_name, skill_root_warning: re-exported)
+    EXECUTABLE_ENTRYPOINTS,
+    NAMESPACE,
+    Plan,
+    check_segment,
+    check_skill_name,
+    confining_root,
+    namespace_parts,
+    pattern_events_path,
+    planned_files,
+    skill_root_warning,
+)
+from harn_ls.util.message_text import quote
 
 PROVENANCE = {"source": "harn.pattern_learning"}
 MAX_REJECT_DAYS = 36500
@@ -68,7 +68,7 @@ MAX_REJECT_DAYS = 36500
 def _refresh(ws, namespace: str) -> str:
     """Re-read the pattern log before acting: someone (Harn, another editor) may have acted."""
     path = pattern_events_path(ws, namespace)
-    ws.apply([path])
+    ws.apply_changes([path])
     return path
 
 
@@ -212,7 +212,7 @@ def accept_proposal(ws, proposal_id: str, skill_root: str | None = None, now=Non
     key = pl_fmt.pattern_record_key("pending", prop.id)
     event = forget_event(ns_name, {"key": key}, _ids_with_key(space, key), t)
     append_lines(confining_root(ws, events_path), events_path, [serde_compact(event)])
-    ws.apply(written + [events_path])
+    ws.apply_changes(written + [events_path])
     rel = os.path.relpath(plan.skill_path, ws.root).replace(os.sep, "/")
     what = "staged under " + quote(os.path.relpath(os.path.dirname(plan.files[0].path), ws.root).replace(os.sep, "/")) \
         if prop.kind in EXECUTABLE_ENTRYPOINTS else f"wrote {quote(rel)}"
@@ -302,7 +302,7 @@ def reject_proposal(ws, proposal_id: str, days: int = 14, now=None, *, namespace
         pattern_store_event(ns_name, state_id, "state", value, now_iso, "state"),
     ]
     append_lines(confining_root(ws, events_path), events_path, [serde_compact(e) for e in events])
-    ws.apply([events_path])
+    ws.apply_changes([events_path])
     return {
         "message": f"Rejected {quote(prop.name)}: suppressed until {quote(until)}",
         "id": prop.id,

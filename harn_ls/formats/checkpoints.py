@@ -23,8 +23,8 @@ import orjson
 from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.locks import checkpoint_running
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.lean_dataclass import lean_dataclass
-from harn_ls.safe_read import CHECKPOINT_CAP, ReadRefused, json_density_problem, read_confined
+from harn_ls.util.lean_dataclass import lean_dataclass
+from harn_ls.util.safe_read import CHECKPOINT_CAP, ReadRefused, json_density_problem, read_confined
 
 KEYED_SCHEMA = "harn.checkpoint_stage.keyed.v1"
 

@@ -24,10 +24,10 @@ from harn_ls.formats.events import (
     TopicInfo,
 )
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.lean_dataclass import lean_dataclass
+from harn_ls.util.lean_dataclass import lean_dataclass
 
 if TYPE_CHECKING:
-    from harn_ls.formats import hitl as hitl_fmt
+    from harn_ls.formats.hitl import requests as hitl_fmt
 
 MAX_BAD_EVENTS = 20  # per topic: events whose payload is not JSON, listed as problems
 PAYLOAD_WINDOW = 20_000  # a topic first seen: its newest events checked for unreadable payloads
@@ -37,9 +37,9 @@ TAIL_BATCH = 500
 
 
 def hitl_rules():
-    """formats/hitl.py, loaded once a log exists: only a present log has HITL events to read."""
+    """formats/hitl/requests.py, loaded once a log exists: only a present log has HITL events to read."""
     # start-up: the HITL rules (with calendar, ~5 ms) load only when an event log is refreshed
-    from harn_ls.formats import hitl
+    from harn_ls.formats.hitl import requests as hitl
 
     return hitl
 

@@ -31,13 +31,13 @@ import array
 import os
 import re
 from dataclasses import field
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.lean_dataclass import lean_dataclass
-from harn_ls.safe_read import SMALL_STATE_CAP, open_project_file, read_confined, refusal_text
+from harn_ls.util.lean_dataclass import lean_dataclass
+from harn_ls.util.safe_read import SMALL_STATE_CAP, open_project_file, read_confined, refusal_text
 
 BUSY_TIMEOUT_S = 1.0
 QUERY_DEADLINE_S = 2.0

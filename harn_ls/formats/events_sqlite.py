@@ -13,12 +13,30 @@ import os
 import shutil
 import sqlite3
 import tempfile
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from harn_ls.formats import sqlite_safe
-from harn_ls.formats.events import (CODE_NO_SHM, CODE_OPEN, CODE_SCHEMA, CODE_TOPIC, KNOWN_SCHEMA_VERSION, MAX_CONSUMERS,
-                                    MAX_COPY_BYTES, MAX_ROWS, MAX_TOPICS, PAGE_MAX, QUERY_DEADLINE_S, SCHEMA_MARKER,
-                                    Consumer, Event, LogSummary, TopicInfo, make_event, valid_topic)
+from harn_ls.formats.events import (
+    CODE_NO_SHM,
+    CODE_OPEN,
+    CODE_SCHEMA,
+    CODE_TOPIC,
+    KNOWN_SCHEMA_VERSION,
+    MAX_CONSUMERS,
+    MAX_COPY_BYTES,
+    MAX_ROWS,
+    MAX_TOPICS,
+    PAGE_MAX,
+    QUERY_DEADLINE_S,
+    SCHEMA_MARKER,
+    Consumer,
+    Event,
+    LogSummary,
+    TopicInfo,
+    make_event,
+    valid_topic,
+)
 from harn_ls.formats.problems import Problem, Severity
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from harn_ls.formats.harn_json import _rust_display_float, serde_compact, sha256_hex, stringify
@@ -123,7 +123,7 @@ def _coalesce(*values: Any) -> Any:
 
 def date_now_iso() -> str:
     """Harn's `date_now_iso()`: UTC, milliseconds, `Z`."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
@@ -419,7 +419,7 @@ def parse_file_range(ref: str, project_root: str) -> FileRange | None:
 # -- facts read back from memory ------------------------------------------------------------
 
 
-def fact_from_record(record: "MemoryRecord", project_root: str, path: str) -> tuple[Fact | None, list[Problem]]:
+def fact_from_record(record: MemoryRecord, project_root: str, path: str) -> tuple[Fact | None, list[Problem]]:
     """The fact a memory record holds, re-validated like Harn's `recall_facts`.
 
     Records whose value is not a `harn.fact.v1` dict give (None, []). A fact

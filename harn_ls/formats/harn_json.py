@@ -13,11 +13,10 @@ Two encoders matter, because Harn uses two:
 
 from __future__ import annotations
 
-from typing import Any
 from hashlib import sha256
+from typing import Any
 
 from orjson import dumps as _orjson_dumps
-
 
 _HEX = "0123456789abcdef"
 

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from harn_ls.formats.pattern_learning import rfc3339_auto_si
 
 
-def now_ns(now: "int | str | datetime | None" = None) -> int:
+def now_ns(now: int | str | datetime | None = None) -> int:
     """Nanoseconds since the epoch: `now` as given (datetime, ISO string or ns), else the clock."""
     if now is None:
         return time.time_ns()
@@ -19,8 +19,8 @@ def now_ns(now: "int | str | datetime | None" = None) -> int:
         now = datetime.fromisoformat(now.replace("Z", "+00:00"))
     if isinstance(now, datetime):
         if now.tzinfo is None:
-            now = now.replace(tzinfo=timezone.utc)
-        delta = now - datetime(1970, 1, 1, tzinfo=timezone.utc)
+            now = now.replace(tzinfo=UTC)
+        delta = now - datetime(1970, 1, 1, tzinfo=UTC)
         return (delta.days * 86400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
     raise TypeError(f"cannot use {type(now).__name__} as a timestamp")
 

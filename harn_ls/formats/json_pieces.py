@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from harn_ls.safe_read import density_problem
+from harn_ls.util.safe_read import density_problem
 
 # Far below orjson's own nesting limit (1024), so a piece parsed alone is never accepted where
 # the whole document would have been refused for its depth.

@@ -10,14 +10,15 @@ chunks, so a multi-gigabyte log never sits in memory at once.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import field
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.lean_dataclass import lean_dataclass
-from harn_ls.safe_read import MEMORY_LINE_CAP, ReadRefused, few_containers, json_density_problem, open_project_file
+from harn_ls.util.lean_dataclass import lean_dataclass
+from harn_ls.util.safe_read import MEMORY_LINE_CAP, ReadRefused, few_containers, json_density_problem, open_project_file
 
 CHUNK_BYTES = 4 * 1024 * 1024
 HEAD_BYTES = 64

@@ -17,7 +17,7 @@ nothing (Harn never deletes it). Two ways to find out, neither writes:
 * a probe: open the existing file read-only (never `O_CREAT`), try
   `LOCK_SH|LOCK_NB`, release at once. Only for checkpoint locks and only when
   `/proc/locks` cannot be read (macOS, a container without procfs, or
-  `HARN_LS_PORTABLE=1`, see harn_ls/portable.py): a Harn checkpoint writer that tries its lock
+  `HARN_LS_PORTABLE=1`, see harn_ls/util/portable.py): a Harn checkpoint writer that tries its lock
   during that instant retries after 1 ms (it waits up to 5 s), whereas a
   session writer makes a single zero-timeout attempt and would fail, so
   session leases are never probed.
@@ -32,8 +32,8 @@ import fcntl
 import os
 import stat
 
-from harn_ls.lean_dataclass import lean_dataclass
-from harn_ls.portable import linux_facility
+from harn_ls.util.lean_dataclass import lean_dataclass
+from harn_ls.util.portable import linux_facility
 
 PROC_LOCKS = "/proc/locks"
 SESSION_LOCK_DIR = "agent-run-writers"

@@ -17,16 +17,17 @@ import operator
 import os
 import sys
 from _thread import get_ident
+from collections.abc import Iterable
 from dataclasses import field
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
 from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.jsonl import JsonlLine
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.lean_dataclass import lean_dataclass
-from harn_ls.shared_ints import shared
+from harn_ls.util.lean_dataclass import lean_dataclass
+from harn_ls.util.shared_ints import shared
 
 EVENT_TYPES = ("store", "forget", "open", "update")
 
@@ -245,7 +246,7 @@ class MemoryRecord:
         inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in _RECORD_FIELDS)
         return f"MemoryRecord({inner})"
 
-    def with_changes(self, **changes: Any) -> "MemoryRecord":
+    def with_changes(self, **changes: Any) -> MemoryRecord:
         """A copy with some fields replaced (the record itself is never modified)."""
         unknown = changes.keys() - _FIELD_NAMES
         if unknown:
@@ -375,7 +376,7 @@ class MemoryNamespace:
     _LAZY = frozenset({"active", "_by_id", "forgotten", "hidden", "forgets"})
 
     @classmethod
-    def restored(cls, namespace: str, path: str, summary: dict, problems: list[Problem], loader) -> "MemoryNamespace":
+    def restored(cls, namespace: str, path: str, summary: dict, problems: list[Problem], loader) -> MemoryNamespace:
         """A namespace whose records are built by `loader(ns)` when first needed (it sets
         active, _by_id, forgotten, hidden and forgets); `summary` holds the rest."""
         self = cls.__new__(cls)

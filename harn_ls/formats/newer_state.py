@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from harn_ls import safe_read
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.util import safe_read
 
 CODE_NEWER = "HL-STATE-001"
 JSON_CAP = 1 << 20  # one manifest / selection / snapshot / cache entry read for its `model`

@@ -21,14 +21,15 @@ import math
 import os
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import field
-from typing import Any, Iterable
 from hashlib import sha256
+from typing import Any
 
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryRecord
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.lean_dataclass import lean_dataclass
+from harn_ls.util.lean_dataclass import lean_dataclass
 
 NAMESPACE = "project/pattern-learning"
 SCHEMA = "harn.pattern_learning.v1"

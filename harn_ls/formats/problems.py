@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from harn_ls.lean_dataclass import lean_dataclass
+from harn_ls.util.lean_dataclass import lean_dataclass
 
 
 class Severity(str, Enum):

@@ -20,9 +20,15 @@ import orjson
 from harn_ls.formats import json_pieces
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.formats.transcript_summary import TranscriptSummary
-from harn_ls.lean_dataclass import lean_dataclass
-from harn_ls.safe_read import (
-    RUN_RECORD_CAP, ReadRefused, confinement_problem, json_density_problem, open_confined, read_opened, regular_file_size,
+from harn_ls.util.lean_dataclass import lean_dataclass
+from harn_ls.util.safe_read import (
+    RUN_RECORD_CAP,
+    ReadRefused,
+    confinement_problem,
+    json_density_problem,
+    open_confined,
+    read_opened,
+    regular_file_size,
 )
 
 if TYPE_CHECKING:

@@ -38,9 +38,10 @@ import stat
 import tempfile
 import time
 import urllib.parse
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from harn_ls.safe_read import ReadRefused, open_confined
+from harn_ls.util.safe_read import ReadRefused, open_confined
 
 DEFAULT_DEADLINE_S = 1.0      # per query; a hostile file yields a problem well within 2 s
 DEFAULT_MAX_ROWS = 10_000     # per query

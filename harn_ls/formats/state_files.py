@@ -8,18 +8,24 @@ from __future__ import annotations
 
 import base64
 import os
-from typing import TYPE_CHECKING, Any
 from hashlib import sha256
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from harn_ls.formats.locks import probe_flock, read_flock_table
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.safe_read import SMALL_STATE_CAP, ReadRefused, link_problem, read_confined, refusal_text
+from harn_ls.util.safe_read import SMALL_STATE_CAP, ReadRefused, link_problem, read_confined, refusal_text
 
 if TYPE_CHECKING:
     from harn_ls.formats.state_file_types import (  # noqa: F401
-        Candidate, EmbedCache, LockFile, Mailbox, Receipt, Store, Worktree,
+        Candidate,
+        EmbedCache,
+        LockFile,
+        Mailbox,
+        Receipt,
+        Store,
+        Worktree,
     )
 
 # The records these readers return are defined in state_file_types.py and load with the first state

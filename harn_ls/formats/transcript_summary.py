@@ -4,8 +4,7 @@ pay for the transcript views' classes (~10 ms of imports)."""
 
 from __future__ import annotations
 
-from harn_ls.lean_dataclass import lean_dataclass
-
+from harn_ls.util.lean_dataclass import lean_dataclass
 
 
 @lean_dataclass(frozen=True, slots=True)

@@ -114,7 +114,7 @@ class CompactionInfo:
     raw: dict = field(default_factory=dict)
 
     @classmethod
-    def from_metadata(cls, meta: Any) -> "CompactionInfo":
+    def from_metadata(cls, meta: Any) -> CompactionInfo:
         meta = meta if isinstance(meta, dict) else {}
 
         def s(name: str) -> str | None:

@@ -53,7 +53,7 @@ class ClientProfile:
     client_commands: frozenset[str] = field(default_factory=frozenset)
 
     @classmethod
-    def of(cls, caps: types.ClientCapabilities | None, init_options: Any = None) -> "ClientProfile":
+    def of(cls, caps: types.ClientCapabilities | None, init_options: Any = None) -> ClientProfile:
         caps = caps or types.ClientCapabilities()
         formats = _get(caps, "text_document.hover.content_format") or []
         declared = init_options.get("clientCommands") if isinstance(init_options, dict) else None

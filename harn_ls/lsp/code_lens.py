@@ -16,8 +16,8 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from harn_ls import contract as P
-from harn_ls.lsp.span_save import run_noting_spans
 from harn_ls.lsp.project_links import link_root
+from harn_ls.lsp.span_save import run_noting_spans
 from harn_ls.lsp.transport import as_encoded
 from harn_ls.lsp.view_types import command_id, line_range, on_proposal_document, to_command
 from harn_ls.render.lenses import FACTS_CHANGED, checkpoint_lens, checkpoint_lens_spots, fact_lens, fact_lens_groups
@@ -173,7 +173,7 @@ async def hitl_document_lenses(ls, uri: str) -> list[types.CodeLens]:
         ws = proj.ws
         if ws is None:
             continue
-        views = await proj.run(lambda w=ws: hitl_lenses(w, target.name) if w.extra.request(target.name) else None)
+        views = await proj.run(lambda w=ws: hitl_lenses(w, target.name) if w.event_logs.request(target.name) else None)
         if views is not None:
             return [types.CodeLens(range=_TOP, command=to_command(v, ls.client), data={"t": "hitl"})
                     for v in views if command_id(v.action, ls.client) is not None]  # forms only our clients draw

@@ -14,7 +14,8 @@ from __future__ import annotations
 import getpass
 import logging
 import os
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -25,13 +26,13 @@ from harn_ls.actions import ActionFailed
 from harn_ls.actions.checkpoints import forget_stage as do_forget
 from harn_ls.actions.facts import invalidate_fact
 from harn_ls.actions.proposals import accept_proposal, reject_proposal
+from harn_ls.lsp.messages import defuse  # (capped, then made inert: the one message defuser)
 from harn_ls.lsp.probe import run_probe_command
 from harn_ls.lsp.progress import with_progress
 from harn_ls.lsp.view_types import CMD_SERVER_OPEN
-from harn_ls.progress import WorkProgress
 from harn_ls.render import make_uri
-from harn_ls.lsp.messages import defuse  # (capped, then made inert: the one message defuser)
-from harn_ls.render.message_text import quote
+from harn_ls.util.message_text import quote
+from harn_ls.util.progress import WorkProgress
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +214,7 @@ UNTRUSTED_RESUME = ("Resuming an escalation runs the harn binary; this workspace
 async def _project_with_request(ls, rid: str):
     for proj in list(ls.projects.values()):
         ws = proj.ws
-        if ws is not None and await proj.run(lambda w=ws: w.extra.request(rid) is not None):
+        if ws is not None and await proj.run(lambda w=ws: w.event_logs.request(rid) is not None):
             return proj
     return None
 
@@ -245,7 +246,7 @@ async def resume_escalation_command(ls, a: C.ResumeArgs):
         return C.Failure(f"no escalation {quote(rid)} in the open projects")
     reviewer = _reviewer(ls)
     # start-up: the resume planner and process runner (with harn check's output parser, ~20 ms) load at first use
-    from harn_ls.actions.hitl import RESUME_TIMEOUT_S, harn_error_text, resume_argv, resume_env
+    from harn_ls.actions.hitl.resume import RESUME_TIMEOUT_S, harn_error_text, resume_argv, resume_env
     from harn_ls.actions.probes import run_process
 
     try:
@@ -262,7 +263,7 @@ async def resume_escalation_command(ls, a: C.ResumeArgs):
         msg = f"harn orchestrator resume failed ({how}): {quote(err, 500)}"
         ls.show(msg, types.MessageType.Error)
         return C.ResumeFailure(message=msg, argv=argv[1:])
-    state = await proj.run(lambda: (proj.ws.extra.request(rid) or (None,))[0])
+    state = await proj.run(lambda: (proj.ws.event_logs.request(rid) or (None,))[0])
     msg = f"escalation {quote(rid)} resumed as {quote(reviewer)}" + (f" — now {quote(state.state)}" if state is not None else "")
     ls.show(msg)
     return C.ResumeResult(message=msg, argv=argv[1:], state=state.state if state is not None else None)
@@ -272,7 +273,7 @@ UNTRUSTED_ANSWER = ("Answering a HITL request appends to the project's event log
                     "Trust it to answer from the editor.")
 async def answer_hitl_command(ls, a: C.AnswerHitlArgs):
     """Approve / deny / answer / accept / decline / finish one HITL request (issue 33): appended as Harn's
-    `append_hitl_response` to the log the waiting run polls (harn_ls.actions.hitl_answer). Trusted
+    `append_hitl_response` to the log the waiting run polls (harn_ls.actions.hitl.answer). Trusted
     workspaces only; the reviewer is the harnState.hitl.reviewer setting (else the OS user)."""
     if not ls.trusted:
         ls.show(UNTRUSTED_ANSWER, types.MessageType.Warning)
@@ -281,8 +282,8 @@ async def answer_hitl_command(ls, a: C.AnswerHitlArgs):
     if not rid:
         return C.Failure("answerHitl needs {requestId}: requestId is empty")
     # start-up: the writer loads at first use
-    from harn_ls.actions import hitl_answer as HA
-    from harn_ls.formats.hitl_response import choices
+    from harn_ls.actions.hitl import answer as HA
+    from harn_ls.formats.hitl.responses import choices
 
     if a.action not in (*HA.ACTIONS, "finish"):
         return C.Failure("answerHitl: unknown action; one of " + ", ".join((*HA.ACTIONS, "finish")))
@@ -316,10 +317,10 @@ async def answer_hitl_command(ls, a: C.AnswerHitlArgs):
         ls.show(msg, types.MessageType.Error)
         return C.Failure(msg)
     finally:
-        found = await proj.run(lambda: proj.ws.extra.request(rid))
+        found = await proj.run(lambda: proj.ws.event_logs.request(rid))
         if found is not None:
             await proj.apply_now([found[1].path, found[1].path + "-wal"])
-    state = await proj.run(lambda: (proj.ws.extra.request(rid) or (None,))[0])
+    state = await proj.run(lambda: (proj.ws.event_logs.request(rid) or (None,))[0])
     rel = os.path.relpath(res.log_path, proj.root)
     msg = (f"{quote(res.outcome)} as {quote(reviewer)}: {len(res.written)} event(s) appended to "
            f"{quote(rel)} — direct append to the log the run polls (no harn.hitl.respond host is reachable).")

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import typing
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from lsprotocol import types
 

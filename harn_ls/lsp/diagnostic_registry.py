@@ -11,7 +11,8 @@ server, so this is testable on its own.
 
 from __future__ import annotations
 
-from typing import Callable, Generic, Iterable, Mapping, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Generic, TypeVar
 
 D = TypeVar("D")
 

@@ -7,7 +7,8 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
 from harn_ls.formats.problems import Severity
-from harn_ls.render.limits import MAX_RESPONSE_BYTES, MESSAGE_BYTES, cap_text, utf8_len
+from harn_ls.render.limits import MAX_RESPONSE_BYTES, MESSAGE_BYTES, cap_text
+from harn_ls.util.utf8 import utf8_len
 
 SOURCE = "harn-ls"
 _SEVERITY = {

@@ -16,7 +16,7 @@ from pygls.uris import to_fs_path
 from harn_ls import contract as P
 from harn_ls.lsp import documents
 from harn_ls.render.outline import Heading, outline
-from harn_ls.text_positions import LINE_BREAK_RE, units_len
+from harn_ls.util.text_positions import LINE_BREAK_RE, units_len
 
 MAX_TEXT_CHARS = 4 * 1024 * 1024  # the outline of a bigger state file covers its first 4 MB
 

@@ -7,11 +7,10 @@ import logging
 
 from lsprotocol import types
 
-from harn_ls import contract as P
-from harn_ls.change_kinds import K
 from harn_ls.lsp import heap
-from harn_ls.lsp.transport import as_encoded
 from harn_ls.lsp.project_links import markdown_for
+from harn_ls.lsp.transport import as_encoded
+from harn_ls.model.change_kinds import K
 from harn_ls.render import UriError, parse_uri, render_uri
 from harn_ls.render.markdown import cell
 from harn_ls.render.svg import strip_pictures

@@ -1,5 +1,5 @@
 """The server's workspace folders and the Harn projects they serve: finding them below each folder
-(project_discovery.py), loading each on its own project thread with its progress shown (lsp/progress.py),
+(model/project_discovery.py), loading each on its own project thread with its progress shown (lsp/progress.py),
 serving it (problems, status, views, the recall warm-up), and dropping what no folder serves any more.
 
 A mixin of `HarnLanguageServer` (lsp/server.py), whose `__init__` declares the state these methods
@@ -13,14 +13,14 @@ import os
 
 from lsprotocol import types
 
-from harn_ls.accept_plan import skill_root_warning
-from harn_ls.change_kinds import RESCAN_KINDS
 from harn_ls.lsp import conversions, diagnostics, start_trace
 from harn_ls.lsp.progress import with_progress
 from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project
-from harn_ls.project_discovery import FolderProjects, folder_projects
-from harn_ls.render.message_text import defuse
-from harn_ls.workspace import ChangeSet
+from harn_ls.model.accept_plan import skill_root_warning
+from harn_ls.model.change_kinds import RESCAN_KINDS
+from harn_ls.model.project_discovery import FolderProjects, folder_projects
+from harn_ls.model.workspace import ChangeSet
+from harn_ls.util.message_text import defuse
 
 log = logging.getLogger("harn_ls")
 
@@ -29,7 +29,7 @@ class ProjectFolders:
     """Workspace folders -> Harn projects (mixed into HarnLanguageServer)."""
 
     def preload(self, path: str) -> None:
-        """Start finding a folder's projects (project_discovery.py) and loading them on their project
+        """Start finding a folder's projects (model/project_discovery.py) and loading them on their project
         threads now: the answer to initialize, the client's `initialized` and the settings round trip go
         by meanwhile. Nothing is sent about them before `add_folder` takes them over."""
         path = os.path.abspath(path)

@@ -2,7 +2,7 @@
 
 `window/showMessage`, `window/logMessage`, work-done progress (a cancellable one is a VS Code
 notification) and `harn/hitlArrived` all reach a client that may find links in their text
-(render/message_text.py says which and how). Every such send in harn_ls goes through a function
+(util/message_text.py says which and how). Every such send in harn_ls goes through a function
 here, which passes the text through `defuse`; callers put data and setting values in with
 `quote` so they also read as values. `tests/security/test_message_sites.py` walks the source:
 a new direct send, or a value put into a message unquoted, fails it.
@@ -16,7 +16,7 @@ from lsprotocol import types
 
 from harn_ls import contract as P
 from harn_ls.render.limits import MESSAGE_BYTES, cap_text
-from harn_ls.render.message_text import defuse as _defuse
+from harn_ls.util.message_text import defuse as _defuse
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def end_progress(ls, token: str, message: str | None) -> None:
 
 
 def hitl_arrived(ls, root: str, requests: list) -> None:
-    """`harn/hitlArrived` for new requests: (formats/hitl.py HitlRequest, its document's URI) pairs.
+    """`harn/hitlArrived` for new requests: (formats/hitl/requests.py HitlRequest, its document's URI) pairs.
     The text a client shows (prompt, kind, agent) is data from the event log: made inert. The
     identifiers (request id, URI, project root) go exactly as they are, for the client to act on."""
     ls.protocol.notify(P.HITL_ARRIVED, P.to_wire(P.HitlArrivedParams(root=root, requests=[

@@ -32,14 +32,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import attrs
-
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from harn_ls.actions import ActionFailed, uuid7
 from harn_ls.lsp import messages
-from harn_ls.render.message_text import quote
-from harn_ls.text_positions import shift_position
+from harn_ls.util.message_text import quote
+from harn_ls.util.text_positions import shift_position
 
 if TYPE_CHECKING:
     from harn_ls.actions import probes as runner
@@ -100,7 +99,7 @@ def _shift_diag(d: types.Diagnostic, cs, ce, text, encoding: str) -> types.Diagn
     return attrs.evolve(d, range=types.Range(start=_moved(d.range.start), end=_moved(d.range.end)))
 
 
-def apply_changes(ls, uri: str, changes, current_text: str | None) -> bool:
+def apply_text_edits(ls, uri: str, changes, current_text: str | None) -> bool:
     """Track one didChange for the probed range; True when the diagnostics changed (the registry
     has published them)."""
     st = ls.probe_states.get(uri)
@@ -264,4 +263,4 @@ def register(server) -> None:
             text = ls.workspace.get_text_document(uri).source
         except Exception:
             text = None
-        apply_changes(ls, uri, params.content_changes, text)  # the registry publishes what changed
+        apply_text_edits(ls, uri, params.content_changes, text)  # the registry publishes what changed

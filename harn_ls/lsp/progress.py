@@ -1,7 +1,7 @@
 """Long work shown as LSP work-done progress (`window/workDoneProgress/create` + `$/progress`), and as
 `harn/loading` for our own status bar.
 
-The work runs on a project thread and only updates a `WorkProgress` (harn_ls/progress.py); this
+The work runs on a project thread and only updates a `WorkProgress` (harn_ls/util/progress.py); this
 module watches it from the event loop: nothing crosses threads but a few attribute reads. Work that
 ends within `SHOW_AFTER_S` shows nothing at all (a small project's load is not worth a flash of a
 progress bar). Then: create the token (only for a client that declared `window.workDoneProgress`),
@@ -15,11 +15,12 @@ import asyncio
 import logging
 import os
 import uuid
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from harn_ls import contract as P
 from harn_ls.lsp import messages
-from harn_ls.progress import WorkProgress
+from harn_ls.util.progress import WorkProgress
 
 log = logging.getLogger(__name__)
 

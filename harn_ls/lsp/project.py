@@ -19,20 +19,21 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
-from harn_ls.change_kinds import K
-from harn_ls.render.fact_spans import FactSpanCache
+from harn_ls.cache.spans import SpanStore
 from harn_ls.formats.memory import builds_here
 from harn_ls.formats.problems import Problem
-from harn_ls.history import keep_history
-from harn_ls.progress import WorkProgress
 from harn_ls.lsp import heap
+from harn_ls.model.change_kinds import K
+from harn_ls.model.checkpoint_versions import keep_history
+from harn_ls.model.fact_spans import FactSpanCache
+from harn_ls.model.workspace import ChangeSet, Workspace
 from harn_ls.recall import RecallEngine
-from harn_ls.state_spans import SpanStore
-from harn_ls.watch import StateWatcher
-from harn_ls.workspace import ChangeSet, Workspace
+from harn_ls.util.progress import WorkProgress
+from harn_ls.watch.observer import StateWatcher
 
 log = logging.getLogger(__name__)
 THREAD_CHECK_ENV = "HARN_LS_THREAD_CHECK"
@@ -60,7 +61,7 @@ def guard_thread(ws: Workspace, owner: int) -> None:
 
 
 class Project:
-    def __init__(self, folder_path: str, on_changes: Callable[["Project", ChangeSet], Any],
+    def __init__(self, folder_path: str, on_changes: Callable[[Project, ChangeSet], Any],
                  env_spec: tuple | None = None) -> None:
         self.folder_path: str = folder_path
         # (env, env_sources, untrusted names) Harn's locations are resolved from (server.harn_env)
@@ -184,7 +185,7 @@ class Project:
             ws = self.ws
             try:
                 # With paths, apply() itself rescans what lives below a changed directory.
-                changes = ws.rescan() if rescan and not paths else ws.apply(paths)
+                changes = ws.rescan() if rescan and not paths else ws.apply_changes(paths)
             except Exception:
                 log.exception("applying changes failed; rescanning the project")
                 changes = ws.rescan()
@@ -379,7 +380,7 @@ class Project:
 
     async def apply_now(self, paths) -> ChangeSet:
         """Apply changes we made ourselves (an action wrote files) without waiting for the watcher."""
-        changes = await self.run(lambda: self.ws.apply(paths))
+        changes = await self.run(lambda: self.ws.apply_changes(paths))
         if changes:
             await self._notify(changes)
         return changes

@@ -15,8 +15,9 @@ import asyncio
 import contextlib
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from typing import Union
 
 MsgId = Union[int, str]
 

@@ -15,7 +15,8 @@ import re
 import sys
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from harn_ls.lsp import start_trace
 
@@ -29,21 +30,33 @@ from pygls.uris import to_fs_path
 
 from harn_ls import __version__
 from harn_ls import contract as P
-from harn_ls.change_kinds import CORE_KINDS, K
-from harn_ls.accept_plan import skill_root_warning
-from harn_ls.lsp import code_actions, code_lens, commands, diagnostics, documents, hover, probe
-from harn_ls.lsp import document_symbols, heap, messages, symbols, tree
+from harn_ls.lsp import (
+    code_actions,
+    code_lens,
+    commands,
+    diagnostics,
+    document_symbols,
+    documents,
+    heap,
+    hover,
+    messages,
+    probe,
+    symbols,
+    transport,
+    tree,
+)
+from harn_ls.lsp.capabilities import ClientProfile
 from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
 from harn_ls.lsp.folders import ProjectFolders
 from harn_ls.lsp.probe import ProbeState
-from harn_ls.lsp.project_links import argument_for, link_root
 from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project, paused_gc
+from harn_ls.lsp.project_links import argument_for, link_root
 from harn_ls.lsp.requests import RequestRegistry
 from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
-from harn_ls.lsp import transport
-from harn_ls.lsp.capabilities import ClientProfile
+from harn_ls.model.accept_plan import skill_root_warning
+from harn_ls.model.change_kinds import CORE_KINDS, K
+from harn_ls.model.workspace import ChangeSet
 from harn_ls.render import RenderSettings, make_uri
-from harn_ls.workspace import ChangeSet
 
 start_trace.mark("server modules: imported")
 log = logging.getLogger("harn_ls")
@@ -54,7 +67,7 @@ SHUTDOWN_GRACE_SECONDS = 5.0
 PROJECT_WAIT_SECONDS = 10.0
 # The session whose client a log record is sent to (TCP serves several; a record from a thread of
 # no session goes to stderr only), and, over stdio, the one session every record goes to.
-SESSION: contextvars.ContextVar["HarnLanguageServer | None"] = contextvars.ContextVar("harn_ls_session", default=None)
+SESSION: contextvars.ContextVar[HarnLanguageServer | None] = contextvars.ContextVar("harn_ls_session", default=None)
 
 
 def response_converter():
@@ -145,7 +158,7 @@ class LoopMonitor:
     The name of the last handler that started is logged with the delay.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, server: "HarnLanguageServer", period: float = 0.05) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, server: HarnLanguageServer, period: float = 0.05) -> None:
         self.loop = loop
         self.server = server
         self.period = period
@@ -174,7 +187,7 @@ class LoopMonitor:
         self._stop.set()
 
 
-def timed(name: str, server: "HarnLanguageServer", fn: Callable) -> Callable:
+def timed(name: str, server: HarnLanguageServer, fn: Callable) -> Callable:
     """Record which handler runs, for the loop monitor's warning, and (async handlers of a
     request) the request in `server.requests`, so cancellation and shutdown reach it."""
     if asyncio.iscoroutinefunction(fn):
@@ -380,7 +393,7 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
 
     async def _announce_hitl(self, proj: Project) -> None:
         """`harn/hitlArrived` for requests waiting for a human that were not there before (issue 16)."""
-        new = await proj.run_before_facts(lambda: proj.ws.extra.take_new_requests())
+        new = await proj.run_before_facts(lambda: proj.ws.event_logs.take_new_requests())
         if new:
             messages.hitl_arrived(self, proj.root, [
                 (r, argument_for(make_uri("hitl", r.request_id), link_root(self, proj))) for r in new])

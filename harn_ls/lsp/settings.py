@@ -7,7 +7,7 @@ from typing import Any
 import attrs
 import cattrs
 
-from harn_ls.paths import LOCATION_VARS
+from harn_ls.formats.paths import LOCATION_VARS
 
 
 @attrs.define
@@ -53,7 +53,7 @@ class Settings:
     harnEnv: dict[str, str] = attrs.Factory(dict)
     trustedByDefault: bool = True  # for clients that say nothing about workspace trust
     # Harn project folders to serve, relative to the workspace folder (or absolute): replaces the search
-    # below it (project_discovery.py). Names paths, so an untrusted workspace keeps them inside the folder.
+    # below it (model/project_discovery.py). Names paths, so an untrusted workspace keeps them inside the folder.
     projectRoots: list[str] = attrs.Factory(list)
 
 

@@ -1,4 +1,4 @@
-"""Saving the span store (harn_ls/state_spans.py) of a project after requests anchored new spans.
+"""Saving the span store (harn_ls/cache/spans.py) of a project after requests anchored new spans.
 
 Not on every request: the first request that leaves anchors unsaved schedules one save on the
 project thread a few seconds later (off the event loop), which writes whatever the requests of
@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 SAVE_DELAY_S = 5.0

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from harn_ls.portable import linux_facility
+from harn_ls.util.portable import linux_facility
 
 ENV = "HARN_LS_START_TRACE"
 enabled: bool = os.environ.get(ENV) == "1"

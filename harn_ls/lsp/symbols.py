@@ -7,8 +7,9 @@ from pygls.uris import from_fs_path
 
 from harn_ls.lsp.project_links import link_root
 from harn_ls.render import symbols as S
+from harn_ls.render.limits import MAX_RESPONSE_BYTES
 from harn_ls.render.uri import with_root
-from harn_ls.render.limits import MAX_RESPONSE_BYTES, utf8_len
+from harn_ls.util.utf8 import utf8_len
 
 LIMIT = S.LIMIT
 _KINDS = {S.FACT: types.SymbolKind.Constant, S.MEMORY: types.SymbolKind.Field, S.SKILL: types.SymbolKind.Module,

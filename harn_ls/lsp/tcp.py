@@ -25,7 +25,7 @@ import secrets
 import signal
 import sys
 
-from harn_ls.cache_dir import cache_root
+from harn_ls.cache.dirs import cache_root
 from harn_ls.lsp import server as S
 from harn_ls.lsp import transport
 

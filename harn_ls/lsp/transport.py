@@ -36,7 +36,8 @@ import re
 import secrets
 import threading
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pygls.exceptions import JsonRpcInvalidParams
 
 from harn_ls import contract as P
-from harn_ls.change_kinds import K
 from harn_ls.lsp.project_links import tree_page_for
+from harn_ls.model.change_kinds import K
 from harn_ls.render import tree_state
 from harn_ls.render.tree_items import TreeOptions, tree_page
 from harn_ls.render.uri import MAX_QUERY_INT

@@ -10,7 +10,8 @@ our clients draw) is not offered."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from lsprotocol import types
 

@@ -3,11 +3,10 @@ from the state cache starts with (records decoded when first asked for)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Callable
+from collections.abc import Callable, Mapping
 
 from harn_ls.formats.memory import MemoryRecord
-from harn_ls.shared_ints import shared, shared_range
+from harn_ls.util.shared_ints import shared, shared_range
 
 
 class _Doc:

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import heapq
 import os
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from harn_ls.formats.memory import MemoryDelta, MemoryRecord
 from harn_ls.recall.docs import _LazyDocs
 from harn_ls.recall.index import NamespaceIndex
-from harn_ls.recall.results import (DEFAULT_K, Explain, Hit, Mode, NamespaceOutcome, RecallResult, _newest_sort,
-                                    _tie_sort, _with, clamp_k)
+from harn_ls.recall.results import (
+    DEFAULT_K,
+    Explain,
+    Hit,
+    Mode,
+    NamespaceOutcome,
+    RecallResult,
+    _newest_sort,
+    _tie_sort,
+    _with,
+    clamp_k,
+)
 from harn_ls.recall.tokenizer import tokenize
 from harn_ls.recall.vectors import cosine
 
@@ -79,7 +90,7 @@ class RecallEngine:
             idx.config = dict(config)
         if ns_dir is not None:
             idx.ns_dir = ns_dir
-        idx.apply(delta)
+        idx.apply_delta(delta)
         self._pending_records -= len(delta.added) + len(delta.removed)
 
     def _index(self, namespace: str) -> NamespaceIndex:
@@ -88,7 +99,7 @@ class RecallEngine:
             idx = self._indexes[namespace] = NamespaceIndex(namespace)
         return idx
 
-    def apply(self, namespace: str, delta: MemoryDelta, config: dict | None = None, ns_dir: str | None = None) -> None:
+    def apply_memory_delta(self, namespace: str, delta: MemoryDelta, config: dict | None = None, ns_dir: str | None = None) -> None:
         self._pending.setdefault(namespace, []).append((delta, config, ns_dir))
         self._pending_records += len(delta.added) + len(delta.removed)
         if self._pending_records > self.PENDING_MAX:
@@ -110,7 +121,7 @@ class RecallEngine:
 
     def sync_namespace(self, mem_ns: Any, delta: MemoryDelta) -> None:
         """Convenience for a `MemoryNamespace`: its config and directory travel with the delta."""
-        self.apply(mem_ns.namespace, delta, mem_ns.config, os.path.dirname(mem_ns.path))
+        self.apply_memory_delta(mem_ns.namespace, delta, mem_ns.config, os.path.dirname(mem_ns.path))
 
     def drop(self, namespace: str) -> None:
         self._discard(namespace)

@@ -6,24 +6,24 @@ from __future__ import annotations
 import heapq
 import math
 import sys
+from collections.abc import Iterable, Iterator
 from functools import partial
 from itertools import compress, count, repeat
 from operator import is_
-from typing import Iterable, Iterator
 
 import numpy as np
 
 from harn_ls.formats.memory import DEFAULT_CONFIG, MemoryDelta, MemoryRecord
+from harn_ls.recall.arrays import grown as _grown
+from harn_ls.recall.arrays import own_copy as _own_copy
+from harn_ls.recall.arrays import small_uint as _small_uint
 from harn_ls.recall.docs import _Doc, _LazyDocs
-from harn_ls.recall.arrays import grown as _grown, own_copy as _own_copy, small_uint as _small_uint
 from harn_ls.recall.overflow import OverflowByTerm
 from harn_ls.recall.results import Explain, TermExplain
-from harn_ls.recall.scoring import B, K1, KEY_BOOST, TAG_BOOST, FlaggedMemo, QueryTerm, idf_of, search
+from harn_ls.recall.scoring import K1, KEY_BOOST, TAG_BOOST, B, FlaggedMemo, QueryTerm, idf_of, search
 from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analyze
 from harn_ls.recall.vectors import namespace_vectors
-from harn_ls.shared_ints import shared, shared_range
-
-
+from harn_ls.util.shared_ints import shared, shared_range
 
 # Harn's per-query-term field boost, `(0.4 if in key) + (0.25 if in tags)`,
 # indexed by the 2-bit flag code (1 = key, 2 = tag) stored with each posting.
@@ -332,7 +332,7 @@ class NamespaceIndex:
         self._flush()
         self._maybe_compact()
 
-    def apply(self, delta: MemoryDelta) -> None:
+    def apply_delta(self, delta: MemoryDelta) -> None:
         """Apply one batch. Removed and added lists are netted by identity first:
         a record stored (or updated) and forgotten within the same batch never
         existed for us, and an update replaces the record at the same sequence."""

@@ -9,7 +9,7 @@ import os
 from harn_ls.formats.harn_json import sha256_hex
 from harn_ls.formats.parse_limits import loads_json
 from harn_ls.recall.tokenizer import searchable_text
-from harn_ls.safe_read import VECTOR_FILE_CAP, read_confined
+from harn_ls.util.safe_read import VECTOR_FILE_CAP, read_confined
 
 
 def sanitize_model_hint(hint: str | None) -> str:

@@ -1,18 +1,18 @@
 """Documents for checkpoint history: one version (`?version=N`) and what changed between versions.
 
-`ws.checkpoint_history` is a `harn_ls.history.CheckpointHistory` (set by the
+`ws.checkpoint_history` is a `harn_ls.cache.checkpoint_history.CheckpointHistory` (set by the
 server while it watches); without one there is no history to show.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from harn_ls.formats.checkpoints import CheckpointFile, parse_checkpoint_bytes
-from harn_ls.render.uri import UriError, make_uri
 from harn_ls.render.markdown import fence, human_bytes, pretty_json, short_text
 from harn_ls.render.svg import md_text
+from harn_ls.render.uri import UriError, make_uri
 
 
 @dataclass
@@ -65,7 +65,7 @@ def diff(old: CheckpointFile | None, new: CheckpointFile) -> StageDiff:
 
 
 def _when(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def history_of(ws):

@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from harn_ls.render.uri import UriError, make_uri
 from harn_ls.render.markdown import short_text
 from harn_ls.render.svg import fmt_ms, md_text
 from harn_ls.render.timeline import load_llm_log, parse_time
+from harn_ls.render.uri import UriError, make_uri
 
 _MASKS = (
     (re.compile(r"\brun_[0-9A-Za-z][0-9A-Za-z_-]*"), "<run-id>"),

@@ -19,10 +19,11 @@ each, only those made from REUSE_MIN_BYTES of files or more.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from harn_ls.formats.runs import llm_log_places
-from harn_ls.safe_read import file_stamp
+from harn_ls.util.safe_read import file_stamp
 
 MAX_DOCS = 4
 REUSE_MIN_BYTES = 1 << 20  # smaller files are read again faster than a page is worth holding

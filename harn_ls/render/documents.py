@@ -5,28 +5,40 @@ from __future__ import annotations
 import os
 from array import array
 
-from harn_ls.accept_plan import planned_files
 from harn_ls.formats.checkpoints import running_now
+from harn_ls.formats.fact_anchors import fact_staleness
 from harn_ls.formats.facts import date_now_iso
 from harn_ls.formats.json_pieces import Changed
 from harn_ls.formats.locks import session_running
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.formats.session_store import read_session_events
 from harn_ls.formats.transcripts import TranscriptEvent, blocks_visibility, normalize_block, read_llm_transcript
+from harn_ls.model.accept_plan import planned_files
 from harn_ls.render.checkpoint_history import history_section, version_document
-from harn_ls.render.conversation import context_for, render_event
 from harn_ls.render.compare import compare_document, normalized_document
+from harn_ls.render.conversation import context_for, render_event
 from harn_ls.render.doc_reuse import REUSED_KINDS, DocReuse, sources
-from harn_ls.render.limits import DOC_VALUE_BYTES, MAX_RESPONSE_BYTES, cap_response, utf8_len
-from harn_ls.render.markdown import (capped_fence, capped_markdown, cell, code_cell, file_link, human_bytes, inline, link, moment,
-                                     pretty_json, short_text)
+from harn_ls.render.limits import DOC_VALUE_BYTES, MAX_RESPONSE_BYTES, cap_response
+from harn_ls.render.markdown import (
+    capped_fence,
+    capped_markdown,
+    cell,
+    code_cell,
+    file_link,
+    human_bytes,
+    inline,
+    link,
+    moment,
+    pretty_json,
+    short_text,
+)
 from harn_ls.render.memory_charts import namespace_section
-from harn_ls.render.recall import render_recall_markdown
 from harn_ls.render.newer_state_doc import newer_state
+from harn_ls.render.recall import render_recall_markdown
 from harn_ls.render.state_docs import RENDERERS as STATE_RENDERERS
 from harn_ls.render.timeline import section as timeline_section
 from harn_ls.render.uri import MAX_QUERY_INT, RenderSettings, StateUri, UriError, make_uri, parse_uri
-from harn_ls.staleness import fact_staleness
+from harn_ls.util.utf8 import utf8_len
 
 
 def render_uri(ws, uri: str, settings: RenderSettings | None = None) -> str:
@@ -189,7 +201,7 @@ def index(ws, target: StateUri, settings: RenderSettings) -> str:
         for s in ws.sessions.sessions[:200]:
             out.append(f"- {_link(s.title or s.id, make_uri('sessions', s.id))} · {cell(s.status)} · {cell(s.event_count)} event(s)")
         out.append("")
-    x = ws.extra  # issue 16: event logs, HITL, the rest of .harn/
+    x = ws.event_logs  # issue 16: event logs, HITL, the rest of .harn/
     out.append(f"## Activity\n\n- {_link(f'Waiting for you ({len(x.waiting())})', make_uri('hitl_index'))}"
                f"\n- {_link('Event logs', make_uri('events_index'))} · {_link('Store, mailboxes, locks', make_uri('store'))}"
                f" · {_link('Worktrees, candidates, receipts', make_uri('worktrees'))}\n")

@@ -4,7 +4,7 @@ command that asks for the reason or the answer, then the server's `harnState.ans
 
 from __future__ import annotations
 
-from harn_ls.formats.hitl_response import actions_for, choice_labels
+from harn_ls.formats.hitl.responses import actions_for, choice_labels
 from harn_ls.render import view_commands as V
 from harn_ls.render.limits import LABEL_BYTES, one_line
 
@@ -14,7 +14,7 @@ TITLES = {"approve": ("Approve", V.HITL_APPROVE), "deny": ("Deny…", V.HITL_DEN
 
 
 def hitl_lenses(ws, request_id: str) -> list[V.ViewCommand]:
-    found = ws.extra.request(request_id)
+    found = ws.event_logs.request(request_id)
     if found is None:
         return []
     req, view = found

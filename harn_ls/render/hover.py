@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harn_ls.render.fact_spans import FactSpan, FactSpanCache, fact_spans, spans_at
+from harn_ls.model.fact_spans import FactSpan, FactSpanCache, fact_spans, spans_at
 from harn_ls.render.limits import HOVER_FACTS, HOVER_VALUE_BYTES, MAX_RESPONSE_BYTES, cap_response
 from harn_ls.render.markdown import capped_markdown, cell, inline, link, short_text
 from harn_ls.render.uri import make_uri

@@ -7,13 +7,12 @@ import os
 
 import orjson
 
+from harn_ls.cache.rows import FACT_SEPARATOR, fact_inspect_entry, fact_inspect_fragment, join_fact_fragments, split_fact_body
 from harn_ls.formats.checkpoints import running_now
 from harn_ls.formats.facts import date_now_iso
 from harn_ls.formats.locks import open_flock_table, running_session_writers, session_running
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.render.inspect_extra import inspect_extra, inspect_extra_text
-from harn_ls.state_rows import (FACT_SEPARATOR, fact_inspect_entry, fact_inspect_fragment, join_fact_fragments,
-                               split_fact_body)
 
 
 def inspect_json(ws, facts_fragment: bool = False) -> dict:
@@ -80,7 +79,7 @@ def inspect_json(ws, facts_fragment: bool = False) -> dict:
             "running_writers": running_session_writers(ws.sessions.path, locks),
         },
         "problems": problems,
-    } | _extra(ws)
+    } | _event_logs(ws)
 
 
 def _facts(ws, as_fragment: bool):
@@ -135,7 +134,7 @@ def _cached_facts_body(ws) -> bytes | memoryview | None:
     return FACT_SEPARATOR.join(frag for _id, frag in heapq.merge(*runs, key=lambda e: e[0]))
 
 
-def _extra(ws) -> dict:
+def _event_logs(ws) -> dict:
     return inspect_extra(ws)
 
 

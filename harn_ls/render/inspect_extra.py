@@ -7,7 +7,7 @@ from __future__ import annotations
 
 def inspect_extra(ws) -> dict:
     """The `inspect --json` sections for event logs, HITL and the rest of `.harn/`."""
-    x = ws.extra
+    x = ws.event_logs
     rel = lambda p: ws.relpath(p) or p  # noqa: E731
     return {
         "event_logs": [
@@ -70,7 +70,7 @@ def inspect_extra_text(data: dict) -> list[str]:
     for r in waiting:
         out.append(f"  {r['kind']:<12} {r['state']:<20} {r['request_id']}  {r['prompt'][:50]}")
     st = data["store"]
-    out.append(f"store            " + (f"{len(st['keys'])} key(s)" if st else "none"))
+    out.append("store            " + (f"{len(st['keys'])} key(s)" if st else "none"))
     out.append(f"workflows        {len(data['workflows'])} mailbox(es), "
                f"{sum(m['pending'] for m in data['workflows'])} pending message(s)")
     out.append(f"receipts         {len(data['receipts'])}")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from harn_ls.harn_source import find_checkpoint_calls
+from harn_ls.formats.harn_source import find_checkpoint_calls
+from harn_ls.model.fact_spans import FactSpan, FactSpanCache, fact_groups
 from harn_ls.render.checkpoint_history import last_change
-from harn_ls.render.fact_spans import FactSpan, FactSpanCache, fact_groups
 from harn_ls.render.limits import one_line
 from harn_ls.render.uri import make_uri
 from harn_ls.render.view_commands import NONE, OPEN, ViewCommand

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from harn_ls.util.utf8 import cut_utf8, utf8_len
+
 MAX_RESPONSE_BYTES = 1_000_000  # hover, a document, a tree page, a diagnostics batch, workspace/symbol
 
 # Per-field budgets (bytes of raw data, before escaping).
@@ -24,28 +26,6 @@ HOVER_FACTS = 20  # facts shown in one hover (the rest are counted)
 MESSAGE_BYTES = 4_000  # one diagnostic message
 DOC_VALUE_BYTES = 64_000  # one value (claim, description, JSON value, file text) in a document
 DOC_LINE_BYTES = 1_000  # one table cell / list item / heading in a document
-
-
-def utf8_len(s: str) -> int:
-    return len(s.encode("utf-8", errors="surrogatepass"))
-
-
-def cut_utf8(s: str, max_bytes: int) -> tuple[str, int]:
-    """The longest prefix of `s` that fits in `max_bytes` UTF-8 bytes, and how many bytes were dropped.
-
-    Never splits a character; never returns more than `max_bytes` bytes."""
-    if max_bytes < 0:
-        max_bytes = 0
-    if len(s) <= max_bytes // 4:  # fast path: even all-4-byte characters would fit
-        return s, 0
-    data = s.encode("utf-8", errors="surrogatepass")
-    if len(data) <= max_bytes:
-        return s, 0
-    end = max_bytes
-    while end > 0 and (data[end] & 0xC0) == 0x80:  # back off to the start of a character
-        end -= 1
-    head = data[:end].decode("utf-8", errors="surrogatepass")
-    return head, len(data) - end
 
 
 def more_bytes(n: int) -> str:

@@ -30,9 +30,10 @@ from urllib.parse import quote
 
 import orjson
 
-from harn_ls.progress import scaled_bytes
-from harn_ls.render.limits import DOC_LINE_BYTES, DOC_VALUE_BYTES, cut_utf8, more_bytes
-from harn_ls.render.message_text import code_span
+from harn_ls.render.limits import DOC_LINE_BYTES, DOC_VALUE_BYTES, more_bytes
+from harn_ls.util.message_text import code_span
+from harn_ls.util.progress import scaled_bytes
+from harn_ls.util.utf8 import cut_utf8
 
 _B64 = re.compile(r"^[A-Za-z0-9+/=\s]{512,}$")
 LONG_STRING = 2000

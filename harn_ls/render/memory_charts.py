@@ -7,7 +7,7 @@ spans longer), every data string XML-escaped (`svg.esc`).
 from __future__ import annotations
 
 from collections import Counter
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 from harn_ls.render.svg import esc, md_text, num, picture
 from harn_ls.render.timeline import parse_time
@@ -27,7 +27,7 @@ def _day(value) -> date | None:
     if t is None:
         return None
     try:
-        return datetime.fromtimestamp(t, timezone.utc).date()
+        return datetime.fromtimestamp(t, UTC).date()
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -89,7 +89,7 @@ def growth_svg(buckets: list[tuple[date, int, int]], unit: str, title: str = "")
         if f:
             fh = f / peak * plot_h
             parts.append(f'<rect x="{num(x + half)}" y="{num(top + plot_h - fh)}" width="{num(half)}" height="{num(fh)}" fill="{FORGET_COLOR}"/>')
-        parts.append('<rect x="{}" y="{}" width="{}" height="{}" fill="transparent"/></g>'.format(num(x), top, num(bw), plot_h))
+        parts.append(f'<rect x="{num(x)}" y="{top}" width="{num(bw)}" height="{plot_h}" fill="transparent"/></g>')
     if buckets:
         parts.append(f'<text x="{left}" y="{h - 8}" fill="#666">{esc(buckets[0][0].isoformat())}</text>'
                      f'<text x="{left + plot_w}" y="{h - 8}" fill="#666" text-anchor="end">{esc(buckets[-1][0].isoformat())}</text>')

@@ -32,7 +32,7 @@ def _fields(fields: dict) -> list[str]:
 
 
 def newer_state(ws, target: StateUri, settings: RenderSettings) -> str:
-    n = ws.extra.newer
+    n = ws.event_logs.newer
     out = ["# Newer Harn state", ""]
     if n is None or n.empty:
         out.append("None of `.harn/cache/llm.sqlite`, `.harn/cache/llm/`, `.harn/local/selection.json`, `.harn/guard/`, "

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from harn_ls.render.limits import LABEL_BYTES, one_line
 from harn_ls.render.terminal import markdown_to_text
-from harn_ls.text_positions import LINE_BREAK_RE
+from harn_ls.util.text_positions import LINE_BREAK_RE
 
 MAX_HEADINGS = 2000  # a hostile file of headings: the outline is cut, the document still opens
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")

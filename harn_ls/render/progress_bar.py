@@ -13,7 +13,7 @@ import os
 import threading
 from typing import TextIO
 
-from harn_ls.progress import ProgressSnapshot, WorkProgress, format_bytes
+from harn_ls.util.progress import ProgressSnapshot, WorkProgress, format_bytes
 
 SHOW_AFTER_S = 1.0  # work shorter than this shows no bar
 REDRAW_S = 0.2  # at most five redraws a second
@@ -73,7 +73,7 @@ class TerminalBar:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="progress bar", daemon=True)
 
-    def __enter__(self) -> "TerminalBar":
+    def __enter__(self) -> TerminalBar:
         self._thread.start()
         return self
 

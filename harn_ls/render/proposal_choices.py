@@ -7,11 +7,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from harn_ls.accept_plan import planned_files
-from harn_ls.refusal import ActionFailed
+from harn_ls.model.accept_plan import planned_files
 from harn_ls.render.limits import LABEL_BYTES, one_line
 from harn_ls.render.uri import make_uri
 from harn_ls.render.view_commands import ACCEPT, COMPARE, REJECT, ViewCommand
+from harn_ls.util.refusal import ActionFailed
 
 REJECT_DAYS = 14
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from harn_ls.recall import Hit, RecallResult
-from harn_ls.render.uri import make_uri
 from harn_ls.render.markdown import cell, code_cell, inline, link
+from harn_ls.render.uri import make_uri
 
 
 def _num(x: float) -> str:

@@ -22,10 +22,10 @@ import os
 import time
 from typing import Any
 
-from harn_ls.formats import hitl as hitl_fmt
-from harn_ls.formats import hitl_response as hr
-from harn_ls.render.uri import RenderSettings, StateUri, UriError, make_uri
+from harn_ls.formats.hitl import requests as hitl_fmt
+from harn_ls.formats.hitl import responses as hr
 from harn_ls.render.markdown import cell, fence, human_bytes, inline, link, pretty_json, short_text
+from harn_ls.render.uri import RenderSettings, StateUri, UriError, make_uri
 
 EVENTS_PAGE = 50
 _PROVENANCE = "harn.provenance."
@@ -47,7 +47,7 @@ def ms_time(ms: Any) -> str:
 
 
 def _log_for(ws, topic: str, label: str | None):
-    logs = ws.extra.logs
+    logs = ws.event_logs.logs
     if label:
         view = logs.get(label)
         if view is None:
@@ -62,11 +62,11 @@ def _log_for(ws, topic: str, label: str | None):
 # ------------------------------------------------------------------------------------------------ /events.md
 def events_index(ws, target: StateUri, settings: RenderSettings) -> str:
     out = ["# Event logs", ""]
-    logs = ws.extra.existing_logs()
+    logs = ws.event_logs.existing_logs()
     if ws.paths.event_logs and ws.paths.event_logs[0].backend == "memory":
         out.append("> HARN_EVENT_LOG_BACKEND=memory: Harn keeps its event log in memory; nothing new reaches disk.\n")
     if not logs:
-        looked = [v.loc for v in ws.extra.logs.values()]
+        looked = [v.loc for v in ws.event_logs.logs.values()]
         out.append("No event log found. Looked in: " + ", ".join(
             f"{inline(_rel(ws, loc.path))} ({cell(loc.why)})" if loc.why else inline(_rel(ws, loc.path)) for loc in looked)
             + ".")
@@ -268,7 +268,7 @@ def _action_graph(ws, evs) -> list[str]:
 
 # ------------------------------------------------------------------------------------------------- /hitl.md
 def hitl_index(ws, target: StateUri, settings: RenderSettings) -> str:
-    waiting = ws.extra.waiting()
+    waiting = ws.event_logs.waiting()
     out = [f"# Waiting for you ({len(waiting)})", ""]
     if not waiting:
         out.append("Nothing is waiting for a human.")
@@ -277,11 +277,11 @@ def hitl_index(ws, target: StateUri, settings: RenderSettings) -> str:
         for r in waiting:
             out.append(f"| {_link(r.request_id, make_uri('hitl', r.request_id))} | {r.kind} | {r.state} | "
                        f"{cell(short_text(r.prompt, 60))} | {cell(r.agent)} | {cell(r.requested_at)} | {cell(r.log)} |")
-    for label, total, shown in ws.extra.harn_pending_cut():
+    for label, total, shown in ws.event_logs.harn_pending_cut():
         out.append(f"\n> Log {inline(label)}: {total} requests have no terminal event, but Harn's `hitl_pending()` "
                    f"returns only the newest {shown} by default (pass a larger `limit`, at most 5000): the older "
                    "ones are listed here, not by Harn.")
-    done = [r for r in ws.extra.all_requests() if not r.is_waiting]
+    done = [r for r in ws.event_logs.all_requests() if not r.is_waiting]
     if done:
         out.append(f"\n## Resolved ({len(done)})\n")
         for r in sorted(done, key=lambda r: r.requested_at, reverse=True)[:200]:
@@ -292,7 +292,7 @@ def hitl_index(ws, target: StateUri, settings: RenderSettings) -> str:
 
 # ---------------------------------------------------------------------------------------- /hitl/<id>.md
 def hitl(ws, target: StateUri, settings: RenderSettings) -> str:
-    found = ws.extra.request(target.name)
+    found = ws.event_logs.request(target.name)
     if found is None:
         raise UriError(f"no HITL request {target.name!r} in this project's event logs")
     r, view = found
@@ -412,7 +412,7 @@ def _value_cell(v: Any) -> str:
 
 
 def store(ws, target: StateUri, settings: RenderSettings) -> str:
-    x = ws.extra
+    x = ws.event_logs
     out = ["# Store and other state", ""]
     for label, st in (("Store (`store_set`)", x.store), ("Orchestrator store", x.orchestrator_store)):
         if st is None:
@@ -455,7 +455,7 @@ def store(ws, target: StateUri, settings: RenderSettings) -> str:
 
 # --------------------------------------------------------------------------------------- /receipts/<id>.md
 def receipts(ws, target: StateUri, settings: RenderSettings) -> str:
-    r = ws.extra.receipt(target.name)
+    r = ws.event_logs.receipt(target.name)
     if r is None:
         raise UriError(f"no receipt {target.name!r} in .harn/receipts")
     icon = {"verified": "✅", "self-signed": "⚠", "failed": "❌", "unreadable": "⚠"}.get(r.status, "⚠")
@@ -492,7 +492,7 @@ def receipts(ws, target: StateUri, settings: RenderSettings) -> str:
 
 # -------------------------------------------------------------------------------------------- /worktrees.md
 def worktrees(ws, target: StateUri, settings: RenderSettings) -> str:
-    x = ws.extra
+    x = ws.event_logs
     out = [f"# Worktrees ({len(x.worktrees)})", ""]
     if x.worktrees:
         out.append("| worktree | branch | state |\n|---|---|---|")
@@ -520,7 +520,7 @@ CANDIDATE_LAYOUT = {"harn": "`.harn/crystallization/` (newest Harn)",
 
 
 def crystallization(ws, target: StateUri, settings: RenderSettings) -> str:
-    c = next((c for c in ws.extra.candidates if c.id == target.name), None)
+    c = next((c for c in ws.event_logs.candidates if c.id == target.name), None)
     if c is None:
         raise UriError(f"no crystallization candidate {target.name!r}")
     p = c.proposal

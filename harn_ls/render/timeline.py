@@ -26,7 +26,7 @@ import bisect
 import math
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from harn_ls.formats.transcripts import read_llm_transcript
@@ -104,7 +104,7 @@ def parse_time(value: Any) -> float | None:
             except ValueError:
                 return None
             if dt.tzinfo is None:
-                dt = dt.replace(tzinfo=timezone.utc)
+                dt = dt.replace(tzinfo=UTC)
             return dt.timestamp()
     else:
         return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -124,7 +124,7 @@ def _checkpoint_versions(item, ws, name: str) -> list[dict]:
     for i in range(len(versions) - 1, -1, -1):
         v = versions[i]
         prev = versions[i - 1].n if i > 0 else None
-        when = datetime.fromtimestamp(v.seen_at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        when = datetime.fromtimestamp(v.seen_at, UTC).strftime("%Y-%m-%d %H:%M:%S")
         data = {"pipeline": name, "version": v.n}
         if prev is not None:
             data["previous"] = prev

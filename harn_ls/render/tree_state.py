@@ -4,13 +4,13 @@ requests), *Events* (logs -> topics with counts, latest time, consumer lag) and 
 
 from __future__ import annotations
 
-from harn_ls.change_kinds import EXTRA_KINDS
-from harn_ls.formats import hitl as hitl_fmt
-from harn_ls.formats.hitl_response import choice_labels, needs_finish
+from harn_ls.formats.hitl import requests as hitl_fmt
+from harn_ls.formats.hitl.responses import choice_labels, needs_finish
+from harn_ls.model.change_kinds import EXTRA_KINDS
 from harn_ls.render.limits import LABEL_BYTES, one_line
-from harn_ls.render.uri import make_uri
 from harn_ls.render.markdown import short_text
 from harn_ls.render.state_docs import ms_time
+from harn_ls.render.uri import make_uri
 
 KINDS = EXTRA_KINDS  # what can change the groups above
 PREFIXES = ("hitl", "events", "evlog:", "harnstate")
@@ -18,7 +18,7 @@ PREFIXES = ("hitl", "events", "evlog:", "harnstate")
 
 def groups(ws, item) -> list[dict]:
     """Top-level groups (only those with something to show)."""
-    x = ws.extra
+    x = ws.event_logs
     out = []
     waiting = x.waiting()
     if waiting or any(v.requests for v in x.logs.values()):
@@ -39,7 +39,7 @@ def groups(ws, item) -> list[dict]:
 
 
 def children(ws, parent: str, item) -> list[dict]:
-    x = ws.extra
+    x = ws.event_logs
     if parent == "hitl":
         out = []
         waiting = x.waiting()
@@ -129,7 +129,7 @@ def children(ws, parent: str, item) -> list[dict]:
 def llm_item(ws, item) -> list[dict]:
     """LLM calls from the event log, listed with the run transcripts."""
     out = []
-    for v in ws.extra.existing_logs():
+    for v in ws.event_logs.existing_logs():
         t = v.summary.topics.get("agent.transcript.llm")
         if t is not None and t.count:
             out.append(item(f"llm:{v.label}", "LLM calls (event log)", description=f"{t.count} event(s) · {v.label}",

@@ -40,7 +40,7 @@ class BareClient:
 
     # -- transports --------------------------------------------------------------------
     @classmethod
-    def stdio(cls, *args: str, env: dict | None = None) -> "BareClient":
+    def stdio(cls, *args: str, env: dict | None = None) -> BareClient:
         proc = subprocess.Popen([sys.executable, "-m", "harn_ls", "serve", *args], cwd=str(REPO),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env={**os.environ, **(env or {})})
@@ -55,7 +55,7 @@ class BareClient:
         return cls(send, recv, proc)
 
     @classmethod
-    def tcp(cls, port: int, host: str = "127.0.0.1") -> "BareClient":
+    def tcp(cls, port: int, host: str = "127.0.0.1") -> BareClient:
         deadline = time.monotonic() + 20
         while True:
             try:
@@ -70,7 +70,7 @@ class BareClient:
             sock.settimeout(timeout)
             try:
                 return sock.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 return b"\0timeout"
             except OSError:
                 return b""

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from harn_ls.actions import proposals as P
+from harn_ls.model.workspace import Workspace
 from harn_ls.render.documents import render_uri
 from harn_ls.render.inspect import inspect_json
-from harn_ls.workspace import Workspace
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "sample-project"
 CURATED = "curated-31a76cb2e5b1"
@@ -53,10 +53,10 @@ def test_candidates_are_read_from_both_roots_layout_then_newest(project):
     _stage(project, ".burin", "cand-both", "2026-02-01T00:00:00.000Z", "Older staging")
     newer = _stage(project, ".harn", "cand-both", "2026-05-01T00:00:00.000Z", "Newer staging")
     ws = Workspace.load(str(project))
-    got = {c.id: (c.layout, c.proposal["title"]) for c in ws.extra.candidates}
+    got = {c.id: (c.layout, c.proposal["title"]) for c in ws.event_logs.candidates}
     assert got == {"cand-new": ("harn", "Only in .harn"), "cand-old": ("burin", "Only in .burin"),
                    "cand-both": ("harn", "Newer staging")}
-    both = next(c for c in ws.extra.candidates if c.id == "cand-both")
+    both = next(c for c in ws.event_logs.candidates if c.id == "cand-both")
     assert both.path == str(newer) and both.shadowed == [str(project / ".burin/crystallization/cand-both")]
     data = {c["id"]: c for c in inspect_json(ws)["crystallization"]}
     assert data["cand-old"]["layout"] == "burin" and data["cand-old"]["path"] == ".burin/crystallization/cand-old"
@@ -70,19 +70,19 @@ def test_a_newer_burin_staging_wins_over_an_older_harn_one(project):
     _stage(project, ".harn", "cand-x", "2026-01-01T00:00:00.000Z", "old under .harn")
     _stage(project, ".burin", "cand-x", "2026-03-01T00:00:00.000Z", "new under .burin")
     ws = Workspace.load(str(project))
-    (c,) = [c for c in ws.extra.candidates if c.id == "cand-x"]
+    (c,) = [c for c in ws.event_logs.candidates if c.id == "cand-x"]
     assert (c.layout, c.proposal["title"]) == ("burin", "new under .burin")
 
 
 def test_a_candidate_appearing_under_either_root_is_picked_up_live(project):
     ws = Workspace.load(str(project))
-    assert ws.extra.candidates == []
+    assert ws.event_logs.candidates == []
     d = _stage(project, ".burin", "cand-live", "2026-01-01T00:00:00.000Z", "live")
-    changes = ws.apply([str(d / "proposal.json")])
-    assert "crystallization" in changes.kinds and [c.id for c in ws.extra.candidates] == ["cand-live"]
+    changes = ws.apply_changes([str(d / "proposal.json")])
+    assert "crystallization" in changes.kinds and [c.id for c in ws.event_logs.candidates] == ["cand-live"]
     d2 = _stage(project, ".harn", "cand-live2", "2026-01-01T00:00:00.000Z", "live2")
-    ws.apply([str(d2 / "proposal.json")])
-    assert sorted(c.id for c in ws.extra.candidates) == ["cand-live", "cand-live2"]
+    ws.apply_changes([str(d2 / "proposal.json")])
+    assert sorted(c.id for c in ws.event_logs.candidates) == ["cand-live", "cand-live2"]
 
 
 def test_accept_stages_under_harn_crystallization_never_burin(project):
@@ -93,4 +93,4 @@ def test_accept_stages_under_harn_crystallization_never_burin(project):
     assert json.loads((cand / "proposal.json").read_text())["candidate_dir"] == str(cand)
     assert not (project / ".burin" / "crystallization").exists()
     ws2 = Workspace.load(str(project))
-    assert [(c.id, c.layout, c.complete) for c in ws2.extra.candidates] == [(CURATED, "harn", True)]
+    assert [(c.id, c.layout, c.complete) for c in ws2.event_logs.candidates] == [(CURATED, "harn", True)]

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import os
 
-from harn_ls.paths import resolve
+from harn_ls.formats.paths import resolve
+from harn_ls.model.workspace import CODE_ENV_REFUSED, Workspace
 from harn_ls.render.documents import render_uri
-from harn_ls.workspace import CODE_ENV_REFUSED, Workspace
 from tests.helpers import event_log_writer as W
 
 
@@ -48,7 +48,7 @@ def test_sqlite_path_relative_to_the_base_dir_is_found_and_explained(tmp_path):
     _log(proj / "state" / "custom.sqlite")
     env = {"HARN_EVENT_LOG_SQLITE_PATH": "state/custom.sqlite"}
     ws = Workspace.load(str(proj), env=env)
-    (run,) = [v for v in ws.extra.existing_logs()]
+    (run,) = [v for v in ws.event_logs.existing_logs()]
     assert run.label == "run" and run.path == str(proj / "state" / "custom.sqlite")
     assert "t.one" in run.summary.topics
     assert run.loc.why == "HARN_EVENT_LOG_SQLITE_PATH='state/custom.sqlite' (harn-ls's environment), relative to the project root"
@@ -80,14 +80,14 @@ def test_backend_dir_orchestrator_and_worktrees_follow_their_variables(tmp_path)
     env = {"HARN_EVENT_LOG_BACKEND": " FILE ", "HARN_EVENT_LOG_DIR": "flog", "HARN_ORCHESTRATOR_STATE_DIR": "orch-state",
            "HARN_WORKTREE_DIR": "trees"}
     ws = Workspace.load(str(proj), env=env)
-    logs = {v.label: v for v in ws.extra.existing_logs()}
+    logs = {v.label: v for v in ws.event_logs.existing_logs()}
     assert set(logs) == {"run-file", "orchestrator"}
     assert logs["run-file"].loc.selected and "t.file" in logs["run-file"].summary.topics
     assert logs["orchestrator"].path == str(proj / "orch-state" / "events.sqlite")
     assert logs["orchestrator"].loc.state_dir == str(proj / "orch-state")  # what resume's --state-dir names
     assert not logs["orchestrator"].loc.selected  # HARN_EVENT_LOG_BACKEND=file: Harn writes sqlite no more
     assert ws.paths.worktree_root == str(proj / "trees")
-    assert [w.name for w in ws.extra.worktrees] == ["repo/worker-1"] or len(ws.extra.worktrees) == 1
+    assert [w.name for w in ws.event_logs.worktrees] == ["repo/worker-1"] or len(ws.event_logs.worktrees) == 1
 
 
 def test_unsupported_backend_is_a_problem(tmp_path):
@@ -112,12 +112,12 @@ def test_places_outside_the_project(tmp_path):
     _log(evil / "events.sqlite", "evil.secret")
     env = {"HARN_EVENT_LOG_SQLITE_PATH": "../proj-evil/events.sqlite"}
     trusted = Workspace.load(str(proj), env=env)
-    assert [v.path for v in trusted.extra.existing_logs()] == [os.path.normpath(str(evil / "events.sqlite"))]
-    assert "evil.secret" in trusted.extra.existing_logs()[0].summary.topics
+    assert [v.path for v in trusted.event_logs.existing_logs()] == [os.path.normpath(str(evil / "events.sqlite"))]
+    assert "evil.secret" in trusted.event_logs.existing_logs()[0].summary.topics
 
     untrusted = Workspace.load(str(proj), env=env, env_sources={"HARN_EVENT_LOG_SQLITE_PATH": "harnState.harnEnv"},
                                untrusted_env=("HARN_EVENT_LOG_SQLITE_PATH",))
-    assert untrusted.extra.existing_logs() == []
+    assert untrusted.event_logs.existing_logs() == []
     (p,) = [p for p in untrusted.problems() if p.code == CODE_ENV_REFUSED]
     assert "HARN_EVENT_LOG_SQLITE_PATH" in p.message and "not trusted" in p.message and str(evil) in p.message
     # a symlink inside the project that leads to the sibling is refused the same way
@@ -129,4 +129,4 @@ def test_places_outside_the_project(tmp_path):
     _log(proj / "in" / "e.sqlite")
     ws = Workspace.load(str(proj), env={"HARN_EVENT_LOG_SQLITE_PATH": "in/e.sqlite"},
                         untrusted_env=("HARN_EVENT_LOG_SQLITE_PATH",))
-    assert [v.path for v in ws.extra.existing_logs()] == [str(proj / "in" / "e.sqlite")]
+    assert [v.path for v in ws.event_logs.existing_logs()] == [str(proj / "in" / "e.sqlite")]

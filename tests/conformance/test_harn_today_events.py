@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 
 from harn_ls.formats import events as ev_fmt
-from harn_ls.formats import hitl as hitl_fmt
 from harn_ls.formats.event_logs import MAX_BAD_EVENTS, LogLocation, LogView
-from harn_ls.workspace import Workspace
+from harn_ls.formats.hitl import requests as hitl_fmt
+from harn_ls.model.workspace import Workspace
 from tests.helpers import event_log_writer as W
 
 
@@ -78,8 +78,8 @@ def test_hitl_pending_returns_at_most_500_rows_by_default(tmp_path):
     assert rows[-1].request_id == "hitl_question_0002"  # 0000 and 0001 fall off, as in Harn
     assert len(hitl_fmt.harn_pending(v.requests, limit=5000)) == 502
     ws = Workspace.load(str(tmp_path))
-    assert len(ws.extra.waiting()) == 502  # harn-ls still shows every waiting request
-    assert ws.extra.harn_pending_cut() == [("run", 502, 500)]
+    assert len(ws.event_logs.waiting()) == 502  # harn-ls still shows every waiting request
+    assert ws.event_logs.harn_pending_cut() == [("run", 502, 500)]
     from harn_ls.render import state_docs
     from harn_ls.render.uri import RenderSettings, parse_uri
     doc = state_docs.hitl_index(ws, parse_uri("harn-state:/hitl.md"), RenderSettings())
@@ -134,7 +134,7 @@ def test_malformed_payload_on_any_topic_is_a_problem_with_topic_and_event_id(tmp
     # a later bad row on another topic is found by the next refresh (only the new events are scanned)
     W.append(conn, "trigger.inbox", "fire", None, raw_payload=b"\xff\xfe")
     conn.close()
-    ws.apply([db])
+    ws.apply_changes([db])
     msgs = sorted(p.message for p in ws.problems() if p.code == ev_fmt.CODE_PAYLOAD)
     assert msgs == ["topic agent.transcript.run1 event 2: payload is not valid JSON (Harn fails to read this event)",
                     "topic trigger.inbox event 2: payload is not valid JSON (Harn fails to read this event)"]

@@ -1,5 +1,5 @@
 """Issue 28 item 6: `harn-ls watch` keeps checkpoint history by the server's own code path
-(`history.keep_history`), and `harn-ls show …?version=N` reads what it kept.
+(`model/checkpoint_versions.keep_history`), and `harn-ls show …?version=N` reads what it kept.
 
 Harn source (burin-labs/harn, mirror snapshot e45362cf): crates/harn-vm/src/orchestration/checkpoint.rs
 writes `<state root>/checkpoints/<pipeline>.json` as serde_json pretty with sorted keys (harn-formats §B.2);
@@ -14,9 +14,9 @@ import subprocess
 import sys
 import time
 
-from harn_ls.history import keep_history
 from harn_ls.lsp import project as lsp_project
-from harn_ls.workspace import Workspace
+from harn_ls.model.checkpoint_versions import keep_history
+from harn_ls.model.workspace import Workspace
 
 FP_A = "sha256:" + "a" * 64
 FP_B = "sha256:" + "b" * 64
@@ -65,7 +65,7 @@ def test_watch_keeps_history_and_show_reads_a_version(tmp_path):
 
 
 def test_server_and_watch_share_one_code_path(tmp_path, monkeypatch):
-    """The server's project thread keeps history through `history.keep_history` (no copy of its own)."""
+    """The server's project thread keeps history through `model/checkpoint_versions.keep_history` (no copy of its own)."""
     monkeypatch.setenv("HARN_LS_CACHE_DIR", str(tmp_path / "cache"))
     proj = tmp_path / "proj"
     ck = proj / ".harn" / "checkpoints"
@@ -76,7 +76,7 @@ def test_server_and_watch_share_one_code_path(tmp_path, monkeypatch):
     ws = Workspace.load(str(proj))
     assert keep_history(ws) == [("a", 1)]
     _save(ck / "a.json", {"s": 2})
-    changes = ws.apply([str(ck / "a.json")])
+    changes = ws.apply_changes([str(ck / "a.json")])
     assert keep_history(ws, changes) == [("a", 2)]
     other = Workspace.load(str(proj))  # a second keeper (serve beside watch): same store, no new version
     assert keep_history(other) == []

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 
-from harn_ls.safe_read import CODE_LINK_LOOP, CODE_LINK_OUT
-from harn_ls.workspace import Workspace
+from harn_ls.model.workspace import Workspace
+from harn_ls.util.safe_read import CODE_LINK_LOOP, CODE_LINK_OUT
 
 
 def _project(tmp_path):
@@ -66,4 +66,4 @@ def test_links_in_candidates_and_worktrees_are_named(tmp_path):
     ws = Workspace.load(str(proj), env={})
     named = {p.path for p in _problems(ws, CODE_LINK_OUT)}
     assert {str(crys / "cand-1" / "workflow.harn"), str(crys / "cand-evil"), str(wt / "repo")} <= named
-    assert [c.id for c in ws.extra.candidates] == ["cand-1"] and ws.extra.worktrees == []
+    assert [c.id for c in ws.event_logs.candidates] == ["cand-1"] and ws.event_logs.worktrees == []

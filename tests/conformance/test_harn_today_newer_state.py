@@ -20,9 +20,9 @@ import json
 import os
 import sqlite3
 
+from harn_ls.model.workspace import Workspace
 from harn_ls.render.documents import render_uri
 from harn_ls.render.inspect import inspect_json
-from harn_ls.workspace import Workspace
 from tests.helpers import event_log_writer as W
 
 SECRET_PROMPT = "SECRET-PROMPT-TEXT please summarise the payroll"
@@ -75,7 +75,7 @@ def test_newer_state_is_listed_without_prompt_text_and_pages(tmp_path):
     conn.close()
 
     ws = Workspace.load(str(proj), env={})
-    n = ws.extra.newer
+    n = ws.event_logs.newer
     assert n.llm_sqlite["rows"] == 3 and sorted(n.llm_sqlite["models"]) == ["claude-sonnet-4-5", "gpt-5"]
     assert n.llm_sqlite["newest"] == "2026-05-03T00:00:00Z"
     assert n.llm_files["agent"]["files"] == 205 and sorted(n.llm_files["agent"]["models"]) == ["llama-4", "qwen3"]

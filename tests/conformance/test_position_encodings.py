@@ -1,6 +1,6 @@
 """Positions in the encoding the client and server agreed on (LSP 3.17 positionEncoding).
 
-Property tests of the one codec (harn_ls/text_positions.py) over astral and combining characters
+Property tests of the one codec (harn_ls/util/text_positions.py) over astral and combining characters
 for utf-8, utf-16 and utf-32; then a bare client per encoding (offering only that one, and utf-8
 first as Neovim >= 0.10 does) checks a probe diagnostic's columns after non-ASCII text.
 """
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harn_ls.text_positions import ENCODINGS, ByteIndex, TextIndex, shift_position
+from harn_ls.util.text_positions import ENCODINGS, ByteIndex, TextIndex, shift_position
 from tests.conformance.bare_client import BARE_CAPS, BareClient
 from tests.lsp.conftest import HARN_DOUBLE, copy_sample
 

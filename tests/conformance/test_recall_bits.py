@@ -20,14 +20,11 @@ import itertools
 import json
 import math
 import random
-from pathlib import Path
 
 from harn_ls.formats.jsonl import JsonlLine
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, value_text
 from harn_ls.recall import RecallEngine, searchable_text, tokenize
-
 from tests.helpers.samples import SAMPLES
-
 
 # ----------------------------------------------------------------- Harn, transcribed
 

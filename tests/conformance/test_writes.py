@@ -39,8 +39,7 @@ from harn_ls.actions import probes as PR
 from harn_ls.actions import proposals as P
 from harn_ls.formats import checkpoints as CK
 from harn_ls.formats import pattern_learning as pl
-from harn_ls.workspace import Workspace
-
+from harn_ls.model.workspace import Workspace
 from tests.helpers.samples import SAMPLES
 from tests.helpers.tree import snapshot
 from tests.oracles import pattern_learning as plor

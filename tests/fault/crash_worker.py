@@ -31,7 +31,7 @@ from harn_ls.actions import facts as F
 from harn_ls.actions import migrate as M
 from harn_ls.actions import probes as PR
 from harn_ls.actions import proposals as P
-from harn_ls.workspace import Workspace
+from harn_ls.model.workspace import Workspace
 
 NOW = "2026-05-12T09:14:03.512Z"  # fixed: every file written is deterministic
 
@@ -103,7 +103,7 @@ def run(sample: str, legacy: str, ready=None, after_step=None, before_step=None)
                 out = PR.run_typecheck_probe_cli(os.path.join(sample, PROBE_FILE), PROBE_RANGE, harn=HARN_DOUBLE,
                                                  store=True, timeout=30.0, now=NOW)
                 assert out.fact_id is not None, out.store_error
-                ws.apply([out.events_path])
+                ws.apply_changes([out.events_path])
         elif kind == "migrate":
             M.migrate_pattern_learning(legacy_ws, now=NOW)  # a no-op once the marker exists
         if after_step is not None:

@@ -36,7 +36,7 @@ import pytest
 from harn_ls.actions import STAGING_SUFFIX
 from harn_ls.formats import pattern_learning as pl
 from harn_ls.formats.problems import Severity
-from harn_ls.workspace import Workspace
+from harn_ls.model.workspace import Workspace
 from tests.fault import crash_worker as W
 
 REPO = Path(__file__).resolve().parents[2]

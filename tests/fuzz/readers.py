@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harn_ls import paths as paths_mod
 from harn_ls.formats import checkpoints as ckpt_fmt
 from harn_ls.formats import facts as facts_fmt
+from harn_ls.formats import paths as paths_mod
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats import probes as probes_fmt
 from harn_ls.formats import runs as runs_fmt
@@ -22,8 +22,7 @@ from harn_ls.formats import transcripts as tr_fmt
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryNamespace
 from harn_ls.recall import NamespaceIndex
-
-from tests.fuzz.common import SAMPLE, LEGACY
+from tests.fuzz.common import LEGACY, SAMPLE
 from tests.helpers import transcripts as tr_helpers
 
 
@@ -51,7 +50,7 @@ def read_memory(sc: Scratch, data: bytes, ns: str = "project/facts") -> list:
     index = NamespaceIndex(ns)
     for batch in tail.iter_batches():
         delta = space.apply_lines(batch.lines)
-        index.apply(delta)
+        index.apply_changes(delta)
     problems = list(space.problems)
     torn = tail.torn_problem()
     if torn is not None:

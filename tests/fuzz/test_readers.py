@@ -4,7 +4,6 @@ random byte mutations and generated JSON. Invariant: nothing raises, every Probl
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -15,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.fuzz import readers as R
 from tests.fuzz.common import FUZZ, LONG, SAMPLE, Counter, check_problems, small
-from tests.fuzz.hostile import BYTE_TOKENS, FIELD_DEPTH, RAW_EXTREMES, RAW_VALUES, RAW_WRONG_TYPES, delete, paths_of, splice
+from tests.fuzz.hostile import BYTE_TOKENS, FIELD_DEPTH, RAW_EXTREMES, RAW_WRONG_TYPES, delete, paths_of, splice
 
 PROBE_SAMPLE = json.dumps({
     "schemaVersion": 1, "ok": False,

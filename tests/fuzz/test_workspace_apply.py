@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from harn_ls.formats.facts import fact_store_event, normalize_fact
 from harn_ls.formats.harn_json import serde_compact
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import make_uri, render_uri
-from harn_ls.workspace import Workspace
 from tests.fuzz.common import Counter, check_problems, copy_sample, minimal_project, small, summary
 from tests.fuzz.hostile import RAW_EXTREMES
 
@@ -161,7 +161,7 @@ def _run_sequence(root: Path, ops) -> None:
     ws = Workspace.load(str(root), env={}, home=str(root.parent / "home"))
     for o in ops:
         for changed in perform(root, o):
-            ws.apply([changed])
+            ws.apply_changes([changed])
             Counter.hit("workspace.apply")
         cold = Workspace.load(str(root), env={}, home=str(root.parent / "home"))
         assert summary(ws) == summary(cold), o
@@ -209,7 +209,7 @@ def test_append_every_byte_of_sample_logs_incrementally(tmp_path):
             for i in range(len(data)):
                 fh.write(data[i:i + 1])
                 fh.flush()
-                ws.apply([str(p)])
+                ws.apply_changes([str(p)])
                 Counter.hit("workspace.apply")
                 if data[i:i + 1] == b"\n" or i == len(data) - 1:
                     cold = Workspace.load(str(root), env={}, home=str(tmp_path / "home"))

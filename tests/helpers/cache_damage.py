@@ -4,12 +4,12 @@ a cut, or content rewritten so that its manifest entry (size, CRC) still agrees 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import orjson
 
-from harn_ls.state_cache import MANIFEST, StateCache
+from harn_ls.cache.store import MANIFEST, StateCache
 
 
 def damage_payload(project: Path, key: str, damage: str, flip: tuple[bytes, bytes],

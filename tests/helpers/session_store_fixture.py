@@ -9,7 +9,8 @@ import hashlib
 import json
 import os
 import sqlite3
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 _SCHEMA_V4 = """
 CREATE TABLE _harn_sqlite_schema_versions (name TEXT PRIMARY KEY, version INTEGER NOT NULL CHECK(version > 0));
@@ -53,7 +54,7 @@ CREATE TABLE session_snapshots (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, c
 def _iso(ms: int) -> str:
     import datetime as _dt
 
-    return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f") + "Z"
+    return _dt.datetime.fromtimestamp(ms / 1000, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") + "Z"
 
 
 def _canonical(value: Any) -> str:

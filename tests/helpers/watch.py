@@ -3,7 +3,7 @@ and its problems; which roots are watched right now is a test question."""
 
 from __future__ import annotations
 
-from harn_ls.watch import StateWatcher
+from harn_ls.watch.observer import StateWatcher
 
 
 def roots_watched(w: StateWatcher) -> list[str]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
-import re
 
 from lsprotocol import types
 
-from harn_ls.workspace import Workspace
+from harn_ls.model.workspace import Workspace
 from tests.lsp.conftest import execute_command, make_client_fixture, open_file
 
 client = make_client_fixture()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from lsprotocol import types
 
 from tests.lsp.conftest import make_client_fixture

@@ -7,7 +7,7 @@ import json
 import sqlite3
 
 from tests.helpers import event_log_writer as W
-from tests.lsp.conftest import execute_command, HARN_DOUBLE, make_client_fixture
+from tests.lsp.conftest import HARN_DOUBLE, execute_command, make_client_fixture
 
 client = make_client_fixture({"settings": {"harnState": {"harnPath": str(HARN_DOUBLE), "hitl": {"reviewer": "oncall-lead"}}},
                               "workspaceTrusted": True})

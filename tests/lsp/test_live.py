@@ -7,7 +7,7 @@ import time
 
 from lsprotocol import types
 
-from harn_ls.formats.facts import fact_id, fact_store_event, normalize_fact
+from harn_ls.formats.facts import fact_store_event, normalize_fact
 from harn_ls.formats.harn_json import serde_compact
 from tests.lsp.conftest import make_client_fixture, open_file
 

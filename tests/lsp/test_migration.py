@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from harn_ls.workspace import Workspace
-from tests.lsp.conftest import execute_command, REPO, make_client_fixture
+from harn_ls.model.workspace import Workspace
+from tests.lsp.conftest import REPO, execute_command, make_client_fixture
 
 LEGACY = REPO / "fixtures" / "legacy-project"
 

@@ -6,12 +6,11 @@ import shutil
 import sys
 from pathlib import Path
 
-import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.lsp.conftest import execute_command, REPO, SAMPLE, _as_dict
+from tests.lsp.conftest import REPO, SAMPLE, _as_dict, execute_command
 
 LEGACY = REPO / "fixtures" / "legacy-project"
 

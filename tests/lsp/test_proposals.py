@@ -6,7 +6,7 @@ import json
 
 from lsprotocol import types
 
-from harn_ls.workspace import Workspace
+from harn_ls.model.workspace import Workspace
 from tests.lsp.conftest import execute_command, make_client_fixture
 
 client = make_client_fixture()

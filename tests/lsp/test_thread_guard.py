@@ -21,7 +21,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from harn_ls.lsp.project import ModelThreadError, Project
-from tests.lsp.conftest import execute_command, REPO, SAMPLE, copy_sample, make_client_fixture, open_file
+from tests.lsp.conftest import REPO, SAMPLE, copy_sample, execute_command, make_client_fixture, open_file
 
 client = make_client_fixture()
 OFF_THREAD = "model touched off its thread"

@@ -15,9 +15,9 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig
 
-from harn_ls.cache_dir import project_cache_dir
-from harn_ls.state_cache import MANIFEST, STATE_DIR
-from harn_ls.workspace import Workspace
+from harn_ls.cache.dirs import project_cache_dir
+from harn_ls.cache.store import MANIFEST, STATE_DIR
+from harn_ls.model.workspace import Workspace
 from tests.lsp.conftest import SERVER_COMMAND, copy_sample, start_session
 from tests.lsp.sweep import sweep
 

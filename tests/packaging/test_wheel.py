@@ -64,7 +64,7 @@ def test_wheel_and_sdist_contents(installed):
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
         meta = z.read(f"harn_ls-{version}.dist-info/METADATA").decode()
-    assert "harn_ls/cli.py" in names and "harn_ls/__main__.py" in names
+    assert "harn_ls/cli/main.py" in names and "harn_ls/__main__.py" in names
     assert not [n for n in names if n.startswith(("tests/", "fixtures/", "vscode-extension/"))]
     requires = {re.split(r"[<>=;\s\[]", line.split(":", 1)[1].strip())[0].lower()
                 for line in meta.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line}

@@ -18,9 +18,9 @@ from harn_ls.actions import ActionFailed
 from harn_ls.actions import checkpoints as ckpt_actions
 from harn_ls.actions import facts as fact_actions
 from harn_ls.actions import proposals as prop_actions
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import UriError, make_uri, parse_uri, render_uri
 from harn_ls.render.markdown import unescape_markdown
-from harn_ls.workspace import Workspace
 from tests.fuzz.common import SAMPLE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -226,7 +226,7 @@ def test_uris_cannot_read_arbitrary_files(tmp_path):
 
 BIG_SCRIPT = textwrap.dedent("""
     import json, os, resource, sys, time
-    from harn_ls.workspace import Workspace
+    from harn_ls.model.workspace import Workspace
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t = time.monotonic()
     ws = Workspace.load(sys.argv[1], env={}, home=sys.argv[2])

@@ -16,9 +16,8 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
 
-from harn_ls.formats import hitl_response as H
+from harn_ls.formats.hitl import responses as H
 from tests.helpers import event_log_writer as W
 from tests.unit.test_hitl_answer import add_approval, fold, harn_pending, rows
 
@@ -121,7 +120,7 @@ def test_two_harn_ls_answer_the_same_request_at_once(tmp_path):
 
 KILLER = textwrap.dedent("""
     import os, signal, sys
-    from harn_ls.actions import hitl_answer as A
+    from harn_ls.actions.hitl import answer as A
     A.answer(sys.argv[1], sys.argv[2], "approve", reviewer="alice", reason="ok",
              after_response=lambda: os.kill(os.getpid(), signal.SIGKILL))
 """)

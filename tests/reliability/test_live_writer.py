@@ -12,9 +12,9 @@ from pathlib import Path
 
 from lsprotocol import types
 
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import make_uri, render_uri
 from harn_ls.render.svg import strip_pictures
-from harn_ls.workspace import Workspace
 from tests.lsp.conftest import make_client_fixture, project  # noqa: F401  (fixture)
 
 client = make_client_fixture()
@@ -51,7 +51,7 @@ async def test_live_writer_ends_equal_to_cold_read(client, tmp_path):
         await content(client, "harn-state:/index.md")
         try:
             await asyncio.wait_for(proc.wait(), 0.05)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
     assert proc.returncode == 0
     write_seconds = time.monotonic() - started

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harn_ls.watch import StateWatcher
-from harn_ls.workspace import Workspace
+from harn_ls.model.workspace import Workspace
+from harn_ls.watch.observer import StateWatcher
 from tests.fuzz.common import SAMPLE, summary
 
 TS = "2026-11-29T10:00:00.000Z"
@@ -46,7 +46,7 @@ class Live:
                     self.full_rescans += 1
                     self.ws.rescan()
                 else:
-                    self.ws.apply(paths)
+                    self.ws.apply_changes(paths)
             except BaseException as exc:  # the server would log it; here it fails the test
                 self.errors.append(exc)
                 raise

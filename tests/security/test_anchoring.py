@@ -15,7 +15,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from harn_ls.staleness import SEARCH_RADIUS, anchor  # noqa: E402
+from harn_ls.formats.fact_anchors import SEARCH_RADIUS, anchor  # noqa: E402
 
 
 def _source(n: int) -> list[str]:

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import render_uri
 from harn_ls.render.markdown import unescape_markdown
 from harn_ls.render.svg import md_text
-from harn_ls.workspace import Workspace
 from tests.lsp.conftest import SAMPLE, make_client_fixture
 
 URLS = ["https://evil.example/approve", "//evil.example/share", "www.evil.example", "mailto:x@evil.example"]

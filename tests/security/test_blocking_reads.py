@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from tests.lsp.conftest import REPO, SAMPLE, make_client_fixture
 from tests.helpers.samples import SAMPLES
+from tests.lsp.conftest import REPO, SAMPLE, make_client_fixture
 
 CONSTRUCTED = SAMPLES / "constructed"
 FIFO_NS = Path(".harn/memory/project/facts/events.jsonl")

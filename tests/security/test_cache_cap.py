@@ -16,9 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harn_ls.cache_dir import _tree_bytes, cache_root, project_cache_dir
-from harn_ls.history import CheckpointHistory
-from harn_ls.workspace import Workspace
+from harn_ls.cache.checkpoint_history import CheckpointHistory
+from harn_ls.cache.dirs import _tree_bytes, cache_root, project_cache_dir
+from harn_ls.model.workspace import Workspace
 from tests.lsp.conftest import REPO, SAMPLE
 
 CAP_MB = 4

@@ -1,6 +1,6 @@
 """Issue 27 item 2: one helper opens the project's files. This test walks every module of `harn_ls`
 and finds each call that opens a file (`open`, `os.open`, `io.open`, `os.fdopen`, `Path.open`,
-`read_bytes`, `read_text`, `sqlite3.connect`). Each must sit in `harn_ls/safe_read.py` (the helper)
+`read_bytes`, `read_text`, `sqlite3.connect`). Each must sit in `harn_ls/util/safe_read.py` (the helper)
 or in `formats/sqlite_safe.py` (its SQLite twin), or be on the allowlist below with the reason it
 never opens a file the project chose. A raw open added later fails here until it goes through
 `safe_read` (or is argued onto the list)."""
@@ -13,27 +13,27 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[2] / "harn_ls"
 
-HELPERS = {"safe_read.py", "formats/sqlite_safe.py"}
+HELPERS = {"util/safe_read.py", "formats/sqlite_safe.py"}
 
-CACHE = "a file in harn-ls's own cache folder (cache_dir.py), outside the project, written only by harn-ls"
+CACHE = "a file in harn-ls's own cache folder (cache/dirs.py), outside the project, written only by harn-ls"
 ALLOWED: dict[tuple[str, str], str] = {
-    ("history.py", "CheckpointHistory._index"): CACHE,
-    ("history.py", "CheckpointHistory.read"): CACHE,
-    ("history.py", "CheckpointHistory.pipelines"): CACHE,
-    ("state_cache.py", "StateCache._read_manifest"): CACHE,
-    ("state_cache.py", "StateCache.read_payload"): CACHE,
-    ("state_cache.py", "StateCache.open_payload"): CACHE,
-    ("state_cache.py", "StateCache._write_payload"): CACHE + " (a write)",
-    ("state_cache.py", "StateCache._save"): CACHE + " (a write)",
-    ("state_spans.py", "SpanStore.load"): CACHE,
-    ("cache_dir.py", "write_cache_file"): CACHE + " (a write)",
-    ("cache_dir.py", "_project_of"): CACHE + " (a state manifest, for the project it belongs to)",
+    ("cache/checkpoint_history.py", "CheckpointHistory._index"): CACHE,
+    ("cache/checkpoint_history.py", "CheckpointHistory.read"): CACHE,
+    ("cache/checkpoint_history.py", "CheckpointHistory.pipelines"): CACHE,
+    ("cache/store.py", "StateCache._read_manifest"): CACHE,
+    ("cache/store.py", "StateCache.read_payload"): CACHE,
+    ("cache/store.py", "StateCache.open_payload"): CACHE,
+    ("cache/store.py", "StateCache._write_payload"): CACHE + " (a write)",
+    ("cache/store.py", "StateCache._save"): CACHE + " (a write)",
+    ("cache/spans.py", "SpanStore.load"): CACHE,
+    ("cache/dirs.py", "write_cache_file"): CACHE + " (a write)",
+    ("cache/dirs.py", "_project_of"): CACHE + " (a state manifest, for the project it belongs to)",
     ("actions/append_journal.py", "_read_record"): CACHE,
     ("lsp/start_trace.py", "_process_start_epoch"): "/proc/self/stat and /proc/uptime, never a project path",
     ("formats/locks.py", "read_flock_table"): "/proc/locks, never a project path",
     ("formats/locks.py", "open_flock_table"): "/proc/locks, never a project path",
     ("formats/locks.py", "probe_flock"): "O_NONBLOCK | O_NOFOLLOW, then fstat must say regular; never read",
-    ("history.py", "CheckpointHistory._across_processes"): CACHE + " (the history index's flock file)",
+    ("cache/checkpoint_history.py", "CheckpointHistory._across_processes"): CACHE + " (the history index's flock file)",
     ("actions/probes.py", "_capture"): "the read ends of the pipes made for a probe's own stdout and stderr",
     ("lsp/tcp.py", "write_token"): "writes the serve --tcp token file in the user's runtime folder, never a project path",
     ("render/conversation.py", "confined_image"): "O_NOFOLLOW | O_NONBLOCK on the real path checked inside the "
@@ -48,7 +48,7 @@ ALLOWED: dict[tuple[str, str], str] = {
                                                     "read under the lock; refuses any link)",
     ("actions/probes.py", "run_typecheck_probe"): "the snippet's temp file outside the project (a write)",
     ("actions/probes.py", "run_typecheck_probe_cli"): "the file the user named on the command line",
-    ("actions/hitl_answer.py", "_connect"): "a write (Answer on a HITL request): Harn's own events.sqlite, opened "
+    ("actions/hitl/answer.py", "_connect"): "a write (Answer on a HITL request): Harn's own events.sqlite, opened "
                                             "read-write as Harn does, after ensure_inside and an isfile check",
 }
 
@@ -103,7 +103,7 @@ def found() -> dict[tuple[str, str], list[str]]:
 def test_every_file_open_goes_through_safe_read_or_is_argued():
     seen = found()
     raw = {k: v for k, v in seen.items() if k not in ALLOWED}
-    assert not raw, ("these open files without harn_ls/safe_read.py (route them through read_confined / "
+    assert not raw, ("these open files without harn_ls/util/safe_read.py (route them through read_confined / "
                      f"open_project_file, or add them to ALLOWED with the reason): {raw}")
 
 

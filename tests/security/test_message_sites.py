@@ -46,13 +46,13 @@ NUMERIC_SPEC = set("0123456789.,_dfgex%+ ")
 
 # message sites whose text another module builds, sent only defused (file -> why)
 DEFUSED_ONLY = {
-    "lsp/progress.py": "load progress: title and message made by harn_ls/progress.py (counts, the folder's name); "
+    "lsp/progress.py": "load progress: title and message made by harn_ls/util/progress.py (counts, the folder's name); "
                        "lsp/messages.py defuses them on the way out",
 }
 
 # a name that is a label the caller writes as a literal, not data (file, name) -> why
 LABEL_PARAMS = {
-    ("accept_plan.py", "what"): "check_text/check_segment(value, what): `what` names the field ('proposal id')",
+    ("model/accept_plan.py", "what"): "check_text/check_segment(value, what): `what` names the field ('proposal id')",
     ("probes.py", "outcome"): "typecheck_outcome(): pass / fail, or the comparison's own word",
 }
 

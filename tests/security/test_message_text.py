@@ -1,4 +1,4 @@
-"""Issue 27 item 1: data and setting values in messages are inert (render/message_text.py).
+"""Issue 27 item 1: data and setting values in messages are inert (util/message_text.py).
 
 "Inert" is checked against what the clients do:
 - VS Code notifications (`window/showMessage`, progress, the extension's own notifications) find
@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from harn_ls.render.message_text import QUOTE_BYTES, defuse, quote
+from harn_ls.util.message_text import QUOTE_BYTES, defuse, quote
 from tests.security.inert import _drop_code_spans, assert_no_live_markup
 
 # VS Code's rule for links in notification text: `[label](target "title")`, the label without `]`,

@@ -15,12 +15,12 @@ import pytest
 
 from harn_ls.actions.proposals import accept_proposal, planned_files
 from harn_ls.lsp.tree import tree_options
-from harn_ls.render.fact_spans import fact_spans
-from harn_ls.render.hover import hover_markdown
-from harn_ls.render.tree_items import tree_items
+from harn_ls.model.fact_spans import fact_spans
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import RenderSettings, make_uri, render_uri
+from harn_ls.render.hover import hover_markdown
 from harn_ls.render.markdown import escape_markdown
-from harn_ls.workspace import Workspace
+from harn_ls.render.tree_items import tree_items
 from tests.security.hostile_data import RUN_ID, SPOOF, TRANSCRIPT_ID, make_hostile_project
 from tests.security.inert import assert_no_live_markup, prose
 

@@ -17,12 +17,13 @@ from harn_ls.formats.problems import Problem
 from harn_ls.lsp.diagnostics import to_diagnostic, within_budget
 from harn_ls.lsp.symbols import search_symbols
 from harn_ls.lsp.tree import ITEM_BYTES, tree_options
-from harn_ls.render.fact_spans import fact_spans
-from harn_ls.render.hover import hover_markdown
-from harn_ls.render.tree_items import tree_items
+from harn_ls.model.fact_spans import fact_spans
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import make_uri, render_uri
-from harn_ls.render.limits import MAX_RESPONSE_BYTES, MESSAGE_BYTES, TOOLTIP_BYTES, utf8_len
-from harn_ls.workspace import Workspace
+from harn_ls.render.hover import hover_markdown
+from harn_ls.render.limits import MAX_RESPONSE_BYTES, MESSAGE_BYTES, TOOLTIP_BYTES
+from harn_ls.render.tree_items import tree_items
+from harn_ls.util.utf8 import utf8_len
 from tests.security.hostile_data import BIG, RUN_ID, TRANSCRIPT_ID, make_hostile_project
 
 MB = MAX_RESPONSE_BYTES

@@ -13,8 +13,8 @@ import pytest
 from lsprotocol import types
 
 from harn_ls.actions.proposals import planned_files
+from harn_ls.model.workspace import Workspace
 from harn_ls.render.limits import MAX_RESPONSE_BYTES
-from harn_ls.workspace import Workspace
 from tests.lsp.conftest import make_client_fixture, open_file
 from tests.security.hostile_data import make_hostile_project
 from tests.security.inert import assert_no_live_markup

@@ -20,8 +20,8 @@ import pytest
 from lsprotocol import types
 
 from harn_ls.formats.parse_limits import load_toml, loads_json
+from harn_ls.model.workspace import Workspace
 from harn_ls.recall.vectors import read_cached_vector
-from harn_ls.workspace import Workspace
 from tests.helpers import event_log_writer as W
 from tests.lsp.conftest import REPO, SAMPLE, make_client_fixture
 

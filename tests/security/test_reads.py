@@ -28,13 +28,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from harn_ls import paths as paths_mod  # noqa: E402
-from harn_ls import safe_read  # noqa: E402
 from harn_ls.formats import checkpoints as ckpt_fmt  # noqa: E402
 from harn_ls.formats import jsonl as jsonl_fmt  # noqa: E402
+from harn_ls.formats import paths as paths_mod  # noqa: E402
 from harn_ls.formats import runs as runs_fmt  # noqa: E402
-from harn_ls.staleness import anchor, refusal, source_lines  # noqa: E402
-from harn_ls.workspace import CODE_LINK_OUT, Workspace  # noqa: E402
+from harn_ls.formats.fact_anchors import anchor, refusal, source_lines  # noqa: E402
+from harn_ls.model.workspace import CODE_LINK_OUT, Workspace  # noqa: E402
+from harn_ls.util import safe_read  # noqa: E402
 
 SAMPLE = REPO / "fixtures" / "sample-project"
 
@@ -72,7 +72,7 @@ def test_fact_source_symlinked_to_dev_zero_is_refused(tmp_path):
     link.parent.mkdir(exist_ok=True)
     os.symlink("/dev/zero", link)
     r = _measure("""
-        from harn_ls.staleness import source_lines, refusal
+        from harn_ls.formats.fact_anchors import source_lines, refusal
         lines = source_lines(sys.argv[1], sys.argv[2])
         done(lines=lines, why=refusal(sys.argv[1]))
     """, str(link), str(proj))

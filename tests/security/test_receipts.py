@@ -27,10 +27,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from harn_ls.formats.state_files import key_id_errors, receipt_key_id, verify_receipt
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import render_uri
 from harn_ls.render.inspect import inspect_json, inspect_text
 from harn_ls.render.tree_items import TreeOptions, tree_items
-from harn_ls.workspace import Workspace
 from tests.helpers.samples import SAMPLES
 from tests.lsp.conftest import REPO, SAMPLE, make_client_fixture
 
@@ -93,7 +93,7 @@ def test_labels_in_tree_inspect_and_document(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     proj, fresh = make_project(tmp_path)
     ws = Workspace.load(str(proj))
-    by_file = {os.path.basename(r.path): r for r in ws.extra.receipts}
+    by_file = {os.path.basename(r.path): r for r in ws.event_logs.receipts}
     assert by_file["receipt-fresh.json"].status == "self-signed"
     assert by_file["receipt-forged-id.json"].status == "failed"
     codes = [p.code for p in ws.problems() if p.path.endswith("receipt-forged-id.json")]
@@ -120,7 +120,7 @@ def test_labels_in_tree_inspect_and_document(tmp_path, monkeypatch):
     # The user pins the fresh key: now (and only now) "verified"; the forged key id stays failed.
     trust(home, fresh)
     ws = Workspace.load(str(proj))
-    by_file = {os.path.basename(r.path): r for r in ws.extra.receipts}
+    by_file = {os.path.basename(r.path): r for r in ws.event_logs.receipts}
     assert by_file["receipt-fresh.json"].status == "verified"
     assert by_file["receipt-forged-id.json"].status == "failed"
     assert "✅ verified: signed by a key you trust" in render_uri(ws, "harn-state:/receipts/receipt-fresh.md")

@@ -24,14 +24,14 @@ from harn_ls.actions.migrate import migrate_pattern_learning
 from harn_ls.formats import pattern_learning as pl
 from harn_ls.formats.checkpoints import CheckpointFile, parse_checkpoint_bytes
 from harn_ls.formats.facts import parse_file_range
-from harn_ls.formats.hitl import parse_time_ms
-from harn_ls.harn_source import find_checkpoint_calls
+from harn_ls.formats.harn_source import find_checkpoint_calls
+from harn_ls.formats.hitl.requests import parse_time_ms
+from harn_ls.model.workspace import Workspace
 from harn_ls.recall.tokenizer import tokenize
 from harn_ls.render.compare import mask
 from harn_ls.render.conversation import md_para
 from harn_ls.render.markdown import escape_markdown
 from harn_ls.render.terminal import markdown_to_text, safe_for_terminal
-from harn_ls.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 LEGACY = REPO / "fixtures" / "legacy-project"

@@ -20,11 +20,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from harn_ls import paths as paths_mod  # noqa: E402
+from harn_ls.formats import paths as paths_mod  # noqa: E402
 from harn_ls.formats import skills as sk  # noqa: E402
+from harn_ls.model.workspace import Workspace  # noqa: E402
 from harn_ls.render import RenderSettings, render_uri  # noqa: E402
 from harn_ls.render.inspect import inspect_json  # noqa: E402
-from harn_ls.workspace import Workspace  # noqa: E402
 
 SKILL = "---\nname: deploy\nshort: Deploy to production\ndescription: Deploys to production\n---\nRun the deploy script.\n"
 

@@ -23,7 +23,10 @@ sys.path.insert(0, str(REPO))
 
 from harn_ls.formats import sqlite_safe  # noqa: E402
 from harn_ls.formats.session_store import (  # noqa: E402
-    CODE_OPEN, CODE_REFUSED, read_session_events, read_session_store,
+    CODE_OPEN,
+    CODE_REFUSED,
+    read_session_events,
+    read_session_store,
 )
 from tests.helpers.session_store_fixture import create_session_store_fixture  # noqa: E402
 

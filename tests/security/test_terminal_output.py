@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls import cli
+from harn_ls.cli import main as cli
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "fixtures" / "sample-project"

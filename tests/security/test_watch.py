@@ -20,10 +20,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from harn_ls import paths as paths_mod  # noqa: E402
+from harn_ls.formats import paths as paths_mod  # noqa: E402
 from harn_ls.formats.skills import CODE_ROOT_OUTSIDE  # noqa: E402
-from harn_ls.watch import CODE_WATCH_BUDGET, StateWatcher  # noqa: E402
-from harn_ls.workspace import CODE_LINK_OUT, Workspace  # noqa: E402
+from harn_ls.model.workspace import CODE_LINK_OUT, Workspace  # noqa: E402
+from harn_ls.watch.observer import CODE_WATCH_BUDGET, StateWatcher  # noqa: E402
 from tests.helpers.watch import roots_watched  # noqa: E402
 
 SAMPLE = REPO / "fixtures" / "sample-project"

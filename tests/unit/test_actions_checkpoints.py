@@ -15,9 +15,9 @@ import pytest
 from harn_ls.actions import ActionFailed
 from harn_ls.actions.checkpoints import LOCK_DEADLINE, forget_stage
 from harn_ls.formats.locks import checkpoint_lock_path, checkpoint_running
-from harn_ls.workspace import Workspace
-from tests.helpers.tree import snapshot
+from harn_ls.model.workspace import Workspace
 from tests.helpers.lock_holder import lock_holder  # noqa: F401 (pytest fixture)
+from tests.helpers.tree import snapshot
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "sample-project"
 

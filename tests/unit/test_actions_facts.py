@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 
 from harn_ls.actions import ActionFailed
 from harn_ls.actions.facts import invalidate_fact
-from harn_ls.workspace import Workspace
+from harn_ls.model.workspace import Workspace
 from tests.helpers.tree import snapshot
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "sample-project"

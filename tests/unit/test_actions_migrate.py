@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harn_ls.actions.migrate import migrate_pattern_learning, normalize_prompt, normalize_tools
-from harn_ls.workspace import Workspace
+from harn_ls.model.workspace import Workspace
 from tests.helpers.tree import snapshot
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

@@ -11,7 +11,7 @@ import os
 import re
 import shutil
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,7 @@ from harn_ls.actions import ActionFailed, iso_millis, now_ns, rfc3339_nanos, uui
 from harn_ls.actions import proposals as P
 from harn_ls.formats import pattern_learning as pl
 from harn_ls.formats.problems import Severity
-from harn_ls.workspace import Workspace
+from harn_ls.model.workspace import Workspace
 from tests.helpers.tree import snapshot
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "sample-project"
@@ -153,7 +153,7 @@ def assert_uuid7_at(value: str, at_ns: int) -> None:
 
 def test_timestamp_formats():
     assert rfc3339_nanos(NOW_NS) == "2026-05-12T09:14:03.512848123+00:00"
-    assert rfc3339_nanos(now_ns(datetime(2026, 5, 12, 9, 14, 3, 512848, tzinfo=timezone.utc))) \
+    assert rfc3339_nanos(now_ns(datetime(2026, 5, 12, 9, 14, 3, 512848, tzinfo=UTC))) \
         == "2026-05-12T09:14:03.512848+00:00"  # chrono AutoSi: 6 digits when exact
     assert rfc3339_nanos(now_ns("2026-05-12T09:14:03.500Z")) == "2026-05-12T09:14:03.500+00:00"
     assert rfc3339_nanos(now_ns("2026-05-12T09:14:03Z")) == "2026-05-12T09:14:03+00:00"

@@ -3,7 +3,6 @@ lock files drive the "running now" state, and reading them never creates one (ha
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import stat
@@ -15,8 +14,8 @@ import pytest
 
 from harn_ls.actions import ActionFailed, append_lines, atomic_write
 from harn_ls.formats import locks as L
+from harn_ls.model.workspace import Workspace
 from harn_ls.render.inspect import inspect_json
-from harn_ls.workspace import Workspace
 from tests.helpers.lock_holder import lock_holder  # noqa: F401 (pytest fixture)
 from tests.helpers.tree import snapshot
 

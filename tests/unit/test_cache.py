@@ -13,11 +13,11 @@ from pathlib import Path
 import orjson
 import pytest
 
+from harn_ls.cache import tail as state_tail
+from harn_ls.cache.store import MANIFEST, PAYLOADS, StateCache
+from harn_ls.model.workspace import Workspace
 from harn_ls.render.inspect import inspect_json
 from harn_ls.render.recall import recall_json
-from harn_ls import state_tail
-from harn_ls.state_cache import MANIFEST, PAYLOADS, StateCache
-from harn_ls.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "fixtures" / "sample-project"
@@ -151,7 +151,7 @@ def test_apply_after_a_warm_load_matches_a_cold_load(project, cache_env):
     log = project / NOTES
     old = ids_in(log)
     append(log, event("forget", old[2], "agent/notes", 7) + event("store", "new-3", "agent/notes", 8))
-    ws.apply([str(log)])
+    ws.apply_changes([str(log)])
     assert snapshot(ws) == cold(project)
 
 

@@ -1,5 +1,5 @@
 """Stores appended after a restore are applied without decoding the cached records, and a save keeps
-the namespace's entry while the appended tail is small (state_tail.py): every answer must still equal
+the namespace's entry while the appended tail is small (cache/tail.py): every answer must still equal
 a load without the cache - after the append, after the kept entry is read again, and after any other
 change (or damage) that follows a kept entry."""
 
@@ -11,12 +11,24 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls import state_tail
+from harn_ls.cache import tail as state_tail
+from harn_ls.cache.store import MANIFEST
+from harn_ls.model.workspace import Workspace
 from harn_ls.render.recall import recall_json
-from harn_ls.state_cache import MANIFEST
-from harn_ls.workspace import Workspace
-from tests.unit.test_cache import (ACME, NOTES, QUERIES, append, cache_env, cache_folder, check, cold,  # noqa: F401
-                                   event, ids_in, project, snapshot)
+from tests.unit.test_cache import (  # noqa: F401
+    ACME,
+    NOTES,
+    QUERIES,
+    append,
+    cache_env,
+    cache_folder,
+    check,
+    cold,
+    event,
+    ids_in,
+    project,
+    snapshot,
+)
 from tests.unit.test_cache_inspect import cold_bytes, fact_event, fast
 
 NS = "agent/notes"
@@ -195,11 +207,11 @@ def test_apply_in_process_after_a_lazy_append_matches_a_cold_load(project, cache
     ws = Workspace.load(str(project), cache=True, defer_facts=True)
     assert not ws.memory[NS].materialized
     append(log, event("store", "live-1", NS, 310))
-    ws.apply([str(log)])
+    ws.apply_changes([str(log)])
     assert not ws.memory[NS].materialized and recall_answers(ws) == cold(project)["recall"]
     assert ws.save_cache()
     append(log, event("update", "live-1", NS, 311) + event("store", "live-2", NS, 312))
-    ws.apply([str(log)])
+    ws.apply_changes([str(log)])
     ws.materialize_facts()
     assert snapshot(ws) == cold(project)
     assert ws.save_cache()
@@ -282,7 +294,7 @@ def test_a_lazy_index_takes_updates_and_forgets_as_a_built_one_would(project, ca
         ws = Workspace.load(str(project), cache=True)
         assert isinstance(ws.recall.indexes[NS].docs, _LazyDocs)
         append(log, tricky_events(project, 600 + 100 * steps))
-        ws.apply([str(log)])
+        ws.apply_changes([str(log)])
         idx = ws.recall.indexes[NS]
         assert isinstance(idx.docs, _LazyDocs) and not ws.memory[NS].materialized
         fresh = Workspace.load(str(project))
@@ -368,11 +380,11 @@ def test_a_batch_the_overlay_cannot_take_after_one_it_took(project, cache_env, m
     if recall_first:
         ws.recall  # noqa: B018 - the lazily restored index takes the first batch
     append(log, event("update", ids[0], NS, 800) + event("forget", ids[1], NS, 801) + event("store", "o-1", NS, 802))
-    ws.apply([str(log)])
+    ws.apply_changes([str(log)])
     assert not ws.memory[NS].materialized
     monkeypatch.setattr(state_tail.TailOverlay, "prepare", lambda self, lines: False)
     append(log, event("update", ids[2], NS, 803) + event("forget", ids[0], NS, 804) + event("update", "o-1", NS, 805))
-    ws.apply([str(log)])
+    ws.apply_changes([str(log)])
     assert ws.memory[NS].materialized
     assert snapshot(ws) == cold(project)
     assert ws.save_cache()

@@ -11,10 +11,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls.state_cache import StateCache
-from harn_ls.workspace import Workspace
-from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
+from harn_ls.cache.store import StateCache
+from harn_ls.model.workspace import Workspace
 from tests.helpers.cache_damage import damage_payload
+from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
 from tests.unit.test_cache_inspect import cold_bytes, fast
 
 CHECKPOINTS = ".harn/checkpoints"

@@ -9,10 +9,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls import state_tail
+from harn_ls.cache import tail as state_tail
+from harn_ls.cache.store import MANIFEST, StateCache
+from harn_ls.model.workspace import Workspace
 from harn_ls.render.inspect import inspect_json
-from harn_ls.state_cache import MANIFEST, StateCache
-from harn_ls.workspace import Workspace
 from tests.helpers.cache_damage import flip_cut_or_delete
 from tests.unit.test_cache import FACTS, NOTES, append, cache_env, cli, event, project  # noqa: F401  (fixtures)
 
@@ -244,7 +244,7 @@ def test_a_one_shot_save_reuses_unchanged_rows_byte_for_byte(project, cache_env,
     if mode == "memory_only":  # (no cached index: fill saved none) built from the decoded records, rows kept
         assert "agent/notes" in ws._state_cache._row_bytes
     else:
-        assert not ws.memory["agent/notes"].materialized  # the append applied without decoding (state_tail.py)
+        assert not ws.memory["agent/notes"].materialized  # the append applied without decoding (cache/tail.py)
     assert ws.save_cache()  # decodes the rows to write them again, reusing the unchanged ones' bytes
     assert not ws._state_cache._row_bytes  # (and let go once saved)
     folder, _manifest, e = manifest_entry(project, "agent/notes")

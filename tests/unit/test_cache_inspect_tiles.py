@@ -11,9 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harn_ls.state_cache import CacheInvalid
-from harn_ls.state_rows import FACT_SEPARATOR, fact_inspect_fragment, fact_inspect_payload, read_fact_inspect_body, \
-    read_fact_inspect_payload, split_fact_body
+from harn_ls.cache.rows import (
+    FACT_SEPARATOR,
+    fact_inspect_fragment,
+    fact_inspect_payload,
+    read_fact_inspect_body,
+    read_fact_inspect_payload,
+    split_fact_body,
+)
+from harn_ls.cache.store import CacheInvalid
 
 # text that looks like the layout itself: separators, braces, newlines, indentation
 TRICKY = st.text(alphabet=st.sampled_from(list("{}[],:\n\r\t \"\\ab") + ["\u2028", "é"]), max_size=12)

@@ -11,9 +11,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from harn_ls.cache.store import MANIFEST, StateCache
+from harn_ls.model.workspace import Workspace
 from harn_ls.render.inspect import inspect_json
-from harn_ls.state_cache import MANIFEST, StateCache
-from harn_ls.workspace import Workspace
 from tests.helpers.cache_damage import flip_cut_or_delete
 from tests.unit.test_cache import append, cache_env, event, ids_in, project  # noqa: F401  (fixtures)
 from tests.unit.test_cache_inspect import TEAM, add_tricky_facts, cold_bytes, dump, fast, fill

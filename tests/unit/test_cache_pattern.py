@@ -11,8 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls.state_cache import MANIFEST, StateCache
-from harn_ls.workspace import Workspace
+from harn_ls.cache.store import MANIFEST, StateCache
+from harn_ls.model.workspace import Workspace
 from tests.unit.test_cache import append, cache_env, project  # noqa: F401  (fixtures)
 from tests.unit.test_cache_inspect import cold_bytes, fast
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls import state_tail
+from harn_ls.cache import tail as state_tail
+from harn_ls.cache.store import MANIFEST, StateCache
+from harn_ls.model.workspace import Workspace
 from harn_ls.recall.index import _LazyDocs
 from harn_ls.render.recall import recall_json
-from harn_ls.state_cache import MANIFEST, StateCache
-from harn_ls.workspace import Workspace
 from tests.unit.test_cache import cache_env, project  # noqa: F401  (the same fixtures: a cache folder, a copy of the sample)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,14 +75,14 @@ def test_lazy_index_then_an_append_equals_a_cold_load(project, cache_env):
                          "tags": ["billing"], "stored_at": "2026-07-01T10:00:00.000000000+00:00"}) + b"\n"
     with open(project / NOTES, "ab") as fh:
         fh.write(line)
-    ws.apply([str(project / NOTES)])  # a store with a new sequence is indexed beside the lazy records
+    ws.apply_changes([str(project / NOTES)])  # a store with a new sequence is indexed beside the lazy records
     assert isinstance(ws.recall.indexes[NS].docs, _LazyDocs) and not ws.memory[NS].materialized
     assert answers(ws) == answers(Workspace.load(str(project)))
     assert ws.save_cache()
     assert answers(Workspace.load(str(project), cache=True)) == answers(Workspace.load(str(project)))
     with open(project / NOTES, "ab") as fh:  # an update: the one record it changes is decoded, not the others
         fh.write(line.replace(b'"store"', b'"update"').replace(b"appended", b"updated"))
-    ws.apply([str(project / NOTES)])
+    ws.apply_changes([str(project / NOTES)])
     assert isinstance(ws.recall.indexes[NS].docs, _LazyDocs) and not ws.memory[NS].materialized
     assert answers(ws) == answers(Workspace.load(str(project)))
     assert ws.save_cache()
@@ -190,7 +190,7 @@ def test_a_rewritten_log_drops_the_row_reader(project, cache_env):
     assert NS in ws._state_cache.readers
     log = project / NOTES
     log.write_bytes(b"\n".join(log.read_bytes().splitlines()[:2]) + b"\n")  # shorter: read again from scratch
-    ws.apply([str(log)])
+    ws.apply_changes([str(log)])
     assert NS not in ws._state_cache.readers  # the old namespace and its open payloads are let go
     assert answers(ws) == answers(Workspace.load(str(project)))
 

@@ -9,9 +9,9 @@ from array import array
 
 import orjson
 
-from harn_ls.state_cache import namespace_payloads
-from harn_ls.state_rows import record_row
-from harn_ls.workspace import Workspace
+from harn_ls.cache.rows import record_row
+from harn_ls.cache.store import namespace_payloads
+from harn_ls.model.workspace import Workspace
 from tests.unit.test_cache import project  # noqa: F401  (fixture)
 
 
@@ -58,7 +58,7 @@ def test_reused_rows_give_the_same_payload(project):
 def test_rows_in_many_chunks_give_the_same_payload_and_index(project, monkeypatch):
     """The save writes the rows a chunk at a time (state_rows.row_chunks): cut after every row,
     the joined chunks and the row index (end offsets run across chunks) equal a one-chunk build."""
-    from harn_ls import state_rows
+    from harn_ls.cache import rows as state_rows
 
     ws = Workspace.load(str(project))
     whole = {ns: namespace_payloads(space, ws._fact_entries(ns)) for ns, space in ws.memory.items()}
@@ -74,7 +74,7 @@ def test_rows_in_many_chunks_give_the_same_payload_and_index(project, monkeypatc
 def test_json_array_chunks_are_the_bytes_of_one_dumps(monkeypatch):
     """The facts payload is encoded an item at a time (state_rows.json_array_chunks): joined, the
     chunks are exactly orjson's bytes for the whole list, cut after every item or in larger pieces."""
-    from harn_ls import state_rows
+    from harn_ls.cache import rows as state_rows
 
     cases = [[], [None], [[1, {"a": [1, 2]}, []]], [[i, {"k": "v" * i, 3: None}, [["p", i]]] for i in range(50)]]
     for chunk_bytes in (1, 64, 1 << 20):

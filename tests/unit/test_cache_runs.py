@@ -11,10 +11,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls.state_cache import StateCache
-from harn_ls.workspace import Workspace
-from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
+from harn_ls.cache.store import StateCache
+from harn_ls.model.workspace import Workspace
 from tests.helpers.cache_damage import damage_payload
+from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
 from tests.unit.test_cache_inspect import cold_bytes, fast
 
 RUNS = ".harn-runs"
@@ -143,7 +143,7 @@ def test_a_run_record_rewritten_while_it_is_read_is_not_cached_with_the_new_stat
     """The record is read, then rewritten before the reader returns: the stat after the read is the new
     file's, the content the old one's. That pair must not be cached, or the next warm load would list
     the old content for the new file."""
-    from harn_ls import workspace_runs
+    from harn_ls.model import runs as workspace_runs
 
     victim = run_files(project)[0]
     real_read = workspace_runs.runs_fmt.read_run_record

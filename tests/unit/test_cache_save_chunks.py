@@ -14,13 +14,21 @@ import numpy as np
 import orjson
 import pytest
 
-from harn_ls import state_index_payloads, state_rows
-from harn_ls.state_cache import StateCache, namespace_payloads
-from harn_ls.state_index_payloads import npy_chunks, term_chunks
-from harn_ls.state_rows import (FACT_SEPARATOR, fact_inspect_chunks, fact_inspect_fragment, gathered,
-                                json_object_chunks, new_row_index, row_chunks)
-from harn_ls.state_tail import id_hash, id_index_payload
-from harn_ls.workspace import Workspace
+from harn_ls.cache import index_payloads as state_index_payloads
+from harn_ls.cache import rows as state_rows
+from harn_ls.cache.index_payloads import npy_chunks, term_chunks
+from harn_ls.cache.rows import (
+    FACT_SEPARATOR,
+    fact_inspect_chunks,
+    fact_inspect_fragment,
+    gathered,
+    json_object_chunks,
+    new_row_index,
+    row_chunks,
+)
+from harn_ls.cache.store import StateCache, namespace_payloads
+from harn_ls.cache.tail import id_hash, id_index_payload
+from harn_ls.model.workspace import Workspace
 from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
 
 CHUNK_SIZES = (1, 3, 64, 200, 1 << 16)

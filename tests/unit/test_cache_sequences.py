@@ -12,11 +12,11 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.test_cache import QUERIES, SAMPLE, append, cache_folder, cold, event, ids_in, snapshot
+from harn_ls.model.workspace import Workspace
 from harn_ls.render.inspect import inspect_json
 from harn_ls.render.recall import recall_json
+from tests.unit.test_cache import QUERIES, SAMPLE, append, cache_folder, cold, event, ids_in, snapshot
 from tests.unit.test_cache_inspect import dump, fast
-from harn_ls.workspace import Workspace
 
 LOGS = [".harn/memory/agent/notes/events.jsonl", ".harn/memory/workspace/acme/events.jsonl",
         ".harn/memory/team/extra/events.jsonl"]
@@ -40,7 +40,7 @@ def apply_op(project: Path, op: str, which: int, n: int) -> None:
         ids = ids_in(log)
         again = event("store", ids[(n * 5) % len(ids)], ns, n + 1) if ids else b""
         append(log, event("store", f"s-{n}", ns, n) + again + b'{"type": "store"\n' + event("store", f"s2-{n}", ns, n + 2))
-    elif op == "append_events" and exists:  # updates, forgets, an open (applied without decoding: state_tail.py)
+    elif op == "append_events" and exists:  # updates, forgets, an open (applied without decoding: cache/tail.py)
         ids = ids_in(log)
         if ids:
             old, gone = ids[(n * 3) % len(ids)], ids[(n * 11 + 1) % len(ids)]
@@ -123,7 +123,7 @@ def test_random_change_sequences_never_change_an_answer(steps):
                     got = [recall_json(lazy.recall.recall(q, k=10, explain=True)) for q in QUERIES]
                     assert orjson.loads(orjson.dumps(got, default=str)) == expected["recall"], (op, which)
                     if memory_only and n % 2:
-                        lazy.save_cache()  # as `harn-ls recall` does (it may keep an entry: state_tail.py)
+                        lazy.save_cache()  # as `harn-ls recall` does (it may keep an entry: cache/tail.py)
                 # a one-shot inspect --json (cached facts printed undecoded), saved as the CLI does
                 got, fast_ws, _data = fast(project)
                 assert got == dump(inspect_json(Workspace.load(str(project)))), (op, which)

@@ -6,12 +6,11 @@ happens between the steps, and rows that do not check out are never trusted."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
+from harn_ls.model.workspace import Workspace
 from harn_ls.recall.docs import _LazyDocs
-from harn_ls.workspace import Workspace
 from tests.unit.test_cache import append, cache_env, cold, event, ids_in, project, snapshot  # noqa: F401  (fixtures)
 from tests.unit.test_cache_rows import NOTES, NS, answers, entry, fill
 
@@ -56,7 +55,7 @@ def test_append_between_settle_steps_equals_a_cold_load(project, cache_env):
     log = project / NOTES
     old = ids_in(log)
     append(log, event("store", "settle-1", NS, 1) + event("update", old[0], NS, 2) + event("forget", old[1], NS, 3))
-    ws.apply([str(log)])
+    ws.apply_changes([str(log)])
     run_steps(left)
     assert snapshot(ws) == cold(project)
     assert answers(ws) == answers(Workspace.load(str(project)))
@@ -168,7 +167,7 @@ def test_index_materialized_in_slices_equals_one_go_and_a_change_meanwhile_wins(
             next(pending)
         log = project / NOTES
         append(log, event(kind, "slice-1", NS, 1 if kind == "store" else 2))
-        ws.apply([str(log)])
+        ws.apply_changes([str(log)])
         assert ws.recall.indexes[NS] is idx  # reading the index folds the batch it queued (RecallEngine.apply)
         docs_after_change = idx.docs
         assert isinstance(docs_after_change, _LazyDocs)
@@ -250,7 +249,7 @@ def test_the_fold_before_the_save_is_a_task_per_delta_each_after_a_pause(project
         await proj.run(lambda: proj.ws.recall)
         for n in range(3):  # three batches: three deltas queued for the index, none folded yet
             append_bytes(log, event("store", f"fold-{n}", NS, 900 + n))
-            await proj.run(lambda: proj.ws.apply([str(log)]))
+            await proj.run(lambda: proj.ws.apply_changes([str(log)]))
         queued = await proj.run(lambda: sum(map(len, proj.ws._recall._pending.values())))
         real_wait = proj._wait_for_quiet
 

@@ -1,4 +1,4 @@
-"""Fact spans kept between runs (harn_ls/state_spans.py, issue 14 item 1): spans restored from
+"""Fact spans kept between runs (harn_ls/cache/spans.py, issue 14 item 1): spans restored from
 the store equal spans computed afresh, and every change to the source file, to the facts or to
 the store itself gives the answer of a fresh computation, never the stored one."""
 
@@ -17,11 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harn_ls import staleness, state_spans
-from harn_ls.render.fact_spans import FactSpanCache, fact_spans
-from harn_ls.staleness import Anchor
-from harn_ls.state_spans import SpanStore
-from harn_ls.workspace import Workspace
+from harn_ls.cache import spans as state_spans
+from harn_ls.cache.spans import SpanStore
+from harn_ls.formats import fact_anchors as staleness
+from harn_ls.formats.fact_anchors import Anchor
+from harn_ls.model.fact_spans import FactSpanCache, fact_spans
+from harn_ls.model.workspace import Workspace
 from tests.helpers.views import INVOICE, INVOICE_FACT, append_events, copy_sample, fact_event
 
 TAX = "src/billing/tax.py"
@@ -309,7 +310,7 @@ def test_any_sequence_answers_as_a_fresh_computation(ops):
             if op == "restart":
                 ws, cache, got = server_run(project, env)
             else:
-                ws.apply([str(project / ".harn/memory/project/facts/events.jsonl")])
+                ws.apply_changes([str(project / ".harn/memory/project/facts/events.jsonl")])
                 got = {rel: answer(cache.spans(ws, os.path.join(ws.root, rel), 0.0)) for rel in (INVOICE, TAX)}
                 cache.save_store()
             assert got == {rel: fresh(ws, rel) for rel in (INVOICE, TAX)}, ops[:i + 1]
@@ -363,7 +364,7 @@ def test_the_state_cache_keeps_and_clears_the_store_with_its_own_files(project, 
     """The store lives in a folder of the state folder: a state cache save (whose sweep drops old
     files it does not name) leaves it alone, `cache clear` drops it with the rest."""
     # (kept next to the one test that clears the state cache)
-    from harn_ls.state_cache import StateCache
+    from harn_ls.cache.store import StateCache
 
     for key, value in env.items():
         monkeypatch.setenv(key, value)

@@ -1,5 +1,5 @@
 """Random batches of stores, updates, forgets and opens appended to a namespace restored from the
-state cache, applied without decoding its records (state_tail.py): after each batch, a one-shot
+state cache, applied without decoding its records (cache/tail.py): after each batch, a one-shot
 recall and inspect, a long-lived model that took the batches one by one (its recall index restored
 lazily), and a load from the saved cache all equal a load without the cache."""
 
@@ -14,8 +14,8 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harn_ls.model.workspace import Workspace
 from harn_ls.render.inspect import inspect_json
-from harn_ls.workspace import Workspace
 from tests.unit.test_cache import NOTES, SAMPLE, append, cold, event, ids_in, snapshot
 from tests.unit.test_cache_append import recall_answers
 from tests.unit.test_cache_inspect import dump, fast
@@ -72,7 +72,7 @@ def test_random_tails_never_change_an_answer(batches, save_between):
                     data += line(kind, pick, n, ids)
                     n += 1
                 append(log, data)
-                live.apply([str(log)])
+                live.apply_changes([str(log)])
                 expected = cold(project)
                 one_shot = Workspace.load(str(project), cache=True, memory_only=True)
                 assert recall_answers(one_shot) == expected["recall"]

@@ -1,4 +1,4 @@
-"""ChangeSet kinds are one enum (harn_ls/change_kinds.py): producers emit its members, readers
+"""ChangeSet kinds are one enum (harn_ls/model/change_kinds.py): producers emit its members, readers
 map each of them somewhere, and no module names a kind with a string literal of its own."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import ast
 import os
 import shutil
 
-from harn_ls.change_kinds import CORE_KINDS, EXTRA_KINDS, RESCAN_KINDS, ChangeKind
 from harn_ls.lsp import documents, tree
-from harn_ls.workspace import Workspace
+from harn_ls.model.change_kinds import CORE_KINDS, EXTRA_KINDS, RESCAN_KINDS, ChangeKind
+from harn_ls.model.workspace import Workspace
 
 HERE = os.path.dirname(__file__)
 SAMPLE = os.path.join(HERE, "..", "..", "fixtures", "sample-project")
@@ -24,7 +24,7 @@ def test_a_rescan_reports_enum_members_only(tmp_path):
     assert changes.kinds >= RESCAN_KINDS
     assert all(type(k) is ChangeKind for k in changes.kinds), sorted(map(repr, changes.kinds))
     (project / ".harn" / "checkpoints" / "ingest.json").write_text("{}")
-    live = ws.apply([str(project / ".harn" / "checkpoints" / "ingest.json")])
+    live = ws.apply_changes([str(project / ".harn" / "checkpoints" / "ingest.json")])
     assert ChangeKind.CHECKPOINTS in live.kinds and all(type(k) is ChangeKind for k in live.kinds)
     assert live.to_json()["kinds"] == sorted(str(k) for k in live.kinds)
 
@@ -46,7 +46,7 @@ def test_no_module_spells_a_kind_as_a_string():
     offenders = []
     for folder, _dirs, files in os.walk(PACKAGE):
         for name in files:
-            if not name.endswith(".py") or name == "change_kinds.py":
+            if not name.endswith(".py") or name == "model/change_kinds.py":
                 continue
             path = os.path.join(folder, name)
             with open(path, encoding="utf-8") as fh:

@@ -7,12 +7,13 @@ import os
 
 import pytest
 
-from harn_ls.history import CheckpointHistory, record_workspace
+from harn_ls.cache.checkpoint_history import CheckpointHistory
 from harn_ls.lsp.tree import tree_options
-from harn_ls.render.tree_items import tree_items
+from harn_ls.model.checkpoint_versions import record_workspace
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import UriError, render_uri
 from harn_ls.render.checkpoint_history import diff, last_change, parse
-from harn_ls.workspace import Workspace
+from harn_ls.render.tree_items import tree_items
 
 FP_A = "sha256:" + "a" * 64
 FP_B = "sha256:" + "b" * 64
@@ -102,7 +103,7 @@ def test_documents_tree_and_lens_hint_from_the_workspace(proj):
     assert record_workspace(ws) == [("ingest", 1)]
     assert last_change(ws, "ingest") is None
     path.write_bytes(harn_bytes({"fetch": "rows", "plan": keyed(FP_B, 1), "clean": [1]}))
-    ws.apply({str(path)})
+    ws.apply_changes({str(path)})
     assert record_workspace(ws, {"ingest"}) == [("ingest", 2)]
     assert record_workspace(ws, {"ingest"}) == []
     change = last_change(ws, "ingest")

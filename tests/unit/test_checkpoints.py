@@ -11,9 +11,9 @@ import pytest
 from harn_ls.formats import checkpoints as ck
 from harn_ls.formats.harn_json import fingerprint, sha256_hex, stringify
 from harn_ls.formats.problems import Severity
+from tests.helpers.samples import SAMPLES  # noqa: E402
 from tests.oracles import checkpoints as ckor
 
-from tests.helpers.samples import SAMPLES  # noqa: E402
 ID_VECTORS = SAMPLES / "id-vectors.json"
 
 # §B.4, byte for byte (Harn writes no trailing newline)

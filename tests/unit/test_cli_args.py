@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harn_ls import cli
-from harn_ls.cli_args import quick_args
+from harn_ls.cli import main as cli
+from harn_ls.cli.args import quick_args
 
 # tokens with a plain meaning and tokens argparse reads its own way (abbreviations, `=`, `--`, help,
 # negative numbers, empty strings, a lone dash, values that are not numbers)

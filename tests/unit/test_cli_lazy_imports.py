@@ -13,7 +13,7 @@ import sys
 
 from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
 
-WATCHED = ["sqlite3", "tempfile", "threading", "harn_ls.formats.events_sqlite", "harn_ls.formats.hitl",
+WATCHED = ["sqlite3", "tempfile", "threading", "harn_ls.formats.events_sqlite", "harn_ls.formats.hitl.requests",
            "harn_ls.formats.session_store", "harn_ls.render.uri", "harn_ls.render.markdown", "argparse",
            "harn_ls.formats.fact_types"]
 
@@ -22,7 +22,7 @@ CHILD = r"""
 import json, os, sys
 out = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
 os.dup2(out, 1)
-from harn_ls.cli import main
+from harn_ls.cli.main import main
 code = main(["inspect", sys.argv[1], "--json"])
 sys.stdout.flush()
 sys.stderr.write(json.dumps({"code": code, "loaded": [m for m in json.loads(sys.argv[3]) if m in sys.modules]}))
@@ -40,7 +40,7 @@ def run_inspect(project, tmp_path, watched: list[str] = WATCHED) -> tuple[dict, 
 
 def test_a_project_with_event_log_and_session_store_still_has_them_read(project, cache_env, tmp_path):
     data, loaded = run_inspect(project, tmp_path)
-    assert {"sqlite3", "harn_ls.formats.events_sqlite", "harn_ls.formats.hitl",
+    assert {"sqlite3", "harn_ls.formats.events_sqlite", "harn_ls.formats.hitl.requests",
             "harn_ls.formats.session_store"} <= set(loaded)
     assert any(log["backend"] == "sqlite" and log["topics"] for log in data["event_logs"])
     assert data["sessions"] is not None and data["sessions"]["sessions"]

@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from harn_ls import cli
+from harn_ls.cli import main as cli
 
 ARGS = {
     "serve": [[], ["--tcp", "127.0.0.1:9"], ["--bogus"], ["-h"], ["--allow-probes", "--harn", "x"]],

@@ -17,7 +17,7 @@ from harn_ls.formats import jsonl
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.runs import read_run_record
 from harn_ls.formats.transcripts import transcript_from_value, transcript_summary_from_value
-from harn_ls.safe_read import SMALL_CONTAINERS, json_density_problem
+from harn_ls.util.safe_read import SMALL_CONTAINERS, json_density_problem
 
 # -- the JSONL tail ------------------------------------------------------------------------
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-
 import threading
 
 from harn_ls.formats.memory import MemoryNamespace, builds_here

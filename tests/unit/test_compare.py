@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import UriError, parse_uri, render_uri
-from harn_ls.workspace import Workspace
 
 
 def stage(node, start, end, status="completed", tokens=None):

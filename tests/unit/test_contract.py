@@ -214,7 +214,7 @@ def _all_items(ws) -> list[dict]:
 def test_tree_items_are_contract_items_and_carry_their_command_argument(tmp_path):
     import shutil
 
-    from harn_ls.workspace import Workspace
+    from harn_ls.model.workspace import Workspace
 
     project = tmp_path / "p"
     shutil.copytree(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "sample-project"), project,

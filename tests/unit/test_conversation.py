@@ -9,9 +9,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import RenderSettings, render_uri
 from harn_ls.render.svg import strip_pictures
-from harn_ls.workspace import Workspace
 
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000") + b"\x00" * 20
 

@@ -1,4 +1,4 @@
-"""harn_ls.debounce.KeyedDebouncer: per-key coalescing, max wait, flush and close,
+"""harn_ls.watch.debounce.KeyedDebouncer: per-key coalescing, max wait, flush and close,
 on a fake clock (exact) and on its real background thread (generous waits).
 """
 
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harn_ls.debounce import KeyedDebouncer
+from harn_ls.watch.debounce import KeyedDebouncer
 
 ARRIVE = 10.0  # seconds to wait for something that must arrive
 

@@ -11,8 +11,8 @@ import os
 import orjson
 import pytest
 
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import RenderSettings, doc_reuse, render_uri
-from harn_ls.workspace import Workspace
 from tests.unit.test_cache import project  # noqa: F401  (fixture)
 
 RUN = "run-big"
@@ -76,7 +76,7 @@ def test_a_new_model_object_means_a_new_page(big):
     ws, path = big
     _page(ws)
     made = _made(ws)
-    ws.apply([str(path)])  # the workspace reads the record again: new run and transcript objects
+    ws.apply_changes([str(path)])  # the workspace reads the record again: new run and transcript objects
     _page(ws)
     assert _made(ws) == made + 1
 
@@ -86,7 +86,7 @@ def test_the_turn_log_is_part_of_what_a_page_is_made_of(big):
     sidecar = path.parent / f"{RUN}-llm" / "llm_transcript.jsonl"
     sidecar.parent.mkdir()
     sidecar.write_text('{"type":"message","role":"user","content":"hi"}\n')
-    ws.apply([str(path), str(sidecar)])
+    ws.apply_changes([str(path), str(sidecar)])
     run = ws.runs[RUN]
     assert run.llm_transcript_path == str(sidecar)
     uri = f"harn-state:/runs/{RUN}.md"
@@ -132,7 +132,7 @@ def test_small_records_are_always_read_again(project):
 def test_a_turn_log_that_appears_after_the_record_was_read_is_seen(big, monkeypatch):
     """The record was read before its `-llm/llm_transcript.jsonl` existed; then only the turn log is
     written (the run object stays): the pages are made again, as they would be with nothing kept."""
-    from harn_ls import workspace_runs
+    from harn_ls.model import runs as workspace_runs
     from harn_ls.render import documents, parse_uri
     from tests.unit.test_runs_transcripts import LLM_DIR
 
@@ -147,7 +147,7 @@ def test_a_turn_log_that_appears_after_the_record_was_read_is_seen(big, monkeypa
     sidecar = path.parent / f"{RUN}-llm" / "llm_transcript.jsonl"
     sidecar.parent.mkdir()
     sidecar.write_bytes((LLM_DIR / "llm_transcript.jsonl").read_bytes())
-    ws.apply([str(sidecar)])
+    ws.apply_changes([str(sidecar)])
     assert ws.runs[RUN] is run  # (only the turn log changed)
     again = [render_uri(ws, u, RenderSettings()) for u in uris]
     assert _made(ws) == made + len(uris)

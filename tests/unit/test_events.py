@@ -14,9 +14,9 @@ import time
 import pytest
 
 from harn_ls.formats import events as ev_fmt
-from harn_ls.formats import hitl as hitl_fmt
 from harn_ls.formats import state_files as sf
 from harn_ls.formats.event_logs import LogLocation, LogView, discover
+from harn_ls.formats.hitl import requests as hitl_fmt
 from tests.helpers import event_log_writer as W
 from tests.helpers.samples import SAMPLES
 

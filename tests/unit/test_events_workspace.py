@@ -17,8 +17,8 @@ from harn_ls.render.markdown import unescape_markdown
 def shown(ws, uri: str) -> str:
     """A rendered document with the escaping of data undone: the text as the reader sees it."""
     return unescape_markdown(render_uri(ws, uri))
+from harn_ls.model.workspace import Workspace
 from harn_ls.render.inspect import inspect_json, inspect_text
-from harn_ls.workspace import Workspace
 from tests.helpers import event_log_writer as W
 from tests.helpers.samples import SAMPLES
 
@@ -70,24 +70,24 @@ def test_wal_append_is_a_live_change(proj):
     try:
         ws = Workspace.load(str(proj))
         assert ws.counts()["hitlPending"] == 3
-        assert not ws.apply([str(db) + "-shm"])  # our own reads touch -shm: never a change
+        assert not ws.apply_changes([str(db) + "-shm"])  # our own reads touch -shm: never a change
         env = W.approval_request("hitl_approval_live", action="rotate keys")
         W.waitpoint_open(conn, "hitl_approval_live")
         W.append(conn, "hitl.approvals", "hitl.approval_requested", env, W.request_headers(env))
-        changes = ws.apply([str(db) + "-wal"])
+        changes = ws.apply_changes([str(db) + "-wal"])
         assert {"events", "hitl"} <= changes.kinds
         assert ws.counts()["hitlPending"] == 4
-        assert [r.request_id for r in ws.extra.take_new_requests()] == ["hitl_approval_live"]
-        assert ws.extra.take_new_requests() == []  # announced once
+        assert [r.request_id for r in ws.event_logs.take_new_requests()] == ["hitl_approval_live"]
+        assert ws.event_logs.take_new_requests() == []  # announced once
         # alice approves: quorum 1 reached -> Harn appends approval_approved; it leaves the waiting list
         W.append(conn, "hitl.approvals", "hitl.response_received",
                  {"request_id": "hitl_approval_live", "approved": True, "reviewer": "alice"}, {"request_id": "hitl_approval_live"})
         W.append(conn, "hitl.approvals", "hitl.approval_approved",
                  {"request_id": "hitl_approval_live", "record": {"approved": True, "reviewers": ["alice"]}},
                  {"request_id": "hitl_approval_live", "trace_id": "trace_x"})
-        changes = ws.apply([str(db) + "-wal"])
+        changes = ws.apply_changes([str(db) + "-wal"])
         assert "hitl" in changes.kinds and ws.counts()["hitlPending"] == 3
-        assert ws.extra.request("hitl_approval_live")[0].state == "answered"
+        assert ws.event_logs.request("hitl_approval_live")[0].state == "answered"
     finally:
         conn.close()
 
@@ -96,22 +96,22 @@ def test_state_files_apply(proj):
     ws = Workspace.load(str(proj))
     store = proj / ".harn" / "store.json"
     store.write_text('{"a": 1')  # torn write
-    changes = ws.apply([str(store)])
+    changes = ws.apply_changes([str(store)])
     assert "store" in changes.kinds
     assert any(p.code == "HL-STORE-001" for p in ws.problems())
     store.write_text('{"a": 1}')
-    ws.apply([str(store)])
-    assert ws.extra.store.entries == {"a": 1} and not any(p.code == "HL-STORE-001" for p in ws.problems())
+    ws.apply_changes([str(store)])
+    assert ws.event_logs.store.entries == {"a": 1} and not any(p.code == "HL-STORE-001" for p in ws.problems())
     cand = proj / ".burin" / "crystallization" / "curated-3f9a1c0b7d2e"
     cand.mkdir(parents=True)
     (cand / "workflow.harn").write_text("pipeline main(task) {}\n")
-    ws.apply([str(cand / "workflow.harn")])
-    assert [(c.id, c.complete) for c in ws.extra.candidates] == [("curated-3f9a1c0b7d2e", False)]
+    ws.apply_changes([str(cand / "workflow.harn")])
+    assert [(c.id, c.complete) for c in ws.event_logs.candidates] == [("curated-3f9a1c0b7d2e", False)]
     (cand / "proposal.json").write_text(json.dumps({"id": "curated-3f9a1c0b7d2e", "kind": "harn_workflow",
                                                     "title": "Draft | notes", "artifact": {"entrypoint": "workflow.harn",
                                                     "source": "pipeline main(task) {}\n```\n"}}))
-    ws.apply([str(cand / "proposal.json")])
-    assert ws.extra.candidates[0].complete
+    ws.apply_changes([str(cand / "proposal.json")])
+    assert ws.event_logs.candidates[0].complete
     doc = render_uri(ws, "harn-state:/crystallization/curated-3f9a1c0b7d2e.md")
     assert "Draft \\| notes" in doc and "````" in doc  # escaped cell, fence longer than the ``` inside
 
@@ -236,7 +236,7 @@ def test_symlinks_out_of_the_project_are_not_followed(tmp_path, monkeypatch):
     ws = Workspace.load(str(root))
     c = ws.counts()
     assert (c["eventTopics"], c["hitlPending"], c["receipts"], c["worktrees"]) == (0, 0, 0, 0)
-    assert ws.extra.store is None
+    assert ws.event_logs.store is None
     refused = sorted(os.path.basename(p.path) for p in ws.problems() if p.code == "HL-SEC-001")
     assert refused == ["events.sqlite", "receipts", "store.json", "worktrees"]
     assert sorted(os.listdir(evil)) == ["events.sqlite", "receipts", "store.json", "wt"]  # nothing created there

@@ -13,8 +13,8 @@ from harn_ls.formats.harn_json import serde_compact, sha256_hex, stringify
 from harn_ls.formats.jsonl import read_all
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.problems import Severity
-
 from tests.helpers.samples import SAMPLES  # noqa: E402
+
 ID_VECTORS = SAMPLES / "id-vectors.json"
 ROOT = "/proj"
 EVENTS = "/proj/.harn/memory/project/facts/events.jsonl"

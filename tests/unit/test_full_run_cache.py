@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 
-from harn_ls import workspace_runs
 from harn_ls.formats import runs as runs_fmt
-from harn_ls.workspace import Workspace
+from harn_ls.model import runs as workspace_runs
+from harn_ls.model.workspace import Workspace
 from tests.unit.test_cache import project  # noqa: F401  (fixture)
 
 

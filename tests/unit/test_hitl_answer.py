@@ -12,15 +12,15 @@ import sqlite3
 
 import pytest
 
-from harn_ls.actions import hitl_answer as A
+from harn_ls.actions.hitl import answer as A
 from harn_ls.formats import harn_time
-from harn_ls.formats import hitl as hitl_fmt
-from harn_ls.formats import hitl_response as H
 from harn_ls.formats.events import make_event
+from harn_ls.formats.hitl import requests as hitl_fmt
+from harn_ls.formats.hitl import responses as H
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import RenderSettings, render_uri
 from harn_ls.render.hitl_choices import hitl_lenses
 from harn_ls.render.tree_items import TreeOptions, tree_items
-from harn_ls.workspace import Workspace
 from tests.helpers import event_log_writer as W
 from tests.helpers.samples import SAMPLES
 from tests.oracles import hitl_respond as OR
@@ -409,7 +409,7 @@ def test_finish_completes_an_orphan_response(log):
 
 
 def test_cli_answers_with_the_schema_type_and_choices(log, capsys, monkeypatch):
-    from harn_ls import cli
+    from harn_ls.cli import main as cli
 
     monkeypatch.setenv("HARN_LS_CACHE", "off")
     path, conn = log

@@ -1,4 +1,4 @@
-"""The HITL fold (formats/hitl.py `derive`) on small hand-made logs, one rule of harn-formats §M.1.5
+"""The HITL fold (formats/hitl/requests.py `derive`) on small hand-made logs, one rule of harn-formats §M.1.5
 each: which responses count towards a quorum, which event resolves a request, and the derived state.
 (Each rule is also a mutation of scripts/mutations.py that these tests kill.)"""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from harn_ls.formats import hitl as hitl_fmt
 from harn_ls.formats.events import Event
+from harn_ls.formats.hitl import requests as hitl_fmt
 
 T0 = "2026-05-04T09:00:00Z"
 T0_MS = hitl_fmt.parse_time_ms(T0)

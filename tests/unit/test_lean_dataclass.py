@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harn_ls.lean_dataclass import lean_dataclass
+from harn_ls.util.lean_dataclass import lean_dataclass
 
 
 def pair(**options):

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harn_ls import workspace_runs
 from harn_ls.formats import json_pieces
 from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.transcripts import LazyEvents
+from harn_ls.model import runs as workspace_runs
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import RenderSettings, render_uri
-from harn_ls.workspace import Workspace
 from tests.unit.test_cache import project  # noqa: F401  (fixture)
 
 

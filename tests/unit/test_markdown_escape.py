@@ -7,9 +7,19 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harn_ls.render.limits import cap_text, cut_utf8, one_line, utf8_len
-from harn_ls.render.markdown import (MARKDOWN_SPECIAL, capped_markdown, cell, code_cell, escape_markdown, fence, inline,
-                                     link, unescape_markdown)
+from harn_ls.render.limits import cap_text, one_line
+from harn_ls.render.markdown import (
+    MARKDOWN_SPECIAL,
+    capped_markdown,
+    cell,
+    code_cell,
+    escape_markdown,
+    fence,
+    inline,
+    link,
+    unescape_markdown,
+)
+from harn_ls.util.utf8 import cut_utf8, utf8_len
 from tests.security.hostile_data import SPOOF
 from tests.security.inert import assert_no_live_markup
 

@@ -7,10 +7,10 @@ import sys
 
 import orjson
 
+from harn_ls.cache.rows import record_from_row, record_row
 from harn_ls.formats import memory
 from harn_ls.formats.jsonl import JsonlLine
 from harn_ls.formats.memory import EMPTY_FLAGS, MemoryNamespace, shared_tags
-from harn_ls.state_rows import record_from_row, record_row
 
 
 def store(i, tags, **extra):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from harn_ls.paths import find_project_root, resolve
+from harn_ls.formats.paths import find_project_root, resolve
 
 
 def test_nearest_harn_toml_above(tmp_path):
@@ -38,7 +38,7 @@ def test_defaults_and_overrides(tmp_path):
 
 def test_resolution_never_creates_directories(tmp_path):
     before = sorted(os.listdir(tmp_path))
-    from harn_ls.workspace import Workspace
+    from harn_ls.model.workspace import Workspace
 
     ws = Workspace.load(str(tmp_path))
     assert ws.counts()["namespaces"] == 0

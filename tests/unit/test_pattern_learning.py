@@ -11,9 +11,8 @@ from harn_ls.formats import pattern_learning as pl
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord, value_text
 from harn_ls.formats.skills.writer import is_valid_skill_name
-from tests.oracles import pattern_learning as plor
-
 from tests.helpers.samples import SAMPLES  # noqa: E402
+from tests.oracles import pattern_learning as plor
 
 _VECTOR_FILE = SAMPLES / "id-vectors.json"
 VECTORS = {v["id"]: v for v in json.loads(_VECTOR_FILE.read_text())["vectors"]} if _VECTOR_FILE.is_file() else {}

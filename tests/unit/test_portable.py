@@ -1,4 +1,4 @@
-"""The portable paths (harn_ls/portable.py) that macOS takes, forced here with HARN_LS_PORTABLE=1:
+"""The portable paths (harn_ls/util/portable.py) that macOS takes, forced here with HARN_LS_PORTABLE=1:
 lock state without /proc/locks, watching without inotify, where an fd points without /proc/self/fd,
 the start trace without /proc/self/stat. Each against real processes, locks and files."""
 
@@ -9,13 +9,13 @@ import sys
 
 import pytest
 
-from harn_ls import portable
 from harn_ls.actions import _open_dir_inside
 from harn_ls.formats import locks as L
 from harn_ls.formats import state_files as sf
 from harn_ls.lsp import start_trace
-from harn_ls.refusal import ActionFailed
-from harn_ls.watch import StateWatcher
+from harn_ls.util import portable
+from harn_ls.util.refusal import ActionFailed
+from harn_ls.watch.observer import StateWatcher
 from tests.helpers.lock_holder import lock_holder  # noqa: F401  (fixture)
 from tests.unit.test_watch import Recorder, append, project
 

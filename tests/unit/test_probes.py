@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from harn_ls.actions import ActionFailed
-from harn_ls.actions import probes
-from harn_ls.workspace import Workspace
+from harn_ls.actions import ActionFailed, probes
+from harn_ls.model.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "fixtures" / "sample-project"

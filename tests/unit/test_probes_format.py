@@ -9,8 +9,7 @@ import pytest
 
 from harn_ls.formats import facts as F
 from harn_ls.formats import probes as P
-from harn_ls.text_positions import ByteIndex
-
+from harn_ls.util.text_positions import ByteIndex
 from tests.helpers.samples import SAMPLES  # noqa: E402
 from tests.oracles import probes as PO
 

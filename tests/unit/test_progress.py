@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harn_ls.progress import WorkProgress, format_bytes, format_of
+from harn_ls.model.workspace import Workspace
 from harn_ls.render.progress_bar import TerminalBar, bar_line
-from harn_ls.workspace import Workspace
+from harn_ls.util.progress import WorkProgress, format_bytes, format_of
 from tests.lsp.test_progress import _write_project as write_big_project
 
 REPO = Path(__file__).resolve().parents[2]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harn_ls.paths import find_project_root
-from harn_ls.project_discovery import discover, explicit, folder_projects
+from harn_ls.formats.paths import find_project_root
+from harn_ls.model.project_discovery import discover, explicit, folder_projects
 
 
 def _project(path: Path, marker: str = "harn.toml") -> Path:

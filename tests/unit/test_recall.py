@@ -25,8 +25,8 @@ from harn_ls.recall import (
     vector_cache_path,
 )
 from harn_ls.render.recall import recall_json, render_recall_markdown
-
 from tests.helpers.samples import SAMPLES  # noqa: E402
+
 VECTORS = {v["id"]: v for v in json.loads((SAMPLES / "recall-vectors.json").read_text())["vectors"]}
 ID_VECTORS = {v["id"]: v for v in json.loads((SAMPLES / "id-vectors.json").read_text())["vectors"]}
 
@@ -580,9 +580,9 @@ def test_cross_check_rank_bm25():
 from collections import Counter  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 
+from harn_ls.recall import NamespaceIndex, analyze  # noqa: E402
 from harn_ls.recall import index as recall_mod  # noqa: E402
 from harn_ls.recall import tokenizer as tokenizer_mod  # noqa: E402
-from harn_ls.recall import NamespaceIndex, analyze  # noqa: E402
 
 
 @contextmanager

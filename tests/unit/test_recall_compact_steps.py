@@ -5,10 +5,10 @@ writes the same payloads), and a lazily restored index is left as it is (compact
 
 from __future__ import annotations
 
+from harn_ls.cache.store import StateCache
+from harn_ls.model.workspace import Workspace
 from harn_ls.recall import RecallEngine
 from harn_ls.recall.docs import _LazyDocs
-from harn_ls.state_cache import StateCache
-from harn_ls.workspace import Workspace
 from tests.unit.test_cache import cache_env, cold, project, snapshot  # noqa: F401  (fixtures)
 from tests.unit.test_cache_rows import answers, fill
 

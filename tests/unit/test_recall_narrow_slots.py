@@ -13,10 +13,9 @@ import numpy as np
 import orjson
 import pytest
 
+from harn_ls.cache.store import MANIFEST
 from harn_ls.recall import index as index_mod
 from harn_ls.recall import scoring
-from harn_ls.state_cache import MANIFEST
-
 from tests.unit.test_cache import cache_env, cache_folder, cold, project, warm  # noqa: F401 (fixtures)
 from tests.unit.test_recall import Live
 from tests.unit.test_recall_pruning import SETTINGS, _queries, _records, thresholds

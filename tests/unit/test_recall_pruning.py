@@ -13,10 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harn_ls.formats.memory import MemoryRecord
-from harn_ls.recall import NamespaceIndex, RecallEngine, tokenize
-from harn_ls.recall import scoring
+from harn_ls.recall import NamespaceIndex, RecallEngine, scoring, tokenize
 from harn_ls.recall.results import Hit, _tie_sort
-
 from tests.unit.test_recall import Live, reference_recall, store
 
 VOCAB = [f"w{i}" for i in range(300)]

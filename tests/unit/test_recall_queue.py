@@ -13,9 +13,8 @@ from hypothesis import strategies as st
 
 from harn_ls.formats.jsonl import JsonlLine
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace
+from harn_ls.model.workspace import Workspace
 from harn_ls.recall import RecallEngine
-from harn_ls.workspace import Workspace
-
 from tests.unit.test_recall import store
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "sample-project"
@@ -151,7 +150,7 @@ def test_load_and_drop_discard_what_was_queued():
     twin.feed([store("b", "k", "tax", ns="n0")], engine, other)
     engine.drop("n0")
     assert not engine.pending and engine.namespaces() == []
-    engine.apply("n0", MemoryDelta())
+    engine.apply_memory_delta("n0", MemoryDelta())
     assert engine.namespaces() == ["n0"] and len(engine.indexes["n0"]) == 0
 
 
@@ -166,7 +165,7 @@ def test_workspace_settle_folds_the_batch_and_equals_a_cold_load(tmp_path):
         for i in range(12):
             fh.write('{"type":"store","id":"q%d","namespace":"agent/notes","key":"k%d","value":"ledger refund %d",'
                      '"text":"ledger refund %d","tags":[],"stored_at":"2026-11-29T00:00:%02dZ"}\n' % (i, i, i, i, i))
-    ws.apply([str(log)])
+    ws.apply_changes([str(log)])
     assert ws._recall.pending
     assert ws.fold_recall_queue() and not ws._recall.pending
     assert not ws.fold_recall_queue()

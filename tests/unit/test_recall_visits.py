@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from harn_ls.recall import RecallEngine, scoring, tokenize
-
 from tests.unit.test_recall import Live
 from tests.unit.test_recall_pruning import SETTINGS, VOCAB, WEIGHTS, _full_top, _records, engine_of, thresholds
 

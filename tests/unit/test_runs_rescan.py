@@ -9,8 +9,8 @@ from pathlib import Path
 
 import orjson
 
+from harn_ls.model.workspace import Workspace
 from harn_ls.render.inspect import inspect_json
-from harn_ls.workspace import Workspace
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "sample-project"
 RUNS = ".harn-runs"
@@ -49,7 +49,7 @@ def test_a_rescan_after_runs_removed_renamed_and_added_equals_a_cold_load(tmp_pa
     second.unlink()
     for worker in (project / ".harn" / "workers").glob("*.json"):
         worker.unlink()
-    ws.apply([str(project / RUNS), str(project / ".harn" / "workers")])
+    ws.apply_changes([str(project / RUNS), str(project / ".harn" / "workers")])
     got, cold = run_state(ws), run_state(Workspace.load(str(project)))
     assert got == cold
     assert got["every_transcript_indexed"]
@@ -67,6 +67,6 @@ def test_removing_the_twin_gives_the_transcripts_back_to_the_original(tmp_path):
     shared = {tid for tid, e in ws.transcripts.items() if e.path == str(twin_path)}
     assert shared
     twin_path.unlink()
-    ws.apply([str(project / RUNS)])
+    ws.apply_changes([str(project / RUNS)])
     assert run_state(ws) == run_state(Workspace.load(str(project)))
     assert shared == {tid for tid, e in ws.transcripts.items() if e.path == str(original)}

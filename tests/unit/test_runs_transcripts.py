@@ -12,10 +12,10 @@ import pytest
 
 from harn_ls.formats.runs import read_run_record, read_worker_snapshot
 from harn_ls.formats.transcripts import read_llm_transcript, transcript_from_value
-
 from tests.helpers import transcripts as tr_helpers
 from tests.helpers.runs import is_run_record_path, list_run_records
 from tests.helpers.samples import SAMPLES  # noqa: E402
+
 PERSONAS = SAMPLES / "run-records/examples/personas/runs"
 LLM_DIR = SAMPLES / "llm-transcripts/crates/harn-cli/tests/fixtures/prefix_stability/stable-agent-loop"
 

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from harn_ls.lsp.project import Project
-from harn_ls.workspace import Workspace
+from harn_ls.model.workspace import Workspace
 from tests.unit.test_cache import FACTS, append, cache_env, cold, event, ids_in, project, snapshot  # noqa: F401  (fixtures)
 from tests.unit.test_cache_rows import fill
 
@@ -102,7 +102,7 @@ def test_an_append_before_the_facts_are_decoded_equals_a_cold_load(project, cach
         return left, snap
 
     left, snap = asyncio.run(scenario())
-    # an update decodes the namespace it changes; stores leave its cached facts undecoded (state_tail.py)
+    # an update decodes the namespace it changes; stores leave its cached facts undecoded (cache/tail.py)
     assert (FACT_NS in left) == (kind == "store")
     assert snap == cold(project)
 
@@ -112,9 +112,9 @@ def test_the_first_fan_out_leaves_the_facts_deferred(project, cache_env):
     the recall warm-up is still going and must not decode the facts the load deferred (recall-ready
     would wait for them), yet the server's answers afterwards are a cold load's."""
     # the server module (pygls, lsprotocol) is only this test's: the others drive a bare Project
-    from harn_ls.change_kinds import RESCAN_KINDS
     from harn_ls.lsp.server import create_server
-    from harn_ls.workspace import ChangeSet
+    from harn_ls.model.change_kinds import RESCAN_KINDS
+    from harn_ls.model.workspace import ChangeSet
 
     fill(project)
 

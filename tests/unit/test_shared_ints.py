@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from harn_ls import shared_ints
+from harn_ls.cache.rows import record_from_row, record_row
 from harn_ls.formats.jsonl import JsonlLine
 from harn_ls.formats.memory import MemoryNamespace
 from harn_ls.recall import RecallEngine
-from harn_ls.shared_ints import shared, shared_range
-from harn_ls.state_rows import record_from_row, record_row
+from harn_ls.util import shared_ints
+from harn_ls.util.shared_ints import shared, shared_range
 
 
 def fresh_int(n: int) -> int:

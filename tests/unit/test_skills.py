@@ -16,10 +16,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from harn_ls.formats import skills as sk
+from harn_ls.formats.paths import ProjectPaths, SkillLayerRoot, resolve
 from harn_ls.formats.problems import Severity
-from harn_ls.paths import ProjectPaths, SkillLayerRoot, resolve
-
 from tests.helpers.samples import SAMPLES  # noqa: E402
+
 VECTORS_PATH = SAMPLES / "skill-vectors.json"
 
 pytestmark = pytest.mark.skipif(not VECTORS_PATH.is_file(), reason="harn-samples not available")

@@ -18,12 +18,12 @@ import pytest
 
 from harn_ls.actions import atomic_write
 from harn_ls.actions import checkpoints as ckpt_actions
-from harn_ls.formats import hitl as hitl_fmt
+from harn_ls.cache.checkpoint_history import CheckpointHistory
+from harn_ls.cache.store import check_file, file_validator
 from harn_ls.formats import state_files as sf
 from harn_ls.formats.events import Event
-from harn_ls.history import CheckpointHistory
-from harn_ls.state_cache import check_file, file_validator
-from harn_ls.workspace import Workspace
+from harn_ls.formats.hitl import requests as hitl_fmt
+from harn_ls.model.workspace import Workspace
 from tests.helpers.lock_holder import lock_holder  # noqa: F401 (pytest fixture)
 from tests.helpers.samples import SAMPLES
 from tests.unit.test_cache import NOTES, cache_env, check, project  # noqa: F401 (fixtures)
@@ -32,7 +32,7 @@ CONSTRUCTED = SAMPLES / "constructed"
 TAIL_HASH_BYTES = 4096  # the state cache's validator hashes the 4 KiB before the offset (docs/internals.md)
 
 
-# ------------------------------------------------------------------ 1. formats/hitl.py
+# ------------------------------------------------------------------ 1. formats/hitl/requests.py
 def _event(topic: str, eid: int, kind: str, payload: dict) -> Event:
     return Event(topic, eid, kind, payload, {"request_id": payload.get("request_id", "")}, 1_777_885_200_000 + eid)
 
@@ -63,7 +63,7 @@ def test_only_approved_true_counts_as_an_approval(kind):
     assert hitl_fmt.derive(events)[0][rid].approvals == ["bob"]
 
 
-# ------------------------------------------------------------------ 2. state_cache.py check_file
+# ------------------------------------------------------------------ 2. cache/store.py check_file
 def test_an_edit_of_the_last_record_followed_by_an_append_is_not_an_append(project, cache_env):
     """Mutation: `check_file` skips the sha256 of the 4 KiB before the cached offset. An in-place edit
     of the last record (same length) followed by an append then passes for a plain append, and the
@@ -86,7 +86,7 @@ def test_an_edit_of_the_last_record_followed_by_an_append_is_not_an_append(proje
 
 
 def _cached_validator(project: Path, rel: str) -> dict:
-    from harn_ls.state_cache import StateCache
+    from harn_ls.cache.store import StateCache
 
     cache = StateCache(str(project))
     [(ns, e)] = [(ns, e) for ns, e in cache.manifest["namespaces"].items() if e.get("path") == str(project / rel)]
@@ -307,7 +307,7 @@ def test_a_replaced_file_keeps_its_owner_and_group(sample, umask_022):
     assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4321, 4322, 0o664)
 
 
-# ------------------------------------------------------------------ 6. history.py _enforce_total
+# ------------------------------------------------------------------ 6. cache/checkpoint_history.py _enforce_total
 def test_the_total_cap_never_evicts_the_newest_version_of_a_pipeline(tmp_path):
     """Mutation: `_enforce_total` may evict any version (not only those before each pipeline's
     newest). Two pipelines whose newest versions alone exceed the total cap keep both."""

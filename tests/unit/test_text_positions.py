@@ -1,4 +1,4 @@
-"""harn_ls.text_positions: the one position codec, property-tested against a naive
+"""harn_ls.util.text_positions: the one position codec, property-tested against a naive
 character-by-character reference (random text with astral characters, CRLF, lone CR,
 and the characters `str.splitlines()` would wrongly break on)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from harn_ls.harn_source import find_checkpoint_calls
-from harn_ls.text_positions import ByteIndex, TextIndex, line_starts, shift_position, utf16_len
+from harn_ls.formats.harn_source import find_checkpoint_calls
+from harn_ls.util.text_positions import ByteIndex, TextIndex, line_starts, shift_position, utf16_len
 
 PIECES = ["a", "z", " ", "é", "\u4e2d", "🚀", "𝄞", "\r", "\n", "\r\n", "\x0b", "\u2028", "\x85", "\t"]
 texts = st.one_of(st.lists(st.sampled_from(PIECES), max_size=40).map("".join), st.text(max_size=40))

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from harn_ls.formats.runs import read_run_record
 from harn_ls.formats.transcripts import read_llm_transcript
 from harn_ls.render import timeline
-from harn_ls.render.svg import MAX_SVG_BYTES, md_text, extract_pictures, strip_pictures
+from harn_ls.render.svg import MAX_SVG_BYTES, extract_pictures, md_text, strip_pictures
 
 SVG = "{http://www.w3.org/2000/svg}"
 T0 = 1_778_000_000
@@ -149,8 +149,8 @@ def test_hostile_names_are_escaped_in_svg_and_table(tmp_path):
 
 
 def test_run_document_starts_with_timeline(tmp_path):
+    from harn_ls.model.workspace import Workspace
     from harn_ls.render import render_uri
-    from harn_ls.workspace import Workspace
 
     proj = tmp_path / "proj"
     (proj / ".harn").mkdir(parents=True)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import RenderSettings, render_uri
 from harn_ls.render.conversation import context_for, render_event
 from harn_ls.render.documents import _message_events, _windows
-from harn_ls.workspace import Workspace
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "sample-project"
 

@@ -8,7 +8,7 @@ import json
 import orjson
 import pytest
 
-from harn_ls.lsp.transport import FrameError, FramedWriter, as_encoded, parse_body, read_frame
+from harn_ls.lsp.transport import FramedWriter, FrameError, as_encoded, parse_body, read_frame
 
 
 def frames(data: bytes, max_body: int = 1 << 20) -> list:

@@ -11,13 +11,13 @@ import shutil
 import orjson
 import pytest
 
-from tests.unit.test_cache import SAMPLE, append, cold, snapshot
+from harn_ls.cache.rows import record_from_row, record_row
 from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.jsonl import JsonlLine
 from harn_ls.formats.memory import IN_TEXT, MemoryNamespace, MemoryRecord, fold_values
+from harn_ls.model.workspace import Workspace
 from harn_ls.recall.tokenizer import analyze, searchable_text
-from harn_ls.state_rows import record_from_row, record_row
-from harn_ls.workspace import Workspace
+from tests.unit.test_cache import SAMPLE, append, cold, snapshot
 
 
 def store(i, value, text=None, **extra) -> dict:

@@ -1,4 +1,4 @@
-"""render/fact_spans.py: the span cache owned by a project. After a change it anchors only what
+"""model/fact_spans.py: the span cache owned by a project. After a change it anchors only what
 changed (facts of this file that are new, or the whole file when its text changed), and it
 always answers what a fresh computation answers."""
 
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harn_ls.render.fact_spans import FactSpanCache, fact_spans, group_by_range, spans_at
-from harn_ls.staleness import anchor, normalized_lines
-from harn_ls.workspace import Workspace
+from harn_ls.formats.fact_anchors import anchor, normalized_lines
+from harn_ls.model.fact_spans import FactSpanCache, fact_spans, group_by_range, spans_at
+from harn_ls.model.workspace import Workspace
 from tests.helpers.views import INVOICE, INVOICE_FACT, LATE_FEE_FACT, append_events, copy_sample, fact_event
 
 TAX = "src/billing/tax.py"
@@ -59,7 +59,7 @@ def test_append_elsewhere_reanchors_nothing(project):
     path = str(project / INVOICE)
     before = cache.spans(ws, path, 0.0)
     log = append_events(project, [fact_event("fact_tax", "tax thing", f"{TAX}:42")])
-    changes = ws.apply([str(log)])
+    changes = ws.apply_changes([str(log)])
     assert TAX in changes.fact_files and INVOICE not in changes.fact_files
     after = cache.spans(ws, path, 0.0)
     assert seen(after) == seen(before) == fresh(ws, path)
@@ -74,7 +74,7 @@ def test_groups_are_kept_until_the_file_facts_change(project):
     groups = cache.groups(ws, path, 0.0)
     assert cache.groups(ws, path, 0.0) is groups and list(groups) == [(28, 29), (16, 16)]
     assert list(cache.groups(ws, path, 0.7)) == [(28, 29)]
-    ws.apply([str(append_events(project, [fact_event("fact_new", "new", f"{INVOICE}:28-29")]))])
+    ws.apply_changes([str(append_events(project, [fact_event("fact_new", "new", f"{INVOICE}:28-29")]))])
     regrouped = cache.groups(ws, path, 0.0)
     assert regrouped is not groups and [s.fact.id for s in regrouped[(28, 29)]] == [INVOICE_FACT, "fact_new"]
     assert regrouped == group_by_range(fact_spans(ws, path, 0.0))
@@ -86,7 +86,7 @@ def test_append_on_this_file_anchors_only_the_new_fact(project):
     path = str(project / INVOICE)
     cache.spans(ws, path, 0.0)
     log = append_events(project, [fact_event("fact_new", "new", f"{INVOICE}:3", confidence=0.99)])
-    ws.apply([str(log)])
+    ws.apply_changes([str(log)])
     after = cache.spans(ws, path, 0.0)
     assert "fact_new" in [s.fact.id for s in after]
     assert seen(after) == fresh(ws, path)
@@ -101,7 +101,7 @@ def test_forgotten_fact_leaves_the_spans(project):
     forget = {"type": "forget", "id": "019e1d0f-4300-7465-88da-25cd264dee99", "namespace": "project/facts",
               "predicate": {"id": INVOICE_FACT}, "forgotten_ids": [INVOICE_FACT],
               "forgotten_at": "2026-05-12T09:14:03.512848123+00:00"}
-    ws.apply([str(append_events(project, [forget]))])
+    ws.apply_changes([str(append_events(project, [forget]))])
     after = cache.spans(ws, path, 0.0)
     assert [s.fact.id for s in after] == [LATE_FEE_FACT] and seen(after) == fresh(ws, path)
 
@@ -152,7 +152,7 @@ def test_many_facts_on_one_file_anchor_as_one_fact_alone(project):
     events = [fact_event(f"fact_many_{i}", f"claim {i}", f"src/many.py:{i + 1}-{i + 2}",
                          snippet=body[(i * 7) % 120].strip() if i % 3 else None) for i in range(40)]
     ws = Workspace.load(str(project))
-    ws.apply([str(append_events(project, events))])
+    ws.apply_changes([str(append_events(project, events))])
     spans = FactSpanCache().spans(ws, str(src), 0.0)
     assert len(spans) == 40
     lines = src.read_text().splitlines()
@@ -179,7 +179,7 @@ def test_file_stamp_moves_only_with_the_file_facts_and_spares_the_recheck(projec
     stamp, tax_stamp = ws.fact_file_stamps[INVOICE], ws.fact_file_stamps[TAX]
     ws.facts = _CountingFacts(ws.facts)
     # a fact on another file: this file's stamp stays, its facts are not even looked at
-    ws.apply([str(append_events(project, [fact_event("fact_tax", "tax thing", f"{TAX}:42")]))])
+    ws.apply_changes([str(append_events(project, [fact_event("fact_tax", "tax thing", f"{TAX}:42")]))])
     assert ws.fact_file_stamps[INVOICE] == stamp and ws.fact_file_stamps[TAX] != tax_stamp
     assert cache.spans(ws, path, 0.0) is before and _CountingFacts.lookups == 0
     # a new fact, the same fact stored again, a forgotten fact: each moves the stamp
@@ -188,7 +188,7 @@ def test_file_stamp_moves_only_with_the_file_facts_and_spares_the_recheck(projec
                    "predicate": {"id": INVOICE_FACT}, "forgotten_ids": [INVOICE_FACT],
                    "forgotten_at": "2026-05-12T09:14:03.512848123+00:00"}):
         seen_stamp = ws.fact_file_stamps[INVOICE]
-        ws.apply([str(append_events(project, [event]))])
+        ws.apply_changes([str(append_events(project, [event]))])
         assert ws.fact_file_stamps[INVOICE] != seen_stamp
         assert seen(cache.spans(ws, path, 0.0)) == fresh(ws, path)
     ids = [s.fact.id for s in cache.spans(ws, path, 0.0)]

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harn_ls.render.fact_spans import FactSpan, FactSpanCache, spans_at
+from harn_ls.formats.fact_anchors import Anchor
+from harn_ls.model.fact_spans import FactSpan, FactSpanCache, spans_at
+from harn_ls.model.workspace import Workspace
 from harn_ls.render.hover import LineIndex, hover_at, hover_markdown
 from harn_ls.render.limits import HOVER_FACTS
 from harn_ls.render.markdown import escape_markdown
-from harn_ls.staleness import Anchor
-from harn_ls.workspace import Workspace
 from tests.helpers.views import INVOICE, INVOICE_FACT, LATE_FEE_FACT, append_events, copy_sample, fact_event
 from tests.security.inert import assert_no_live_markup
 
@@ -117,10 +117,10 @@ def test_cached_hover_is_kept_until_the_file_facts_change(project):
     assert hover_at(ws, path, 27, 0.0) == first  # no cache: the same hover
     assert hover_at(ws, path, 0, 0.0, cache) is None and hover_at(ws, path, 27, 0.95, cache) is None
     # a fact on another file: the hover is still valid and kept
-    ws.apply([str(append_events(project, [fact_event("fact_tax", "tax thing", "src/billing/tax.py:4")]))])
+    ws.apply_changes([str(append_events(project, [fact_event("fact_tax", "tax thing", "src/billing/tax.py:4")]))])
     assert hover_at(ws, path, 27, 0.0, cache) is first
     # a new fact on these lines: rendered again, with it
-    ws.apply([str(append_events(project, [fact_event("fact_more", "also rounds half up", f"{INVOICE}:28")]))])
+    ws.apply_changes([str(append_events(project, [fact_event("fact_more", "also rounds half up", f"{INVOICE}:28")]))])
     again = hover_at(ws, path, 27, 0.0, cache)
     assert again is not first and "also rounds half up" in again.markdown and again == hover_at(ws, path, 27, 0.0)
     # the file saved with a line more above: the fact follows its code, the old line has nothing new

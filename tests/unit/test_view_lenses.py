@@ -9,19 +9,27 @@ from types import SimpleNamespace
 
 import pytest
 
-from harn_ls.accept_plan import planned_files
-from harn_ls.history import CheckpointHistory, record_workspace
 from harn_ls import contract as P
+from harn_ls.cache.checkpoint_history import CheckpointHistory
+from harn_ls.formats.fact_anchors import Anchor
 from harn_ls.lsp.capabilities import ClientProfile
 from harn_ls.lsp.view_types import to_code_action, to_command
+from harn_ls.model.accept_plan import planned_files
+from harn_ls.model.checkpoint_versions import record_workspace
+from harn_ls.model.fact_spans import FactSpan
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import view_commands as V
-from harn_ls.render.fact_spans import FactSpan
-from harn_ls.render.lenses import (FACTS_CHANGED, checkpoint_lens, checkpoint_lens_spots, fact_lens, fact_lens_ranges,
-                                   fact_lens_title)
-from harn_ls.render.limits import LABEL_BYTES, utf8_len
-from harn_ls.staleness import Anchor
+from harn_ls.render.lenses import (
+    FACTS_CHANGED,
+    checkpoint_lens,
+    checkpoint_lens_spots,
+    fact_lens,
+    fact_lens_ranges,
+    fact_lens_title,
+)
+from harn_ls.render.limits import LABEL_BYTES
 from harn_ls.render.proposal_choices import proposal_at_line, proposal_choices, proposal_lenses
-from harn_ls.workspace import Workspace
+from harn_ls.util.utf8 import utf8_len
 from tests.helpers.views import INVOICE, INVOICE_FACT, LATE_FEE_FACT, append_events, copy_sample, fact_event
 
 PROPOSAL = "tools-7742da9fd499"  # learned-grep-read-file-edit-file-run-tests, nothing in the way of Accept
@@ -86,12 +94,12 @@ def test_checkpoint_lens_unreadable_file_and_changed_stage(project, tmp_path, mo
     data = json.loads(ckpt.read_text())
     data["fetch"] = {"changed": True}
     ckpt.write_text(json.dumps(dict(sorted(data.items())), indent=2))
-    ws.apply([str(ckpt)])
+    ws.apply_changes([str(ckpt)])
     record_workspace(ws, {"ingest"})
     assert checkpoint_lens(ws, "ingest", "fetch").title == "cached · changed since the last run"
     assert checkpoint_lens(ws, "ingest", "clean").title == "cached"
     ckpt.write_text("{not json")
-    ws.apply([str(ckpt)])
+    ws.apply_changes([str(ckpt)])
     assert checkpoint_lens(ws, "ingest", "fetch").title == "checkpoint file unreadable · Harn would rerun"
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from harn_ls.lsp.symbols import search_symbols as lsp_search_symbols
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import symbols as S
 from harn_ls.render.symbols import search_symbols
-from harn_ls.workspace import Workspace
 from tests.helpers.views import INVOICE, append_events, copy_sample, fact_event
 
 

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import orjson
 import pytest
 
 from harn_ls import contract as P
 from harn_ls.lsp.tree import ITEM_BYTES, tree_options
+from harn_ls.model.workspace import Workspace
 from harn_ls.render.limits import MAX_RESPONSE_BYTES
 from harn_ls.render.tree_items import TreeOptions, display_time, tree_items, tree_page
-from harn_ls.workspace import Workspace
 from tests.helpers.views import INVOICE, INVOICE_FACT, append_events, copy_sample, fact_event
 
 OPTS = TreeOptions(open_command="test.open", page_size=200)

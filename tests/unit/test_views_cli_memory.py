@@ -8,11 +8,11 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import render_uri
 from harn_ls.render.memory_charts import MAX_BUCKETS, growth, score_segments
 from harn_ls.render.svg import extract_pictures, strip_pictures
 from harn_ls.render.terminal import markdown_to_text
-from harn_ls.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "fixtures" / "sample-project"

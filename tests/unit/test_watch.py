@@ -1,4 +1,4 @@
-"""harn_ls.watch: StateWatcher against real files and the real watchdog
+"""harn_ls.watch.observer: StateWatcher against real files and the real watchdog
 observer (the debouncer it drives is tested in test_debounce.py).
 
 Arrival waits are generous (loaded CI boxes); coalescing is asserted exactly
@@ -17,9 +17,8 @@ import time
 
 import pytest
 
-from harn_ls.paths import resolve
-from harn_ls.watch import StateWatcher, is_ignored_name
-
+from harn_ls.formats.paths import resolve
+from harn_ls.watch.observer import StateWatcher, is_ignored_name
 from tests.helpers.watch import roots_watched
 
 ARRIVE = 10.0  # seconds to wait for something that must arrive
@@ -440,7 +439,7 @@ def test_watch_limit_falls_back_to_polling(tmp_path, watcher_factory, monkeypatc
     monkeypatch.setattr(InotifyObserver, "schedule", no_watches)
     root, paths = project(tmp_path)
     rec = Recorder()
-    with caplog.at_level(logging.WARNING, logger="harn_ls.watch"):
+    with caplog.at_level(logging.WARNING, logger="harn_ls.watch.observer"):
         w = watcher_factory(paths, rec, poll_interval=0.2)
     assert w.polling and w.watching and "falling back to polling" in caplog.text
     assert str(root / ".harn") in roots_watched(w)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harn_ls.formats.facts import fact_store_event, normalize_fact
 from harn_ls.formats.harn_json import serde_compact
-from harn_ls.workspace import Workspace
+from harn_ls.model.workspace import Workspace
 
 
 def _line(confidence: float, stored_at: str) -> str:
@@ -32,7 +32,7 @@ def test_duplicate_fact_ids_and_reset(tmp_path: Path):
     tmp = log.with_name("events.jsonl.new")
     tmp.write_text(first)
     os.replace(tmp, log)
-    ws.apply([str(log)])
+    ws.apply_changes([str(log)])
     assert len(ws.facts) == 1 and ws.facts_by_id[fid].confidence == 0.4
     assert [f.confidence for f in ws.facts_for_file("src/tax.py")] == [0.4]
     cold = Workspace.load(str(tmp_path))

@@ -7,7 +7,7 @@ import random
 import shutil
 from pathlib import Path
 
-from harn_ls.workspace import Workspace
+from harn_ls.model.workspace import Workspace
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "sample-project"
 
@@ -38,7 +38,7 @@ def test_lazy_then_incremental_equals_cold(tmp_path):
                                  "stored_at": f"2026-11-29T00:00:{i:02d}Z"}) + "\n")
         fh.write(json.dumps({"type": "forget", "id": "f", "namespace": "agent/notes", "predicate": {"key": "note-3"},
                              "forgotten_ids": ["n3", "n10"], "forgotten_at": "2026-11-29T01:00:00Z"}) + "\n")
-    ws.apply([str(log)])
+    ws.apply_changes([str(log)])
     cold = Workspace.load(str(project))
     for q in ("invoice stripe", "ledger", "retry webhook tax", ""):
         assert _hits(ws, q) == _hits(cold, q)

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from harn_ls.workspace import Workspace, _is_under
+from harn_ls.model.workspace import Workspace, _is_under
 
 PATHS = ["/a/b", "/a/b/c", "/a/b/c/../d", "/a/bc", "/x", "/a/b/./e/", "/a/b/c/../../b/f", "/a//b//g", "/a/b/.."]
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 
-from harn_ls.safe_read import ReadRefused, read_confined
-
+from harn_ls.util.safe_read import ReadRefused, read_confined
 
 # --------------------------------------------------------------------------
 # Constants

@@ -7,10 +7,11 @@ Harn's shadowing.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from harn_ls.lean_dataclass import lean_dataclass
-from harn_ls.safe_read import CODE_LINK_OUT, link_problem
+from harn_ls.util.lean_dataclass import lean_dataclass
+from harn_ls.util.safe_read import CODE_LINK_OUT, link_problem
 
 from ..parse_limits import CODE_TOO_DEEP, load_toml
 from ..problems import Problem, Severity

@@ -6,12 +6,9 @@ The hardened YAML loader lives in `yaml_core`: splitting needs no YAML, and PyYA
 
 from __future__ import annotations
 
-
+from harn_ls.util.lean_dataclass import lean_dataclass
 
 from .common import _rust_trim
-
-from harn_ls.lean_dataclass import lean_dataclass
-
 
 # --------------------------------------------------------------------------
 # Splitting (§F.2, later Harn version)

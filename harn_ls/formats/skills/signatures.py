@@ -6,9 +6,10 @@ import base64
 import binascii
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
 from hashlib import sha256
+from typing import Any
 
 from harn_ls.formats.parse_limits import loads_json
 
@@ -23,7 +24,6 @@ from .common import (
     STATUS_VERIFIED,
     _read_bounded,
 )
-
 
 # --------------------------------------------------------------------------
 # Signatures (§F.3)

@@ -7,10 +7,10 @@ Harn's own loader never reads them, so what it would reject there is INFO.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
 from hashlib import sha256
-
+from typing import TYPE_CHECKING, Any
 
 from ..problems import Problem, Severity
 from .common import (

@@ -29,7 +29,6 @@ from .common import (
 )
 from .yaml_core import _compose, _HardenedLoader, _YamlLimitError
 
-
 # --------------------------------------------------------------------------
 # Frontmatter parsing (§F.2)
 

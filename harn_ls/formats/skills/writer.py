@@ -11,7 +11,6 @@ from ..pattern_learning import yaml_scalar as pl_yaml_scalar  # Harn's SKILL.md 
 from .common import _rust_trim
 from .yaml_core import _CoreResolver
 
-
 # --------------------------------------------------------------------------
 # Names and the learned-skill writer (§E.3)
 

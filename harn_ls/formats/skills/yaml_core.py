@@ -9,7 +9,7 @@ are bounded.
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
@@ -21,7 +21,6 @@ from yaml.resolver import BaseResolver
 from yaml.scanner import Scanner
 
 from .common import MAX_YAML_DEPTH, MAX_YAML_NODES
-
 
 # --------------------------------------------------------------------------
 # Hardened YAML loading

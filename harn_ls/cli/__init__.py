@@ -1,0 +1,1 @@
+"""The command line: `harn-ls inspect|show|recall|watch|cache|hitl|...` and its argument parsing."""

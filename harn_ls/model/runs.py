@@ -1,0 +1,231 @@
+"""Run records, worker snapshots and their transcripts, as the workspace keeps them: slim run
+records (what lists and the run document show) and transcript summaries; a transcript's full text is
+re-read from its run record on demand."""
+
+from __future__ import annotations
+
+import os
+
+from harn_ls.formats import runs as runs_fmt
+from harn_ls.formats.transcript_summary import TranscriptSummary
+from harn_ls.model.change_kinds import K
+
+# Annotations name `Workspace` and `ChangeSet` (harn_ls/model/workspace.py) without importing them: that module
+# imports this one.
+
+
+class TranscriptEntry:
+    """A transcript found in a run record or worker snapshot.
+
+    Run-record transcripts are not kept in memory (they are most of a busy project's
+    bytes); `transcript` re-reads the record, through a small cache, when a document
+    needs the full text.
+    """
+
+    __slots__ = ("id", "run_id", "path", "message_count", "event_count", "asset_count", "_held", "_ws")
+
+    def __init__(self, transcript, run_id: str | None, path: str, ws: Workspace | None = None, keep: bool = True) -> None:
+        self.id = transcript.id
+        self.run_id = run_id
+        self.path = path
+        self.message_count = len(transcript.messages)
+        self.event_count = len(transcript.events)
+        self.asset_count = len(transcript.assets)
+        self._held = transcript if keep else None
+        self._ws = ws
+
+    @classmethod
+    def from_summary(cls, sm: TranscriptSummary, run_id: str | None, path: str, ws: Workspace) -> TranscriptEntry:
+        self = cls.__new__(cls)
+        self.id, self.run_id, self.path = sm.id, run_id, path
+        self.message_count, self.event_count, self.asset_count = sm.message_count, sm.event_count, sm.asset_count
+        self._held = None
+        self._ws = ws
+        return self
+
+    @property
+    def transcript(self):
+        if self._held is not None:
+            return self._held
+        return self._ws._load_run_transcript(self.path, self.id) if self._ws is not None else None
+
+    def summary(self) -> TranscriptSummary:
+        return TranscriptSummary(self.id, self.message_count, self.event_count, self.asset_count)
+
+
+FULL_RUNS_CACHE_BYTES = 16 * 1024 * 1024  # file bytes of the full run records kept parsed (see full_run_record)
+LEAN_RECORD_BYTES = 1024 * 1024  # a run record this big or bigger is read in pieces and never kept parsed
+
+
+def _lstat_or_none(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
+def _json_files(directory: str) -> list[str]:
+    """`*.json` directly in a directory, sorted; none when it does not exist (yet)."""
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    return [os.path.join(directory, n) for n in names if n.endswith(".json")]
+
+
+class RunsPart:
+    """The workspace's run-record and worker-snapshot readers (mixed into `Workspace`)."""
+
+    def _scan_runs(self, changes: ChangeSet) -> None:
+        d = self.paths.run_root
+        paths = _json_files(d) if self._root_ok(d) else []
+        # A run record the state cache still matches by one lstat (the same regular file, so not a
+        # link: it is where its folder is, and the folder is checked once) skips the per-file checks;
+        # a one-shot `inspect --json` lists no stages or usage: they stay undecoded (a server shows them)
+        cache = self._state_cache
+        cached = cache.restore_regular_runs(paths, details=not self._one_shot) \
+            if cache is not None and paths and not self._leaves_project(d) else {}
+        for path in paths:
+            hit = cached.get(path)
+            if hit is None:
+                self._read_run(path, changes)
+            else:
+                self._link_problems.pop(path, None)
+                self._forget_run_path(path)
+                self._add_run(path, hit[0], hit[1], changes)
+        pg = os.path.join(d, "playground")
+        if self._root_ok(d) and os.path.isdir(pg):
+            for job in sorted(os.listdir(pg)):
+                p = os.path.join(pg, job, "run.json")
+                if os.path.isfile(p):
+                    self._read_run(p, changes)
+        for path in (_json_files(self.paths.worker_dir) if self._root_ok(self.paths.worker_dir) else []):
+            self._read_worker(path, changes)
+
+    def _clear_runs(self) -> None:
+        self.runs.clear()
+        self._run_paths.clear()
+        self.transcripts.clear()
+        self._transcripts_by_path.clear()
+        self.workers.clear()
+
+    def _forget_run_path(self, path: str) -> None:
+        run_id = self._run_paths.pop(path, None)
+        if run_id is None:
+            return
+        self.runs.pop(run_id, None)
+        self._forget_transcripts_of(path)
+
+    def _forget_transcripts_of(self, path: str) -> None:
+        """Drop the transcripts read from `path`, by the per-file index: scanning every transcript for
+        each file made a rescan of N run records O(N x transcripts)."""
+        for tid in self._transcripts_by_path.pop(path, ()):
+            entry = self.transcripts.get(tid)
+            # A later file may have brought a transcript with the same id: that one stays.
+            if entry is not None and entry.path == path:
+                del self.transcripts[tid]
+
+    def _keep_transcript(self, entry: TranscriptEntry) -> None:
+        self.transcripts[entry.id] = entry
+        self._transcripts_by_path.setdefault(entry.path, []).append(entry.id)
+
+    def _read_run(self, path: str, changes: ChangeSet) -> None:
+        changes.kinds.add(K.RUNS)
+        changes.problem_paths.add(path)
+        self._forget_run_path(path)
+        if self._leaves_project_reported(path) or not os.path.lexists(path) or os.path.isdir(path):
+            return
+        cache = self._state_cache
+        cached = cache.restore_run(path) if cache is not None else None
+        if cached is not None:
+            run, summaries = cached
+        else:
+            # The lstat before the read, so that a file rewritten while it is read is not cached with
+            # the new stat and the old content (remember_run compares it with one taken after).
+            before = _lstat_or_none(path) if cache is not None else None
+            run = runs_fmt.read_run_record(path, summaries=True)
+            summaries = run.transcripts
+            _slim_run(run, summaries)
+            if cache is not None:
+                cache.remember_run(path, run, before)
+        self._add_run(path, run, summaries, changes)
+
+    def _add_run(self, path: str, run, summaries: list, changes: ChangeSet) -> None:
+        changes.kinds.add(K.RUNS)
+        changes.problem_paths.add(path)
+        self.runs[run.id] = run
+        self._run_paths[path] = run.id
+        changes.runs.add(run.id)
+        for sm in summaries:
+            self._keep_transcript(TranscriptEntry.from_summary(sm, run.id, path, self))
+
+    def _load_run_transcript(self, path: str, transcript_id: str):
+        """Full transcript from its run record, re-read on demand (a few records are cached)."""
+        run = self.full_run_record(path)
+        return next((t for t in run.transcripts if t.id == transcript_id), None) if run is not None else None
+
+    def full_run_record(self, path: str):
+        """The whole run record (stages with usage, tool recordings…), re-read on demand. One of
+        LEAN_RECORD_BYTES or more is read in pieces (`read_run_record_lean`: its transcript's events
+        stay in the file, read back and built one at a time) and not kept: parsed whole, the 14 MB record
+        of the bench took ~55 MB at once and kept ~25 MB. Smaller ones are cached: at most 4, and
+        only the last one read once their files add up to FULL_RUNS_CACHE_BYTES."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        key = (path, st.st_mtime_ns, st.st_size)
+        cache = self._transcript_cache
+        run = cache.pop(key, None)
+        if run is None and st.st_size >= LEAN_RECORD_BYTES:
+            run = runs_fmt.read_run_record_lean(path)
+            if run is not None:
+                return run
+        if run is None:
+            run = runs_fmt.read_run_record(path)
+        if st.st_size >= LEAN_RECORD_BYTES:
+            return run  # (one the pieces reader refused: read whole, and not kept either)
+        cache[key] = run  # (the most recently used last)
+        while len(cache) > 4 or (len(cache) > 1 and sum(k[2] for k in cache) > FULL_RUNS_CACHE_BYTES):
+            cache.pop(next(iter(cache)))
+        return run
+
+    def _read_worker(self, path: str, changes: ChangeSet) -> None:
+        changes.kinds.add(K.RUNS)
+        self._forget_transcripts_of(path)
+        self.workers.pop(path, None)
+        if self._leaves_project_reported(path) or not os.path.lexists(path) or os.path.isdir(path):
+            return
+        snap = runs_fmt.read_worker_snapshot(path)
+        self.workers[path] = snap
+        tr = getattr(snap, "transcript", None)
+        if tr is not None:
+            self._keep_transcript(TranscriptEntry(tr, None, path, self))
+
+    def _rescan_runs(self, changes: ChangeSet) -> None:
+        for path in list(self._run_paths):
+            if not os.path.exists(path):
+                self._read_run(path, changes)
+        for path in list(self.workers):
+            if not os.path.exists(path):
+                self._read_worker(path, changes)
+        self._scan_runs(changes)
+
+
+_STAGE_SUMMARY_KEYS = ("id", "node_id", "kind", "status", "outcome", "branch", "started_at", "finished_at")
+
+
+def _slim_run(run, summaries: list[TranscriptSummary]) -> None:
+    """Keep what lists and the run document show; drop the parsed record (transcripts, artifacts)."""
+    run.transcripts = summaries
+    slim = []
+    for st in run.stages:
+        if isinstance(st, dict):
+            d = {k: st[k] for k in _STAGE_SUMMARY_KEYS if k in st and not isinstance(st[k], (dict, list))}
+            attempts = st.get("attempts")
+            d["attempts"] = [None] * len(attempts) if isinstance(attempts, list) else []
+            slim.append(d)
+    run.stages = slim
+    if isinstance(run.usage, dict):
+        run.usage = {k: v for k, v in run.usage.items() if not isinstance(v, (dict, list)) or len(str(v)) < 500}
+    run.data = None

@@ -1,0 +1,1 @@
+"""Small pure helpers every layer may use: safe reads, text positions, progress, platform facilities."""
