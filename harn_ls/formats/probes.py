@@ -18,13 +18,15 @@ from typing import Any
 
 import orjson
 
-from harn_ls.formats.facts import filter_nil, harn_display, rust_trim
+from harn_ls.formats.facts import fact_namespace, fact_store_event, filter_nil, harn_display, normalize_fact, rust_trim
 from harn_ls.formats.harn_json import sha256_hex
 
 PROBE_SCHEMA = "harn.probe.v1"
 PROBE_CAPTURE_LIMIT = 4096
 CLAIM_LIMIT = 120
 OBSERVED_SNIPPET_LIMIT = 1024
+TYPECHECK = "typecheck"  # the probe kind harn-ls runs
+PROBE_FACT_NAMESPACE = fact_namespace()  # where a probe stores its fact: Harn's default (project) scope
 
 
 def _probe_text(value: Any) -> str:
@@ -391,3 +393,53 @@ def parse_check_envelope(stdout: str) -> CheckEnvelope | None:
     else:
         issues.append("data.summary missing")
     return env
+
+
+# -- one typecheck probe, read whole ---------------------------------------------------------
+# The runner (harn_ls.actions.probes) calls these two: one reading of what `harn check` printed,
+# one record of the probe, rather than a dozen helpers in turn (each a trip into this module).
+
+
+def nothing_to_probe(body: str) -> bool:
+    """An empty or whitespace-only snippet (Rust's `trim`, as probe.harn tests it)."""
+    return rust_trim(body) == ""
+
+
+@dataclass(frozen=True, slots=True)
+class TypecheckRun:
+    """What one `harn check <snippet> --json` said, read the way probe.harn reads it."""
+
+    command: str  # probe.harn's literal command text (`<harn> check <snippet> --json`)
+    outcome: str  # pass | fail
+    observed: str  # the observed text (feeds the trace id and the fact)
+    evidence: dict  # the envelope's `evidence`
+    check: CheckEnvelope | None  # the diagnostics as read (None: no JSON object in stdout)
+
+
+def read_typecheck_run(body: str, harn_binary: str, *, stdout: str, stderr: str, exit_code: int | None,
+                       duration_ms: int, timed_out: bool) -> TypecheckRun:
+    """`body` probed by `harn_binary check`: its outcome, observed text, evidence and diagnostics from
+    the process's output (`harn_binary`: the path as configured, which the command text shows)."""
+    command = typecheck_command(harn_binary)
+    counts = typecheck_counts(stdout)
+    outcome = typecheck_outcome(counts, success=exit_code == 0, timed_out=timed_out)
+    observed = typecheck_observed_for(counts, outcome)
+    evidence = probe_evidence(TYPECHECK, body, observed, command=command, stdout=stdout, stderr=stderr,
+                              exit_code=exit_code, duration_ms=duration_ms, timed_out=timed_out)
+    return TypecheckRun(command, outcome, observed, evidence, parse_check_envelope(stdout))
+
+
+def typecheck_fact_event(body: str, outcome: str, observed: str, command: str, file_range: str | None,
+                         asserted_at: str, stored_at: str, namespace: str = PROBE_FACT_NAMESPACE) -> dict:
+    """The memory store event of the probe's observation fact: Harn's probe fact, plus (harn-ls's one
+    deliberate difference) a `file_range` evidence item naming the probed lines."""
+    fact_input = probe_fact_input(TYPECHECK, body, outcome, observed, command=command)
+    if file_range:
+        fact_input["evidence"].append({"kind": "file_range", "ref": file_range})
+    envelope = normalize_fact(fact_input, {"asserted_at": asserted_at})
+    return fact_store_event(envelope, namespace, stored_at)
+
+
+def typecheck_envelope(run: TypecheckRun, asserted_at: str, fact_id: str | None) -> dict:
+    """The `harn.probe.v1` envelope of the probe (with `fact_id` once its fact is stored)."""
+    return probe_envelope(TYPECHECK, run.outcome, run.observed, run.evidence, asserted_at, fact_id=fact_id)

@@ -187,19 +187,10 @@ async def rescan(ls, a: C.RescanArgs):
     return C.RescanResult(counts=counts)
 
 
-async def probe(ls, a: C.ProbeArgs):
-    result = await run_probe_command(ls, C.to_wire(a))
-    if result.get("ok"):
-        return C.from_fields(C.ProbeResult, result, fact_id=result.get("factId"))
-    if result.get("outcome") == "cancelled":
-        return C.ProbeCancelled(message=result["message"])
-    return C.Failure(result.get("message", "typecheck probe failed"))
-
-
 def register(server) -> None:
     for command, fn in ((C.CMD_ACCEPT, accept), (C.CMD_REJECT, reject), (C.CMD_INVALIDATE_FACT, invalidate),
                         (C.CMD_FORGET_STAGE, forget_stage), (C.CMD_MIGRATE, migrate), (C.CMD_RECALL, recall),
-                        (C.CMD_RESCAN, rescan), (C.CMD_PROBE, probe), (C.CMD_RESUME, resume_escalation_command),
+                        (C.CMD_RESCAN, rescan), (C.CMD_PROBE, run_probe_command), (C.CMD_RESUME, resume_escalation_command),
                         (C.CMD_ANSWER_HITL, answer_hitl_command)):
         _register_typed(server, command, fn)
     server.command(CMD_SERVER_OPEN)(server_open)
