@@ -57,9 +57,9 @@ def test_sqlite_path_relative_to_the_base_dir_is_found_and_explained(tmp_path):
     import functools
 
     from harn_ls.render import tree_items, tree_state
-    (node,) = tree_state.children(ws, "events", functools.partial(tree_items._item, "open"))
-    assert node["description"] == "1 topic(s) · HARN_EVENT_LOG_SQLITE_PATH"
-    assert node["tooltip"].endswith("relative to the project root")
+    (node,) = tree_state.children(ws, "events", functools.partial(tree_items.tree_item, "open"))
+    assert node.description == "1 topic(s) · HARN_EVENT_LOG_SQLITE_PATH"
+    assert node.tooltip.endswith("relative to the project root")
 
 
 def test_blank_value_falls_back_and_value_is_not_trimmed(tmp_path):
