@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import attrs
 import cattrs
+from attrs import AttrsInstance
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 SCHEME = "harn-state"
@@ -475,6 +476,7 @@ def _make_converter() -> cattrs.Converter:
 
 converter = _make_converter()
 T = TypeVar("T")
+A = TypeVar("A", bound=AttrsInstance)
 
 
 def _problem(exc: BaseException) -> str:
@@ -561,7 +563,7 @@ def command_argument(arg: Any) -> Any:
     return {k: v for k, v in to_wire(arg).items() if not (v is None and k in unset)}
 
 
-def from_fields(cls: type[T], values: dict[str, Any], **extra: Any) -> T:
+def from_fields(cls: type[A], values: dict[str, Any], **extra: Any) -> A:
     """An instance of `cls` from a dict that has (at least) its fields under their Python names,
     e.g. an action's result; keys that are not fields are left out."""
     names = {a.name for a in attrs.fields(cls)}

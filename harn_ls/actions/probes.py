@@ -97,7 +97,8 @@ def parse_range_arg(value: str) -> CliRange:
     m = _RANGE_RE.match(value or "")
     if m is None or (m.group(2) is None) != (m.group(4) is None):
         raise ValueError(f"--range must be L:C-L:C or L-L (1-based), got {value!r}")
-    sl, sc, el, ec = (int(g) if g is not None else None for g in m.groups())
+    sl, el = int(m.group(1)), int(m.group(3))  # (the pattern requires both lines)
+    sc, ec = (int(g) if g is not None else None for g in (m.group(2), m.group(4)))
     if sl < 1 or el < 1 or (sc is not None and sc < 1) or (ec is not None and ec < 1):
         raise ValueError(f"--range lines and columns start at 1, got {value!r}")
     if (el, ec or 0) < (sl, sc or 0):

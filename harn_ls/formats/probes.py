@@ -81,8 +81,8 @@ def probe_confidence(outcome: str) -> float:
     return 0.4 if outcome == "unknown" else 0.9
 
 
-def probe_provenance(kind: str, lang: Any = None, command: Any = None, extra: Any = None) -> dict:
-    prov: dict = {"probe_kind": kind, "source": "probe"}
+def probe_provenance(kind: str, lang: Any = None, command: Any = None, extra: Any = None) -> dict[str, Any]:
+    prov: dict[str, Any] = {"probe_kind": kind, "source": "probe"}
     if lang is not None:
         prov["lang"] = lang
     if command is not None and command != "":
@@ -93,7 +93,7 @@ def probe_provenance(kind: str, lang: Any = None, command: Any = None, extra: An
 
 
 def probe_fact_input(kind: str, body: str, outcome: str, observed: str, *, lang: Any = None,
-                     command: Any = None, provenance: Any = None) -> dict:
+                     command: Any = None, provenance: Any = None) -> dict[str, Any]:
     """The fact input `__probe_store_fact` hands to `store_fact` (before normalization).
 
     `lang` is what Harn puts there: the resolved lang for eval probes, the
@@ -114,7 +114,7 @@ def probe_fact_input(kind: str, body: str, outcome: str, observed: str, *, lang:
 
 def probe_evidence(kind: str, body: str, observed: str, *, command: str | None = None, ran: bool = True,
                    stdout: str | None = None, stderr: str | None = None, exit_code: int | None = None,
-                   duration_ms: int | None = None, timed_out: bool = False) -> dict:
+                   duration_ms: int | None = None, timed_out: bool = False) -> dict[str, Any]:
     """The envelope's `evidence` dict (empty entries dropped). `ran=False` for unsupported kinds."""
     return filter_nil({
         "command": command,
@@ -128,8 +128,8 @@ def probe_evidence(kind: str, body: str, observed: str, *, command: str | None =
     })
 
 
-def probe_envelope(kind: str, outcome: str, observed: str, evidence: dict, asserted_at: str, *,
-                   fact_id: str | None = None, expected: Any = None) -> dict:
+def probe_envelope(kind: str, outcome: str, observed: str, evidence: dict[str, Any], asserted_at: str, *,
+                   fact_id: str | None = None, expected: Any = None) -> dict[str, Any]:
     return filter_nil({
         "asserted_at": asserted_at,
         "evidence": evidence,
@@ -179,7 +179,7 @@ def typecheck_counts(stdout: str) -> TypecheckCounts:
     )
 
 
-def _compare_expected(observed: dict, expected: Any, kind: str) -> str:
+def _compare_expected(observed: dict[str, Any], expected: Any, kind: str) -> str:
     if isinstance(expected, (int, float)) and not isinstance(expected, bool):
         if kind == "typecheck":
             errors = observed.get("errors")
@@ -253,8 +253,8 @@ class CheckEnvelope:
     ok: bool | None
     files: list[CheckFile] = field(default_factory=list)
     summary: CheckSummary | None = None
-    error: dict | None = None  # {code, message, details}
-    warnings: list[dict] = field(default_factory=list)
+    error: dict[str, Any] | None = None  # {code, message, details}
+    warnings: list[dict[str, Any]] = field(default_factory=list)
     issues: list[str] = field(default_factory=list)  # contract deviations found while reading
 
 
@@ -412,7 +412,7 @@ class TypecheckRun:
     command: str  # probe.harn's literal command text (`<harn> check <snippet> --json`)
     outcome: str  # pass | fail
     observed: str  # the observed text (feeds the trace id and the fact)
-    evidence: dict  # the envelope's `evidence`
+    evidence: dict[str, Any]  # the envelope's `evidence`
     check: CheckEnvelope | None  # the diagnostics as read (None: no JSON object in stdout)
 
 
@@ -430,7 +430,7 @@ def read_typecheck_run(body: str, harn_binary: str, *, stdout: str, stderr: str,
 
 
 def typecheck_fact_event(body: str, outcome: str, observed: str, command: str, file_range: str | None,
-                         asserted_at: str, stored_at: str, namespace: str = PROBE_FACT_NAMESPACE) -> dict:
+                         asserted_at: str, stored_at: str, namespace: str = PROBE_FACT_NAMESPACE) -> dict[str, Any]:
     """The memory store event of the probe's observation fact: Harn's probe fact, plus (harn-ls's one
     deliberate difference) a `file_range` evidence item naming the probed lines."""
     fact_input = probe_fact_input(TYPECHECK, body, outcome, observed, command=command)
@@ -440,6 +440,6 @@ def typecheck_fact_event(body: str, outcome: str, observed: str, command: str, f
     return fact_store_event(envelope, namespace, stored_at)
 
 
-def typecheck_envelope(run: TypecheckRun, asserted_at: str, fact_id: str | None) -> dict:
+def typecheck_envelope(run: TypecheckRun, asserted_at: str, fact_id: str | None) -> dict[str, Any]:
     """The `harn.probe.v1` envelope of the probe (with `fact_id` once its fact is stored)."""
     return probe_envelope(TYPECHECK, run.outcome, run.observed, run.evidence, asserted_at, fact_id=fact_id)

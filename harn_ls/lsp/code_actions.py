@@ -19,7 +19,8 @@ from harn_ls.lsp.view_types import on_proposal_document, to_code_action
 from harn_ls.render.proposal_choices import proposal_at_line, proposal_choices
 
 
-def _proposal_actions(ws, proposal_id: str, skill_root: str, client, root: str | None = None) -> list[types.CodeAction]:
+def _proposal_actions(ws, proposal_id: str, skill_root: str | None, client,
+                      root: str | None = None) -> list[types.CodeAction]:
     actions = (to_code_action(c, client, root) for c in proposal_choices(ws, proposal_id, skill_root))
     return [a for a in actions if a is not None]
 
@@ -38,11 +39,11 @@ def for_client(ls, actions: list[types.CodeAction]) -> list:
     return [a.command for a in actions if a.command is not None]
 
 
-def _wanted(context: types.CodeActionContext, kind: str) -> bool:
+def _wanted(context: types.CodeActionContext, kind: str | None) -> bool:
     only = context.only
     if not only:
         return True
-    return any(kind == o or kind.startswith(o + ".") for o in only)
+    return kind is not None and any(kind == o or kind.startswith(o + ".") for o in only)
 
 
 def register(server) -> None:
@@ -55,9 +56,9 @@ def register(server) -> None:
         if uri.startswith(P.SCHEME + ":"):
             return for_client(ls, [a for a in await proposal_document_actions(ls, uri) if _wanted(params.context, a.kind)])
         proj = await ls.loaded_project_for_uri(uri)
-        if proj is None or proj.ws is None:
-            return []
         path = to_fs_path(uri)
+        if proj is None or proj.ws is None or path is None:
+            return []
         out: list[types.CodeAction] = []
         if os.path.basename(path) == "events.jsonl":
             line = params.range.start.line + 1

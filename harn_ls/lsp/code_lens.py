@@ -10,6 +10,7 @@ built and encoded once per version of the file's spans (`ReadyLenses`), not on e
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import orjson
 from lsprotocol import types
@@ -60,9 +61,10 @@ class ReadyLenses:
 
     def __init__(self, max_files: int = 32) -> None:
         self.max_files = max_files
-        self._by_uri: dict[str, tuple[object, int, list, object]] = {}
+        self._by_uri: dict[str, tuple[object, int, list[dict[str, Any]], bytes]] = {}
 
-    def get(self, uri: str, groups: object, number: int, ranges: list[tuple[int, int]]) -> tuple[list, bytes]:
+    def get(self, uri: str, groups: object, number: int,
+            ranges: list[tuple[int, int]]) -> tuple[list[dict[str, Any]], bytes]:
         """(the lenses as JSON-ready dicts, the same encoded: what the transport embeds as is)."""
         hit = self._by_uri.pop(uri, None)  # popped and put back: least recently asked about first
         if hit is None or hit[0] is not groups or hit[1] != number:
@@ -74,7 +76,7 @@ class ReadyLenses:
         return hit[2], hit[3]
 
 
-def fact_lens_dicts(number: int, ranges: list[tuple[int, int]]) -> list[dict]:
+def fact_lens_dicts(number: int, ranges: list[tuple[int, int]]) -> list[dict[str, Any]]:
     """One bare lens per (start, end), 1-based lines; plain dicts skip the attrs round trip on the way out."""
     return [{"range": {"start": {"line": start - 1, "character": 0}, "end": {"line": start - 1, "character": 0}},
              "data": [number, start, end]} for start, end in ranges]
@@ -101,10 +103,11 @@ def register(server) -> None:
                 return await hitl_document_lenses(ls, uri)
             return await proposal_document_lenses(ls, uri)
         proj = await ls.loaded_project_for_uri(uri)
-        if proj is None or proj.ws is None:
-            return []
         path = to_fs_path(uri)
-        fact_lenses, encoded = [], None
+        if proj is None or proj.ws is None or path is None:
+            return []
+        fact_lenses: list[dict[str, Any]] = []
+        encoded: bytes | None = None
         if ls.settings.codeLens.facts:
             min_conf = ls.settings.facts.minConfidence
             groups, ranges = await run_noting_spans(proj, lambda: fact_lens_groups(proj.ws, path, min_conf,
@@ -147,10 +150,10 @@ async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types
         return lens
     uri, start, end = target
     proj = await ls.loaded_project_for_uri(uri)
-    if proj is None or proj.ws is None:
+    path = to_fs_path(uri)
+    if proj is None or proj.ws is None or path is None:
         lens.command = types.Command(title="harn-ls: project not loaded", command="")
         return lens
-    path = to_fs_path(uri)
     min_conf = ls.settings.facts.minConfidence
     view = await run_noting_spans(proj, lambda: fact_lens(proj.ws, path, start, end, min_conf, proj.fact_spans))
     lens.command = to_command(view, ls.client, link_root(ls, proj))

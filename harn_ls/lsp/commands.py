@@ -18,6 +18,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from attrs import AttrsInstance
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
@@ -43,7 +44,7 @@ REQUEST_FAILED = -32803  # LSP's RequestFailed: known method, valid params, and 
 REQUEST_CANCELLED = -32800
 INVALID_PARAMS = -32602
 _FAILURES = (C.Failure, C.ResumeFailure, C.ProbeCancelled)
-R = TypeVar("R")
+R = TypeVar("R", bound=AttrsInstance)
 
 
 class CommandFailed(JsonRpcException):
@@ -176,11 +177,15 @@ async def recall(ls, a: C.RecallArgs):
     return C.RecallResult(uri=make_uri("recall", q=a.query, ns=a.namespace or ""))
 
 
+def _loaded_summary(proj: Any) -> Callable[[], str]:
+    return lambda: proj.loaded_summary
+
+
 async def rescan(ls, a: C.RescanArgs):
     counts = {}
     for proj in list(ls.projects.values()):
         work = WorkProgress(f"Harn: rescanning {os.path.basename(proj.root) or proj.root}")
-        await with_progress(ls, proj.root, work, proj.rescan(work), summary=lambda p=proj: p.loaded_summary)
+        await with_progress(ls, proj.root, work, proj.rescan(work), summary=_loaded_summary(proj))
         if proj.ws is not None:
             counts[proj.root] = await proj.run(lambda p=proj: p.ws.counts())
     return C.RescanResult(counts=counts)

@@ -176,9 +176,9 @@ async def run_probe_command(ls, args: C.ProbeArgs) -> C.ProbeResult | C.ProbeCan
     if not ls.trusted:
         return _fail(ls, UNTRUSTED, types.MessageType.Warning)
     uri = args.uri
-    if not uri.startswith("file:"):
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    if path is None:
         return _fail(ls, "probeTypecheck needs {uri} of a file")
-    path = to_fs_path(uri)
     proj = await ls.loaded_project_for_uri(uri) or ls.default_project()
     if proj is None or proj.ws is None:
         return _fail(ls, "no Harn project is open")

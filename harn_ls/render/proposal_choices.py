@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harn_ls import contract as C
 from harn_ls.model.accept_plan import planned_files
@@ -15,6 +15,9 @@ from harn_ls.render.limits import LABEL_BYTES, one_line
 from harn_ls.render.uri import make_uri
 from harn_ls.render.view_commands import ACCEPT, COMPARE, REJECT, ViewCommand
 from harn_ls.util.refusal import ActionFailed
+
+if TYPE_CHECKING:
+    from harn_ls.model.workspace import Workspace
 
 REJECT_DAYS = 14
 
@@ -32,7 +35,7 @@ class ProposalChoice:
         return self.command.action
 
 
-def proposal_choices(ws, proposal_id: str, skill_root: str | None) -> list[ProposalChoice]:
+def proposal_choices(ws: Workspace, proposal_id: str, skill_root: str | None) -> list[ProposalChoice]:
     """Compare (when Accept would overwrite a different file) or Accept, then Reject; [] when the
     proposal is not pending."""
     prop = ws.proposal(proposal_id)
@@ -66,7 +69,7 @@ def proposal_lenses(choices: list[ProposalChoice]) -> list[ViewCommand]:
     return [ViewCommand(one_line(c.command.title, LABEL_BYTES), c.command.action, c.command.arguments) for c in choices]
 
 
-def proposal_at_line(ws, events_path: str, line: int) -> str | None:
+def proposal_at_line(ws: Workspace, events_path: str, line: int) -> str | None:
     """The pending proposal whose store event is on this 1-based line of the pattern log."""
     if ws.pattern is None:
         return None

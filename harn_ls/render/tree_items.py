@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
@@ -27,6 +26,9 @@ from harn_ls.render import tree_state
 from harn_ls.render.limits import DESCRIPTION_BYTES, LABEL_BYTES, MAX_RESPONSE_BYTES, TOOLTIP_BYTES, one_line
 from harn_ls.render.markdown import capped_markdown, display_time, short_text
 from harn_ls.render.uri import make_uri
+
+if TYPE_CHECKING:
+    from harn_ls.model.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -57,15 +59,15 @@ def tree_item(open_command: str, id: str, label: str, *, description: str = "", 
                           data=data or None)
 
 
-Item = Callable[..., C.TreeItemData]  # tree_item with the open command given
+Item = tree_state.Item
 
 
-def _has_state(ws) -> bool:
+def _has_state(ws: Workspace) -> bool:
     p = ws.paths
     return any(os.path.isdir(d) for d in (p.state_root, p.run_root, p.memory_root)) or bool(ws.skills and ws.skills.skills)
 
 
-def _runs(item, ws, parent: str | None) -> list[C.TreeItemData]:
+def _runs(item: Item, ws: Workspace, parent: str | None) -> list[C.TreeItemData]:
     if parent is not None and parent.startswith(tree_state.PREFIXES):
         return tree_state.children(ws, parent, item)
     if parent is None:
@@ -87,7 +89,7 @@ def _runs(item, ws, parent: str | None) -> list[C.TreeItemData]:
                   uri=make_uri("transcripts", tid), context="transcript", data={"id": tid}) for tid, e in sorted(entries)]
 
 
-def _checkpoints(item, ws, parent: str | None) -> list[C.TreeItemData]:
+def _checkpoints(item: Item, ws: Workspace, parent: str | None) -> list[C.TreeItemData]:
     if parent is None:
         table = read_flock_table()  # one read of the kernel's lock table for the whole list
         return [item(f"ckpt:{name}", name, description=("unreadable" if cf.retry else f"{len(cf.entries)} stage(s)")
@@ -113,7 +115,7 @@ def _checkpoints(item, ws, parent: str | None) -> list[C.TreeItemData]:
     return []
 
 
-def _checkpoint_history_node(item, ws, name: str) -> list[C.TreeItemData]:
+def _checkpoint_history_node(item: Item, ws: Workspace, name: str) -> list[C.TreeItemData]:
     hist = getattr(ws, "checkpoint_history", None)
     versions = hist.versions(name) if hist is not None else []
     if not versions:
@@ -122,7 +124,7 @@ def _checkpoint_history_node(item, ws, name: str) -> list[C.TreeItemData]:
                   children=True, context="checkpointHistory", data={"pipeline": name})]
 
 
-def _checkpoint_versions(item, ws, name: str) -> list[C.TreeItemData]:
+def _checkpoint_versions(item: Item, ws: Workspace, name: str) -> list[C.TreeItemData]:
     hist = getattr(ws, "checkpoint_history", None)
     versions = hist.versions(name) if hist is not None else []
     out = []
@@ -141,7 +143,7 @@ def _checkpoint_versions(item, ws, name: str) -> list[C.TreeItemData]:
     return out
 
 
-def _memory(item, ws, parent: str | None, min_conf: float) -> list[C.TreeItemData]:
+def _memory(item: Item, ws: Workspace, parent: str | None, min_conf: float) -> list[C.TreeItemData]:
     if parent is None:
         items = [item("facts", "Facts", description=str(len(ws.facts)), icon="lightbulb", children=bool(ws.facts))]
         for ns, space in sorted(ws.memory.items()):
@@ -162,11 +164,11 @@ def _memory(item, ws, parent: str | None, min_conf: float) -> list[C.TreeItemDat
                       icon="lightbulb", uri=make_uri("facts", f.id), context="fact", data={"id": f.id}) for f in facts]
     if parent.startswith("ns:"):
         ns = parent[3:]
-        space = ws.memory.get(ns)
-        if space is None:
+        shown = ws.memory.get(ns)
+        if shown is None:
             return []
         out = []
-        for r in reversed(space.records()):
+        for r in reversed(shown.records()):
             fact = ws.facts.get((ns, r.seq))
             out.append(item(f"rec:{ns}:{r.seq}", r.key, description=r.stored_at, tooltip=short_text(r.text, 300),
                              icon="note", uri=make_uri("facts", fact.id) if fact else make_uri("memory", ns),
@@ -176,7 +178,7 @@ def _memory(item, ws, parent: str | None, min_conf: float) -> list[C.TreeItemDat
     return []
 
 
-def _skills(item, ws, parent: str | None, show_suppressed: bool) -> list[C.TreeItemData]:
+def _skills(item: Item, ws: Workspace, parent: str | None, show_suppressed: bool) -> list[C.TreeItemData]:
     if parent is None:
         pending = ws.pending_proposals()
         items = [item("proposals", "Pending proposals", description=str(len(pending)), icon="sparkle", children=True)]
@@ -192,9 +194,10 @@ def _skills(item, ws, parent: str | None, show_suppressed: bool) -> list[C.TreeI
         return items
     if parent == "proposals":
         now = date_now_iso()
+        state = ws.pattern.state if ws.pattern is not None else None
         out = []
         for p in ws.pending_proposals(include_suppressed=True):
-            suppressed = is_suppressed(p.id, ws.pattern.state, now)
+            suppressed = is_suppressed(p.id, state, now)
             if suppressed and not show_suppressed:
                 continue
             desc = f"{p.kind} · support {p.support}" + (" · suppressed" if suppressed else "")
@@ -221,7 +224,7 @@ def _skills(item, ws, parent: str | None, show_suppressed: bool) -> list[C.TreeI
     return []
 
 
-def tree_item_data(ws: Any, view: str, parent: str | None, opts: TreeOptions) -> list[C.TreeItemData]:
+def tree_item_data(ws: Workspace, view: str, parent: str | None, opts: TreeOptions) -> list[C.TreeItemData]:
     """Every item under `parent` (None: the view's top level) of one view, not yet fitted to `opts.item_bytes`."""
     if parent is None and not _has_state(ws):
         return []  # lets the client show its welcome content
@@ -237,7 +240,7 @@ def tree_item_data(ws: Any, view: str, parent: str | None, opts: TreeOptions) ->
     raise ValueError(f"unknown view {view!r}")
 
 
-def tree_result(ws: Any, view: str, parent: str | None, page: int, opts: TreeOptions) -> C.TreeResult:
+def tree_result(ws: Workspace, view: str, parent: str | None, page: int, opts: TreeOptions) -> C.TreeResult:
     """One page of items, each at most `opts.item_bytes`; with `next_page` and `total` (all items)
     when more pages follow."""
     items = tree_item_data(ws, view, parent, opts)
@@ -249,7 +252,7 @@ def tree_result(ws: Any, view: str, parent: str | None, page: int, opts: TreeOpt
     return C.TreeResult(items=shown)
 
 
-def tree_items(ws: Any, view: str, parent: str | None, opts: TreeOptions) -> list[dict[str, Any]]:
+def tree_items(ws: Workspace, view: str, parent: str | None, opts: TreeOptions) -> list[dict[str, Any]]:
     """Every item under `parent` of one view as the client receives it (JSON data, each at most
     `opts.item_bytes`): what the CLI checks and the output-limit tests measure."""
     return [C.to_wire(_fit(it, opts.item_bytes)) for it in tree_item_data(ws, view, parent, opts)]

@@ -4,6 +4,10 @@ requests), *Events* (logs -> topics with counts, latest time, consumer lag) and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from harn_ls import contract as C
 from harn_ls.formats.hitl import requests as hitl_fmt
 from harn_ls.formats.hitl.responses import choice_labels, needs_finish
 from harn_ls.model.change_kinds import EXTRA_KINDS
@@ -12,11 +16,13 @@ from harn_ls.render.markdown import short_text
 from harn_ls.render.state_docs import ms_time
 from harn_ls.render.uri import make_uri
 
+Item = Callable[..., C.TreeItemData]  # render/tree_items.tree_item with the open command given
+
 KINDS = EXTRA_KINDS  # what can change the groups above
 PREFIXES = ("hitl", "events", "evlog:", "harnstate")
 
 
-def groups(ws, item) -> list[dict]:
+def groups(ws: Any, item: Item) -> list[C.TreeItemData]:
     """Top-level groups (only those with something to show)."""
     x = ws.event_logs
     out = []
@@ -38,7 +44,7 @@ def groups(ws, item) -> list[dict]:
     return out
 
 
-def children(ws, parent: str, item) -> list[dict]:
+def children(ws: Any, parent: str, item: Item) -> list[C.TreeItemData]:
     x = ws.event_logs
     if parent == "hitl":
         out = []
@@ -126,7 +132,7 @@ def children(ws, parent: str, item) -> list[dict]:
     return []
 
 
-def llm_item(ws, item) -> list[dict]:
+def llm_item(ws: Any, item: Item) -> list[C.TreeItemData]:
     """LLM calls from the event log, listed with the run transcripts."""
     out = []
     for v in ws.event_logs.existing_logs():
