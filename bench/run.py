@@ -565,12 +565,12 @@ def batch_lines(ns: str, n: int, tag: str) -> bytes:
 
 def wait_cache_written(project: Path, env: dict | None, timeout: float = 600) -> bool:
     """Until the project's state cache holds every namespace with its recall index."""
-    from harn_ls.cache.store import StateCache
+    from harn_ls.cache.store import ProjectCache
 
     env = env if env is not None else dict(os.environ)
     end = time.perf_counter() + timeout
     while time.perf_counter() < end:
-        info = StateCache(str(project), env).info()
+        info = ProjectCache(str(project), env).info()
         ns = info["namespaces"]
         if info["valid"] and ns and all(e["index"] for e in ns.values()):
             return True
