@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls.cache.store import StateCache
+from harn_ls.cache.store import ProjectCache
 from harn_ls.model.workspace import Workspace
 from tests.helpers.cache_damage import damage_payload
 from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
@@ -33,7 +33,7 @@ def filled(project: Path) -> Workspace:
 
 
 def served_from_cache(project: Path) -> set[str]:
-    cache = StateCache.open(str(project))
+    cache = ProjectCache.open(str(project))
     assert cache is not None
     paths = [str(p) for p in run_files(project)]
     return set(cache.restore_regular_runs(paths))

@@ -364,7 +364,7 @@ def test_the_state_cache_keeps_and_clears_the_store_with_its_own_files(project, 
     """The store lives in a folder of the state folder: a state cache save (whose sweep drops old
     files it does not name) leaves it alone, `cache clear` drops it with the rest."""
     # (kept next to the one test that clears the state cache)
-    from harn_ls.cache.store import StateCache
+    from harn_ls.cache.store import ProjectCache
 
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -376,7 +376,7 @@ def test_the_state_cache_keeps_and_clears_the_store_with_its_own_files(project, 
     ws = Workspace.load(str(project), cache=True)
     assert ws.save_cache()
     assert len(SpanStore.open(str(project), env)) == 2
-    assert StateCache(str(project)).clear() and not path.exists()
+    assert ProjectCache(str(project)).clear() and not path.exists()
 
 
 def test_what_json_cannot_hold_is_anchored_each_time_not_stored(project, env):
