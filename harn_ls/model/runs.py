@@ -12,7 +12,7 @@ from harn_ls.formats.transcript_summary import TranscriptSummary
 from harn_ls.model.change_kinds import ChangeSet, K
 
 if TYPE_CHECKING:
-    from harn_ls.cache.store import StateCache
+    from harn_ls.cache.store import ProjectCache
     from harn_ls.formats.paths import ProjectPaths
     from harn_ls.formats.problems import Problem
     from harn_ls.formats.transcripts import Transcript
@@ -92,7 +92,7 @@ class RunsPart:
     transcripts: dict[str, TranscriptEntry]
     _transcripts_by_path: dict[str, list[str]]  # run record / worker path -> ids read from it
     _transcript_cache: dict[FullRunKey, runs_fmt.RunRecord]  # full_run_record's few parsed records, oldest first
-    _state_cache: StateCache | None
+    _project_cache: ProjectCache | None
     _one_shot: bool
     _link_problems: dict[str, Problem]
 
