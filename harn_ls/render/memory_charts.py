@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from harn_ls.render.svg import esc, md_text, num, picture
 from harn_ls.render.timeline import parse_time
+
+if TYPE_CHECKING:
+    from harn_ls.formats.memory import MemoryNamespace
+    from harn_ls.recall import Hit
 
 MAX_BUCKETS = 90
 TOP_TAGS = 15
@@ -22,7 +27,7 @@ TAG_BOOST_COLOR = "#b35c00"
 COSINE_COLOR = "#d64541"
 
 
-def _day(value) -> date | None:
+def _day(value: object) -> date | None:
     t = parse_time(value)
     if t is None:
         return None
@@ -32,10 +37,10 @@ def _day(value) -> date | None:
         return None
 
 
-def growth(space) -> tuple[list[tuple[date, int, int]], str]:
+def growth(space: MemoryNamespace) -> tuple[list[tuple[date, int, int]], str]:
     """[(bucket start, stores, forgets)], and the bucket unit ('day' or 'week')."""
     stores = Counter(d for d in (_day(r.stored_at) for r in space.active.values()) if d is not None)
-    forgets: Counter = Counter()
+    forgets: Counter[date] = Counter()
     for ev in space.forgets:
         if not isinstance(ev, dict):
             continue
@@ -97,7 +102,7 @@ def growth_svg(buckets: list[tuple[date, int, int]], unit: str, title: str = "")
     return "".join(parts)
 
 
-def namespace_section(space) -> list[str]:
+def namespace_section(space: MemoryNamespace) -> list[str]:
     """Growth picture + table, and the top tags, for the namespace document."""
     buckets, unit = growth(space)
     out = ["## At a glance\n"]
@@ -120,7 +125,7 @@ def namespace_section(space) -> list[str]:
 
 
 # ------------------------------------------------------------------ recall
-def score_segments(hit) -> list[tuple[str, float, str]]:
+def score_segments(hit: Hit) -> list[tuple[str, float, str]]:
     """(label, value, color) parts that add up to the hit's score."""
     ex = hit.explain
     if ex is None:
@@ -140,7 +145,7 @@ def score_segments(hit) -> list[tuple[str, float, str]]:
     return lexical
 
 
-def score_bar_svg(hit, max_score: float) -> str:
+def score_bar_svg(hit: Hit, max_score: float) -> str:
     w, h, bar_w = 520, 22, 440
     segs = score_segments(hit)
     scale = bar_w / max_score if max_score > 0 else 0
@@ -159,5 +164,5 @@ def score_bar_svg(hit, max_score: float) -> str:
     return "".join(parts)
 
 
-def score_bar(hit, max_score: float) -> str:
+def score_bar(hit: Hit, max_score: float) -> str:
     return picture(score_bar_svg(hit, max_score), "score bar")
