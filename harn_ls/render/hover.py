@@ -40,7 +40,8 @@ def _one_fact(s: FactSpan) -> str:
         stale = f"\n\n↪ re-anchored: recorded at lines {int(s.recorded.start)}-{int(s.recorded.end)}."
     ev_lines = []
     for ev in f.evidence[:EVIDENCE_SHOWN]:
-        ev_lines.append(f"- {cell(ev.kind, 60)} {inline(ev.ref, 300)}" + (f" — {inline(short_text(ev.snippet, 60))}" if ev.snippet else ""))
+        ev_lines.append(f"- {cell(ev.kind, 60)} {inline(ev.ref, 300)}"
+                        + (f" — {inline(short_text(ev.snippet, 60))}" if ev.snippet else ""))
     if len(f.evidence) > EVIDENCE_SHOWN:
         ev_lines.append(f"- … {len(f.evidence) - EVIDENCE_SHOWN} more")
     if isinstance(f.provenance, dict):
@@ -65,7 +66,8 @@ def hover_markdown(spans: list[FactSpan]) -> str:
     return cap_response("\n\n---\n\n".join(parts), MAX_RESPONSE_BYTES)
 
 
-def hover_at(ws: Workspace, abs_path: str, line: int, min_confidence: float, cache: FactSpanCache | None = None) -> HoverView | None:
+def hover_at(ws: Workspace, abs_path: str, line: int, min_confidence: float,
+             cache: FactSpanCache | None = None) -> HoverView | None:
     """The hover at a 0-based `line` of a source file, or None when no fact covers it (with a
     cache: rendered once per line and version of the file's spans, found through a line index)."""
     if cache is None:

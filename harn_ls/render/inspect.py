@@ -162,7 +162,8 @@ def inspect_text(ws: Workspace) -> str:
                    + ("  WRITING NOW" if cp["running"] else ""))
     out.append(f"memory           {c['namespaces']} namespace(s), {c['records']} active record(s)")
     for m in data["memory"]:
-        out.append(f"  {m['namespace']:<28} {m['active']:>5} active {m['events']:>6} events  backend {m['config'].get('backend')}")
+        out.append(f"  {m['namespace']:<28} {m['active']:>5} active {m['events']:>6} events  "
+                   f"backend {m['config'].get('backend')}")
     out.append(f"facts            {c['facts']}")
     for f in data["facts"][:12]:
         rng = f" @ {f['ranges'][0]}" if f["ranges"] else ""
@@ -172,7 +173,8 @@ def inspect_text(ws: Workspace) -> str:
     out.append(f"pattern learning {pl['observations']} observation(s), {len(visible)} pending proposal(s)"
                f" (+{len(pl['pending']) - len(visible)} suppressed)")
     for p in pl["pending"]:
-        out.append(f"  {p['id']:<24} {p['kind']:<14} support {p['support']:<3} {p['name']}" + ("  [suppressed]" if p["suppressed"] else ""))
+        out.append(f"  {p['id']:<24} {p['kind']:<14} support {p['support']:<3} {p['name']}"
+                   + ("  [suppressed]" if p["suppressed"] else ""))
     if pl["migration_needed"]:
         out.append("  legacy Burin streams found, not migrated")
     n_sk = sum(len(v) for v in data["skills"].values())

@@ -53,7 +53,8 @@ def checkpoint_lens_title(entry: CheckpointEntry | None, cf: CheckpointFile | No
     return "cached"
 
 
-def fact_lens_ranges(ws: Workspace, abs_path: str, min_confidence: float, cache: FactSpanCache | None = None) -> list[tuple[int, int]]:
+def fact_lens_ranges(ws: Workspace, abs_path: str, min_confidence: float,
+                     cache: FactSpanCache | None = None) -> list[tuple[int, int]]:
     """One (start, end) per group of facts on the same current lines (1-based), top to bottom."""
     return sorted(fact_groups(ws, abs_path, min_confidence, cache))
 
