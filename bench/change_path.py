@@ -15,7 +15,9 @@ then: mark, append one fact to `.harn/memory/project/facts/events.jsonl`, wait f
 server sends about it (`workspace/textDocumentContent/refresh`, `harn/treeChanged`, status,
 diagnostics), fetch the document and the tree again as a client would, wait until the server is
 quiet, dump. Prints the modules visited, sorted, and their count; `--json` for machine output,
-`--functions` for the functions seen in each module.
+`--functions` for the functions called in each module and how often (a coroutine's resumptions
+count as calls, so the counts of the transport's readers vary by one between runs; the modules and
+functions do not).
 
 Before the mark the server's background alone is recorded over the same kind of window (the
 watcher's health check runs every second): those modules are listed too, as "idle", so the
@@ -52,22 +54,23 @@ TIMEOUT_S = 60.0
 WRAPPER = '''\
 import json, os, runpy, signal, sys, threading
 
-_seen = set()
+_seen = {}
 _seq = [0]
 
 
 def _profile(frame, event, arg):
     if event == "call":
-        _seen.add((frame.f_globals.get("__name__"), frame.f_code.co_qualname))
+        key = (frame.f_globals.get("__name__"), frame.f_code.co_qualname)
+        _seen[key] = _seen.get(key, 0) + 1
 
 
-def _write(kind, pairs):
+def _write(kind, calls):
     _seq[0] += 1
     pkg = sys.modules.get("harn_ls")
     out = os.environ["HARN_LS_CHANGE_PATH_OUT"]
     with open(out + ".tmp", "w", encoding="utf-8") as fh:
         json.dump({"seq": _seq[0], "kind": kind, "harn_ls": getattr(pkg, "__file__", None),
-                   "functions": pairs}, fh)
+                   "calls": calls}, fh)
     os.replace(out + ".tmp", out)
 
 
@@ -77,9 +80,9 @@ def _mark(signum, frame):
 
 
 def _dump(signum, frame):
-    pairs = sorted({(m, q) for m, q in list(_seen)
-                    if isinstance(m, str) and (m == "harn_ls" or m.startswith("harn_ls."))})
-    _write("dump", pairs)
+    calls = sorted([m, q, n] for (m, q), n in list(_seen.items())
+                   if isinstance(m, str) and (m == "harn_ls" or m.startswith("harn_ls.")))
+    _write("dump", calls)
 
 
 signal.signal(signal.SIGUSR1, _mark)
@@ -286,18 +289,23 @@ class Recorder:
         while time.monotonic() < end:
             time.sleep(0.1)
             now = self.dump()
-            if now["functions"] != last["functions"]:
+            if _functions(now) != _functions(last):  # a call count alone grows with every health check
                 last, since = now, time.monotonic()
             elif time.monotonic() - since >= quiet:
                 return now
         raise RuntimeError(f"the server did not go quiet within {TIMEOUT_S:.0f} s")
 
 
-def _modules(dump: dict) -> dict[str, list[str]]:
-    by_module: dict[str, list[str]] = {}
-    for module, qualname in dump["functions"]:
-        by_module.setdefault(module, []).append(qualname)
-    return dict(sorted(by_module.items()))
+def _functions(dump: dict) -> list[tuple[str, str]]:
+    return [(module, qualname) for module, qualname, _calls in dump["calls"]]
+
+
+def _modules(dump: dict) -> dict[str, dict[str, int]]:
+    """module -> {function's qualified name: calls}, sorted."""
+    by_module: dict[str, dict[str, int]] = {}
+    for module, qualname, calls in dump["calls"]:
+        by_module.setdefault(module, {})[qualname] = calls
+    return {m: dict(sorted(fs.items())) for m, fs in sorted(by_module.items())}
 
 
 def _is_status(msg: dict, recall_ready: bool = False) -> bool:
@@ -393,8 +401,9 @@ def measure(repo: Path, python: str) -> dict:
             "repo": str(repo), "harn_ls": harn_ls_file, "document": uri, "refreshed": refreshed, "tree_views": views,
             "heard": [m.get("method") for m in heard],
             "count": len(modules), "modules": list(modules),
-            "function_count": sum(map(len, modules.values())), "functions": modules,
-            "idle_modules": list(idle_modules), "idle_functions": idle_modules,
+            "function_count": sum(map(len, modules.values())),
+            "functions": {m: list(fs) for m, fs in modules.items()}, "calls": modules,
+            "idle_modules": list(idle_modules), "idle_calls": idle_modules,
         }
 
 
@@ -403,7 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repo", type=Path, default=ROOT, help="the checkout whose harn_ls runs (default: this one)")
     parser.add_argument("--python", default=sys.executable, help="the interpreter to run the server with")
     parser.add_argument("--json", action="store_true", help="machine output")
-    parser.add_argument("--functions", action="store_true", help="also list the functions seen in each module")
+    parser.add_argument("--functions", action="store_true",
+                        help="also list the functions called in each module, with their number of calls")
     args = parser.parse_args(argv)
     repo = args.repo.resolve()
     if not (repo / "harn_ls" / "__init__.py").is_file():
@@ -423,11 +433,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"fetched again: {', '.join(result['refreshed']) or '(no document)'}; tree views: {', '.join(result['tree_views'])}")
     print(f"modules visited: {result['count']} ({result['function_count']} functions)")
     idle = set(result["idle_modules"])
-    for module, functions in result["functions"].items():
+    for module, functions in result["calls"].items():
         print(f"  {module}{'  (also while idle)' if module in idle else ''}")
         if args.functions:
-            for qualname in functions:
-                print(f"      {qualname}")
+            for qualname, calls in functions.items():
+                print(f"      {qualname}  x{calls}")
     print(f"visited while idle (before the change, same wait): {', '.join(result['idle_modules']) or 'none'}")
     return 0
 
