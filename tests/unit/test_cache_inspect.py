@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls.cache import tail as state_tail
+from harn_ls.cache import tail
 from harn_ls.cache.store import MANIFEST, ProjectCache
 from harn_ls.model.workspace import Workspace
 from harn_ls.render.inspect import inspect_json
@@ -101,7 +101,7 @@ def test_an_appended_namespace_is_decoded_and_merged_with_the_cached_ones(projec
     got, ws, data = fast(project)
     assert got == expected and isinstance(data["facts"], orjson.Fragment)
     assert ns in ws.deferred_fact_namespaces() and not ws.memory[ns].materialized
-    monkeypatch.setattr(state_tail, "TAIL_KEEP_MAX", 0)  # written again: the appended fact is a cached one now
+    monkeypatch.setattr(tail, "TAIL_KEEP_MAX", 0)  # written again: the appended fact is a cached one now
     assert ws.save_cache()
     assert fast(project)[0] == expected
     # an update of a cached fact decodes them (in place, before the appended ones), merged as decoded facts
@@ -234,7 +234,7 @@ def test_a_one_shot_save_reuses_unchanged_rows_byte_for_byte(project, cache_env,
     old = ids_in(log)
     append(log, event("store", "n-1", "agent/notes", 1) + event("update", old[0], "agent/notes", 2)
            + event("forget", old[1], "agent/notes", 3) + event("update", "n-1", "agent/notes", 4))
-    monkeypatch.setattr(state_tail, "TAIL_KEEP_MAX", 0)  # the entry is written again (not kept: keeps_entry)
+    monkeypatch.setattr(tail, "TAIL_KEEP_MAX", 0)  # the entry is written again (not kept: keeps_entry)
     ws = Workspace.load(str(project), cache=True, **{mode: True})
     assert ws._project_cache.keep_row_bytes
     if mode == "memory_only":

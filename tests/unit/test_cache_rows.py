@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls.cache import tail as state_tail
+from harn_ls.cache import tail
 from harn_ls.cache.store import MANIFEST, ProjectCache
 from harn_ls.model.workspace import Workspace
 from harn_ls.recall.index import _LazyDocs
@@ -153,8 +153,8 @@ def facts_view(ws: Workspace) -> dict:
 
 @pytest.mark.parametrize("kept", [True, False], ids=["entry-kept", "rewritten"])
 def test_memory_only_load_of_an_appended_namespace_saves_its_facts(project, cache_env, kept, monkeypatch):
-    if not kept:  # (else a small append of stores leaves the entry as it is: state_tail.keeps_entry)
-        monkeypatch.setattr(state_tail, "TAIL_KEEP_MAX", 0)
+    if not kept:  # (else a small append of stores leaves the entry as it is: tail.keeps_entry)
+        monkeypatch.setattr(tail, "TAIL_KEEP_MAX", 0)
     fill(project)
     facts_log = project / ".harn/memory/project/facts/events.jsonl"
     with open(facts_log, "ab") as fh:
