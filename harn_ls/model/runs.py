@@ -5,7 +5,7 @@ re-read from its run record on demand."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.transcript_summary import TranscriptSummary
@@ -174,8 +174,8 @@ class RunsPart:
             # the new stat and the old content (remember_run compares it with one taken after).
             before = _lstat_or_none(path) if cache is not None else None
             run = runs_fmt.read_run_record(path, summaries=True)
-            summaries = run.transcripts
-            _slim_run(run, summaries)
+            summaries = cast("list[TranscriptSummary]", run.transcripts)  # (read with summaries=True)
+            _slim_run(run)
             if cache is not None:
                 cache.remember_run(path, run, before)
         self._add_run(path, run, summaries, changes)
@@ -192,7 +192,8 @@ class RunsPart:
     def _load_run_transcript(self, path: str, transcript_id: str | None) -> Transcript | None:
         """Full transcript from its run record, re-read on demand (a few records are cached)."""
         run = self.full_run_record(path)
-        return next((t for t in run.transcripts if t.id == transcript_id), None) if run is not None else None
+        found = next((t for t in run.transcripts if t.id == transcript_id), None) if run is not None else None
+        return cast("Transcript | None", found)  # (a full record's transcripts are whole views)
 
     def full_run_record(self, path: str) -> runs_fmt.RunRecord | None:
         """The whole run record (stages with usage, tool recordings…), re-read on demand. One of
@@ -245,9 +246,9 @@ class RunsPart:
 _STAGE_SUMMARY_KEYS = ("id", "node_id", "kind", "status", "outcome", "branch", "started_at", "finished_at")
 
 
-def _slim_run(run: runs_fmt.RunRecord, summaries: list[TranscriptSummary]) -> None:
-    """Keep what lists and the run document show; drop the parsed record (transcripts, artifacts)."""
-    run.transcripts = summaries
+def _slim_run(run: runs_fmt.RunRecord) -> None:
+    """Keep what lists and the run document show (a record read with summaries=True already holds
+    transcript summaries, not transcripts); drop the parsed record (artifacts…)."""
     slim = []
     for st in run.stages:
         if isinstance(st, dict):

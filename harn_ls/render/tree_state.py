@@ -132,7 +132,8 @@ def children(ws: Workspace, parent: str, item: ItemMaker[_Item]) -> list[_Item]:
         newer = x.newer
         if newer is not None and not newer.empty:
             parts = []
-            cached = sum(i["files"] for i in newer.llm_files.values()) + ((newer.llm_sqlite or {}).get("rows") or 0)
+            sqlite = newer.llm_sqlite
+            cached = sum(i["files"] for i in newer.llm_files.values()) + ((sqlite.get("rows") if sqlite else None) or 0)
             if cached or newer.llm_sqlite:
                 parts.append(f"{cached} cached LLM response(s)")
             if newer.guard:
