@@ -639,10 +639,11 @@ def transcripts(ws: Workspace, target: StateUri, settings: RenderSettings) -> st
         out.append("\n## Transcript budget\n")
         out.append(_json_block(tr.budget, 500))
     nav = []
+    here = tr.id or target.name  # (a transcript without an id is reached by its name)
     if page + 1 < len(windows):
-        nav.append(_link("← earlier", make_uri("transcripts", tr.id, page=str(page + 1))))
+        nav.append(_link("← earlier", make_uri("transcripts", here, page=str(page + 1))))
     if page > 0:
-        nav.append(_link("newer →", make_uri("transcripts", tr.id, page=str(page - 1))))
+        nav.append(_link("newer →", make_uri("transcripts", here, page=str(page - 1))))
     out.append(f"\n## Events — window {page + 1} of {len(windows)} (newest window first)"
                + (" · " + " · ".join(nav) if nav else "") + "\n")
     out.extend(window)

@@ -59,7 +59,7 @@ def tree_item(open_command: str, id: str, label: str, *, description: str = "", 
                           data=data or None)
 
 
-Item = tree_state.Item
+Item = tree_state.ItemMaker[C.TreeItemData]  # tree_item with the open command given
 
 
 def _has_state(ws: Workspace) -> bool:
