@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 
+from harn_ls.formats.harn_time import epoch_seconds
 from harn_ls.render.svg import esc, md_text, num, picture
-from harn_ls.render.timeline import parse_time
 
 MAX_BUCKETS = 90
 TOP_TAGS = 15
@@ -23,7 +23,7 @@ COSINE_COLOR = "#d64541"
 
 
 def _day(value) -> date | None:
-    t = parse_time(value)
+    t = epoch_seconds(value)
     if t is None:
         return None
     try:
