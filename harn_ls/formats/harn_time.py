@@ -102,7 +102,10 @@ def epoch_seconds(value: object) -> float | None:
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return _epoch_number(float(value))
+        try:
+            return _epoch_number(float(value))
+        except OverflowError:  # an int beyond any float (10**400)
+            return None
     if not isinstance(value, str):
         return None
     s = value.strip()
@@ -178,12 +181,27 @@ def date_now_iso() -> str:
     return iso_millis(time.time_ns())
 
 
-def utc_text(secs: float) -> str | None:
-    """`YYYY-MM-DD HH:MM:SS` (UTC, seconds floored) for people; None for a time no clock shows."""
-    if not math.isfinite(secs):
-        return None
-    whole = math.floor(secs)
-    if not MIN_NS // NS_PER_S <= whole <= MAX_NS // NS_PER_S:
+def utc_text(value: object) -> str | None:
+    """`YYYY-MM-DD HH:MM:SS` (UTC, the second floored) of any time `epoch_seconds` reads, for
+    people; None for anything else and for a time outside the years 0001-9999."""
+    if isinstance(value, str) and not _EPOCH_NUMBER.fullmatch(value.strip()):
+        ns = _date_time_ns(value.strip(), strict=False)  # exact: a float of ns would round .9999999 up
+        whole = None if ns is None else ns // NS_PER_S
+    else:
+        secs = epoch_seconds(value)
+        whole = None if secs is None else math.floor(secs)
+    return _utc_text_of(whole)
+
+
+def utc_text_ms(ms: float) -> str | None:
+    """`utc_text` of a count known to be Unix milliseconds (`occurred_at_ms`, `updated_at_ms`)."""
+    if isinstance(ms, int):
+        return _utc_text_of(ms // 1000)
+    return _utc_text_of(math.floor(ms / 1000) if math.isfinite(ms) else None)
+
+
+def _utc_text_of(whole: int | None) -> str | None:
+    if whole is None or not MIN_NS // NS_PER_S <= whole <= MAX_NS // NS_PER_S:
         return None
     return _utc_fields(whole * NS_PER_S)[0].replace("T", " ")
 

@@ -29,7 +29,7 @@ from urllib.parse import quote
 
 import orjson
 
-from harn_ls.formats.harn_time import epoch_seconds, utc_text
+from harn_ls.formats.harn_time import utc_text
 from harn_ls.render.limits import DOC_LINE_BYTES, DOC_VALUE_BYTES, more_bytes
 from harn_ls.util.message_text import code_span
 from harn_ls.util.progress import scaled_bytes
@@ -279,12 +279,11 @@ _EPOCH = re.compile(r"^\d{9,13}(\.\d+)?$", re.ASCII)
 
 def display_time(value: Any) -> str:
     """Run records mix RFC 3339 strings and epoch seconds or milliseconds (numbers or strings):
-    one form, `YYYY-MM-DD HH:MM:SS` (UTC), read by `harn_time.epoch_seconds`. Anything that is no
+    one form, `YYYY-MM-DD HH:MM:SS` (UTC), read by `harn_time.utc_text`. Anything that is no
     time a clock can show (`1e400`, `nan`, a word) comes back as written, cut to 19 characters."""
     if value is None or value == "":
         return ""
-    secs = epoch_seconds(value)
-    shown = utc_text(secs) if secs is not None else None
+    shown = utc_text(value)
     return shown if shown is not None else str(value)[:19]
 
 
