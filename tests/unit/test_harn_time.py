@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from harn_ls.formats import harn_time as T
 from harn_ls.formats.pattern_learning import suppressed_until_after
-from harn_ls.render.markdown import display_time
+from harn_ls.render.markdown import display_time, moment
 from harn_ls.render.state_docs import ms_time
 from tests.helpers.samples import SAMPLES
 
@@ -400,3 +400,16 @@ def test_an_event_time_no_clock_shows_is_written_as_is():
     assert ms_time(None) == "" and ms_time(True) == "" and ms_time("1777885295002") == ""
     assert T.utc_text_ms(253_402_300_799_999) == "9999-12-31 23:59:59"
     assert T.utc_text_ms(253_402_300_800_000) is None
+
+
+def test_now_given_as_text():
+    assert T.now_ns("2026-05-12T09:14:03.512848123Z") == 1_778_577_243_512_848_123
+    assert T.now_ns("2026-05-12T09:14:03.500z") == T.now_ns("2026-05-12 09:14:03.5") == 1_778_577_243_500_000_000
+    for junk in ("t", "", "1778577243", "2026-05-12T09:14:03+0530", "2026-02-30T00:00:00Z"):
+        with pytest.raises(ValueError):
+            T.now_ns(junk)
+
+
+def test_moment_reads_ascii_epoch_digits_only():
+    assert moment("1778235300") == "2026-05-08 10:15:00 UTC (epoch 1778235300)"
+    assert moment("١٧٧٨٢٣٥٣٠٠") == "١٧٧٨٢٣٥٣٠٠"  # was read as 1778235300 through float()
