@@ -46,6 +46,8 @@ from harn_ls.util.safe_read import ReadRefused, open_confined
 # one result row: SQLite hands back None, int, float, str or bytes per column, and every reader checks
 # the type of each value it uses
 SqlRow: TypeAlias = tuple[Any, ...]
+# one value of a row, for a record field that keeps it as stored
+SqlValue: TypeAlias = "str | int | float | bytes | None"
 
 DEFAULT_DEADLINE_S = 1.0      # per query; a hostile file yields a problem well within 2 s
 DEFAULT_MAX_ROWS = 10_000     # per query
