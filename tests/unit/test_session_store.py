@@ -146,17 +146,3 @@ def test_hash_helper_matches_chain_rule():
     h1 = event_record_hash("s", ev, None)
     h2 = event_record_hash("s", {**ev, "payload": {"a": 2, "b": 1}}, None)
     assert h1 == h2 and h1 != event_record_hash("s", ev, h1)
-
-
-def test_more_sessions_than_the_cap_is_an_info_problem(tmp_path):
-    """Past MAX_SESSIONS the reader once raised AttributeError (Severity.INFORMATION does not exist)
-    and the whole store was lost; now the most recently updated are shown, with a problem saying so."""
-    from harn_ls.formats.problems import Severity
-    from harn_ls.formats.session_store import CODE_TOO_MANY, MAX_SESSIONS
-
-    sessions = [{"id": f"s{i:05d}", "updated_at_ms": 1_700_000_000_000 + i} for i in range(MAX_SESSIONS + 1)]
-    snap = read_session_store(str(make(tmp_path, sessions=sessions)))
-    assert len(snap.sessions) == MAX_SESSIONS
-    assert snap.sessions[0].id == f"s{MAX_SESSIONS:05d}" and "s00000" not in {s.id for s in snap.sessions}
-    assert [(p.code, p.severity) for p in snap.problems] == [(CODE_TOO_MANY, Severity.INFO)]
-    assert f"more than {MAX_SESSIONS} sessions" in snap.problems[0].message
