@@ -24,7 +24,6 @@ import time
 from collections.abc import Iterable
 from dataclasses import field
 from hashlib import sha256
-from typing import cast
 
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryRecord
@@ -425,7 +424,8 @@ def _payloads(path: str, problems: list[Problem]) -> list[tuple[int, JsonObject]
         if line.problem is not None:
             problems.append(line.problem)
             continue
-        payload = cast(JsonObject, line.value).get("payload")  # (a line without a problem holds its object)
+        value: JsonObject = line.value  # type: ignore[assignment]  # a line without a problem holds its object
+        payload = value.get("payload")
         if not isinstance(payload, dict):
             problems.append(Problem(path, line.line_no, CODE_LEGACY,
                 "legacy line has no object 'payload'; the migration ignores it", Severity.WARNING))

@@ -146,7 +146,8 @@ def _open_object(path: str, problems: list[Problem], what: str, root: str | None
     return fd, False, st
 
 
-def _load_object(path: str, problems: list[Problem], what: str, root: str | None = None) -> tuple[JsonObject | None, bool, os.stat_result | None]:
+def _load_object(path: str, problems: list[Problem], what: str,
+                 root: str | None = None) -> tuple[JsonObject | None, bool, os.stat_result | None]:
     """Read + parse once. Returns (object or None, retry, stat)."""
     fd, retry, st = _open_object(path, problems, what, root)
     if fd is None:

@@ -312,12 +312,13 @@ class LazyEvents(Sequence[TranscriptEvent]):
         if isinstance(j, slice):
             return [self[k] for k in range(*j.indices(len(self._kept)))]
         i = self._kept[j]
-        # (a kept index is one _event_from accepted: never None)
-        return cast(TranscriptEvent, _event_from(self._raw[i], i, [], self._path, self._line, self._where))
+        # a kept index is one _event_from accepted: never None (no cast: this runs per event shown)
+        return _event_from(self._raw[i], i, [], self._path, self._line, self._where)  # type: ignore[return-value]
 
     def __iter__(self) -> Iterator[TranscriptEvent]:
         for i, value in zip(self._kept, self._raw.items(self._kept)):
-            yield cast(TranscriptEvent, _event_from(value, i, [], self._path, self._line, self._where))
+            # a kept index is one _event_from accepted: never None (no cast: this runs per event)
+            yield _event_from(value, i, [], self._path, self._line, self._where)  # type: ignore[misc]
 
 
 # (problems, messages, events or their count, assets, id, summary, metadata, state, version)
@@ -490,7 +491,7 @@ def read_llm_transcript(path: str, *, tail: JsonlTail | None = None) -> LlmTrans
         if jl.problem is not None:
             problems.append(jl.problem)
             continue
-        value = cast(JsonObject, jl.value)  # (a line without a problem holds its object)
+        value: JsonObject = jl.value  # type: ignore[assignment]  # a line without a problem holds its object
         kind = value.get("type")
         if not isinstance(kind, str):
             problems.append(Problem(path, jl.line_no, CODE_LLM_NO_TYPE, "line has no string 'type'; kept as unknown", Severity.WARNING))

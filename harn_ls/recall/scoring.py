@@ -166,7 +166,8 @@ class QueryTerm:
         if self._dense is None:  # a code per slot, kept for this query's later candidate sets
             self._dense = np.zeros(nslots, dtype=self.codes.dtype)
             self._dense[self.slots] = self.codes
-        return self._dense[cand]  # type: ignore[no-any-return]  # numpy types an op on an ndarray of unknown dtype as Any
+        # (numpy types an op on an ndarray of unknown dtype as Any)
+        return self._dense[cand]  # type: ignore[no-any-return]
 
 
 def _probe(cand: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -213,8 +214,10 @@ def _partial(own: QueryTerm, part: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """The score the candidates would have if they held no other query term: never above their score
     (the other terms only add non-negative values, and every rounded step is monotonic)."""
     if own.count == 1:  # `part + (0.0 + key) + tag`, without the copies
-        return part + _FIRST_OF_CODE[_flag_index(codes)]  # type: ignore[no-any-return]  # numpy types an op on an ndarray of unknown dtype as Any
-    return (_sum_parts([own] * own.count, {id(own): part})  # type: ignore[no-any-return]  # numpy types an op on an ndarray of unknown dtype as Any
+        # (numpy types an op on an ndarray of unknown dtype as Any)
+        return part + _FIRST_OF_CODE[_flag_index(codes)]  # type: ignore[no-any-return]
+    # (numpy types an op on an ndarray of unknown dtype as Any)
+    return (_sum_parts([own] * own.count, {id(own): part})  # type: ignore[no-any-return]
             + _fold_boosts([own] * own.count, {id(own): codes}))
 
 
@@ -270,7 +273,8 @@ def _boost_ok(partial: np.ndarray, theta: float, cand: np.ndarray, others: list[
     """Whether each candidate's partial score plus the other terms' BM25 bounds plus the boost bounds
     of the other terms that flag it reaches theta (lowered by `_ABS_SLACK` for the rounding)."""
     need = theta - sum(u.bm25_bound for u in others) - _ABS_SLACK
-    return partial + boosts.of(others, nslots)[cand] >= need  # type: ignore[no-any-return]  # numpy types an op on an ndarray of unknown dtype as Any
+    # (numpy types an op on an ndarray of unknown dtype as Any)
+    return partial + boosts.of(others, nslots)[cand] >= need  # type: ignore[no-any-return]
 
 
 def _may_rank(partial: np.ndarray, theta: float, cand: np.ndarray, others: list[QueryTerm],
