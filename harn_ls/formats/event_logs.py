@@ -18,12 +18,7 @@ from collections.abc import Iterable
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from harn_ls.formats.events import (
-    Event,
-    FileEventLog,
-    LogSummary,
-    TopicInfo,
-)
+from harn_ls.formats.events import Event, FileEventLog, LogSummary, TopicInfo
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.util.json_types import JsonObject
 from harn_ls.util.lean_dataclass import lean_dataclass

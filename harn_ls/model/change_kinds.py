@@ -48,7 +48,7 @@ RESCAN_KINDS = CORE_KINDS | {K.ROOTS}
 
 @lean_dataclass
 class ChangeSet:
-    """What one `Workspace.apply` changed: the kinds, and which namespaces, pipelines, files and runs."""
+    """What one `Workspace.apply_changes` changed: the kinds, and which namespaces, pipelines, files and runs."""
 
     kinds: set[ChangeKind] = field(default_factory=set)
     namespaces: set[str] = field(default_factory=set)

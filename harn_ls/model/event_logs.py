@@ -11,7 +11,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from harn_ls.cache import dirs as cache_dir
+from harn_ls.cache.dirs import project_cache_dir
 from harn_ls.formats import state_files as sf
 from harn_ls.formats.event_logs import LogView, discover, hitl_rules
 from harn_ls.formats.problems import Problem, Severity
@@ -32,7 +32,7 @@ class EventLogState:
         self.paths = paths
         root = paths.project_root
         try:
-            copy_dir = os.path.join(cache_dir.project_cache_dir(root, env), "wal-copies")
+            copy_dir = os.path.join(project_cache_dir(root, env), "wal-copies")
         except ValueError:
             copy_dir = None
         # a log the user's environment placed outside the project (HARN_EVENT_LOG_SQLITE_PATH=/elsewhere, or

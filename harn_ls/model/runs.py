@@ -82,7 +82,7 @@ class RunsPart:
         # A run record the state cache still matches by one lstat (the same regular file, so not a
         # link: it is where its folder is, and the folder is checked once) skips the per-file checks;
         # a one-shot `inspect --json` lists no stages or usage: they stay undecoded (a server shows them)
-        cache = self._state_cache
+        cache = self._project_cache
         cached = cache.restore_regular_runs(paths, details=not self._one_shot) \
             if cache is not None and paths and not self._leaves_project(d) else {}
         for path in paths:
@@ -135,7 +135,7 @@ class RunsPart:
         self._forget_run_path(path)
         if self._leaves_project_reported(path) or not os.path.lexists(path) or os.path.isdir(path):
             return
-        cache = self._state_cache
+        cache = self._project_cache
         cached = cache.restore_run(path) if cache is not None else None
         if cached is not None:
             run, summaries = cached
