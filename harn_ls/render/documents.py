@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from array import array
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from harn_ls.formats.checkpoints import running_now
 from harn_ls.formats.fact_anchors import fact_staleness
@@ -45,6 +45,7 @@ from harn_ls.util.utf8 import utf8_len
 if TYPE_CHECKING:
     from harn_ls.formats.pattern_learning import PatternState, Proposal
     from harn_ls.formats.problems import Problem
+    from harn_ls.formats.transcript_summary import TranscriptSummary
     from harn_ls.model.workspace import Workspace
 
 Renderer = Callable[["Workspace", StateUri, RenderSettings], str]
@@ -518,8 +519,10 @@ def runs(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
                        f"{cell(st.get('outcome'))} | {len(attempts)} |")
         out.append("")
     out.append(f"## Transcripts ({len(run.transcripts)})\n")
-    for tr in run.transcripts:
-        out.append(f"- {_link(tr.id, make_uri('transcripts', tr.id))} — {tr.message_count} message(s), {tr.event_count} event(s)")
+    for tr in cast("list[TranscriptSummary]", run.transcripts):  # (a workspace's runs hold summaries)
+        # a transcript without an id (reported as a problem of the record) has no page of its own
+        name = _link(tr.id, make_uri("transcripts", tr.id)) if tr.id is not None else "a transcript without an id"
+        out.append(f"- {name} — {tr.message_count} message(s), {tr.event_count} event(s)")
     if run.llm_transcript_path:
         out.append(f"\n## LLM calls\n\nTurn log: {inline(_rel(ws, run.llm_transcript_path))}\n")
         out.extend(_llm_calls(run.llm_transcript_path))
