@@ -91,7 +91,8 @@ def migrate_pattern_learning(ws, now=None) -> dict:
             "tool_sequence": normalize_tools(obs.tool_sequence), "observed_at": obs.observed_at or now_iso,
             "source_id": "", "run_id": "", "evidence_kind": "",  # pl_observation_from_legacy passes none
         }, "observation")
-        events.append(pattern_store_event(NAMESPACE, oid, pl_fmt.pattern_record_key("observation", oid), value, now_iso, "observation"))
+        events.append(pattern_store_event(NAMESPACE, oid, pl_fmt.pattern_record_key("observation", oid), value, now_iso,
+                                          "observation"))
         active_ids.add(oid)
         counts["observations"] += 1
 
@@ -113,7 +114,8 @@ def migrate_pattern_learning(ws, now=None) -> dict:
         }
         value = pl_fmt.pattern_record_value(record, "pending")
         rid = pl_fmt.pending_record_id(record["id"], now_iso, str(uuid.uuid4()))
-        events.append(pattern_store_event(NAMESPACE, rid, pl_fmt.pattern_record_key("pending", record["id"]), value, now_iso, "pending"))
+        events.append(pattern_store_event(NAMESPACE, rid, pl_fmt.pattern_record_key("pending", record["id"]), value, now_iso,
+                                          "pending"))
         counts["proposals"] += 1
 
     # pl_migrate_state always replaces the state: a missing legacy state stream reads as the

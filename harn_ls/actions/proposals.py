@@ -258,8 +258,8 @@ def _stage_candidate(ws, plan: Plan) -> tuple[list[str], list[str]]:
         return [f.path for f in plan.files], []
     missing = [f.path for f in plan.files if not f.identical and not f.replaceable]
     if missing:
-        raise ActionFailed(f"refused: {quote(candidate)} is an incomplete staging (missing " + ", ".join(quote(m) for m in missing)
-                           + "); remove the folder and accept again")
+        raise ActionFailed(f"refused: {quote(candidate)} is an incomplete staging (missing "
+                           + ", ".join(quote(m) for m in missing) + "); remove the folder and accept again")
     written, unchanged = [], []
     for f in plan.files:
         if f.identical:

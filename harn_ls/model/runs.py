@@ -8,10 +8,10 @@ import os
 
 from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.transcript_summary import TranscriptSummary
-from harn_ls.model.change_kinds import K
+from harn_ls.model.change_kinds import ChangeSet, K
 
-# Annotations name `Workspace` and `ChangeSet` (harn_ls/model/workspace.py) without importing them: that module
-# imports this one.
+# A transcript entry holds the workspace as its `RunsPart` (the reader it calls back): harn_ls/model/workspace.py
+# imports this module, so it cannot import `Workspace` back.
 
 
 class TranscriptEntry:
@@ -24,7 +24,7 @@ class TranscriptEntry:
 
     __slots__ = ("id", "run_id", "path", "message_count", "event_count", "asset_count", "_held", "_ws")
 
-    def __init__(self, transcript, run_id: str | None, path: str, ws: Workspace | None = None, keep: bool = True) -> None:
+    def __init__(self, transcript, run_id: str | None, path: str, ws: RunsPart | None = None, keep: bool = True) -> None:
         self.id = transcript.id
         self.run_id = run_id
         self.path = path
@@ -35,7 +35,7 @@ class TranscriptEntry:
         self._ws = ws
 
     @classmethod
-    def from_summary(cls, sm: TranscriptSummary, run_id: str | None, path: str, ws: Workspace) -> TranscriptEntry:
+    def from_summary(cls, sm: TranscriptSummary, run_id: str | None, path: str, ws: RunsPart) -> TranscriptEntry:
         self = cls.__new__(cls)
         self.id, self.run_id, self.path = sm.id, run_id, path
         self.message_count, self.event_count, self.asset_count = sm.message_count, sm.event_count, sm.asset_count

@@ -148,7 +148,8 @@ def _rows(conn, topic: str, *, tail: int | None = None, after_id: int = 0, rid: 
             p = orjson.loads(raw)
             h = orjson.loads(headers)
         except (orjson.JSONDecodeError, TypeError):
-            raise AnswerRefused(f"{quote(topic)} event {quote(eid)} is not valid JSON; Harn could not read this topic either")
+            raise AnswerRefused(
+                f"{quote(topic)} event {quote(eid)} is not valid JSON; Harn could not read this topic either") from None
         out.append(Row(eid, kind, raw, p, h if isinstance(h, dict) else {}, occurred))
     return out
 
@@ -394,7 +395,8 @@ def finish(log_path: str, request_id: str) -> AnswerResult:
         if not mine:
             raise AnswerRefused(f"request {quote(request_id)} has no response to finish")
         if _waitpoint_state(snap) != "open":
-            raise AnswerRefused(f"request {quote(request_id)} is already finished: its waitpoint is {quote(_waitpoint_state(snap))}")
+            raise AnswerRefused(
+                f"request {quote(request_id)} is already finished: its waitpoint is {quote(_waitpoint_state(snap))}")
         last = mine[-1].payload if isinstance(mine[-1].payload, dict) else {}
         res = AnswerResult(request_id, "finish", last.get("reviewer") if isinstance(last.get("reviewer"), str) else None,
                            log_path)
