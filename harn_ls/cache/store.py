@@ -592,7 +592,7 @@ class StateCache:
                     continue
                 stem = f"ns{i}-{sha256(ns.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
                 entry = {"path": path, "validator": v, "index": None}
-                space.active  # (built first: the rows it is restored from are kept for _cached_rows)
+                space.active  # noqa: B018 (the property is built first: the rows it is restored from are kept for _cached_rows)
                 parts = iter_namespace_payloads(space, ws._fact_entries(ns), self._cached_rows(ns, space))
                 for part, data in parts:
                     entry[part] = self._write_payload(stem + PAYLOADS[part], data, token)
@@ -637,7 +637,7 @@ class StateCache:
         lines = data.split(b"\n")[:-1]  # (every row ends with a newline)
         if len(lines) != len(records):
             return None
-        return {r.seq: (r, row) for r, row in zip(records, lines)}
+        return {r.seq: (r, row) for r, row in zip(records, lines, strict=True)}
 
     def _save_index(self, index, stem: str, token: str) -> dict:
         desc: dict[str, Any] = {"total_tokens": int(index.total_tokens)}
