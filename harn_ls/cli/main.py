@@ -260,7 +260,7 @@ def cmd_proposals(args) -> int:
             if not out:
                 sys.stdout.write("no pending proposals\n")
             for p in out:
-                flag = " (suppressed until %s)" % p["suppressed_until"] if p.get("suppressed_until") else ""
+                flag = f" (suppressed until {p['suppressed_until']})" if p.get("suppressed_until") else ""
                 sys.stdout.write(f"{p['id']}  {p['kind']:<13} support {p['support']:<3} {p['name']}{flag}\n")
         return 0
     if len(rest) != 1:
@@ -501,11 +501,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.set_defaults(func=cmd_inspect)
 
     if only in (None, "show"):
-        s = sub.add_parser("show", help="print a harn-state: document", usage="harn-ls show [PATH] URI [--show-private] [--format text|md|svg] [--quiet]")
+        s = sub.add_parser("show", help="print a harn-state: document",
+                           usage="harn-ls show [PATH] URI [--show-private] [--format text|md|svg] [--quiet]")
         s.add_argument("args", nargs="+", metavar="[PATH] URI")
         s.add_argument("--show-private", action="store_true", help="include private reasoning in transcripts")
         s.add_argument("--format", choices=("text", "md", "svg"), default="text",
-                       help="text: Markdown without pictures (default); md: with inline SVG pictures; svg: the document's picture")
+                       help="text: Markdown without pictures (default); md: with inline SVG pictures;"
+                            " svg: the document's picture")
         _no_cache(s)
         _quiet(s)
         s.set_defaults(func=cmd_show)
@@ -535,7 +537,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     if only in (None, "proposals"):
         s = sub.add_parser("proposals", help="list / accept / reject learned-skill proposals",
-                           usage="harn-ls proposals [PATH] list|accept ID|reject ID [--days N] [--all] [--skill-root DIR] [--json]")
+                           usage="harn-ls proposals [PATH] list|accept ID|reject ID [--days N] [--all] [--skill-root DIR]"
+                                 " [--json]")
         s.add_argument("args", nargs="+", metavar="[PATH] list|accept ID|reject ID")
         s.add_argument("--days", type=_arg_type(whole_number(0, 36_500)), default=14)
         s.add_argument("--all", action="store_true", help="include suppressed proposals")
