@@ -115,7 +115,8 @@ class EventLogState:
         d = self._dirs()
         probs: list[Problem] = []
         self._problems[kind] = probs
-        guard = {"store": [os.path.join(s, "store.json"), os.path.join(self.paths.project_root, ".harn", "orchestrator", "store.json")],
+        guard = {"store": [os.path.join(s, "store.json"),
+                           os.path.join(self.paths.project_root, ".harn", "orchestrator", "store.json")],
                  "workflows": [d["workflows"]], "receipts": [d["receipts"]], "worktrees": [d["worktrees"]],
                  "crystallization": self.crystallization_dirs, "locks": [d["checkpoints"], d["agent-run-writers"]],
                  "embed": [self.paths.memory_root]}.get(kind, [])

@@ -204,10 +204,10 @@ class FactSpanCache:
                  for _k, _f, evidence in todo]
         missing = sum(a is None for anchors in found for a in anchors)
         normed = _normalized_for(entry.lines, missing) if missing else None
-        for (key, fact, evidence), anchors in zip(todo, found):
+        for (key, fact, evidence), anchors in zip(todo, found, strict=True):
             fresh[key] = (fact, [FactSpan(fact, ev, a if a is not None else anchor(
                 entry.lines, ev.range.start, ev.range.end, ev.snippet, entry.reason, normed))
-                for ev, a in zip(evidence, anchors)])
+                for ev, a in zip(evidence, anchors, strict=True)])
         self.stats.anchored += missing
         self.stats.restored += sum(len(evidence) for _k, _f, evidence in todo) - missing
         if missing or known is None:

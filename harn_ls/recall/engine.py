@@ -99,7 +99,8 @@ class RecallEngine:
             idx = self._indexes[namespace] = NamespaceIndex(namespace)
         return idx
 
-    def apply_memory_delta(self, namespace: str, delta: MemoryDelta, config: dict | None = None, ns_dir: str | None = None) -> None:
+    def apply_memory_delta(self, namespace: str, delta: MemoryDelta, config: dict | None = None,
+                           ns_dir: str | None = None) -> None:
         self._pending.setdefault(namespace, []).append((delta, config, ns_dir))
         self._pending_records += len(delta.added) + len(delta.removed)
         if self._pending_records > self.PENDING_MAX:
