@@ -36,7 +36,8 @@ class StageDiff:
         for label, keys in (("added", self.added), ("removed", self.removed),
                             ("fingerprint changed", self.fingerprint_changed), ("value changed", self.value_changed)):
             if keys:
-                parts.append(f"{label}: " + ", ".join(md_text(k) for k in keys[:10]) + (f" +{len(keys) - 10}" if len(keys) > 10 else ""))
+                parts.append(f"{label}: " + ", ".join(md_text(k) for k in keys[:10])
+                             + (f" +{len(keys) - 10}" if len(keys) > 10 else ""))
         return "; ".join(parts) or "no stage changed"
 
 

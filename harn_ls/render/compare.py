@@ -67,7 +67,7 @@ def llm_messages(run) -> list[Message]:
     """The conversation as the provider saw it: `message` lines of the turn log, else the transcript's events."""
     log = load_llm_log(run)
     out: list[Message] = []
-    if log is not None and any(l.type in ("message", "provider_call_response") for l in log.lines):
+    if log is not None and any(ln.type in ("message", "provider_call_response") for ln in log.lines):
         for line in log.lines:
             if line.type == "message":
                 v = line.value
@@ -188,7 +188,9 @@ def compare_document(ws, a_id: str, b_id: str) -> str:
     if not ma and not mb:
         out.append("Neither run recorded LLM messages.")
     else:
-        i = next((i for i, (x, y) in enumerate(zip(ma, mb)) if (x.role, mask(x.text)) != (y.role, mask(y.text))), None)
+        # (the shorter conversation ends the comparison: a longer one diverges where it goes on)
+        i = next((i for i, (x, y) in enumerate(zip(ma, mb, strict=False))
+                  if (x.role, mask(x.text)) != (y.role, mask(y.text))), None)
         if i is None and len(ma) == len(mb):
             out.append(f"The {len(ma)} LLM message(s) are the same (ids and timestamps masked).")
         else:
@@ -196,7 +198,8 @@ def compare_document(ws, a_id: str, b_id: str) -> str:
             out.append(f"The conversations diverge at message **{i + 1}** (A has {len(ma)}, B has {len(mb)}).\n")
             for label, msgs in (("A", ma), ("B", mb)):
                 m = msgs[i] if i < len(msgs) else None
-                out.append(f"- **{label}**: " + (f"*{md_text(m.role)}* — {md_text(short_text(m.text, 400))}" if m else "*(no message)*"))
+                out.append(f"- **{label}**: "
+                           + (f"*{md_text(m.role)}* — {md_text(short_text(m.text, 400))}" if m else "*(no message)*"))
     out.append("")
     out.append(f"Side by side: [normalized A]({make_uri('runs', a.id, normalized='1')}) · "
                f"[normalized B]({make_uri('runs', b.id, normalized='1')})")

@@ -129,7 +129,8 @@ def _tokens_of(ev) -> tuple[int | None, int | None]:
 def _tool_call(b: dict) -> str:
     args = b.get("arguments", b.get("input", b.get("args")))
     name = b.get("name") or "?"
-    summary = f"🔧 Tool call <code>{html_text(name)}</code>" + (f" · <code>{html_text(b.get('id'))}</code>" if b.get("id") else "")
+    summary = f"🔧 Tool call <code>{html_text(name)}</code>" \
+        + (f" · <code>{html_text(b.get('id'))}</code>" if b.get("id") else "")
     body = _pre(pretty_json(args, TOOL_LIMIT)) if args is not None else "<p>no arguments</p>"
     return details(summary, body)
 
@@ -216,7 +217,8 @@ def render_event(i: int, ev, ctx: Context) -> tuple[str, bool]:
     comp = ev.compaction
     if comp is not None:
         saved = f", {comp.tokens_saved} saved" if comp.tokens_saved is not None else ""
-        body.append(f"> ✂️ **Compaction** — {comp.archived_messages if comp.archived_messages is not None else '?'} message(s) archived, "
+        archived = comp.archived_messages if comp.archived_messages is not None else "?"
+        body.append(f"> ✂️ **Compaction** — {archived} message(s) archived, "
                     f"~{comp.estimated_tokens_before} → ~{comp.estimated_tokens_after} tokens{saved} "
                     f"({md_text(comp.mode or '')} · {md_text(comp.strategy or comp.engine_strategy or '')}"
                     + (f", kept first {comp.keep_first} and last {comp.keep_last}" if comp.keep_first is not None else "") + ")")

@@ -36,7 +36,8 @@ def _one_fact(s: FactSpan) -> str:
         stale = f"\n\n↪ re-anchored: recorded at lines {int(s.evidence.range.start)}-{int(s.evidence.range.end)}."
     ev_lines = []
     for ev in f.evidence[:EVIDENCE_SHOWN]:
-        ev_lines.append(f"- {cell(ev.kind, 60)} {inline(ev.ref, 300)}" + (f" — {inline(short_text(ev.snippet, 60))}" if ev.snippet else ""))
+        ev_lines.append(f"- {cell(ev.kind, 60)} {inline(ev.ref, 300)}"
+                        + (f" — {inline(short_text(ev.snippet, 60))}" if ev.snippet else ""))
     if len(f.evidence) > EVIDENCE_SHOWN:
         ev_lines.append(f"- … {len(f.evidence) - EVIDENCE_SHOWN} more")
     if isinstance(f.provenance, dict):

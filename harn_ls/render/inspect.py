@@ -130,7 +130,7 @@ def _cached_facts_body(ws) -> bytes | memoryview | None:
             parts.append(([f.id for f in facts], None, [fact_inspect_fragment(f) for f in facts]))
     if len(parts) == 1 and parts[0][1] is not None:
         return parts[0][1]  # one namespace holds every fact: its cached body is the whole list
-    runs = [zip(ids, rest if body is None else split_fact_body(body, rest)) for ids, body, rest in parts]
+    runs = [zip(ids, rest if body is None else split_fact_body(body, rest), strict=True) for ids, body, rest in parts]
     return FACT_SEPARATOR.join(frag for _id, frag in heapq.merge(*runs, key=lambda e: e[0]))
 
 
@@ -154,7 +154,8 @@ def inspect_text(ws) -> str:
                    + ("  WRITING NOW" if cp["running"] else ""))
     out.append(f"memory           {c['namespaces']} namespace(s), {c['records']} active record(s)")
     for m in data["memory"]:
-        out.append(f"  {m['namespace']:<28} {m['active']:>5} active {m['events']:>6} events  backend {m['config'].get('backend')}")
+        out.append(f"  {m['namespace']:<28} {m['active']:>5} active {m['events']:>6} events"
+                   f"  backend {m['config'].get('backend')}")
     out.append(f"facts            {c['facts']}")
     for f in data["facts"][:12]:
         rng = f" @ {f['ranges'][0]}" if f["ranges"] else ""
@@ -164,7 +165,8 @@ def inspect_text(ws) -> str:
     out.append(f"pattern learning {pl['observations']} observation(s), {len(visible)} pending proposal(s)"
                f" (+{len(pl['pending']) - len(visible)} suppressed)")
     for p in pl["pending"]:
-        out.append(f"  {p['id']:<24} {p['kind']:<14} support {p['support']:<3} {p['name']}" + ("  [suppressed]" if p["suppressed"] else ""))
+        out.append(f"  {p['id']:<24} {p['kind']:<14} support {p['support']:<3} {p['name']}"
+                   + ("  [suppressed]" if p["suppressed"] else ""))
     if pl["migration_needed"]:
         out.append("  legacy Burin streams found, not migrated")
     n_sk = sum(len(v) for v in data["skills"].values())

@@ -73,8 +73,10 @@ def growth_svg(buckets: list[tuple[date, int, int]], unit: str, title: str = "")
              f'font-family="sans-serif" font-size="11" role="img" aria-label="{esc(title or "memory growth")}">',
              f"<title>{esc(title or 'Memory growth')}</title>",
              f'<rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>',
-             f'<rect x="{left}" y="6" width="10" height="10" fill="{STORE_COLOR}"/><text x="{left + 14}" y="15" fill="#333">stores / {esc(unit)}</text>'
-             f'<rect x="{left + 120}" y="6" width="10" height="10" fill="{FORGET_COLOR}"/><text x="{left + 134}" y="15" fill="#333">forgotten / {esc(unit)}</text>',
+             f'<rect x="{left}" y="6" width="10" height="10" fill="{STORE_COLOR}"/>'
+             f'<text x="{left + 14}" y="15" fill="#333">stores / {esc(unit)}</text>'
+             f'<rect x="{left + 120}" y="6" width="10" height="10" fill="{FORGET_COLOR}"/>'
+             f'<text x="{left + 134}" y="15" fill="#333">forgotten / {esc(unit)}</text>',
              f'<text x="{left - 4}" y="{top + 8}" fill="#666" text-anchor="end">{peak}</text>'
              f'<text x="{left - 4}" y="{top + plot_h}" fill="#666" text-anchor="end">0</text>'
              f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#ccc"/>']
@@ -85,14 +87,17 @@ def growth_svg(buckets: list[tuple[date, int, int]], unit: str, title: str = "")
         parts.append(f'<g class="bucket"><title>{esc(label)}</title>')
         if s:
             sh = s / peak * plot_h
-            parts.append(f'<rect x="{num(x)}" y="{num(top + plot_h - sh)}" width="{num(half)}" height="{num(sh)}" fill="{STORE_COLOR}"/>')
+            parts.append(f'<rect x="{num(x)}" y="{num(top + plot_h - sh)}" width="{num(half)}" height="{num(sh)}"'
+                         f' fill="{STORE_COLOR}"/>')
         if f:
             fh = f / peak * plot_h
-            parts.append(f'<rect x="{num(x + half)}" y="{num(top + plot_h - fh)}" width="{num(half)}" height="{num(fh)}" fill="{FORGET_COLOR}"/>')
+            parts.append(f'<rect x="{num(x + half)}" y="{num(top + plot_h - fh)}" width="{num(half)}" height="{num(fh)}"'
+                         f' fill="{FORGET_COLOR}"/>')
         parts.append(f'<rect x="{num(x)}" y="{top}" width="{num(bw)}" height="{plot_h}" fill="transparent"/></g>')
     if buckets:
         parts.append(f'<text x="{left}" y="{h - 8}" fill="#666">{esc(buckets[0][0].isoformat())}</text>'
-                     f'<text x="{left + plot_w}" y="{h - 8}" fill="#666" text-anchor="end">{esc(buckets[-1][0].isoformat())}</text>')
+                     f'<text x="{left + plot_w}" y="{h - 8}" fill="#666" text-anchor="end">'
+                     f'{esc(buckets[-1][0].isoformat())}</text>')
     parts.append("</svg>")
     return "".join(parts)
 

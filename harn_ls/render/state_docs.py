@@ -157,8 +157,8 @@ def _special(ws, view, topic: str, evs) -> list[str]:
             return []
         out = ["## Requests", "", "| request | state | asks | requested |\n|---|---|---|---|"]
         for r in sorted(reqs, key=lambda r: r.event_id, reverse=True)[:500]:
-            out.append(f"| {_link(r.request_id, make_uri('hitl', r.request_id))} | {r.state} | {cell(short_text(r.prompt, 60))} | "
-                       f"{cell(r.requested_at)} |")
+            out.append(f"| {_link(r.request_id, make_uri('hitl', r.request_id))} | {r.state} | "
+                       f"{cell(short_text(r.prompt, 60))} | {cell(r.requested_at)} |")
         return out + [""]
     if topic == "agent.transcript.llm":
         return _llm_calls(evs)
@@ -171,8 +171,9 @@ def _special(ws, view, topic: str, evs) -> list[str]:
         rows = ["## Dead letters", "", "| # | trigger | binding | attempts | class | error |\n|---|---|---|---|---|---|"]
         for ev in evs:
             p = ev.payload if isinstance(ev.payload, dict) else {}
-            rows.append(f"| {ev.id} | {cell(p.get('trigger_id'))} | {cell(p.get('binding_key'))} | {cell(p.get('attempt_count'))} | "
-                        f"{cell(p.get('error_class'))} | {cell(short_text(p.get('final_error'), 80))} |")
+            rows.append(f"| {ev.id} | {cell(p.get('trigger_id'))} | {cell(p.get('binding_key'))} | "
+                        f"{cell(p.get('attempt_count'))} | {cell(p.get('error_class'))} | "
+                        f"{cell(short_text(p.get('final_error'), 80))} |")
         return rows + [""]
     return []
 
@@ -199,9 +200,9 @@ def _llm_calls(evs) -> list[str]:
         model = f"{resp.get('provider') or req.get('provider') or ''}/{resp.get('model') or req.get('model') or ''}"
         tokens = f"{resp.get('input_tokens', '')}/{resp.get('output_tokens', '')}" if resp else "(no response yet)"
         cost = resp.get("cost_usd")
-        out.append(f"| {inline(cid[:13])} | {cell(model)} | {cell(req.get('iteration', resp.get('iteration')))} | {cell(tokens)} | "
-                   f"{cell(f'${cost:.4f}' if isinstance(cost, (int, float)) else '')} | {cell(resp.get('response_ms', ''))} | "
-                   f"{cell(short_text(resp.get('text'), 60))} |")
+        out.append(f"| {inline(cid[:13])} | {cell(model)} | {cell(req.get('iteration', resp.get('iteration')))} | "
+                   f"{cell(tokens)} | {cell(f'${cost:.4f}' if isinstance(cost, (int, float)) else '')} | "
+                   f"{cell(resp.get('response_ms', ''))} | {cell(short_text(resp.get('text'), 60))} |")
     return out + [""]
 
 
@@ -236,14 +237,16 @@ def _action_graph(ws, evs) -> list[str]:
         out.append("")
         children: dict[str, list] = {}
         has_parent = set()
-        for (frm, to, kind), e in g["edges"].items():
+        for frm, to, kind in g["edges"]:
             children.setdefault(frm, []).append((to, kind))
             has_parent.add(to)
         roots = [nid for nid in g["nodes"] if nid not in has_parent] or list(g["nodes"])[:1]
         seen: set[str] = set()
         lines = 0
 
-        def walk(nid: str, depth: int, via: str | None) -> None:
+        # this trace's graph is bound as defaults: walk runs only within this iteration
+        def walk(nid: str, depth: int, via: str | None, g: dict[str, Any] = g, seen: set[str] = seen,
+                 children: dict[str, list[tuple[str, str]]] = children) -> None:
             nonlocal lines
             if lines > 400 or depth > 30:
                 return
@@ -315,13 +318,15 @@ def hitl(ws, target: StateUri, settings: RenderSettings) -> str:
     out.append(f"| deadline | {cell(deadline)} |")
     if r.kind in ("approval", "dual_control"):
         out.append(f"| reviewers | {cell(', '.join(r.reviewers) or 'anyone')} |")
-        out.append(f"| quorum so far | {len(r.approvals)} of {r.quorum}" + (f" ({cell(', '.join(r.approvals))})" if r.approvals else "") + " |")
+        out.append(f"| quorum so far | {len(r.approvals)} of {r.quorum}"
+                   + (f" ({cell(', '.join(r.approvals))})" if r.approvals else "") + " |")
     trace = r.trace_id
     out.append(f"| trace | {inline(trace) if trace else '—'} |")
     if r.run_id:
         run = _link(r.run_id, make_uri("runs", r.run_id)) if r.run_id in ws.runs else inline(r.run_id)
         out.append(f"| run | {run} |")
-    out.append(f"| log | {inline(_rel(ws, view.path))} ({view.label}) · {_link('topic ' + r.topic, make_uri('events', r.topic, log=view.label))} · event #{r.event_id} |")
+    topic_link = _link('topic ' + r.topic, make_uri('events', r.topic, log=view.label))
+    out.append(f"| log | {inline(_rel(ws, view.path))} ({view.label}) · {topic_link} · event #{r.event_id} |")
     out.append(f"| waitpoint | {cell(r.waitpoint_status or 'not found')} |")
     if r.replays:
         out.append(f"| requested again | {r.replays} time(s) (replayed dispatch) |")

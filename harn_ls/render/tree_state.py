@@ -105,10 +105,12 @@ def children(ws, parent: str, item) -> list[dict]:
                             uri=make_uri("receipts", stem), context="receipt", data={"id": stem}))
         if x.worktrees:
             stale = sum(1 for w in x.worktrees if w.stale)
-            out.append(item("state:worktrees", "Worktrees", description=f"{len(x.worktrees)}" + (f" · {stale} stale" if stale else ""),
+            out.append(item("state:worktrees", "Worktrees",
+                            description=f"{len(x.worktrees)}" + (f" · {stale} stale" if stale else ""),
                             icon="repo-forked", uri=make_uri("worktrees")))
         for c in x.candidates:
-            out.append(item(f"cand:{c.id}", str(c.proposal.get("title") or c.id), description="staged" if c.complete else "incomplete",
+            out.append(item(f"cand:{c.id}", str(c.proposal.get("title") or c.id),
+                            description="staged" if c.complete else "incomplete",
                             icon="beaker", uri=make_uri("crystallization", c.id), context="candidate", data={"id": c.id}))
         n = x.newer
         if n is not None and not n.empty:
