@@ -16,6 +16,7 @@ import stat
 import threading as _threading
 import time as _time
 import uuid
+from collections.abc import Mapping
 
 from harn_ls.actions import append_journal
 from harn_ls.formats.harn_time import iso_millis, now_ns, rfc3339_nanos  # noqa: F401 (the actions' clocks)
@@ -223,7 +224,7 @@ def _check_rel(rel: str) -> list[str]:
     return parts
 
 
-def atomic_write_dir(project_root: str, target_dir: str, files: dict[str, bytes | str]) -> None:
+def atomic_write_dir(project_root: str, target_dir: str, files: Mapping[str, bytes | str]) -> None:
     """Create `target_dir` holding exactly `files` ('/'-separated relative paths), all or nothing.
 
     Everything is written (and fsynced) into a fresh hidden sibling
@@ -358,7 +359,7 @@ def uuid7(at_ns: int | None = None) -> str:
     order; an explicit `at_ns` is kept as given (bumped only within its ms).
     """
     explicit = at_ns is not None
-    ms = (at_ns if explicit else _time.time_ns()) // 1_000_000
+    ms = (at_ns if at_ns is not None else _time.time_ns()) // 1_000_000
     with _uuid7_lock:
         if ms == _uuid7_last[0] or (not explicit and ms < _uuid7_last[0]):
             ms = _uuid7_last[0]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from typing import Any
 
 from harn_ls.actions import ActionFailed, append_lines, atomic_write, iso_millis, now_ns
 from harn_ls.actions.proposals import (
@@ -104,7 +105,7 @@ def migrate_pattern_learning(ws, now=None) -> dict:
         if not t_(prop.id):  # Harn stores only proposals with an id
             counts["skipped"] += 1
             continue
-        record = {  # pl_migrate_pending's `normalized`, field for field
+        record: dict[str, Any] = {  # pl_migrate_pending's `normalized`, field for field
             "id": t_(prop.id), "kind": t_(prop.kind) or "skill", "source": t_(prop.source), "name": t_(prop.name),
             "title": t_(prop.title), "description": t_(prop.description), "when_to_use": t_(prop.when_to_use),
             "body": "" if prop.body is None else str(prop.body), "support": prop.support if prop.support is not None else 0,

@@ -196,7 +196,8 @@ def accept_proposal(ws, proposal_id: str, skill_root: str | None = None, now=Non
     if conflicts:
         raise ActionFailed("refused: a different file already exists at " + ", ".join(quote(c) for c in conflicts)
                            + "; compare it with the proposal instead")
-    written, unchanged = [], []
+    written: list[str] = []
+    unchanged: list[str] = []
     if plan.candidate_dir:
         written, unchanged = _stage_candidate(ws, plan)
     else:

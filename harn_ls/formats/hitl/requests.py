@@ -22,7 +22,7 @@ import calendar
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from harn_ls.formats.events import Event
 from harn_ls.formats.problems import Problem, Severity
@@ -156,7 +156,17 @@ class HitlRequest:
         }
 
 
-def is_terminal(kind: str, ev: Event) -> bool:
+class KindAndPayload(Protocol):
+    """What `is_terminal` reads of an event: an Event, or the answer writer's row."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def payload(self) -> Any: ...
+
+
+def is_terminal(kind: str, ev: KindAndPayload) -> bool:
     """Harn's `hitl_pending` terminal-event table (§M.1.5). `ev`: anything with `kind` and `payload`
     (an Event, or the answer writer's row)."""
     k = ev.kind
