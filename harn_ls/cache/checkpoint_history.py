@@ -113,7 +113,7 @@ class CheckpointHistory:
         return data if hashlib.sha256(data).hexdigest() == v.sha256 else None
 
     def pipelines(self) -> list[str]:
-        out = []
+        out: list[str] = []
         try:
             entries = os.listdir(self.folder)
         except OSError:
