@@ -19,6 +19,9 @@ from harn_ls.cli.args import RECALL_K, OutOfRange, quick_args, seconds, whole_nu
 if TYPE_CHECKING:
     import argparse
 
+    from harn_ls.model.workspace import Workspace
+    from harn_ls.render.progress_bar import TerminalBar
+
 
 class UsageError(Exception):
     """Unusable arguments or path: exit 2."""
@@ -45,7 +48,7 @@ def _pause_collector() -> None:
 
 
 def _project(path: str | None, args=None, memory_only: bool = False, defer_facts: bool = False,
-             share: float = 1.0) -> object:
+             share: float = 1.0) -> Workspace:
     """The project read; on a terminal, a progress bar on stderr meanwhile (`share`: the part of the
     command's bar the read stands for; the rest is the caller's, e.g. `recall`'s index)."""
     _pause_collector()
@@ -64,7 +67,7 @@ def _project(path: str | None, args=None, memory_only: bool = False, defer_facts
     return ws
 
 
-_BAR = None  # the progress bar drawn while this command works (render/progress_bar.py), if any
+_BAR: TerminalBar | None = None  # the progress bar drawn while this command works (render/progress_bar.py), if any
 
 
 def _start_progress(args, title: str):
