@@ -50,13 +50,13 @@ def register(server) -> None:
         code_action_kinds=[P.KIND_ACCEPT, P.KIND_REJECT, P.KIND_COMPARE, P.KIND_PROBE, P.KIND_MIGRATE], resolve_provider=False))
     async def code_action(ls, params: types.CodeActionParams):
         uri = params.text_document.uri
-        skill_root = ls.settings.skillRoot
         client = ls.client
         if uri.startswith(P.SCHEME + ":"):
             return for_client(ls, [a for a in await proposal_document_actions(ls, uri) if _wanted(params.context, a.kind)])
         proj = await ls.loaded_project_for_uri(uri)
         if proj is None or proj.ws is None:
             return []
+        skill_root = ls.settings_for(proj).skillRoot  # its workspace folder's
         path = to_fs_path(uri)
         out: list[types.CodeAction] = []
         if os.path.basename(path) == "events.jsonl":

@@ -105,13 +105,14 @@ def register(server) -> None:
             return []
         path = to_fs_path(uri)
         fact_lenses, encoded = [], None
-        if ls.settings.codeLens.facts:
-            min_conf = ls.settings.facts.minConfidence
+        settings = ls.settings_for(proj)  # its workspace folder's
+        if settings.codeLens.facts:
+            min_conf = settings.facts.minConfidence
             groups, ranges = await run_noting_spans(proj, lambda: fact_lens_groups(proj.ws, path, min_conf,
                                                                                    proj.fact_spans))
             if ranges:
                 fact_lenses, encoded = ready.get(uri, groups, files.number(uri), ranges)
-        if not (ls.settings.codeLens.checkpoints and path.endswith(".harn")):
+        if not (settings.codeLens.checkpoints and path.endswith(".harn")):
             return as_encoded(ls.protocol, fact_lenses, encoded) if encoded is not None else []
         lenses: list = list(fact_lenses)
         doc = ls.workspace.get_text_document(uri)
@@ -151,7 +152,7 @@ async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types
         lens.command = types.Command(title="harn-ls: project not loaded", command="")
         return lens
     path = to_fs_path(uri)
-    min_conf = ls.settings.facts.minConfidence
+    min_conf = ls.settings_for(proj).facts.minConfidence
     view = await run_noting_spans(proj, lambda: fact_lens(proj.ws, path, start, end, min_conf, proj.fact_spans))
     lens.command = to_command(view, ls.client, link_root(ls, proj))
     return lens
