@@ -41,6 +41,18 @@
 ;; (scripts/settings_docs.py; a test fails when they differ):
 ;;
 ;; settings:begin
+;;   setting                  type             default           scope
+;;   harnPath                 string           "harn"            machine-overridable
+;;   projectRoots             array of string  []                resource
+;;   skillRoot                string           ".claude/skills"  resource
+;;   probes.timeoutSeconds    number           30                resource
+;;   probes.storeFacts        boolean          true              resource
+;;   facts.minConfidence      number           0                 resource
+;;   codeLens.facts           boolean          true              resource
+;;   codeLens.checkpoints     boolean          true              resource
+;;   transcripts.showPrivate  boolean          false             resource
+;;   harnEnv                  object           {}                resource
+;;   hitl.reviewer            string           ""                application
 ;; settings:end
 
 ;;; Code:
