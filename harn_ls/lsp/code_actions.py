@@ -19,7 +19,7 @@ from harn_ls.lsp.view_types import on_proposal_document, to_code_action
 from harn_ls.render.proposal_choices import proposal_at_line, proposal_choices
 
 
-def _proposal_actions(ws, proposal_id: str, skill_root: str, client, root: str | None = None) -> list[types.CodeAction]:
+def _proposal_actions(ws, proposal_id: str, skill_root: str | None, client, root: str | None = None) -> list[types.CodeAction]:
     actions = (to_code_action(c, client, root) for c in proposal_choices(ws, proposal_id, skill_root))
     return [a for a in actions if a is not None]
 
@@ -38,10 +38,12 @@ def for_client(ls, actions: list[types.CodeAction]) -> list:
     return [a.command for a in actions if a.command is not None]
 
 
-def _wanted(context: types.CodeActionContext, kind: str) -> bool:
+def _wanted(context: types.CodeActionContext, kind: str | None) -> bool:
     only = context.only
     if not only:
         return True
+    if kind is None:  # (every action built here has a kind)
+        return False
     return any(kind == o or kind.startswith(o + ".") for o in only)
 
 
@@ -58,6 +60,8 @@ def register(server) -> None:
             return []
         skill_root = ls.settings_for(proj).skillRoot  # its workspace folder's
         path = to_fs_path(uri)
+        if path is None:  # (a project is found for file: URIs only)
+            return []
         out: list[types.CodeAction] = []
         if os.path.basename(path) == "events.jsonl":
             line = params.range.start.line + 1

@@ -60,7 +60,7 @@ class ReadyLenses:
 
     def __init__(self, max_files: int = 32) -> None:
         self.max_files = max_files
-        self._by_uri: dict[str, tuple[object, int, list, object]] = {}
+        self._by_uri: dict[str, tuple[object, int, list, bytes]] = {}
 
     def get(self, uri: str, groups: object, number: int, ranges: list[tuple[int, int]]) -> tuple[list, bytes]:
         """(the lenses as JSON-ready dicts, the same encoded: what the transport embeds as is)."""
@@ -104,7 +104,10 @@ def register(server) -> None:
         if proj is None or proj.ws is None:
             return []
         path = to_fs_path(uri)
-        fact_lenses, encoded = [], None
+        if path is None:  # (a project is found for file: URIs only)
+            return []
+        fact_lenses: list = []
+        encoded: bytes | None = None
         settings = ls.settings_for(proj)  # its workspace folder's
         if settings.codeLens.facts:
             min_conf = settings.facts.minConfidence
@@ -152,6 +155,9 @@ async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types
         lens.command = types.Command(title="harn-ls: project not loaded", command="")
         return lens
     path = to_fs_path(uri)
+    if path is None:  # (a project is found for file: URIs only)
+        lens.command = types.Command(title="harn-ls: project not loaded", command="")
+        return lens
     min_conf = ls.settings_for(proj).facts.minConfidence
     view = await run_noting_spans(proj, lambda: fact_lens(proj.ws, path, start, end, min_conf, proj.fact_spans))
     lens.command = to_command(view, ls.client, link_root(ls, proj))

@@ -166,6 +166,8 @@ async def run_probe_command(ls, args: dict) -> dict:
     if not isinstance(uri, str) or not uri.startswith("file:"):
         return _fail(ls, "probeTypecheck needs {uri} of a file")
     path = to_fs_path(uri)
+    if path is None:
+        return _fail(ls, "probeTypecheck needs {uri} of a file")
     proj = await ls.loaded_project_for_uri(uri) or ls.default_project()
     if proj is None or proj.ws is None:
         return _fail(ls, "no Harn project is open")
