@@ -15,7 +15,16 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.lsp.conftest import CLIENT_COMMANDS, HARN_DOUBLE, SAMPLE, Recorder, _as_dict, execute_command, open_file
+from tests.helpers.configuration_requests import record_configuration_requests
+from tests.lsp.conftest import (
+    CLIENT_COMMANDS,
+    HARN_DOUBLE,
+    SAMPLE,
+    Recorder,
+    _as_dict,
+    execute_command,
+    open_file,
+)
 from tests.lsp.test_hitl import escalate
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "harn_ls", "serve"])
@@ -40,14 +49,7 @@ async def start(client: LanguageClient, folders: list[Path], *, trusted: bool = 
     """Initialize on `folders`, record each workspace/configuration item the server asks for, and wait
     for every folder's first harn/status."""
     rec = Recorder(client)
-    asked: list[tuple[str | None, str | None]] = []
-    answer = client.get_configuration
-
-    def recording(*, section=None, scope_uri=None):
-        asked.append((scope_uri, section))
-        return answer(section=section, scope_uri=scope_uri)
-
-    client.get_configuration = recording
+    asked = record_configuration_requests(client)
 
     @client.feature("harn/status")
     def _status(params):
