@@ -30,13 +30,7 @@ import os
 import uuid
 
 from harn_ls.actions import ActionFailed, append_lines, atomic_write, iso_millis, now_ns
-from harn_ls.actions.proposals import (
-    NAMESPACE,
-    _ids_with_key,
-    _refresh,
-    forget_event,
-    pattern_store_event,
-)
+from harn_ls.actions.proposals import NAMESPACE, _ids_with_key, _refresh, forget_event, pattern_store_event
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats.checkpoints import render_checkpoint_json
 from harn_ls.formats.harn_json import serde_compact

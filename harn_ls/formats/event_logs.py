@@ -17,12 +17,7 @@ import time
 from dataclasses import field
 from typing import TYPE_CHECKING
 
-from harn_ls.formats.events import (
-    Event,
-    FileEventLog,
-    LogSummary,
-    TopicInfo,
-)
+from harn_ls.formats.events import Event, FileEventLog, LogSummary, TopicInfo
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.util.lean_dataclass import lean_dataclass
 

@@ -18,15 +18,7 @@ from harn_ls.formats.problems import Problem, Severity
 from harn_ls.util.safe_read import SMALL_STATE_CAP, ReadRefused, link_problem, read_confined, refusal_text
 
 if TYPE_CHECKING:
-    from harn_ls.formats.state_file_types import (  # noqa: F401
-        Candidate,
-        EmbedCache,
-        LockFile,
-        Mailbox,
-        Receipt,
-        Store,
-        Worktree,
-    )
+    from harn_ls.formats.state_file_types import Candidate, EmbedCache, LockFile, Mailbox, Receipt, Store, Worktree  # noqa: F401
 
 # The records these readers return are defined in state_file_types.py and load with the first state
 # file found (most projects have none: their seven dataclasses cost ~7 ms to create). The old names

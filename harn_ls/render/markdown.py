@@ -245,7 +245,7 @@ def summarize_value(value: Any, limit: int = LONG_STRING, _depth: int = 0) -> An
     if isinstance(value, (dict, list)) and _depth >= MAX_DEPTH:
         return f"<{'object' if isinstance(value, dict) else 'list'} nested deeper than {MAX_DEPTH} levels>"
     if isinstance(value, dict):
-        out = {}
+        out: dict[str, Any] = {}
         for n, (k, v) in enumerate(value.items()):
             if n == MAX_ITEMS:
                 out[f"<{len(value) - MAX_ITEMS} more keys>"] = None

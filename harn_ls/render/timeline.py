@@ -27,10 +27,19 @@ import math
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harn_ls.formats.transcripts import read_llm_transcript
 from harn_ls.render.svg import esc, fmt_cost, fmt_int, fmt_ms, md_text, num, picture
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import TypeVar
+
+    from harn_ls.formats.runs import RunRecord
+    from harn_ls.formats.transcripts import LlmTranscript
+
+    _Num = TypeVar("_Num", int, float)
 
 MAX_BARS = 200
 MAX_TABLE_ROWS = MAX_BARS
@@ -125,7 +134,7 @@ def _is_failed(*words: Any) -> bool:
     return any(isinstance(w, str) and w.lower() in FAILED_WORDS for w in words)
 
 
-def _is_cached(stage: dict) -> bool:
+def _is_cached(stage: dict[str, Any]) -> bool:
     if any(isinstance(stage.get(k), str) and stage[k].lower() in CACHED_STAGE_WORDS for k in ("status", "outcome")):
         return True
     meta = stage.get("metadata") if isinstance(stage.get("metadata"), dict) else {}
@@ -133,7 +142,7 @@ def _is_cached(stage: dict) -> bool:
 
 
 # ------------------------------------------------------------------ build
-def build(run, llm_log=None, *, max_bars: int = MAX_BARS) -> Timeline:
+def build(run: RunRecord, llm_log: LlmTranscript | None = None, *, max_bars: int = MAX_BARS) -> Timeline:
     """All bars of one run, times relative to the earliest known start."""
     data = run.data if isinstance(getattr(run, "data", None), dict) else {}
     raw: list[tuple[str, float | None, float | None, Bar]] = []  # (kind, abs start s, abs end s, bar)
@@ -273,7 +282,7 @@ def aggregate(bars: list[Bar], span_ms: float, max_bars: int) -> list[Bar]:
     return out[:max_bars]
 
 
-def _sum(values) -> int | float | None:
+def _sum(values: Iterable[_Num | None]) -> _Num | None:
     vals = [v for v in values if v is not None]
     return sum(vals) if vals else None
 
@@ -389,7 +398,7 @@ def to_svg(tl: Timeline, title: str = "") -> str:
 
 
 # ------------------------------------------------------------------ table
-def table(tl: Timeline, cell=md_text, limit: int = MAX_TABLE_ROWS) -> list[str]:
+def table(tl: Timeline, cell: Callable[[object], str] = md_text, limit: int = MAX_TABLE_ROWS) -> list[str]:
     """Markdown rows with the numbers of the picture (`cell` escapes data text)."""
     rows = ["| # | kind | step | start | duration | tokens in | tokens out | cost | status |",
             "|---|---|---|---|---|---|---|---|---|"]
@@ -412,7 +421,7 @@ def table(tl: Timeline, cell=md_text, limit: int = MAX_TABLE_ROWS) -> list[str]:
 LLM_LOG_MAX_BYTES = 32 * 1024 * 1024
 
 
-def load_llm_log(run):
+def load_llm_log(run: RunRecord) -> LlmTranscript | None:
     """The run's parsed turn log, or None (absent, gone, or over the size limit)."""
     path = getattr(run, "llm_transcript_path", None)
     if not path:
@@ -425,11 +434,11 @@ def load_llm_log(run):
     return read_llm_transcript(path)
 
 
-def for_run(run, llm_log=None) -> Timeline:
+def for_run(run: RunRecord, llm_log: LlmTranscript | None = None) -> Timeline:
     return build(run, llm_log if llm_log is not None else load_llm_log(run))
 
 
-def section(run, cell=md_text, llm_log=None) -> list[str]:
+def section(run: RunRecord, cell: Callable[[object], str] = md_text, llm_log: LlmTranscript | None = None) -> list[str]:
     """The run document's opening: the picture, then the same numbers as a table."""
     tl = for_run(run, llm_log)
     if not tl.bars:

@@ -63,13 +63,8 @@ from .common import (  # noqa: F401
     STATUS_UNTRUSTED_SIGNER,
     STATUS_VERIFIED,
 )
-from .discovery import (  # noqa: F401
-    SkillInventory,
-    discover_skills,
-)
-from .frontmatter import (  # noqa: F401
-    split_frontmatter,
-)
+from .discovery import SkillInventory, discover_skills  # noqa: F401
+from .frontmatter import split_frontmatter  # noqa: F401
 
 # Reading a project without skills needs neither the SKILL.md reader (`skill_file`, `signatures`)
 # nor PyYAML (`validation`, `writer`): their public names load on first use (PEP 562 __getattr__)
