@@ -190,7 +190,7 @@ class ProjectFolders:
         if proj.ws is None:
             return
         skill_root = self.settings_for(proj).skillRoot
-        warning = await proj.run_before_facts(lambda: skill_root_warning(proj.ws, skill_root))
+        warning = await proj.run_before_facts(lambda: skill_root_warning(proj.loaded, skill_root))
         key = (proj.root, skill_root)
         if not warning or key in self._skill_root_warned:
             return

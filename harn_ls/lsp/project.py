@@ -165,7 +165,7 @@ class Project:
         """Record each checkpoint file's current version in the history kept outside the project (project
         thread), by the code path `harn-ls watch` uses too."""
         try:
-            keep_history(self.ws, changes)
+            keep_history(self.loaded, changes)
         except Exception:  # history is a convenience: never let it break loading or a batch
             log.exception("keeping checkpoint history failed")
 
@@ -339,7 +339,7 @@ class Project:
     def _restore_spans(self) -> bool:
         """One step of bringing back the stored fact spans (FactSpanCache.restore); True when done."""
         try:
-            return self.fact_spans.restore(self.ws)
+            return self.fact_spans.restore(self.loaded)
         except Exception:  # the spans are a convenience: never let them stop the settle
             log.exception("restoring fact spans failed")
             return True

@@ -16,15 +16,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.helpers.configuration_requests import record_configuration_requests
-from tests.lsp.conftest import (
-    CLIENT_COMMANDS,
-    HARN_DOUBLE,
-    SAMPLE,
-    Recorder,
-    _as_dict,
-    execute_command,
-    open_file,
-)
+from tests.lsp.conftest import CLIENT_COMMANDS, HARN_DOUBLE, SAMPLE, Recorder, _as_dict, execute_command, open_file
 from tests.lsp.test_hitl import escalate
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "harn_ls", "serve"])

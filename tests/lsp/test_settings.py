@@ -11,14 +11,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.helpers.configuration_requests import record_configuration_requests
-from tests.lsp.conftest import (
-    HARN_DOUBLE,
-    Recorder,
-    _as_dict,
-    _fix_code_action_union,
-    make_client_fixture,
-    open_file,
-)
+from tests.lsp.conftest import HARN_DOUBLE, Recorder, _as_dict, _fix_code_action_union, make_client_fixture, open_file
 
 INGEST_RUN = "run_019dfd98-73c0-704c-9bb0-e3d1289d2568"  # its transcript has one private_reasoning event
 PRIVATE_TEXT = "The spike lines up with the webhook retries from the sandbox incident."
