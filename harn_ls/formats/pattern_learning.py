@@ -17,15 +17,14 @@ read without writing anything, and the pure id/tag helpers Harn uses.
 
 from __future__ import annotations
 
-import math
 import os
 import re
-import time
 from collections.abc import Iterable
 from dataclasses import field
 from hashlib import sha256
 from typing import Any
 
+from harn_ls.formats.harn_time import date_iso_plus_days
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryRecord
 from harn_ls.formats.problems import Problem, Severity
@@ -544,7 +543,6 @@ def read_legacy_streams(state_root: str) -> LegacyImport:
 
 DEFAULT_SUPPRESSION_DAYS = 14
 PATTERN_SKILL_ROOTS = ((".claude", "skills"), (".burin", "skills"))  # pl_skill_roots; Harn writes the first
-_NS_PER_MS = 1_000_000
 
 
 def skill_namespace_dir(namespace: str) -> str:
@@ -553,50 +551,10 @@ def skill_namespace_dir(namespace: str) -> str:
     return slug or "custom"
 
 
-def _rust_round(x: float) -> float:
-    """`f64::round` (half away from zero) for the non-negative values used here."""
-    r = math.floor(x)
-    return r + 1.0 if x - r >= 0.5 else r
-
-
-def rfc3339_auto_si(secs: int, nanos: int) -> str:
-    """chrono `DateTime<Utc>::to_rfc3339()` (SecondsFormat::AutoSi, `+00:00`)."""
-    base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
-    if nanos == 0:
-        frac = ""
-    elif nanos % 1_000_000 == 0:
-        frac = f".{nanos // 1_000_000:03d}"
-    elif nanos % 1_000 == 0:
-        frac = f".{nanos // 1_000:06d}"
-    else:
-        frac = f".{nanos:09d}"
-    return f"{base}{frac}+00:00"
-
-
-def _datetime_from_vm_number(value: int | float) -> tuple[int, int]:
-    """`datetime_from_arg` for an Int (seconds) or Float (seconds, micro-rounded): (secs, nanos)."""
-    if isinstance(value, int):
-        return value, 0
-    micros = int(_rust_round(value * 1_000_000.0))
-    return micros // 1_000_000, (micros % 1_000_000) * 1_000
-
-
 def suppressed_until_after(now_ms: int, days: int = DEFAULT_SUPPRESSION_DAYS) -> str:
-    """`pl_add_days_iso(pl_now(), days)` = `date_to_zone(date_add(date_parse(now), duration_days(days)), "UTC")`.
-
-    Evaluated step by step as Harn's datetime builtins do (crates/harn-vm/src/stdlib/datetime.rs):
-    `pl_now()` is `clock.date_iso()` (milliseconds, `Z`); `date_parse` returns Int seconds, or
-    Float seconds + nanos/1e9; `date_add` works in whole milliseconds and returns Int seconds or
-    Float ms/1000.0; `date_to_zone` rounds a Float to microseconds and prints chrono's
-    `to_rfc3339()`: `2026-04-25T17:32:09.481+00:00`, no fraction when it is zero.
-    """
-    secs, ms = divmod(now_ms, 1000)
-    parsed: int | float = secs if ms == 0 else float(secs) + float(ms * _NS_PER_MS) / 1e9  # timestamp_value
-    psecs, pnanos = _datetime_from_vm_number(parsed)
-    millis = psecs * 1000 + pnanos // _NS_PER_MS  # timestamp_millis_from_arg
-    millis += days * 86_400_000  # duration_days
-    added: int | float = millis // 1000 if millis % 1000 == 0 else millis / 1000.0  # timestamp_millis_value
-    return rfc3339_auto_si(*_datetime_from_vm_number(added))
+    """`pl_add_days_iso(pl_now(), days)`: `pl_now()` is `clock.date_iso()`, then Harn's datetime
+    builtins add the days and print chrono's `to_rfc3339()` (`harn_time.date_iso_plus_days`)."""
+    return date_iso_plus_days(now_ms, days)
 
 
 def yaml_scalar(value: str | None) -> str:

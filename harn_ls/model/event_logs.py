@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from harn_ls.cache.dirs import project_cache_dir
 from harn_ls.formats import state_files as sf
 from harn_ls.formats.event_logs import LogView, discover, hitl_rules
+from harn_ls.formats.harn_time import parse_time_ms
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.model.change_kinds import STATE_FILE_KINDS, ChangeKind, K
 from harn_ls.util.safe_read import reader_root
@@ -231,7 +232,6 @@ class EventLogState:
             if v.requests:  # a log that was never read has none (and needs no HITL rules loaded)
                 out.extend(hitl_rules().waiting(v.requests))
         if out:
-            parse_time_ms = hitl_rules().parse_time_ms
             out.sort(key=lambda r: (parse_time_ms(r.requested_at) or 0, r.event_id), reverse=True)
         return out
 

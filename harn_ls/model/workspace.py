@@ -20,6 +20,7 @@ from harn_ls.formats import facts as facts_fmt
 from harn_ls.formats import paths as paths_mod
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats import runs as runs_fmt
+from harn_ls.formats.harn_time import date_now_iso
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, fold_values, namespace_of
 from harn_ls.formats.problems import Problem, Severity
@@ -619,7 +620,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
     def pending_proposals(self, include_suppressed: bool = False, now: str | None = None) -> list:
         if self.pattern is None:
             return []
-        now = now or facts_fmt.date_now_iso()
+        now = now or date_now_iso()
         out = []
         for p in self.pattern.pending:
             if not include_suppressed and pl_fmt.is_suppressed(p.id, self.pattern.state, now):

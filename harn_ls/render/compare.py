@@ -14,9 +14,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from harn_ls.formats.harn_time import epoch_seconds
 from harn_ls.render.markdown import short_text
 from harn_ls.render.svg import fmt_ms, md_text
-from harn_ls.render.timeline import load_llm_log, parse_time
+from harn_ls.render.timeline import load_llm_log
 from harn_ls.render.uri import UriError, make_uri
 from harn_ls.util.json_types import JsonObject
 
@@ -55,7 +56,7 @@ def _stage_key(st: JsonObject, i: int) -> str:
 
 
 def _duration_ms(st: JsonObject) -> float | None:
-    s, e = parse_time(st.get("started_at")), parse_time(st.get("finished_at"))
+    s, e = epoch_seconds(st.get("started_at")), epoch_seconds(st.get("finished_at"))
     return (e - s) * 1000 if s is not None and e is not None else None
 
 
@@ -163,8 +164,8 @@ def compare_document(ws: Workspace, a_id: str, b_id: str) -> str:
            f"| workflow | {md_text(a.workflow_name)} | {md_text(b.workflow_name)} |",
            f"| status | {md_text(a.status)} | {md_text(b.status)} |",
            f"| started | {md_text(a.started_at)} | {md_text(b.started_at)} |"]
-    ta = (parse_time(a.finished_at) or 0) - (parse_time(a.started_at) or 0) if a.finished_at and a.started_at else None
-    tb = (parse_time(b.finished_at) or 0) - (parse_time(b.started_at) or 0) if b.finished_at and b.started_at else None
+    ta = (epoch_seconds(a.finished_at) or 0) - (epoch_seconds(a.started_at) or 0) if a.finished_at and a.started_at else None
+    tb = (epoch_seconds(b.finished_at) or 0) - (epoch_seconds(b.started_at) or 0) if b.finished_at and b.started_at else None
     out.append(f"| duration | {fmt_ms(ta * 1000) if ta is not None else ''} | {fmt_ms(tb * 1000) if tb is not None else ''} |")
     for k in ("input_tokens", "output_tokens", "total_cost"):
         out.append(f"| {k.replace('_', ' ')} | {md_text(a.usage.get(k))} | {md_text(b.usage.get(k))} |")

@@ -10,7 +10,7 @@ import orjson
 
 from harn_ls.cache.rows import FACT_SEPARATOR, fact_inspect_entry, fact_inspect_fragment, join_fact_fragments, split_fact_body
 from harn_ls.formats.checkpoints import running_now
-from harn_ls.formats.facts import date_now_iso
+from harn_ls.formats.harn_time import date_now_iso
 from harn_ls.formats.locks import open_flock_table, running_session_writers, session_running
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.render.inspect_extra import inspect_extra, inspect_extra_text

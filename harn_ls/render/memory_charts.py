@@ -10,8 +10,8 @@ from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from harn_ls.formats.harn_time import epoch_seconds
 from harn_ls.render.svg import esc, md_text, num, picture
-from harn_ls.render.timeline import parse_time
 
 if TYPE_CHECKING:
     from harn_ls.formats.memory import MemoryNamespace
@@ -28,7 +28,7 @@ COSINE_COLOR = "#d64541"
 
 
 def _day(value: object) -> date | None:
-    t = parse_time(value)
+    t = epoch_seconds(value)
     if t is None:
         return None
     try:

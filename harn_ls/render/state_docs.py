@@ -19,9 +19,9 @@ kind, app headers and the pretty-printed payload in a fence.
 from __future__ import annotations
 
 import os
-import time
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from harn_ls.formats.harn_time import utc_text_ms
 from harn_ls.formats.hitl import requests as hitl_fmt
 from harn_ls.formats.hitl import responses as hr
 from harn_ls.render.markdown import cell, fence, human_bytes, inline, link, pretty_json, short_text
@@ -47,9 +47,12 @@ def _rel(ws: Workspace, path: str) -> str:
 
 
 def ms_time(ms: Any) -> str:
+    """Unix milliseconds as `YYYY-MM-DD HH:MM:SSZ`; a count no clock can show (1e300 in a cloned
+    log) as written."""
     if not isinstance(ms, (int, float)) or isinstance(ms, bool):
         return ""
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + "Z"
+    shown = utc_text_ms(ms)
+    return shown + "Z" if shown is not None else str(ms)
 
 
 def _log_for(ws: Workspace, topic: str, label: str | None) -> LogView:

@@ -26,9 +26,9 @@ import bisect
 import math
 import os
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from harn_ls.formats.harn_time import epoch_seconds
 from harn_ls.formats.transcripts import read_llm_transcript
 from harn_ls.render.svg import esc, fmt_cost, fmt_int, fmt_ms, md_text, num, picture
 
@@ -94,34 +94,6 @@ class Timeline:
     notes: list[str] = field(default_factory=list)
 
 
-# ------------------------------------------------------------------ times
-def parse_time(value: Any) -> float | None:
-    """Epoch seconds (number or numeric string, ms when it is huge) or RFC 3339 → epoch seconds."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        v = float(value)
-    elif isinstance(value, str):
-        s = value.strip()
-        if not s:
-            return None
-        try:
-            v = float(s)
-        except ValueError:
-            try:
-                dt = datetime.fromisoformat(s.replace("Z", "+00:00").replace("z", "+00:00"))
-            except ValueError:
-                return None
-            if dt.tzinfo is None:
-                dt = dt.replace(tzinfo=UTC)
-            return dt.timestamp()
-    else:
-        return None
-    if not math.isfinite(v):
-        return None
-    return v / 1000.0 if v > 1e11 else v  # milliseconds since the epoch
-
-
 def _int(v: Any) -> int | None:
     return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
@@ -150,7 +122,7 @@ def build(run: RunRecord, llm_log: LlmTranscript | None = None, *, max_bars: int
     for i, st in enumerate(run.stages):
         if not isinstance(st, dict):
             continue
-        s, e = parse_time(st.get("started_at")), parse_time(st.get("finished_at"))
+        s, e = epoch_seconds(st.get("started_at")), epoch_seconds(st.get("finished_at"))
         usage = st.get("usage") if isinstance(st.get("usage"), dict) else {}
         status = st.get("status") if isinstance(st.get("status"), str) else ""
         label = st.get("node_id") or st.get("id") or f"stage {i + 1}"
@@ -166,8 +138,8 @@ def build(run: RunRecord, llm_log: LlmTranscript | None = None, *, max_bars: int
         resp = step.response if isinstance(step.response, dict) else {}
         req = step.request if isinstance(step.request, dict) else {}
         ms = _float(resp.get("response_ms"))
-        end = parse_time(resp.get("timestamp"))
-        start = parse_time(req.get("timestamp"))
+        end = epoch_seconds(resp.get("timestamp"))
+        start = epoch_seconds(req.get("timestamp"))
         if start is None and end is not None and ms is not None:
             start = end - ms / 1000
         if end is None and start is not None and ms is not None:
@@ -184,7 +156,7 @@ def build(run: RunRecord, llm_log: LlmTranscript | None = None, *, max_bars: int
         raw.append(("llm", start, end, bar))
         llm_bars += 1
 
-    origin_hint = parse_time(run.started_at)
+    origin_hint = epoch_seconds(run.started_at)
     if llm_bars == 0:
         for span in data.get("trace_spans") or []:
             if not isinstance(span, dict) or span.get("kind") != "llm_call" or origin_hint is None:
@@ -201,7 +173,7 @@ def build(run: RunRecord, llm_log: LlmTranscript | None = None, *, max_bars: int
     for rec in data.get("tool_recordings") or []:
         if not isinstance(rec, dict):
             continue
-        s = parse_time(rec.get("timestamp"))
+        s = epoch_seconds(rec.get("timestamp"))
         d = _float(rec.get("duration_ms"))
         e = s + d / 1000 if s is not None and d is not None else None
         result = rec.get("result")
@@ -216,7 +188,7 @@ def build(run: RunRecord, llm_log: LlmTranscript | None = None, *, max_bars: int
         starts.append(origin_hint)
     origin = min(starts) if starts else None
     ends = [e for _, _, e, _ in raw if e is not None] + [s for _, s, _, _ in raw if s is not None]
-    run_end = parse_time(run.finished_at)
+    run_end = epoch_seconds(run.finished_at)
     if run_end is not None:
         ends.append(run_end)
     span_ms = max(0.0, (max(ends) - origin) * 1000) if origin is not None and ends else 0.0

@@ -18,13 +18,13 @@ request id, with the state a viewer should show:
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from harn_ls.formats.events import Event
+from harn_ls.formats.harn_time import parse_time_ms
 from harn_ls.formats.problems import Problem, Severity
 
 TOPIC_BY_KIND = {
@@ -56,7 +56,6 @@ CODE_REJECTED_HIDDEN = "HL-HITL-004"
 CODE_OVERDUE = "HL-HITL-005"
 
 _ID_PREFIX = re.compile(r"^hitl_(question|approval|dual_control|escalation)_")
-_RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|z|[+-]\d{2}:\d{2})$")
 
 
 def kind_of_id(request_id: str) -> str | None:
@@ -67,25 +66,6 @@ def kind_of_id(request_id: str) -> str | None:
 def sanitize_topic_component(value: str) -> str:
     """Harn's `sanitize_topic_component`: every char outside [A-Za-z0-9._-] becomes `_`."""
     return "".join(c if (c.isascii() and (c.isalnum() or c in "._-")) else "_" for c in value)
-
-
-def parse_time_ms(value: Any) -> int | None:
-    """RFC 3339 (any fraction length, `Z` or offset) -> Unix ms; None when not a timestamp."""
-    if not isinstance(value, str):
-        return None
-    m = _RFC3339.match(value.strip())
-    if not m:
-        return None
-    y, mo, d, h, mi, s, frac, tz = m.groups()
-    try:
-        secs = calendar.timegm((int(y), int(mo), int(d), int(h), int(mi), int(s), 0, 0, 0))
-    except (ValueError, OverflowError):
-        return None
-    ms = int((frac or "0")[:3].ljust(3, "0"))
-    if tz not in ("Z", "z"):
-        sign = 1 if tz[0] == "+" else -1
-        secs -= sign * (int(tz[1:3]) * 3600 + int(tz[4:6]) * 60)
-    return secs * 1000 + ms
 
 
 def _request_id(ev: Event) -> str | None:
