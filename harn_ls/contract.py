@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 
 import attrs
 import cattrs
-from attrs import AttrsInstance
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 SCHEME = "harn-state"
@@ -476,7 +475,7 @@ def _make_converter() -> cattrs.Converter:
 
 converter = _make_converter()
 T = TypeVar("T")
-A = TypeVar("A", bound=AttrsInstance)
+A = TypeVar("A", bound=attrs.AttrsInstance)  # an attrs class of the contract
 
 
 def _problem(exc: BaseException) -> str:

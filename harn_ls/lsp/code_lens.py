@@ -10,7 +10,6 @@ built and encoded once per version of the file's spans (`ReadyLenses`), not on e
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import orjson
 from lsprotocol import types
@@ -61,10 +60,9 @@ class ReadyLenses:
 
     def __init__(self, max_files: int = 32) -> None:
         self.max_files = max_files
-        self._by_uri: dict[str, tuple[object, int, list[dict[str, Any]], bytes]] = {}
+        self._by_uri: dict[str, tuple[object, int, list, bytes]] = {}
 
-    def get(self, uri: str, groups: object, number: int,
-            ranges: list[tuple[int, int]]) -> tuple[list[dict[str, Any]], bytes]:
+    def get(self, uri: str, groups: object, number: int, ranges: list[tuple[int, int]]) -> tuple[list, bytes]:
         """(the lenses as JSON-ready dicts, the same encoded: what the transport embeds as is)."""
         hit = self._by_uri.pop(uri, None)  # popped and put back: least recently asked about first
         if hit is None or hit[0] is not groups or hit[1] != number:
@@ -76,7 +74,7 @@ class ReadyLenses:
         return hit[2], hit[3]
 
 
-def fact_lens_dicts(number: int, ranges: list[tuple[int, int]]) -> list[dict[str, Any]]:
+def fact_lens_dicts(number: int, ranges: list[tuple[int, int]]) -> list[dict]:
     """One bare lens per (start, end), 1-based lines; plain dicts skip the attrs round trip on the way out."""
     return [{"range": {"start": {"line": start - 1, "character": 0}, "end": {"line": start - 1, "character": 0}},
              "data": [number, start, end]} for start, end in ranges]
@@ -103,18 +101,21 @@ def register(server) -> None:
                 return await hitl_document_lenses(ls, uri)
             return await proposal_document_lenses(ls, uri)
         proj = await ls.loaded_project_for_uri(uri)
-        path = to_fs_path(uri)
-        if proj is None or proj.ws is None or path is None:
+        if proj is None or proj.ws is None:
             return []
-        fact_lenses: list[dict[str, Any]] = []
+        path = to_fs_path(uri)
+        if path is None:  # (a project is found for file: URIs only)
+            return []
+        fact_lenses: list = []
         encoded: bytes | None = None
-        if ls.settings.codeLens.facts:
-            min_conf = ls.settings.facts.minConfidence
+        settings = ls.settings_for(proj)  # its workspace folder's
+        if settings.codeLens.facts:
+            min_conf = settings.facts.minConfidence
             groups, ranges = await run_noting_spans(proj, lambda: fact_lens_groups(proj.ws, path, min_conf,
                                                                                    proj.fact_spans))
             if ranges:
                 fact_lenses, encoded = ready.get(uri, groups, files.number(uri), ranges)
-        if not (ls.settings.codeLens.checkpoints and path.endswith(".harn")):
+        if not (settings.codeLens.checkpoints and path.endswith(".harn")):
             return as_encoded(ls.protocol, fact_lenses, encoded) if encoded is not None else []
         lenses: list = list(fact_lenses)
         doc = ls.workspace.get_text_document(uri)
@@ -150,11 +151,14 @@ async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types
         return lens
     uri, start, end = target
     proj = await ls.loaded_project_for_uri(uri)
-    path = to_fs_path(uri)
-    if proj is None or proj.ws is None or path is None:
+    if proj is None or proj.ws is None:
         lens.command = types.Command(title="harn-ls: project not loaded", command="")
         return lens
-    min_conf = ls.settings.facts.minConfidence
+    path = to_fs_path(uri)
+    if path is None:  # (a project is found for file: URIs only)
+        lens.command = types.Command(title="harn-ls: project not loaded", command="")
+        return lens
+    min_conf = ls.settings_for(proj).facts.minConfidence
     view = await run_noting_spans(proj, lambda: fact_lens(proj.ws, path, start, end, min_conf, proj.fact_spans))
     lens.command = to_command(view, ls.client, link_root(ls, proj))
     return lens

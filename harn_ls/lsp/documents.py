@@ -114,7 +114,7 @@ async def render(ls, uri: str) -> str:
         return _not_found(exc)
     if proj is None or proj.ws is None:
         return "# harn-ls\n\nNo project is open yet.\n"
-    settings = ls.render_settings()
+    settings = ls.render_settings(proj)
     fresh = ls.renders.fresh.get(uri)
     if fresh is not None and fresh.made_from == _made_from(ls, proj, settings):
         ls.served[uri] = (proj.root, fresh.digest)
@@ -165,7 +165,7 @@ async def refresh_changed(ls, proj, changes) -> None:
         del fresh[uri]  # made before this change: no longer what the client should get
     if not ls.served or not ls.client.text_document_content_refresh:
         return  # a client that did not declare the capability has no refresh handler
-    settings = ls.render_settings()
+    settings = ls.render_settings(proj)
     candidates = [(uri, digest) for uri, (root, digest) in list(ls.served.items())
                   if root == proj.root and _affected(uri, changes)]
     if not candidates:

@@ -195,12 +195,12 @@ async def run_probe_command(ls, args: C.ProbeArgs) -> C.ProbeResult | C.ProbeCan
     # A re-run replaces the previous result on this document.
     _clear(ls, uri)
 
-    settings = ls.settings
+    settings = ls.settings_for(proj)  # its workspace folder's
     where = quote(os.path.basename(path) + ("" if rng is None else f":{rng[0][0] + 1}"))
     token = await _begin_progress(ls, "Harn typecheck probe", f"harn check {where}")
     memory_root = await proj.run(lambda: proj.ws.paths.memory_root)
     probe_task = asyncio.ensure_future(_runner().run_typecheck_probe(
-        proj.root, path, text, rng, ls.harn_program(),
+        proj.root, path, text, rng, ls.harn_program(proj),
         settings.probes.timeoutSeconds,
         store=settings.probes.storeFacts, memory_root=memory_root, encoding=ls.position_encoding))
 

@@ -49,6 +49,6 @@ def register(server) -> None:
         proj = ls.projects.get(p.root) if p.root else ls.default_project()
         if proj is None or proj.ws is None:
             return P.to_wire(P.TreeResult(items=[]))
-        opts = tree_options(ls.settings.facts.minConfidence, p.show_suppressed)
+        opts = tree_options(ls.settings_for(proj).facts.minConfidence, p.show_suppressed)
         result = await proj.run(lambda: tree_result(proj.ws, p.view, p.parent, p.page, opts))
         return tree_page_for(ls, proj, P.to_wire(result))
