@@ -18,8 +18,9 @@ from typing import Any
 
 import orjson
 
-from harn_ls.formats.facts import fact_namespace, fact_store_event, filter_nil, harn_display, normalize_fact, rust_trim
+from harn_ls.formats.facts import fact_namespace, fact_store_event, filter_nil, harn_display, normalize_fact
 from harn_ls.formats.harn_json import sha256_hex
+from harn_ls.util.rust_text import rust_trim
 
 PROBE_SCHEMA = "harn.probe.v1"
 PROBE_CAPTURE_LIMIT = 4096
@@ -396,13 +397,9 @@ def parse_check_envelope(stdout: str) -> CheckEnvelope | None:
 
 
 # -- one typecheck probe, read whole ---------------------------------------------------------
-# The runner (harn_ls.actions.probes) calls these two: one reading of what `harn check` printed,
-# one record of the probe, rather than a dozen helpers in turn (each a trip into this module).
-
-
-def nothing_to_probe(body: str) -> bool:
-    """An empty or whitespace-only snippet (Rust's `trim`, as probe.harn tests it)."""
-    return rust_trim(body) == ""
+# The runner (harn_ls.actions.probes) calls these three: one reading of what `harn check` printed,
+# the probe's fact event and its envelope, rather than a dozen helpers in turn (each a trip into
+# this module).
 
 
 @dataclass(frozen=True, slots=True)
