@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from harn_ls.formats.harn_json import _rust_display_float, serde_compact, sha256_hex, stringify
 from harn_ls.formats.harn_time import date_now_iso
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.util.json_types import JsonObject
 
 if TYPE_CHECKING:
     from harn_ls.formats.fact_types import Evidence, Fact, FileRange  # noqa: F401
@@ -35,12 +36,13 @@ if TYPE_CHECKING:
 _FACT_TYPES = ("Fact", "Evidence", "FileRange")
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> type:
     if name in _FACT_TYPES:
         # start-up: the fact classes load on their first use
         from harn_ls.formats import fact_types
 
-        return getattr(fact_types, name)
+        cls: type = getattr(fact_types, name)
+        return cls
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 FACT_SCHEMA = "harn.fact.v1"
@@ -108,7 +110,7 @@ def _text(value: Any) -> str:
     return harn_display(value).strip(RUST_WHITESPACE)
 
 
-def filter_nil(mapping: dict) -> dict:
+def filter_nil(mapping: JsonObject) -> JsonObject:
     """std/collections `filter_nil`: drop nil, "" and the string "null" (top level only)."""
     return {k: v for k, v in mapping.items() if not (v is None or (isinstance(v, str) and (v == "" or v == "null")))}
 
@@ -152,7 +154,7 @@ def normalize_evidence_kind(value: Any) -> str:
     return kind
 
 
-def _evidence_entry(entry: Any) -> dict:
+def _evidence_entry(entry: Any) -> JsonObject:
     if not isinstance(entry, dict):
         raise FactError("HARN-FACT-005", "evidence entries must be dicts")
     kind = normalize_evidence_kind(entry.get("kind"))
@@ -162,7 +164,7 @@ def _evidence_entry(entry: Any) -> dict:
     return filter_nil({"kind": kind, "ref": ref, "snippet": _text(entry.get("snippet"))})
 
 
-def normalize_evidence(value: Any) -> list[dict]:
+def normalize_evidence(value: Any) -> list[JsonObject]:
     """`__fact_evidence`: nil -> [], a list of {kind, ref, snippet?}, else HARN-FACT-005."""
     if value is None:
         return []
@@ -183,7 +185,7 @@ def normalize_confidence(value: Any) -> float:
     return confidence
 
 
-def normalize_provenance(value: Any) -> dict:
+def normalize_provenance(value: Any) -> JsonObject:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -191,7 +193,7 @@ def normalize_provenance(value: Any) -> dict:
     return value
 
 
-def normalize_valid_until(value: Any) -> dict | None:
+def normalize_valid_until(value: Any) -> JsonObject | None:
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -204,7 +206,7 @@ def normalize_valid_until(value: Any) -> dict | None:
     return {"asserted_at": asserted_at, "event": value["event"]}
 
 
-def normalize_fact(input: Any, options: dict | None = None, now: str | None = None) -> dict:
+def normalize_fact(input: Any, options: JsonObject | None = None, now: str | None = None) -> JsonObject:
     """std/agent/fact `fact(input, options)`: the normalized envelope (keys sorted).
 
     `now` stands in for `date_now_iso()` when no asserted_at/now is given
@@ -217,7 +219,7 @@ def normalize_fact(input: Any, options: dict | None = None, now: str | None = No
     if schema is not None and schema != FACT_SCHEMA:
         raise FactError("HARN-FACT-001", f"unsupported schema `{_text(schema)}`")
     if options is None:
-        opts: dict = {}
+        opts: JsonObject = {}
     elif isinstance(options, dict):
         opts = options
     else:
@@ -251,7 +253,7 @@ def normalize_fact(input: Any, options: dict | None = None, now: str | None = No
     })
 
 
-def validate_fact(value: Any) -> dict:
+def validate_fact(value: Any) -> JsonObject:
     """`fact_validate`: normalize with asserted_at required."""
     return normalize_fact(value, {"require_asserted_at": True})
 
@@ -300,7 +302,7 @@ def _string_list(value: Any) -> list[str]:
     return out
 
 
-def fact_tags(envelope: dict, extra: Any = ()) -> list[str]:
+def fact_tags(envelope: JsonObject, extra: Any = ()) -> list[str]:
     """Harn's `fact_tags` in generation order (de-duplicated, not sorted).
 
     `envelope` may be raw input: kind and evidence are normalized here.
@@ -339,14 +341,15 @@ def memory_sorted_tags(tags: Any) -> list[str]:
     return sorted(t for t in texts if rust_trim(t))
 
 
-def fact_store_event(envelope: dict, namespace: str, stored_at: str, extra_tags: Any = (), *, key: str | None = None) -> dict:
+def fact_store_event(envelope: JsonObject, namespace: str, stored_at: str, extra_tags: Any = (), *,
+                     key: str | None = None) -> JsonObject:
     """The memory `store` event `store_fact` appends (field order as serde writes it).
 
     `value` and `provenance` are key-sorted like every Harn dict; `text` is
     memory's `value_to_search_text`, i.e. serde_json's compact form of `value`.
     """
     value = sorted_json(envelope)
-    event = {
+    event: JsonObject = {
         "type": "store",
         "id": envelope["id"],
         "namespace": namespace,
