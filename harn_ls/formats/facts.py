@@ -27,8 +27,20 @@ from harn_ls.formats.problems import Problem, Severity
 from harn_ls.util.json_types import JsonObject
 
 if TYPE_CHECKING:
-    from harn_ls.formats.fact_types import Evidence, Fact, FileRange  # noqa: F401
+    from collections.abc import Callable
+    from typing import TypeAlias
+
+    # (`X as X`: given on to `from harn_ls.formats.facts import Fact`, as __getattr__ does at run time)
+    from harn_ls.formats.fact_types import Evidence as Evidence
+    from harn_ls.formats.fact_types import Fact as Fact
+    from harn_ls.formats.fact_types import FileRange as FileRange
     from harn_ls.formats.memory import MemoryRecord
+
+    # One memory record's seq, the fact it holds (None: it holds none that Harn's recall would take) and
+    # the problems found in it: how a namespace's facts are kept, cached and restored.
+    FactEntry: TypeAlias = tuple[int, Fact | None, list[Problem]]
+    # The facts of a namespace restored from the state cache, decoded when called (ProjectCache.restore_namespace)
+    FactsSource: TypeAlias = Callable[[], list[FactEntry]]
 
 # Fact, Evidence and FileRange are defined in fact_types.py: creating the three dataclasses costs ~5 ms at
 # import, which a warm `inspect --json` or `recall` (facts printed from, or left in, the state cache)
