@@ -458,6 +458,7 @@ def _make_converter() -> cattrs.Converter:
 
 converter = _make_converter()
 T = TypeVar("T")
+A = TypeVar("A", bound=attrs.AttrsInstance)  # an attrs class of the contract
 
 
 def _problem(exc: BaseException) -> str:
@@ -534,7 +535,7 @@ def to_wire(obj: Any) -> Any:
     return converter.unstructure(obj)
 
 
-def from_fields(cls: type[T], values: dict[str, Any], **extra: Any) -> T:
+def from_fields(cls: type[A], values: dict[str, Any], **extra: Any) -> A:
     """An instance of `cls` from a dict that has (at least) its fields under their Python names,
     e.g. an action's result; keys that are not fields are left out."""
     names = {a.name for a in attrs.fields(cls)}

@@ -258,7 +258,8 @@ class LogView:
         if hitl_changed or now_ms is not None:
             self._derive(now_ms)
         self.refreshed_at = time.time()
-        return bool(changed_topics) or hitl_changed or payload_changed or consumers_changed or old_probs != [p.message for p in new.problems]
+        return bool(changed_topics) or hitl_changed or payload_changed or consumers_changed \
+            or old_probs != [p.message for p in new.problems]
 
     # ------------------------------------------------------------------ HITL
     def _tail_hitl(self, be: SqliteEventLog | FileEventLog, changed: set[str],

@@ -29,7 +29,8 @@ class _LazyDocs(Mapping):
                  fetch_all: Callable[[], dict[int, MemoryRecord]], slot_of: dict[int, int] | None = None) -> None:
         self.seqs = seqs  # slot -> seq (a dead slot keeps the seq it had)
         self._seqs_shared = True  # `seqs` is the caller's list until the first append copies it
-        self._slot = dict(zip(seqs, shared_range(0, len(seqs)))) if slot_of is None else slot_of  # seq -> slot (read only)
+        # seq -> slot (read only)
+        self._slot = dict(zip(seqs, shared_range(0, len(seqs)), strict=True)) if slot_of is None else slot_of
         self._docs: dict[int, _Doc] = {}
         self._fetch = fetch
         self._fetch_all = fetch_all
@@ -134,7 +135,7 @@ class _TermIds:
 
     def as_dict(self) -> dict[str, int]:
         if self._full is None:
-            self._full = dict(zip(self._terms, shared_range(0, len(self._terms))))
+            self._full = dict(zip(self._terms, shared_range(0, len(self._terms)), strict=True))
         return self._full
 
     def get(self, term: str, default: int | None = None) -> int | None:

@@ -57,7 +57,7 @@ def cosine(a: list[float], b: list[float]) -> float:
     dot = 0.0
     na = 0.0
     nb = 0.0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):  # (the reader checks dimensions; untrusted cache bytes must not raise here)
         dot += x * y
         na += x * x
         nb += y * y

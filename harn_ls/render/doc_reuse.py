@@ -70,7 +70,7 @@ class DocReuse:
         objects, stamps = made_of
         kept = self._docs.pop(key, None)
         if kept is not None and kept[1] == stamps and len(kept[0]) == len(objects) \
-                and all(a is b for a, b in zip(kept[0], objects)):
+                and all(a is b for a, b in zip(kept[0], objects, strict=True)):
             self._docs[key] = kept
             return kept[2]
         text = make()

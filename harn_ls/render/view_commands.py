@@ -15,8 +15,9 @@ ACCEPT = "accept"  # accept a pending proposal: arguments [{"id"}]
 REJECT = "reject"  # reject (suppress) a pending proposal: arguments [{"id", "days"}]
 COMPARE = "compare"  # client side: diff a conflicting file with what Accept would write
 
+# client side: arguments [{"requestId"}]
 HITL_APPROVE, HITL_DENY, HITL_ANSWER, HITL_ACCEPT, HITL_DECLINE, HITL_FINISH = (
-    "hitl:approve", "hitl:deny", "hitl:answer", "hitl:accept", "hitl:decline", "hitl:finish")  # client side: arguments [{"requestId"}]
+    "hitl:approve", "hitl:deny", "hitl:answer", "hitl:accept", "hitl:decline", "hitl:finish")
 
 ACTIONS = (NONE, OPEN, ACCEPT, REJECT, COMPARE, HITL_APPROVE, HITL_DENY, HITL_ANSWER, HITL_ACCEPT, HITL_DECLINE, HITL_FINISH)
 

@@ -372,7 +372,8 @@ def test_migration_records_and_marker(project):
         {"id": "prompt-aaaaaaaaaaaa", "source": "prompt_cluster", "name": "learned-x", "title": " Spaced   title ",
          "description": "d", "whenToUse": "w", "body": "b", "support": 3, "samplePrompts": ["p"],
          "toolSequence": ["a"], "evidenceIds": ["dropped-by-harn"]}]}}
-    state = {"operation": "replace", "value": {"enabled": False, "suppressedUntil": {"tools-bbbbbbbbbbbb": "2026-06-01T00:00:00Z"}}}
+    state = {"operation": "replace",
+             "value": {"enabled": False, "suppressedUntil": {"tools-bbbbbbbbbbbb": "2026-06-01T00:00:00Z"}}}
     for stream, payload in (("observations", obs), ("pending", pend), ("state", state)):
         (ss / f"burin.agent_context.pattern_learning.{stream}.jsonl").write_text(json.dumps({"payload": payload}) + "\n")
     log = project / LOG

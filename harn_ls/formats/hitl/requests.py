@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from harn_ls.formats.events import Event
 from harn_ls.formats.harn_time import parse_time_ms
