@@ -19,12 +19,12 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harn_ls.formats.harn_json import _rust_display_float, serde_compact, sha256_hex, stringify
 from harn_ls.formats.harn_time import date_now_iso
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.util.json_types import JsonObject
+from harn_ls.util.json_types import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -86,7 +86,7 @@ def rust_trim(text: str) -> str:
     return text.strip(RUST_WHITESPACE)
 
 
-def harn_display(value: Any) -> str:
+def harn_display(value: JsonValue) -> str:
     """`VmValue::display` for JSON-shaped values (what `to_string` and `"" + v` give)."""
     if isinstance(value, str):
         return value
@@ -113,7 +113,7 @@ def harn_display(value: Any) -> str:
     return str(value)
 
 
-def _text(value: Any) -> str:
+def _text(value: JsonValue) -> str:
     """`__fact_text`: nil -> "", else trim(display(value))."""
     if value is None:
         return ""
@@ -127,7 +127,7 @@ def filter_nil(mapping: JsonObject) -> JsonObject:
     return {k: v for k, v in mapping.items() if not (v is None or (isinstance(v, str) and (v == "" or v == "null")))}
 
 
-def _coalesce(*values: Any) -> Any:
+def _coalesce(*values: JsonValue) -> JsonValue:
     """Harn's `a ?? b ?? c`: the first value that is not nil."""
     for v in values:
         if v is not None:
@@ -135,7 +135,7 @@ def _coalesce(*values: Any) -> Any:
     return None
 
 
-def sorted_json(value: Any) -> Any:
+def sorted_json(value: JsonValue) -> JsonValue:
     """Deep copy with dict keys sorted, as Harn's BTreeMap dicts serialize."""
     if isinstance(value, dict):
         return {k: sorted_json(value[k]) for k in sorted(value)}
@@ -147,7 +147,7 @@ def sorted_json(value: Any) -> Any:
 # -- normalization ---------------------------------------------------------------------
 
 
-def normalize_kind(value: Any) -> str:
+def normalize_kind(value: JsonValue) -> str:
     raw = _text(value)
     kind = raw.replace("-", "_").lower()
     if kind == "":
@@ -157,7 +157,7 @@ def normalize_kind(value: Any) -> str:
     return kind
 
 
-def normalize_evidence_kind(value: Any) -> str:
+def normalize_evidence_kind(value: JsonValue) -> str:
     raw = _text(value)
     kind = raw.replace("-", "_").lower()
     kind = _EVIDENCE_COMPACT.get(kind, kind)
@@ -166,7 +166,7 @@ def normalize_evidence_kind(value: Any) -> str:
     return kind
 
 
-def _evidence_entry(entry: Any) -> JsonObject:
+def _evidence_entry(entry: JsonValue) -> JsonObject:
     if not isinstance(entry, dict):
         raise FactError("HARN-FACT-005", "evidence entries must be dicts")
     kind = normalize_evidence_kind(entry.get("kind"))
@@ -176,7 +176,7 @@ def _evidence_entry(entry: Any) -> JsonObject:
     return filter_nil({"kind": kind, "ref": ref, "snippet": _text(entry.get("snippet"))})
 
 
-def normalize_evidence(value: Any) -> list[JsonObject]:
+def normalize_evidence(value: JsonValue) -> list[JsonObject]:
     """`__fact_evidence`: nil -> [], a list of {kind, ref, snippet?}, else HARN-FACT-005."""
     if value is None:
         return []
@@ -185,7 +185,7 @@ def normalize_evidence(value: Any) -> list[JsonObject]:
     return [_evidence_entry(e) for e in value]
 
 
-def normalize_confidence(value: Any) -> float:
+def normalize_confidence(value: JsonValue) -> float:
     if value is None:
         raise FactError("HARN-FACT-004", "confidence is required")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -197,7 +197,7 @@ def normalize_confidence(value: Any) -> float:
     return confidence
 
 
-def normalize_provenance(value: Any) -> JsonObject:
+def normalize_provenance(value: JsonValue) -> JsonObject:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -205,7 +205,7 @@ def normalize_provenance(value: Any) -> JsonObject:
     return value
 
 
-def normalize_valid_until(value: Any) -> JsonObject | None:
+def normalize_valid_until(value: JsonValue) -> JsonObject | None:
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -218,7 +218,7 @@ def normalize_valid_until(value: Any) -> JsonObject | None:
     return {"asserted_at": asserted_at, "event": value["event"]}
 
 
-def normalize_fact(input: Any, options: JsonObject | None = None, now: str | None = None) -> JsonObject:
+def normalize_fact(input: JsonValue, options: JsonObject | None = None, now: str | None = None) -> JsonObject:
     """std/agent/fact `fact(input, options)`: the normalized envelope (keys sorted).
 
     `now` stands in for `date_now_iso()` when no asserted_at/now is given
@@ -265,7 +265,7 @@ def normalize_fact(input: Any, options: JsonObject | None = None, now: str | Non
     })
 
 
-def validate_fact(value: Any) -> JsonObject:
+def validate_fact(value: JsonValue) -> JsonObject:
     """`fact_validate`: normalize with asserted_at required."""
     return normalize_fact(value, {"require_asserted_at": True})
 
@@ -273,7 +273,7 @@ def validate_fact(value: Any) -> JsonObject:
 # -- ids, keys, namespaces, tags ------------------------------------------------------
 
 
-def fact_id(kind: Any, claim: Any, evidence: Any = None, provenance: Any = None) -> str:
+def fact_id(kind: JsonValue, claim: JsonValue, evidence: JsonValue = None, provenance: JsonValue = None) -> str:
     """`fact_<32 hex>` of sha256(kind \\n claim \\n json(evidence) \\n json(provenance)), all normalized."""
     seed = (
         normalize_kind(kind) + "\n" + _text(claim) + "\n"
@@ -287,7 +287,7 @@ def fact_key(kind: str, id: str) -> str:
     return f"fact:{kind}:{id}"
 
 
-def fact_namespace(scope: Any = None) -> str:
+def fact_namespace(scope: JsonValue = None) -> str:
     """project/nil/"" -> project/facts; workspace, user -> <scope>/facts; else the trimmed scope."""
     raw = _text(scope).lower()
     if raw in ("", "project"):
@@ -299,7 +299,7 @@ def fact_namespace(scope: Any = None) -> str:
     return _text(scope)
 
 
-def _string_list(value: Any) -> list[str]:
+def _string_list(value: JsonValue) -> list[str]:
     """`__fact_string_list`: nil -> [], scalar -> [it]; trimmed, non-empty, first occurrence kept."""
     if value is None:
         return []
@@ -314,7 +314,7 @@ def _string_list(value: Any) -> list[str]:
     return out
 
 
-def fact_tags(envelope: JsonObject, extra: Any = ()) -> list[str]:
+def fact_tags(envelope: JsonObject, extra: JsonValue = ()) -> list[str]:
     """Harn's `fact_tags` in generation order (de-duplicated, not sorted).
 
     `envelope` may be raw input: kind and evidence are normalized here.
@@ -343,7 +343,7 @@ def fact_tags(envelope: JsonObject, extra: Any = ()) -> list[str]:
     return out
 
 
-def memory_sorted_tags(tags: Any) -> list[str]:
+def memory_sorted_tags(tags: JsonValue) -> list[str]:
     """memory.rs `parse_tags`: a string -> [it] as is; a list -> display each, drop blank, sort, dedup."""
     if tags is None:
         return []
@@ -353,7 +353,7 @@ def memory_sorted_tags(tags: Any) -> list[str]:
     return sorted(t for t in texts if rust_trim(t))
 
 
-def fact_store_event(envelope: JsonObject, namespace: str, stored_at: str, extra_tags: Any = (), *,
+def fact_store_event(envelope: JsonObject, namespace: str, stored_at: str, extra_tags: JsonValue = (), *,
                      key: str | None = None) -> JsonObject:
     """The memory `store` event `store_fact` appends (field order as serde writes it).
 

@@ -8,15 +8,17 @@ from typing import TYPE_CHECKING
 from harn_ls.model.change_kinds import ChangeSet
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from harn_ls.cache.store import ProjectCache
     from harn_ls.formats.fact_types import Fact
     from harn_ls.formats.facts import FactEntry, FactsSource
     from harn_ls.formats.problems import Problem
 
-# Annotations name `Workspace` (harn_ls/model/workspace.py) without importing it: that module imports this one.
+    # (namespace, seq): a fact's place, the memory record holding it
+    FactKey: TypeAlias = tuple[str, int]
 
-# (namespace, seq): a fact's place, the memory record holding it
-FactKey = tuple[str, int]
+# Annotations name `Workspace` (harn_ls/model/workspace.py) without importing it: that module imports this one.
 
 
 class FactsPart:

@@ -4,13 +4,13 @@ index for a namespace (plus the deltas applied since), else from the records in 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from harn_ls.cache.index_restore import restore_index
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace
 
 if TYPE_CHECKING:  # numpy (via recall) is imported only when recall is used: `inspect` never needs it
+    from collections.abc import Callable, Iterator
     from typing import TypeAlias
 
     from harn_ls.cache.rows import RowReader
@@ -21,9 +21,8 @@ if TYPE_CHECKING:  # numpy (via recall) is imported only when recall is used: `i
 
     # a step of the recall build: does its part on the engine being built
     BuildStep: TypeAlias = Callable[[RecallEngine], None]
-
-# a step a server runs in a quiet moment: True when done, False to be called again
-WorkStep = Callable[[], bool]
+    # a step a server runs in a quiet moment: True when done, False to be called again
+    WorkStep: TypeAlias = Callable[[], bool]
 
 
 class RecallPart:

@@ -18,12 +18,15 @@ import dataclasses
 import reprlib
 from collections.abc import Callable
 from operator import attrgetter
-from typing import Any, TypeVar, dataclass_transform, overload
+from typing import TYPE_CHECKING, Any, TypeVar, dataclass_transform, overload
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    # the attributes of an object as a tuple (operator.attrgetter, or one of the lambdas below)
+    _TupleGetter: TypeAlias = Callable[[object], tuple[Any, ...]]
 
 _T = TypeVar("_T")
-
-# the attributes of an object as a tuple (operator.attrgetter, or one of the lambdas below)
-_TupleGetter = Callable[[object], tuple[Any, ...]]
 
 
 def _tuple_getter(names: tuple[str, ...]) -> _TupleGetter:
