@@ -23,6 +23,7 @@ demo: $(STAMP)
 	$(VENV)/bin/harn-ls recall fixtures/sample-project "invoice rounding" -k 3
 
 test: $(STAMP) clients-deps
+	$(MAKE) --no-print-directory lint
 	$(PY) -m pytest -q -p no:cacheprovider tests
 	$(MAKE) --no-print-directory test-portable
 

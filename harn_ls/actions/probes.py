@@ -44,6 +44,7 @@ from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.harn_time import iso_millis, rfc3339_nanos
 from harn_ls.util import exit_hooks
 from harn_ls.util.message_text import quote
+from harn_ls.util.rust_text import rust_trim
 from harn_ls.util.text_positions import UTF16, ByteIndex, Pos, Range, TextIndex
 
 KIND = "typecheck"
@@ -455,7 +456,7 @@ async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng:
     asserted_at and stored_at, as probe.harn's `options.now` does.
     """
     sel = select(text, rng, encoding)
-    if F.rust_trim(sel.snippet) == "":
+    if rust_trim(sel.snippet) == "":
         raise ActionFailed("HARN-PROBE-004: nothing to probe: the selection is empty or only whitespace")
     binary = resolve_harn(harn_path)
     harn_display_path = (harn_path or "").strip() or "harn"

@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Iterable
 from dataclasses import field
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from harn_ls.formats.events import Event, FileEventLog, LogSummary, TopicInfo
 from harn_ls.formats.problems import Problem, Severity
@@ -49,8 +49,6 @@ class HitlRules(Protocol):
     def HARN_PENDING_LIMIT(self) -> int: ...  # noqa: N802
 
     def sanitize_topic_component(self, value: str) -> str: ...
-
-    def parse_time_ms(self, value: Any) -> int | None: ...
 
     def waiting(self, requests: dict[str, hitl_fmt.HitlRequest]) -> list[hitl_fmt.HitlRequest]: ...
 

@@ -25,6 +25,7 @@ from harn_ls.formats.harn_json import _rust_display_float, serde_compact, sha256
 from harn_ls.formats.harn_time import date_now_iso
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.util.json_types import JsonObject, JsonValue
+from harn_ls.util.rust_text import RUST_WHITESPACE, rust_trim
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -62,14 +63,6 @@ FACT_KINDS = ("observation", "claim", "hypothesis", "decision", "constraint")
 EVIDENCE_KINDS = ("trace_ref", "file_range", "tool_output", "user_input")
 _EVIDENCE_COMPACT = {"traceref": "trace_ref", "filerange": "file_range", "tooloutput": "tool_output", "userinput": "user_input"}
 
-# Rust's `str::trim` strips Unicode White_Space, which differs from Python's
-# `str.strip()` (that also strips U+001C..U+001F).
-RUST_WHITESPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-
-
 class FactError(ValueError):
     """What std/agent/fact throws: `"<CODE>: std/agent/fact: <message>"`."""
 
@@ -80,10 +73,6 @@ class FactError(ValueError):
 
 
 # -- Harn value helpers -------------------------------------------------------------
-
-
-def rust_trim(text: str) -> str:
-    return text.strip(RUST_WHITESPACE)
 
 
 def harn_display(value: JsonValue) -> str:

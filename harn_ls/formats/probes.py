@@ -18,8 +18,9 @@ from typing import Any
 
 import orjson
 
-from harn_ls.formats.facts import filter_nil, harn_display, rust_trim
+from harn_ls.formats.facts import filter_nil, harn_display
 from harn_ls.formats.harn_json import sha256_hex
+from harn_ls.util.rust_text import rust_trim
 
 PROBE_SCHEMA = "harn.probe.v1"
 PROBE_CAPTURE_LIMIT = 4096

@@ -718,3 +718,22 @@ def test_vectorised_scores_are_bit_identical_to_the_scalar_formula():
         for seq, score in got.items():
             ex = idx.explain(seq, q)  # the scalar formula, in Harn's order
             assert score == ex.lexical and ex.n_docs == n and ex.avgdl == avgdl
+
+
+def test_a_remembered_vector_of_another_dimension_is_refused_like_a_read_one(tmp_path):
+    """A vector kept in the namespace's memo from a read that expected no dimension must not skip the
+    dimension check of a later query (the file read refuses it; the memo must say the same)."""
+    import orjson
+
+    from harn_ls.recall.vectors import _load_vector
+
+    vdir = tmp_path / "vectors" / "m"
+    vdir.mkdir(parents=True)
+    (vdir / "h4.json").write_bytes(orjson.dumps({"model": "m", "dim": 4, "vector": [1, 0, 0, 0]}))
+    memo: dict[str, list[float]] = {}
+    assert _load_vector(memo, str(vdir), "h4", None) == ([1.0, 0.0, 0.0, 0.0], "")
+    assert "h4" in memo
+    from_file = _load_vector({}, str(vdir), "h4", 3)
+    from_memo = _load_vector(memo, str(vdir), "h4", 3)
+    assert from_file == from_memo == (None, "dimension mismatch: 4 vs 3 (Harn reports an error)")
+    assert _load_vector(memo, str(vdir), "h4", 4) == ([1.0, 0.0, 0.0, 0.0], "")
