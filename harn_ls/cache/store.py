@@ -356,7 +356,7 @@ class ProjectCache:
                 self.damaged.add(ns)
         return delta
 
-    def index_base(self, ns: str, space: MemoryNamespace) -> dict:
+    def index_base(self, ns: str, space: MemoryNamespace) -> dict[int, MemoryRecord]:
         """seq -> record of what a restored namespace's cached recall index was built over."""
         overlay = self.overlays.get(ns)
         if overlay is None or overlay.space is not space:
