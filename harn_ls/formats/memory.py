@@ -17,17 +17,38 @@ import operator
 import os
 import sys
 from _thread import get_ident
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import field
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
 
 from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.jsonl import JsonlLine
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.util.json_types import JsonObject, JsonValue
 from harn_ls.util.lean_dataclass import lean_dataclass
 from harn_ls.util.shared_ints import shared
+
+if TYPE_CHECKING:  # (a TypedDict for the checker only: `to_json` builds a plain dict)
+    from typing import NotRequired, TypedDict
+
+    class MemoryRecordJson(TypedDict):
+        """`MemoryRecord.to_json()`: a record as the CLI and the tests compare it."""
+
+        id: str
+        namespace: str
+        key: str
+        value: JsonValue
+        text: str
+        tags: list[str]
+        stored_at: str
+        provenance: JsonValue
+        status: str | None
+        scope: str | None
+        flags: JsonObject
+        sequence: int
+        updated_at: NotRequired[str]
 
 EVENT_TYPES = ("store", "forget", "open", "update")
 
@@ -38,36 +59,36 @@ CODE_UPDATE_UNKNOWN = "HL-MEM-004"
 
 # Shared defaults of an absent `tags` / `flags` (a literal default would build one per store); never
 # modified: a record gets tuple(tags) and dict(flags).
-_NO_TAGS: list = []
-_NO_FLAGS: dict = {}
+_NO_TAGS: list[str] = []
+_NO_FLAGS: JsonObject = {}
 
 
-class _EmptyFlags(dict):
+class _EmptyFlags(dict[str, JsonValue]):
     """An empty dict that refuses to change: being shared by most records, a write into it would
     give flags to all of them. Still a dict, so equality, `dict(...)` and JSON encoders see `{}`."""
 
     __slots__ = ()
 
-    def _refuse(self, *args, **kwargs):
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
         raise TypeError("a record's flags are shared and read-only: build a new dict")
 
-    __setitem__ = __delitem__ = __ior__ = _refuse  # type: ignore[assignment]
-    update = setdefault = pop = popitem = clear = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    update = setdefault = pop = popitem = clear = _refuse
 
 
 # The flags of every record stored without any (most): one shared empty dict, not one each (~5 MB
 # at 100k). Nothing modifies a record's flags (an update merges into a new dict; `to_json` copies),
 # and the shared one cannot be modified.
-EMPTY_FLAGS: dict = _EmptyFlags()
+EMPTY_FLAGS: JsonObject = _EmptyFlags()
 # Tag tuples seen at least twice, each the first of its equal tuples (its strings interned): records
 # share them instead of holding one tuple and one string per tag each (~18 MB at 100k). A tuple seen
 # once waits in _TAGS_SEEN_ONCE: facts carry tags of their own (their evidence refs), and taken in on
 # first sight, 10k such one-off tuples filled the cap, so every namespace read after them shared
 # nothing (~9 MB at 100k). Both bounded: tags are project bytes. Past the cap a new combination is not
 # shared; the seen-once table is emptied when full (a pair split by that is not shared, nothing else).
-_SHARED_TAGS: dict[tuple, tuple] = {}
+_SHARED_TAGS: dict[tuple[str, ...], tuple[str, ...]] = {}
 _SHARED_TAGS_CAP = 1 << 15
-_TAGS_SEEN_ONCE: dict[tuple, tuple] = {}
+_TAGS_SEEN_ONCE: dict[tuple[str, ...], tuple[str, ...]] = {}
 _TAGS_SEEN_ONCE_CAP = 1 << 15
 # The fields Harn writes in every store event (flags, provenance, status and scope are optional).
 _STORE_FIELDS = operator.itemgetter("id", "key", "stored_at", "text", "tags")
@@ -165,12 +186,12 @@ class MemoryRecord:
     _provenance: Any  # the provenance, or its compact JSON as bytes (see `provenance`, pack_json)
     status: str | None
     scope: str | None
-    flags: dict
+    flags: JsonObject  # EMPTY_FLAGS (shared, read-only) when the store had none
     updated_at: str | None
 
     def __init__(self, id: str, namespace: str, key: str, value: Any, text: str, tags: tuple[str, ...],
                  stored_at: str, seq: int, line_no: int, provenance: Any = None, status: str | None = None,
-                 scope: str | None = None, flags: dict | None = None, updated_at: str | None = None) -> None:
+                 scope: str | None = None, flags: JsonObject | None = None, updated_at: str | None = None) -> None:
         self.id = id
         self.namespace = namespace
         self.key = key
@@ -232,13 +253,13 @@ class MemoryRecord:
             return js
         return serde_compact(value)
 
-    def _fields(self) -> tuple:
+    def _fields(self) -> tuple[object, ...]:
         return tuple(getattr(self, name) for name in _RECORD_FIELDS)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
+        return self._fields() == other._fields()
 
     __hash__ = None  # type: ignore[assignment]  # value and flags are dicts: as unhashable as the dataclass was
 
@@ -260,8 +281,8 @@ class MemoryRecord:
             get("line_no", self.line_no), get("provenance", self._provenance), get("status", self.status),
             get("scope", self.scope), get("flags", self.flags), get("updated_at", self.updated_at))
 
-    def to_json(self) -> dict:
-        out = {
+    def to_json(self) -> MemoryRecordJson:
+        out: MemoryRecordJson = {
             "id": self.id,
             "namespace": self.namespace,
             "key": self.key,
@@ -305,8 +326,8 @@ class MemoryDelta:
     # id() of the records in `added` (kept alive by the list, so ids are stable), and
     # of those netted out since the last `compact()`: a cold load of a big log applies
     # thousands of updates/forgets per batch, and a linear search per removal was quadratic.
-    _added_ids: set = field(default_factory=set, repr=False, compare=False)
-    _netted: set = field(default_factory=set, repr=False, compare=False)
+    _added_ids: set[int] = field(default_factory=set, repr=False, compare=False)
+    _netted: set[int] = field(default_factory=set, repr=False, compare=False)
 
     def add(self, record: MemoryRecord) -> None:
         self.added.append(record)
@@ -333,7 +354,7 @@ class MemoryDelta:
         return bool(self.added or self.removed or self.config_changed)
 
 
-def _str(event: dict, name: str, default: str | None = None) -> str | None:
+def _str(event: JsonObject, name: str, default: str | None = None) -> str | None:
     v = event.get(name, default)
     return v if isinstance(v, str) else None
 
@@ -347,11 +368,16 @@ def add_seq(by_id: dict[str, int | list[int]], rid: str, seq: int) -> None:
     elif type(seqs) is int:
         by_id[rid] = [seqs, seq]
     else:
-        seqs.append(seq)
+        seqs.append(seq)  # type: ignore[union-attr]  # (not an int: a list; mypy narrows `type(x) is int` one way only)
 
 
 class MemoryNamespace:
     """Projection of one namespace's event log, fed line batches in file order."""
+
+    # Set by `restored` only (a namespace restored from the state cache, until `__getattr__` builds
+    # its records): the summary's sizes, and what builds the record-level state.
+    _sizes: tuple[int, int, int]
+    _loader: Callable[[MemoryNamespace], None]
 
     def __init__(self, namespace: str, path: str) -> None:
         self.namespace = namespace
@@ -362,11 +388,11 @@ class MemoryNamespace:
         # id -> seq of its active store, or a list of seqs (file order) when several stores share the id:
         # one int, not a one-element list per record (~9 MB at 100k)
         self._by_id: dict[str, int | list[int]] = {}
-        self.config: dict = dict(DEFAULT_CONFIG)
-        self.open_event: dict | None = None
+        self.config: JsonObject = dict(DEFAULT_CONFIG)
+        self.open_event: JsonObject | None = None
         self.problems: list[Problem] = []
         self.hidden: list[MemoryRecord] = []  # stores hidden by a tombstone written before them
-        self.forgets: list[dict] = []  # forget events (for display)
+        self.forgets: list[JsonObject] = []  # forget events (for display)
         self.event_count = 0
         self.last_event_at: str | None = None
 
@@ -376,7 +402,8 @@ class MemoryNamespace:
     _LAZY = frozenset({"active", "_by_id", "forgotten", "hidden", "forgets"})
 
     @classmethod
-    def restored(cls, namespace: str, path: str, summary: dict, problems: list[Problem], loader) -> MemoryNamespace:
+    def restored(cls, namespace: str, path: str, summary: JsonObject, problems: list[Problem],
+                 loader: Callable[[MemoryNamespace], None]) -> MemoryNamespace:
         """A namespace whose records are built by `loader(ns)` when first needed (it sets
         active, _by_id, forgotten, hidden and forgets); `summary` holds the rest."""
         self = cls.__new__(cls)
@@ -392,7 +419,7 @@ class MemoryNamespace:
         self._loader = loader
         return self
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> object:
         if name in MemoryNamespace._LAZY:
             loader = self.__dict__.pop("_loader", None)
             if loader is not None:
@@ -423,7 +450,7 @@ class MemoryNamespace:
         seqs = self._by_id.get(record_id)
         if seqs is None:
             return None
-        return self.active[seqs if type(seqs) is int else seqs[-1]]
+        return self.active[seqs if type(seqs) is int else seqs[-1]]  # type: ignore[index]  # (not an int: a list)
 
     # -- mutation ------------------------------------------------------------
     def apply_lines(self, lines: Iterable[JsonlLine]) -> MemoryDelta:
@@ -433,7 +460,7 @@ class MemoryNamespace:
             if line.problem is not None:
                 self.problems.append(line.problem)
                 continue
-            event = line.value
+            event: JsonObject = line.value  # type: ignore[assignment]  # a line without a problem holds its object
             if event.get("type") == "store":  # most events: _apply_event's dispatch, inlined
                 seq = self.seq
                 self.seq = seq + 1
@@ -447,7 +474,7 @@ class MemoryNamespace:
     def _problem(self, line_no: int, code: str, message: str, severity: Severity = Severity.WARNING) -> None:
         self.problems.append(Problem(self.path, line_no, code, message, severity))
 
-    def _apply_event(self, event: dict, line_no: int, delta: MemoryDelta) -> None:
+    def _apply_event(self, event: JsonObject, line_no: int, delta: MemoryDelta) -> None:
         kind = event.get("type")
         if kind not in EVENT_TYPES:
             self._problem(line_no, CODE_UNKNOWN_TYPE,
@@ -465,7 +492,7 @@ class MemoryNamespace:
         else:
             self._open(event, line_no, delta)
 
-    def _store(self, event: dict, seq: int, line_no: int, delta: MemoryDelta) -> None:
+    def _store(self, event: JsonObject, seq: int, line_no: int, delta: MemoryDelta) -> None:
         get = event.get
         try:  # the fields Harn writes in every store, in one call
             rid, key, stored_at, text, tags = _STORE_FIELDS(event)
@@ -492,7 +519,8 @@ class MemoryNamespace:
                                    ("flags", isinstance(flags, dict))) if not ok]
             if bad:
                 self._problem(line_no, CODE_BAD_FIELD,
-                    f"store event has missing or wrong-typed field(s): {', '.join(bad)}; Harn rejects the whole namespace until fixed",
+                    f"store event has missing or wrong-typed field(s): {', '.join(bad)}; "
+                    "Harn rejects the whole namespace until fixed",
                     Severity.ERROR)
                 return
         self.last_event_at = stored_at
@@ -509,7 +537,8 @@ class MemoryNamespace:
         if rid in self.forgotten:
             self.hidden.append(record)
             self._problem(line_no, CODE_HIDDEN_BY_TOMBSTONE,
-                f"record {rid} is stored after an earlier forget of the same id; Harn hides it forever (tombstones are permanent per id)",
+                f"record {rid} is stored after an earlier forget of the same id; "
+                "Harn hides it forever (tombstones are permanent per id)",
                 Severity.WARNING)
             return
         self.active[seq] = record
@@ -517,10 +546,11 @@ class MemoryNamespace:
         delta.added.append(record)  # delta.add(record), inlined: one per store of a cold load
         delta._added_ids.add(id(record))
 
-    def _forget(self, event: dict, line_no: int, delta: MemoryDelta) -> None:
+    def _forget(self, event: JsonObject, line_no: int, delta: MemoryDelta) -> None:
         ids = event.get("forgotten_ids", [])
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            self._problem(line_no, CODE_BAD_FIELD, "forget event has a wrong-typed forgotten_ids; Harn rejects the whole namespace until fixed", Severity.ERROR)
+            self._problem(line_no, CODE_BAD_FIELD,
+                "forget event has a wrong-typed forgotten_ids; Harn rejects the whole namespace until fixed", Severity.ERROR)
             return
         self.forgets.append({**event, "_line": line_no})
         self.last_event_at = _str(event, "forgotten_at") or self.last_event_at
@@ -534,13 +564,14 @@ class MemoryNamespace:
         """Remove every active record of a newly forgotten id (state_tail's lazy namespace also
         removes the cached records it has not built)."""
         seqs = self._by_id.pop(rid, ())
-        for seq in (seqs,) if type(seqs) is int else seqs:
+        for seq in (seqs,) if type(seqs) is int else seqs:  # type: ignore[union-attr]  # (not an int: a list, or none)
             delta.remove(self.active.pop(seq))
 
-    def _update(self, event: dict, line_no: int, delta: MemoryDelta) -> None:
+    def _update(self, event: JsonObject, line_no: int, delta: MemoryDelta) -> None:
         rid = _str(event, "id")
         if rid is None:
-            self._problem(line_no, CODE_BAD_FIELD, "update event without a string id; Harn rejects the whole namespace until fixed", Severity.ERROR)
+            self._problem(line_no, CODE_BAD_FIELD,
+                "update event without a string id; Harn rejects the whole namespace until fixed", Severity.ERROR)
             return
         if rid in self.forgotten:
             return
@@ -575,10 +606,11 @@ class MemoryNamespace:
         keeps the updates of cached records it has not built aside)."""
         self.active[old.seq] = new
 
-    def _open(self, event: dict, line_no: int, delta: MemoryDelta) -> None:
+    def _open(self, event: JsonObject, line_no: int, delta: MemoryDelta) -> None:
         backend = event.get("backend")
         if backend not in ("bm25", "vector", "hybrid"):
-            self._problem(line_no, CODE_BAD_FIELD, f"open event with unknown backend {backend!r}; Harn rejects it", Severity.ERROR)
+            self._problem(line_no, CODE_BAD_FIELD, f"open event with unknown backend {backend!r}; Harn rejects it",
+                          Severity.ERROR)
             return
         config = dict(DEFAULT_CONFIG)
         for name in ("backend", "embed_model_hint", "embed_dim", "bm25_weight", "cosine_weight", "opened_at"):
