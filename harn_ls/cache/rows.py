@@ -85,8 +85,9 @@ class RowReader:
         self.space, self.offset = space, offset
         self._rows, self._rows_desc, self._rowidx, self._rowidx_desc = rows, rows_desc, rowidx, rowidx_desc
         self._pos: dict[int, int] | None = None
-        self._ends: array | None = None
-        self._crcs: array | None = None
+        # the row index (set together by `seqs()`, dropped together): row ends, row CRC-32s
+        self._ends: list[int] | None = None
+        self._crcs: array[int] | None = None
         self._fallback: dict[int, MemoryRecord] | None = None
         self.seqs_cached: list[int] | None = None
         # every row decoded once, shared by the index and the namespace (see `all`), and the
@@ -107,7 +108,7 @@ class RowReader:
         seqs, ends = idx[0::3].tolist(), idx[1::3].tolist()
         if ends and (ends[-1] != self._rows_desc.get("size") or ends[0] <= 0 or ends != sorted(ends)):
             return None  # (each row is still checked by its CRC and sequence when read)
-        self._pos = dict(zip(seqs, range(len(seqs))))
+        self._pos = dict(zip(seqs, range(len(seqs)), strict=True))
         self._ends, self._crcs = ends, idx[2::3]
         self.seqs_cached = seqs if len(self._pos) == len(seqs) else None
         return self.seqs_cached
@@ -121,13 +122,14 @@ class RowReader:
         return self._pos
 
     def record(self, seq: int) -> MemoryRecord:
-        if self._fallback is None and self._pos is not None:
-            i = self._pos.get(seq)
+        pos, ends, crcs = self._pos, self._ends, self._crcs
+        if self._fallback is None and pos is not None and ends is not None and crcs is not None:  # (set together)
+            i = pos.get(seq)
             if i is not None:
-                start = self._ends[i - 1] if i else 0
+                start = ends[i - 1] if i else 0
                 try:
-                    row = os.pread(self._rows.fileno(), self._ends[i] - start - 1, start)
-                    if zlib.crc32(row) == self._crcs[i]:
+                    row = os.pread(self._rows.fileno(), ends[i] - start - 1, start)
+                    if zlib.crc32(row) == crcs[i]:
                         r = record_from_row(orjson.loads(row), self.space.namespace)
                         if r.seq == seq:
                             return r
@@ -179,6 +181,7 @@ class RowReader:
             self._step = None
             return True
         ends = self._ends
+        assert ends is not None  # (set before, or by the seqs() just above)
         start, out, crc = self._step
         stop = min(len(ends), start + max(1, max_rows))
         if start >= stop:
@@ -371,7 +374,7 @@ def _tiles(body: bytes, ends: list[int]) -> bool:
 def split_fact_body(body: bytes, ends: list[int]) -> list[bytes]:
     """The fragments of a body `read_fact_inspect_payload` checked."""
     starts = [0] + [end + len(FACT_SEPARATOR) for end in ends[:-1]]
-    return [body[a:b] for a, b in zip(starts, ends)]
+    return [body[a:b] for a, b in zip(starts, ends, strict=False)]  # (no ends: one start, no fragment)
 
 
 # The size of the chunks a payload is written in. Each is gathered in one fixed buffer and handed

@@ -110,7 +110,8 @@ class TailOverlay:
         for seq in self.cached_seqs.get(rid, ()):
             if seq not in self.removed:
                 self.removed.add(seq)
-                delta.remove(self.replaced.pop(seq, None) or self.fetched[seq])
+                updated: MemoryRecord | None = self.replaced.pop(seq, None)
+                delta.remove(updated or self.fetched[seq])
 
     def prepare(self, lines: list[JsonlLine]) -> bool:
         """Look up and read the cached records of every id the batch's updates and forgets name;
@@ -118,7 +119,9 @@ class TailOverlay:
         wanted: set[str] = set()
         for ln in lines:
             ev = ln.value if ln.problem is None else None
-            kind = ev.get("type") if ev is not None else None
+            if ev is None:
+                continue
+            kind = ev.get("type")
             if kind == "update" and type(ev.get("id")) is str:
                 wanted.add(ev["id"])
             elif kind == "forget" and isinstance(ev.get("forgotten_ids"), list):
@@ -184,7 +187,8 @@ def _rows_of(ids: bytes, wanted: list[str]) -> dict[str, list[int]]:
 
 def stores_only(lines: Iterable[JsonlLine]) -> bool:
     """Whether every line is a store event or a line that does not parse (a problem)."""
-    return all(ln.problem is not None or ln.value.get("type") == "store" for ln in lines)
+    # (a line without a problem holds its object)
+    return all(ln.problem is not None or ln.value.get("type") == "store" for ln in lines)  # type: ignore[union-attr]
 
 
 def read_tombstones(cache, tombs_desc, records_fh, records_desc) -> set[str] | None:
