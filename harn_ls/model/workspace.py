@@ -27,7 +27,7 @@ from harn_ls.formats.problems import Problem, Severity
 from harn_ls.model.change_kinds import RESCAN_KINDS, ChangeKind, ChangeSet, K  # noqa: F401 (ChangeSet re-exported)
 from harn_ls.model.facts import FactsPart
 from harn_ls.model.recall import RecallPart
-from harn_ls.model.runs import RunsPart, TranscriptEntry, _json_files
+from harn_ls.model.runs import FullRunKey, RunsPart, TranscriptEntry, _json_files
 from harn_ls.util import safe_read
 from harn_ls.util.progress import WorkProgress
 from harn_ls.util.safe_read import CODE_LINK_OUT
@@ -36,6 +36,8 @@ if TYPE_CHECKING:  # numpy (recall), sqlite3 (sessions) load only when used: `in
     from harn_ls.cache.checkpoint_history import CheckpointHistory
     from harn_ls.formats import session_store as ss_fmt
     from harn_ls.formats import skills as skills_fmt
+    from harn_ls.formats.facts import FactsSource
+    from harn_ls.formats.memory import MemoryRecord
     from harn_ls.model.event_logs import EventLogState
     from harn_ls.recall import RecallEngine
 
@@ -45,7 +47,7 @@ EVENTS_FILE = "events.jsonl"
 CODE_ENV_REFUSED = "HL-ENV-001"  # a location variable harn-ls does not follow (issue 28)
 
 
-def _holds_fact(record) -> bool:
+def _holds_fact(record: MemoryRecord) -> bool:
     """Whether a record's value is a fact envelope (only those are facts, or have fact problems)."""
     value = record.value
     return isinstance(value, dict) and value.get("schema") == facts_fmt.FACT_SCHEMA
@@ -85,29 +87,30 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         self.watch_problems: list[Problem] = []  # set by whoever watches the project (root refused, budget)
         self.checkpoint_history: CheckpointHistory | None = None  # kept by whoever serves the project (lsp/project.py)
         self.pattern: pl_fmt.PatternLearning | None = None
-        self._pattern_made_of: tuple | None = None  # (MemoryNamespace, its event count) `pattern` was projected from
+        # (namespace, its event count) `pattern` was projected from
+        self._pattern_made_of: tuple[MemoryNamespace, int] | None = None
         self.legacy_streams: dict[str, str] = {}
         self.migration_needed = False
         self.skills: skills_fmt.SkillInventory | None = None
         self.runs: dict[str, runs_fmt.RunRecord] = {}
         self._run_paths: dict[str, str] = {}  # path -> run id
-        self.workers: dict[str, object] = {}
+        self.workers: dict[str, runs_fmt.WorkerSnapshot] = {}
         self.transcripts: dict[str, TranscriptEntry] = {}
         self._transcripts_by_path: dict[str, list[str]] = {}  # run record / worker path -> ids read from it
-        self._transcript_cache: dict[tuple, object] = {}
+        self._transcript_cache: dict[FullRunKey, runs_fmt.RunRecord] = {}
         self.sessions: ss_fmt.SessionStoreSnapshot | None = None
         self._recall: RecallEngine | None = None
         # state cache (harn_ls/cache/store.py): namespaces restored from it, the records their cached
         # recall index was built over, and the deltas applied since (replayed onto that index)
-        self._project_cache = None
+        self._project_cache: ProjectCache | None = None
         self._cache_dirty: set[str] = set()
-        self._index_base: dict[str, dict] = {}
+        self._index_base: dict[str, dict[int, MemoryRecord]] = {}
         self._index_deltas: dict[str, list[MemoryDelta]] = {}
         self.loaded_at = 0.0
         self.generation = 0  # bumped on every change, used to cache rendered text
         self._memory_only = False  # Workspace.load(memory_only=True): see there
         self._real_dirs: dict[str, str] = {}  # realpath memo, emptied when a scan or an apply starts
-        self._pending_facts: dict[str, object] = {}  # memory_only/defer_facts: cached facts not decoded (unless changed)
+        self._pending_facts: dict[str, FactsSource] = {}  # memory_only/defer_facts: cached facts not decoded (unless changed)
         self._defer_facts = self._fold_values = self._one_shot = False  # Workspace.load(defer_facts=True / ...): see there
 
     @property
@@ -270,6 +273,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             self.memory[ns] = MemoryNamespace(ns, path)
             self._cache_dirty.add(ns)
         else:
+            assert cache is not None  # (restored from it)
             self.memory[ns], facts = restored
             self._index_deltas[ns] = []
             if self._memory_only:
@@ -323,6 +327,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
                 if ns in self._pending_facts:  # the namespace changes: its facts are needed to save it
                     self._restore_pending_facts(ns, changes)
                 if deltas is not None and ns not in self._index_base:
+                    assert cache is not None  # (deltas are kept for a namespace restored from the cache only)
                     self._index_base[ns] = cache.index_base(ns, space)  # what the cached index was built over
                 delta = space.apply_lines(batch.lines)
             if deltas is not None:
@@ -618,7 +623,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         rel = p[len(root.rstrip(os.sep)) + 1:] if p != root and root == os.path.abspath(root) else os.path.relpath(p, root)
         return rel.replace(os.sep, "/")
 
-    def pending_proposals(self, include_suppressed: bool = False, now: str | None = None) -> list:
+    def pending_proposals(self, include_suppressed: bool = False, now: str | None = None) -> list[pl_fmt.Proposal]:
         if self.pattern is None:
             return []
         now = now or date_now_iso()
@@ -629,7 +634,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             out.append(p)
         return out
 
-    def proposal(self, proposal_id: str):
+    def proposal(self, proposal_id: str) -> pl_fmt.Proposal | None:
         if self.pattern is None:
             return None
         for p in self.pattern.pending:
@@ -685,7 +690,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         return {
             "checkpoints": len(self.checkpoints), "checkpointKeys": sum(len(c.entries) for c in self.checkpoints.values()),
             "namespaces": len(self.memory), "records": active,
-            "facts": len(self.facts) + sum(self._project_cache.fact_summaries[ns][0] for ns in self._pending_facts),
+            "facts": len(self.facts) + sum(self.cached_fact_count(ns) for ns in self._pending_facts),
             "proposals": len(pending), "skills": len(self.skills.skills) if self.skills else 0,
             "runs": len(self.runs), "transcripts": len(self.transcripts),
             "sessions": len(self.sessions.sessions) if self.sessions else 0,
