@@ -21,7 +21,7 @@ from harn_ls.recall.docs import _Doc, _LazyDocs
 from harn_ls.recall.overflow import OverflowByTerm
 from harn_ls.recall.results import Explain, TermExplain
 from harn_ls.recall.scoring import K1, KEY_BOOST, TAG_BOOST, B, FlaggedMemo, QueryTerm, idf_of, search
-from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analyze
+from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analyze, analyze_many
 from harn_ls.recall.vectors import namespace_vectors
 from harn_ls.util.shared_ints import shared, shared_range
 
@@ -32,6 +32,7 @@ _BOOST_OF_FLAGS = [(KEY_BOOST if code & 1 else 0.0) + (TAG_BOOST if code & 2 els
 _OVERFLOW_MIN = 1 << 15  # postings appended before they are merged into the sorted main arrays
 _DEAD_MIN = 1024  # dead slots tolerated before the slots are renumbered (and at most a quarter of them)
 _BATCH_MIN = 8  # records per apply() from which the vectorised add path pays off
+_ANALYZE_CHUNK = 2048  # records tokenized together by `add_many` (~0.3M short-lived token strings)
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 
 
@@ -277,21 +278,16 @@ class NamespaceIndex:
             self.remove_many(stale)
         if not batch:
             return
-        terms: list[str] = []
-        vals: list[int] = []
-        lens: list[int] = []
-        ntoks: list[int] = []
-        for r in batch.values():
-            counts, ntokens = analyze(r)
-            terms += counts
-            vals += counts.values()
-            lens.append(len(counts))
-            ntoks.append(ntokens)
-        first = self._new_slots(list(batch.values()), ntoks)
         self._flush()
-        if terms:
-            self._append_overflow(np.asarray(self._term_ids(terms), dtype=np.int32),
-                                  np.repeat(np.arange(first, self._nslots, dtype=np.int32), lens), vals)
+        added = list(batch.values())
+        # tokenized in bulk, a chunk at a time (a chunk's token strings are all alive at once)
+        for start in range(0, len(added), _ANALYZE_CHUNK):
+            chunk = added[start : start + _ANALYZE_CHUNK]
+            postings = analyze_many(chunk)
+            first = self._new_slots(chunk, postings.ntokens.tolist())
+            if postings.terms:  # (terms interned first seen first, as `add` one by one would)
+                ids = np.asarray(self._term_ids(postings.terms), dtype=np.int32)
+                self._append_overflow(ids[postings.term], (postings.doc + first).astype(np.int32), postings.val)
         self._maybe_merge()
 
     def _drop(self, seq: int) -> tuple[MemoryRecord, list[str]] | None:
