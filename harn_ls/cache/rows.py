@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 import orjson
 
 from harn_ls.formats.jsonl import JsonlTail
-from harn_ls.formats.memory import EMPTY_FLAGS, IN_TEXT, MemoryNamespace, MemoryRecord, decode_store, pack_json, shared_tags
+from harn_ls.formats.memory import EMPTY_FLAGS, IN_TEXT, MemoryNamespace, MemoryRecord, pack_json, shared_tags
 from harn_ls.util.shared_ints import shared
 
 
@@ -212,7 +212,7 @@ def _replay(space: MemoryNamespace, offset: int) -> None:
     """Fallback when a checked records document still does not decode: re-read the log up to the
     cached offset (the validator showed those bytes unchanged)."""
     fresh = MemoryNamespace(space.namespace, space.path)
-    tail = JsonlTail(space.path, decode=decode_store)
+    tail = JsonlTail(space.path)
     for batch in tail.iter_batches():
         lines = [ln for ln in batch.lines if ln.offset < offset]
         fresh.apply_lines(lines)
@@ -231,7 +231,7 @@ def facts_from_log(ns: str, path: str, offset: int, root: str) -> list:
     from harn_ls.formats import facts as facts_fmt
 
     fresh = MemoryNamespace(ns, path)
-    tail = JsonlTail(path, decode=decode_store)
+    tail = JsonlTail(path)
     found: dict[int, tuple] = {}  # seq -> entry, in the order they were added
     for batch in tail.iter_batches():
         delta = fresh.apply_lines([ln for ln in batch.lines if ln.offset < offset])

@@ -34,7 +34,7 @@ import orjson
 
 from harn_ls.cache.rows import CacheInvalid, _checked, _pread_all
 from harn_ls.formats.jsonl import JsonlLine
-from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, MemoryRecord, add_seq, event_type
+from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, MemoryRecord, add_seq
 
 TAIL_KEEP_MAX = 1 << 20  # appended bytes past a kept entry's offset, at most (each run applies them again)
 TAIL_KEEP_MIN = 64 << 10  # and below this, kept whatever the namespace's size (else a quarter of its bytes)
@@ -118,7 +118,7 @@ class TailOverlay:
         wanted: set[str] = set()
         for ln in lines:
             ev = ln.value if ln.problem is None else None
-            kind = event_type(ev) if ev is not None else None
+            kind = ev.get("type") if ev is not None else None
             if kind == "update" and type(ev.get("id")) is str:
                 wanted.add(ev["id"])
             elif kind == "forget" and isinstance(ev.get("forgotten_ids"), list):
@@ -184,7 +184,7 @@ def _rows_of(ids: bytes, wanted: list[str]) -> dict[str, list[int]]:
 
 def stores_only(lines: Iterable[JsonlLine]) -> bool:
     """Whether every line is a store event or a line that does not parse (a problem)."""
-    return all(ln.problem is not None or event_type(ln.value) == "store" for ln in lines)
+    return all(ln.problem is not None or ln.value.get("type") == "store" for ln in lines)
 
 
 def read_tombstones(cache, tombs_desc, records_fh, records_desc) -> set[str] | None:

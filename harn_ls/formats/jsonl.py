@@ -10,7 +10,7 @@ chunks, so a multi-gigabyte log never sits in memory at once.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import field
 from typing import Any
 
@@ -35,12 +35,11 @@ CODE_TOO_DENSE = "HL-JSONL-007"  # a line whose parsed form would exceed the mem
 
 @lean_dataclass(slots=True)
 class JsonlLine:
-    """One complete line. `value` is None when the line is malformed; a tail with a typed decoder
-    holds what it decoded (`formats.memory.StoreEvent`) for the lines it took."""
+    """One complete line. `value` is None when the line is malformed."""
 
     line_no: int  # 1-based physical line number
     offset: int  # byte offset of the line start
-    value: Any
+    value: dict | None
     problem: Problem | None = None
 
 
@@ -56,13 +55,8 @@ class JsonlBatch:
 class JsonlTail:
     """Incremental reader for one JSONL file."""
 
-    def __init__(self, path: str, *, chunk_bytes: int = CHUNK_BYTES,
-                 decode: Callable[[bytes], object | None] | None = None) -> None:
+    def __init__(self, path: str, *, chunk_bytes: int = CHUNK_BYTES) -> None:
         self.path = path
-        # A typed decoder for the common line (`formats.memory.decode_store`): it returns the line's
-        # record, or None for anything it does not take, which then takes the dict path below (the
-        # one that names every problem). It is asked only after the density rule passed.
-        self._decode = decode
         self.offset = 0
         self.line_no = 0
         self._ino: int | None = None
@@ -180,7 +174,6 @@ class JsonlTail:
         out: list[JsonlLine] = []
         append = out.append
         loads = orjson.loads
-        decode = self._decode
         offset = self.offset
         line_no = self.line_no
         crlf = b"\r" in data  # else no line needs its CR cut
@@ -200,11 +193,6 @@ class JsonlTail:
             if not few_containers(raw):
                 value = None
             else:
-                if decode is not None:
-                    typed = decode(raw)
-                    if typed is not None:
-                        append(JsonlLine(line_no, start, typed))
-                        continue
                 try:
                     value = loads(raw)
                 except (orjson.JSONDecodeError, RecursionError):

@@ -21,7 +21,6 @@ from collections.abc import Iterable
 from dataclasses import field
 from typing import Any
 
-import msgspec
 import orjson
 
 from harn_ls.formats.harn_json import serde_compact
@@ -72,48 +71,6 @@ _TAGS_SEEN_ONCE: dict[tuple, tuple] = {}
 _TAGS_SEEN_ONCE_CAP = 1 << 15
 # The fields Harn writes in every store event (flags, provenance, status and scope are optional).
 _STORE_FIELDS = operator.itemgetter("id", "key", "stored_at", "text", "tags")
-
-
-
-class StoreEvent(msgspec.Struct, gc=False, tag="store", tag_field="type"):
-    """A well-formed store event as `decode_store` reads it in one C call: the fields Harn writes,
-    with the types `_store` requires (a wrong type, a missing field, another event type: the line
-    is not taken, and the dict path reports it). Never kept: its fields go into a MemoryRecord."""
-
-    id: str
-    key: str
-    value: Any
-    stored_at: str
-    text: str = ""
-    tags: list[str] = []
-    flags: dict[str, Any] = {}
-    provenance: Any = None
-    status: Any = None
-    scope: Any = None
-
-
-_STORE_DECODER = msgspec.json.Decoder(StoreEvent)
-# serde_json (Harn) and orjson read an integer past 64 bits as a float; msgspec keeps it exact. A line
-# holding a run of 19 digits (every such integer has one) goes the dict path, so values stay the same.
-# Found by two C passes (every digit made "0", then a search for 19 of them): a regex took ~20x longer.
-_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else b for b in range(256))
-_LONG_DIGITS = b"0" * 19
-
-
-def decode_store(raw: bytes) -> StoreEvent | None:
-    """The store event of a JSONL line, or None when the line is anything else (`JsonlTail`'s
-    typed decoder for memory logs: a None line is parsed and checked field by field as before)."""
-    try:
-        event = _STORE_DECODER.decode(raw)
-    except (msgspec.DecodeError, RecursionError):  # (ValidationError is a DecodeError)
-        return None
-    return None if _LONG_DIGITS in raw.translate(_DIGITS_AS_ZERO) else event
-
-
-def event_type(event: Any) -> Any:
-    """The `type` of a memory log line's event (a dict, or a decoded `StoreEvent`)."""
-    return "store" if type(event) is StoreEvent else event.get("type")
-
 
 DEFAULT_CONFIG = {"backend": "bm25", "embed_model_hint": "default", "bm25_weight": 0.5, "cosine_weight": 0.5}
 
@@ -477,12 +434,7 @@ class MemoryNamespace:
                 self.problems.append(line.problem)
                 continue
             event = line.value
-            if type(event) is StoreEvent:  # most events, decoded and checked in C
-                seq = self.seq
-                self.seq = seq + 1
-                self.event_count += 1
-                self._store_decoded(event, seq, line.line_no, delta)
-            elif event.get("type") == "store":  # _apply_event's dispatch, inlined
+            if event.get("type") == "store":  # most events: _apply_event's dispatch, inlined
                 seq = self.seq
                 self.seq = seq + 1
                 self.event_count += 1
@@ -554,24 +506,6 @@ class MemoryNamespace:
             status if isinstance(status, str) else None, scope if isinstance(scope, str) else None,
             dict(flags) if flags else EMPTY_FLAGS,
         )
-        self._keep_stored(record, rid, seq, line_no, delta)
-
-    def _store_decoded(self, event: StoreEvent, seq: int, line_no: int, delta: MemoryDelta) -> None:
-        """`_store` of a line `decode_store` took: every field already has its type."""
-        rid, text, value, stored_at = event.id, event.text, event.value, event.stored_at
-        self.last_event_at = stored_at
-        seq, line_no = shared(seq), shared(line_no)  # (one object per number across records and namespaces)
-        if text == value:
-            text = value  # a string value is its own text (§C.2): keep one copy, not two
-        status, scope, flags = event.status, event.scope, event.flags
-        record = MemoryRecord(
-            rid, self.namespace, event.key, value, text, shared_tags(event.tags), stored_at, seq, line_no,
-            pack_json(event.provenance), status if isinstance(status, str) else None,
-            scope if isinstance(scope, str) else None, flags if flags else EMPTY_FLAGS,
-        )
-        self._keep_stored(record, rid, seq, line_no, delta)
-
-    def _keep_stored(self, record: MemoryRecord, rid: str, seq: int, line_no: int, delta: MemoryDelta) -> None:
         if rid in self.forgotten:
             self.hidden.append(record)
             self._problem(line_no, CODE_HIDDEN_BY_TOMBSTONE,

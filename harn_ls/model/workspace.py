@@ -21,7 +21,7 @@ from harn_ls.formats import paths as paths_mod
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.jsonl import JsonlTail
-from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, decode_store, fold_values, namespace_of
+from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, fold_values, namespace_of
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.model.change_kinds import RESCAN_KINDS, ChangeKind, ChangeSet, K  # noqa: F401 (ChangeSet re-exported)
 from harn_ls.model.facts import FactsPart
@@ -261,7 +261,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         if self._leaves_project_reported(path):
             return  # a symlink out of the project: reported, never followed
         self._ns_path[ns] = path
-        tail = self._tails[path] = JsonlTail(path, decode=decode_store)
+        tail = self._tails[path] = JsonlTail(path)
         cache = self._state_cache
         restored = cache.restore_namespace(ns, path, tail) if cache is not None and self._recall is None else None
         if restored is None:
