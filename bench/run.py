@@ -565,12 +565,12 @@ def batch_lines(ns: str, n: int, tag: str) -> bytes:
 
 def wait_cache_written(project: Path, env: dict | None, timeout: float = 600) -> bool:
     """Until the project's state cache holds every namespace with its recall index."""
-    from harn_ls.cache.store import StateCache
+    from harn_ls.cache.store import ProjectCache
 
     env = env if env is not None else dict(os.environ)
     end = time.perf_counter() + timeout
     while time.perf_counter() < end:
-        info = StateCache(str(project), env).info()
+        info = ProjectCache(str(project), env).info()
         ns = info["namespaces"]
         if info["valid"] and ns and all(e["index"] for e in ns.values()):
             return True
@@ -706,7 +706,7 @@ def bench_wal_append(repeats: int = 30, background_events: int = 20_000) -> dict
 def wal_rows(w: dict) -> list:
     a, e = w["apply_ms"], w["append_to_applied_ms"]
     n = f"{w['background_events']:,}"
-    return [(f"WAL append -> Workspace.apply (HITL derived, {n} events)", "ms p50/p95", (a["p50"], a["p95"], a["min"], a["max"]), ""),
+    return [(f"WAL append -> Workspace.apply_changes (HITL derived, {n} events)", "ms p50/p95", (a["p50"], a["p95"], a["min"], a["max"]), ""),
             ("WAL append -> watcher batch applied (debounce incl.)", "ms p50/p95", (e["p50"], e["p95"], e["min"], e["max"]),
              "p95 <= 300 ms")]
 

@@ -4,7 +4,7 @@
 
 Loads PROJECT (default bench/out/large, made by bench/generate.py), picks the source file with
 the most facts, warms a FactSpanCache, then N times: appends K memory events (every 5th batch
-also a fact on that file), applies them to the model (`Workspace.apply`, as the server's worker
+also a fact on that file), applies them to the model (`Workspace.apply_changes`, as the server's worker
 does), and times the first hover and the first code lens (ranges + one resolve) after the batch,
 on the worker-thread path the server runs (render/hover.py, render/lenses.py). "before" is the
 previous behaviour, measured the same way: the whole file re-anchored after every model change.

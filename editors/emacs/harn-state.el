@@ -31,6 +31,29 @@
 ;; Each Harn project (the nearest folder upward with a harn.toml, else with a .harn/
 ;; folder) gets its own server; `harn-state-server-command' and `harn-state-settings'
 ;; configure it.
+;;
+;; `harn-state-settings' is a plist of the server's harnState.* settings, nested by their
+;; dots (facts.minConfidence is (:facts (:minConfidence 0.5))), sent as initializationOptions.
+;; eglot answers the server's workspace/configuration requests from
+;; `eglot-workspace-configuration' (:harnState (...)), per folder: a resource setting may
+;; differ per folder, an application one (hitl.reviewer) is taken from the unscoped answer
+;; only.  The settings, written from the VS Code extension's schema
+;; (scripts/settings_docs.py; a test fails when they differ):
+;;
+;; settings:begin
+;;   setting                  type             default           scope
+;;   harnPath                 string           "harn"            machine-overridable
+;;   projectRoots             array of string  []                resource
+;;   skillRoot                string           ".claude/skills"  resource
+;;   probes.timeoutSeconds    number           30                resource
+;;   probes.storeFacts        boolean          true              resource
+;;   facts.minConfidence      number           0                 resource
+;;   codeLens.facts           boolean          true              resource
+;;   codeLens.checkpoints     boolean          true              resource
+;;   transcripts.showPrivate  boolean          false             resource
+;;   harnEnv                  object           {}                resource
+;;   hitl.reviewer            string           ""                application
+;; settings:end
 
 ;;; Code:
 

@@ -18,7 +18,6 @@ import time as _time
 import uuid
 
 from harn_ls.actions import append_journal
-from harn_ls.formats.harn_time import iso_millis, now_ns, rfc3339_nanos  # noqa: F401 (the actions' clocks)
 from harn_ls.util.message_text import quote
 from harn_ls.util.portable import fd_path
 from harn_ls.util.refusal import ActionFailed, ensure_inside  # noqa: F401 (re-exported)

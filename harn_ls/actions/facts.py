@@ -8,9 +8,10 @@ the same deterministic id afterwards — the message says so.
 
 from __future__ import annotations
 
-from harn_ls.actions import ActionFailed, append_lines, now_ns
+from harn_ls.actions import ActionFailed, append_lines
 from harn_ls.actions.proposals import forget_event
 from harn_ls.formats.harn_json import serde_compact
+from harn_ls.formats.harn_time import now_ns
 from harn_ls.model.accept_plan import confining_root
 from harn_ls.util.message_text import quote
 

@@ -29,17 +29,12 @@ from __future__ import annotations
 import os
 import uuid
 
-from harn_ls.actions import ActionFailed, append_lines, atomic_write, iso_millis, now_ns
-from harn_ls.actions.proposals import (
-    NAMESPACE,
-    _ids_with_key,
-    _refresh,
-    forget_event,
-    pattern_store_event,
-)
+from harn_ls.actions import ActionFailed, append_lines, atomic_write
+from harn_ls.actions.proposals import NAMESPACE, _ids_with_key, _refresh, forget_event, pattern_store_event
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats.checkpoints import render_checkpoint_json
 from harn_ls.formats.harn_json import serde_compact
+from harn_ls.formats.harn_time import iso_millis, now_ns
 from harn_ls.model.accept_plan import confining_root
 
 

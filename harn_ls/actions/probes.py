@@ -36,11 +36,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harn_ls.actions import ActionFailed, append_lines, iso_millis, rfc3339_nanos, uuid7
+from harn_ls.actions import ActionFailed, append_lines, uuid7
 from harn_ls.formats import facts as F
 from harn_ls.formats import paths as paths_mod
 from harn_ls.formats import probes as P
 from harn_ls.formats.harn_json import serde_compact
+from harn_ls.formats.harn_time import iso_millis, rfc3339_nanos
 from harn_ls.util import exit_hooks
 from harn_ls.util.message_text import quote
 from harn_ls.util.text_positions import UTF16, ByteIndex, Pos, Range, TextIndex

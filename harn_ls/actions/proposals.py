@@ -33,18 +33,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harn_ls.actions import (
-    ActionFailed,
-    append_lines,
-    atomic_write,
-    atomic_write_dir,
-    iso_millis,
-    now_ns,
-    rfc3339_nanos,
-    uuid7,
-)
+from harn_ls.actions import ActionFailed, append_lines, atomic_write, atomic_write_dir, uuid7
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats.harn_json import serde_compact
+from harn_ls.formats.harn_time import iso_millis, now_ns, rfc3339_nanos
 from harn_ls.model.accept_plan import (  # noqa: F401 (check_skill_name, skill_root_warning: re-exported)
     EXECUTABLE_ENTRYPOINTS,
     NAMESPACE,

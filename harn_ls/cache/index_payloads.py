@@ -1,5 +1,5 @@
-"""A namespace's recall index as the state cache writes it (`StateCache._save_index`; read back by
-`StateCache.load_index_arrays` and `state_index.restore_index`): six `.npy` arrays and the terms,
+"""A namespace's recall index as the state cache writes it (`ProjectCache._save_index`; read back by
+`ProjectCache.load_index_arrays` and `state_index.restore_index`): six `.npy` arrays and the terms,
 each payload handed out as chunks that are written before the next payload is built.
 
 An array goes out as its `.npy` header and a view of its own buffer: `np.save` into a BytesIO copied

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 
 from harn_ls.cache.rows import CacheInvalid
-from harn_ls.cache.store import StateCache
+from harn_ls.cache.store import ProjectCache
 from harn_ls.formats.memory import MemoryNamespace
 
 
-def restore_index(cache: StateCache, ns: str, space: MemoryNamespace, base: dict | None = None):
+def restore_index(cache: ProjectCache, ns: str, space: MemoryNamespace, base: dict | None = None):
     """The recall index of a namespace from the cache, over `base` (the records it was built
     over: the namespace's active records as restored); None when missing or not consistent."""
     # numpy and the index are loaded only when recall is used: `inspect` never needs them

@@ -1,5 +1,5 @@
 """The state cache's project-wide parts, as rows: problems, the slim run-record listing (validated
-per run record file by `StateCache`), and the pattern-learning projection (tied to the exact cached
+per run record file by `ProjectCache`), and the pattern-learning projection (tied to the exact cached
 state of its namespace). Data only, decoded with orjson; a row that does not fit raises, and the
 caller then builds the part again from the project."""
 
@@ -193,7 +193,7 @@ def _entry_key(e: dict) -> str | None:
 
 
 def restore_pattern(cache, ns: str, path: str, link: bool = False) -> pl_fmt.PatternLearning | None:
-    """The cached projection of namespace `ns` of a StateCache, when `ns` was restored unchanged this
+    """The cached projection of namespace `ns` of a ProjectCache, when `ns` was restored unchanged this
     run from the very entry the projection was made of: without record links, or with `link` linked
     to the records of the cached rows (read one by one: the namespace itself stays unbuilt)."""
     desc = cache.manifest.get("pattern") if cache.manifest else None
@@ -216,7 +216,7 @@ def restore_pattern(cache, ns: str, path: str, link: bool = False) -> pl_fmt.Pat
 
 
 def save_pattern(cache, ws, out: dict, token: str) -> tuple[dict | None, bool]:
-    """(the manifest's "pattern" entry, whether a payload was written) for a StateCache save whose new
+    """(the manifest's "pattern" entry, whether a payload was written) for a ProjectCache save whose new
     namespace entries are `out`: the previous one while it still names the pattern namespace's entry
     being saved; else the workspace's projection, when it was made of that namespace exactly as
     saved (the same object at the same event count); else none."""

@@ -226,7 +226,7 @@ def _replay(space: MemoryNamespace, offset: int) -> None:
 def facts_from_log(ns: str, path: str, offset: int, root: str) -> list:
     """[(seq, Fact or None, problems)] of a namespace's log up to the cached offset, in the order a
     load reading the log gives them (as Workspace._apply_delta keeps them): the fallback when a
-    cached facts payload checked late (StateCache.lazy_facts) turns out not intact."""
+    cached facts payload checked late (ProjectCache.lazy_facts) turns out not intact."""
     # start-up: formats.facts (~14 ms) loads only when cached facts could not be used
     from harn_ls.formats import facts as facts_fmt
 

@@ -42,6 +42,7 @@ import orjson
 
 from harn_ls.cache.dirs import _tree_bytes, cache_enabled, evict_projects, project_cache_dir
 from harn_ls.cache.index_payloads import index_payloads
+from harn_ls.cache.log_stamps import compare_log, stamp_log
 from harn_ls.cache.parts import (  # noqa: F401
     CheckpointRows,
     _fact_row,
@@ -86,7 +87,7 @@ from harn_ls.cache.tail import (
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.pattern_learning import NAMESPACE as PATTERN_NS  # (its projection is cached per entry)
 from harn_ls.formats.problems import Problem
-from harn_ls.util.safe_read import file_stamp, open_project_file, stat_stamp
+from harn_ls.util.safe_read import file_stamp, stat_stamp
 
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
@@ -94,53 +95,11 @@ if TYPE_CHECKING:
 FORMAT = "harn-ls-state/8"
 STATE_DIR = "state"
 MANIFEST = "manifest.json"
-TAIL_HASH_BYTES = 4096
 DEFAULT_MAX_MB = 2048
 STALE_TEMP_SECONDS = 300  # unreferenced payload files younger than this may belong to a concurrent writer
 
 _INDEX_ARRAYS = ("dl", "df", "off", "pslot", "pcode", "seqs")
 _INDEX_DTYPES = {"dl": "i4", "df": "i8", "off": "i8", "pslot": ("u2", "i4"), "pcode": ("u2", "u4", "i8"), "seqs": "i8"}
-
-
-# ----------------------------------------------------------------------------- validators
-def file_validator(path: str, offset: int, line_no: int, torn: int, head: bytes) -> dict | None:
-    """What the cache needs to recognise this file again (None if it cannot be read)."""
-    try:
-        with open_project_file(path, None) as fh:  # a FIFO swapped in for the log: refused, never waited on
-            st = os.fstat(fh.fileno())
-            start = max(0, offset - TAIL_HASH_BYTES)
-            fh.seek(start)
-            tail = fh.read(offset - start)
-    except OSError:
-        return None
-    if len(tail) != offset - start:
-        return None
-    return {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "offset": offset,
-            "line_no": line_no, "torn": torn, "head": head.hex(), "tail_hash": sha256(tail).hexdigest()}
-
-
-def check_file(path: str, v: Mapping[str, Any]) -> str:
-    """"same", "appended" or "changed" for a log against its cached validator."""
-    try:
-        with open_project_file(path, None) as fh:
-            st = os.fstat(fh.fileno())
-            if (st.st_dev, st.st_ino) != (v["dev"], v["ino"]):
-                return "changed"
-            offset = v["offset"]
-            if st.st_size < v["size"] or st.st_size < offset:
-                return "changed"
-            if st.st_size == v["size"] and st.st_mtime_ns != v["mtime_ns"]:
-                return "changed"  # rewritten in place (same size): an append always grows the file
-            head = bytes.fromhex(v["head"])
-            if fh.read(len(head)) != head:
-                return "changed"
-            start = max(0, offset - TAIL_HASH_BYTES)
-            fh.seek(start)
-            if sha256(fh.read(offset - start)).hexdigest() != v["tail_hash"]:
-                return "changed"
-    except (OSError, KeyError, TypeError, ValueError):
-        return "changed"
-    return "same" if st.st_size == v["size"] and st.st_mtime_ns == v["mtime_ns"] else "appended"
 
 
 PAYLOADS = {"meta": ".meta.json", "facts": ".facts.json", "records": ".records.json", "rows": ".rows.jsonl",
@@ -217,7 +176,7 @@ def fill_namespace(space: MemoryNamespace, data: bytes, rows: Mapping[int, Memor
 
 
 # ----------------------------------------------------------------------------- the cache
-class StateCache:
+class ProjectCache:
     """One project's state cache folder. Reading never raises: a bad cache is a miss."""
 
     def __init__(self, project_root: str, env: Mapping[str, str] | None = None) -> None:
@@ -249,7 +208,7 @@ class StateCache:
         self._id_index: dict[str, Any] = {}  # ns -> the description of its cached id index (None: an older entry)
 
     @classmethod
-    def open(cls, project_root: str, env: Mapping[str, str] | None = None, enabled: bool = True) -> StateCache | None:
+    def open(cls, project_root: str, env: Mapping[str, str] | None = None, enabled: bool = True) -> ProjectCache | None:
         if not enabled or not cache_enabled(env):
             return None
         try:
@@ -312,7 +271,7 @@ class StateCache:
         if e is None:
             return None
         v = e["validator"]
-        state = check_file(path, v)
+        state = compare_log(path, v)
         if state == "changed":
             return None
         try:
@@ -587,7 +546,7 @@ class StateCache:
             if unchanged:
                 entry = dict(prev)
             else:
-                v = file_validator(path, tail.offset, tail.line_no, tail.torn_bytes, tail._head)
+                v = stamp_log(path, tail.offset, tail.line_no, tail.torn_bytes, tail._head)
                 if v is None or v["ino"] != tail._ino:
                     continue
                 stem = f"ns{i}-{sha256(ns.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
@@ -668,7 +627,7 @@ class StateCache:
         namespaces = {}
         for ns, e in (self.manifest.get("namespaces", {}) if self.manifest else {}).items():
             v = e.get("validator", {})
-            namespaces[ns] = {"path": e.get("path"), "offset": v.get("offset"), "log": check_file(e.get("path", ""), v),
+            namespaces[ns] = {"path": e.get("path"), "offset": v.get("offset"), "log": compare_log(e.get("path", ""), v),
                               "index": bool(e.get("index"))}
         return {"folder": self.folder, "exists": os.path.isdir(self.folder), "valid": bool(self.manifest),
                 "bytes": _tree_bytes(self.folder), "namespaces": namespaces}
@@ -716,7 +675,7 @@ def evict(env: Mapping[str, str] | None = None, keep: str | None = None) -> list
     return evict_projects(env, keep, STATE_DIR, MANIFEST, DEFAULT_MAX_MB)
 
 
-def touch(cache: StateCache) -> None:
+def touch(cache: ProjectCache) -> None:
     """Mark the project as recently used (eviction is by manifest mtime)."""
     try:
         os.utime(os.path.join(cache.folder, MANIFEST))

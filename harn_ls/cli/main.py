@@ -377,12 +377,12 @@ def cmd_watch(args) -> int:
 
 def cmd_cache(args) -> int:
     # start-up: the state cache loads sqlite3 and the workspace; only `cache` needs it
-    from harn_ls.cache.store import StateCache
+    from harn_ls.cache.store import ProjectCache
 
     if args.verb not in ("info", "clear"):
         raise UsageError("expected: cache info|clear [PATH]")
     try:
-        cache = StateCache(_target(args.path))
+        cache = ProjectCache(_target(args.path))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if args.verb == "clear":

@@ -16,13 +16,13 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import field
-from typing import Any
 
 import orjson
 
 from harn_ls.formats.harn_json import serde_compact
-from harn_ls.formats.locks import checkpoint_running
+from harn_ls.formats.locks import LockTable, checkpoint_running
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.util.json_types import JsonObject, JsonValue
 from harn_ls.util.lean_dataclass import lean_dataclass
 from harn_ls.util.safe_read import CHECKPOINT_CAP, ReadRefused, json_density_problem, read_confined
 
@@ -52,7 +52,7 @@ class CheckpointEntry:
     """One stage of a checkpoint file as Harn stored it."""
 
     key: str
-    value: Any  # the stage result for keyed records (record["value"]), else the raw value
+    value: JsonValue  # the stage result for keyed records (record["value"]), else the raw value
     keyed: bool  # a well-formed keyed-stage record
     fingerprint: str | None  # only for keyed records
     line: int  # 1-based line of the key in the file (0 when unknown)
@@ -83,7 +83,7 @@ def pipeline_of_checkpoint_path(path: str) -> str:
 # -- keyed records ----------------------------------------------------------------
 
 
-def _keyed_status(value: Any) -> tuple[bool, str | None]:
+def _keyed_status(value: JsonValue) -> tuple[bool, str | None]:
     """(is a well-formed keyed record, why it looks keyed but is not)."""
     if not isinstance(value, dict):
         return False, None
@@ -264,7 +264,7 @@ def parse_checkpoint_bytes(data: bytes, result: CheckpointFile) -> CheckpointFil
 # -- writing (text only; actions/ does the I/O) ------------------------------------------
 
 
-def _render(value: Any, indent: str, sort_keys: bool, out: list[str]) -> None:
+def _render(value: JsonValue, indent: str, sort_keys: bool, out: list[str]) -> None:
     if isinstance(value, dict):
         if not value:
             out.append("{}")
@@ -304,7 +304,7 @@ def _render(value: Any, indent: str, sort_keys: bool, out: list[str]) -> None:
         out.append("null")
 
 
-def render_checkpoint_json(mapping: dict, *, sort_nested: bool = True) -> str:
+def render_checkpoint_json(mapping: JsonObject, *, sort_nested: bool = True) -> str:
     """Harn's checkpoint file text: serde_json pretty, top-level keys sorted, no trailing newline.
 
     Values that come from Harn scripts have sorted keys at every level (Harn
@@ -334,7 +334,7 @@ def render_checkpoint_json(mapping: dict, *, sort_nested: bool = True) -> str:
 RUNNING_LABEL = "writing now"
 
 
-def running_now(path: str, table=None) -> bool | None:
+def running_now(path: str, table: LockTable | None = None) -> bool | None:
     """True while a Harn process holds `<pipeline>.lock` (it is saving this checkpoint).
 
     Read from the kernel's lock table (or, without /proc, a non-blocking probe

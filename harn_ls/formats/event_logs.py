@@ -14,20 +14,19 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from harn_ls.formats.events import (
-    Event,
-    FileEventLog,
-    LogSummary,
-    TopicInfo,
-)
+from harn_ls.formats.events import Event, FileEventLog, LogSummary, TopicInfo
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.util.json_types import JsonObject
 from harn_ls.util.lean_dataclass import lean_dataclass
 
 if TYPE_CHECKING:
+    from harn_ls.formats.events_sqlite import SqliteEventLog
     from harn_ls.formats.hitl import requests as hitl_fmt
+    from harn_ls.formats.paths import EventLogPlace
 
 MAX_BAD_EVENTS = 20  # per topic: events whose payload is not JSON, listed as problems
 PAYLOAD_WINDOW = 20_000  # a topic first seen: its newest events checked for unreadable payloads
@@ -36,7 +35,31 @@ MAX_HITL_EVENTS = 20_000  # per HITL topic; beyond it the oldest are dropped (wi
 TAIL_BATCH = 500
 
 
-def hitl_rules():
+class HitlRules(Protocol):
+    """What the event logs (and model/event_logs.py) use of formats/hitl/requests.py, which `hitl_rules`
+    loads late: the module itself is the implementation."""
+
+    @property
+    def HITL_TOPICS(self) -> tuple[str, ...]: ...  # noqa: N802 (the module's constant)
+
+    @property
+    def WAITPOINT_PREFIX(self) -> str: ...  # noqa: N802
+
+    @property
+    def HARN_PENDING_LIMIT(self) -> int: ...  # noqa: N802
+
+    def sanitize_topic_component(self, value: str) -> str: ...
+
+    def parse_time_ms(self, value: Any) -> int | None: ...
+
+    def waiting(self, requests: dict[str, hitl_fmt.HitlRequest]) -> list[hitl_fmt.HitlRequest]: ...
+
+    def derive(self, events: Iterable[Event], waitpoints: dict[str, JsonObject] | None = None,
+               now_ms: int | None = None, *, log_label: str = "", path: str = "",
+               ) -> tuple[dict[str, hitl_fmt.HitlRequest], list[Problem]]: ...
+
+
+def hitl_rules() -> HitlRules:
     """formats/hitl/requests.py, loaded once a log exists: only a present log has HITL events to read."""
     # start-up: the HITL rules (with calendar, ~5 ms) load only when an event log is refreshed
     from harn_ls.formats.hitl import requests as hitl
@@ -64,7 +87,7 @@ class LogLocation:
     selected: bool = True  # HARN_EVENT_LOG_BACKEND picks this backend (Harn writes the other one no more)
 
 
-def discover(state_root: str, project_root: str, places=()) -> list[LogLocation]:
+def discover(state_root: str, project_root: str, places: Iterable[EventLogPlace] = ()) -> list[LogLocation]:
     """Every place a Harn producer may have put an event log, existing or not. `places`: the
     `paths.EventLogPlace`s resolved from Harn's variables (HARN_EVENT_LOG_*, HARN_ORCHESTRATOR_STATE_DIR);
     without them, the default places."""
@@ -104,7 +127,7 @@ class LogView:
     root: str | None = None  # the project: the log's real path must stay inside it
     summary: LogSummary = field(default_factory=LogSummary)
     hitl_events: dict[str, list[Event]] = field(default_factory=dict)  # topic -> events (id order)
-    waitpoints: dict[str, dict] = field(default_factory=dict)  # request id -> latest waitpoint payload
+    waitpoints: dict[str, JsonObject] = field(default_factory=dict)  # request id -> latest waitpoint payload
     requests: dict[str, hitl_fmt.HitlRequest] = field(default_factory=dict)
     hitl_problems: list[Problem] = field(default_factory=list)
     _wp_heads: dict[str, int] = field(default_factory=dict)
@@ -112,7 +135,7 @@ class LogView:
     payload_problems: dict[str, list[Problem]] = field(default_factory=dict)
     _payload_checked: dict[str, int] = field(default_factory=dict)  # topic -> highest event id checked
     _payload_pending: set[str] = field(default_factory=set)  # topics with events left to check (budget)
-    _backend: object | None = None
+    _backend: SqliteEventLog | FileEventLog | None = None
     refreshed_at: float = 0.0
 
     @property
@@ -128,7 +151,7 @@ class LogView:
         return os.path.isfile(self.loc.path) if self.loc.backend == "sqlite" else os.path.isdir(
             os.path.join(self.loc.path, "topics"))
 
-    def backend(self):
+    def backend(self) -> SqliteEventLog | FileEventLog:
         if self._backend is None and self.loc.backend == "sqlite":
             # start-up: sqlite3 and tempfile load only once a project has an events.sqlite to read
             from harn_ls.formats.events_sqlite import SqliteEventLog
@@ -145,7 +168,7 @@ class LogView:
             out.extend(p for p in probs if p.message not in seen)  # a HITL topic's tail may report the same event
         return out
 
-    def _check_payloads(self, be, changed: set[str]) -> bool:
+    def _check_payloads(self, be: SqliteEventLog, changed: set[str]) -> bool:
         """Look for events whose payload Harn cannot read (issue 28 item 5), within a budget: when a topic is
         first seen, its newest PAYLOAD_WINDOW events; afterwards every event appended. At most
         PAYLOAD_BUDGET events a refresh (SQLite's json_valid, ~10 µs an event); a topic not finished
@@ -212,13 +235,15 @@ class LogView:
             self._backend = None
             return changed
         be = self.backend()
+        file_changes: dict[str, tuple[bool, list[Event]]]
         if self.loc.backend == "file":
-            file_changes = be.refresh()
-            new = be.summary()
+            file_log = cast(FileEventLog, be)  # loc.backend names the backend's class
+            file_changes = file_log.refresh()
+            new = file_log.summary()
             changed_topics = set(file_changes)
         else:
             file_changes = {}
-            new = be.summary(self.summary.topics)
+            new = cast("SqliteEventLog", be).summary(self.summary.topics)
             if not new.ok and self.summary.topics:
                 # unreadable right now (locked, mid-write): keep what we had, report the problem
                 new.topics, new.consumers = self.summary.topics, self.summary.consumers
@@ -227,7 +252,8 @@ class LogView:
         old_probs = [p.message for p in self.summary.problems]
         consumers_changed = [c.to_json() for c in new.consumers] != [c.to_json() for c in self.summary.consumers]
         self.summary = new
-        payload_changed = self.loc.backend == "sqlite" and new.ok and self._check_payloads(be, changed_topics)
+        payload_changed = (self.loc.backend == "sqlite" and new.ok
+                           and self._check_payloads(cast("SqliteEventLog", be), changed_topics))
         hitl_changed = self._tail_hitl(be, changed_topics, file_changes)
         if hitl_changed or now_ms is not None:
             self._derive(now_ms)
@@ -235,7 +261,8 @@ class LogView:
         return bool(changed_topics) or hitl_changed or payload_changed or consumers_changed or old_probs != [p.message for p in new.problems]
 
     # ------------------------------------------------------------------ HITL
-    def _tail_hitl(self, be, changed: set[str], file_changes: dict) -> bool:
+    def _tail_hitl(self, be: SqliteEventLog | FileEventLog, changed: set[str],
+                   file_changes: dict[str, tuple[bool, list[Event]]]) -> bool:
         any_change = False
         for topic in hitl_rules().HITL_TOPICS:
             if topic not in changed:
@@ -285,10 +312,11 @@ class LogView:
                     elif reset:
                         self._drop_waitpoint(t)
             else:
-                last = be.read_last([t for t in wp_topics if t in self.summary.topics], self.summary.problems)
+                newest = cast("SqliteEventLog", be).read_last([t for t in wp_topics if t in self.summary.topics],
+                                                              self.summary.problems)
                 for t in wp_topics:
-                    if t in last:
-                        self._set_waitpoint(t, last[t])
+                    if t in newest:
+                        self._set_waitpoint(t, newest[t])
                     else:
                         self._drop_waitpoint(t)
         return any_change

@@ -31,11 +31,11 @@ import array
 import os
 import re
 from dataclasses import field
-from typing import Any
 
 import orjson
 
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.util.json_types import JsonObject, JsonValue
 from harn_ls.util.lean_dataclass import lean_dataclass
 from harn_ls.util.safe_read import SMALL_STATE_CAP, open_project_file, read_confined, refusal_text
 
@@ -73,8 +73,8 @@ class Event:
     topic: str
     id: int
     kind: str
-    payload: Any
-    headers: dict
+    payload: JsonValue
+    headers: JsonObject
     occurred_at_ms: int | None
     problem: Problem | None = None  # payload or headers did not parse
 
@@ -89,7 +89,7 @@ class TopicInfo:
     last_id: int = 0  # topic_heads.last_id (SQLite) or the last id in the file
     latest_ms: int | None = None  # occurred_at_ms of the newest event
 
-    def to_json(self) -> dict:
+    def to_json(self) -> JsonObject:
         return {"topic": self.topic, "count": self.count, "first_id": self.first_id, "last_id": self.last_id,
                 "latest_ms": self.latest_ms}
 
@@ -104,7 +104,7 @@ class Consumer:
     updated_at_ms: int | None
     lag: int = 0  # events after the cursor (head - cursor, never negative)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> JsonObject:
         return {"topic": self.topic, "consumer_id": self.consumer_id, "cursor": self.cursor,
                 "updated_at_ms": self.updated_at_ms, "lag": self.lag}
 
@@ -120,7 +120,7 @@ class LogSummary:
     ok: bool = True  # False when the log could not be read at all (the previous summary is kept by callers)
 
 
-def _decode_json(raw: Any) -> Any:
+def _decode_json(raw: object) -> JsonValue:
     if isinstance(raw, memoryview):
         raw = bytes(raw)
     if isinstance(raw, str):
@@ -132,7 +132,7 @@ def _decode_json(raw: Any) -> Any:
     return orjson.loads(raw)
 
 
-def make_event(path: str, topic: str, event_id: int, kind: Any, payload: Any, headers: Any, occurred: Any,
+def make_event(path: str, topic: str, event_id: int, kind: object, payload: object, headers: object, occurred: object,
                *, line: int = 0) -> Event:
     """An Event from raw stored values; malformed parts become a Problem on the event."""
     errors = []
@@ -204,7 +204,7 @@ class FileTopic:
             fh = open_project_file(self.path, self.root)
         except OSError as exc:
             reset = self.count > 0
-            self.__init__(self.path, self.topic, self.root)
+            FileTopic.__init__(self, self.path, self.topic, self.root)
             if not isinstance(exc, FileNotFoundError):
                 self.problems.append(Problem(self.path, 0, CODE_LINE, f"topic log {refusal_text(exc)}", Severity.ERROR))
             return reset, []
@@ -215,7 +215,7 @@ class FileTopic:
             if self._ino is not None:
                 head = fh.read(len(self._head))
                 if st.st_ino != self._ino or st.st_size < self.read_to or head != self._head:
-                    self.__init__(self.path, self.topic, self.root)
+                    FileTopic.__init__(self, self.path, self.topic, self.root)
                     reset = True
             self._ino = st.st_ino
             fh.seek(0)

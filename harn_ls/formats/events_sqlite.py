@@ -13,8 +13,8 @@ import os
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Protocol, TypeVar
 
 from harn_ls.formats import sqlite_safe
 from harn_ls.formats.events import (
@@ -38,6 +38,15 @@ from harn_ls.formats.events import (
     valid_topic,
 )
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.formats.sqlite_safe import SqlRow
+
+_T = TypeVar("_T")
+
+
+class _Query(Protocol):
+    """One SELECT on the open log: with its deadline and row cap, fully consumed."""
+
+    def __call__(self, sql: str, args: tuple[object, ...] = ()) -> list[SqlRow]: ...
 
 
 class SqliteEventLog:
@@ -93,7 +102,7 @@ class SqliteEventLog:
             Severity.INFO))
         return tmp
 
-    def _run(self, problems: list[Problem], fn) -> Any:
+    def _run(self, problems: list[Problem], fn: Callable[[_Query], _T]) -> _T | None:
         """Open, run `fn(query)`, close. SQLite errors and refusals become a Problem; returns None then."""
         if not os.path.isfile(self.path):
             return None
@@ -104,7 +113,7 @@ class SqliteEventLog:
                 return None
             conn = opened[0]
 
-            def query(sql: str, args: tuple = ()) -> list:
+            def query(sql: str, args: tuple[object, ...] = ()) -> list[SqlRow]:
                 # every statement: a deadline, a row cap, fully consumed (never a statement left open)
                 return sqlite_safe.query(conn, sql, args, QUERY_DEADLINE_S, MAX_ROWS)
 
@@ -127,7 +136,7 @@ class SqliteEventLog:
                 if opened[1]:
                     shutil.rmtree(opened[1], ignore_errors=True)
 
-    def _check_schema(self, conn, query, problems: list[Problem]) -> None:
+    def _check_schema(self, conn: sqlite3.Connection, query: _Query, problems: list[Problem]) -> None:
         try:
             cols = sqlite_safe.table_columns(conn, "events", QUERY_DEADLINE_S)
         except sqlite_safe.SqliteDeadline:
@@ -170,7 +179,7 @@ class SqliteEventLog:
         whose `topic_heads.last_id` did not move keeps its numbers."""
         out = LogSummary()
 
-        def fn(query):
+        def fn(query: _Query) -> bool:
             heads: dict[str, int] = {}
             if "topic_heads" in self._tables:
                 for topic, last in query("SELECT topic, last_id FROM main.topic_heads LIMIT ?", (MAX_TOPICS,)):
@@ -258,7 +267,7 @@ class SqliteEventLog:
         sink = problems if problems is not None else []
         wanted = list(topics)
 
-        def fn(q):
+        def fn(q: _Query) -> dict[str, SqlRow]:
             out = {}
             for t in wanted:
                 rows = q("SELECT event_id, kind, payload, headers, occurred_at_ms FROM main.events "
@@ -268,14 +277,14 @@ class SqliteEventLog:
             return out
 
         rows = self._run(sink, fn) or {}
-        result = {}
+        result: dict[str, Event] = {}
         for t, row in rows.items():
             evs = self._events(t, [row], sink)
             if evs:
                 result[t] = evs[0]
         return result
 
-    def _events(self, topic: str, rows: list, sink: list[Problem]) -> list[Event]:
+    def _events(self, topic: str, rows: list[SqlRow], sink: list[Problem]) -> list[Event]:
         out = []
         for event_id, kind, payload, headers, occurred in rows:
             if not isinstance(event_id, int):

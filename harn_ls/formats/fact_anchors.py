@@ -12,8 +12,12 @@ import os
 import stat
 from bisect import bisect_right
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from harn_ls.util.safe_read import SOURCE_FILE_CAP, ReadRefused, read_confined
+
+if TYPE_CHECKING:
+    from harn_ls.formats.fact_types import Evidence, FileRange
 
 SEARCH_RADIUS = 200  # lines around the recorded range searched for a moved snippet
 MAX_SOURCE_BYTES = SOURCE_FILE_CAP
@@ -165,8 +169,8 @@ def anchor(lines: list[str] | None, start: int, end: int, snippet: str | None, r
     return Anchor("stale", *shown)
 
 
-def fact_staleness(project_root: str, evidence) -> Anchor:
-    rng = evidence.range
+def fact_staleness(project_root: str, evidence: Evidence) -> Anchor:
+    rng = cast("FileRange", evidence.range)  # callers ask only for evidence that has a range
     path = os.path.join(project_root, rng.path)
     lines = source_lines(path, project_root)
     return anchor(lines, rng.start, rng.end, evidence.snippet, refusal(path) or "")

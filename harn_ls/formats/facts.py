@@ -19,10 +19,10 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from harn_ls.formats.harn_json import _rust_display_float, serde_compact, sha256_hex, stringify
+from harn_ls.formats.harn_time import date_now_iso
 from harn_ls.formats.problems import Problem, Severity
 
 if TYPE_CHECKING:
@@ -119,12 +119,6 @@ def _coalesce(*values: Any) -> Any:
         if v is not None:
             return v
     return None
-
-
-def date_now_iso() -> str:
-    """Harn's `date_now_iso()`: UTC, milliseconds, `Z`."""
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
 def sorted_json(value: Any) -> Any:

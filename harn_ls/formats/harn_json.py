@@ -14,9 +14,11 @@ Two encoders matter, because Harn uses two:
 from __future__ import annotations
 
 from hashlib import sha256
-from typing import Any
+from typing import cast
 
 from orjson import dumps as _orjson_dumps
+
+from harn_ls.util.json_types import JsonValue
 
 _HEX = "0123456789abcdef"
 
@@ -72,7 +74,8 @@ def _ryu_float(value: float) -> str:
     digits_tuple, exponent = Decimal(repr(abs(value))).normalize().as_tuple()[1:]
     digits = "".join(map(str, digits_tuple))
     length = len(digits)
-    k = exponent
+    # a finite value (nan/inf left above): the exponent is an int, not 'n'/'N'/'F'
+    k = cast(int, exponent)
     kk = length + k
     if 0 <= k and kk <= 16:
         body = digits + "0" * k + ".0"
@@ -87,7 +90,7 @@ def _ryu_float(value: float) -> str:
     return sign + body
 
 
-def _encode(value: Any, out: list[str], harn: bool) -> None:
+def _encode(value: JsonValue, out: list[str], harn: bool) -> None:
     if value is None:
         out.append("null")
     elif value is True:
@@ -122,14 +125,14 @@ def _encode(value: Any, out: list[str], harn: bool) -> None:
         raise TypeError(f"cannot encode {type(value).__name__} as Harn JSON")
 
 
-def stringify(value: Any) -> str:
+def stringify(value: JsonValue) -> str:
     """Harn's `json_stringify`: compact, sorted keys, Rust Display floats."""
     out: list[str] = []
     _encode(value, out, harn=True)
     return "".join(out)
 
 
-def serde_compact(value: Any) -> str:
+def serde_compact(value: JsonValue) -> str:
     """`serde_json::to_string`: compact, keys in given order, ryu floats."""
     # Fast path: orjson writes the same bytes as serde_json (same escapes, raw
     # UTF-8, ryu shortest floats) except that it spells positive exponents `e+`.
@@ -152,6 +155,6 @@ def sha256_hex(text: str | bytes) -> str:
     return sha256(data).hexdigest()
 
 
-def fingerprint(identity: Any) -> str:
+def fingerprint(identity: JsonValue) -> str:
     """Keyed checkpoint fingerprint: `sha256:` + sha256(json_stringify(identity))."""
     return "sha256:" + sha256_hex(stringify(identity))

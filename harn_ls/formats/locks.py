@@ -31,6 +31,7 @@ import errno
 import fcntl
 import os
 import stat
+from typing import BinaryIO, TypeAlias
 
 from harn_ls.util.lean_dataclass import lean_dataclass
 from harn_ls.util.portable import linux_facility
@@ -67,7 +68,7 @@ def session_lock_path(session_store_path: str, session_id: str) -> str | None:
 class FlockTable:
     """The flocks the kernel reports: (major, minor, inode) -> 'WRITE' | 'READ'."""
 
-    held: dict
+    held: dict[tuple[int, int, int], str]
 
     def state(self, path: str) -> bool:
         try:
@@ -91,8 +92,8 @@ def read_flock_table(path: str = PROC_LOCKS) -> FlockTable | None:
     return FlockTable(_parse_flock_table(data))
 
 
-def _parse_flock_table(data: bytes) -> dict:
-    held: dict = {}
+def _parse_flock_table(data: bytes) -> dict[tuple[int, int, int], str]:
+    held: dict[tuple[int, int, int], str] = {}
     for raw in data.decode("ascii", "replace").splitlines():
         # "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF"; blocked waiters carry "->"
         parts = raw.split()
@@ -117,12 +118,12 @@ class OpenFlockTable:
 
     __slots__ = ("_fh", "_held")
 
-    def __init__(self, fh) -> None:
+    def __init__(self, fh: BinaryIO) -> None:
         self._fh = fh
-        self._held: dict | None = None
+        self._held: dict[tuple[int, int, int], str] | None = None
 
     @property
-    def held(self) -> dict:
+    def held(self) -> dict[tuple[int, int, int], str]:
         if self._held is None:
             try:
                 with self._fh as fh:
@@ -184,7 +185,10 @@ def probe_flock(path: str) -> bool | None:
 
 # ------------------------------------------------------------------ what callers use
 
-def checkpoint_running(checkpoint_json: str, table: FlockTable | None = None) -> bool | None:
+# either table answers `state(lock path)` the same way (OpenFlockTable reads the kernel's only when asked)
+LockTable: TypeAlias = "FlockTable | OpenFlockTable"
+
+def checkpoint_running(checkpoint_json: str, table: LockTable | None = None) -> bool | None:
     """True while a Harn process holds this checkpoint's lock (a save in progress)."""
     lock = checkpoint_lock_path(checkpoint_json)
     if table is None:
@@ -194,7 +198,7 @@ def checkpoint_running(checkpoint_json: str, table: FlockTable | None = None) ->
     return probe_flock(lock)
 
 
-def session_running(session_store_path: str, session_id: str, table: FlockTable | None = None) -> bool | None:
+def session_running(session_store_path: str, session_id: str, table: LockTable | None = None) -> bool | None:
     """True while a Harn process holds the writer lease of this session (never probed: see module doc)."""
     lock = session_lock_path(session_store_path, session_id)
     if lock is None:
@@ -204,7 +208,7 @@ def session_running(session_store_path: str, session_id: str, table: FlockTable 
     return None if table is None else table.state(lock)
 
 
-def running_session_writers(session_store_path: str, table: FlockTable | None = None) -> int | None:
+def running_session_writers(session_store_path: str, table: LockTable | None = None) -> int | None:
     """How many `<hash>.lock` session leases in `agent-run-writers/` are held right now."""
     directory = session_lock_dir(session_store_path)
     if table is None:
@@ -235,7 +239,7 @@ def _rotr(x: int, n: int) -> int:
     return ((x >> n) | (x << (32 - n))) & _M32
 
 
-def _g(s: list, a: int, b: int, c: int, d: int, mx: int, my: int) -> None:
+def _g(s: list[int], a: int, b: int, c: int, d: int, mx: int, my: int) -> None:
     s[a] = (s[a] + s[b] + mx) & _M32
     s[d] = _rotr(s[d] ^ s[a], 16)
     s[c] = (s[c] + s[d]) & _M32
@@ -246,7 +250,7 @@ def _g(s: list, a: int, b: int, c: int, d: int, mx: int, my: int) -> None:
     s[b] = _rotr(s[b] ^ s[c], 7)
 
 
-def _compress(cv: tuple, block: bytes, block_len: int, flags: int) -> tuple:
+def _compress(cv: tuple[int, ...], block: bytes, block_len: int, flags: int) -> tuple[int, ...]:
     m = [int.from_bytes(block[i:i + 4], "little") for i in range(0, 64, 4)]
     s = list(cv) + list(_IV[:4]) + [0, 0, block_len, flags]  # chunk counter 0
     for rnd in range(7):
@@ -268,7 +272,7 @@ def blake3_hex(data: bytes) -> str | None:
     if len(data) > _CHUNK_LEN:
         return None
     blocks = [data[i:i + 64] for i in range(0, len(data), 64)] or [b""]
-    cv = _IV
+    cv: tuple[int, ...] = _IV
     for index, block in enumerate(blocks):
         flags = (_CHUNK_START if index == 0 else 0)
         if index == len(blocks) - 1:

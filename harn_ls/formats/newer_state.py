@@ -22,11 +22,46 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
 import orjson
 
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.util import safe_read
+from harn_ls.util.json_types import JsonObject, JsonValue
+
+# a top-level field kept from a JSON file: strings cut at 200 characters
+Scalar: TypeAlias = "str | int | float | bool | None"
+
+if TYPE_CHECKING:  # (TypedDicts for the checker only: the values are plain dicts, made at no import cost)
+    class LlmSqliteInfo(TypedDict):
+        path: str
+        bytes: int
+        rows: int | None
+        models: list[str]
+        newest: str | int | float | None  # the newest value of the first date column found
+
+    class LlmFilesInfo(TypedDict):
+        files: int
+        bytes: int
+        newest: float  # mtime
+        models: list[str]
+
+    class SelectionInfo(TypedDict):
+        path: str
+        fields: dict[str, Scalar]
+
+    class GuardModel(TypedDict):
+        model: str
+        path: str
+        fields: dict[str, Scalar]
+        manifest: bool  # manifest.json is a JSON object
+
+    class MetadataInfo(TypedDict):
+        path: str
+        files: int
+        bytes: int
+        newest: float | None  # mtime
 
 CODE_NEWER = "HL-STATE-001"
 JSON_CAP = 1 << 20  # one manifest / selection / snapshot / cache entry read for its `model`
@@ -54,13 +89,13 @@ class CacheEntry:
 class NewerState:
     """What `read_newer_state` found: one field per part of `.harn/`, None / empty when absent."""
 
-    llm_sqlite: dict | None = None  # {path, bytes, rows, models, newest, columns}
-    llm_files: dict[str, dict] = field(default_factory=dict)  # namespace -> {files, bytes, newest, models}
+    llm_sqlite: LlmSqliteInfo | None = None
+    llm_files: dict[str, LlmFilesInfo] = field(default_factory=dict)  # namespace -> its files
     llm_entries: list[CacheEntry] = field(default_factory=list)  # newest first, for the paged document
-    selection: dict | None = None  # {path, fields}
-    guard: list[dict] = field(default_factory=list)  # [{model, path, fields}]
-    orchestrator: dict | None = None  # the snapshot's scalar fields + counts
-    metadata: dict | None = None  # {path, files, bytes, newest}
+    selection: SelectionInfo | None = None
+    guard: list[GuardModel] = field(default_factory=list)
+    orchestrator: JsonObject | None = None  # the snapshot's path, scalar fields, list counts, connector names
+    metadata: MetadataInfo | None = None
     idempotency: dict[str, int] = field(default_factory=dict)  # log label -> rows
     problems: list[Problem] = field(default_factory=list)
 
@@ -70,9 +105,9 @@ class NewerState:
                     or self.metadata or any(self.idempotency.values()))
 
 
-def _scalars(value: dict, limit: int = MAX_FIELDS) -> dict:
+def _scalars(value: JsonObject, limit: int = MAX_FIELDS) -> dict[str, Scalar]:
     """The top-level fields holding a string, number or boolean (strings cut at 200 characters)."""
-    out = {}
+    out: dict[str, Scalar] = {}
     for k, v in list(value.items())[:limit * 4]:
         if isinstance(v, bool) or isinstance(v, (int, float)) or v is None:
             out[str(k)[:80]] = v
@@ -83,7 +118,7 @@ def _scalars(value: dict, limit: int = MAX_FIELDS) -> dict:
     return out
 
 
-def _read_json(path: str, root: str, problems: list[Problem], what: str):
+def _read_json(path: str, root: str, problems: list[Problem], what: str) -> JsonValue:
     try:
         raw = safe_read.read_confined(path, root, JSON_CAP)
     except FileNotFoundError:
@@ -128,7 +163,7 @@ def _llm_sqlite(path: str, root: str, out: NewerState) -> None:
     from harn_ls.formats import sqlite_safe
 
     conn = None
-    info: dict = {"path": path, "bytes": 0, "rows": None, "models": [], "newest": None}
+    info: LlmSqliteInfo = {"path": path, "bytes": 0, "rows": None, "models": [], "newest": None}
     try:
         info["bytes"] = os.lstat(path).st_size
         conn = sqlite_safe.open_readonly(path, root)
@@ -175,12 +210,12 @@ def _llm_files(folder: str, root: str, out: NewerState) -> None:
             model = value["response"].get("model")
         e.model = model[:120] if isinstance(model, str) else ""
     for e in entries:
-        ns = out.llm_files.setdefault(e.namespace, {"files": 0, "bytes": 0, "newest": 0.0, "models": []})
-        ns["files"] += 1
-        ns["bytes"] += e.size
-        ns["newest"] = max(ns["newest"], e.mtime)
-        if e.model and e.model not in ns["models"] and len(ns["models"]) < MAX_MODELS:
-            ns["models"].append(e.model)
+        of_ns = out.llm_files.setdefault(e.namespace, {"files": 0, "bytes": 0, "newest": 0.0, "models": []})
+        of_ns["files"] += 1
+        of_ns["bytes"] += e.size
+        of_ns["newest"] = max(of_ns["newest"], e.mtime)
+        if e.model and e.model not in of_ns["models"] and len(of_ns["models"]) < MAX_MODELS:
+            of_ns["models"].append(e.model)
     out.llm_entries = entries
 
 
@@ -219,7 +254,7 @@ def read_newer_state(project_root: str, state_root: str, orchestrator_dir: str,
     orch_base = project_root if _under(orchestrator_dir, project_root) else orchestrator_dir
     snap = _read_json(orch_path, orch_base, out.problems, "orchestrator state snapshot")
     if isinstance(snap, dict):
-        info = {"path": orch_path, **_scalars(snap)}
+        info: JsonObject = {"path": orch_path, **_scalars(snap)}
         for key in ("triggers", "connectors", "activations"):
             if isinstance(snap.get(key), list):
                 info[key] = len(snap[key])
@@ -247,7 +282,8 @@ def _idempotency_rows(path: str, problems: list[Problem]) -> int | None:
         conn = sqlite_safe.open_readonly(path, os.path.dirname(os.path.abspath(path)))
         if "event_idempotency_keys" not in sqlite_safe.real_tables(conn):
             return None
-        return sqlite_safe.query(conn, "SELECT COUNT(*) FROM main.event_idempotency_keys")[0][0]
+        count: int = sqlite_safe.query(conn, "SELECT COUNT(*) FROM main.event_idempotency_keys")[0][0]
+        return count
     except Exception:  # the log's own reader reports an unreadable log; this count is a detail
         return None
     finally:

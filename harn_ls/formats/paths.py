@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import field
+from typing import cast
 
 from harn_ls.formats.parse_limits import load_toml
 from harn_ls.util.lean_dataclass import lean_dataclass
@@ -247,11 +248,11 @@ def _event_log_place(label: str, base: str, state_root: str, env: Mapping[str, s
     return EventLogPlace(label, backend, places[0][0], places[1][0], state_root, places[0][1], places[1][1])
 
 
-def _confine_env(env: Mapping[str, str], untrusted: Iterable[str], root: str) -> tuple[dict[str, str], list]:
+def _confine_env(env: Mapping[str, str], untrusted: Iterable[str], root: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
     """Drop location variables not chosen by the user (`untrusted`: set by harnState.harnEnv in an untrusted
     workspace) whose place is outside the project, by name or through a symlink. (path, reason) for each."""
     out = dict(env)
-    refused = []
+    refused: list[tuple[str, str]] = []
     real_root = os.path.realpath(root)
     for name in untrusted:
         value = out.get(name, "")
@@ -323,11 +324,12 @@ def resolve(path: str, env: Mapping[str, str] | None = None, home: str | None = 
     )
     worktree_root = _env_path(env, "HARN_WORKTREE_DIR", root) or os.path.join(state_root, "worktrees")
     for name in ("HARN_EVENT_LOG_SQLITE_PATH", "HARN_EVENT_LOG_DIR", "HARN_WORKTREE_DIR", "HARN_ORCHESTRATOR_STATE_DIR"):
-        p = _env_path(env, name, root)
-        if p:
-            env_roots.append(p)
+        place = _env_path(env, name, root)
+        if place:
+            env_roots.append(place)
             if name.startswith("HARN_EVENT_LOG_"):  # the orchestrator's copy, resolved against its dir
-                env_roots.append(_env_path(env, name, orch))
+                # the same non-blank value as `place`, so never None
+                env_roots.append(cast(str, _env_path(env, name, orch)))
     xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     layers.append(SkillLayerRoot("system", os.path.join(xdg, "harn", "skills")))
     # Where pattern learning writes and reads accepted skills (not a Harn loader layer).

@@ -17,18 +17,17 @@ read without writing anything, and the pure id/tag helpers Harn uses.
 
 from __future__ import annotations
 
-import math
 import os
 import re
-import time
 from collections.abc import Iterable
 from dataclasses import field
 from hashlib import sha256
-from typing import Any
 
+from harn_ls.formats.harn_time import date_iso_plus_days
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryRecord
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.util.json_types import JsonObject, JsonValue
 from harn_ls.util.lean_dataclass import lean_dataclass
 
 NAMESPACE = "project/pattern-learning"
@@ -81,7 +80,7 @@ def pattern_record_key(kind: str, record_id: str | None = None) -> str:
     return "state" if kind == "state" else f"{kind}:{record_id}"
 
 
-def pattern_record_value(record: dict, kind: str) -> dict:
+def pattern_record_value(record: JsonObject, kind: str) -> JsonObject:
     """The stored value: the record plus `schema` and `record_kind`."""
     return {**record, "schema": SCHEMA, "record_kind": kind}
 
@@ -132,7 +131,7 @@ class Proposal:
     last_seen_at: str = ""
     evidence_ids: list[str] = field(default_factory=list)
     curator_session_id: str = ""
-    artifact: dict | None = None
+    artifact: JsonObject | None = None
     record: MemoryRecord | None = None
     visible_to_harn: bool = True
 
@@ -141,7 +140,7 @@ class PatternState:
     """Pattern learning's on/off switch and the proposals suppressed until a date."""
 
     enabled: bool = True
-    suppressed_until: dict = field(default_factory=dict)
+    suppressed_until: dict[str, str] = field(default_factory=dict)
     updated_at: str | None = None
     record: MemoryRecord | None = None
     visible_to_harn: bool = True
@@ -157,7 +156,7 @@ class PatternLearning:
     problems: list[Problem] = field(default_factory=list)
     state_records: list[PatternState] = field(default_factory=list)
     rejected: list[MemoryRecord] = field(default_factory=list)  # records Harn skips (bad schema/kind/fields)
-    counts: dict = field(default_factory=dict)  # kind -> {"stored": n, "visible": m}
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)  # kind -> {"stored": n, "visible": m}
 
 
 def is_suppressed(proposal_id: str, state: PatternState | None, now_iso: str) -> bool:
@@ -194,7 +193,7 @@ _CAMEL = {"session_id": ("sessionID", "sessionId"), "tool_sequence": ("toolSeque
           "evidence_kind": ("evidenceKind",)}
 
 
-def _type_ok(value: Any, kind: str) -> bool:
+def _type_ok(value: JsonValue, kind: str) -> bool:
     if kind == _STR:
         return isinstance(value, str)
     if kind == _INT:
@@ -206,7 +205,7 @@ def _type_ok(value: Any, kind: str) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
-def _lookup(value: dict, name: str, camel: bool) -> tuple[bool, Any]:
+def _lookup(value: JsonObject, name: str, camel: bool) -> tuple[bool, JsonValue]:
     if name in value:
         return True, value[name]
     if camel:
@@ -216,9 +215,10 @@ def _lookup(value: dict, name: str, camel: bool) -> tuple[bool, Any]:
     return False, None
 
 
-def _coerce(value: dict, spec: tuple, camel: bool) -> tuple[dict, list[str], list[str]]:
+def _coerce(value: JsonObject, spec: tuple[tuple[str, str, bool], ...], camel: bool
+            ) -> tuple[JsonObject, list[str], list[str]]:
     """Known fields with correct types; returns (fields, bad critical names, bad other names)."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     bad_critical: list[str] = []
     bad_other: list[str] = []
     for name, kind, critical in spec:
@@ -237,7 +237,7 @@ def _coerce(value: dict, spec: tuple, camel: bool) -> tuple[dict, list[str], lis
     return out, bad_critical, bad_other
 
 
-def _state_from(value: dict, camel: bool, where: str, path: str, line: int, problems: list[Problem],
+def _state_from(value: JsonObject, camel: bool, where: str, path: str, line: int, problems: list[Problem],
                 record: MemoryRecord | None) -> PatternState:
     state = PatternState(record=record)
     present, enabled = _lookup(value, "enabled", camel)
@@ -269,7 +269,7 @@ def _state_from(value: dict, camel: bool, where: str, path: str, line: int, prob
     return state
 
 
-def observation_from_value(value: dict, *, camel: bool = False, record: MemoryRecord | None = None
+def observation_from_value(value: JsonObject, *, camel: bool = False, record: MemoryRecord | None = None
                            ) -> tuple[Observation | None, list[str], list[str]]:
     fields, bad_critical, bad_other = _coerce(value, _OBSERVATION_FIELDS, camel)
     if bad_critical:
@@ -277,7 +277,7 @@ def observation_from_value(value: dict, *, camel: bool = False, record: MemoryRe
     return Observation(record=record, **fields), bad_critical, bad_other
 
 
-def proposal_from_value(value: dict, *, camel: bool = False, record: MemoryRecord | None = None
+def proposal_from_value(value: JsonObject, *, camel: bool = False, record: MemoryRecord | None = None
                         ) -> tuple[Proposal | None, list[str], list[str]]:
     fields, bad_critical, bad_other = _coerce(value, _PROPOSAL_FIELDS, camel)
     if bad_critical:
@@ -359,6 +359,7 @@ def _project_one(out: PatternLearning, kind: str, record: MemoryRecord, visible:
         state.visible_to_harn = visible
         out.state_records.append(state)
         return
+    item: Observation | Proposal | None
     if kind == "observation":
         item, bad_critical, bad_other = observation_from_value(value, record=record)
     else:
@@ -373,7 +374,10 @@ def _project_one(out: PatternLearning, kind: str, record: MemoryRecord, visible:
         out.rejected.append(record)
         return
     item.visible_to_harn = visible
-    (out.observations if kind == "observation" else out.pending).append(item)
+    if isinstance(item, Observation):  # (kind == "observation")
+        out.observations.append(item)
+    else:
+        out.pending.append(item)
 
 
 
@@ -388,7 +392,7 @@ class LegacyImport:
     state: PatternState | None = None
     problems: list[Problem] = field(default_factory=list)
     generated_at: str | None = None  # pending value's generatedAt
-    paths: dict = field(default_factory=dict)  # kind -> stream path that was read
+    paths: dict[str, str] = field(default_factory=dict)  # kind -> stream path that was read
 
 
 def legacy_stream_paths(state_root: str) -> dict[str, str]:
@@ -412,14 +416,15 @@ def needs_migration(state_root: str, pattern_dir: str) -> bool:
     return bool(legacy_stream_paths(state_root)) and not os.path.exists(migration_marker_path(pattern_dir))
 
 
-def _payloads(path: str, problems: list[Problem]) -> list[tuple[int, dict]]:
+def _payloads(path: str, problems: list[Problem]) -> list[tuple[int, JsonObject]]:
     tail = JsonlTail(path)
-    out = []
+    out: list[tuple[int, JsonObject]] = []
     for line in tail.read_new().lines:
         if line.problem is not None:
             problems.append(line.problem)
             continue
-        payload = line.value.get("payload")
+        value: JsonObject = line.value  # type: ignore[assignment]  # a line without a problem holds its object
+        payload = value.get("payload")
         if not isinstance(payload, dict):
             problems.append(Problem(path, line.line_no, CODE_LEGACY,
                 "legacy line has no object 'payload'; the migration ignores it", Severity.WARNING))
@@ -435,7 +440,7 @@ def _legacy_problem(problems: list[Problem], path: str, line: int, message: str,
     problems.append(Problem(path, line, CODE_LEGACY, message, severity))
 
 
-def _legacy_observation(raw: Any, path: str, line: int, problems: list[Problem]) -> Observation | None:
+def _legacy_observation(raw: JsonValue, path: str, line: int, problems: list[Problem]) -> Observation | None:
     if not isinstance(raw, dict):
         _legacy_problem(problems, path, line, "observation record is not an object; skipped")
         return None
@@ -499,7 +504,7 @@ def read_legacy_streams(state_root: str) -> LegacyImport:
         if kind not in paths:
             continue
         path = paths[kind]
-        current: dict | None = None
+        current: JsonObject | None = None
         current_line = 0
         for line, payload in _payloads(path, problems):
             op = payload.get("operation")
@@ -544,7 +549,6 @@ def read_legacy_streams(state_root: str) -> LegacyImport:
 
 DEFAULT_SUPPRESSION_DAYS = 14
 PATTERN_SKILL_ROOTS = ((".claude", "skills"), (".burin", "skills"))  # pl_skill_roots; Harn writes the first
-_NS_PER_MS = 1_000_000
 
 
 def skill_namespace_dir(namespace: str) -> str:
@@ -553,50 +557,10 @@ def skill_namespace_dir(namespace: str) -> str:
     return slug or "custom"
 
 
-def _rust_round(x: float) -> float:
-    """`f64::round` (half away from zero) for the non-negative values used here."""
-    r = math.floor(x)
-    return r + 1.0 if x - r >= 0.5 else r
-
-
-def rfc3339_auto_si(secs: int, nanos: int) -> str:
-    """chrono `DateTime<Utc>::to_rfc3339()` (SecondsFormat::AutoSi, `+00:00`)."""
-    base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
-    if nanos == 0:
-        frac = ""
-    elif nanos % 1_000_000 == 0:
-        frac = f".{nanos // 1_000_000:03d}"
-    elif nanos % 1_000 == 0:
-        frac = f".{nanos // 1_000:06d}"
-    else:
-        frac = f".{nanos:09d}"
-    return f"{base}{frac}+00:00"
-
-
-def _datetime_from_vm_number(value: int | float) -> tuple[int, int]:
-    """`datetime_from_arg` for an Int (seconds) or Float (seconds, micro-rounded): (secs, nanos)."""
-    if isinstance(value, int):
-        return value, 0
-    micros = int(_rust_round(value * 1_000_000.0))
-    return micros // 1_000_000, (micros % 1_000_000) * 1_000
-
-
 def suppressed_until_after(now_ms: int, days: int = DEFAULT_SUPPRESSION_DAYS) -> str:
-    """`pl_add_days_iso(pl_now(), days)` = `date_to_zone(date_add(date_parse(now), duration_days(days)), "UTC")`.
-
-    Evaluated step by step as Harn's datetime builtins do (crates/harn-vm/src/stdlib/datetime.rs):
-    `pl_now()` is `clock.date_iso()` (milliseconds, `Z`); `date_parse` returns Int seconds, or
-    Float seconds + nanos/1e9; `date_add` works in whole milliseconds and returns Int seconds or
-    Float ms/1000.0; `date_to_zone` rounds a Float to microseconds and prints chrono's
-    `to_rfc3339()`: `2026-04-25T17:32:09.481+00:00`, no fraction when it is zero.
-    """
-    secs, ms = divmod(now_ms, 1000)
-    parsed: int | float = secs if ms == 0 else float(secs) + float(ms * _NS_PER_MS) / 1e9  # timestamp_value
-    psecs, pnanos = _datetime_from_vm_number(parsed)
-    millis = psecs * 1000 + pnanos // _NS_PER_MS  # timestamp_millis_from_arg
-    millis += days * 86_400_000  # duration_days
-    added: int | float = millis // 1000 if millis % 1000 == 0 else millis / 1000.0  # timestamp_millis_value
-    return rfc3339_auto_si(*_datetime_from_vm_number(added))
+    """`pl_add_days_iso(pl_now(), days)`: `pl_now()` is `clock.date_iso()`, then Harn's datetime
+    builtins add the days and print chrono's `to_rfc3339()` (`harn_time.date_iso_plus_days`)."""
+    return date_iso_plus_days(now_ms, days)
 
 
 def yaml_scalar(value: str | None) -> str:
@@ -621,7 +585,7 @@ _SECRET_VALUE = (r"(?i)\b(api[_-]?key|token|secret|password|credential)\b"
                  + _WS_CLASS + "*[:=]" + _WS_CLASS + "*" + "[^" + _WS_CLASS[1:-1] + "]+")
 
 
-def pl_text(value: Any) -> str:
+def pl_text(value: JsonValue) -> str:
     """`pl_text`: the value's text, trimmed, every whitespace run collapsed to one space (None -> "")."""
     if value is None:
         return ""
@@ -629,7 +593,7 @@ def pl_text(value: Any) -> str:
     return re.sub(_WS_RUN, " ", text.strip(_RUST_WS))
 
 
-def redact_prompt(prompt: Any) -> str:
+def redact_prompt(prompt: JsonValue) -> str:
     """`pl_redact_sensitive(pl_text(prompt))`: PEM private-key blocks, then `token=...`-style values."""
     text = _redact_pem(pl_text(prompt))
     return re.sub(_SECRET_VALUE, lambda m: f"{m.group(1)}=<redacted>", text)

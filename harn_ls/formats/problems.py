@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 
+from harn_ls.util.json_types import JsonObject
 from harn_ls.util.lean_dataclass import lean_dataclass
 
 
@@ -30,7 +31,7 @@ class Problem:
     column: int = 0
     end_line: int | None = None  # 1-based inclusive; None = same as line
 
-    def to_json(self) -> dict:
+    def to_json(self) -> JsonObject:
         return {
             "path": self.path,
             "line": self.line,

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import orjson
 
 from harn_ls.formats import json_pieces
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.formats.transcript_summary import TranscriptSummary
+from harn_ls.util.json_types import JsonObject, JsonValue
 from harn_ls.util.lean_dataclass import lean_dataclass
 from harn_ls.util.safe_read import (
     RUN_RECORD_CAP,
@@ -61,9 +62,10 @@ class RunRecord:
     workflow_name: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
-    stages: list[dict] = field(default_factory=list)
-    usage: dict = field(default_factory=dict)
-    transcripts: list = field(default_factory=list)  # Transcript views (TranscriptSummary when read for a listing)
+    stages: list[JsonObject] = field(default_factory=list)
+    usage: JsonObject = field(default_factory=dict)
+    # Transcript views (TranscriptSummary when read for a listing)
+    transcripts: list[Transcript | TranscriptSummary] = field(default_factory=list)
     llm_transcript_path: str | None = None
     problems: list[Problem] = field(default_factory=list)
     mtime: float | None = None
@@ -72,7 +74,7 @@ class RunRecord:
     parent_run_id: str | None = None
     playground_job: str | None = None  # set for `.harn-runs/playground/<job>/run.json`
     retry: bool = False  # the file looked half-written; read it again after the next change
-    data: dict | None = None  # the whole parsed object (shared, not copied)
+    data: JsonObject | None = None  # the whole parsed object (shared, not copied)
 
     @property
     def ok(self) -> bool:
@@ -91,7 +93,7 @@ class WorkerSnapshot:
     mtime: float | None = None
     size: int | None = None
     retry: bool = False
-    data: dict | None = None
+    data: JsonObject | None = None
 
 
 def llm_sidecar_path(record_path: str) -> str:
@@ -144,13 +146,14 @@ def _open_object(path: str, problems: list[Problem], what: str, root: str | None
     return fd, False, st
 
 
-def _load_object(path: str, problems: list[Problem], what: str, root: str | None = None) -> tuple[dict | None, bool, os.stat_result | None]:
+def _load_object(path: str, problems: list[Problem], what: str,
+                 root: str | None = None) -> tuple[JsonObject | None, bool, os.stat_result | None]:
     """Read + parse once. Returns (object or None, retry, stat)."""
     fd, retry, st = _open_object(path, problems, what, root)
     if fd is None:
         return None, retry, st
     try:
-        raw = read_opened(fd, st, path, MAX_RECORD_BYTES)
+        raw = read_opened(fd, cast(os.stat_result, st), path, MAX_RECORD_BYTES)  # (st comes with fd)
     except ReadRefused as exc:
         problems.append(Problem(path, 0, CODE_TOO_LARGE, f"{what} {exc}", Severity.WARNING))
         return None, False, None
@@ -168,7 +171,7 @@ def _load_object(path: str, problems: list[Problem], what: str, root: str | None
             f"{what} is empty — probably caught mid-write; it will be read again when it changes", Severity.WARNING))
         return None, True, st
     try:
-        value: Any = orjson.loads(raw)
+        value: JsonValue = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         try:
             raw.decode("utf-8")
@@ -195,7 +198,8 @@ def _line_of(raw: bytes, pos: int) -> int:
     return raw.count(b"\n", 0, max(0, min(pos, len(raw)))) + 1
 
 
-def _field(data: dict, name: str, types: tuple, problems: list[Problem], path: str, where: str = "") -> Any:
+def _field(data: JsonObject, name: str, types: tuple[type, ...], problems: list[Problem], path: str,
+           where: str = "") -> JsonValue:
     v = data.get(name)
     if v is None:
         return None
@@ -207,15 +211,16 @@ def _field(data: dict, name: str, types: tuple, problems: list[Problem], path: s
     return v
 
 
-def _timestamp(data: dict, name: str, problems: list[Problem], path: str, where: str = "") -> str | None:
+def _timestamp(data: JsonObject, name: str, problems: list[Problem], path: str, where: str = "") -> str | None:
     # Some mirror fields hold epoch seconds; accept numbers and show them as text.
     v = data.get(name)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return str(v)
-    return _field(data, name, (str,), problems, path, where)
+    text: str | None = _field(data, name, (str,), problems, path, where)
+    return text
 
 
-def _transcript(value: Any, source: str, path: str, problems: list[Problem], where: str,
+def _transcript(value: JsonValue, source: str, path: str, problems: list[Problem], where: str,
                 summary: bool = False) -> Transcript | TranscriptSummary | None:
     if value is None:
         return None
@@ -223,6 +228,8 @@ def _transcript(value: Any, source: str, path: str, problems: list[Problem], whe
     # read from its file; a warm command restores the summaries from the state cache instead
     from harn_ls.formats.transcripts import transcript_from_value, transcript_summary_from_value
 
+    t: Transcript | TranscriptSummary | None
+    t_problems: list[Problem]
     if summary:
         found = transcript_summary_from_value(value, source, path=path)
         t, t_problems = found if found is not None else (None, [])
@@ -260,7 +267,7 @@ def read_run_record_lean(path: str, *, summaries: bool = False) -> RunRecord | N
     fd, _retry, st = _open_object(path, [], "run record")  # (its problems: the whole read reports them)
     if fd is None:
         return None
-    src = json_pieces.PieceFile(fd, st)
+    src = json_pieces.PieceFile(fd, cast(os.stat_result, st))  # (st comes with fd)
     try:
         data = _lean_object(src)
     except (json_pieces.NotPlain, OSError):  # (a read error too: the whole read reports it)
@@ -269,12 +276,12 @@ def read_run_record_lean(path: str, *, summaries: bool = False) -> RunRecord | N
     return _record_from(path, data, False, st, [], summaries)
 
 
-def _lean_object(src: json_pieces.PieceFile) -> dict:
-    data: dict = {}
+def _lean_object(src: json_pieces.PieceFile) -> JsonObject:
+    data: JsonObject = {}
     scan = json_pieces.Scan(src)
     for key, (a, b) in json_pieces.document_members(scan).items():
         if key == "transcript" and scan.byte(a) == 0x7B:  # an object: its two big arrays stay lazy
-            value: dict = {}
+            value: JsonObject = {}
             for k, (x, y) in json_pieces.members(scan, a, b).items():
                 lazy = k in ("events", "messages") and scan.byte(x) == 0x5B
                 value[k] = json_pieces.checked_array(scan, x, y) if lazy else scan.parse(x, y)
@@ -284,7 +291,7 @@ def _lean_object(src: json_pieces.PieceFile) -> dict:
     return data
 
 
-def _record_from(path: str, data: dict | None, retry: bool, st: os.stat_result | None, problems: list[Problem],
+def _record_from(path: str, data: JsonObject | None, retry: bool, st: os.stat_result | None, problems: list[Problem],
                  summaries: bool) -> RunRecord:
     name = os.path.basename(path)
     stem = name[: -len(".json")] if name.endswith(".json") else name
@@ -351,5 +358,6 @@ def read_worker_snapshot(path: str) -> WorkerSnapshot:
             snap.id = v
             break
     snap.status = _field(data, "status", (str,), problems, path)
-    snap.transcript = _transcript(data.get("transcript"), path, path, problems, "")
+    # (not a summary: a full Transcript view)
+    snap.transcript = cast("Transcript | None", _transcript(data.get("transcript"), path, path, problems, ""))
     return snap

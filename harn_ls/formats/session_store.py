@@ -27,6 +27,8 @@ import orjson
 
 from harn_ls.formats import sqlite_safe
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.formats.sqlite_safe import SqlRow, SqlValue
+from harn_ls.util.json_types import JsonArray, JsonObject, JsonValue
 
 SCHEMA_NAME = "session_store"
 MARKER_TABLE = "_harn_sqlite_schema_versions"
@@ -87,8 +89,8 @@ class Session:
     closed_at: str | None = None
     soft_deleted_at_ms: int | None = None
     ttl_seconds: int | None = None
-    tags: list = field(default_factory=list)
-    attributes: dict = field(default_factory=dict)
+    tags: JsonArray = field(default_factory=list)
+    attributes: JsonObject = field(default_factory=dict)
     next_event_id: int | None = None
 
 @dataclass(slots=True)
@@ -99,24 +101,25 @@ class SessionEvent:
     event_id: int
     kind: str | None = None
     custom_kind: str | None = None
-    actor: Any = None
+    actor: SqlValue = None  # (the column as stored)
     tenant_id: str | None = None
-    parent_event_id: Any = None
-    payload: Any = None
-    tags: list = field(default_factory=list)
-    headers: dict = field(default_factory=dict)
+    parent_event_id: SqlValue = None
+    payload: JsonValue = None
+    tags: JsonArray = field(default_factory=list)
+    headers: JsonObject = field(default_factory=dict)
     ts_ms: int | None = None
     ts: str | None = None
     record_hash: str | None = None
     prev_hash: str | None = None
-    signature: dict | None = None
+    signature: JsonObject | None = None
     problem: Problem | None = None  # payload/tags/headers JSON that did not parse
 
     @property
-    def transcript_event(self) -> dict | None:
+    def transcript_event(self) -> JsonObject | None:
         """`payload.transcript_event` when a transcript mirrors into the store (§G.1)."""
         if isinstance(self.payload, dict) and isinstance(self.payload.get("transcript_event"), dict):
-            return self.payload["transcript_event"]
+            event: JsonObject = self.payload["transcript_event"]
+            return event
         return None
 
 
@@ -145,7 +148,7 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return sqlite_safe.table_columns(conn, table, QUERY_DEADLINE_S)
 
 
-def _q(conn: sqlite3.Connection, sql: str, params=(), max_rows: int = MAX_SESSIONS) -> list[tuple]:
+def _q(conn: sqlite3.Connection, sql: str, params: tuple[object, ...] = (), max_rows: int = MAX_SESSIONS) -> list[SqlRow]:
     return sqlite_safe.query(conn, sql, params, QUERY_DEADLINE_S, max_rows)
 
 
@@ -176,7 +179,7 @@ def _schema_version(conn: sqlite3.Connection, tables: set[str], path: str, probl
     return None
 
 
-def _json(text: Any, default: Any, what: str, errors: list[str]) -> Any:
+def _json(text: object, default: JsonValue, what: str, errors: list[str]) -> JsonValue:
     if text is None:
         return default
     if isinstance(text, bytes):
@@ -191,11 +194,11 @@ def _json(text: Any, default: Any, what: str, errors: list[str]) -> Any:
         return default
 
 
-def _as_int(v: Any) -> int | None:
+def _as_int(v: object) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _as_str(v: Any) -> str | None:
+def _as_str(v: object) -> str | None:
     return v if isinstance(v, str) else None
 
 
@@ -203,9 +206,9 @@ _INT_SESSION_FIELDS = {"usage_input", "usage_output", "usage_cost_usd_micros", "
                        "event_count", "last_event_id", "closed_at_ms", "soft_deleted_at_ms", "ttl_seconds", "next_event_id"}
 
 
-def _session_from_row(row: dict, path: str, problems: list[Problem]) -> Session:
+def _session_from_row(row: dict[str, SqlValue], path: str, problems: list[Problem]) -> Session:
     errors: list[str] = []
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {}  # Session fields by name, each of its own type
     for name, value in row.items():
         if name == "tags_json":
             tags = _json(value, [], "tags_json", errors)
@@ -262,7 +265,7 @@ def read_session_store(path: str) -> SessionStoreSnapshot:
             if len(rows) > MAX_SESSIONS:
                 problems.append(Problem(path, 0, CODE_TOO_MANY,
                     f"more than {MAX_SESSIONS} sessions; showing the {MAX_SESSIONS} most recently updated",
-                    Severity.INFORMATION))
+                    Severity.INFO))
                 rows = rows[:MAX_SESSIONS]
             for values in rows:
                 snap.sessions.append(_session_from_row(dict(zip(cols, values)), path, problems))
@@ -280,7 +283,7 @@ def read_session_store(path: str) -> SessionStoreSnapshot:
     return snap
 
 
-def _event_from_row(row: dict, path: str) -> SessionEvent:
+def _event_from_row(row: dict[str, SqlValue], path: str) -> SessionEvent:
     errors: list[str] = []
     payload = _json(row.get("payload_json"), None, "payload_json", errors)
     tags = _json(row.get("tags_json"), [], "tags_json", errors)

@@ -39,9 +39,15 @@ import tempfile
 import time
 import urllib.parse
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from harn_ls.util.safe_read import ReadRefused, open_confined
+
+# one result row: SQLite hands back None, int, float, str or bytes per column, and every reader checks
+# the type of each value it uses
+SqlRow: TypeAlias = tuple[Any, ...]
+# one value of a row, for a record field that keeps it as stored
+SqlValue: TypeAlias = "str | int | float | bytes | None"
 
 DEFAULT_DEADLINE_S = 1.0      # per query; a hostile file yields a problem well within 2 s
 DEFAULT_MAX_ROWS = 10_000     # per query
@@ -190,7 +196,7 @@ def open_readonly(path: str, root: str | None = None, snapshot_dir: str | None =
     return conn
 
 
-def _schema_rows(conn: sqlite3.Connection, deadline_s: float) -> list[tuple]:
+def _schema_rows(conn: sqlite3.Connection, deadline_s: float) -> list[SqlRow]:
     # sqlite_master is a plain table: reading it evaluates nothing from the schema.
     return query(conn, "SELECT type, name, sql, rootpage FROM main.sqlite_master", (), deadline_s, 100_000, _schema=True)
 
@@ -212,7 +218,7 @@ def object_kind(conn: sqlite3.Connection, name: str, deadline_s: float = DEFAULT
     return None
 
 
-def _is_virtual(sql: Any, rootpage: Any) -> bool:
+def _is_virtual(sql: object, rootpage: object) -> bool:
     # A virtual table has no b-tree (rootpage 0); the SQL text is checked as well.
     if not isinstance(rootpage, int) or rootpage <= 0:
         return True
@@ -236,9 +242,9 @@ def table_columns(conn: sqlite3.Connection, name: str, deadline_s: float = DEFAU
     return [r[0] for r in rows]
 
 
-def query(conn: sqlite3.Connection, sql: str, params: Sequence[Any] | dict = (),
+def query(conn: sqlite3.Connection, sql: str, params: Sequence[object] | dict[str, object] = (),
           deadline_s: float = DEFAULT_DEADLINE_S, max_rows: int = DEFAULT_MAX_ROWS,
-          *, _schema: bool = False) -> list[tuple]:
+          *, _schema: bool = False) -> list[SqlRow]:
     """Run one SELECT with a deadline and at most `max_rows` rows (extra rows are not fetched).
 
     Raises SqliteDeadline when the deadline passes (the statement is interrupted), sqlite3.Error

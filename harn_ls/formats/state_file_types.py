@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harn_ls.formats.problems import Problem
+from harn_ls.util.json_types import JsonObject
 
 
 @dataclass
@@ -16,7 +17,7 @@ class Store:
     """A key-value store file (§O.1) and its entries."""
 
     path: str
-    entries: dict = field(default_factory=dict)
+    entries: JsonObject = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
 
 
@@ -28,8 +29,8 @@ class Mailbox:
     path: str
     paused: bool = False
     generation: int = 1
-    pending: list[dict] = field(default_factory=list)
-    queries: dict = field(default_factory=dict)
+    pending: list[JsonObject] = field(default_factory=list)
+    queries: JsonObject = field(default_factory=dict)
     unanswered_updates: int = 0
 
 
@@ -60,14 +61,14 @@ class Receipt:
     key_ids: list[str] = field(default_factory=list)
     receipt_hash: str = ""
     event_root_hash: str = ""
-    data: dict | None = None
+    data: JsonObject | None = None
 
     @property
     def label(self) -> str:
         """What to show: "verified" only for a key the user trusts (as for skill signatures)."""
         return RECEIPT_LABELS.get(self.status, self.status)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> JsonObject:
         return {"id": self.id, "path": self.path, "status": self.status, "label": self.label, "errors": self.errors,
                 "issued_at": self.issued_at, "pipeline": self.pipeline, "run_status": self.run_status,
                 "events": self.event_count, "key_ids": self.key_ids}
@@ -93,7 +94,7 @@ class Candidate:
     path: str
     complete: bool  # proposal.json present (the completion signal)
     files: list[str] = field(default_factory=list)
-    proposal: dict = field(default_factory=dict)
+    proposal: JsonObject = field(default_factory=dict)
     # which Harn staged it, told by its folder (issue 28): "harn" = `.harn/crystallization/` (newest
     # Harn), "burin" = `.burin/crystallization/` (older Harn; now a read-only compatibility root)
     layout: str = "harn"

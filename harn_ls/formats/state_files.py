@@ -9,24 +9,24 @@ from __future__ import annotations
 import base64
 import os
 from hashlib import sha256
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
 from harn_ls.formats.locks import probe_flock, read_flock_table
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.util.json_types import JsonObject, JsonValue
 from harn_ls.util.safe_read import SMALL_STATE_CAP, ReadRefused, link_problem, read_confined, refusal_text
 
 if TYPE_CHECKING:
-    from harn_ls.formats.state_file_types import (  # noqa: F401
-        Candidate,
-        EmbedCache,
-        LockFile,
-        Mailbox,
-        Receipt,
-        Store,
-        Worktree,
-    )
+    from harn_ls.formats import state_file_types as sft
+    from harn_ls.formats.state_file_types import Candidate as Candidate  # (re-exported for the old names)
+    from harn_ls.formats.state_file_types import EmbedCache as EmbedCache
+    from harn_ls.formats.state_file_types import LockFile as LockFile
+    from harn_ls.formats.state_file_types import Mailbox as Mailbox
+    from harn_ls.formats.state_file_types import Receipt as Receipt
+    from harn_ls.formats.state_file_types import Store as Store
+    from harn_ls.formats.state_file_types import Worktree as Worktree
 
 # The records these readers return are defined in state_file_types.py and load with the first state
 # file found (most projects have none: their seven dataclasses cost ~7 ms to create). The old names
@@ -34,14 +34,39 @@ if TYPE_CHECKING:
 _STATE_FILE_TYPES = ("Store", "Mailbox", "Receipt", "Worktree", "Candidate", "LockFile", "EmbedCache")
 
 
-def _types():
+class _StateFileTypes(Protocol):
+    """The record classes state_file_types.py holds (the module itself is the implementation)."""
+
+    @property
+    def Store(self) -> type[sft.Store]: ...  # noqa: N802 (the module's class names)
+
+    @property
+    def Mailbox(self) -> type[sft.Mailbox]: ...  # noqa: N802
+
+    @property
+    def Receipt(self) -> type[sft.Receipt]: ...  # noqa: N802
+
+    @property
+    def Worktree(self) -> type[sft.Worktree]: ...  # noqa: N802
+
+    @property
+    def Candidate(self) -> type[sft.Candidate]: ...  # noqa: N802
+
+    @property
+    def LockFile(self) -> type[sft.LockFile]: ...  # noqa: N802
+
+    @property
+    def EmbedCache(self) -> type[sft.EmbedCache]: ...  # noqa: N802
+
+
+def _types() -> _StateFileTypes:
     # start-up: the record classes load with the first state file found
     from harn_ls.formats import state_file_types
 
     return state_file_types
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _STATE_FILE_TYPES:
         return getattr(_types(), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -59,7 +84,7 @@ CODE_CANDIDATE = "HL-CRYS-001"
 CODE_EMBED = "HL-EMB-001"
 
 
-def _read_json(path: str, limit: int = MAX_FILE_BYTES, root: str | None = None) -> tuple[Any, str | None]:
+def _read_json(path: str, limit: int = MAX_FILE_BYTES, root: str | None = None) -> tuple[JsonValue, str | None]:
     """(value, None) or (None, the reason): a regular file inside `root`, never blocking (safe_read)."""
     try:
         data = read_confined(path, root, limit)
@@ -123,7 +148,7 @@ def read_mailboxes(workflows_dir: str, problems: list[Problem], root: str | None
         mb.pending = [m for m in mail if isinstance(m, dict)][:MAX_ENTRIES] if isinstance(mail, list) else []
         q = value.get("queries")
         mb.queries = q if isinstance(q, dict) else {}
-        responses = value.get("responses") if isinstance(value.get("responses"), dict) else {}
+        responses = r if isinstance(r := value.get("responses"), dict) else {}
         mb.unanswered_updates = sum(1 for m in mb.pending if m.get("kind") == "update" and m.get("request_id") not in responses)
         out.append(mb)
     return out
@@ -134,13 +159,13 @@ def _sha256_prefixed(text: str) -> str:
     return "sha256:" + sha256(text.encode("utf-8")).hexdigest()
 
 
-def _dumps(value: Any) -> str:
+def _dumps(value: JsonValue) -> str:
     # compact, keys in the order they were parsed (orjson keeps insertion order), non-ASCII kept
     return orjson.dumps(value).decode("utf-8")
 
 
-def record_hash(topic: str, event_id: int, ev: dict, order: str) -> str:
-    headers = ev.get("headers") if isinstance(ev.get("headers"), dict) else {}
+def record_hash(topic: str, event_id: int, ev: JsonObject, order: str) -> str:
+    headers = h if isinstance(h := ev.get("headers"), dict) else {}
     hdrs = {k: headers[k] for k in sorted(headers) if k != "harn.provenance.record_hash"}
     if order == "source":
         w = {"topic": topic, "event_id": event_id, "kind": ev.get("kind"), "payload": ev.get("payload"),
@@ -156,7 +181,7 @@ def _merkle_root(hashes: list[str]) -> str:
         return _sha256_prefixed("")
     level = list(hashes)
     while len(level) > 1:
-        nxt = []
+        nxt: list[str] = []
         for i in range(0, len(level), 2):
             left = level[i]
             right = level[i + 1] if i + 1 < len(level) else left
@@ -165,21 +190,26 @@ def _merkle_root(hashes: list[str]) -> str:
     return level[0]
 
 
-def verify_receipt(receipt: Any) -> list[str]:
+def verify_receipt(receipt: JsonValue) -> list[str]:
     """Harn's `verify_receipt` (§O.3), ported. Returns the errors (empty = verified)."""
     errors: list[str] = []
     if not isinstance(receipt, dict):
         return ["receipt is not a JSON object"]
     if receipt.get("schema") != "harn-provenance-receipt-v1":
         errors.append(f"unknown receipt schema {str(receipt.get('schema'))[:60]!r}")
-    log = receipt.get("event_log") if isinstance(receipt.get("event_log"), dict) else {}
+    log = lg if isinstance(lg := receipt.get("event_log"), dict) else {}
     events = [e for e in log.get("events", []) if isinstance(e, dict)] if isinstance(log.get("events"), list) else []
     prev_by_topic: dict[str, str | None] = {}
     ordered = sorted(events, key=lambda e: (str(e.get("topic")), e.get("event_id") if isinstance(e.get("event_id"), int) else 0))
     for e in ordered:
         topic, eid = e.get("topic"), e.get("event_id")
         label = f"{topic}#{eid}"
-        headers = e.get("headers") if isinstance(e.get("headers"), dict) else {}
+        if not isinstance(topic, str):
+            # ReceiptEvent.topic is a String: Harn cannot load such a receipt (and a list or object
+            # here cannot key the chain by topic)
+            errors.append(f"event {str(eid)[:40]}: topic is a JSON {type(topic).__name__}, not a string")
+            continue
+        headers = h if isinstance(h := e.get("headers"), dict) else {}
         expected_prev = prev_by_topic.get(topic) if topic in prev_by_topic else None
         if e.get("prev_hash") != expected_prev:
             errors.append(f"{label}: prev_hash does not match the previous event's record_hash")
@@ -191,7 +221,7 @@ def verify_receipt(receipt: Any) -> list[str]:
             if e.get("record_hash") not in (record_hash(topic, eid, e, "source"), record_hash(topic, eid, e, "sorted")):
                 errors.append(f"{label}: record_hash does not match the event's content")
         prev_by_topic[topic] = e.get("record_hash")
-    chain = receipt.get("chain") if isinstance(receipt.get("chain"), dict) else {}
+    chain = c if isinstance(c := receipt.get("chain"), dict) else {}
     root = _merkle_root([str(e.get("record_hash")) for e in ordered])
     if chain.get("event_root_hash") != root:
         errors.append("event_root_hash does not match the events")
@@ -202,7 +232,7 @@ def verify_receipt(receipt: Any) -> list[str]:
     canonical = _dumps(unsigned)
     if chain.get("receipt_hash") != _sha256_prefixed(canonical):
         errors.append("receipt_hash does not match the receipt")
-    sigs = receipt.get("signatures") if isinstance(receipt.get("signatures"), list) else []
+    sigs = s if isinstance(s := receipt.get("signatures"), list) else []
     valid = 0
     for i, sig in enumerate(sigs):
         if not isinstance(sig, dict) or sig.get("algorithm") != "ed25519":
@@ -222,7 +252,7 @@ def receipt_key_id(public_key: bytes) -> str:
     return "ed25519:" + sha256(public_key).hexdigest()[:32]
 
 
-def _public_key(sig: dict) -> bytes | None:
+def _public_key(sig: JsonObject) -> bytes | None:
     try:
         raw = base64.b64decode(str(sig.get("public_key_base64")), validate=True)
     except (ValueError, TypeError):
@@ -230,11 +260,11 @@ def _public_key(sig: dict) -> bytes | None:
     return raw if len(raw) == 32 else None
 
 
-def key_id_errors(receipt: Any) -> list[str]:
+def key_id_errors(receipt: JsonValue) -> list[str]:
     """A signature whose `key_id` is not the id of the key it carries. Harn's own `verify_receipt`
     does not check this (it would say "verified"); harn-ls does, because users are told to pin the
     key id: a receipt re-signed with a fresh key under the genuine key id must not pass for it."""
-    sigs = receipt.get("signatures") if isinstance(receipt, dict) and isinstance(receipt.get("signatures"), list) else []
+    sigs = s if isinstance(receipt, dict) and isinstance(s := receipt.get("signatures"), list) else []
     out = []
     for i, sig in enumerate(sigs):
         if not isinstance(sig, dict):
@@ -248,7 +278,7 @@ def key_id_errors(receipt: Any) -> list[str]:
     return out
 
 
-def trusted_receipt_keys(receipt: Any, trusted_signers_dir: str | None) -> list[str]:
+def trusted_receipt_keys(receipt: JsonValue, trusted_signers_dir: str | None) -> list[str]:
     """Key ids of the receipt's signatures whose public key is one the user trusts: the same raw key
     as `<trusted_signers_dir>/<sha256 of the key, hex>.pub` (the folder Harn keeps skill signers in).
     Only a valid signature's key counts (the caller has verified them all)."""
@@ -272,7 +302,7 @@ def trusted_receipt_keys(receipt: Any, trusted_signers_dir: str | None) -> list[
     return out
 
 
-def _ed25519_ok(sig: dict, message: bytes) -> bool:
+def _ed25519_ok(sig: JsonObject, message: bytes) -> bool:
     try:
         # start-up: cryptography (OpenSSL bindings, ~40 ms) loads only when a receipt is verified
         from cryptography.exceptions import InvalidSignature
@@ -309,11 +339,11 @@ def read_receipts(receipts_dir: str, problems: list[Problem], root: str | None =
             status = "verified" if trusted_receipt_keys(value, trusted_signers_dir) else "self-signed"
         r = _types().Receipt(str(value.get("receipt_id") or rid), path, status, errors + mismatched)
         r.issued_at = str(value.get("issued_at") or "")
-        run = value.get("run") if isinstance(value.get("run"), dict) else {}
+        run = rn if isinstance(rn := value.get("run"), dict) else {}
         r.pipeline, r.run_status = str(run.get("pipeline") or ""), str(run.get("status") or "")
-        log = value.get("event_log") if isinstance(value.get("event_log"), dict) else {}
-        r.event_count = len(log.get("events")) if isinstance(log.get("events"), list) else 0
-        chain = value.get("chain") if isinstance(value.get("chain"), dict) else {}
+        log = lg if isinstance(lg := value.get("event_log"), dict) else {}
+        r.event_count = len(evs) if isinstance(evs := log.get("events"), list) else 0
+        chain = c if isinstance(c := value.get("chain"), dict) else {}
         r.receipt_hash, r.event_root_hash = str(chain.get("receipt_hash") or ""), str(chain.get("event_root_hash") or "")
         r.key_ids = [str(s.get("key_id")) for s in value.get("signatures", []) if isinstance(s, dict)] \
             if isinstance(value.get("signatures"), list) else []
@@ -442,8 +472,8 @@ def read_all_candidates(project_root: str, problems: list[Problem]) -> list[Cand
     return list(by_id.values())
 
 
-def _staged_key(c: Candidate) -> tuple:
-    at = c.proposal.get("staged_at") if isinstance(c.proposal.get("staged_at"), str) else ""
+def _staged_key(c: Candidate) -> tuple[str, float, bool]:
+    at = a if isinstance(a := c.proposal.get("staged_at"), str) else ""
     try:
         mtime = os.stat(c.path).st_mtime
     except OSError:
@@ -499,6 +529,7 @@ def read_locks(state_root: str) -> list[LockFile]:
     # (/proc/locks only when there is a lock file to look up: its first read waits for the kernel, ms)
     table = read_flock_table() if found else None
     out = []
+    state: bool | None
     for path, kind, name in found:
         if not os.path.lexists(path):
             continue  # gone since the listing
@@ -515,7 +546,7 @@ def read_locks(state_root: str) -> list[LockFile]:
 # ----------------------------------------------------------------------------------------- embed cache (§O.8)
 def read_embed_cache(memory_root: str, problems: list[Problem], cap: int = 200_000) -> list[EmbedCache]:
     """Count `<memory_root>/<ns…>/vectors/<hint>/*.json` files (never read them)."""
-    out = []
+    out: list[EmbedCache] = []
     seen = 0
     if not os.path.isdir(memory_root):
         return out

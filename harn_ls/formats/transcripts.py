@@ -15,12 +15,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias, cast, overload
 
 from harn_ls.formats.json_pieces import LazyArray
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.formats.transcript_summary import TranscriptSummary
+from harn_ls.util.json_types import JsonArray, JsonObject, JsonValue
 
 TRANSCRIPT_TYPE = "transcript"
 TRANSCRIPT_ASSET_TYPE = "transcript_asset"
@@ -44,7 +45,7 @@ def default_block_visibility(role: str | None) -> str:
     return "internal" if role == "tool_result" else "public"
 
 
-def normalize_block(block: Any, role: str | None) -> dict:
+def normalize_block(block: JsonValue, role: str | None) -> JsonObject:
     """A block as Harn sees it: non-dicts become one text block; type/visibility defaulted."""
     if not isinstance(block, dict):
         block = {"type": "text", "text": block if isinstance(block, str) else str(block)}
@@ -56,7 +57,7 @@ def normalize_block(block: Any, role: str | None) -> dict:
     return out
 
 
-def _block_label(block: dict) -> str:
+def _block_label(block: JsonObject) -> str:
     for name in ("name", "title", "path", "tool_name", "asset_id", "id"):
         value = block.get(name)
         if isinstance(value, str) and value:
@@ -64,7 +65,7 @@ def _block_label(block: dict) -> str:
     return ""
 
 
-def render_block(block: dict) -> str | None:
+def render_block(block: JsonObject) -> str | None:
     """One block's text in Harn's rendering; None when the block is dropped."""
     kind = block.get("type", "text")
     if kind == "text":
@@ -77,7 +78,7 @@ def render_block(block: dict) -> str | None:
     return f"<{kind}>"
 
 
-def render_blocks(blocks: list[dict], *, hide_private: bool = False) -> str:
+def render_blocks(blocks: list[JsonObject], *, hide_private: bool = False) -> str:
     """Text of a block list: Harn's event `text` rule, optionally also hiding private blocks."""
     parts = []
     for block in blocks:
@@ -89,7 +90,7 @@ def render_blocks(blocks: list[dict], *, hide_private: bool = False) -> str:
     return " ".join(parts)
 
 
-def blocks_visibility(blocks: list[dict], role: str | None) -> str:
+def blocks_visibility(blocks: list[JsonObject], role: str | None) -> str:
     """Visibility of a message-derived event: public beats internal beats the role default."""
     seen = {b.get("visibility") for b in blocks}
     if "public" in seen:
@@ -111,10 +112,10 @@ class CompactionInfo:
     estimated_tokens_after: int | None = None
     keep_first: int | None = None
     keep_last: int | None = None
-    raw: dict = field(default_factory=dict)
+    raw: JsonObject = field(default_factory=dict)
 
     @classmethod
-    def from_metadata(cls, meta: Any) -> CompactionInfo:
+    def from_metadata(cls, meta: JsonValue) -> CompactionInfo:
         meta = meta if isinstance(meta, dict) else {}
 
         def s(name: str) -> str | None:
@@ -145,9 +146,9 @@ class TranscriptEvent:
     role: str | None
     visibility: str
     text: str
-    blocks: list[dict]
-    metadata: dict | None
-    raw: dict
+    blocks: list[JsonObject]
+    metadata: JsonObject | None
+    raw: JsonObject
 
     @property
     def harn_text(self) -> str:
@@ -181,7 +182,7 @@ class TranscriptAsset:
     name: str | None
     mime_type: str | None
     storage_path: str | None
-    raw: dict
+    raw: JsonObject
 
 
 @dataclass(slots=True)
@@ -190,22 +191,22 @@ class Transcript:
 
     id: str | None
     source: str  # file path, or 'run:<id>' / 'run:<id>/stage:<id>' / 'worker:<id>' for embedded values
-    messages: list
-    events: list[TranscriptEvent]
+    messages: JsonArray | LazyArray  # (LazyArray: left in the record's file, see runs.read_run_record_lean)
+    events: list[TranscriptEvent] | LazyEvents
     assets: list[TranscriptAsset]
     summary: str | None
-    metadata: dict | None
+    metadata: JsonObject | None
     state: str | None
     version: int | None
     problems: list[Problem] = field(default_factory=list)
 
     @property
-    def budget(self) -> Any:
+    def budget(self) -> JsonValue:
         # Seed-only `metadata.transcript_budget`; shown verbatim (§G.2 [PROP]).
         return self.metadata.get("transcript_budget") if isinstance(self.metadata, dict) else None
 
     @property
-    def system_prompt(self) -> Any:
+    def system_prompt(self) -> JsonValue:
         return self.metadata.get("system_prompt") if isinstance(self.metadata, dict) else None
 
     def asset(self, asset_id: str) -> TranscriptAsset | None:
@@ -214,7 +215,8 @@ class Transcript:
                 return a
         return None
 
-def _typed(value: dict, name: str, types: tuple, problems: list[Problem], path: str, line: int, where: str) -> Any:
+def _typed(value: JsonObject, name: str, types: tuple[type, ...], problems: list[Problem], path: str, line: int,
+           where: str) -> JsonValue:
     if name not in value or value[name] is None:
         return None
     v = value[name]
@@ -230,7 +232,7 @@ def _typed(value: dict, name: str, types: tuple, problems: list[Problem], path: 
     return v
 
 
-def _event_from(raw: Any, index: int, problems: list[Problem], path: str, line: int, where: str) -> TranscriptEvent | None:
+def _event_from(raw: JsonValue, index: int, problems: list[Problem], path: str, line: int, where: str) -> TranscriptEvent | None:
     if not isinstance(raw, dict):
         problems.append(Problem(path, line, CODE_BAD_FIELD, f"{where}: events[{index}] is not an object; skipped", Severity.WARNING))
         return None
@@ -256,7 +258,7 @@ def _event_from(raw: Any, index: int, problems: list[Problem], path: str, line: 
                            text, blocks, metadata, raw)
 
 
-def _asset_from(raw: Any, index: int, problems: list[Problem], path: str, line: int, where: str) -> TranscriptAsset | None:
+def _asset_from(raw: JsonValue, index: int, problems: list[Problem], path: str, line: int, where: str) -> TranscriptAsset | None:
     if isinstance(raw, str):
         # Harn accepts a bare path and normalizes it to {storage: {path}}.
         raw = {"storage": {"path": raw}}
@@ -266,14 +268,14 @@ def _asset_from(raw: Any, index: int, problems: list[Problem], path: str, line: 
     here = f"{where}: assets[{index}]"
     storage = raw.get("storage")
     storage_path = storage.get("path") if isinstance(storage, dict) and isinstance(storage.get("path"), str) else None
-    visibility = raw.get("visibility") if raw.get("visibility") in VISIBILITIES else "internal"
+    visibility = v if (v := raw.get("visibility")) in VISIBILITIES else "internal"
     return TranscriptAsset(index, _typed(raw, "id", (str,), problems, path, line, here),
                            _typed(raw, "kind", (str,), problems, path, line, here) or "blob", visibility,
                            _typed(raw, "name", (str,), problems, path, line, here),
                            _typed(raw, "mime_type", (str,), problems, path, line, here), storage_path, raw)
 
 
-def _event_clean(raw: Any) -> bool:
+def _event_clean(raw: JsonValue) -> bool:
     """True when `_event_from` would accept this event without a problem (every checked field
     absent, null or of its type; a known or absent visibility): then counting it is enough."""
     if type(raw) is not dict:
@@ -287,7 +289,7 @@ def _event_clean(raw: Any) -> bool:
             and (visibility is None or visibility in VISIBILITIES))
 
 
-class LazyEvents(Sequence):
+class LazyEvents(Sequence[TranscriptEvent]):
     """A transcript's events over the record's file (json_pieces.LazyArray): each TranscriptEvent
     is built when asked for and not kept, so a page of a 10 MB transcript never holds them all.
     `kept`: the array indexes `_event_from` accepted (its problems were collected then)."""
@@ -300,18 +302,31 @@ class LazyEvents(Sequence):
     def __len__(self) -> int:
         return len(self._kept)
 
-    def __getitem__(self, j):  # type: ignore[override]
+    @overload
+    def __getitem__(self, j: int) -> TranscriptEvent: ...
+
+    @overload
+    def __getitem__(self, j: slice) -> list[TranscriptEvent]: ...
+
+    def __getitem__(self, j: int | slice) -> TranscriptEvent | list[TranscriptEvent]:
         if isinstance(j, slice):
             return [self[k] for k in range(*j.indices(len(self._kept)))]
         i = self._kept[j]
-        return _event_from(self._raw[i], i, [], self._path, self._line, self._where)
+        # a kept index is one _event_from accepted: never None (no cast: this runs per event shown)
+        return _event_from(self._raw[i], i, [], self._path, self._line, self._where)  # type: ignore[return-value]
 
     def __iter__(self) -> Iterator[TranscriptEvent]:
         for i, value in zip(self._kept, self._raw.items(self._kept)):
-            yield _event_from(value, i, [], self._path, self._line, self._where)
+            # a kept index is one _event_from accepted: never None (no cast: this runs per event)
+            yield _event_from(value, i, [], self._path, self._line, self._where)  # type: ignore[misc]
 
 
-def _transcript_parts(value: dict, source: str, path: str | None, line: int, full: bool) -> tuple:
+# (problems, messages, events or their count, assets, id, summary, metadata, state, version)
+_Parts: TypeAlias = """tuple[list[Problem], JsonArray | LazyArray, list[TranscriptEvent] | LazyEvents | int,
+                        list[TranscriptAsset], str | None, str | None, JsonObject | None, str | None, int | None]"""
+
+
+def _transcript_parts(value: JsonObject, source: str, path: str | None, line: int, full: bool) -> _Parts:
     """(problems, messages, events, assets, id, summary, metadata, state, version); with `full`
     False `events` is only their count. Problems come in the same order either way."""
     ppath = path or source
@@ -325,7 +340,7 @@ def _transcript_parts(value: dict, source: str, path: str | None, line: int, ful
         problems.append(Problem(ppath, line, CODE_VERSION,
             f"{where}: version {version}, this viewer knows version {TRANSCRIPT_VERSION}; fields may be missing", Severity.INFO))
 
-    def seq(name: str) -> list:
+    def seq(name: str) -> JsonArray | LazyArray:
         v = value.get(name)
         if v is None:
             return []
@@ -353,19 +368,22 @@ def _transcript_parts(value: dict, source: str, path: str | None, line: int, ful
             _typed(value, "state", (str,), problems, ppath, line, where), version)
 
 
-def transcript_from_value(value: Any, source: str, *, path: str | None = None, line: int = 0) -> Transcript | None:
+def transcript_from_value(value: JsonValue, source: str, *, path: str | None = None, line: int = 0) -> Transcript | None:
     """View of a transcript value; None when `value` is not an object at all.
 
     `path`/`line` locate Problems (defaults to `source`, whole file).
     """
     if not isinstance(value, dict):
         return None
-    problems, messages, events, assets, tid, summary, metadata, state, version = _transcript_parts(value, source, path, line, True)
-    return Transcript(id=tid, source=source, messages=messages, events=events, assets=assets, summary=summary,
+    problems, messages, events, assets, tid, summary, metadata, state, version = _transcript_parts(
+        value, source, path, line, True)
+    return Transcript(id=tid, source=source, messages=messages,
+                      events=cast("list[TranscriptEvent] | LazyEvents", events),  # (full: the events, not a count)
+                      assets=assets, summary=summary,
                       metadata=metadata, state=state, version=version, problems=problems)
 
 
-def transcript_summary_from_value(value: Any, source: str, *, path: str | None = None,
+def transcript_summary_from_value(value: JsonValue, source: str, *, path: str | None = None,
                                   line: int = 0) -> tuple[TranscriptSummary, list[Problem]] | None:
     """The counts and problems `transcript_from_value` would give, without building its events
     (a cold load only lists transcripts); None when `value` is not an object at all."""
@@ -373,7 +391,7 @@ def transcript_summary_from_value(value: Any, source: str, *, path: str | None =
         return None
     problems, messages, n_events, assets, tid, _summary, _metadata, _state, _version = _transcript_parts(
         value, source, path, line, False)
-    return TranscriptSummary(tid, len(messages), n_events, len(assets)), problems
+    return TranscriptSummary(tid, len(messages), cast(int, n_events), len(assets)), problems  # (not full: a count)
 
 
 # -- llm_transcript.jsonl ------------------------------------------------------
@@ -388,7 +406,7 @@ class LlmLine:
 
     line_no: int
     type: str  # one of LLM_LINE_TYPES, or whatever an unknown line says (kept as-is)
-    value: dict
+    value: JsonObject
     known: bool
 
     @property
@@ -426,11 +444,11 @@ class LlmStep:
     iteration: int | None
     system_prompt_hash: str | None = None
     tool_schemas_hash: str | None = None
-    messages: list[dict] = field(default_factory=list)  # message lines seen since the previous call
-    routing: dict | None = None
-    request: dict | None = None
-    response: dict | None = None
-    interpreted: dict | None = None
+    messages: list[JsonObject] = field(default_factory=list)  # message lines seen since the previous call
+    routing: JsonObject | None = None
+    request: JsonObject | None = None
+    response: JsonObject | None = None
+    interpreted: JsonObject | None = None
 
 
 @dataclass(slots=True)
@@ -443,7 +461,7 @@ class LlmTranscript:
     raw_captures: list[RawCapture]
     problems: list[Problem]
 
-def _raw_capture(path: str, line_no: int, value: dict, problems: list[Problem]) -> RawCapture:
+def _raw_capture(path: str, line_no: int, value: JsonObject, problems: list[Problem]) -> RawCapture:
     rel = value.get("path") if isinstance(value.get("path"), str) else None
     capture = value.get("capture") if isinstance(value.get("capture"), str) else None
     if rel is None:
@@ -473,7 +491,7 @@ def read_llm_transcript(path: str, *, tail: JsonlTail | None = None) -> LlmTrans
         if jl.problem is not None:
             problems.append(jl.problem)
             continue
-        value = jl.value
+        value: JsonObject = jl.value  # type: ignore[assignment]  # a line without a problem holds its object
         kind = value.get("type")
         if not isinstance(kind, str):
             problems.append(Problem(path, jl.line_no, CODE_LLM_NO_TYPE, "line has no string 'type'; kept as unknown", Severity.WARNING))
@@ -494,8 +512,8 @@ def build_steps(lines: list[LlmLine]) -> list[LlmStep]:
     by_call: dict[str, LlmStep] = {}
     prompt_hash: str | None = None
     schemas_hash: str | None = None
-    pending_messages: list[dict] = []
-    pending_routing: dict | None = None
+    pending_messages: list[JsonObject] = []
+    pending_routing: JsonObject | None = None
     for line in lines:
         v = line.value
         if line.type == "system_prompt":

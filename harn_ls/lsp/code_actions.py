@@ -19,7 +19,7 @@ from harn_ls.lsp.view_types import on_proposal_document, to_code_action
 from harn_ls.render.proposal_choices import proposal_at_line, proposal_choices
 
 
-def _proposal_actions(ws, proposal_id: str, skill_root: str, client, root: str | None = None) -> list[types.CodeAction]:
+def _proposal_actions(ws, proposal_id: str, skill_root: str | None, client, root: str | None = None) -> list[types.CodeAction]:
     actions = (to_code_action(c, client, root) for c in proposal_choices(ws, proposal_id, skill_root))
     return [a for a in actions if a is not None]
 
@@ -38,10 +38,12 @@ def for_client(ls, actions: list[types.CodeAction]) -> list:
     return [a.command for a in actions if a.command is not None]
 
 
-def _wanted(context: types.CodeActionContext, kind: str) -> bool:
+def _wanted(context: types.CodeActionContext, kind: str | None) -> bool:
     only = context.only
     if not only:
         return True
+    if kind is None:  # (every action built here has a kind)
+        return False
     return any(kind == o or kind.startswith(o + ".") for o in only)
 
 
@@ -50,14 +52,16 @@ def register(server) -> None:
         code_action_kinds=[P.KIND_ACCEPT, P.KIND_REJECT, P.KIND_COMPARE, P.KIND_PROBE, P.KIND_MIGRATE], resolve_provider=False))
     async def code_action(ls, params: types.CodeActionParams):
         uri = params.text_document.uri
-        skill_root = ls.settings.skillRoot
         client = ls.client
         if uri.startswith(P.SCHEME + ":"):
             return for_client(ls, [a for a in await proposal_document_actions(ls, uri) if _wanted(params.context, a.kind)])
         proj = await ls.loaded_project_for_uri(uri)
         if proj is None or proj.ws is None:
             return []
+        skill_root = ls.settings_for(proj).skillRoot  # its workspace folder's
         path = to_fs_path(uri)
+        if path is None:  # (a project is found for file: URIs only)
+            return []
         out: list[types.CodeAction] = []
         if os.path.basename(path) == "events.jsonl":
             line = params.range.start.line + 1

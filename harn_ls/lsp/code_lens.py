@@ -60,7 +60,7 @@ class ReadyLenses:
 
     def __init__(self, max_files: int = 32) -> None:
         self.max_files = max_files
-        self._by_uri: dict[str, tuple[object, int, list, object]] = {}
+        self._by_uri: dict[str, tuple[object, int, list, bytes]] = {}
 
     def get(self, uri: str, groups: object, number: int, ranges: list[tuple[int, int]]) -> tuple[list, bytes]:
         """(the lenses as JSON-ready dicts, the same encoded: what the transport embeds as is)."""
@@ -104,14 +104,18 @@ def register(server) -> None:
         if proj is None or proj.ws is None:
             return []
         path = to_fs_path(uri)
-        fact_lenses, encoded = [], None
-        if ls.settings.codeLens.facts:
-            min_conf = ls.settings.facts.minConfidence
+        if path is None:  # (a project is found for file: URIs only)
+            return []
+        fact_lenses: list = []
+        encoded: bytes | None = None
+        settings = ls.settings_for(proj)  # its workspace folder's
+        if settings.codeLens.facts:
+            min_conf = settings.facts.minConfidence
             groups, ranges = await run_noting_spans(proj, lambda: fact_lens_groups(proj.ws, path, min_conf,
                                                                                    proj.fact_spans))
             if ranges:
                 fact_lenses, encoded = ready.get(uri, groups, files.number(uri), ranges)
-        if not (ls.settings.codeLens.checkpoints and path.endswith(".harn")):
+        if not (settings.codeLens.checkpoints and path.endswith(".harn")):
             return as_encoded(ls.protocol, fact_lenses, encoded) if encoded is not None else []
         lenses: list = list(fact_lenses)
         doc = ls.workspace.get_text_document(uri)
@@ -151,7 +155,10 @@ async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types
         lens.command = types.Command(title="harn-ls: project not loaded", command="")
         return lens
     path = to_fs_path(uri)
-    min_conf = ls.settings.facts.minConfidence
+    if path is None:  # (a project is found for file: URIs only)
+        lens.command = types.Command(title="harn-ls: project not loaded", command="")
+        return lens
+    min_conf = ls.settings_for(proj).facts.minConfidence
     view = await run_noting_spans(proj, lambda: fact_lens(proj.ws, path, start, end, min_conf, proj.fact_spans))
     lens.command = to_command(view, ls.client, link_root(ls, proj))
     return lens

@@ -114,7 +114,7 @@ def _register_typed(server, command: str, fn: Callable[[Any, Any], Awaitable[Any
 
 async def accept(ls, a: C.AcceptArgs):
     proj = await ls.project_holding("proposals", a.id, a.root)
-    result = await _run_action(ls, proj, accept_proposal, a.id, skill_root=a.skill_root or ls.settings.skillRoot,
+    result = await _run_action(ls, proj, accept_proposal, a.id, skill_root=a.skill_root or ls.settings_for(proj).skillRoot,
                                done="accepted")
     if isinstance(result, C.Failure):
         return result
@@ -250,9 +250,9 @@ async def resume_escalation_command(ls, a: C.ResumeArgs):
     from harn_ls.actions.probes import run_process
 
     try:
-        argv, view = await proj.run(lambda: resume_argv(proj.ws, rid, ls.harn_program(), reviewer, a.reason))
+        argv, view = await proj.run(lambda: resume_argv(proj.ws, rid, ls.harn_program(proj), reviewer, a.reason))
         result = await run_process(argv, cwd=proj.root, timeout=RESUME_TIMEOUT_S,
-                                   env=resume_env(proj.ws, view, ls.harn_env()[0]))
+                                   env=resume_env(proj.ws, view, ls.harn_env(ls.settings_for(proj))[0]))
     except ActionFailed as exc:
         ls.show(str(exc), types.MessageType.Error)
         return C.Failure(str(exc))

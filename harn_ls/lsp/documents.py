@@ -63,7 +63,7 @@ async def render(ls, uri: str) -> str:
         return _not_found(exc)
     if proj is None or proj.ws is None:
         return "# harn-ls\n\nNo project is open yet.\n"
-    settings = ls.render_settings()
+    settings = ls.render_settings(proj)
     try:
         text = await proj.run(lambda: render_uri(proj.ws, uri, settings))
         if target.kind in _PARSES_RUN_RECORDS:
@@ -99,7 +99,7 @@ async def refresh_changed(ls, proj, changes) -> None:
     """Ask the client to re-fetch the documents it has open whose text really changed."""
     if not ls.served or not ls.client.text_document_content_refresh:
         return  # a client that did not declare the capability has no refresh handler
-    settings = ls.render_settings()
+    settings = ls.render_settings(proj)
     candidates = []
     for uri, (root, digest) in list(ls.served.items()):
         if root != proj.root:

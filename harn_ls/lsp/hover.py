@@ -29,7 +29,9 @@ def register(server) -> None:
         if proj is None or proj.ws is None:
             return None
         path = to_fs_path(uri)
-        min_conf = ls.settings.facts.minConfidence
+        if path is None:  # (a project is found for file: URIs only)
+            return None
+        min_conf = ls.settings_for(proj).facts.minConfidence
         view = await run_noting_spans(proj, lambda: hover_at(proj.ws, path, params.position.line, min_conf,
                                                              proj.fact_spans))
         if view is None:

@@ -166,6 +166,8 @@ async def run_probe_command(ls, args: dict) -> dict:
     if not isinstance(uri, str) or not uri.startswith("file:"):
         return _fail(ls, "probeTypecheck needs {uri} of a file")
     path = to_fs_path(uri)
+    if path is None:
+        return _fail(ls, "probeTypecheck needs {uri} of a file")
     proj = await ls.loaded_project_for_uri(uri) or ls.default_project()
     if proj is None or proj.ws is None:
         return _fail(ls, "no Harn project is open")
@@ -182,12 +184,12 @@ async def run_probe_command(ls, args: dict) -> dict:
     # A re-run replaces the previous result on this document.
     _clear(ls, uri)
 
-    settings = ls.settings
+    settings = ls.settings_for(proj)  # its workspace folder's
     where = quote(os.path.basename(path) + ("" if rng is None else f":{rng[0][0] + 1}"))
     token = await _begin_progress(ls, "Harn typecheck probe", f"harn check {where}")
     memory_root = await proj.run(lambda: proj.ws.paths.memory_root)
     probe_task = asyncio.ensure_future(_runner().run_typecheck_probe(
-        proj.root, path, text, rng, ls.harn_program(),
+        proj.root, path, text, rng, ls.harn_program(proj),
         settings.probes.timeoutSeconds,
         store=settings.probes.storeFacts, memory_root=memory_root, encoding=ls.position_encoding))
 

@@ -27,10 +27,10 @@ from harn_ls.cache.spans import SpanStore
 from harn_ls.formats.memory import builds_here
 from harn_ls.formats.problems import Problem
 from harn_ls.lsp import heap
-from harn_ls.model.change_kinds import K
+from harn_ls.model.change_kinds import ChangeSet, K
 from harn_ls.model.checkpoint_versions import keep_history
 from harn_ls.model.fact_spans import FactSpanCache
-from harn_ls.model.workspace import ChangeSet, Workspace
+from harn_ls.model.workspace import Workspace
 from harn_ls.recall import RecallEngine
 from harn_ls.util.progress import WorkProgress
 from harn_ls.watch.observer import StateWatcher
@@ -62,8 +62,11 @@ def guard_thread(ws: Workspace, owner: int) -> None:
 
 class Project:
     def __init__(self, folder_path: str, on_changes: Callable[[Project, ChangeSet], Any],
-                 env_spec: tuple | None = None) -> None:
-        self.folder_path: str = folder_path
+                 env_spec: tuple | None = None, workspace_folder: str | None = None) -> None:
+        self.folder_path: str = folder_path  # the project's root as found (its key in server.projects)
+        # the workspace folder whose search found it: whose harnState.* settings it follows (lsp/folders.py
+        # settings_for); None for a project made outside a session (tests, tools)
+        self.workspace_folder: str | None = workspace_folder
         # (env, env_sources, untrusted names) Harn's locations are resolved from (server.harn_env)
         self.env_spec = env_spec
         self.ws: Workspace | None = None  # set once, on the worker thread
@@ -91,6 +94,15 @@ class Project:
     def root(self) -> str:
         return self._root
 
+    @property
+    def loaded(self) -> Workspace:
+        """The model, for the work that only runs once the load set it (the recall warm-up, the settle,
+        applying a batch): reached earlier it is a bug, named here rather than as None's missing attribute."""
+        ws = self.ws
+        if ws is None:
+            raise RuntimeError(f"{self.folder_path}: the project's model is used before it loaded")
+        return ws
+
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run `fn` on the project thread, with every fact decoded (see `run_before_facts`)."""
         loop = asyncio.get_running_loop()
@@ -112,7 +124,7 @@ class Project:
     def _decode_facts(self) -> None:
         """Project thread: decode the facts the load left in the state cache's form (a rescan may
         leave them so again); then they live as long as the model: out of the collector's view."""
-        paused_gc(self.ws.materialize_facts)()
+        paused_gc(self.loaded.materialize_facts)()
         gc.freeze()
 
     def submit(self, fn: Callable[..., Any], *args: Any):
@@ -153,7 +165,7 @@ class Project:
         """Record each checkpoint file's current version in the history kept outside the project (project
         thread), by the code path `harn-ls watch` uses too."""
         try:
-            keep_history(self.ws, changes)
+            keep_history(self.loaded, changes)
         except Exception:  # history is a convenience: never let it break loading or a batch
             log.exception("keeping checkpoint history failed")
 
@@ -177,12 +189,13 @@ class Project:
 
     def _on_batch_from_thread(self, paths: set[str], rescan: bool) -> None:
         """Called on the watcher's thread: apply on the project thread, then notify on the loop."""
-        if self._loop is None or self.ws is None:
+        loop = self._loop
+        if loop is None or self.ws is None:
             return
 
         @paused_gc
         def _apply() -> ChangeSet:
-            ws = self.ws
+            ws = self.loaded
             try:
                 # With paths, apply() itself rescans what lives below a changed directory.
                 changes = ws.rescan() if rescan and not paths else ws.apply_changes(paths)
@@ -202,7 +215,7 @@ class Project:
                 log.exception("rescan failed")
                 changes = None
             if changes:
-                asyncio.run_coroutine_threadsafe(self._notify(changes), self._loop)
+                asyncio.run_coroutine_threadsafe(self._notify(changes), loop)
 
         fut.add_done_callback(_done)
 
@@ -219,14 +232,14 @@ class Project:
         do (the cache write, decoding cached records) is `settle_recall`'s."""
         progress = self.recall_progress
         for _ in range(attempts):
-            generation, steps = await self.run_before_facts(lambda: (self.ws.generation, self.ws.recall_build_steps()))
+            generation, steps = await self.run_before_facts(lambda: (self.loaded.generation, self.loaded.recall_build_steps()))
             progress.within(0.0, 1.0)
             progress.phase("recall index", len(steps), 1.0)
             engine = RecallEngine()
             aborted = False
             for step in steps:
-                def _step(step=step) -> bool:
-                    if self.ws.generation != generation:
+                def _step(step=step, engine=engine, generation=generation) -> bool:
+                    if self.loaded.generation != generation:
                         return False
                     step(engine)
                     # what a step built lives as long as the index: out of the collector's view at once,
@@ -238,10 +251,10 @@ class Project:
                     aborted = True
                     break
                 progress.step()
-            if not aborted and await self.run_before_facts(lambda: self.ws.adopt_recall(engine, generation)):
+            if not aborted and await self.run_before_facts(lambda e=engine, g=generation: self.loaded.adopt_recall(e, g)):
                 return
             await asyncio.sleep(0.3)
-        await self.run_before_facts(lambda: self.ws.recall)
+        await self.run_before_facts(lambda: self.loaded.recall)
 
     async def settle_recall(self, quiet_for: Callable[[], float] | None = None) -> None:
         """After recall is ready: write the state cache, then decode the records a cached index
@@ -310,7 +323,7 @@ class Project:
 
         if self.closed:
             return
-        for step in await self.run(lambda: self.ws.recall_settle_steps()):
+        for step in await self.run(lambda: self.loaded.recall_settle_steps()):
             while not self.closed:
                 await self._wait_for_quiet()
                 if await self.run(_step, step):
@@ -320,13 +333,13 @@ class Project:
         await self.run(heap.trim)  # (the decoded rows' buffers are gone)
 
     def _decode_facts_if_deferred(self) -> None:
-        if self.ws.deferred_fact_namespaces():
+        if self.loaded.deferred_fact_namespaces():
             self._decode_facts()
 
     def _restore_spans(self) -> bool:
         """One step of bringing back the stored fact spans (FactSpanCache.restore); True when done."""
         try:
-            return self.fact_spans.restore(self.ws)
+            return self.fact_spans.restore(self.loaded)
         except Exception:  # the spans are a convenience: never let them stop the settle
             log.exception("restoring fact spans failed")
             return True
@@ -342,7 +355,7 @@ class Project:
         all). False when the project closed meanwhile."""
         if not await self._compact_recall():
             return False
-        while did := await self._settle_step(lambda: self.ws.fold_recall_delta()):
+        while did := await self._settle_step(lambda: self.loaded.fold_recall_delta()):
             pass
         return did is not None and await self._compact_recall()
 
@@ -351,7 +364,7 @@ class Project:
         False when the project closed meanwhile."""
         if self.closed:  # (its thread is stopped: nothing more may be scheduled on it)
             return False
-        for step in await self.run(lambda: self.ws.recall_compact_steps()):
+        for step in await self.run(lambda: self.loaded.recall_compact_steps()):
             if await self._settle_step(step) is None:
                 return False
         return not self.closed
@@ -370,7 +383,7 @@ class Project:
     def _save_cache(self) -> None:
         """Write the state cache once the model is complete (only what it does not hold yet)."""
         try:
-            self.ws.save_cache()
+            self.loaded.save_cache()
             self.fact_spans.save_store()
         except Exception:
             log.exception("writing the state cache failed")
@@ -380,18 +393,18 @@ class Project:
 
     async def apply_now(self, paths) -> ChangeSet:
         """Apply changes we made ourselves (an action wrote files) without waiting for the watcher."""
-        changes = await self.run(lambda: self.ws.apply_changes(paths))
+        changes = await self.run(lambda: self.loaded.apply_changes(paths))
         if changes:
             await self._notify(changes)
         return changes
 
     async def rescan(self, progress: WorkProgress | None = None) -> ChangeSet:
         def _rescan() -> ChangeSet:
-            self.ws.progress = progress
+            self.loaded.progress = progress
             try:
-                return self.ws.rescan()
+                return self.loaded.rescan()
             finally:
-                self.ws.progress = None
+                self.loaded.progress = None
 
         changes = await self.run(_rescan)
         await self._notify(changes)

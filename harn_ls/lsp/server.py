@@ -4,6 +4,7 @@ Features live one per module (hover, code_lens, documents, diagnostics,
 tree, symbols, code_actions, commands); each exposes `register(server)`.
 """
 
+# ruff: noqa: E402 -- start_trace marks the time before and after the imports below (lsp/start_trace.py)
 from __future__ import annotations
 
 import asyncio
@@ -15,7 +16,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from harn_ls.lsp import start_trace
@@ -26,7 +27,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCResponseMessage, LanguageServerProtocol, default_converter
 from pygls.protocol.language_server import lsp_method
-from pygls.uris import to_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 
 from harn_ls import __version__
 from harn_ls import contract as P
@@ -52,10 +53,10 @@ from harn_ls.lsp.probe import ProbeState
 from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project, paused_gc
 from harn_ls.lsp.project_links import argument_for, link_root
 from harn_ls.lsp.requests import RequestRegistry
-from harn_ls.lsp.settings import Settings, from_initialization_options, parse_settings
+from harn_ls.lsp.settings import Settings, folder_settings, from_initialization_options, parse_settings
 from harn_ls.model.accept_plan import skill_root_warning
-from harn_ls.model.change_kinds import CORE_KINDS, K
-from harn_ls.model.workspace import ChangeSet
+from harn_ls.model.change_kinds import CORE_KINDS, ChangeSet, K
+from harn_ls.model.project_discovery import FolderProjects
 from harn_ls.render import RenderSettings, make_uri
 
 start_trace.mark("server modules: imported")
@@ -213,7 +214,12 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
     def __init__(self) -> None:
         super().__init__("harn-ls", __version__, protocol_cls=HarnProtocol, converter_factory=response_converter)
         # -- from the client
+        # harnState.*: the workspace's (initializationOptions, didChangeConfiguration, the unscoped
+        # workspace/configuration answer; the only source of application- and machine-scoped settings)
+        # and each workspace folder's own (the answer for its scopeUri); lsp/settings.py, lsp/folders.py
         self.settings: Settings = Settings()
+        self.folder_settings: dict[str, Settings] = {}  # workspace folder -> its settings (absent: the workspace's)
+        self.folder_uris: dict[str, str] = {}  # workspace folder -> its URI as the client sent it (the scopeUri)
         self.trusted: bool = True
         self.client: ClientProfile = ClientProfile()  # what the client declared it takes (lsp/capabilities.py)
         self.pictures: bool = True  # inline SVG lines in documents (VS Code and forks); see initialize
@@ -226,8 +232,8 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
         self.projects: dict[str, Project] = {}  # project root -> project (several per workspace folder in a monorepo)
         self.folder_roots: dict[str, list[str]] = {}  # workspace folder -> the roots of the projects it serves
         # workspace folder -> its project search (and the loads it started) begun at initialize, taken over by add_folder
-        self.preloading: dict[str, asyncio.Task] = {}
-        self.loads: dict[str, tuple[Project, asyncio.Task]] = {}  # project root -> (project, its load) not served yet
+        self.preloading: dict[str, asyncio.Task[tuple[FolderProjects, list[str]]]] = {}
+        self.loads: dict[str, tuple[Project, asyncio.Future[Any]]] = {}  # project root -> (project, its load) not served yet
         self.progress_allowed = False  # work-done progress only after the client's `initialized` (LSP lifecycle)
         self.served: dict[str, tuple[str, str]] = {}  # harn-state URI -> (project root, text sha1)
         self.diagnostics: DiagnosticsRegistry[types.Diagnostic] = DiagnosticsRegistry(
@@ -303,23 +309,26 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
         task.add_done_callback(_done)
         return task
 
-    def harn_env(self) -> tuple[dict[str, str], dict[str, str], tuple[str, ...]]:
+    def harn_env(self, settings: Settings | None = None) -> tuple[dict[str, str], dict[str, str], tuple[str, ...]]:
         """The environment Harn's locations are resolved from: harn-ls's own, then `harnState.harnEnv`
-        over it. (env, where each settings variable came from, names the user did not choose: the
-        settings' in an untrusted workspace, confined to the project)."""
-        extra = dict(self.settings.harnEnv)
+        (of `settings`: a project's folder's, else the workspace's) over it. (env, where each settings
+        variable came from, names the user did not choose: the settings' in an untrusted workspace,
+        confined to the project)."""
+        extra = dict((settings or self.settings).harnEnv)
         env = {**os.environ, **extra}
         return env, {k: "harnState.harnEnv" for k in extra}, (() if self.trusted else tuple(extra))
 
-    def harn_program(self) -> str:
+    def harn_program(self, proj: Project | None = None) -> str:
         """The `harn` binary every subprocess (probes, escalation resume) runs: the command line's
-        choice when there is one (always over TCP), else the harnPath setting."""
-        return self.harn_override or self.settings.harnPath
+        choice when there is one (always over TCP), else the harnPath setting (of the project's folder)."""
+        return self.harn_override or self.settings_for(proj).harnPath
 
-    def render_settings(self) -> RenderSettings:
-        return RenderSettings(show_private=self.settings.transcripts.showPrivate,
-                              min_confidence=self.settings.facts.minConfidence,
-                              skill_root=self.settings.skillRoot or None)
+    def render_settings(self, proj: Project | None = None) -> RenderSettings:
+        """What the project's documents show, by its folder's settings."""
+        settings = self.settings_for(proj)
+        return RenderSettings(show_private=settings.transcripts.showPrivate,
+                              min_confidence=settings.facts.minConfidence,
+                              skill_root=settings.skillRoot or None)
 
     def project_for_path(self, path: str) -> Project | None:
         best = None
@@ -387,13 +396,13 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
             if not proj.closed:
                 # the index is over records, not facts: a fold queued by the start's first fan-out
                 # must not decode the facts the load deferred in the middle of the recall warm-up
-                await proj.run_before_facts(paused_gc(lambda: proj.ws.fold_recall_queue()))
+                await proj.run_before_facts(paused_gc(lambda: proj.loaded.fold_recall_queue()))
 
         self.spawn(fold_recall_queue(), "recall index update")
 
     async def _announce_hitl(self, proj: Project) -> None:
         """`harn/hitlArrived` for requests waiting for a human that were not there before (issue 16)."""
-        new = await proj.run_before_facts(lambda: proj.ws.event_logs.take_new_requests())
+        new = await proj.run_before_facts(lambda: proj.loaded.event_logs.take_new_requests())
         if new:
             messages.hitl_arrived(self, proj.root, [
                 (r, argument_for(make_uri("hitl", r.request_id), link_root(self, proj))) for r in new])
@@ -405,29 +414,47 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
             log.debug("codeLens/refresh: %s", exc)
 
     async def send_status(self, proj: Project, n_problems: int | None = None) -> None:
+        skill_root = self.settings_for(proj).skillRoot
+
         def _status() -> dict:
-            ws = proj.ws
+            ws = proj.loaded
             problems = n_problems if n_problems is not None else len(ws.problems())
-            warning = skill_root_warning(ws, self.settings.skillRoot)
+            warning = skill_root_warning(ws, skill_root)
             return P.to_wire(P.StatusParams(
                 root=ws.root, counts=ws.counts(), problems=problems, watching=proj.watching, recall_ready=ws.recall_ready,
                 warnings=[warning] if warning else [],
                 has_state=os.path.isdir(ws.paths.state_root) or os.path.isdir(ws.paths.run_root)))
         self.protocol.notify(P.STATUS, await proj.run_before_facts(_status))  # counts facts, decodes none
 
-    async def pull_configuration(self) -> None:
+    async def pull_configuration(self, folders: Iterable[str]) -> None:
+        """`workspace/configuration` for section harnState: one unscoped item (the workspace's settings,
+        and the only source of application- and machine-scoped ones) and one per workspace folder with
+        its URI as scopeUri (LSP 3.17), so folders of a multi-root workspace may differ. A client that
+        cannot answer keeps what initializationOptions and didChangeConfiguration gave."""
         if not self.client.configuration:
             return
+        folders = list(dict.fromkeys(folders))
+        items = [types.ConfigurationItem(section="harnState")] + [
+            types.ConfigurationItem(scope_uri=self.folder_uris.get(f) or from_fs_path(f), section="harnState")
+            for f in folders]
         try:
-            result = await self.workspace_configuration_async(
-                types.ConfigurationParams(items=[types.ConfigurationItem(section="harnState")]))
+            result = await self.workspace_configuration_async(types.ConfigurationParams(items=items))
         except Exception as exc:
             log.debug("workspace/configuration failed: %s", exc)
             return
+        if not isinstance(result, (list, tuple)):  # (pygls hands a JSON array over as a tuple)
+            return
+        errors: list[str] = []
         if result and isinstance(result[0], dict):
             self.settings, errors = parse_settings(result[0], self.settings)
-            for e in errors:
-                log.warning(e)
+        for folder, raw in zip(folders, result[1:], strict=False):  # (a short answer: the rest keep theirs)
+            if isinstance(raw, dict):  # (a folder the client has nothing for follows the workspace's)
+                self.folder_settings[folder], folder_errors = folder_settings(raw, self.settings, self.trusted)
+                errors += folder_errors
+            else:
+                self.folder_settings.pop(folder, None)
+        for e in dict.fromkeys(errors):  # a client repeats the workspace's bad value for every folder: once
+            log.warning(e)
 
 
 def holds(ws, kind: str, name: str) -> bool:
@@ -497,12 +524,12 @@ def create_server() -> HarnLanguageServer:
         ls.trusted = trusted if trusted is not None else settings.trustedByDefault
         for e in errors:
             log.warning(e)
-        folders = [to_fs_path(f.uri) for f in (params.workspace_folders or [])]
-        if not folders and params.root_uri:
-            folders = [to_fs_path(params.root_uri)]
-        elif not folders and params.root_path:
-            folders = [params.root_path]
-        ls.pending_folders = [f for f in folders if f]
+        uris = [f.uri for f in (params.workspace_folders or [])] or ([params.root_uri] if params.root_uri else [])
+        folders = [(path, uri) for uri in uris if (path := to_fs_path(uri))]
+        if not folders and params.root_path:
+            folders = [(params.root_path, from_fs_path(params.root_path) or "")]
+        ls.folder_uris = {os.path.abspath(path): uri for path, uri in folders}
+        ls.pending_folders = [path for path, _ in folders]
         for folder in ls.pending_folders:
             ls.preload(folder)
 
@@ -512,7 +539,7 @@ def create_server() -> HarnLanguageServer:
         if ls.monitor is None:
             ls.monitor = LoopMonitor(asyncio.get_running_loop(), ls)
         ls.show_preloads()
-        await ls.pull_configuration()
+        await ls.pull_configuration(ls.folder_uris)
         folders, ls.pending_folders = ls.pending_folders, []
         for folder in folders:
             await ls.add_folder(folder)
@@ -520,22 +547,30 @@ def create_server() -> HarnLanguageServer:
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def folders_changed(ls: HarnLanguageServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
         for f in params.event.removed:
-            ls.remove_folder(to_fs_path(f.uri))
-        for f in params.event.added:
-            await ls.add_folder(to_fs_path(f.uri))
+            if (path := to_fs_path(f.uri)) is not None:
+                ls.remove_folder(path)
+                ls.folder_uris.pop(os.path.abspath(path), None)
+        added = [(os.path.abspath(path), f.uri) for f in params.event.added if (path := to_fs_path(f.uri)) is not None]
+        ls.folder_uris.update(added)
+        await ls.pull_configuration(path for path, _ in added)  # the new folders' own settings, before their search
+        for path, _ in added:
+            await ls.add_folder(path)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def config_changed(ls: HarnLanguageServer, params: types.DidChangeConfigurationParams) -> None:
         raw = params.settings
-        roots_before = list(ls.settings.projectRoots)
+        roots_before = {f: list(ls.settings_of_folder(f).projectRoots) for f in ls.folder_roots}
+        # Settings pushed with the notification are the workspace's (they name no folder); a client that
+        # answers workspace/configuration is asked again for the workspace and every folder (VS Code
+        # sends `settings: null` and expects exactly that).
         if isinstance(raw, dict) and isinstance(raw.get("harnState"), dict):
             ls.settings, errors = parse_settings(raw["harnState"], ls.settings)
             for e in errors:
                 log.warning(e)
-        else:
-            await ls.pull_configuration()
-        if ls.settings.projectRoots != roots_before:
-            await ls.reconsider_folders()
+        await ls.pull_configuration(ls.folder_roots)
+        changed = [f for f, before in roots_before.items() if ls.settings_of_folder(f).projectRoots != before]
+        if changed:
+            await ls.reconsider_folders(changed)
         await ls.reload_for_env()  # Harn's locations moved (harnState.harnEnv)
         for proj in [p for p in ls.projects.values() if p.ws is not None]:
             await ls.warn_skill_root(proj)

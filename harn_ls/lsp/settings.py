@@ -1,4 +1,18 @@
-"""Typed settings (`harnState.*`) from initializationOptions and workspace/configuration."""
+"""Typed settings (`harnState.*`) from initializationOptions and workspace/configuration.
+
+The schema is the VS Code extension's `contributes.configuration` (vscode-extension/package.json):
+every field here carries the scope and the restriction package.json gives it, and
+tests/unit/test_settings_schema.py fails when a name, type, default, scope or restriction differs
+(or when the README or an editor's docs say otherwise).
+
+Scopes decide where a value may come from (VS Code's meaning, which the server keeps for every
+client): a setting of `resource` or `machine-overridable` scope may differ per workspace folder, so
+the server asks for it once per folder (a ConfigurationItem with that folder's scopeUri) and each
+project uses its folder's value; an `application` or `machine` setting is the user's, taken from the
+unscoped answer only, never from a folder's. A restricted setting (it names a path or a program) is
+taken from the unscoped answer only in an untrusted workspace: a cloned repository's folder settings
+must not choose what runs or where Accept writes.
+"""
 
 from __future__ import annotations
 
@@ -9,38 +23,51 @@ import cattrs
 
 from harn_ls.formats.paths import LOCATION_VARS
 
+# Scopes a workspace folder may set (VS Code: "resource", "language-overridable", "machine-overridable").
+FOLDER_SCOPES = frozenset({"resource", "language-overridable", "machine-overridable"})
+
+
+def setting(default: Any = attrs.NOTHING, *, scope: str, restricted: bool = False, factory: Any = None) -> Any:
+    """A settings field with its package.json scope and restriction (read by `scopes` and the schema test)."""
+    metadata = {"scope": scope, "restricted": restricted}
+    if factory is not None:
+        return attrs.field(factory=factory, metadata=metadata)
+    return attrs.field(default=default, metadata=metadata)
+
 
 @attrs.define
 class ProbeSettings:
-    timeoutSeconds: float = 30.0
-    storeFacts: bool = True
+    timeoutSeconds: float = setting(30.0, scope="resource")
+    storeFacts: bool = setting(True, scope="resource")
 
 
 @attrs.define
 class FactSettings:
-    minConfidence: float = 0.0
+    minConfidence: float = setting(0.0, scope="resource")
 
 
 @attrs.define
 class CodeLensSettings:
-    facts: bool = True
-    checkpoints: bool = True
+    facts: bool = setting(True, scope="resource")
+    checkpoints: bool = setting(True, scope="resource")
 
 
 @attrs.define
 class TranscriptSettings:
-    showPrivate: bool = False
+    showPrivate: bool = setting(False, scope="resource")
 
 
 @attrs.define
 class HitlSettings:
-    reviewer: str = ""  # the reviewer Harn records for answers and `harn orchestrator resume` (empty: the OS user name)
+    # the reviewer Harn records for answers and `harn orchestrator resume` (empty: the OS user name);
+    # the user's own name, so never a folder's (a cloned repository could name someone else)
+    reviewer: str = setting("", scope="application")
 
 
 @attrs.define
 class Settings:
-    harnPath: str = "harn"
-    skillRoot: str = ".claude/skills"
+    harnPath: str = setting("harn", scope="machine-overridable", restricted=True)
+    skillRoot: str = setting(".claude/skills", scope="resource", restricted=True)
     probes: ProbeSettings = attrs.Factory(ProbeSettings)
     facts: FactSettings = attrs.Factory(FactSettings)
     codeLens: CodeLensSettings = attrs.Factory(CodeLensSettings)
@@ -50,11 +77,28 @@ class Settings:
     # (`{"HARN_EVENT_LOG_SQLITE_PATH": "state/events.sqlite"}`): only the names in paths.LOCATION_VARS.
     # VS Code applies a workspace's value only when the workspace is trusted; the server confines the
     # values of an untrusted workspace to the project.
-    harnEnv: dict[str, str] = attrs.Factory(dict)
-    trustedByDefault: bool = True  # for clients that say nothing about workspace trust
+    harnEnv: dict[str, str] = setting(scope="resource", restricted=True, factory=dict)
+    # for clients that say nothing about workspace trust; the server's own (no client schema carries it)
+    trustedByDefault: bool = setting(True, scope="application")
     # Harn project folders to serve, relative to the workspace folder (or absolute): replaces the search
     # below it (model/project_discovery.py). Names paths, so an untrusted workspace keeps them inside the folder.
-    projectRoots: list[str] = attrs.Factory(list)
+    projectRoots: list[str] = setting(scope="resource", restricted=True, factory=list)
+
+
+def leaves(cls: type = Settings, prefix: str = "") -> dict[str, attrs.Attribute]:
+    """Every setting by its dotted name (`probes.timeoutSeconds`) -> its field (metadata: scope, restricted)."""
+    out: dict[str, attrs.Attribute] = {}
+    defaults = cls()
+    for field in attrs.fields(cls):
+        group = type(getattr(defaults, field.name))
+        if attrs.has(group):
+            out.update(leaves(group, f"{prefix}{field.name}."))
+        else:
+            out[f"{prefix}{field.name}"] = field
+    return out
+
+
+LEAVES = leaves()
 
 
 _converter = cattrs.Converter(forbid_extra_keys=False)
@@ -145,3 +189,33 @@ def from_initialization_options(options: Any) -> tuple[Settings, bool | None, li
         raw = raw["harnState"]
     settings, errors = parse_settings(raw)
     return settings, (trusted if isinstance(trusted, bool) else None), errors
+
+
+def folder_part(raw: Any, trusted: bool) -> dict[str, Any]:
+    """What a workspace folder's answer (a ConfigurationItem with its scopeUri) may set: settings of a
+    folder scope only (an `application` / `machine` one is the user's: `hitl.reviewer` from a cloned
+    repository would sign answers with someone else's name), and in an untrusted workspace none that
+    is restricted. The rest of the answer is dropped without a word: VS Code answers every setting for
+    every scope, the user's value included."""
+    if not isinstance(raw, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in _expand_dotted(raw).items():
+        if key in LEAVES:
+            if _folder_may_set(key, trusted):
+                out[key] = value
+        elif isinstance(value, dict):
+            kept = {sub: v for sub, v in value.items() if f"{key}.{sub}" in LEAVES and _folder_may_set(f"{key}.{sub}", trusted)}
+            if kept:
+                out[key] = kept
+    return out
+
+
+def _folder_may_set(name: str, trusted: bool) -> bool:
+    meta = LEAVES[name].metadata
+    return meta["scope"] in FOLDER_SCOPES and (trusted or not meta["restricted"])
+
+
+def folder_settings(raw: Any, workspace: Settings, trusted: bool) -> tuple[Settings, list[str]]:
+    """A workspace folder's settings: its answer's folder-scoped part over the workspace's (unscoped) settings."""
+    return parse_settings(folder_part(raw, trusted), workspace)

@@ -50,5 +50,5 @@ def register(server) -> None:
         proj = ls.projects.get(root) if root else ls.default_project()
         if proj is None or proj.ws is None:
             return {"items": []}
-        opts = tree_options(ls.settings.facts.minConfidence, show_suppressed)
+        opts = tree_options(ls.settings_for(proj).facts.minConfidence, show_suppressed)
         return tree_page_for(ls, proj, await proj.run(lambda: tree_page(proj.ws, view, parent, int(page), opts)))

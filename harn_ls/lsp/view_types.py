@@ -76,5 +76,5 @@ async def on_proposal_document(ls, uri: str, fn: Callable[[Any, str, str | None,
     proj = await ls.project_holding(target.kind, target.name, target.query.get("root"))
     if proj is None or proj.ws is None:
         return []
-    skill_root, root = ls.settings.skillRoot, link_root(ls, proj)
+    skill_root, root = ls.settings_for(proj).skillRoot, link_root(ls, proj)
     return await proj.run(lambda: fn(proj.ws, target.name, skill_root, root))

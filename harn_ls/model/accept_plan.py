@@ -13,16 +13,22 @@ import os
 import stat
 from dataclasses import dataclass
 from dataclasses import fields as dc_fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats.harn_json import serde_compact, stringify
 from harn_ls.formats.harn_time import iso_millis, now_ns
+from harn_ls.util.json_types import JsonObject
 from harn_ls.util.message_text import defuse, quote
 from harn_ls.util.refusal import ActionFailed, ensure_inside
 from harn_ls.util.safe_read import ReadRefused, read_confined
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from harn_ls.model.workspace import Workspace
 
 NAMESPACE = pl_fmt.NAMESPACE
 DEFAULT_SKILL_ROOT = ".claude/skills"
@@ -82,7 +88,7 @@ def check_segment(value: Any, what: str) -> str:
 
 def check_skill_name(name: Any) -> str:
     # start-up: the skill writer loads PyYAML (~20 ms); a server start reads only skill_root_warning
-    from harn_ls.formats.skills import is_valid_skill_name
+    from harn_ls.formats.skills.writer import is_valid_skill_name
 
     if not isinstance(name, str) or not is_valid_skill_name(name):
         raise ActionFailed(f"HARN-PATTERN-002: refused: skill name {quote(name)} is empty or not its own slug "
@@ -90,7 +96,7 @@ def check_skill_name(name: Any) -> str:
     return name
 
 
-def inside_project(ws, path: str) -> str:
+def inside_project(ws: Workspace, path: str) -> str:
     """Lexically under the project, then (ensure_inside) still inside with symlinks resolved."""
     root = os.path.abspath(ws.root)
     full = os.path.abspath(path)
@@ -114,7 +120,7 @@ def namespace_parts(namespace: str) -> list[str]:
     return parts
 
 
-def confining_root(ws, path: str) -> str:
+def confining_root(ws: Workspace, path: str) -> str:
     """A memory log may live under a state root outside the project (HARN_STATE_DIR); confine to that root."""
     for root in (ws.root, ws.paths.pattern_memory_root, ws.paths.memory_root):
         r = os.path.abspath(root)
@@ -124,7 +130,7 @@ def confining_root(ws, path: str) -> str:
     raise ActionFailed(f"refused: {quote(path)} is outside the project and its memory roots")
 
 
-def pattern_events_path(ws, namespace: str = NAMESPACE) -> str:
+def pattern_events_path(ws: Workspace, namespace: str = NAMESPACE) -> str:
     if namespace == NAMESPACE:
         known = ws.namespace_path(NAMESPACE)
         if known:
@@ -135,7 +141,7 @@ def pattern_events_path(ws, namespace: str = NAMESPACE) -> str:
 
 # ---------------------------------------------------------------- planning
 
-def skill_root_dir(ws, skill_root: str | None) -> str:
+def skill_root_dir(ws: Workspace, skill_root: str | None) -> str:
     raw = DEFAULT_SKILL_ROOT if skill_root in (None, "") else skill_root
     if not isinstance(raw, str):
         raise ActionFailed("refused: skillRoot must be a string")
@@ -150,7 +156,7 @@ def skill_root_dir(ws, skill_root: str | None) -> str:
     return inside_project(ws, path)
 
 
-def is_harn_layer(ws, root_dir: str) -> bool:
+def is_harn_layer(ws: Workspace, root_dir: str) -> bool:
     """`.harn/skills` (or another Harn loader root): Harn's loader needs `short:` there."""
     target = os.path.normpath(root_dir)
     return any(os.path.normpath(r.path) == target for r in ws.paths.skill_roots if r.layer not in ("claude", "burin"))
@@ -163,7 +169,7 @@ def namespace_dir(namespace: str) -> list[str]:
     return [pl_fmt.skill_namespace_dir(namespace)]
 
 
-def skill_root_warning(ws, skill_root: str | None) -> str:
+def skill_root_warning(ws: Workspace, skill_root: str | None) -> str:
     """A warning when `skill_root` is not one of Harn's pattern-learning roots (empty string when it is)."""
     try:
         root_dir = os.path.normpath(skill_root_dir(ws, skill_root))
@@ -177,7 +183,7 @@ def skill_root_warning(ws, skill_root: str | None) -> str:
             "Harn will not see skills here and may propose this one again")
 
 
-def short_for(prop) -> str:
+def short_for(prop: pl_fmt.Proposal) -> str:
     # Harn's loader requires a non-empty `short`; the description is the one-liner Harn writes.
     for text in (prop.description, prop.title, prop.name):
         if isinstance(text, str) and text.strip():
@@ -205,11 +211,11 @@ def existing_state(path: str, text: str) -> tuple[bool, bool]:
     return (not same), same
 
 
-def proposal_value(prop) -> dict:
+def proposal_value(prop: pl_fmt.Proposal) -> JsonObject:
     """The proposal as Harn holds it: the pending record's value (schema, record_kind included)."""
     if prop.record is not None and isinstance(prop.record.value, dict):
         return dict(prop.record.value)
-    out = {}
+    out: JsonObject = {}
     for f in dc_fields(prop):
         if f.name in ("record", "visible_to_harn"):
             continue
@@ -220,7 +226,8 @@ def proposal_value(prop) -> dict:
     return pl_fmt.pattern_record_value(out, "pending")
 
 
-def planned_files(ws, proposal, skill_root: str | None = None, *, now=None, namespace: str = NAMESPACE) -> Plan:
+def planned_files(ws: Workspace, proposal: pl_fmt.Proposal, skill_root: str | None = None, *,
+                  now: int | str | datetime | None = None, namespace: str = NAMESPACE) -> Plan:
     """Exactly what Accept would write, validated; reads only.
 
     Raises ActionFailed for anything Accept would refuse up front (bad name,
@@ -279,9 +286,9 @@ def planned_files(ws, proposal, skill_root: str | None = None, *, now=None, name
     return Plan(files, predicate, events_path, skill_path=skill_path, namespace=namespace, candidate_dir=candidate)
 
 
-def render_skill(name: str, prop, short: str | None = None) -> str:
+def render_skill(name: str, prop: pl_fmt.Proposal, short: str | None = None) -> str:
     # start-up: as in check_skill_name
-    from harn_ls.formats.skills import render_learned_skill
+    from harn_ls.formats.skills.writer import render_learned_skill
 
     try:
         return render_learned_skill(name, prop.description, prop.when_to_use, prop.source, prop.body, short=short)

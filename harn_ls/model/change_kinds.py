@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import field
 from enum import StrEnum
 
+from harn_ls.util.json_types import JsonObject
 from harn_ls.util.lean_dataclass import lean_dataclass
 
 
@@ -48,7 +49,7 @@ RESCAN_KINDS = CORE_KINDS | {K.ROOTS}
 
 @lean_dataclass
 class ChangeSet:
-    """What one `Workspace.apply` changed: the kinds, and which namespaces, pipelines, files and runs."""
+    """What one `Workspace.apply_changes` changed: the kinds, and which namespaces, pipelines, files and runs."""
 
     kinds: set[ChangeKind] = field(default_factory=set)
     namespaces: set[str] = field(default_factory=set)
@@ -66,7 +67,7 @@ class ChangeSet:
             getattr(self, name).update(getattr(other, name))
         self.rescanned = self.rescanned or other.rescanned
 
-    def to_json(self) -> dict:
+    def to_json(self) -> JsonObject:
         return {
             "kinds": sorted(self.kinds),
             "namespaces": sorted(self.namespaces),

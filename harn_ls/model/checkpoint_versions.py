@@ -5,12 +5,19 @@ One code path for `serve` and `watch` alike, so both keep the same history."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 from harn_ls.cache.checkpoint_history import MAX_FILE_BYTES, CheckpointHistory
 from harn_ls.model.change_kinds import K
 from harn_ls.util.safe_read import read_confined
 
+if TYPE_CHECKING:
+    from harn_ls.model.change_kinds import ChangeSet
+    from harn_ls.model.workspace import Workspace
 
-def keep_history(ws, changes=None) -> list[tuple[str, int]]:
+
+def keep_history(ws: Workspace, changes: ChangeSet | None = None) -> list[tuple[str, int]]:
     """The one code path that keeps checkpoint history, for `serve` and `watch` alike: open the store
     (outside the project; none with the cache off) on first use, then record every checkpoint file
     after a load or rescan (`changes` None or rescanned), else only the pipelines that changed."""
@@ -21,12 +28,12 @@ def keep_history(ws, changes=None) -> list[tuple[str, int]]:
     return record_workspace(ws, None if changes is None or changes.rescanned else changes.pipelines)
 
 
-def record_workspace(ws, pipelines=None) -> list[tuple[str, int]]:
+def record_workspace(ws: Workspace, pipelines: Iterable[str] | None = None) -> list[tuple[str, int]]:
     """Record the current bytes of the workspace's checkpoint files (all, or `pipelines`); returns new versions."""
     hist = getattr(ws, "checkpoint_history", None)
     if hist is None:
         return []
-    out = []
+    out: list[tuple[str, int]] = []
     names = sorted(ws.checkpoints) if pipelines is None else sorted(p for p in pipelines if p in ws.checkpoints)
     for name in names:
         cf = ws.checkpoints[name]

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from harn_ls.cache import dirs as cache_dir
+from harn_ls.cache.dirs import project_cache_dir
 from harn_ls.formats import state_files as sf
 from harn_ls.formats.event_logs import LogView, discover, hitl_rules
+from harn_ls.formats.harn_time import parse_time_ms
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.model.change_kinds import STATE_FILE_KINDS, ChangeKind, K
 from harn_ls.util.safe_read import reader_root
@@ -21,6 +23,8 @@ from harn_ls.util.safe_read import reader_root
 if TYPE_CHECKING:
     from harn_ls.formats.hitl import requests as hitl_fmt
     from harn_ls.formats.newer_state import NewerState
+    from harn_ls.formats.paths import ProjectPaths
+    from harn_ls.formats.state_file_types import Candidate, EmbedCache, LockFile, Mailbox, Receipt, Store, Worktree
 
 
 def _under(path: str, root: str) -> bool:
@@ -28,11 +32,11 @@ def _under(path: str, root: str) -> bool:
 
 
 class EventLogState:
-    def __init__(self, paths, env=None) -> None:
+    def __init__(self, paths: ProjectPaths, env: Mapping[str, str] | None = None) -> None:
         self.paths = paths
         root = paths.project_root
         try:
-            copy_dir = os.path.join(cache_dir.project_cache_dir(root, env), "wal-copies")
+            copy_dir = os.path.join(project_cache_dir(root, env), "wal-copies")
         except ValueError:
             copy_dir = None
         # a log the user's environment placed outside the project (HARN_EVENT_LOG_SQLITE_PATH=/elsewhere, or
@@ -40,14 +44,14 @@ class EventLogState:
         self.logs: dict[str, LogView] = {loc.label: LogView(loc, copy_dir=copy_dir, root=root if _under(
             os.path.abspath(loc.path), root) else os.path.dirname(os.path.abspath(loc.path)))
             for loc in discover(paths.state_root, root, paths.event_logs)}
-        self.store: sf.Store | None = None
-        self.orchestrator_store: sf.Store | None = None
-        self.mailboxes: list[sf.Mailbox] = []
-        self.receipts: list[sf.Receipt] = []
-        self.worktrees: list[sf.Worktree] = []
-        self.candidates: list[sf.Candidate] = []
-        self.locks: list[sf.LockFile] = []
-        self.embed: list[sf.EmbedCache] = []
+        self.store: Store | None = None
+        self.orchestrator_store: Store | None = None
+        self.mailboxes: list[Mailbox] = []
+        self.receipts: list[Receipt] = []
+        self.worktrees: list[Worktree] = []
+        self.candidates: list[Candidate] = []
+        self.locks: list[LockFile] = []
+        self.embed: list[EmbedCache] = []
         self.newer: NewerState | None = None  # issue 28: LLM cache, selection, guard, orchestrator snapshot, …
         self._problems: dict[str, list[Problem]] = {}
         self.hitl_seen: set[str] = set()  # request ids already announced (for "a new one arrived")
@@ -98,7 +102,7 @@ class EventLogState:
         return view.refresh(now_ms=now_ms)
 
     # ------------------------------------------------------------------ load
-    def rescan(self) -> set[str]:
+    def rescan(self) -> set[ChangeKind]:
         kinds: set[ChangeKind] = set()
         for name in self.logs:
             self.logs[name] = LogView(self.logs[name].loc, copy_dir=self.logs[name].copy_dir, root=self.logs[name].root)
@@ -115,7 +119,8 @@ class EventLogState:
         d = self._dirs()
         probs: list[Problem] = []
         self._problems[kind] = probs
-        guard = {"store": [os.path.join(s, "store.json"), os.path.join(self.paths.project_root, ".harn", "orchestrator", "store.json")],
+        guard = {"store": [os.path.join(s, "store.json"),
+                           os.path.join(self.paths.project_root, ".harn", "orchestrator", "store.json")],
                  "workflows": [d["workflows"]], "receipts": [d["receipts"]], "worktrees": [d["worktrees"]],
                  "crystallization": self.crystallization_dirs, "locks": [d["checkpoints"], d["agent-run-writers"]],
                  "embed": [self.paths.memory_root]}.get(kind, [])
@@ -153,7 +158,7 @@ class EventLogState:
             probs.extend(self.newer.problems)
 
     def _clear(self, kind: str) -> None:
-        empty = {"store": ("store", None), "workflows": ("mailboxes", []), "receipts": ("receipts", []),
+        empty: tuple[str, object] = {"store": ("store", None), "workflows": ("mailboxes", []), "receipts": ("receipts", []),
                  "worktrees": ("worktrees", []), "crystallization": ("candidates", []), "locks": ("locks", []),
                  "embed": ("embed", []), "newer": ("newer", None)}[kind]
         setattr(self, empty[0], empty[1])
@@ -193,7 +198,7 @@ class EventLogState:
             out.update("log:" + label for label in self.logs)
         return out
 
-    def reread(self, targets: set[str]) -> set[str]:
+    def reread(self, targets: set[str]) -> set[ChangeKind]:
         """Re-read what `classify` named. Returns the changed kinds (events / hitl / state-file kinds)."""
         kinds: set[ChangeKind] = set()
         now = int(time.time() * 1000)
@@ -216,18 +221,17 @@ class EventLogState:
         return [v for v in self.logs.values() if v.exists]
 
     def all_requests(self) -> list[hitl_fmt.HitlRequest]:
-        out = []
+        out: list[hitl_fmt.HitlRequest] = []
         for v in self.logs.values():
             out.extend(v.requests.values())
         return out
 
     def waiting(self) -> list[hitl_fmt.HitlRequest]:
-        out = []
+        out: list[hitl_fmt.HitlRequest] = []
         for v in self.logs.values():
             if v.requests:  # a log that was never read has none (and needs no HITL rules loaded)
                 out.extend(hitl_rules().waiting(v.requests))
         if out:
-            parse_time_ms = hitl_rules().parse_time_ms
             out.sort(key=lambda r: (parse_time_ms(r.requested_at) or 0, r.event_id), reverse=True)
         return out
 
@@ -235,7 +239,7 @@ class EventLogState:
         """(log, pending by Harn's rule, how many Harn's `hitl_pending()` returns) for each log where its
         default limit hides some."""
         limit = hitl_rules().HARN_PENDING_LIMIT
-        out = []
+        out: list[tuple[str, int, int]] = []
         for v in self.logs.values():
             if len(v.requests) > limit:
                 total = sum(1 for r in v.requests.values() if not r.resolved_by)
@@ -256,7 +260,7 @@ class EventLogState:
         self.hitl_seen |= {r.request_id for r in new}
         return new
 
-    def receipt(self, rid: str) -> sf.Receipt | None:
+    def receipt(self, rid: str) -> Receipt | None:
         by_file = next((r for r in self.receipts if os.path.basename(r.path)[:-5] == rid), None)
         return by_file or next((r for r in self.receipts if r.id == rid), None)
 

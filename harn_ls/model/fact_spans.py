@@ -23,19 +23,36 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar, cast
 
 from harn_ls.cache.spans import SpanStore, input_key, lines_digest
 from harn_ls.formats.fact_anchors import SEARCH_RADIUS, Anchor, anchor, normalized_lines, refusal, source_lines
 
-FactKey = tuple  # (namespace, seq): a fact's key in `Workspace.facts`
+if TYPE_CHECKING:  # (the fact classes load on first use: formats/fact_types.py)
+    from harn_ls.formats.fact_types import Evidence, Fact, FileRange
+    from harn_ls.model.workspace import Workspace
+
+FactKey = tuple[str, int]  # (namespace, seq): a fact's key in `Workspace.facts`
+# (fact, its file-range evidence on the file): what `_recheck` hands `_anchor_todo` to anchor
+_Todo = tuple[FactKey, "Fact", list["Evidence"]]
 MAX_DERIVED = 4096  # values kept per file by `FactSpanCache.derived` (one per hovered line)
+_T = TypeVar("_T")
+
+
+def _recorded(evidence: Evidence) -> FileRange:
+    """The range a file-range evidence recorded (only those, with a range, are anchored)."""
+    return cast("FileRange", evidence.range)
 
 
 class FactSpan(NamedTuple):  # a tuple: made by the thousand when a busy file is anchored or restored
-    fact: object
-    evidence: object
+    fact: Fact
+    evidence: Evidence  # one of the fact's file-range evidence on this file (`recorded` is its range)
     anchor: Anchor
+
+    @property
+    def recorded(self) -> FileRange:
+        """The lines the evidence recorded (`anchor` says where they are now)."""
+        return _recorded(self.evidence)
 
 
 @dataclass
@@ -45,11 +62,11 @@ class _FileSpans:
     generation: int
     lines: list[str] | None
     reason: str
-    per_fact: dict[FactKey, tuple[object, list[FactSpan]]]
+    per_fact: dict[FactKey, tuple[Fact, list[FactSpan]]]
     stamp: int | None = None  # the file's `fact_file_stamps` value `per_fact` was checked against
     by_confidence: dict[float, list[FactSpan]] = field(default_factory=dict)
     groups: dict[float, dict[tuple[int, int], list[FactSpan]]] = field(default_factory=dict)
-    derived: dict[tuple, object] = field(default_factory=dict)  # `FactSpanCache.derived`: hovers by line
+    derived: dict[tuple[object, ...], object] = field(default_factory=dict)  # `FactSpanCache.derived`: hovers by line
     digest: str | None = None  # state_spans.lines_digest(lines), computed when a store needs it
 
 
@@ -73,7 +90,7 @@ class FactSpanCache:
         self.max_files = max_files
         self.store = store  # anchors kept between runs (the server's); None: computed in this process only
         self.stats = CacheStats()
-        self._ws: object | None = None
+        self._ws: Workspace | None = None
         self._files: dict[str, _FileSpans] = {}
         self._to_restore: list[str] | None = None  # `restore`: the stored files not brought back yet
 
@@ -83,13 +100,13 @@ class FactSpanCache:
     def __len__(self) -> int:
         return len(self._files)
 
-    def spans(self, ws, abs_path: str, min_confidence: float) -> list[FactSpan]:
+    def spans(self, ws: Workspace, abs_path: str, min_confidence: float) -> list[FactSpan]:
         """Every (fact, file_range evidence) pair on this file with confidence >= `min_confidence`,
         anchored against the saved file; facts in key order, evidence in record order."""
         entry = self._entry(ws, abs_path)
         return self._filtered(entry, min_confidence) if entry is not None else []
 
-    def groups(self, ws, abs_path: str, min_confidence: float) -> dict[tuple[int, int], list[FactSpan]]:
+    def groups(self, ws: Workspace, abs_path: str, min_confidence: float) -> dict[tuple[int, int], list[FactSpan]]:
         """`group_by_range(self.spans(...))`, kept until the spans change (a lens request and every resolve)."""
         entry = self._entry(ws, abs_path)
         if entry is None:
@@ -99,7 +116,8 @@ class FactSpanCache:
             out = entry.groups[min_confidence] = group_by_range(self._filtered(entry, min_confidence))
         return out
 
-    def derived(self, ws, abs_path: str, min_confidence: float, key: tuple, compute: Callable[[list[FactSpan]], object]):
+    def derived(self, ws: Workspace, abs_path: str, min_confidence: float, key: tuple[object, ...],
+                compute: Callable[[list[FactSpan]], _T]) -> _T:
         """`compute(self.spans(...))`, kept under `key` until the file's spans change (the hover of a
         line: asked again and again as the mouse moves, and after every batch that left the file alone)."""
         entry = self._entry(ws, abs_path)
@@ -107,7 +125,7 @@ class FactSpanCache:
             return compute([])
         full_key = (min_confidence, *key)
         try:
-            return entry.derived[full_key]
+            return cast(_T, entry.derived[full_key])  # (what `compute` gave for this `key` before)
         except KeyError:
             pass
         if len(entry.derived) >= MAX_DERIVED:
@@ -115,12 +133,14 @@ class FactSpanCache:
         out = entry.derived[full_key] = compute(self._filtered(entry, min_confidence))
         return out
 
-    def _entry(self, ws, abs_path: str) -> _FileSpans | None:
+    def _entry(self, ws: Workspace, abs_path: str) -> _FileSpans | None:
         if ws is not self._ws:
             self._files.clear()
             self._ws = ws
         rel = ws.relpath(abs_path)
-        if rel is None or rel not in ws.facts_by_file:
+        if rel is None:
+            return None
+        if rel not in ws.facts_by_file:
             self._files.pop(rel, None)
             return None
         full = os.path.join(ws.root, rel)
@@ -147,7 +167,7 @@ class FactSpanCache:
             entry.by_confidence[min_confidence] = out
         return out
 
-    def _recheck(self, ws, rel: str, full: str, entry: _FileSpans) -> None:
+    def _recheck(self, ws: Workspace, rel: str, full: str, entry: _FileSpans) -> None:
         """Bring `entry` up to the model: keep the anchors of facts that are still the same object."""
         self.stats.rechecked += 1
         old = entry.per_fact
@@ -163,8 +183,8 @@ class FactSpanCache:
             self.stats.reused += len(old)  # a fact changed and changed back, or the first check of an entry
             entry.generation = ws.generation
             return
-        fresh: dict[FactKey, tuple[object, list[FactSpan]]] = {}
-        todo: list[tuple[FactKey, object, list]] = []  # facts to anchor, with their evidence on this file
+        fresh: dict[FactKey, tuple[Fact, list[FactSpan]]] = {}
+        todo: list[_Todo] = []  # facts to anchor, with their evidence on this file
         for key in sorted(keys):
             fact = facts.get(key)
             if fact is None:
@@ -184,37 +204,39 @@ class FactSpanCache:
         entry.generation = ws.generation
 
 
-    def _anchor_todo(self, rel: str, full: str, entry: _FileSpans, todo: list, fresh: dict) -> None:
+    def _anchor_todo(self, rel: str, full: str, entry: _FileSpans, todo: list[_Todo],
+                     fresh: dict[FactKey, tuple[Fact, list[FactSpan]]]) -> None:
         """Fill `fresh[key]` for each (key, fact, evidence) of `todo`: anchors from the store when it
         holds them for this text, the others computed (and then handed to the store)."""
-        store = self.store if entry.lines is not None and todo else None
-        if store is None:
+        lines = entry.lines
+        store = self.store if lines is not None and todo else None
+        if store is None or lines is None:  # (a store only with lines)
             if self.store is not None and entry.lines is None:
                 self.store.drop(rel)  # a missing or refused file: nothing stored is of use for it
             normed = _normalized_for(entry.lines, sum(len(evidence) for _k, _f, evidence in todo))
             for key, fact, evidence in todo:
-                fresh[key] = (fact, [FactSpan(fact, ev, anchor(entry.lines, ev.range.start, ev.range.end, ev.snippet,
+                fresh[key] = (fact, [FactSpan(fact, ev, anchor(lines, _recorded(ev).start, _recorded(ev).end, ev.snippet,
                                                                entry.reason, normed)) for ev in evidence])
                 self.stats.anchored += len(evidence)
             return
         if entry.digest is None:
-            entry.digest = lines_digest(entry.lines)
+            entry.digest = lines_digest(lines)
         known = store.anchors(rel, full, entry.digest)
         found = [[known.get(input_key(ev)) for ev in evidence] if known is not None else [None] * len(evidence)
                  for _k, _f, evidence in todo]
         missing = sum(a is None for anchors in found for a in anchors)
-        normed = _normalized_for(entry.lines, missing) if missing else None
-        for (key, fact, evidence), anchors in zip(todo, found):
+        normed = _normalized_for(lines, missing) if missing else None
+        for (key, fact, evidence), anchors in zip(todo, found, strict=True):  # (found: one list per todo, one per evidence)
             fresh[key] = (fact, [FactSpan(fact, ev, a if a is not None else anchor(
-                entry.lines, ev.range.start, ev.range.end, ev.snippet, entry.reason, normed))
-                for ev, a in zip(evidence, anchors)])
+                lines, _recorded(ev).start, _recorded(ev).end, ev.snippet, entry.reason, normed))
+                for ev, a in zip(evidence, anchors, strict=True)])
         self.stats.anchored += missing
         self.stats.restored += sum(len(evidence) for _k, _f, evidence in todo) - missing
         if missing or known is None:
             store.remember(rel, full, entry.digest,
                            {input_key(s.evidence): s.anchor for _f, spans in fresh.values() for s in spans})
 
-    def restore(self, ws, budget_s: float = 0.01) -> bool:
+    def restore(self, ws: Workspace, budget_s: float = 0.01) -> bool:
         """Bring back the spans of the files the store holds (the most recently used `max_files`),
         for about `budget_s` per call; True once all are back. Run after a server start, so the
         first hover or lens on such a file is served as a warm one is. Each file goes through the
@@ -257,12 +279,12 @@ def _normalized_for(lines: list[str] | None, n_anchors: int) -> list[str] | None
     return normalized_lines(lines)
 
 
-def fact_spans(ws, abs_path: str, min_confidence: float, cache: FactSpanCache | None = None) -> list[FactSpan]:
+def fact_spans(ws: Workspace, abs_path: str, min_confidence: float, cache: FactSpanCache | None = None) -> list[FactSpan]:
     """`cache.spans(...)`, or computed afresh without a cache (the CLI, tests)."""
     return (cache if cache is not None else FactSpanCache(max_files=1)).spans(ws, abs_path, min_confidence)
 
 
-def fact_groups(ws, abs_path: str, min_confidence: float,
+def fact_groups(ws: Workspace, abs_path: str, min_confidence: float,
                 cache: FactSpanCache | None = None) -> dict[tuple[int, int], list[FactSpan]]:
     """`cache.groups(...)`, or computed afresh without a cache."""
     return (cache if cache is not None else FactSpanCache(max_files=1)).groups(ws, abs_path, min_confidence)

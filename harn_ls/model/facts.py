@@ -102,16 +102,16 @@ class FactsPart:
         return set(self._pending_facts)
 
     def cached_inspect_facts(self, ns: str) -> tuple | None:
-        """(ids, ends, body) of a deferred namespace's printed facts (StateCache.inspect_facts)."""
-        return self._state_cache.inspect_facts(ns) if ns in self._pending_facts else None
+        """(ids, ends, body) of a deferred namespace's printed facts (ProjectCache.inspect_facts)."""
+        return self._project_cache.inspect_facts(ns) if ns in self._pending_facts else None
 
     def cached_fact_count(self, ns: str) -> int:
         """How many facts a deferred namespace's cache entry holds (0 when not deferred)."""
-        return self._state_cache.fact_summaries[ns][0] if ns in self._pending_facts else 0
+        return self._project_cache.fact_summaries[ns][0] if ns in self._pending_facts else 0
 
     def cached_inspect_fact_body(self, ns: str) -> memoryview | None:
-        """The printed facts of a deferred namespace, to print whole (StateCache.inspect_fact_body)."""
-        return self._state_cache.inspect_fact_body(ns) if ns in self._pending_facts else None
+        """The printed facts of a deferred namespace, to print whole (ProjectCache.inspect_fact_body)."""
+        return self._project_cache.inspect_fact_body(ns) if ns in self._pending_facts else None
 
     def materialize_facts(self) -> None:
         """Decode every deferred namespace's cached facts into `facts` and the fact indexes."""

@@ -101,7 +101,7 @@ def discover(folder: str, max_depth: int = MAX_DEPTH, max_dirs: int = MAX_DIRS,
     return out
 
 
-def _is_real_dir(entries: list[os.DirEntry], name: str) -> bool:
+def _is_real_dir(entries: list[os.DirEntry[str]], name: str) -> bool:
     for e in entries:
         if e.name == name:
             try:

@@ -53,7 +53,7 @@ class RecallPart:
         installs it if nothing changed meanwhile."""
         steps = []
         for ns, space in self.memory.items():
-            if self._state_cache is not None and ns in self._index_deltas and self._state_cache.index_entry(ns):
+            if self._project_cache is not None and ns in self._index_deltas and self._project_cache.index_entry(ns):
                 steps.append(lambda e, ns=ns, space=space: self._cached_index_step(e, ns, space))
             else:
                 steps += self._build_steps(ns, space, chunk)
@@ -64,8 +64,8 @@ class RecallPart:
         written); built from the records when the cached one does not check out."""
         base = self._index_base.get(ns)
         if base is None and space.materialized:  # (built since the restore: without the stores appended)
-            base = self._state_cache.index_base(ns, space)
-        idx = restore_index(self._state_cache, ns, space, base)
+            base = self._project_cache.index_base(ns, space)
+        idx = restore_index(self._project_cache, ns, space, base)
         if idx is None:
             for step in self._build_steps(ns, space, 0):
                 step(engine)
@@ -95,7 +95,7 @@ class RecallPart:
         if self._recall is None:
             return []
         steps = []
-        readers = self._state_cache.readers if self._state_cache is not None else {}
+        readers = self._project_cache.readers if self._project_cache is not None else {}
         for ns in self._recall.namespaces():
             reader = readers.get(ns)
             if reader is not None:

@@ -5,13 +5,20 @@ re-read from its run record on demand."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, cast
 
 from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.transcript_summary import TranscriptSummary
-from harn_ls.model.change_kinds import K
+from harn_ls.model.change_kinds import ChangeSet, K
 
-# Annotations name `Workspace` and `ChangeSet` (harn_ls/model/workspace.py) without importing them: that module
-# imports this one.
+if TYPE_CHECKING:
+    from harn_ls.cache.store import ProjectCache
+    from harn_ls.formats.paths import ProjectPaths
+    from harn_ls.formats.problems import Problem
+    from harn_ls.formats.transcripts import Transcript
+
+# (a run record's file path, st_mtime_ns, st_size): a key of the full run records kept parsed
+FullRunKey = tuple[str, int, int]
 
 
 class TranscriptEntry:
@@ -24,7 +31,8 @@ class TranscriptEntry:
 
     __slots__ = ("id", "run_id", "path", "message_count", "event_count", "asset_count", "_held", "_ws")
 
-    def __init__(self, transcript, run_id: str | None, path: str, ws: Workspace | None = None, keep: bool = True) -> None:
+    def __init__(self, transcript: Transcript, run_id: str | None, path: str, ws: RunsPart | None = None,
+                 keep: bool = True) -> None:
         self.id = transcript.id
         self.run_id = run_id
         self.path = path
@@ -35,7 +43,7 @@ class TranscriptEntry:
         self._ws = ws
 
     @classmethod
-    def from_summary(cls, sm: TranscriptSummary, run_id: str | None, path: str, ws: Workspace) -> TranscriptEntry:
+    def from_summary(cls, sm: TranscriptSummary, run_id: str | None, path: str, ws: RunsPart) -> TranscriptEntry:
         self = cls.__new__(cls)
         self.id, self.run_id, self.path = sm.id, run_id, path
         self.message_count, self.event_count, self.asset_count = sm.message_count, sm.event_count, sm.asset_count
@@ -44,7 +52,7 @@ class TranscriptEntry:
         return self
 
     @property
-    def transcript(self):
+    def transcript(self) -> Transcript | None:
         if self._held is not None:
             return self._held
         return self._ws._load_run_transcript(self.path, self.id) if self._ws is not None else None
@@ -76,13 +84,30 @@ def _json_files(directory: str) -> list[str]:
 class RunsPart:
     """The workspace's run-record and worker-snapshot readers (mixed into `Workspace`)."""
 
+    # Set by `Workspace.__init__` (harn_ls/model/workspace.py), declared here for the methods below.
+    paths: ProjectPaths
+    runs: dict[str, runs_fmt.RunRecord]
+    _run_paths: dict[str, str]  # path -> run id
+    workers: dict[str, runs_fmt.WorkerSnapshot]
+    transcripts: dict[str, TranscriptEntry]
+    _transcripts_by_path: dict[str, list[str]]  # run record / worker path -> ids read from it
+    _transcript_cache: dict[FullRunKey, runs_fmt.RunRecord]  # full_run_record's few parsed records, oldest first
+    _project_cache: ProjectCache | None
+    _one_shot: bool
+    _link_problems: dict[str, Problem]
+
+    if TYPE_CHECKING:  # defined by `Workspace`
+        def _root_ok(self, directory: str) -> bool: ...
+        def _leaves_project(self, path: str) -> bool: ...
+        def _leaves_project_reported(self, path: str) -> bool: ...
+
     def _scan_runs(self, changes: ChangeSet) -> None:
         d = self.paths.run_root
         paths = _json_files(d) if self._root_ok(d) else []
         # A run record the state cache still matches by one lstat (the same regular file, so not a
         # link: it is where its folder is, and the folder is checked once) skips the per-file checks;
         # a one-shot `inspect --json` lists no stages or usage: they stay undecoded (a server shows them)
-        cache = self._state_cache
+        cache = self._project_cache
         cached = cache.restore_regular_runs(paths, details=not self._one_shot) \
             if cache is not None and paths and not self._leaves_project(d) else {}
         for path in paths:
@@ -126,6 +151,11 @@ class RunsPart:
                 del self.transcripts[tid]
 
     def _keep_transcript(self, entry: TranscriptEntry) -> None:
+        if entry.id is None:
+            # A transcript value without a string `id` (Harn always writes one) has no name a document
+            # or a tree item could open, and a None key among the ids broke every sorted listing of them
+            # (`inspect --json`, the runs view): it is left out of the index; its run still lists it.
+            return
         self.transcripts[entry.id] = entry
         self._transcripts_by_path.setdefault(entry.path, []).append(entry.id)
 
@@ -135,7 +165,7 @@ class RunsPart:
         self._forget_run_path(path)
         if self._leaves_project_reported(path) or not os.path.lexists(path) or os.path.isdir(path):
             return
-        cache = self._state_cache
+        cache = self._project_cache
         cached = cache.restore_run(path) if cache is not None else None
         if cached is not None:
             run, summaries = cached
@@ -144,13 +174,13 @@ class RunsPart:
             # the new stat and the old content (remember_run compares it with one taken after).
             before = _lstat_or_none(path) if cache is not None else None
             run = runs_fmt.read_run_record(path, summaries=True)
-            summaries = run.transcripts
-            _slim_run(run, summaries)
+            summaries = cast("list[TranscriptSummary]", run.transcripts)  # (read with summaries=True)
+            _slim_run(run)
             if cache is not None:
                 cache.remember_run(path, run, before)
         self._add_run(path, run, summaries, changes)
 
-    def _add_run(self, path: str, run, summaries: list, changes: ChangeSet) -> None:
+    def _add_run(self, path: str, run: runs_fmt.RunRecord, summaries: list[TranscriptSummary], changes: ChangeSet) -> None:
         changes.kinds.add(K.RUNS)
         changes.problem_paths.add(path)
         self.runs[run.id] = run
@@ -159,12 +189,13 @@ class RunsPart:
         for sm in summaries:
             self._keep_transcript(TranscriptEntry.from_summary(sm, run.id, path, self))
 
-    def _load_run_transcript(self, path: str, transcript_id: str):
+    def _load_run_transcript(self, path: str, transcript_id: str | None) -> Transcript | None:
         """Full transcript from its run record, re-read on demand (a few records are cached)."""
         run = self.full_run_record(path)
-        return next((t for t in run.transcripts if t.id == transcript_id), None) if run is not None else None
+        found = next((t for t in run.transcripts if t.id == transcript_id), None) if run is not None else None
+        return cast("Transcript | None", found)  # (a full record's transcripts are whole views)
 
-    def full_run_record(self, path: str):
+    def full_run_record(self, path: str) -> runs_fmt.RunRecord | None:
         """The whole run record (stages with usage, tool recordings…), re-read on demand. One of
         LEAN_RECORD_BYTES or more is read in pieces (`read_run_record_lean`: its transcript's events
         stay in the file, read back and built one at a time) and not kept: parsed whole, the 14 MB record
@@ -215,9 +246,9 @@ class RunsPart:
 _STAGE_SUMMARY_KEYS = ("id", "node_id", "kind", "status", "outcome", "branch", "started_at", "finished_at")
 
 
-def _slim_run(run, summaries: list[TranscriptSummary]) -> None:
-    """Keep what lists and the run document show; drop the parsed record (transcripts, artifacts)."""
-    run.transcripts = summaries
+def _slim_run(run: runs_fmt.RunRecord) -> None:
+    """Keep what lists and the run document show (a record read with summaries=True already holds
+    transcript summaries, not transcripts); drop the parsed record (artifacts…)."""
     slim = []
     for st in run.stages:
         if isinstance(st, dict):

@@ -14,12 +14,13 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from harn_ls.cache.store import StateCache, pattern_projection, read_checkpoint
+from harn_ls.cache.store import ProjectCache, pattern_projection, read_checkpoint
 from harn_ls.formats import checkpoints as ckpt_fmt
 from harn_ls.formats import facts as facts_fmt
 from harn_ls.formats import paths as paths_mod
 from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats import runs as runs_fmt
+from harn_ls.formats.harn_time import date_now_iso
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, fold_values, namespace_of
 from harn_ls.formats.problems import Problem, Severity
@@ -98,7 +99,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         self._recall: RecallEngine | None = None
         # state cache (harn_ls/cache/store.py): namespaces restored from it, the records their cached
         # recall index was built over, and the deltas applied since (replayed onto that index)
-        self._state_cache = None
+        self._project_cache = None
         self._cache_dirty: set[str] = set()
         self._index_base: dict[str, dict] = {}
         self._index_deltas: dict[str, list[MemoryDelta]] = {}
@@ -139,11 +140,11 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         ws.progress = progress  # told how far the read is (a terminal bar, LSP work-done progress)
         ws._one_shot = one_shot
         if cache:
-            ws._state_cache = StateCache.open(ws.root, env)
-            if ws._state_cache is not None:
-                ws._state_cache.keep_runs = memory_only
-                ws._state_cache.keep_row_bytes = (memory_only or defer_facts) if keep_rows is None else keep_rows  # one-shot: until saved
-                ws._state_cache.lazy_facts = memory_only or defer_facts  # (their payload checked when decoded)
+            ws._project_cache = ProjectCache.open(ws.root, env)
+            if ws._project_cache is not None:
+                ws._project_cache.keep_runs = memory_only
+                ws._project_cache.keep_row_bytes = (memory_only or defer_facts) if keep_rows is None else keep_rows  # one-shot: until saved
+                ws._project_cache.lazy_facts = memory_only or defer_facts  # (their payload checked when decoded)
         ws.rescan()
         ws.progress = None
         return ws
@@ -151,16 +152,16 @@ class Workspace(FactsPart, RunsPart, RecallPart):
     @property
     def keeps_cache(self) -> bool:
         """Whether this workspace reads and writes the state cache (off: --no-cache, HARN_LS_CACHE=off)."""
-        return self._state_cache is not None
+        return self._project_cache is not None
 
     def save_cache(self) -> bool:
         """Write what changed into the state cache (no-op without one)."""
-        if self._state_cache is None:
+        if self._project_cache is None:
             return False
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            return self._state_cache.save(self)
+            return self._project_cache.save(self)
         finally:
             if was_enabled:
                 gc.enable()
@@ -262,7 +263,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             return  # a symlink out of the project: reported, never followed
         self._ns_path[ns] = path
         tail = self._tails[path] = JsonlTail(path)
-        cache = self._state_cache
+        cache = self._project_cache
         restored = cache.restore_namespace(ns, path, tail) if cache is not None and self._recall is None else None
         if restored is None:
             self.memory[ns] = MemoryNamespace(ns, path)
@@ -313,7 +314,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             self._cache_dirty.add(ns)
             deltas = self._index_deltas.get(ns) if self._recall is None else None
             # lines appended to a restored namespace: applied without building its records (cache/tail.py)
-            cache = self._state_cache
+            cache = self._project_cache
             delta = cache.apply_tail(ns, space, batch.lines) if cache is not None else None
             if delta is not None and ns in self._pending_facts and any(map(_holds_fact, delta.removed)):
                 self._restore_pending_facts(ns, changes)  # a cached fact updated or forgotten: its entry goes
@@ -338,8 +339,8 @@ class Workspace(FactsPart, RunsPart, RecallPart):
     def _forget_cached(self, ns: str) -> None:
         self._cache_dirty.add(ns)
         self._pending_facts.pop(ns, None)
-        if self._state_cache is not None:
-            self._state_cache.readers.pop(ns, None)  # (it holds the restored namespace and its open payloads)
+        if self._project_cache is not None:
+            self._project_cache.readers.pop(ns, None)  # (it holds the restored namespace and its open payloads)
         self._index_base.pop(ns, None)
         self._index_deltas.pop(ns, None)
 
@@ -386,7 +387,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         space = self.memory.get(PATTERN_NAMESPACE)
         path = self._ns_path.get(PATTERN_NAMESPACE, os.path.join(self.paths.pattern_learning_dir, EVENTS_FILE))
         # a server's start or a one-shot inspect (defer_facts) may take it from the state cache: state_parts.pattern_projection
-        self.pattern, self._pattern_made_of = pattern_projection(self._state_cache if self._defer_facts else None, space, path,
+        self.pattern, self._pattern_made_of = pattern_projection(self._project_cache if self._defer_facts else None, space, path,
                                                                  link=not self._one_shot)
         self.legacy_streams = pl_fmt.legacy_stream_paths(self.paths.state_root)
         self.migration_needed = pl_fmt.needs_migration(self.paths.state_root, self.paths.pattern_learning_dir)
@@ -413,7 +414,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         if not os.path.lexists(path) or self._leaves_project_reported(path) or not self.paths.is_inside_project(path):
             self.checkpoints.pop(pipeline, None)
             return
-        self.checkpoints[pipeline] = read_checkpoint(self._state_cache, path)  # (cached rows while the file matches)
+        self.checkpoints[pipeline] = read_checkpoint(self._project_cache, path)  # (cached rows while the file matches)
 
     # ---------------------------------------------------------------- skills
     def _refresh_skills(self, changes: ChangeSet) -> None:
@@ -619,7 +620,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
     def pending_proposals(self, include_suppressed: bool = False, now: str | None = None) -> list:
         if self.pattern is None:
             return []
-        now = now or facts_fmt.date_now_iso()
+        now = now or date_now_iso()
         out = []
         for p in self.pattern.pending:
             if not include_suppressed and pl_fmt.is_suppressed(p.id, self.pattern.state, now):
@@ -683,7 +684,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         return {
             "checkpoints": len(self.checkpoints), "checkpointKeys": sum(len(c.entries) for c in self.checkpoints.values()),
             "namespaces": len(self.memory), "records": active,
-            "facts": len(self.facts) + sum(self._state_cache.fact_summaries[ns][0] for ns in self._pending_facts),
+            "facts": len(self.facts) + sum(self._project_cache.fact_summaries[ns][0] for ns in self._pending_facts),
             "proposals": len(pending), "skills": len(self.skills.skills) if self.skills else 0,
             "runs": len(self.runs), "transcripts": len(self.transcripts), "sessions": len(self.sessions.sessions) if self.sessions else 0,
         } | self.event_logs.counts()

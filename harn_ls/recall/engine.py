@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import heapq
 import os
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
+from typing import TYPE_CHECKING, cast
 
 from harn_ls.formats.memory import MemoryDelta, MemoryRecord
 from harn_ls.recall.docs import _LazyDocs
@@ -24,6 +25,10 @@ from harn_ls.recall.results import (
 )
 from harn_ls.recall.tokenizer import tokenize
 from harn_ls.recall.vectors import cosine
+from harn_ls.util.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from harn_ls.formats.memory import MemoryNamespace
 
 _BACKEND_MODE: dict[str, Mode] = {"bm25": "lexical", "vector": "semantic", "hybrid": "hybrid"}
 
@@ -43,7 +48,7 @@ class RecallEngine:
     def __init__(self) -> None:
         self._indexes: dict[str, NamespaceIndex] = {}
         # namespace -> deltas (with the config and directory they came with) not yet in its index
-        self._pending: dict[str, list[tuple[MemoryDelta, dict | None, str | None]]] = {}
+        self._pending: dict[str, list[tuple[MemoryDelta, JsonObject | None, str | None]]] = {}
         self._pending_records = 0
 
     @property
@@ -84,7 +89,7 @@ class RecallEngine:
             return True
         return False
 
-    def _fold(self, ns: str, delta: MemoryDelta, config: dict | None, ns_dir: str | None) -> None:
+    def _fold(self, ns: str, delta: MemoryDelta, config: JsonObject | None, ns_dir: str | None) -> None:
         idx = self._index(ns)
         if config is not None:
             idx.config = dict(config)
@@ -99,27 +104,28 @@ class RecallEngine:
             idx = self._indexes[namespace] = NamespaceIndex(namespace)
         return idx
 
-    def apply_memory_delta(self, namespace: str, delta: MemoryDelta, config: dict | None = None, ns_dir: str | None = None) -> None:
+    def apply_memory_delta(self, namespace: str, delta: MemoryDelta, config: JsonObject | None = None,
+                           ns_dir: str | None = None) -> None:
         self._pending.setdefault(namespace, []).append((delta, config, ns_dir))
         self._pending_records += len(delta.added) + len(delta.removed)
         if self._pending_records > self.PENDING_MAX:
             self.settle()
 
-    def set_config(self, namespace: str, config: dict, ns_dir: str | None = None) -> None:
+    def set_config(self, namespace: str, config: JsonObject, ns_dir: str | None = None) -> None:
         self.settle(namespace)
         idx = self._index(namespace)
         idx.config = dict(config)
         if ns_dir is not None:
             idx.ns_dir = ns_dir
 
-    def load(self, namespace: str, records: Iterable[MemoryRecord], config: dict | None = None,
+    def load(self, namespace: str, records: Iterable[MemoryRecord], config: JsonObject | None = None,
              ns_dir: str | None = None) -> None:
         """(Re)build one namespace from scratch, e.g. after its log was truncated or replaced."""
         self._discard(namespace)
         idx = self._indexes[namespace] = NamespaceIndex(namespace, config, ns_dir)
         idx.add_many(records)
 
-    def sync_namespace(self, mem_ns: Any, delta: MemoryDelta) -> None:
+    def sync_namespace(self, mem_ns: MemoryNamespace, delta: MemoryDelta) -> None:
         """Convenience for a `MemoryNamespace`: its config and directory travel with the delta."""
         self.apply_memory_delta(mem_ns.namespace, delta, mem_ns.config, os.path.dirname(mem_ns.path))
 
@@ -143,7 +149,7 @@ class RecallEngine:
         idx = self.indexes.get(namespace)
         return idx.materialize_steps() if idx is not None else iter(())
 
-    def compact_steps(self) -> list:
+    def compact_steps(self) -> list[Callable[[], bool]]:
         """One step per namespace: `NamespaceIndex.compact` when the index holds postings outside its
         sorted arrays (a stepped build's overflow, dead postings), has no delta queued (that one is
         left for a step after the fold) and is not a lazily restored one (compacting decodes every
@@ -158,7 +164,7 @@ class RecallEngine:
             idx.compact()
             return True
 
-        return [lambda ns=ns: step(ns) for ns in sorted(self._indexes)]
+        return [partial(step, ns) for ns in sorted(self._indexes)]
 
     def namespaces(self) -> list[str]:
         return sorted(self.indexes)  # (folds queued deltas: a queued namespace may be new)
@@ -175,7 +181,7 @@ class RecallEngine:
             hits, outcome = self._recall_one(idx, query, q, k, explain)
             return RecallResult(hits, outcome.mode, outcome.note, outcome.config, tuple(q), k, {namespace: outcome})
         # Across namespaces: each ranked with its own statistics, then merged.
-        hits: list[Hit] = []
+        hits = []
         ranked: list[tuple[float, int, NamespaceIndex]] = []  # lexical hits, made once the merged top k is known
         found: dict[str, NamespaceOutcome] = {}
         for name in self._visit_order():
@@ -218,7 +224,8 @@ class RecallEngine:
         if wanted != "lexical":
             qv, vecs, why = idx.cached_vectors(query)
             if vecs is not None:
-                hits = self._vector_hits(idx, q, qv, vecs, wanted, k, explain)
+                # (vectors come with the query's own vector)
+                hits = self._vector_hits(idx, q, cast("list[float]", qv), vecs, wanted, k, explain)
                 return hits, NamespaceOutcome(wanted, "", config, len(idx))
             note = (f"backend {config.get('backend')} (model hint {config.get('embed_model_hint', 'default')!r}) "
                     f"could not be used: {why}; showing lexical BM25 recall instead")

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from harn_ls.formats.memory import MemoryRecord
+from harn_ls.util.json_types import JsonObject
 
 DEFAULT_K = 5
 MAX_K = 100
@@ -54,8 +55,8 @@ class Explain:
     bm25_weight: float | None = None
     cosine_weight: float | None = None
 
-    def to_json(self) -> dict:
-        out: dict[str, Any] = {
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {
             "terms": [
                 {"term": t.term, "count": t.count, "tf": t.tf, "df": t.df, "idf": t.idf,
                  "contribution": t.contribution, "key_boost": t.key_boost, "tag_boost": t.tag_boost}
@@ -92,7 +93,7 @@ class NamespaceOutcome:
 
     mode: Mode
     note: str
-    config: dict
+    config: JsonObject
     count: int  # active records
 
 
@@ -103,7 +104,7 @@ class RecallResult:
     hits: list[Hit]
     mode: Mode  # "mixed" only when namespace=None spans namespaces ranked differently
     note: str  # empty, or why the configured backend could not be used
-    config: dict | None  # the queried namespace's config (None across namespaces)
+    config: JsonObject | None  # the queried namespace's config (None across namespaces)
     query_terms: tuple[str, ...] = ()
     k: int = DEFAULT_K
     namespaces: dict[str, NamespaceOutcome] = field(default_factory=dict)

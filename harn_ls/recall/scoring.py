@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TypeAlias
 
 import numpy as np
 
@@ -67,7 +68,7 @@ def contributions(idf: float, codes: np.ndarray, norms: np.ndarray) -> np.ndarra
     (0.0 for code 0: a record without the term). Products and sums are commutative in IEEE
     arithmetic, so the in-place forms give the scalar formula's bits."""
     tf = _TF_OF_CODE[codes] if codes.dtype == np.uint16 else (codes >> 2).astype(np.float64)
-    out = tf * (K1 + 1.0)
+    out: np.ndarray = tf * (K1 + 1.0)
     out *= idf
     out /= norms + tf
     return out
@@ -165,7 +166,8 @@ class QueryTerm:
         if self._dense is None:  # a code per slot, kept for this query's later candidate sets
             self._dense = np.zeros(nslots, dtype=self.codes.dtype)
             self._dense[self.slots] = self.codes
-        return self._dense[cand]
+        # (numpy types an op on an ndarray of unknown dtype as Any)
+        return self._dense[cand]  # type: ignore[no-any-return]
 
 
 def _probe(cand: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -212,8 +214,11 @@ def _partial(own: QueryTerm, part: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """The score the candidates would have if they held no other query term: never above their score
     (the other terms only add non-negative values, and every rounded step is monotonic)."""
     if own.count == 1:  # `part + (0.0 + key) + tag`, without the copies
-        return part + _FIRST_OF_CODE[_flag_index(codes)]
-    return _sum_parts([own] * own.count, {id(own): part}) + _fold_boosts([own] * own.count, {id(own): codes})
+        # (numpy types an op on an ndarray of unknown dtype as Any)
+        return part + _FIRST_OF_CODE[_flag_index(codes)]  # type: ignore[no-any-return]
+    # (numpy types an op on an ndarray of unknown dtype as Any)
+    return (_sum_parts([own] * own.count, {id(own): part})  # type: ignore[no-any-return]
+            + _fold_boosts([own] * own.count, {id(own): codes}))
 
 
 def _score(order: list[QueryTerm], others: list[QueryTerm], norm: np.ndarray, nslots: int, cand: np.ndarray,
@@ -268,7 +273,8 @@ def _boost_ok(partial: np.ndarray, theta: float, cand: np.ndarray, others: list[
     """Whether each candidate's partial score plus the other terms' BM25 bounds plus the boost bounds
     of the other terms that flag it reaches theta (lowered by `_ABS_SLACK` for the rounding)."""
     need = theta - sum(u.bm25_bound for u in others) - _ABS_SLACK
-    return partial + boosts.of(others, nslots)[cand] >= need
+    # (numpy types an op on an ndarray of unknown dtype as Any)
+    return partial + boosts.of(others, nslots)[cand] >= need  # type: ignore[no-any-return]
 
 
 def _may_rank(partial: np.ndarray, theta: float, cand: np.ndarray, others: list[QueryTerm],
@@ -336,7 +342,11 @@ class _Unhandled:
         return pos[self.mask(cand[pos])] if self.filters else pos
 
 
-def _prefilter(t: QueryTerm, others: list[QueryTerm], scorer: tuple, cand: np.ndarray, codes: np.ndarray,
+# (order, norm, norm_min, nslots, boosts): what `search` passes down once per query
+_Scorer: TypeAlias = "tuple[list[QueryTerm], np.ndarray, float, int, _Boosts]"
+
+
+def _prefilter(t: QueryTerm, others: list[QueryTerm], scorer: _Scorer, cand: np.ndarray, codes: np.ndarray,
                k: int, theta: float, unhandled: _Unhandled) -> tuple[np.ndarray, np.ndarray, float]:
     """The candidates of term t that their posting code alone does not rule out, and theta raised by
     scoring the few with the best codes first: no arithmetic on the postings that cannot rank. Only

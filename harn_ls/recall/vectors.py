@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from harn_ls.formats.harn_json import sha256_hex
 from harn_ls.formats.parse_limits import loads_json
 from harn_ls.recall.tokenizer import searchable_text
+from harn_ls.util.json_types import JsonObject
 from harn_ls.util.safe_read import VECTOR_FILE_CAP, read_confined
+
+if TYPE_CHECKING:
+    from harn_ls.recall.docs import _Doc
 
 
 def sanitize_model_hint(hint: str | None) -> str:
@@ -73,7 +79,7 @@ def _load_vector(memo: dict[str, list[float]], vdir: str | None, content_hash: s
     return vec, why
 
 
-def namespace_vectors(docs: dict, config: dict, ns_dir: str | None, memo: dict[str, list[float]],
+def namespace_vectors(docs: Mapping[int, _Doc], config: JsonObject, ns_dir: str | None, memo: dict[str, list[float]],
                       query: str) -> tuple[list[float] | None, dict[int, list[float]] | None, str]:
     """(query vector, seq -> record vector, reason) for a namespace index's `docs`: the vectors are
     None when the cache lacks any (Harn then reports the gap rather than ranking a subset)."""

@@ -13,13 +13,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from harn_ls.render.uri import RenderSettings
+    from harn_ls.model.workspace import Workspace
+    from harn_ls.render.uri import SCHEME, RenderSettings, StateUri, UriError, make_uri, parse_uri
 
 __all__ = ["SCHEME", "RenderSettings", "StateUri", "UriError", "make_uri", "parse_uri", "render_uri"]
 _URI_NAMES = frozenset(__all__) - {"render_uri"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     """The URI helpers, re-exported from render/uri.py on first use: a CLI command that only prints
     through render/terminal.py (inspect --json) never loads them (dataclasses, urllib.parse)."""
     if name not in _URI_NAMES:
@@ -30,7 +31,7 @@ def __getattr__(name: str):
     return getattr(uri, name)
 
 
-def render_uri(ws, uri: str, settings: RenderSettings | None = None) -> str:
+def render_uri(ws: Workspace, uri: str, settings: RenderSettings | None = None) -> str:
     """The Markdown of one `harn-state:` document, at most 1 MB."""
     # start-up: the document renderers (timeline, charts, transcripts) load on the first document, not with make_uri
     from harn_ls.render.documents import render_uri as render_document

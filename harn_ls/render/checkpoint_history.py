@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from harn_ls.formats.checkpoints import CheckpointFile, parse_checkpoint_bytes
 from harn_ls.render.markdown import fence, human_bytes, pretty_json, short_text
 from harn_ls.render.svg import md_text
 from harn_ls.render.uri import UriError, make_uri
+
+if TYPE_CHECKING:
+    from harn_ls.cache.checkpoint_history import CheckpointHistory
+    from harn_ls.model.workspace import Workspace
 
 
 @dataclass
@@ -36,7 +41,8 @@ class StageDiff:
         for label, keys in (("added", self.added), ("removed", self.removed),
                             ("fingerprint changed", self.fingerprint_changed), ("value changed", self.value_changed)):
             if keys:
-                parts.append(f"{label}: " + ", ".join(md_text(k) for k in keys[:10]) + (f" +{len(keys) - 10}" if len(keys) > 10 else ""))
+                parts.append(f"{label}: " + ", ".join(md_text(k) for k in keys[:10])
+                             + (f" +{len(keys) - 10}" if len(keys) > 10 else ""))
         return "; ".join(parts) or "no stage changed"
 
 
@@ -68,11 +74,11 @@ def _when(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def history_of(ws):
-    return getattr(ws, "checkpoint_history", None)
+def history_of(ws: Workspace) -> CheckpointHistory | None:
+    return ws.checkpoint_history
 
 
-def last_change(ws, pipeline: str) -> StageDiff | None:
+def last_change(ws: Workspace, pipeline: str) -> StageDiff | None:
     """What changed between the two newest kept versions (None without two)."""
     hist = history_of(ws)
     if hist is None:
@@ -84,7 +90,7 @@ def last_change(ws, pipeline: str) -> StageDiff | None:
     return diff(parse(pipeline, hist.read(pipeline, a.n)), parse(pipeline, hist.read(pipeline, b.n)))
 
 
-def version_document(ws, pipeline: str, n: int) -> str:
+def version_document(ws: Workspace, pipeline: str, n: int) -> str:
     """One kept version, in the same shape for every version so that two of them diff cleanly."""
     hist = history_of(ws)
     if hist is None:
@@ -111,7 +117,7 @@ def version_document(ws, pipeline: str, n: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def history_section(ws, pipeline: str, limit: int = 50) -> list[str]:
+def history_section(ws: Workspace, pipeline: str, limit: int = 50) -> list[str]:
     """The *History* part of a checkpoints document: kept versions, newest first, with what changed."""
     hist = history_of(ws)
     if hist is None:

@@ -12,11 +12,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from harn_ls.formats.harn_time import epoch_seconds
 from harn_ls.render.markdown import short_text
 from harn_ls.render.svg import fmt_ms, md_text
-from harn_ls.render.timeline import load_llm_log, parse_time
+from harn_ls.render.timeline import load_llm_log
 from harn_ls.render.uri import UriError, make_uri
+from harn_ls.util.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from harn_ls.formats.runs import RunRecord
+    from harn_ls.model.workspace import Workspace
 
 _MASKS = (
     (re.compile(r"\brun_[0-9A-Za-z][0-9A-Za-z_-]*"), "<run-id>"),
@@ -34,7 +43,7 @@ def mask(text: str) -> str:
     return text
 
 
-def _full(ws, run_id: str):
+def _full(ws: Workspace, run_id: str) -> RunRecord:
     run = ws.runs.get(run_id)
     if run is None:
         raise UriError(f"no run {run_id!r}")
@@ -42,17 +51,18 @@ def _full(ws, run_id: str):
     return full if full is not None and full.ok else run
 
 
-def _stage_key(st: dict, i: int) -> str:
+def _stage_key(st: JsonObject, i: int) -> str:
     return str(st.get("node_id") or st.get("id") or f"#{i + 1}")
 
 
-def _duration_ms(st: dict) -> float | None:
-    s, e = parse_time(st.get("started_at")), parse_time(st.get("finished_at"))
+def _duration_ms(st: JsonObject) -> float | None:
+    s, e = epoch_seconds(st.get("started_at")), epoch_seconds(st.get("finished_at"))
     return (e - s) * 1000 if s is not None and e is not None else None
 
 
-def _usage(st: dict) -> dict:
-    return st.get("usage") if isinstance(st.get("usage"), dict) else {}
+def _usage(st: JsonObject) -> JsonObject:
+    usage = st.get("usage")
+    return usage if isinstance(usage, dict) else {}
 
 
 @dataclass
@@ -63,11 +73,11 @@ class Message:
     text: str
 
 
-def llm_messages(run) -> list[Message]:
+def llm_messages(run: RunRecord) -> list[Message]:
     """The conversation as the provider saw it: `message` lines of the turn log, else the transcript's events."""
     log = load_llm_log(run)
     out: list[Message] = []
-    if log is not None and any(l.type in ("message", "provider_call_response") for l in log.lines):
+    if log is not None and any(ln.type in ("message", "provider_call_response") for ln in log.lines):
         for line in log.lines:
             if line.type == "message":
                 v = line.value
@@ -89,7 +99,7 @@ def llm_messages(run) -> list[Message]:
     return out
 
 
-def normalized_document(ws, run_id: str) -> str:
+def normalized_document(ws: Workspace, run_id: str) -> str:
     run = _full(ws, run_id)
     out = ["# Run (normalized for comparison)", "",
            "Ids and timestamps that differ between any two runs are masked.", "",
@@ -104,7 +114,8 @@ def normalized_document(ws, run_id: str) -> str:
         if not isinstance(st, dict):
             continue
         u = _usage(st)
-        attempts = st.get("attempts") if isinstance(st.get("attempts"), list) else []
+        attempts = st.get("attempts")
+        attempts = attempts if isinstance(attempts, list) else []
         d = _duration_ms(st)
         out.append(f"| {md_text(_stage_key(st, i))} | {md_text(st.get('kind'))} | {md_text(st.get('status'))} | "
                    f"{md_text(st.get('outcome'))} | {fmt_ms(d) if d is not None else ''} | {md_text(u.get('input_tokens'))} | "
@@ -113,7 +124,7 @@ def normalized_document(ws, run_id: str) -> str:
         if isinstance(vis, str) and vis:
             out.append(f"| ↳ | | | | | | | | {md_text(short_text(mask(vis), 100))} |")
     out.append("")
-    data = run.data if isinstance(getattr(run, "data", None), dict) else {}
+    data = run.data if isinstance(run.data, dict) else {}
     tools = [t for t in (data.get("tool_recordings") or []) if isinstance(t, dict)]
     if tools:
         out.append("## Tool calls\n")
@@ -131,7 +142,7 @@ def normalized_document(ws, run_id: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def _delta(a, b, fmt=lambda v: f"{v:,.0f}") -> str:
+def _delta(a: float | None, b: float | None, fmt: Callable[[float], str] = lambda v: f"{v:,.0f}") -> str:
     if a is None and b is None:
         return ""
     if a is None or b is None:
@@ -141,11 +152,11 @@ def _delta(a, b, fmt=lambda v: f"{v:,.0f}") -> str:
     return f"{fmt(a)} → {fmt(b)} ({sign}{fmt(abs(d))})"
 
 
-def _num(v):
+def _num(v: object) -> int | float | None:
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def compare_document(ws, a_id: str, b_id: str) -> str:
+def compare_document(ws: Workspace, a_id: str, b_id: str) -> str:
     a, b = _full(ws, a_id), _full(ws, b_id)
     out = [f"# Compare runs — {md_text(a.id)} ↔ {md_text(b.id)}", "",
            f"[A: {md_text(a.id)}]({make_uri('runs', a.id)}) · [B: {md_text(b.id)}]({make_uri('runs', b.id)})", "",
@@ -153,8 +164,8 @@ def compare_document(ws, a_id: str, b_id: str) -> str:
            f"| workflow | {md_text(a.workflow_name)} | {md_text(b.workflow_name)} |",
            f"| status | {md_text(a.status)} | {md_text(b.status)} |",
            f"| started | {md_text(a.started_at)} | {md_text(b.started_at)} |"]
-    ta = (parse_time(a.finished_at) or 0) - (parse_time(a.started_at) or 0) if a.finished_at and a.started_at else None
-    tb = (parse_time(b.finished_at) or 0) - (parse_time(b.started_at) or 0) if b.finished_at and b.started_at else None
+    ta = (epoch_seconds(a.finished_at) or 0) - (epoch_seconds(a.started_at) or 0) if a.finished_at and a.started_at else None
+    tb = (epoch_seconds(b.finished_at) or 0) - (epoch_seconds(b.started_at) or 0) if b.finished_at and b.started_at else None
     out.append(f"| duration | {fmt_ms(ta * 1000) if ta is not None else ''} | {fmt_ms(tb * 1000) if tb is not None else ''} |")
     for k in ("input_tokens", "output_tokens", "total_cost"):
         out.append(f"| {k.replace('_', ' ')} | {md_text(a.usage.get(k))} | {md_text(b.usage.get(k))} |")
@@ -173,6 +184,7 @@ def compare_document(ws, a_id: str, b_id: str) -> str:
         if x is None or y is None:
             label = "**added**" if x is None else "**removed**"
             st = y if x is None else x
+            assert st is not None  # (a key of `sa` or of `added`: one side has the stage)
             out.append(f"| {md_text(k)} | {label} ({md_text(st.get('status'))}) | | | |")
             continue
         status = md_text(x.get("status")) if x.get("status") == y.get("status") else \
@@ -188,7 +200,8 @@ def compare_document(ws, a_id: str, b_id: str) -> str:
     if not ma and not mb:
         out.append("Neither run recorded LLM messages.")
     else:
-        i = next((i for i, (x, y) in enumerate(zip(ma, mb)) if (x.role, mask(x.text)) != (y.role, mask(y.text))), None)
+        i = next((i for i, (x, y) in enumerate(zip(ma, mb, strict=False))  # (the shorter one ends the walk)
+                  if (x.role, mask(x.text)) != (y.role, mask(y.text))), None)
         if i is None and len(ma) == len(mb):
             out.append(f"The {len(ma)} LLM message(s) are the same (ids and timestamps masked).")
         else:
@@ -196,7 +209,8 @@ def compare_document(ws, a_id: str, b_id: str) -> str:
             out.append(f"The conversations diverge at message **{i + 1}** (A has {len(ma)}, B has {len(mb)}).\n")
             for label, msgs in (("A", ma), ("B", mb)):
                 m = msgs[i] if i < len(msgs) else None
-                out.append(f"- **{label}**: " + (f"*{md_text(m.role)}* — {md_text(short_text(m.text, 400))}" if m else "*(no message)*"))
+                out.append(f"- **{label}**: "
+                           + (f"*{md_text(m.role)}* — {md_text(short_text(m.text, 400))}" if m else "*(no message)*"))
     out.append("")
     out.append(f"Side by side: [normalized A]({make_uri('runs', a.id, normalized='1')}) · "
                f"[normalized B]({make_uri('runs', b.id, normalized='1')})")

@@ -18,10 +18,17 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from harn_ls.render.markdown import pretty_json, summarize_value
 from harn_ls.render.svg import PICTURE_PREFIX, html_text, md_escape_lines, md_text
 from harn_ls.render.timeline import load_llm_log
+from harn_ls.util.json_types import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from harn_ls.formats.transcripts import Transcript, TranscriptAsset, TranscriptEvent
+    from harn_ls.model.runs import TranscriptEntry
+    from harn_ls.model.workspace import Workspace
 
 TEXT_LIMIT = 4000
 TOOL_LIMIT = 2000
@@ -57,7 +64,7 @@ _PARA_LINE = re.compile(r"^([ \t]*)(.*)$", re.M)
 _LINE_START = re.compile(r"^([#>+\-=]|\d+[.)])")
 
 
-def _para_line(m: re.Match) -> str:
+def _para_line(m: re.Match[str]) -> str:
     lead, rest = m.group(1), m.group(2)
     if not rest.strip():
         return ""
@@ -81,9 +88,9 @@ class Context:
     """What rendering one conversation keeps as it goes."""
 
     project_root: str | None
-    assets: dict  # asset id -> TranscriptAsset
+    assets: dict[str, TranscriptAsset]  # asset id -> TranscriptAsset
     show_private: bool = False
-    tokens: list = field(default_factory=list)  # (in, out) per assistant turn, from the turn log
+    tokens: list[tuple[JsonValue, JsonValue]] = field(default_factory=list)  # (in, out) per assistant turn, from the turn log
     images_left: int = IMAGES_TOTAL_BYTES
     assistant_seen: int = 0
 
@@ -118,23 +125,27 @@ def confined_image(project_root: str | None, storage_path: str | None, budget: i
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}", ""
 
 
-def _tokens_of(ev) -> tuple[int | None, int | None]:
+def _tokens_of(ev: TranscriptEvent) -> tuple[int | None, int | None]:
     meta = ev.metadata if isinstance(ev.metadata, dict) else {}
-    usage = meta.get("usage") if isinstance(meta.get("usage"), dict) else meta
+    usage = meta.get("usage")
+    usage = usage if isinstance(usage, dict) else meta
     i, o = usage.get("input_tokens"), usage.get("output_tokens")
-    ok = lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None  # noqa: E731
+
+    def ok(v: JsonValue) -> int | None:
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
     return ok(i), ok(o)
 
 
-def _tool_call(b: dict) -> str:
+def _tool_call(b: JsonObject) -> str:
     args = b.get("arguments", b.get("input", b.get("args")))
     name = b.get("name") or "?"
-    summary = f"🔧 Tool call <code>{html_text(name)}</code>" + (f" · <code>{html_text(b.get('id'))}</code>" if b.get("id") else "")
+    summary = f"🔧 Tool call <code>{html_text(name)}</code>" + (
+        f" · <code>{html_text(b.get('id'))}</code>" if b.get("id") else "")
     body = _pre(pretty_json(args, TOOL_LIMIT)) if args is not None else "<p>no arguments</p>"
     return details(summary, body)
 
 
-def _tool_result(b: dict) -> str:
+def _tool_result(b: JsonObject) -> str:
     body = b.get("text", b.get("content", b.get("output")))
     text = body if isinstance(body, str) else pretty_json(body, TOOL_LIMIT)
     text = summarize_value(text or "", TEXT_LIMIT)
@@ -146,8 +157,9 @@ def _tool_result(b: dict) -> str:
     return details(summary, _pre(text) if text else "<p>empty</p>")
 
 
-def _image(b: dict, ctx: Context) -> str:
-    asset = ctx.assets.get(b.get("asset_id")) if isinstance(b.get("asset_id"), str) else None
+def _image(b: JsonObject, ctx: Context) -> str:
+    asset_id = b.get("asset_id")
+    asset = ctx.assets.get(asset_id) if isinstance(asset_id, str) else None
     name = b.get("name") or (asset.name if asset else None) or b.get("asset_id") or "image"
     if asset is None:
         return f"🖼️ *image {md_text(name)} (asset not in this transcript)*"
@@ -160,7 +172,7 @@ def _image(b: dict, ctx: Context) -> str:
             f'style="max-width:480px"></div>\n\n🖼️ *{md_text(name)}*')
 
 
-def render_event(i: int, ev, ctx: Context) -> tuple[str, bool]:
+def render_event(i: int, ev: TranscriptEvent, ctx: Context) -> tuple[str, bool]:
     """Markdown for one turn, and whether it was hidden as private."""
     role = ev.role or ("system" if ev.kind in ("system_prompt", "compaction") else "?")
     label = ROLE_LABEL.get(role, f"💬 {md_text(role)}")
@@ -216,7 +228,8 @@ def render_event(i: int, ev, ctx: Context) -> tuple[str, bool]:
     comp = ev.compaction
     if comp is not None:
         saved = f", {comp.tokens_saved} saved" if comp.tokens_saved is not None else ""
-        body.append(f"> ✂️ **Compaction** — {comp.archived_messages if comp.archived_messages is not None else '?'} message(s) archived, "
+        archived = comp.archived_messages if comp.archived_messages is not None else "?"
+        body.append(f"> ✂️ **Compaction** — {archived} message(s) archived, "
                     f"~{comp.estimated_tokens_before} → ~{comp.estimated_tokens_after} tokens{saved} "
                     f"({md_text(comp.mode or '')} · {md_text(comp.strategy or comp.engine_strategy or '')}"
                     + (f", kept first {comp.keep_first} and last {comp.keep_last}" if comp.keep_first is not None else "") + ")")
@@ -227,10 +240,10 @@ def render_event(i: int, ev, ctx: Context) -> tuple[str, bool]:
     return head + "\n\n" + "\n\n".join(body) + "\n", False
 
 
-def context_for(ws, entry, tr, show_private: bool) -> Context:
+def context_for(ws: Workspace, entry: TranscriptEntry, tr: Transcript, show_private: bool) -> Context:
     """Rendering context of one transcript document; tokens per turn from the run's turn log when unambiguous."""
     ctx = Context(getattr(ws, "root", None), {a.id: a for a in tr.assets if a.id}, show_private)
-    run = ws.runs.get(entry.run_id) if getattr(entry, "run_id", None) else None
+    run = ws.runs.get(entry.run_id) if entry.run_id else None
     if run is not None and len(run.transcripts) == 1:
         log = load_llm_log(run)
         for step in (log.steps if log is not None else []):

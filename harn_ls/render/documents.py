@@ -7,7 +7,7 @@ from array import array
 
 from harn_ls.formats.checkpoints import running_now
 from harn_ls.formats.fact_anchors import fact_staleness
-from harn_ls.formats.facts import date_now_iso
+from harn_ls.formats.harn_time import date_now_iso
 from harn_ls.formats.json_pieces import Changed
 from harn_ls.formats.locks import session_running
 from harn_ls.formats.pattern_learning import is_suppressed

@@ -8,11 +8,15 @@ MarkupContent, which clients never treat as trusted (no command: links run).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harn_ls.model.fact_spans import FactSpan, FactSpanCache, fact_spans, spans_at
 from harn_ls.render.limits import HOVER_FACTS, HOVER_VALUE_BYTES, MAX_RESPONSE_BYTES, cap_response
 from harn_ls.render.markdown import capped_markdown, cell, inline, link, short_text
 from harn_ls.render.uri import make_uri
+
+if TYPE_CHECKING:
+    from harn_ls.model.workspace import Workspace
 
 EVIDENCE_SHOWN = 10
 WIDE_SPAN = 64  # lines: a span over more is not listed line by line in `LineIndex`
@@ -33,10 +37,11 @@ def _one_fact(s: FactSpan) -> str:
     if s.anchor.state == "stale":
         stale = "\n\n⚠ **may be stale**: the evidence snippet is no longer in this range."
     elif s.anchor.state == "moved":
-        stale = f"\n\n↪ re-anchored: recorded at lines {int(s.evidence.range.start)}-{int(s.evidence.range.end)}."
+        stale = f"\n\n↪ re-anchored: recorded at lines {int(s.recorded.start)}-{int(s.recorded.end)}."
     ev_lines = []
     for ev in f.evidence[:EVIDENCE_SHOWN]:
-        ev_lines.append(f"- {cell(ev.kind, 60)} {inline(ev.ref, 300)}" + (f" — {inline(short_text(ev.snippet, 60))}" if ev.snippet else ""))
+        ev_lines.append(f"- {cell(ev.kind, 60)} {inline(ev.ref, 300)}"
+                        + (f" — {inline(short_text(ev.snippet, 60))}" if ev.snippet else ""))
     if len(f.evidence) > EVIDENCE_SHOWN:
         ev_lines.append(f"- … {len(f.evidence) - EVIDENCE_SHOWN} more")
     if isinstance(f.provenance, dict):
@@ -61,7 +66,8 @@ def hover_markdown(spans: list[FactSpan]) -> str:
     return cap_response("\n\n---\n\n".join(parts), MAX_RESPONSE_BYTES)
 
 
-def hover_at(ws, abs_path: str, line: int, min_confidence: float, cache: FactSpanCache | None = None) -> HoverView | None:
+def hover_at(ws: Workspace, abs_path: str, line: int, min_confidence: float,
+             cache: FactSpanCache | None = None) -> HoverView | None:
     """The hover at a 0-based `line` of a source file, or None when no fact covers it (with a
     cache: rendered once per line and version of the file's spans, found through a line index)."""
     if cache is None:

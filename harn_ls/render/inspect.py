@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import heapq
 import os
+from typing import TYPE_CHECKING, cast
 
 import orjson
 
 from harn_ls.cache.rows import FACT_SEPARATOR, fact_inspect_entry, fact_inspect_fragment, join_fact_fragments, split_fact_body
 from harn_ls.formats.checkpoints import running_now
-from harn_ls.formats.facts import date_now_iso
+from harn_ls.formats.harn_time import date_now_iso
 from harn_ls.formats.locks import open_flock_table, running_session_writers, session_running
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.render.inspect_extra import inspect_extra, inspect_extra_text
+from harn_ls.util.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from harn_ls.formats.fact_types import Fact
+    from harn_ls.model.workspace import Workspace
 
 
-def inspect_json(ws, facts_fragment: bool = False) -> dict:
+def inspect_json(ws: Workspace, facts_fragment: bool = False) -> JsonObject:
     """Everything found, as `inspect --json` prints it. `facts_fragment`: the "facts" list may be an
     orjson.Fragment (the bytes orjson would write for it at that depth, with INSPECT_JSON_OPTIONS),
     taken from the state cache for the namespaces whose facts were not decoded."""
@@ -24,7 +30,7 @@ def inspect_json(ws, facts_fragment: bool = False) -> dict:
     pattern = ws.pattern
     pending = pattern.pending if pattern else []
     state = pattern.state if pattern else None
-    skills_by_layer: dict[str, list[dict]] = {}
+    skills_by_layer: dict[str, list[JsonObject]] = {}
     if ws.skills is not None:
         for sk in ws.skills.skills + ws.skills.shadowed:
             skills_by_layer.setdefault(sk.layer, []).append({
@@ -82,7 +88,7 @@ def inspect_json(ws, facts_fragment: bool = False) -> dict:
     } | _event_logs(ws)
 
 
-def _facts(ws, as_fragment: bool):
+def _facts(ws: Workspace, as_fragment: bool) -> orjson.Fragment | list[JsonObject]:
     body = _cached_facts_body(ws) if as_fragment else None
     if body is not None:
         return orjson.Fragment(join_fact_fragments(body))
@@ -90,7 +96,7 @@ def _facts(ws, as_fragment: bool):
     return [fact_inspect_entry(f) for f in sorted(ws.facts.values(), key=lambda f: f.id)]
 
 
-def _cached_facts_body(ws) -> bytes | memoryview | None:
+def _cached_facts_body(ws: Workspace) -> bytes | memoryview | None:
     """The entries of the "facts" list as `sorted(ws.facts.values(), key=id)` would give them had every
     cached fact been decoded, joined by FACT_SEPARATOR; None when some cached form is not usable (then
     the facts are decoded).
@@ -103,7 +109,7 @@ def _cached_facts_body(ws) -> bytes | memoryview | None:
     if not deferred:
         return None
     position = {ns: i for i, ns in enumerate(ws.memory)}
-    decoded: dict[str, list] = {}
+    decoded: dict[str, list[Fact]] = {}
     last = -1
     for (ns, _seq), f in ws.facts.items():
         i = position.get(ns, -1)
@@ -115,8 +121,9 @@ def _cached_facts_body(ws) -> bytes | memoryview | None:
         holding = [ns for ns in ws.memory if ns in deferred and ws.cached_fact_count(ns)]
         if len(holding) == 1:  # one namespace holds every fact: its cached body is the whole list
             return ws.cached_inspect_fact_body(holding[0])  # (None: not intact, decode them all)
-    # per part with facts, in namespace order: (ids by id, cached body or None, ends or fragments)
-    parts: list[tuple[list[str], bytes | None, list]] = []
+    # per part with facts, in namespace order: (ids by id, cached body or None, ends or fragments): the
+    # ends (list[int]) of the entries in a cached body, else the fragments (list[bytes]) themselves
+    parts: list[tuple[list[str], bytes | None, list[int] | list[bytes]]] = []
     for ns in ws.memory:
         if ns in deferred:
             cached = ws.cached_inspect_facts(ns)
@@ -130,15 +137,16 @@ def _cached_facts_body(ws) -> bytes | memoryview | None:
             parts.append(([f.id for f in facts], None, [fact_inspect_fragment(f) for f in facts]))
     if len(parts) == 1 and parts[0][1] is not None:
         return parts[0][1]  # one namespace holds every fact: its cached body is the whole list
-    runs = [zip(ids, rest if body is None else split_fact_body(body, rest)) for ids, body, rest in parts]
+    runs = [zip(ids, cast("list[bytes]", rest) if body is None else split_fact_body(body, cast("list[int]", rest)),
+                strict=True) for ids, body, rest in parts]  # (one entry per id, cached or decoded)
     return FACT_SEPARATOR.join(frag for _id, frag in heapq.merge(*runs, key=lambda e: e[0]))
 
 
-def _event_logs(ws) -> dict:
+def _event_logs(ws: Workspace) -> JsonObject:
     return inspect_extra(ws)
 
 
-def inspect_text(ws) -> str:
+def inspect_text(ws: Workspace) -> str:
     data = inspect_json(ws)
     c = data["counts"]
     out = [f"harn-ls: {data['roots']['project']}", ""]
@@ -154,7 +162,8 @@ def inspect_text(ws) -> str:
                    + ("  WRITING NOW" if cp["running"] else ""))
     out.append(f"memory           {c['namespaces']} namespace(s), {c['records']} active record(s)")
     for m in data["memory"]:
-        out.append(f"  {m['namespace']:<28} {m['active']:>5} active {m['events']:>6} events  backend {m['config'].get('backend')}")
+        out.append(f"  {m['namespace']:<28} {m['active']:>5} active {m['events']:>6} events  "
+                   f"backend {m['config'].get('backend')}")
     out.append(f"facts            {c['facts']}")
     for f in data["facts"][:12]:
         rng = f" @ {f['ranges'][0]}" if f["ranges"] else ""
@@ -164,7 +173,8 @@ def inspect_text(ws) -> str:
     out.append(f"pattern learning {pl['observations']} observation(s), {len(visible)} pending proposal(s)"
                f" (+{len(pl['pending']) - len(visible)} suppressed)")
     for p in pl["pending"]:
-        out.append(f"  {p['id']:<24} {p['kind']:<14} support {p['support']:<3} {p['name']}" + ("  [suppressed]" if p["suppressed"] else ""))
+        out.append(f"  {p['id']:<24} {p['kind']:<14} support {p['support']:<3} {p['name']}"
+                   + ("  [suppressed]" if p["suppressed"] else ""))
     if pl["migration_needed"]:
         out.append("  legacy Burin streams found, not migrated")
     n_sk = sum(len(v) for v in data["skills"].values())

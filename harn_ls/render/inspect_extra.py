@@ -4,11 +4,22 @@ loaded state only, not the URI, Markdown and HITL helpers the documents load."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def inspect_extra(ws) -> dict:
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from harn_ls.formats.newer_state import NewerState
+    from harn_ls.model.workspace import Workspace
+    from harn_ls.util.json_types import JsonObject
+
+
+def inspect_extra(ws: Workspace) -> JsonObject:
     """The `inspect --json` sections for event logs, HITL and the rest of `.harn/`."""
     x = ws.event_logs
-    rel = lambda p: ws.relpath(p) or p  # noqa: E731
+
+    def rel(p: str) -> str:
+        return ws.relpath(p) or p
     return {
         "event_logs": [
             {"label": v.label, "backend": v.loc.backend, "path": rel(v.path), "state_dir": rel(v.loc.state_dir),
@@ -38,7 +49,7 @@ def inspect_extra(ws) -> dict:
     }
 
 
-def _newer(n, rel) -> dict | None:
+def _newer(n: NewerState | None, rel: Callable[[str], str]) -> JsonObject | None:
     """Issue 28: counts, sizes, newest, model names — never a cached prompt or response."""
     if n is None or n.empty:
         return None
@@ -54,8 +65,8 @@ def _newer(n, rel) -> dict | None:
     }
 
 
-def inspect_extra_text(data: dict) -> list[str]:
-    out = []
+def inspect_extra_text(data: JsonObject) -> list[str]:
+    out: list[str] = []
     logs = data["event_logs"]
     out.append(f"event logs       {len(logs)}")
     for lg in logs:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harn_ls.formats.harn_source import find_checkpoint_calls
 from harn_ls.model.fact_spans import FactSpan, FactSpanCache, fact_groups
@@ -13,6 +14,10 @@ from harn_ls.render.checkpoint_history import last_change
 from harn_ls.render.limits import one_line
 from harn_ls.render.uri import make_uri
 from harn_ls.render.view_commands import NONE, OPEN, ViewCommand
+
+if TYPE_CHECKING:
+    from harn_ls.formats.checkpoints import CheckpointEntry, CheckpointFile
+    from harn_ls.model.workspace import Workspace
 
 FACTS_CHANGED = ViewCommand("facts changed · reopen", NONE)
 
@@ -38,7 +43,7 @@ def fact_lens_title(spans: list[FactSpan]) -> str:
     return title  # plain text (lens titles are not Markdown), every data part capped
 
 
-def checkpoint_lens_title(entry, cf) -> str:
+def checkpoint_lens_title(entry: CheckpointEntry | None, cf: CheckpointFile | None) -> str:
     if cf is not None and cf.retry:
         return "checkpoint file unreadable · Harn would rerun"
     if entry is None:
@@ -48,20 +53,21 @@ def checkpoint_lens_title(entry, cf) -> str:
     return "cached"
 
 
-def fact_lens_ranges(ws, abs_path: str, min_confidence: float, cache: FactSpanCache | None = None) -> list[tuple[int, int]]:
+def fact_lens_ranges(ws: Workspace, abs_path: str, min_confidence: float,
+                     cache: FactSpanCache | None = None) -> list[tuple[int, int]]:
     """One (start, end) per group of facts on the same current lines (1-based), top to bottom."""
     return sorted(fact_groups(ws, abs_path, min_confidence, cache))
 
 
-def fact_lens_groups(ws, abs_path: str, min_confidence: float,
-                     cache: FactSpanCache | None = None) -> tuple[object, list[tuple[int, int]]]:
+def fact_lens_groups(ws: Workspace, abs_path: str, min_confidence: float,
+                     cache: FactSpanCache | None = None) -> tuple[dict[tuple[int, int], list[FactSpan]], list[tuple[int, int]]]:
     """`fact_lens_ranges` and the groups they come from: with a cache, the same object until the
     file's spans change, so it can stand for the ranges in whatever is derived from them."""
     groups = fact_groups(ws, abs_path, min_confidence, cache)
     return groups, sorted(groups)
 
 
-def fact_lens(ws, abs_path: str, start: int, end: int, min_confidence: float,
+def fact_lens(ws: Workspace, abs_path: str, start: int, end: int, min_confidence: float,
               cache: FactSpanCache | None = None) -> ViewCommand:
     """The title of the lens over lines start..end and the fact it opens (the most confident)."""
     spans = fact_groups(ws, abs_path, min_confidence, cache).get((start, end), [])
@@ -80,7 +86,7 @@ def checkpoint_lens_spots(abs_path: str, text: str, encoding: str = "utf-16") ->
     return [CheckpointSpot(c.line, c.start_char, c.end_char, pipeline, c.stage) for c in find_checkpoint_calls(text, encoding)]
 
 
-def checkpoint_lens(ws, pipeline: str, stage: str) -> ViewCommand:
+def checkpoint_lens(ws: Workspace, pipeline: str, stage: str) -> ViewCommand:
     """Whether the stage is cached (and keyed), and whether it changed since the previous run."""
     cf = ws.checkpoints.get(pipeline)
     entry = cf.entries.get(stage) if cf is not None else None

@@ -24,12 +24,12 @@ New document renderers should use only these for data (see docs/guarantees.md).
 from __future__ import annotations
 
 import re
-import time as _time
 from typing import Any
 from urllib.parse import quote
 
 import orjson
 
+from harn_ls.formats.harn_time import utc_text
 from harn_ls.render.limits import DOC_LINE_BYTES, DOC_VALUE_BYTES, more_bytes
 from harn_ls.util.message_text import code_span
 from harn_ls.util.progress import scaled_bytes
@@ -245,7 +245,7 @@ def summarize_value(value: Any, limit: int = LONG_STRING, _depth: int = 0) -> An
     if isinstance(value, (dict, list)) and _depth >= MAX_DEPTH:
         return f"<{'object' if isinstance(value, dict) else 'list'} nested deeper than {MAX_DEPTH} levels>"
     if isinstance(value, dict):
-        out = {}
+        out: dict[str, Any] = {}
         for n, (k, v) in enumerate(value.items()):
             if n == MAX_ITEMS:
                 out[f"<{len(value) - MAX_ITEMS} more keys>"] = None
@@ -274,25 +274,17 @@ def short_text(text: Any, n: int = 80) -> str:
     return s if len(s) <= n and len(raw) <= n * 4 + 16 else s[: n - 1] + "…"
 
 
-_EPOCH = re.compile(r"^\d{9,13}(\.\d+)?$")
+_EPOCH = re.compile(r"^\d{9,13}(\.\d+)?$", re.ASCII)
 
 
 def display_time(value: Any) -> str:
     """Run records mix RFC 3339 strings and epoch seconds or milliseconds (numbers or strings):
-    one form, `YYYY-MM-DD HH:MM:SS` (UTC). A number no clock can show comes back as written."""
+    one form, `YYYY-MM-DD HH:MM:SS` (UTC), read by `harn_time.utc_text`. Anything that is no
+    time a clock can show (`1e400`, `nan`, a word) comes back as written, cut to 19 characters."""
     if value is None or value == "":
         return ""
-    s = str(value)
-    try:
-        secs = float(s)
-    except ValueError:
-        return s.replace("T", " ")[:19]
-    if secs > 1e12:  # milliseconds
-        secs /= 1000
-    try:
-        return _time.strftime("%Y-%m-%d %H:%M:%S", _time.gmtime(secs))
-    except (OverflowError, OSError, ValueError):  # inf, nan, 1e300 from a hostile or broken record
-        return s
+    shown = utc_text(value)
+    return shown if shown is not None else str(value)[:19]
 
 
 def moment(value: Any) -> Any:

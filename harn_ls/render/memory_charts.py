@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING
 
+from harn_ls.formats.harn_time import epoch_seconds
 from harn_ls.render.svg import esc, md_text, num, picture
-from harn_ls.render.timeline import parse_time
+
+if TYPE_CHECKING:
+    from harn_ls.formats.memory import MemoryNamespace
+    from harn_ls.recall import Hit
 
 MAX_BUCKETS = 90
 TOP_TAGS = 15
@@ -22,8 +27,8 @@ TAG_BOOST_COLOR = "#b35c00"
 COSINE_COLOR = "#d64541"
 
 
-def _day(value) -> date | None:
-    t = parse_time(value)
+def _day(value: object) -> date | None:
+    t = epoch_seconds(value)
     if t is None:
         return None
     try:
@@ -32,10 +37,10 @@ def _day(value) -> date | None:
         return None
 
 
-def growth(space) -> tuple[list[tuple[date, int, int]], str]:
+def growth(space: MemoryNamespace) -> tuple[list[tuple[date, int, int]], str]:
     """[(bucket start, stores, forgets)], and the bucket unit ('day' or 'week')."""
     stores = Counter(d for d in (_day(r.stored_at) for r in space.active.values()) if d is not None)
-    forgets: Counter = Counter()
+    forgets: Counter[date] = Counter()
     for ev in space.forgets:
         if not isinstance(ev, dict):
             continue
@@ -73,8 +78,10 @@ def growth_svg(buckets: list[tuple[date, int, int]], unit: str, title: str = "")
              f'font-family="sans-serif" font-size="11" role="img" aria-label="{esc(title or "memory growth")}">',
              f"<title>{esc(title or 'Memory growth')}</title>",
              f'<rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>',
-             f'<rect x="{left}" y="6" width="10" height="10" fill="{STORE_COLOR}"/><text x="{left + 14}" y="15" fill="#333">stores / {esc(unit)}</text>'
-             f'<rect x="{left + 120}" y="6" width="10" height="10" fill="{FORGET_COLOR}"/><text x="{left + 134}" y="15" fill="#333">forgotten / {esc(unit)}</text>',
+             f'<rect x="{left}" y="6" width="10" height="10" fill="{STORE_COLOR}"/>'
+             f'<text x="{left + 14}" y="15" fill="#333">stores / {esc(unit)}</text>'
+             f'<rect x="{left + 120}" y="6" width="10" height="10" fill="{FORGET_COLOR}"/>'
+             f'<text x="{left + 134}" y="15" fill="#333">forgotten / {esc(unit)}</text>',
              f'<text x="{left - 4}" y="{top + 8}" fill="#666" text-anchor="end">{peak}</text>'
              f'<text x="{left - 4}" y="{top + plot_h}" fill="#666" text-anchor="end">0</text>'
              f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#ccc"/>']
@@ -85,19 +92,22 @@ def growth_svg(buckets: list[tuple[date, int, int]], unit: str, title: str = "")
         parts.append(f'<g class="bucket"><title>{esc(label)}</title>')
         if s:
             sh = s / peak * plot_h
-            parts.append(f'<rect x="{num(x)}" y="{num(top + plot_h - sh)}" width="{num(half)}" height="{num(sh)}" fill="{STORE_COLOR}"/>')
+            parts.append(f'<rect x="{num(x)}" y="{num(top + plot_h - sh)}" width="{num(half)}" height="{num(sh)}" '
+                         f'fill="{STORE_COLOR}"/>')
         if f:
             fh = f / peak * plot_h
-            parts.append(f'<rect x="{num(x + half)}" y="{num(top + plot_h - fh)}" width="{num(half)}" height="{num(fh)}" fill="{FORGET_COLOR}"/>')
+            parts.append(f'<rect x="{num(x + half)}" y="{num(top + plot_h - fh)}" width="{num(half)}" height="{num(fh)}" '
+                         f'fill="{FORGET_COLOR}"/>')
         parts.append(f'<rect x="{num(x)}" y="{top}" width="{num(bw)}" height="{plot_h}" fill="transparent"/></g>')
     if buckets:
         parts.append(f'<text x="{left}" y="{h - 8}" fill="#666">{esc(buckets[0][0].isoformat())}</text>'
-                     f'<text x="{left + plot_w}" y="{h - 8}" fill="#666" text-anchor="end">{esc(buckets[-1][0].isoformat())}</text>')
+                     f'<text x="{left + plot_w}" y="{h - 8}" fill="#666" text-anchor="end">'
+                     f'{esc(buckets[-1][0].isoformat())}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
-def namespace_section(space) -> list[str]:
+def namespace_section(space: MemoryNamespace) -> list[str]:
     """Growth picture + table, and the top tags, for the namespace document."""
     buckets, unit = growth(space)
     out = ["## At a glance\n"]
@@ -120,7 +130,7 @@ def namespace_section(space) -> list[str]:
 
 
 # ------------------------------------------------------------------ recall
-def score_segments(hit) -> list[tuple[str, float, str]]:
+def score_segments(hit: Hit) -> list[tuple[str, float, str]]:
     """(label, value, color) parts that add up to the hit's score."""
     ex = hit.explain
     if ex is None:
@@ -140,7 +150,7 @@ def score_segments(hit) -> list[tuple[str, float, str]]:
     return lexical
 
 
-def score_bar_svg(hit, max_score: float) -> str:
+def score_bar_svg(hit: Hit, max_score: float) -> str:
     w, h, bar_w = 520, 22, 440
     segs = score_segments(hit)
     scale = bar_w / max_score if max_score > 0 else 0
@@ -159,5 +169,5 @@ def score_bar_svg(hit, max_score: float) -> str:
     return "".join(parts)
 
 
-def score_bar(hit, max_score: float) -> str:
+def score_bar(hit: Hit, max_score: float) -> str:
     return picture(score_bar_svg(hit, max_score), "score bar")

@@ -6,24 +6,29 @@ cache entries are listed newest first, a page at a time."""
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from harn_ls.formats.newer_state import PAGE
 from harn_ls.render.markdown import cell, human_bytes, inline
 from harn_ls.render.uri import RenderSettings, StateUri, make_uri
 
+if TYPE_CHECKING:
+    from harn_ls.model.workspace import Workspace
+    from harn_ls.util.json_types import JsonObject
 
-def _when(ts) -> str:
+
+def _when(ts: object) -> str:
     if not isinstance(ts, (int, float)) or isinstance(ts, bool) or ts <= 0:
         return ""
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts)) + "Z"
 
 
-def _rel(ws, path: str) -> str:
+def _rel(ws: Workspace, path: str) -> str:
     rel = ws.relpath(path) if path else None
     return rel if rel is not None else path
 
 
-def _fields(fields: dict) -> list[str]:
+def _fields(fields: JsonObject) -> list[str]:
     if not fields:
         return ["(no plain fields)"]
     out = ["| field | value |", "|---|---|"]
@@ -31,7 +36,7 @@ def _fields(fields: dict) -> list[str]:
     return out
 
 
-def newer_state(ws, target: StateUri, settings: RenderSettings) -> str:
+def newer_state(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     n = ws.event_logs.newer
     out = ["# Newer Harn state", ""]
     if n is None or n.empty:

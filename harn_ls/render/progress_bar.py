@@ -45,7 +45,7 @@ def bar_line(snap: ProgressSnapshot, width: int, unicode_ok: bool = True) -> str
     room = width - len(after) - (cells + 2 if cells else 0) - 2
     if len(text) > room:
         text = text[: max(0, room - 1)] + ("\u2026" if unicode_ok else ".")
-    if cells:
+    if cells and pct is not None:  # (cells only with a percentage)
         full = cells * pct // 100
         fill, empty = ("\u2588", "\u2591") if unicode_ok else ("#", "-")
         line = f"{text.ljust(room)}  {fill * full}{empty * (cells - full)} {after}"
@@ -77,7 +77,7 @@ class TerminalBar:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _width(self) -> int:

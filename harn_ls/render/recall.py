@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from harn_ls.recall import Hit, RecallResult
 from harn_ls.render.markdown import cell, code_cell, inline, link
 from harn_ls.render.uri import make_uri
+from harn_ls.util.json_types import JsonObject
 
 
 def _num(x: float) -> str:
     return f"{x:.6f}".rstrip("0").rstrip(".") if x else "0"
 
 
-def _md(text) -> str:
+def _md(text: object) -> str:
     """Data as escaped one-line Markdown (queries, notes, claims)."""
     return cell(text)
 
 
-def _config_lines(name: str | None, config: dict) -> list[str]:
+def _config_lines(name: str | None, config: JsonObject) -> list[str]:
     backend = config.get("backend", "bm25")
     parts = [f"backend **{_md(backend)}**", f"model hint {inline(config.get('embed_model_hint', 'default'))}"]
     if config.get("embed_dim") is not None:
@@ -100,10 +99,10 @@ def render_recall_markdown(result: RecallResult, query: str, namespace: str | No
     return "\n".join(lines).rstrip() + "\n"
 
 
-def recall_json(result: RecallResult) -> list[dict]:
-    out: list[dict[str, Any]] = []
+def recall_json(result: RecallResult) -> list[JsonObject]:
+    out: list[JsonObject] = []
     for hit in result.hits:
-        item: dict[str, Any] = {
+        item: JsonObject = {
             "id": hit.id, "key": hit.key, "namespace": hit.namespace, "score": hit.score,
             "stored_at": hit.stored_at, "tags": list(hit.tags), "sequence": hit.seq,
         }

@@ -19,13 +19,19 @@ kind, app headers and the pretty-printed payload in a fence.
 from __future__ import annotations
 
 import os
-import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from harn_ls.formats.harn_time import utc_text_ms
 from harn_ls.formats.hitl import requests as hitl_fmt
 from harn_ls.formats.hitl import responses as hr
 from harn_ls.render.markdown import cell, fence, human_bytes, inline, link, pretty_json, short_text
 from harn_ls.render.uri import RenderSettings, StateUri, UriError, make_uri
+from harn_ls.util.json_types import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from harn_ls.formats.event_logs import LogView
+    from harn_ls.formats.events import Event
+    from harn_ls.model.workspace import Workspace
 
 EVENTS_PAGE = 50
 _PROVENANCE = "harn.provenance."
@@ -35,18 +41,21 @@ def _link(label: str, uri: str) -> str:
     return link(label, uri)  # label escaped, target percent-encoded, only harn-state:/file: targets
 
 
-def _rel(ws, path: str) -> str:
+def _rel(ws: Workspace, path: str) -> str:
     rel = ws.relpath(path) if path else None
     return rel if rel is not None else path
 
 
 def ms_time(ms: Any) -> str:
+    """Unix milliseconds as `YYYY-MM-DD HH:MM:SSZ`; a count no clock can show (1e300 in a cloned
+    log) as written."""
     if not isinstance(ms, (int, float)) or isinstance(ms, bool):
         return ""
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + "Z"
+    shown = utc_text_ms(ms)
+    return shown + "Z" if shown is not None else str(ms)
 
 
-def _log_for(ws, topic: str, label: str | None):
+def _log_for(ws: Workspace, topic: str, label: str | None) -> LogView:
     logs = ws.event_logs.logs
     if label:
         view = logs.get(label)
@@ -60,7 +69,7 @@ def _log_for(ws, topic: str, label: str | None):
 
 
 # ------------------------------------------------------------------------------------------------ /events.md
-def events_index(ws, target: StateUri, settings: RenderSettings) -> str:
+def events_index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     out = ["# Event logs", ""]
     logs = ws.event_logs.existing_logs()
     if ws.paths.event_logs and ws.paths.event_logs[0].backend == "memory":
@@ -102,7 +111,7 @@ def events_index(ws, target: StateUri, settings: RenderSettings) -> str:
 
 
 # ------------------------------------------------------------------------------------------ /events/<topic>.md
-def events(ws, target: StateUri, settings: RenderSettings) -> str:
+def events(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     topic = target.name
     view = _log_for(ws, topic, target.query.get("log"))
     info = view.topic_info(topic)
@@ -122,7 +131,7 @@ def events(ws, target: StateUri, settings: RenderSettings) -> str:
     special = _special(ws, view, topic, evs)
     if special:
         out.extend(special)
-    nav = []
+    nav: list[str] = []
     if page > 0:
         nav.append(_link("← newer", make_uri("events", topic, log=view.label, page=str(page - 1))))
     if (page + 1) * size < info.count:
@@ -138,7 +147,7 @@ def events(ws, target: StateUri, settings: RenderSettings) -> str:
     return "\n".join(out) + "\n"
 
 
-def _generic_event(ev) -> list[str]:
+def _generic_event(ev: Event) -> list[str]:
     app = {k: v for k, v in ev.headers.items() if not k.startswith(_PROVENANCE)}
     out = [f"### #{ev.id} {inline(ev.kind)} · {ms_time(ev.occurred_at_ms)}", ""]
     if ev.problem is not None:
@@ -150,15 +159,15 @@ def _generic_event(ev) -> list[str]:
     return out
 
 
-def _special(ws, view, topic: str, evs) -> list[str]:
+def _special(ws: Workspace, view: LogView, topic: str, evs: list[Event]) -> list[str]:
     if topic in hitl_fmt.HITL_TOPICS:
         reqs = [r for r in view.requests.values() if r.topic == topic or topic == hitl_fmt.RESPONSES_TOPIC]
         if not reqs:
             return []
         out = ["## Requests", "", "| request | state | asks | requested |\n|---|---|---|---|"]
         for r in sorted(reqs, key=lambda r: r.event_id, reverse=True)[:500]:
-            out.append(f"| {_link(r.request_id, make_uri('hitl', r.request_id))} | {r.state} | {cell(short_text(r.prompt, 60))} | "
-                       f"{cell(r.requested_at)} |")
+            out.append(f"| {_link(r.request_id, make_uri('hitl', r.request_id))} | {r.state} | "
+                       f"{cell(short_text(r.prompt, 60))} | {cell(r.requested_at)} |")
         return out + [""]
     if topic == "agent.transcript.llm":
         return _llm_calls(evs)
@@ -171,15 +180,16 @@ def _special(ws, view, topic: str, evs) -> list[str]:
         rows = ["## Dead letters", "", "| # | trigger | binding | attempts | class | error |\n|---|---|---|---|---|---|"]
         for ev in evs:
             p = ev.payload if isinstance(ev.payload, dict) else {}
-            rows.append(f"| {ev.id} | {cell(p.get('trigger_id'))} | {cell(p.get('binding_key'))} | {cell(p.get('attempt_count'))} | "
-                        f"{cell(p.get('error_class'))} | {cell(short_text(p.get('final_error'), 80))} |")
+            rows.append(f"| {ev.id} | {cell(p.get('trigger_id'))} | {cell(p.get('binding_key'))} | "
+                        f"{cell(p.get('attempt_count'))} | {cell(p.get('error_class'))} | "
+                        f"{cell(short_text(p.get('final_error'), 80))} |")
         return rows + [""]
     return []
 
 
-def _llm_calls(evs) -> list[str]:
+def _llm_calls(evs: list[Event]) -> list[str]:
     """Provider calls on this page, request and response paired by call_id (§M.3)."""
-    calls: dict[str, dict] = {}
+    calls: dict[str, dict[str, JsonObject]] = {}
     order: list[str] = []
     for ev in reversed(evs):  # oldest first
         p = ev.payload if isinstance(ev.payload, dict) else {}
@@ -199,18 +209,28 @@ def _llm_calls(evs) -> list[str]:
         model = f"{resp.get('provider') or req.get('provider') or ''}/{resp.get('model') or req.get('model') or ''}"
         tokens = f"{resp.get('input_tokens', '')}/{resp.get('output_tokens', '')}" if resp else "(no response yet)"
         cost = resp.get("cost_usd")
-        out.append(f"| {inline(cid[:13])} | {cell(model)} | {cell(req.get('iteration', resp.get('iteration')))} | {cell(tokens)} | "
-                   f"{cell(f'${cost:.4f}' if isinstance(cost, (int, float)) else '')} | {cell(resp.get('response_ms', ''))} | "
-                   f"{cell(short_text(resp.get('text'), 60))} |")
+        out.append(f"| {inline(cid[:13])} | {cell(model)} | {cell(req.get('iteration', resp.get('iteration')))} | "
+                   f"{cell(tokens)} | {cell(f'${cost:.4f}' if isinstance(cost, (int, float)) else '')} | "
+                   f"{cell(resp.get('response_ms', ''))} | {cell(short_text(resp.get('text'), 60))} |")
     return out + [""]
 
 
-def merge_action_graph(evs) -> dict[str, dict]:
+class ActionGraph(TypedDict):
+    """One trace's action graph, merged from its events (§M.4)."""
+
+    nodes: dict[str, JsonObject]  # node id -> the node's fields, later events' over earlier ones
+    edges: dict[tuple[JsonValue, JsonValue, JsonValue], JsonObject]  # (from_id, to_id, kind) -> the edge
+    run_id: JsonValue
+    source: JsonValue
+
+
+def merge_action_graph(evs: list[Event]) -> dict[str, ActionGraph]:
     """Nodes merged by id and edges by (from, to, kind), per trace id (§M.4)."""
-    graphs: dict[str, dict] = {}
+    graphs: dict[str, ActionGraph] = {}
     for ev in sorted(evs, key=lambda e: e.id):
         p = ev.payload if isinstance(ev.payload, dict) else {}
-        obs = p.get("observability") if isinstance(p.get("observability"), dict) else {}
+        obs = p.get("observability")
+        obs = obs if isinstance(obs, dict) else {}
         trace = p.get("trace_id") or ev.headers.get("trace_id") or p.get("run_id") or "?"
         g = graphs.setdefault(str(trace), {"nodes": {}, "edges": {}, "run_id": p.get("run_id"), "source": p.get("source")})
         for n in obs.get("action_graph_nodes") or []:
@@ -222,7 +242,7 @@ def merge_action_graph(evs) -> dict[str, dict]:
     return graphs
 
 
-def _action_graph(ws, evs) -> list[str]:
+def _action_graph(ws: Workspace, evs: list[Event]) -> list[str]:
     graphs = merge_action_graph(evs)
     if not graphs:
         return []
@@ -234,40 +254,46 @@ def _action_graph(ws, evs) -> list[str]:
             head += " · run " + _link(run, make_uri("runs", run))
         out.append(head)
         out.append("")
-        children: dict[str, list] = {}
-        has_parent = set()
-        for (frm, to, kind), e in g["edges"].items():
-            children.setdefault(frm, []).append((to, kind))
-            has_parent.add(to)
-        roots = [nid for nid in g["nodes"] if nid not in has_parent] or list(g["nodes"])[:1]
-        seen: set[str] = set()
-        lines = 0
-
-        def walk(nid: str, depth: int, via: str | None) -> None:
-            nonlocal lines
-            if lines > 400 or depth > 30:
-                return
-            n = g["nodes"].get(nid, {})
-            label = n.get("label") or nid
-            bits = [b for b in (n.get("kind"), n.get("status"), n.get("outcome")) if b]
-            edge = f"—{via}→ " if via else ""
-            again = " (see above)" if nid in seen else ""
-            out.append(f"{'  ' * depth}- {cell(edge)}{inline(label)} {cell(' · '.join(map(str, bits)))}{again}")
-            lines += 1
-            if nid in seen:
-                return
-            seen.add(nid)
-            for to, kind in children.get(nid, []):
-                walk(to, depth + 1, kind)
-
-        for r in roots:
-            walk(r, 0, None)
+        _graph_outline(g, out)
         out.append("")
     return out
 
 
+def _graph_outline(g: ActionGraph, out: list[str]) -> None:
+    """The graph as a nested list from its roots (nodes no edge leads to), at most ~400 lines and 30
+    levels deep; a node reached again is marked, not walked again."""
+    children: dict[JsonValue, list[tuple[JsonValue, JsonValue]]] = {}
+    has_parent = set()
+    for frm, to, kind in g["edges"]:
+        children.setdefault(frm, []).append((to, kind))
+        has_parent.add(to)
+    roots = [nid for nid in g["nodes"] if nid not in has_parent] or list(g["nodes"])[:1]
+    seen: set[JsonValue] = set()
+    lines = 0
+
+    def walk(nid: JsonValue, depth: int, via: JsonValue) -> None:
+        nonlocal lines
+        if lines > 400 or depth > 30:
+            return
+        n = g["nodes"].get(nid, {})
+        label = n.get("label") or nid
+        bits = [b for b in (n.get("kind"), n.get("status"), n.get("outcome")) if b]
+        edge = f"—{via}→ " if via else ""
+        again = " (see above)" if nid in seen else ""
+        out.append(f"{'  ' * depth}- {cell(edge)}{inline(label)} {cell(' · '.join(map(str, bits)))}{again}")
+        lines += 1
+        if nid in seen:
+            return
+        seen.add(nid)
+        for to, kind in children.get(nid, []):
+            walk(to, depth + 1, kind)
+
+    for r in roots:
+        walk(r, 0, None)
+
+
 # ------------------------------------------------------------------------------------------------- /hitl.md
-def hitl_index(ws, target: StateUri, settings: RenderSettings) -> str:
+def hitl_index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     waiting = ws.event_logs.waiting()
     out = [f"# Waiting for you ({len(waiting)})", ""]
     if not waiting:
@@ -291,7 +317,7 @@ def hitl_index(ws, target: StateUri, settings: RenderSettings) -> str:
 
 
 # ---------------------------------------------------------------------------------------- /hitl/<id>.md
-def hitl(ws, target: StateUri, settings: RenderSettings) -> str:
+def hitl(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     found = ws.event_logs.request(target.name)
     if found is None:
         raise UriError(f"no HITL request {target.name!r} in this project's event logs")
@@ -315,13 +341,15 @@ def hitl(ws, target: StateUri, settings: RenderSettings) -> str:
     out.append(f"| deadline | {cell(deadline)} |")
     if r.kind in ("approval", "dual_control"):
         out.append(f"| reviewers | {cell(', '.join(r.reviewers) or 'anyone')} |")
-        out.append(f"| quorum so far | {len(r.approvals)} of {r.quorum}" + (f" ({cell(', '.join(r.approvals))})" if r.approvals else "") + " |")
+        out.append(f"| quorum so far | {len(r.approvals)} of {r.quorum}"
+                   + (f" ({cell(', '.join(r.approvals))})" if r.approvals else "") + " |")
     trace = r.trace_id
     out.append(f"| trace | {inline(trace) if trace else '—'} |")
     if r.run_id:
         run = _link(r.run_id, make_uri("runs", r.run_id)) if r.run_id in ws.runs else inline(r.run_id)
         out.append(f"| run | {run} |")
-    out.append(f"| log | {inline(_rel(ws, view.path))} ({view.label}) · {_link('topic ' + r.topic, make_uri('events', r.topic, log=view.label))} · event #{r.event_id} |")
+    topic = _link("topic " + r.topic, make_uri("events", r.topic, log=view.label))
+    out.append(f"| log | {inline(_rel(ws, view.path))} ({view.label}) · {topic} · event #{r.event_id} |")
     out.append(f"| waitpoint | {cell(r.waitpoint_status or 'not found')} |")
     if r.replays:
         out.append(f"| requested again | {r.replays} time(s) (replayed dispatch) |")
@@ -338,7 +366,8 @@ def hitl(ws, target: StateUri, settings: RenderSettings) -> str:
     elif r.kind == "escalation":
         out.append(f"Role {inline(p.get('role'))}: {cell(p.get('reason'))}")
     else:
-        ar = p.get("approval_request") if isinstance(p.get("approval_request"), dict) else {}
+        ar = p.get("approval_request")
+        ar = ar if isinstance(ar, dict) else {}
         out.append(f"Action: {inline(ar.get('action') or p.get('action'))}")
         if ar.get("principal"):
             out.append(f"\nPrincipal: {inline(ar.get('principal'))}")
@@ -363,7 +392,7 @@ def hitl(ws, target: StateUri, settings: RenderSettings) -> str:
     return "\n".join(out) + "\n"
 
 
-def _answer_section(ws, r, view) -> list[str]:
+def _answer_section(ws: Workspace, r: hitl_fmt.HitlRequest, view: LogView) -> list[str]:
     """What the reader can do now (issue 33): the lenses above and the tree item offer the same."""
     acts = hr.actions_for(r)
     if not acts:
@@ -411,7 +440,7 @@ def _value_cell(v: Any) -> str:
     return inline(short_text(pretty_json(v).replace("\n", " "), 120))
 
 
-def store(ws, target: StateUri, settings: RenderSettings) -> str:
+def store(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     x = ws.event_logs
     out = ["# Store and other state", ""]
     for label, st in (("Store (`store_set`)", x.store), ("Orchestrator store", x.orchestrator_store)):
@@ -454,7 +483,7 @@ def store(ws, target: StateUri, settings: RenderSettings) -> str:
 
 
 # --------------------------------------------------------------------------------------- /receipts/<id>.md
-def receipts(ws, target: StateUri, settings: RenderSettings) -> str:
+def receipts(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     r = ws.event_logs.receipt(target.name)
     if r is None:
         raise UriError(f"no receipt {target.name!r} in .harn/receipts")
@@ -478,8 +507,10 @@ def receipts(ws, target: StateUri, settings: RenderSettings) -> str:
                "`<sha256 of the key>.pub`), and checks that each key id is the id of its key "
                "(Harn's own `harn verify` does not).\n")
     data = r.data or {}
-    log = data.get("event_log") if isinstance(data.get("event_log"), dict) else {}
-    evs = log.get("events") if isinstance(log.get("events"), list) else []
+    log = data.get("event_log")
+    log = log if isinstance(log, dict) else {}
+    evs = log.get("events")
+    evs = evs if isinstance(evs, list) else []
     if evs:
         out.append(f"## Events ({len(evs)})\n")
         for e in evs[:200]:
@@ -491,7 +522,7 @@ def receipts(ws, target: StateUri, settings: RenderSettings) -> str:
 
 
 # -------------------------------------------------------------------------------------------- /worktrees.md
-def worktrees(ws, target: StateUri, settings: RenderSettings) -> str:
+def worktrees(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     x = ws.event_logs
     out = [f"# Worktrees ({len(x.worktrees)})", ""]
     if x.worktrees:
@@ -519,7 +550,7 @@ CANDIDATE_LAYOUT = {"harn": "`.harn/crystallization/` (newest Harn)",
                     "burin": "`.burin/crystallization/` (older Harn, read-only here)"}
 
 
-def crystallization(ws, target: StateUri, settings: RenderSettings) -> str:
+def crystallization(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     c = next((c for c in ws.event_logs.candidates if c.id == target.name), None)
     if c is None:
         raise UriError(f"no crystallization candidate {target.name!r}")
@@ -536,7 +567,8 @@ def crystallization(ws, target: StateUri, settings: RenderSettings) -> str:
             out.append(f"| {key} | {cell(short_text(p.get(key), 200))} |")
     out.append(f"\n## Files ({len(c.files)})\n")
     out.extend(f"- {inline(f)}" for f in c.files)
-    art = p.get("artifact") if isinstance(p.get("artifact"), dict) else {}
+    art = p.get("artifact")
+    art = art if isinstance(art, dict) else {}
     if isinstance(art.get("source"), str):
         out.append(f"\n## {inline(art.get('entrypoint') or 'source')}\n")
         out.append(fence(art["source"][:20000]))

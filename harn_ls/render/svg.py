@@ -14,7 +14,7 @@ MAX_SVG_BYTES = 400_000  # a picture larger than this is replaced by a note
 PICTURE_PREFIX = '<div class="harn-picture">'
 
 
-def esc(text) -> str:
+def esc(text: object) -> str:
     """XML-escape text for an element body or a double- or single-quoted attribute; no raw line breaks."""
     s = "" if text is None else str(text)
     s = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]", "\ufffd", s)  # not allowed in XML 1.0
@@ -102,14 +102,14 @@ def md_escape_lines(s: str) -> str:
     return _AUTOLINK.sub(r"\\\1", s)
 
 
-def md_text(text) -> str:
+def md_text(text: object) -> str:
     """Data text safe in Markdown prose or a table cell: no HTML, no emphasis/links/code, no
     autolinked URL or domain, one line."""
     s = md_escape_lines("" if text is None else str(text))
     return s.replace("\r", " ").replace("\n", " ")
 
 
-def html_text(text) -> str:
+def html_text(text: object) -> str:
     """Data text inside our own one-line HTML (e.g. <details>): markup characters as entities, no raw line breaks."""
     s = "" if text is None else str(text)
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;").replace("'", "&#39;")

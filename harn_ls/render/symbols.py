@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harn_ls.render.limits import DESCRIPTION_BYTES, LABEL_BYTES, one_line
 from harn_ls.render.uri import make_uri
+
+if TYPE_CHECKING:
+    from harn_ls.formats.fact_types import Fact
+    from harn_ls.model.workspace import Workspace
 
 LIMIT = 200
 RECALL_K = 100
@@ -32,15 +37,15 @@ class SymbolView:
     line: int = 0  # 0-based line in `path`
 
 
-def _name(text) -> str:
+def _name(text: object) -> str:
     return one_line(text, min(80, LABEL_BYTES)) or "?"
 
 
-def _container(text) -> str:
+def _container(text: object) -> str:
     return one_line(text, DESCRIPTION_BYTES)
 
 
-def _fact_symbol(ws, fact) -> SymbolView:
+def _fact_symbol(ws: Workspace, fact: Fact) -> SymbolView:
     """A fact opens at its first `file_range` evidence when it has one, else its document."""
     rng = next((e.range for e in fact.evidence if e.range is not None), None)
     container = _container(f"fact · {fact.kind} {fact.confidence:g}")
@@ -49,8 +54,8 @@ def _fact_symbol(ws, fact) -> SymbolView:
     return SymbolView(_name(fact.claim), FACT, container, uri=make_uri("facts", fact.id))
 
 
-def _recalled(ws, query: str) -> list[SymbolView]:
-    out = []
+def _recalled(ws: Workspace, query: str) -> list[SymbolView]:
+    out: list[SymbolView] = []
     for hit in ws.recall.recall(query, k=RECALL_K).hits:
         if hit.namespace == PATTERN_NAMESPACE:
             continue  # pattern-learning bookkeeping; proposals are listed by name below
@@ -63,8 +68,8 @@ def _recalled(ws, query: str) -> list[SymbolView]:
     return out
 
 
-def _named(ws, q: str) -> list[SymbolView]:
-    out = []
+def _named(ws: Workspace, q: str) -> list[SymbolView]:
+    out: list[SymbolView] = []
     if ws.skills is not None:
         for sk in ws.skills.skills:
             if q in sk.id.lower() or q in (sk.short or "").lower():
@@ -79,7 +84,7 @@ def _named(ws, q: str) -> list[SymbolView]:
     return out
 
 
-def search_symbols(ws, query: str) -> list[SymbolView]:
+def search_symbols(ws: Workspace, query: str) -> list[SymbolView]:
     """At most `LIMIT` symbols: recall hits first (in recall order), then names containing the
     query (case-insensitive). An empty query lists the first `LIMIT` facts and every name."""
     q = query.strip().lower()

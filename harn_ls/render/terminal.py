@@ -20,6 +20,10 @@ Two jobs, both pure:
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 # bidi embeddings/overrides/isolates and marks, line/paragraph separators: they change how a
 # line reads without being visible; the rest of category Cf (ZWJ in emoji, soft hyphen) is kept
@@ -46,7 +50,7 @@ def safe_for_terminal(text: str) -> str:
 class TerminalSafeWriter:
     """A text stream wrapper: everything written goes through `safe_for_terminal`."""
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self.wrapped = stream
 
@@ -54,14 +58,14 @@ class TerminalSafeWriter:
         self._stream.write(safe_for_terminal(text))
         return len(text)
 
-    def writelines(self, lines) -> None:
+    def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.write(line)
 
     def flush(self) -> None:
         self._stream.flush()
 
-    def __getattr__(self, name):  # encoding, isatty, fileno, buffer...: the wrapped stream's
+    def __getattr__(self, name: str) -> Any:  # encoding, isatty, fileno, buffer...: the wrapped stream's
         return getattr(self._stream, name)
 
 

@@ -26,11 +26,20 @@ import bisect
 import math
 import os
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from harn_ls.formats.harn_time import epoch_seconds
 from harn_ls.formats.transcripts import read_llm_transcript
 from harn_ls.render.svg import esc, fmt_cost, fmt_int, fmt_ms, md_text, num, picture
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import TypeVar
+
+    from harn_ls.formats.runs import RunRecord
+    from harn_ls.formats.transcripts import LlmTranscript
+
+    _Num = TypeVar("_Num", int, float)
 
 MAX_BARS = 200
 MAX_TABLE_ROWS = MAX_BARS
@@ -85,34 +94,6 @@ class Timeline:
     notes: list[str] = field(default_factory=list)
 
 
-# ------------------------------------------------------------------ times
-def parse_time(value: Any) -> float | None:
-    """Epoch seconds (number or numeric string, ms when it is huge) or RFC 3339 → epoch seconds."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        v = float(value)
-    elif isinstance(value, str):
-        s = value.strip()
-        if not s:
-            return None
-        try:
-            v = float(s)
-        except ValueError:
-            try:
-                dt = datetime.fromisoformat(s.replace("Z", "+00:00").replace("z", "+00:00"))
-            except ValueError:
-                return None
-            if dt.tzinfo is None:
-                dt = dt.replace(tzinfo=UTC)
-            return dt.timestamp()
-    else:
-        return None
-    if not math.isfinite(v):
-        return None
-    return v / 1000.0 if v > 1e11 else v  # milliseconds since the epoch
-
-
 def _int(v: Any) -> int | None:
     return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
@@ -125,7 +106,7 @@ def _is_failed(*words: Any) -> bool:
     return any(isinstance(w, str) and w.lower() in FAILED_WORDS for w in words)
 
 
-def _is_cached(stage: dict) -> bool:
+def _is_cached(stage: dict[str, Any]) -> bool:
     if any(isinstance(stage.get(k), str) and stage[k].lower() in CACHED_STAGE_WORDS for k in ("status", "outcome")):
         return True
     meta = stage.get("metadata") if isinstance(stage.get("metadata"), dict) else {}
@@ -133,7 +114,7 @@ def _is_cached(stage: dict) -> bool:
 
 
 # ------------------------------------------------------------------ build
-def build(run, llm_log=None, *, max_bars: int = MAX_BARS) -> Timeline:
+def build(run: RunRecord, llm_log: LlmTranscript | None = None, *, max_bars: int = MAX_BARS) -> Timeline:
     """All bars of one run, times relative to the earliest known start."""
     data = run.data if isinstance(getattr(run, "data", None), dict) else {}
     raw: list[tuple[str, float | None, float | None, Bar]] = []  # (kind, abs start s, abs end s, bar)
@@ -141,7 +122,7 @@ def build(run, llm_log=None, *, max_bars: int = MAX_BARS) -> Timeline:
     for i, st in enumerate(run.stages):
         if not isinstance(st, dict):
             continue
-        s, e = parse_time(st.get("started_at")), parse_time(st.get("finished_at"))
+        s, e = epoch_seconds(st.get("started_at")), epoch_seconds(st.get("finished_at"))
         usage = st.get("usage") if isinstance(st.get("usage"), dict) else {}
         status = st.get("status") if isinstance(st.get("status"), str) else ""
         label = st.get("node_id") or st.get("id") or f"stage {i + 1}"
@@ -157,8 +138,8 @@ def build(run, llm_log=None, *, max_bars: int = MAX_BARS) -> Timeline:
         resp = step.response if isinstance(step.response, dict) else {}
         req = step.request if isinstance(step.request, dict) else {}
         ms = _float(resp.get("response_ms"))
-        end = parse_time(resp.get("timestamp"))
-        start = parse_time(req.get("timestamp"))
+        end = epoch_seconds(resp.get("timestamp"))
+        start = epoch_seconds(req.get("timestamp"))
         if start is None and end is not None and ms is not None:
             start = end - ms / 1000
         if end is None and start is not None and ms is not None:
@@ -175,7 +156,7 @@ def build(run, llm_log=None, *, max_bars: int = MAX_BARS) -> Timeline:
         raw.append(("llm", start, end, bar))
         llm_bars += 1
 
-    origin_hint = parse_time(run.started_at)
+    origin_hint = epoch_seconds(run.started_at)
     if llm_bars == 0:
         for span in data.get("trace_spans") or []:
             if not isinstance(span, dict) or span.get("kind") != "llm_call" or origin_hint is None:
@@ -192,7 +173,7 @@ def build(run, llm_log=None, *, max_bars: int = MAX_BARS) -> Timeline:
     for rec in data.get("tool_recordings") or []:
         if not isinstance(rec, dict):
             continue
-        s = parse_time(rec.get("timestamp"))
+        s = epoch_seconds(rec.get("timestamp"))
         d = _float(rec.get("duration_ms"))
         e = s + d / 1000 if s is not None and d is not None else None
         result = rec.get("result")
@@ -207,7 +188,7 @@ def build(run, llm_log=None, *, max_bars: int = MAX_BARS) -> Timeline:
         starts.append(origin_hint)
     origin = min(starts) if starts else None
     ends = [e for _, _, e, _ in raw if e is not None] + [s for _, s, _, _ in raw if s is not None]
-    run_end = parse_time(run.finished_at)
+    run_end = epoch_seconds(run.finished_at)
     if run_end is not None:
         ends.append(run_end)
     span_ms = max(0.0, (max(ends) - origin) * 1000) if origin is not None and ends else 0.0
@@ -273,7 +254,7 @@ def aggregate(bars: list[Bar], span_ms: float, max_bars: int) -> list[Bar]:
     return out[:max_bars]
 
 
-def _sum(values) -> int | float | None:
+def _sum(values: Iterable[_Num | None]) -> _Num | None:
     vals = [v for v in values if v is not None]
     return sum(vals) if vals else None
 
@@ -389,7 +370,7 @@ def to_svg(tl: Timeline, title: str = "") -> str:
 
 
 # ------------------------------------------------------------------ table
-def table(tl: Timeline, cell=md_text, limit: int = MAX_TABLE_ROWS) -> list[str]:
+def table(tl: Timeline, cell: Callable[[object], str] = md_text, limit: int = MAX_TABLE_ROWS) -> list[str]:
     """Markdown rows with the numbers of the picture (`cell` escapes data text)."""
     rows = ["| # | kind | step | start | duration | tokens in | tokens out | cost | status |",
             "|---|---|---|---|---|---|---|---|---|"]
@@ -412,7 +393,7 @@ def table(tl: Timeline, cell=md_text, limit: int = MAX_TABLE_ROWS) -> list[str]:
 LLM_LOG_MAX_BYTES = 32 * 1024 * 1024
 
 
-def load_llm_log(run):
+def load_llm_log(run: RunRecord) -> LlmTranscript | None:
     """The run's parsed turn log, or None (absent, gone, or over the size limit)."""
     path = getattr(run, "llm_transcript_path", None)
     if not path:
@@ -425,11 +406,11 @@ def load_llm_log(run):
     return read_llm_transcript(path)
 
 
-def for_run(run, llm_log=None) -> Timeline:
+def for_run(run: RunRecord, llm_log: LlmTranscript | None = None) -> Timeline:
     return build(run, llm_log if llm_log is not None else load_llm_log(run))
 
 
-def section(run, cell=md_text, llm_log=None) -> list[str]:
+def section(run: RunRecord, cell: Callable[[object], str] = md_text, llm_log: LlmTranscript | None = None) -> list[str]:
     """The run document's opening: the picture, then the same numbers as a table."""
     tl = for_run(run, llm_log)
     if not tl.bars:

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from harn_ls.formats.checkpoints import RUNNING_LABEL, running_now
-from harn_ls.formats.facts import date_now_iso
+from harn_ls.formats.harn_time import date_now_iso
 from harn_ls.formats.locks import read_flock_table
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.render import tree_state

@@ -4,6 +4,8 @@ requests), *Events* (logs -> topics with counts, latest time, consumer lag) and 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
 from harn_ls.formats.hitl import requests as hitl_fmt
 from harn_ls.formats.hitl.responses import choice_labels, needs_finish
 from harn_ls.model.change_kinds import EXTRA_KINDS
@@ -12,14 +14,29 @@ from harn_ls.render.markdown import short_text
 from harn_ls.render.state_docs import ms_time
 from harn_ls.render.uri import make_uri
 
+if TYPE_CHECKING:
+    from harn_ls.model.workspace import Workspace
+
 KINDS = EXTRA_KINDS  # what can change the groups above
 PREFIXES = ("hitl", "events", "evlog:", "harnstate")
 
+_Item = TypeVar("_Item")
+_Item_co = TypeVar("_Item_co", covariant=True)
 
-def groups(ws, item) -> list[dict]:
+
+class ItemMaker(Protocol[_Item_co]):
+    """How the tree makes one item (render/tree_items.py's `_item`, its open command bound): the
+    groups here are built by the same function as the rest of the view."""
+
+    def __call__(self, id: str, label: str, *, description: str = ..., tooltip: str = ..., icon: str = ...,
+                 uri: str | None = ..., context: str = ..., children: bool = ...,
+                 data: dict[str, Any] | None = ...) -> _Item_co: ...
+
+
+def groups(ws: Workspace, item: ItemMaker[_Item]) -> list[_Item]:
     """Top-level groups (only those with something to show)."""
     x = ws.event_logs
-    out = []
+    out: list[_Item] = []
     waiting = x.waiting()
     if waiting or any(v.requests for v in x.logs.values()):
         out.append(item("hitl", "Waiting for you", description=str(len(waiting)), icon="bell-dot" if waiting else "bell",
@@ -38,10 +55,10 @@ def groups(ws, item) -> list[dict]:
     return out
 
 
-def children(ws, parent: str, item) -> list[dict]:
+def children(ws: Workspace, parent: str, item: ItemMaker[_Item]) -> list[_Item]:
     x = ws.event_logs
+    out: list[_Item] = []
     if parent == "hitl":
-        out = []
         waiting = x.waiting()
         shown = {r.request_id for r in waiting}
         # answered but never finished (a crash between Harn's rows): the run still waits, so offer Finish
@@ -74,21 +91,21 @@ def children(ws, parent: str, item) -> list[dict]:
                             children=bool(v.summary.topics), data={"log": v.label}))
         return out
     if parent.startswith("evlog:"):
-        v = x.logs.get(parent[6:])
-        if v is None:
+        log = x.logs.get(parent[6:])
+        if log is None:
             return []
         lag_by_topic: dict[str, int] = {}
-        for c in v.summary.consumers:
+        for c in log.summary.consumers:
             lag_by_topic[c.topic] = max(lag_by_topic.get(c.topic, 0), c.lag)
-        infos = sorted(v.summary.topics.values(), key=lambda t: (t.topic.startswith(hitl_fmt.WAITPOINT_PREFIX), t.topic))
+        infos = sorted(log.summary.topics.values(), key=lambda t: (t.topic.startswith(hitl_fmt.WAITPOINT_PREFIX), t.topic))
         out = []
         for t in infos:
             desc = f"{t.count} · {ms_time(t.latest_ms)}"
             if t.topic in lag_by_topic:
                 desc += f" · lag {lag_by_topic[t.topic]}"
-            out.append(item(f"topic:{v.label}:{t.topic}", t.topic, description=desc, icon="list-ordered",
-                            uri=make_uri("events", t.topic, log=v.label), context="eventTopic",
-                            data={"log": v.label, "topic": t.topic}))
+            out.append(item(f"topic:{log.label}:{t.topic}", t.topic, description=desc, icon="list-ordered",
+                            uri=make_uri("events", t.topic, log=log.label), context="eventTopic",
+                            data={"log": log.label, "topic": t.topic}))
         return out
     if parent == "harnstate":
         out = []
@@ -98,37 +115,40 @@ def children(ws, parent: str, item) -> list[dict]:
             desc = f"{n} key(s)" + (f" · {len(x.mailboxes)} mailbox(es)" if x.mailboxes else "") + \
                 (f" · running: {', '.join(lk.name for lk in held)[:60]}" if held else "")
             out.append(item("state:store", "Store", description=desc, icon="database", uri=make_uri("store")))
-        for r in x.receipts:
-            stem = r.path.rsplit("/", 1)[-1][:-5]
-            out.append(item(f"receipt:{stem}", stem, description=r.label,
-                            icon={"verified": "verified", "self-signed": "unverified"}.get(r.status, "error"),
+        for rc in x.receipts:
+            stem = rc.path.rsplit("/", 1)[-1][:-5]
+            out.append(item(f"receipt:{stem}", stem, description=rc.label,
+                            icon={"verified": "verified", "self-signed": "unverified"}.get(rc.status, "error"),
                             uri=make_uri("receipts", stem), context="receipt", data={"id": stem}))
         if x.worktrees:
             stale = sum(1 for w in x.worktrees if w.stale)
-            out.append(item("state:worktrees", "Worktrees", description=f"{len(x.worktrees)}" + (f" · {stale} stale" if stale else ""),
+            out.append(item("state:worktrees", "Worktrees",
+                            description=f"{len(x.worktrees)}" + (f" · {stale} stale" if stale else ""),
                             icon="repo-forked", uri=make_uri("worktrees")))
-        for c in x.candidates:
-            out.append(item(f"cand:{c.id}", str(c.proposal.get("title") or c.id), description="staged" if c.complete else "incomplete",
-                            icon="beaker", uri=make_uri("crystallization", c.id), context="candidate", data={"id": c.id}))
-        n = x.newer
-        if n is not None and not n.empty:
+        for cand in x.candidates:
+            out.append(item(f"cand:{cand.id}", str(cand.proposal.get("title") or cand.id),
+                            description="staged" if cand.complete else "incomplete", icon="beaker",
+                            uri=make_uri("crystallization", cand.id), context="candidate", data={"id": cand.id}))
+        newer = x.newer
+        if newer is not None and not newer.empty:
             parts = []
-            cached = sum(i["files"] for i in n.llm_files.values()) + ((n.llm_sqlite or {}).get("rows") or 0)
-            if cached or n.llm_sqlite:
+            sqlite = newer.llm_sqlite
+            cached = sum(i["files"] for i in newer.llm_files.values()) + ((sqlite.get("rows") if sqlite else None) or 0)
+            if cached or newer.llm_sqlite:
                 parts.append(f"{cached} cached LLM response(s)")
-            if n.guard:
-                parts.append(f"{len(n.guard)} guard model(s)")
-            if n.orchestrator:
-                parts.append(f"orchestrator {n.orchestrator.get('status', '?')}")
+            if newer.guard:
+                parts.append(f"{len(newer.guard)} guard model(s)")
+            if newer.orchestrator:
+                parts.append(f"orchestrator {newer.orchestrator.get('status', '?')}")
             out.append(item("state:newer", "LLM cache, models, orchestrator", description=" · ".join(parts),
                             icon="archive", uri=make_uri("newer_state")))
         return out
     return []
 
 
-def llm_item(ws, item) -> list[dict]:
+def llm_item(ws: Workspace, item: ItemMaker[_Item]) -> list[_Item]:
     """LLM calls from the event log, listed with the run transcripts."""
-    out = []
+    out: list[_Item] = []
     for v in ws.event_logs.existing_logs():
         t = v.summary.topics.get("agent.transcript.llm")
         if t is not None and t.count:

@@ -50,7 +50,7 @@ def read_memory(sc: Scratch, data: bytes, ns: str = "project/facts") -> list:
     index = NamespaceIndex(ns)
     for batch in tail.iter_batches():
         delta = space.apply_lines(batch.lines)
-        index.apply_changes(delta)
+        index.apply_delta(delta)
     problems = list(space.problems)
     torn = tail.torn_problem()
     if torn is not None:

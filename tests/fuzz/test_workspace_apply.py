@@ -1,4 +1,4 @@
-"""`Workspace.apply` after random write sequences equals a cold `Workspace.load` of the same files.
+"""`Workspace.apply_changes` after random write sequences equals a cold `Workspace.load` of the same files.
 
 Appends are cut at arbitrary bytes (torn lines, CRLF split between writes), mixed with hostile lines,
 truncations, rewrites by rename, deletions, checkpoint rewrites (torn and whole) and directory renames.

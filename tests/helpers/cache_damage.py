@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from harn_ls.cache.store import MANIFEST, StateCache
+from harn_ls.cache.store import MANIFEST, ProjectCache
 
 
 def damage_payload(project: Path, key: str, damage: str, flip: tuple[bytes, bytes],
@@ -17,7 +17,7 @@ def damage_payload(project: Path, key: str, damage: str, flip: tuple[bytes, byte
     """`damage` is "flip" (replace `flip[0]` by `flip[1]` once), "truncate" (keep half), or anything
     else: the decoded payload goes through `rewrite` and is written back with a manifest entry that
     matches it, so only its content is wrong."""
-    folder = Path(StateCache(str(project)).folder)
+    folder = Path(ProjectCache(str(project)).folder)
     manifest = orjson.loads((folder / MANIFEST).read_bytes())
     payload = folder / manifest[key]["name"]
     data = payload.read_bytes()

@@ -10,6 +10,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from tests.helpers.configuration_requests import record_configuration_requests
 from tests.lsp.conftest import HARN_DOUBLE, Recorder, _as_dict, _fix_code_action_union, make_client_fixture, open_file
 
 INGEST_RUN = "run_019dfd98-73c0-704c-9bb0-e3d1289d2568"  # its transcript has one private_reasoning event
@@ -43,7 +44,6 @@ async def pulled(lsp_client: LanguageClient, project: Path):
     so the server's pull returns it (pytest-lsp answers workspace/configuration from set_configuration)."""
     rec = Recorder(lsp_client)
     _fix_code_action_union(lsp_client)
-    pulls: list[str | None] = []
 
     @lsp_client.feature("harn/status")
     def _status(params):
@@ -54,14 +54,7 @@ async def pulled(lsp_client: LanguageClient, project: Path):
         rec.lens_refresh += 1
         return None
 
-    # pytest-lsp already answers workspace/configuration from get_configuration; note each pull.
-    answer = lsp_client.get_configuration
-
-    def _recording_get_configuration(*, section=None, scope_uri=None):
-        pulls.append(section)
-        return answer(section=section, scope_uri=scope_uri)
-
-    lsp_client.get_configuration = _recording_get_configuration
+    pulls = record_configuration_requests(lsp_client)  # (scopeUri, section) of each item the server asks for
 
     lsp_client.set_configuration(PULLED, section="harnState")
     lsp_client.init_result = await lsp_client.initialize_session(types.InitializeParams(
@@ -229,7 +222,7 @@ async def test_did_change_configuration_without_settings_pulls(client):
 # -------------------------------------------------- workspace/configuration
 async def test_configuration_pulled_at_initialized(pulled):
     client = pulled
-    assert "harnState" in client.pulls
+    assert (None, "harnState") in client.pulls
     await assert_only_confident_facts(client)
     harn = open_file(client, client.project / "pipelines/ingest.harn", "harn")
     assert await lens_lines(client, harn) == set()

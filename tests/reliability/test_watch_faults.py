@@ -1,4 +1,4 @@
-"""Watcher faults: the live model (StateWatcher -> Workspace.apply / rescan, wired as the server wires it)
+"""Watcher faults: the live model (StateWatcher -> Workspace.apply_changes / rescan, wired as the server wires it)
 ends equal to a cold read after `.harn/` is deleted and recreated, a namespace directory is renamed,
 files are replaced by rename or truncated, and tens of thousands of events (and a queue overflow) arrive."""
 

@@ -20,11 +20,11 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cache/checkpoint_history.py", "CheckpointHistory._index"): CACHE,
     ("cache/checkpoint_history.py", "CheckpointHistory.read"): CACHE,
     ("cache/checkpoint_history.py", "CheckpointHistory.pipelines"): CACHE,
-    ("cache/store.py", "StateCache._read_manifest"): CACHE,
-    ("cache/store.py", "StateCache.read_payload"): CACHE,
-    ("cache/store.py", "StateCache.open_payload"): CACHE,
-    ("cache/store.py", "StateCache._write_payload"): CACHE + " (a write)",
-    ("cache/store.py", "StateCache._save"): CACHE + " (a write)",
+    ("cache/store.py", "ProjectCache._read_manifest"): CACHE,
+    ("cache/store.py", "ProjectCache.read_payload"): CACHE,
+    ("cache/store.py", "ProjectCache.open_payload"): CACHE,
+    ("cache/store.py", "ProjectCache._write_payload"): CACHE + " (a write)",
+    ("cache/store.py", "ProjectCache._save"): CACHE + " (a write)",
     ("cache/spans.py", "SpanStore.load"): CACHE,
     ("cache/dirs.py", "write_cache_file"): CACHE + " (a write)",
     ("cache/dirs.py", "_project_of"): CACHE + " (a state manifest, for the project it belongs to)",
@@ -77,7 +77,7 @@ def _calls(tree: ast.AST):
                         hit = f.attr
                 elif isinstance(f, ast.Attribute) and f.attr == "open":
                     recv = f.value
-                    # `StateCache.open(...)`-style constructors are classmethods, not file opens
+                    # `ProjectCache.open(...)`-style constructors are classmethods, not file opens
                     if not (isinstance(recv, ast.Name) and recv.id[:1].isupper()):
                         hit = ast.unparse(f)
                 if hit is not None:
@@ -114,6 +114,6 @@ def test_the_allowlist_has_no_stale_entries():
 
 def test_the_walker_sees_a_raw_open():
     """The walker itself: a raw `open()`, `Path.read_text()` and `sqlite3.connect()` are each found."""
-    tree = ast.parse("def f(p):\n    open(p)\n    p.read_text()\n    sqlite3.connect(p)\n    StateCache.open(p)\n"
+    tree = ast.parse("def f(p):\n    open(p)\n    p.read_text()\n    sqlite3.connect(p)\n    ProjectCache.open(p)\n"
                      "    progress.read_bytes(12)\n")
     assert _calls(tree) == [("f", "open"), ("f", "read_text"), ("f", "connect")]

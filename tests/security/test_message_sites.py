@@ -53,7 +53,7 @@ DEFUSED_ONLY = {
 # a name that is a label the caller writes as a literal, not data (file, name) -> why
 LABEL_PARAMS = {
     ("model/accept_plan.py", "what"): "check_text/check_segment(value, what): `what` names the field ('proposal id')",
-    ("probes.py", "outcome"): "typecheck_outcome(): pass / fail, or the comparison's own word",
+    ("actions/probes.py", "outcome"): "typecheck_outcome(): pass / fail, or the comparison's own word",
 }
 
 
@@ -120,7 +120,7 @@ class _Checker:
             return all(self.quoted_part(p.value, p.format_spec) for p in node.values if isinstance(p, ast.FormattedValue))
         if isinstance(node, ast.Call) and _callee(node) in SAFE_CALLS:
             return True
-        if isinstance(node, ast.Name) and (node.id.isupper() or (os.path.basename(self.rel), node.id) in LABEL_PARAMS):
+        if isinstance(node, ast.Name) and (node.id.isupper() or (self.rel, node.id) in LABEL_PARAMS):
             return True
         if isinstance(node, ast.Attribute) and node.attr == "strerror":
             return True
@@ -213,7 +213,7 @@ class _Checker:
         return False
 
     def inert_name(self, node: ast.Name, at: ast.AST, seen: frozenset) -> bool:
-        if node.id.isupper() or (os.path.basename(self.rel), node.id) in LABEL_PARAMS:
+        if node.id.isupper() or (self.rel, node.id) in LABEL_PARAMS:
             return True
         fn = self.fn_of(at)
         if fn is None or node.id in seen:

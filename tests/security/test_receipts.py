@@ -26,7 +26,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from harn_ls.formats.state_files import key_id_errors, receipt_key_id, verify_receipt
+from harn_ls.formats.state_files import key_id_errors, read_receipts, receipt_key_id, verify_receipt
 from harn_ls.model.workspace import Workspace
 from harn_ls.render import render_uri
 from harn_ls.render.inspect import inspect_json, inspect_text
@@ -85,6 +85,28 @@ def test_key_id_is_tied_to_its_key():
     assert verify_receipt(forged) == []  # Harn's verifier alone passes it ...
     errs = key_id_errors(forged)  # ... the key id check does not
     assert len(errs) == 1 and GENUINE_KEY_ID in errs[0] and "not the id of its public key" in errs[0]
+
+
+def test_a_topic_that_is_not_a_string_fails_the_receipt_and_spares_the_others(tmp_path):
+    """A receipt event whose topic is a JSON list (unhashable) once raised TypeError out of
+    verify_receipt, and read_receipts lost every receipt of the folder. Harn's ReceiptEvent.topic
+    is a String: such a receipt fails, validly signed or not, and the genuine one beside it still reads."""
+    genuine = json.loads((RECEIPTS / f"{GENUINE}.json").read_text())
+    hostile = json.loads(json.dumps(genuine))
+    hostile["event_log"]["events"][0]["topic"] = ["agent.events", "x"]
+    hostile = resign(hostile, Ed25519PrivateKey.generate())
+    errors = verify_receipt(hostile)
+    assert "topic is a JSON list, not a string" in " ".join(errors)
+    rdir = tmp_path / "proj" / ".harn" / "receipts"
+    rdir.mkdir(parents=True)
+    (rdir / f"{GENUINE}.json").write_text(json.dumps(genuine))
+    (rdir / "receipt-list-topic.json").write_text(json.dumps(hostile))
+    problems: list = []
+    found = {r.path.rsplit("/", 1)[-1]: r for r in read_receipts(str(rdir), problems, str(tmp_path / "proj"))}
+    assert found[f"{GENUINE}.json"].status == "self-signed"
+    bad = found["receipt-list-topic.json"]
+    assert bad.status == "failed" and any("not a string" in e for e in bad.errors)
+    assert [p.code for p in problems] == ["HL-RCPT-002"] and "receipt-list-topic" in problems[0].path
 
 
 def test_labels_in_tree_inspect_and_document(tmp_path, monkeypatch):

@@ -25,7 +25,7 @@ from harn_ls.formats import pattern_learning as pl
 from harn_ls.formats.checkpoints import CheckpointFile, parse_checkpoint_bytes
 from harn_ls.formats.facts import parse_file_range
 from harn_ls.formats.harn_source import find_checkpoint_calls
-from harn_ls.formats.hitl.requests import parse_time_ms
+from harn_ls.formats.harn_time import epoch_seconds, parse_time_ms
 from harn_ls.model.workspace import Workspace
 from harn_ls.recall.tokenizer import tokenize
 from harn_ls.render.compare import mask
@@ -106,6 +106,7 @@ TARGETS = {
     "transcript paragraphs": (md_para, ["#", ">", "1", ".", ")", "-", " ", "\n", "a", "https://", "//"]),
     "terminal escapes": (safe_for_terminal, ["\x1b", "[", "\u202e", "\x9b", "a", "\n"]),
     "RFC 3339 times": (parse_time_ms, ["2026", "-", "05", "T", ":", ".", "1", "Z", "+", " "]),
+    "Harn's times in views": (epoch_seconds, ["2026", "-", "05", "T", ":", ".", "1", "e", "+", " ", "Z"]),
 }
 
 

@@ -22,12 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from harn_ls.formats import sqlite_safe  # noqa: E402
-from harn_ls.formats.session_store import (  # noqa: E402
-    CODE_OPEN,
-    CODE_REFUSED,
-    read_session_events,
-    read_session_store,
-)
+from harn_ls.formats.session_store import CODE_OPEN, CODE_REFUSED, read_session_events, read_session_store  # noqa: E402
 from tests.helpers.session_store_fixture import create_session_store_fixture  # noqa: E402
 
 RECURSIVE = ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from harn_ls.actions import ActionFailed, iso_millis, now_ns, rfc3339_nanos, uuid7
+from harn_ls.actions import ActionFailed, uuid7
 from harn_ls.actions import proposals as P
 from harn_ls.formats import pattern_learning as pl
+from harn_ls.formats.harn_time import iso_millis, now_ns, rfc3339_nanos
 from harn_ls.formats.problems import Severity
 from harn_ls.model.workspace import Workspace
 from tests.helpers.tree import snapshot

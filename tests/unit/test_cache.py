@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from harn_ls.cache import tail as state_tail
-from harn_ls.cache.store import MANIFEST, PAYLOADS, StateCache
+from harn_ls.cache.store import MANIFEST, PAYLOADS, ProjectCache
 from harn_ls.model.workspace import Workspace
 from harn_ls.render.inspect import inspect_json
 from harn_ls.render.recall import recall_json
@@ -113,14 +113,14 @@ def append(path: Path, data: bytes) -> None:
 
 
 def cache_folder(project: Path) -> str:
-    return StateCache(str(project)).folder
+    return ProjectCache(str(project)).folder
 
 
 # ----------------------------------------------------------------------------- scenarios
 def test_warm_load_equals_cold_and_restores_from_cache(project, cache_env):
     check(project)
     ws = Workspace.load(str(project), cache=True)
-    cache = ws._state_cache
+    cache = ws._project_cache
     assert cache is not None and set(cache.hits) == set(ws.memory) and set(cache.hits.values()) == {"same"}
     # records are built only when something needs them
     assert not any(s.materialized for ns, s in ws.memory.items() if ns != "project/pattern-learning")
@@ -137,11 +137,11 @@ def test_append_reads_only_new_bytes_and_replays_onto_the_cached_index(project, 
            + event("forget", old[1], "agent/notes", 3) + event("update", "new-1", "agent/notes", 4)
            + b'{"type":"store","id":"torn"')  # a torn last line stays unread
     ws = check(project)
-    assert ws._state_cache.hits["agent/notes"] == "same"
+    assert ws._project_cache.hits["agent/notes"] == "same"
     append(log, b',"bad":1}\n' + event("store", "new-2", "agent/notes", 5))
     expected = cold(project)
     ws = Workspace.load(str(project), cache=True)
-    assert ws._state_cache.hits["agent/notes"] == "appended"
+    assert ws._project_cache.hits["agent/notes"] == "appended"
     assert snapshot(ws) == expected
 
 
@@ -263,7 +263,7 @@ def test_damaged_cache_is_never_trusted(project, cache_env, damage):
     got, ws = warm(project)
     assert got == expected
     if damage in ("truncate", "missing"):
-        assert "agent/notes" not in ws._state_cache.hits  # that namespace was re-read from its log
+        assert "agent/notes" not in ws._project_cache.hits  # that namespace was re-read from its log
     # ("flip": the records payload is opened at load and checked when first read; a mismatch
     # re-reads the log up to the cached offset instead)
     assert warm(project)[0] == expected

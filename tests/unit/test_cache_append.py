@@ -65,7 +65,7 @@ def test_appended_stores_are_applied_without_decoding_and_the_entry_is_kept(proj
     expected, expected_inspect = cold(project), cold_bytes(project)
     for how in ("memory_only", "defer_facts"):
         ws = Workspace.load(str(project), cache=True, **{how: True})
-        assert ws._state_cache.hits[NS] == "appended" and NS in ws._state_cache.overlays
+        assert ws._project_cache.hits[NS] == "appended" and NS in ws._project_cache.overlays
         if how == "memory_only":
             assert recall_answers(ws) == expected["recall"]
         else:
@@ -98,7 +98,7 @@ def test_a_growing_tail_is_written_once_it_is_over_the_limit(project, cache_env,
     assert written["meta"] != entry["meta"] and written["validator"]["offset"] == log.stat().st_size
     assert written["index"]  # (recall built the index over every record: saved with them)
     ws = Workspace.load(str(project), cache=True)
-    assert ws._state_cache.hits[NS] == "same" and snapshot(ws) == cold(project)
+    assert ws._project_cache.hits[NS] == "same" and snapshot(ws) == cold(project)
 
 
 def _shorter(project: Path) -> None:
@@ -188,7 +188,7 @@ def test_any_change_after_a_kept_entry_never_changes_an_answer(project, cache_en
     check(project)
     append(project / NOTES, tricky_stores(project, 200))
     ws = Workspace.load(str(project), cache=True, memory_only=True)
-    assert ws.save_cache() and NS in ws._state_cache.overlays  # the entry is kept, the tail not written
+    assert ws.save_cache() and NS in ws._project_cache.overlays  # the entry is kept, the tail not written
     change(project)
     expected, expected_inspect = cold(project), cold_bytes(project)
     assert recall_answers(Workspace.load(str(project), cache=True, memory_only=True)) == expected["recall"]
@@ -229,7 +229,7 @@ def test_an_entry_without_its_tombs_payload_reads_them_from_the_records_payload(
     ws = Workspace.load(str(project), cache=True, memory_only=True)
     assert recall_answers(ws) == expected["recall"] and not ws.memory[NS].materialized
     ws = Workspace.load(str(project), cache=True)
-    assert ws._state_cache.hits[NS] == "appended" and snapshot(ws) == expected
+    assert ws._project_cache.hits[NS] == "appended" and snapshot(ws) == expected
 
 
 # ----------------------------------------------------------------------------- updates, forgets, opens
@@ -266,7 +266,7 @@ def test_appended_updates_forgets_and_opens_are_applied_without_decoding_and_the
     expected, expected_inspect = cold(project), cold_bytes(project)
     for how in ("memory_only", "defer_facts"):
         ws = Workspace.load(str(project), cache=True, **{how: True})
-        assert ws._state_cache.hits[NS] == "appended" and NS in ws._state_cache.overlays
+        assert ws._project_cache.hits[NS] == "appended" and NS in ws._project_cache.overlays
         if how == "memory_only":
             assert recall_answers(ws) == expected["recall"]  # scores, explain (df, N, avgdl) bit for bit
         else:

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls.cache.store import StateCache
+from harn_ls.cache.store import ProjectCache
 from harn_ls.model.workspace import Workspace
 from tests.helpers.cache_damage import damage_payload
 from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
@@ -31,7 +31,7 @@ def filled(project: Path) -> None:
 
 def cached_paths(project: Path) -> set[str]:
     """The files a fresh cache answers from its rows (without reading them)."""
-    cache = StateCache.open(str(project))
+    cache = ProjectCache.open(str(project))
     rows = cache.checkpoint_rows
     for p in files(project):
         rows.read(cache, str(p))

@@ -9,8 +9,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls.cache import tail as state_tail
-from harn_ls.cache.store import MANIFEST, StateCache
+from harn_ls.cache import tail
+from harn_ls.cache.store import MANIFEST, ProjectCache
 from harn_ls.model.workspace import Workspace
 from harn_ls.render.inspect import inspect_json
 from tests.helpers.cache_damage import flip_cut_or_delete
@@ -77,7 +77,7 @@ def test_warm_inspect_prints_cached_facts_byte_for_byte(project, cache_env):
     assert any(p["code"] for p in orjson.loads(got)["problems"] if "fact_bad" in p["message"] or p["path"].endswith(TEAM))
     assert ws.save_cache()  # nothing changed: the entries are kept as they are
     again, ws2, _ = fast(project)
-    assert again == expected and ws2._state_cache.hits["team/extra"] == "same"
+    assert again == expected and ws2._project_cache.hits["team/extra"] == "same"
 
 
 @pytest.mark.parametrize("changed", [FACTS, TEAM, NOTES])
@@ -101,7 +101,7 @@ def test_an_appended_namespace_is_decoded_and_merged_with_the_cached_ones(projec
     got, ws, data = fast(project)
     assert got == expected and isinstance(data["facts"], orjson.Fragment)
     assert ns in ws.deferred_fact_namespaces() and not ws.memory[ns].materialized
-    monkeypatch.setattr(state_tail, "TAIL_KEEP_MAX", 0)  # written again: the appended fact is a cached one now
+    monkeypatch.setattr(tail, "TAIL_KEEP_MAX", 0)  # written again: the appended fact is a cached one now
     assert ws.save_cache()
     assert fast(project)[0] == expected
     # an update of a cached fact decodes them (in place, before the appended ones), merged as decoded facts
@@ -128,7 +128,7 @@ def test_a_torn_append_saves_the_deferred_facts_too(project, cache_env, mode):
         assert got == cold_bytes(project)
     else:  # as `harn-ls recall` loads
         ws = Workspace.load(str(project), cache=True, memory_only=True)
-    assert ws._state_cache.hits["team/extra"] == "appended"
+    assert ws._project_cache.hits["team/extra"] == "appended"
     assert ws.save_cache()  # rewrites team/extra: its facts must be in it although never decoded
     expected = cold_bytes(project)
     assert dump(inspect_json(Workspace.load(str(project), cache=True))) == expected
@@ -136,7 +136,7 @@ def test_a_torn_append_saves_the_deferred_facts_too(project, cache_env, mode):
 
 
 def manifest_entry(project: Path, ns: str) -> tuple[Path, dict, dict]:
-    folder = Path(StateCache(str(project)).folder)
+    folder = Path(ProjectCache(str(project)).folder)
     manifest = orjson.loads((folder / MANIFEST).read_bytes())
     return folder, manifest, manifest["namespaces"][ns]
 
@@ -169,7 +169,7 @@ def test_damaged_cached_inspect_facts_are_never_printed(project, cache_env, dama
     assert isinstance(data_["facts"], list)  # decoded instead
     assert any(k[0] == "team/extra" for k in ws.facts)
     assert ws.save_cache()  # and the entry is written again
-    assert "team/extra" in ws._state_cache.damaged
+    assert "team/extra" in ws._project_cache.damaged
     got, ws, data_ = fast(project)
     assert got == expected and isinstance(data_["facts"], orjson.Fragment)
 
@@ -182,7 +182,7 @@ def test_a_cache_of_the_previous_format_is_rebuilt(project, cache_env):
     manifest["format"] = "harn-ls-state/4"
     (folder / MANIFEST).write_bytes(orjson.dumps(manifest))
     got, ws, _ = fast(project)
-    assert got == expected and not ws._state_cache.hits and not ws.deferred_fact_namespaces()
+    assert got == expected and not ws._project_cache.hits and not ws.deferred_fact_namespaces()
 
 
 def test_plain_inspect_json_of_a_deferred_load_decodes_the_facts(project, cache_env):
@@ -234,19 +234,19 @@ def test_a_one_shot_save_reuses_unchanged_rows_byte_for_byte(project, cache_env,
     old = ids_in(log)
     append(log, event("store", "n-1", "agent/notes", 1) + event("update", old[0], "agent/notes", 2)
            + event("forget", old[1], "agent/notes", 3) + event("update", "n-1", "agent/notes", 4))
-    monkeypatch.setattr(state_tail, "TAIL_KEEP_MAX", 0)  # the entry is written again (not kept: keeps_entry)
+    monkeypatch.setattr(tail, "TAIL_KEEP_MAX", 0)  # the entry is written again (not kept: keeps_entry)
     ws = Workspace.load(str(project), cache=True, **{mode: True})
-    assert ws._state_cache.keep_row_bytes
+    assert ws._project_cache.keep_row_bytes
     if mode == "memory_only":
         ws.recall  # noqa: B018 - as `harn-ls recall` does
     else:
         inspect_json(ws, facts_fragment=True)
     if mode == "memory_only":  # (no cached index: fill saved none) built from the decoded records, rows kept
-        assert "agent/notes" in ws._state_cache._row_bytes
+        assert "agent/notes" in ws._project_cache._row_bytes
     else:
         assert not ws.memory["agent/notes"].materialized  # the append applied without decoding (cache/tail.py)
     assert ws.save_cache()  # decodes the rows to write them again, reusing the unchanged ones' bytes
-    assert not ws._state_cache._row_bytes  # (and let go once saved)
+    assert not ws._project_cache._row_bytes  # (and let go once saved)
     folder, _manifest, e = manifest_entry(project, "agent/notes")
     one_shot = {part: (folder / e[part]["name"]).read_bytes() for part in ("rows", "rowidx", "records", "meta")}
     monkeypatch.setenv("HARN_LS_CACHE_DIR", str(tmp_path / "other-cache"))  # the same state, saved by a full load

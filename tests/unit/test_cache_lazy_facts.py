@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls.cache.store import MANIFEST, StateCache
+from harn_ls.cache.store import MANIFEST, ProjectCache
 from harn_ls.model.workspace import Workspace
 from harn_ls.render.inspect import inspect_json
 from tests.helpers.cache_damage import flip_cut_or_delete
@@ -23,7 +23,7 @@ DAMAGES = ["flip", "truncate", "rows-that-do-not-decode", "deleted"]
 
 
 def damage_facts(project: Path, ns: str, damage: str) -> None:
-    folder = Path(StateCache(str(project)).folder)
+    folder = Path(ProjectCache(str(project)).folder)
     manifest = orjson.loads((folder / MANIFEST).read_bytes())
     desc = manifest["namespaces"][ns]["facts"]
     payload = folder / desc["name"]
@@ -46,15 +46,15 @@ def test_damaged_facts_of_a_deferred_load_are_read_again_from_the_log(project, c
     ws = Workspace.load(str(project), cache=True, defer_facts=True)
     late = damage in ("flip", "rows-that-do-not-decode")
     # a payload of the wrong size (cut, gone) is a miss at restore; the others are found when decoded
-    assert ("team/extra" in ws._state_cache.hits) == late
+    assert ("team/extra" in ws._project_cache.hits) == late
     ws.materialize_facts()
-    assert ("team/extra" in ws._state_cache.damaged) == late
+    assert ("team/extra" in ws._project_cache.damaged) == late
     if late:  # (a namespace read from its log keeps its facts ahead of the deferred ones: dict order differs)
         assert facts_view(ws) == expected_view
         assert dump(inspect_json(ws)) == expected
     assert ws.save_cache()  # the entry is written again
     again = Workspace.load(str(project), cache=True)
-    assert "team/extra" in again._state_cache.hits and not again._state_cache.damaged
+    assert "team/extra" in again._project_cache.hits and not again._project_cache.damaged
     assert facts_view(again) == expected_view
     assert fast(project)[0] == expected
 
@@ -70,7 +70,7 @@ def test_a_one_shot_recall_that_must_save_damaged_facts_reads_them_from_the_log(
     expected_view = facts_view(Workspace.load(str(project)))
     ws = Workspace.load(str(project), cache=True, memory_only=True)
     assert ws.save_cache()
-    assert "team/extra" in ws._state_cache.damaged
+    assert "team/extra" in ws._project_cache.damaged
     again = Workspace.load(str(project), cache=True)
     assert facts_view(again) == expected_view
     assert facts_view(Workspace.load(str(project), cache=True)) == expected_view
@@ -82,7 +82,7 @@ def test_intact_facts_of_a_deferred_load_are_used_as_cached(project, cache_env):
     fill(project)
     ws = Workspace.load(str(project), cache=True, defer_facts=True)
     ws.materialize_facts()
-    assert not ws._state_cache.damaged
+    assert not ws._project_cache.damaged
     assert facts_view(ws) == expected_view
 
 
@@ -92,7 +92,7 @@ def test_the_one_namespace_body_printed_whole_is_checked(project, cache_env, dam
     counted entries (not by its header, which printing it whole does not use)."""
     expected = cold_bytes(project)
     fill(project)
-    folder = Path(StateCache(str(project)).folder)
+    folder = Path(ProjectCache(str(project)).folder)
     manifest = orjson.loads((folder / MANIFEST).read_bytes())
     desc = manifest["namespaces"]["project/facts"]["ifacts"]
     payload = folder / desc["name"]
@@ -117,10 +117,10 @@ def test_the_one_namespace_body_printed_whole_is_checked(project, cache_env, dam
     got, ws, data_ = fast(project)
     assert got == expected
     if damage == "header-only":
-        assert isinstance(data_["facts"], orjson.Fragment) and not ws._state_cache.damaged
+        assert isinstance(data_["facts"], orjson.Fragment) and not ws._project_cache.damaged
     else:
         assert isinstance(data_["facts"], list)  # decoded instead
-        assert "project/facts" in ws._state_cache.damaged
+        assert "project/facts" in ws._project_cache.damaged
         assert ws.save_cache()
         got, ws, data_ = fast(project)
         assert got == expected and isinstance(data_["facts"], orjson.Fragment)

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls.cache.store import MANIFEST, StateCache
+from harn_ls.cache.store import MANIFEST, ProjectCache
 from harn_ls.model.workspace import Workspace
 from tests.unit.test_cache import append, cache_env, project  # noqa: F401  (fixtures)
 from tests.unit.test_cache_inspect import cold_bytes, fast
@@ -31,7 +31,7 @@ def restored(ws: Workspace) -> bool:
 
 
 def pattern_entry(project: Path) -> tuple[Path, dict]:
-    folder = Path(StateCache(str(project)).folder)
+    folder = Path(ProjectCache(str(project)).folder)
     return folder, orjson.loads((folder / MANIFEST).read_bytes())
 
 

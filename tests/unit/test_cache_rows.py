@@ -8,8 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls.cache import tail as state_tail
-from harn_ls.cache.store import MANIFEST, StateCache
+from harn_ls.cache import tail
+from harn_ls.cache.store import MANIFEST, ProjectCache
 from harn_ls.model.workspace import Workspace
 from harn_ls.recall.index import _LazyDocs
 from harn_ls.render.recall import recall_json
@@ -38,7 +38,7 @@ def fill(project: Path) -> list:
 
 
 def entry(project: Path) -> tuple[Path, dict]:
-    folder = Path(StateCache(str(project)).folder)
+    folder = Path(ProjectCache(str(project)).folder)
     return folder, orjson.loads((folder / MANIFEST).read_bytes())["namespaces"][NS]
 
 
@@ -122,9 +122,9 @@ def test_damaged_rows_are_never_trusted(project, cache_env, damage):
     ws = Workspace.load(str(project), cache=True)
     assert answers(ws) == expected
     if damage in ("flip-row", "swap-rows"):
-        assert ws._state_cache.readers[NS]._fallback is not None  # the log was projected again instead
+        assert ws._project_cache.readers[NS]._fallback is not None  # the log was projected again instead
     elif damage in ("truncate-rows", "missing-rows"):
-        assert NS not in ws._state_cache.hits  # a payload of another size: the namespace is read from its log
+        assert NS not in ws._project_cache.hits  # a payload of another size: the namespace is read from its log
     assert answers(Workspace.load(str(project), cache=True)) == expected
 
 
@@ -140,7 +140,7 @@ def test_memory_only_load_keeps_the_rest_of_the_cache(project, cache_env):
     assert orjson.loads((folder / MANIFEST).read_bytes())["runs"] == runs_before  # not emptied
     again = Workspace.load(str(project), cache=True)
     assert sorted(again.runs) == sorted(Workspace.load(str(project)).runs)
-    assert again._state_cache.restore_run(next(iter(again._run_paths))) is not None  # still served from the cache
+    assert again._project_cache.restore_run(next(iter(again._run_paths))) is not None  # still served from the cache
 
 
 def facts_view(ws: Workspace) -> dict:
@@ -153,8 +153,8 @@ def facts_view(ws: Workspace) -> dict:
 
 @pytest.mark.parametrize("kept", [True, False], ids=["entry-kept", "rewritten"])
 def test_memory_only_load_of_an_appended_namespace_saves_its_facts(project, cache_env, kept, monkeypatch):
-    if not kept:  # (else a small append of stores leaves the entry as it is: state_tail.keeps_entry)
-        monkeypatch.setattr(state_tail, "TAIL_KEEP_MAX", 0)
+    if not kept:  # (else a small append of stores leaves the entry as it is: tail.keeps_entry)
+        monkeypatch.setattr(tail, "TAIL_KEEP_MAX", 0)
     fill(project)
     facts_log = project / ".harn/memory/project/facts/events.jsonl"
     with open(facts_log, "ab") as fh:
@@ -166,32 +166,32 @@ def test_memory_only_load_of_an_appended_namespace_saves_its_facts(project, cach
     assert ws.save_cache()
     warm = Workspace.load(str(project), cache=True)
     # saved by the memory-only run (or kept, the appended line applied again)
-    assert warm._state_cache.hits.get("project/facts") == ("appended" if kept else "same")
+    assert warm._project_cache.hits.get("project/facts") == ("appended" if kept else "same")
     assert facts_view(warm) == facts_view(Workspace.load(str(project)))
 
 
 def test_damaged_facts_payload_is_never_trusted(project, cache_env):
     fill(project)
     expected = facts_view(Workspace.load(str(project)))
-    folder = Path(StateCache(str(project)).folder)
+    folder = Path(ProjectCache(str(project)).folder)
     e = orjson.loads((folder / MANIFEST).read_bytes())["namespaces"]["project/facts"]
     facts = folder / e["facts"]["name"]
     data = bytearray(facts.read_bytes())
     data[len(data) // 2] ^= 0x01
     facts.write_bytes(bytes(data))
     ws = Workspace.load(str(project), cache=True)
-    assert "project/facts" not in ws._state_cache.hits  # re-read from its log
+    assert "project/facts" not in ws._project_cache.hits  # re-read from its log
     assert facts_view(ws) == expected
 
 
 def test_a_rewritten_log_drops_the_row_reader(project, cache_env):
     fill(project)
     ws = Workspace.load(str(project), cache=True)
-    assert NS in ws._state_cache.readers
+    assert NS in ws._project_cache.readers
     log = project / NOTES
     log.write_bytes(b"\n".join(log.read_bytes().splitlines()[:2]) + b"\n")  # shorter: read again from scratch
     ws.apply_changes([str(log)])
-    assert NS not in ws._state_cache.readers  # the old namespace and its open payloads are let go
+    assert NS not in ws._project_cache.readers  # the old namespace and its open payloads are let go
     assert answers(ws) == answers(Workspace.load(str(project)))
 
 

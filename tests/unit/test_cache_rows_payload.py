@@ -1,4 +1,4 @@
-"""state_cache.namespace_payloads writes the rows into one buffer (no list of orjson outputs, each of
+"""project_cache.namespace_payloads writes the rows into one buffer (no list of orjson outputs, each of
 which holds several times its length): the payload is still one row a line, and the row index
 still gives each row's end offset and CRC-32, for fresh and for reused rows alike."""
 

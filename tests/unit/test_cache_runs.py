@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harn_ls.cache.store import StateCache
+from harn_ls.cache.store import ProjectCache
 from harn_ls.model.workspace import Workspace
 from tests.helpers.cache_damage import damage_payload
 from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
@@ -33,7 +33,7 @@ def filled(project: Path) -> Workspace:
 
 
 def served_from_cache(project: Path) -> set[str]:
-    cache = StateCache.open(str(project))
+    cache = ProjectCache.open(str(project))
     assert cache is not None
     paths = [str(p) for p in run_files(project)]
     return set(cache.restore_regular_runs(paths))
@@ -143,10 +143,10 @@ def test_a_run_record_rewritten_while_it_is_read_is_not_cached_with_the_new_stat
     """The record is read, then rewritten before the reader returns: the stat after the read is the new
     file's, the content the old one's. That pair must not be cached, or the next warm load would list
     the old content for the new file."""
-    from harn_ls.model import runs as workspace_runs
+    from harn_ls.model import runs as model_runs
 
     victim = run_files(project)[0]
-    real_read = workspace_runs.runs_fmt.read_run_record
+    real_read = model_runs.runs_fmt.read_run_record
     rewritten = []
 
     def read_then_rewrite(path, **kw):
@@ -156,10 +156,10 @@ def test_a_run_record_rewritten_while_it_is_read_is_not_cached_with_the_new_stat
             rewritten.append(path)
         return run
 
-    monkeypatch.setattr(workspace_runs.runs_fmt, "read_run_record", read_then_rewrite)
+    monkeypatch.setattr(model_runs.runs_fmt, "read_run_record", read_then_rewrite)
     ws = Workspace.load(str(project), cache=True, defer_facts=True, one_shot=True)
     assert rewritten and ws.save_cache()
-    monkeypatch.setattr(workspace_runs.runs_fmt, "read_run_record", real_read)
+    monkeypatch.setattr(model_runs.runs_fmt, "read_run_record", real_read)
     assert str(victim) not in served_from_cache(project)
     expected = cold_bytes(project)
     assert fast(project)[0] == expected

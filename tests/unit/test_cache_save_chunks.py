@@ -26,7 +26,7 @@ from harn_ls.cache.rows import (
     new_row_index,
     row_chunks,
 )
-from harn_ls.cache.store import StateCache, namespace_payloads
+from harn_ls.cache.store import ProjectCache, namespace_payloads
 from harn_ls.cache.tail import id_hash, id_index_payload
 from harn_ls.model.workspace import Workspace
 from tests.unit.test_cache import cache_env, project  # noqa: F401  (fixtures)
@@ -134,7 +134,7 @@ def test_saved_index_arrays_read_back_as_np_save_writes_them(project, cache_env)
     ws = Workspace.load(str(project), cache=True)
     ws.recall
     assert ws.save_cache()
-    cache = StateCache(str(project))
+    cache = ProjectCache(str(project))
     checked = 0
     for ns in ws.memory:
         desc = cache.index_entry(ns)
@@ -151,7 +151,7 @@ def test_saved_index_arrays_read_back_as_np_save_writes_them(project, cache_env)
 
 
 def test_a_payload_failing_midway_leaves_no_file(project, cache_env):
-    cache = StateCache(str(project))
+    cache = ProjectCache(str(project))
     os.makedirs(cache.folder, exist_ok=True)
 
     def chunks():

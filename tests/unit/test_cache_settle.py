@@ -92,7 +92,7 @@ def test_settle_steps_never_trust_damaged_rows(project, cache_env, damage):
     with open(rows, "r+b") as fh:  # in place: the open payload sees the change
         fh.write(bytes(data))
     run_steps(ws.recall_settle_steps(rows_per_step=3))
-    assert ws._state_cache.readers[NS]._fallback is not None or ws._state_cache.readers[NS]._all is None
+    assert ws._project_cache.readers[NS]._fallback is not None or ws._project_cache.readers[NS]._all is None
     assert answers(ws) == expected
     assert snapshot(ws) == expected_snapshot
 

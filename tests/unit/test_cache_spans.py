@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harn_ls.cache import spans as state_spans
+from harn_ls.cache import spans
 from harn_ls.cache.spans import SpanStore
-from harn_ls.formats import fact_anchors as staleness
+from harn_ls.formats import fact_anchors
 from harn_ls.formats.fact_anchors import Anchor
 from harn_ls.model.fact_spans import FactSpanCache, fact_spans
 from harn_ls.model.workspace import Workspace
@@ -48,8 +48,8 @@ def fresh(ws, rel: str) -> list:
 
 def server_run(project: Path, env: dict, rels=(INVOICE, TAX)) -> tuple:
     """One 'server run': a model, a span cache over the stored spans, the files asked about, a save."""
-    staleness._cache.clear()  # a new process: no source file read yet
-    staleness._refused.clear()
+    fact_anchors._cache.clear()  # a new process: no source file read yet
+    fact_anchors._refused.clear()
     ws = Workspace.load(str(project))
     cache = FactSpanCache(store=SpanStore.open(str(project), env))
     got = {rel: answer(cache.spans(ws, os.path.join(ws.root, rel), 0.0)) for rel in rels}
@@ -166,7 +166,7 @@ def _store_file(env: dict, project: Path) -> Path:
     return Path(SpanStore.open(str(project), env).path)
 
 
-def _rewrite(path: Path, doc: dict, fmt: str = state_spans.FORMAT) -> None:
+def _rewrite(path: Path, doc: dict, fmt: str = spans.FORMAT) -> None:
     body = orjson.dumps(doc)
     path.write_bytes(f"{fmt} {len(body)} {zlib.crc32(body)}\n".encode() + body)
 
@@ -252,7 +252,7 @@ def test_stored_paths_never_lead_out_of_the_project(tmp_path, env):
     assert len(store) == 2 and set(store.recent(10)) == {INVOICE, TAX}
     (project / INVOICE).unlink()
     os.symlink(evil / INVOICE, project / INVOICE)
-    staleness._cache.clear()  # a new process: no source file read yet
+    fact_anchors._cache.clear()  # a new process: no source file read yet
     ws = Workspace.load(str(project))
     cache = FactSpanCache(store=store)
     while not cache.restore(ws):
@@ -263,11 +263,11 @@ def test_stored_paths_never_lead_out_of_the_project(tmp_path, env):
 
 
 def test_the_store_is_bounded(project, env, monkeypatch):
-    monkeypatch.setattr(state_spans, "MAX_FILES", 1)
+    monkeypatch.setattr(spans, "MAX_FILES", 1)
     ws, cache, _got = server_run(project, env)
     assert len(cache.store) == 1 and cache.store.recent(5) == [TAX]  # the least recently used went first
-    monkeypatch.setattr(state_spans, "MAX_FILES", 10)
-    monkeypatch.setattr(state_spans, "MAX_ANCHORS", 1)
+    monkeypatch.setattr(spans, "MAX_FILES", 10)
+    monkeypatch.setattr(spans, "MAX_ANCHORS", 1)
     ws, cache, _got = server_run(project, env)
     assert len(cache.store) <= 1 and cache.store._anchors <= 1
 
@@ -343,7 +343,7 @@ def test_server_saves_after_requests_and_restores_at_settle(project, env, monkey
         return got
 
     async def second_run() -> tuple:
-        staleness._cache.clear()  # a new process
+        fact_anchors._cache.clear()  # a new process
         proj = Project(str(project), lambda _p, _c: None)
         await proj.load()
         await proj.settle_recall()
@@ -364,7 +364,7 @@ def test_the_state_cache_keeps_and_clears_the_store_with_its_own_files(project, 
     """The store lives in a folder of the state folder: a state cache save (whose sweep drops old
     files it does not name) leaves it alone, `cache clear` drops it with the rest."""
     # (kept next to the one test that clears the state cache)
-    from harn_ls.cache.store import StateCache
+    from harn_ls.cache.store import ProjectCache
 
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -376,7 +376,7 @@ def test_the_state_cache_keeps_and_clears_the_store_with_its_own_files(project, 
     ws = Workspace.load(str(project), cache=True)
     assert ws.save_cache()
     assert len(SpanStore.open(str(project), env)) == 2
-    assert StateCache(str(project)).clear() and not path.exists()
+    assert ProjectCache(str(project)).clear() and not path.exists()
 
 
 def test_what_json_cannot_hold_is_anchored_each_time_not_stored(project, env):

@@ -54,7 +54,7 @@ def test_index_remove_undoes_add():
                                       "value": {"text": "alpha beta beta"}, "text": "alpha beta beta",
                                       "tags": ["tag one"], "stored_at": "2026-01-01T00:00:00Z"})])
     idx = NamespaceIndex("n")
-    idx.apply_changes(delta)
+    idx.apply_delta(delta)
     assert idx.tf("beta", 0) == 4 and idx.df("alpha") == 1 and "tag" in idx.boosts
     idx.remove(0)
     assert idx.postings == {} and idx.boosts == {} and idx.total_tokens == 0

@@ -5,7 +5,7 @@ writes the same payloads), and a lazily restored index is left as it is (compact
 
 from __future__ import annotations
 
-from harn_ls.cache.store import StateCache
+from harn_ls.cache.store import ProjectCache
 from harn_ls.model.workspace import Workspace
 from harn_ls.recall import RecallEngine
 from harn_ls.recall.docs import _LazyDocs
@@ -49,7 +49,7 @@ def test_the_save_after_compact_steps_writes_the_same_index(project, cache_env, 
             for step in ws.recall_compact_steps():
                 step()
         assert ws.save_cache()
-        cache = StateCache(str(project))
+        cache = ProjectCache(str(project))
         payloads.append({ns: {name: cache.read_payload(d) for name, d in cache.index_entry(ns).items()
                               if isinstance(d, dict)} for ns in ws.memory})
     assert payloads[0] == payloads[1]

@@ -255,6 +255,34 @@ def test_worker_snapshot(tmp_path):
     assert bad.transcript is None and bad.retry and bad.problems[0].code == "HL-RUN-003"
 
 
+def test_a_transcript_without_an_id_is_not_indexed(tmp_path):
+    """A cloned project's run record whose stage transcript has no `id` (and a worker snapshot whose
+    transcript has none) used to put a None key among the transcript ids: `inspect --json` and the runs
+    view sorted them and raised TypeError. The id-less ones are left out of the index, the rest served."""
+    from harn_ls.model.workspace import Workspace
+    from harn_ls.render.inspect import inspect_json
+    from harn_ls.render.tree_items import TreeOptions, tree_items
+
+    (tmp_path / "harn.toml").write_text("")
+    runs = tmp_path / ".harn-runs"
+    runs.mkdir()
+    named = spec_transcript()
+    nameless = {k: v for k, v in spec_transcript().items() if k != "id"}
+    (runs / "run_a.json").write_text(json.dumps({
+        "_type": "run_record", "id": "run_a", "status": "completed", "started_at": "2026-01-01T00:00:00Z",
+        "transcript": named, "stages": [{"id": "s1", "transcript": nameless}]}))
+    workers = tmp_path / ".harn" / "workers"
+    workers.mkdir(parents=True)
+    (workers / "w1.json").write_text(json.dumps({"id": "worker_1", "transcript": nameless}))
+    ws = Workspace.load(str(tmp_path))
+    assert sorted(ws.transcripts) == [named["id"]]
+    assert [t.id for t in ws.runs["run_a"].transcripts] == [named["id"], None]  # the run still lists both
+    assert inspect_json(ws)["transcripts"] == [named["id"]]
+    opts = TreeOptions(open_command="test.open", page_size=200)
+    assert [i["id"] for i in tree_items(ws, "runs", "run:run_a", opts)] == [f"tr:{named['id']}"]
+    assert tree_items(ws, "runs", "workers", opts) == []
+
+
 # -- llm_transcript.jsonl ------------------------------------------------------------
 
 def test_sample_llm_transcript_raw_captures():

@@ -19,7 +19,7 @@ import pytest
 from harn_ls.actions import atomic_write
 from harn_ls.actions import checkpoints as ckpt_actions
 from harn_ls.cache.checkpoint_history import CheckpointHistory
-from harn_ls.cache.store import check_file, file_validator
+from harn_ls.cache.log_stamps import compare_log, stamp_log
 from harn_ls.formats import state_files as sf
 from harn_ls.formats.events import Event
 from harn_ls.formats.hitl import requests as hitl_fmt
@@ -63,9 +63,9 @@ def test_only_approved_true_counts_as_an_approval(kind):
     assert hitl_fmt.derive(events)[0][rid].approvals == ["bob"]
 
 
-# ------------------------------------------------------------------ 2. cache/store.py check_file
+# ------------------------------------------------------------------ 2. cache/log_stamps.py compare_log
 def test_an_edit_of_the_last_record_followed_by_an_append_is_not_an_append(project, cache_env):
-    """Mutation: `check_file` skips the sha256 of the 4 KiB before the cached offset. An in-place edit
+    """Mutation: `compare_log` skips the sha256 of the 4 KiB before the cached offset. An in-place edit
     of the last record (same length) followed by an append then passes for a plain append, and the
     stale cached record is served."""
     log = project / NOTES
@@ -77,24 +77,24 @@ def test_an_edit_of_the_last_record_followed_by_an_append_is_not_an_append(proje
     edited = data[:i] + (b"Z" if data[i:i + 1] != b"Z" else b"Y") + data[i + 1:]
     assert len(edited) == len(data) and i > len(data) - TAIL_HASH_BYTES
     offset = len(data)
-    v = file_validator(str(log), offset, data.count(b"\n"), 0, data[:64])
+    v = stamp_log(str(log), offset, data.count(b"\n"), 0, data[:64])
     with open(log, "r+b") as fh:  # in place: the same inode, the same head
         fh.write(edited)
         fh.write(b'{"type":"forget","forgotten_ids":["nothing-here"],"forgotten_at":"2026-06-01T10:00:00Z"}\n')
-    assert check_file(str(log), v) == "changed"
+    assert compare_log(str(log), v) == "changed"
     check(project)  # and the whole load equals an uncached one
 
 
 def _cached_validator(project: Path, rel: str) -> dict:
-    from harn_ls.cache.store import StateCache
+    from harn_ls.cache.store import ProjectCache
 
-    cache = StateCache(str(project))
+    cache = ProjectCache(str(project))
     [(ns, e)] = [(ns, e) for ns, e in cache.manifest["namespaces"].items() if e.get("path") == str(project / rel)]
     return e["validator"]
 
 
 def test_a_log_replaced_by_a_rewritten_copy_is_not_an_append(project, cache_env):
-    """Mutation (found by scripts/mutate.py): `check_file` skips the device/inode comparison. A log
+    """Mutation (found by scripts/mutate.py): `compare_log` skips the device/inode comparison. A log
     rewritten by rename (an editor, a compaction) with a record in the middle changed - outside the
     head and the hashed 4 KiB before the offset - and then appended to passes for an append, and
     the stale middle record is served."""
@@ -111,12 +111,12 @@ def test_a_log_replaced_by_a_rewritten_copy_is_not_an_append(project, cache_env)
     tmp = log.with_name(".events.jsonl.rewrite")
     tmp.write_bytes(rewritten)
     os.replace(tmp, log)
-    assert check_file(str(log), v) == "changed"
+    assert compare_log(str(log), v) == "changed"
     check(project)
 
 
 def test_an_edit_of_the_first_record_followed_by_an_append_is_not_an_append(project, cache_env):
-    """Mutation (found by scripts/mutate.py): `check_file` skips the comparison of the log's first
+    """Mutation (found by scripts/mutate.py): `compare_log` skips the comparison of the log's first
     bytes. The first record edited in place (same length, far before the hashed 4 KiB) and then an
     append passes for an append, and the stale first record is served."""
     from tests.unit.test_cache import append, event
@@ -134,12 +134,12 @@ def test_an_edit_of_the_first_record_followed_by_an_append_is_not_an_append(proj
         fh.write(b"Z" if data[i:i + 1] != b"Z" else b"Y")
         fh.seek(0, os.SEEK_END)
         fh.write(event("store", "late", "agent/notes", 999))
-    assert check_file(str(log), v) == "changed"
+    assert compare_log(str(log), v) == "changed"
     check(project)
 
 
 def test_a_torn_tail_cut_back_is_a_change(project, cache_env):
-    """Mutation (found by scripts/mutate.py): `check_file` skips its shrink check. A log cached with a
+    """Mutation (found by scripts/mutate.py): `compare_log` skips its shrink check. A log cached with a
     torn last line (bytes past the parsed offset) and then cut back to that offset is no append."""
     log = project / NOTES
     with open(log, "ab") as fh:
@@ -149,7 +149,7 @@ def test_a_torn_tail_cut_back_is_a_change(project, cache_env):
     assert v["size"] > v["offset"]  # the torn bytes are past what was parsed
     with open(log, "r+b") as fh:
         fh.truncate(v["offset"])
-    assert check_file(str(log), v) == "changed"
+    assert compare_log(str(log), v) == "changed"
     check(project)
 
 
@@ -158,10 +158,10 @@ def test_a_plain_append_is_still_an_append(tmp_path):
     log = tmp_path / "events.jsonl"
     log.write_bytes(b'{"a":1}\n' * 2000)
     data = log.read_bytes()
-    v = file_validator(str(log), len(data), 2000, 0, data[:64])
+    v = stamp_log(str(log), len(data), 2000, 0, data[:64])
     with open(log, "ab") as fh:
         fh.write(b'{"b":2}\n')
-    assert check_file(str(log), v) == "appended"
+    assert compare_log(str(log), v) == "appended"
 
 
 # ------------------------------------------------------------------ 3. formats/state_files.py verify_receipt

@@ -18,14 +18,15 @@ request id, with the state a viewer should show:
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from harn_ls.formats.events import Event
+from harn_ls.formats.harn_time import parse_time_ms
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.util.json_types import JsonObject, JsonValue
 
 TOPIC_BY_KIND = {
     "question": "hitl.questions",
@@ -56,7 +57,6 @@ CODE_REJECTED_HIDDEN = "HL-HITL-004"
 CODE_OVERDUE = "HL-HITL-005"
 
 _ID_PREFIX = re.compile(r"^hitl_(question|approval|dual_control|escalation)_")
-_RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|z|[+-]\d{2}:\d{2})$")
 
 
 def kind_of_id(request_id: str) -> str | None:
@@ -69,31 +69,12 @@ def sanitize_topic_component(value: str) -> str:
     return "".join(c if (c.isascii() and (c.isalnum() or c in "._-")) else "_" for c in value)
 
 
-def parse_time_ms(value: Any) -> int | None:
-    """RFC 3339 (any fraction length, `Z` or offset) -> Unix ms; None when not a timestamp."""
-    if not isinstance(value, str):
-        return None
-    m = _RFC3339.match(value.strip())
-    if not m:
-        return None
-    y, mo, d, h, mi, s, frac, tz = m.groups()
-    try:
-        secs = calendar.timegm((int(y), int(mo), int(d), int(h), int(mi), int(s), 0, 0, 0))
-    except (ValueError, OverflowError):
-        return None
-    ms = int((frac or "0")[:3].ljust(3, "0"))
-    if tz not in ("Z", "z"):
-        sign = 1 if tz[0] == "+" else -1
-        secs -= sign * (int(tz[1:3]) * 3600 + int(tz[4:6]) * 60)
-    return secs * 1000 + ms
-
-
 def _request_id(ev: Event) -> str | None:
     rid = ev.headers.get("request_id")
     if isinstance(rid, str) and rid:
         return rid
-    if isinstance(ev.payload, dict) and isinstance(ev.payload.get("request_id"), str):
-        return ev.payload["request_id"]
+    if isinstance(ev.payload, dict) and isinstance(rid := ev.payload.get("request_id"), str):
+        return rid
     return None
 
 
@@ -106,7 +87,7 @@ class HitlRequest:
     topic: str
     log: str = ""  # which event log (label)
     event_id: int = 0
-    envelope: dict = field(default_factory=dict)
+    envelope: JsonObject = field(default_factory=dict)
     agent: str = ""
     trace_id: str = ""
     run_id: str = ""
@@ -114,19 +95,19 @@ class HitlRequest:
     state: str = "pending"  # pending answered denied cancelled expired overdue rejected-but-hidden
     resolved_by: str = ""  # the kind of the event that resolved it (Harn's view)
     resolved_event_id: int = 0
-    responses: list[dict] = field(default_factory=list)  # HitlHostResponse payloads, log order
+    responses: list[JsonObject] = field(default_factory=list)  # HitlHostResponse payloads, log order
     approvals: list[str] = field(default_factory=list)  # counted approving reviewers
     quorum: int = 1
     reviewers: list[str] = field(default_factory=list)
     deadline_ms: int | None = None
     waitpoint_status: str | None = None
-    waitpoint: dict | None = None
+    waitpoint: JsonObject | None = None
     timed_out_at: str = ""
     replays: int = 0  # extra *_requested events for the same id (replayed dispatch, §P.6)
-    record: dict | None = None  # ApprovalRecord when approved
+    record: JsonObject | None = None  # ApprovalRecord when approved
 
     @property
-    def payload(self) -> dict:
+    def payload(self) -> JsonObject:
         p = self.envelope.get("payload")
         return p if isinstance(p, dict) else {}
 
@@ -145,7 +126,7 @@ class HitlRequest:
         """Shown in *Waiting for you*: pending, overdue or rejected-but-hidden."""
         return self.state in ("pending", "overdue", "rejected-but-hidden")
 
-    def to_json(self) -> dict:
+    def to_json(self) -> JsonObject:
         return {
             "request_id": self.request_id, "kind": self.kind, "topic": self.topic, "log": self.log,
             "event_id": self.event_id, "state": self.state, "agent": self.agent, "trace_id": self.trace_id,
@@ -156,7 +137,17 @@ class HitlRequest:
         }
 
 
-def is_terminal(kind: str, ev: Event) -> bool:
+class KindAndPayload(Protocol):
+    """An event as `is_terminal` reads it: an Event, or the answer writer's row."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def payload(self) -> JsonValue: ...
+
+
+def is_terminal(kind: str, ev: KindAndPayload) -> bool:
     """Harn's `hitl_pending` terminal-event table (§M.1.5). `ev`: anything with `kind` and `payload`
     (an Event, or the answer writer's row)."""
     k = ev.kind
@@ -176,11 +167,11 @@ def is_terminal(kind: str, ev: Event) -> bool:
     return False
 
 
-def _str_list(v: Any) -> list[str]:
+def _str_list(v: JsonValue) -> list[str]:
     return [x for x in v if isinstance(x, str)] if isinstance(v, list) else []
 
 
-def derive(events: Iterable[Event], waitpoints: dict[str, dict] | None = None, now_ms: int | None = None,
+def derive(events: Iterable[Event], waitpoints: dict[str, JsonObject] | None = None, now_ms: int | None = None,
            *, log_label: str = "", path: str = "") -> tuple[dict[str, HitlRequest], list[Problem]]:
     """Requests by id, and problems (orphan responses, unknown kinds, bad envelopes).
 
@@ -198,7 +189,7 @@ def derive(events: Iterable[Event], waitpoints: dict[str, dict] | None = None, n
                 problems.append(Problem(path, 0, CODE_BAD_ENVELOPE,
                     f"{ev.topic} event {ev.id} ({ev.kind}): request envelope without a request_id", Severity.WARNING))
                 continue
-            kind = kind_of_id(rid) or (env.get("kind") if isinstance(env.get("kind"), str) else REQUEST_KINDS[ev.kind])
+            kind = kind_of_id(rid) or (k if isinstance(k := env.get("kind"), str) else REQUEST_KINDS[ev.kind])
             req = requests.get(rid)
             if req is not None:
                 req.replays += 1  # the same request again (replayed dispatch): the latest envelope wins
@@ -206,10 +197,10 @@ def derive(events: Iterable[Event], waitpoints: dict[str, dict] | None = None, n
                 req = requests[rid] = HitlRequest(rid, kind, ev.topic, log=log_label)
             req.event_id = ev.id
             req.envelope = env
-            req.agent = env.get("agent") if isinstance(env.get("agent"), str) else ""
-            req.trace_id = env.get("trace_id") if isinstance(env.get("trace_id"), str) else (ev.headers.get("trace_id") or "")
-            req.run_id = env.get("run_id") if isinstance(env.get("run_id"), str) else (ev.headers.get("run_id") or "")
-            req.requested_at = env.get("requested_at") if isinstance(env.get("requested_at"), str) else ""
+            req.agent = a if isinstance(a := env.get("agent"), str) else ""
+            req.trace_id = t if isinstance(t := env.get("trace_id"), str) else (ev.headers.get("trace_id") or "")
+            req.run_id = r if isinstance(r := env.get("run_id"), str) else (ev.headers.get("run_id") or "")
+            req.requested_at = at if isinstance(at := env.get("requested_at"), str) else ""
             p = req.payload
             if kind == "dual_control":
                 req.reviewers = _str_list(p.get("approvers"))
@@ -280,7 +271,7 @@ def _apply(req: HitlRequest, ev: Event) -> None:
                 and reviewer not in req.approvals:
             req.approvals.append(reviewer)
     if ev.kind == "hitl.timeout":
-        req.timed_out_at = p.get("timed_out_at") if isinstance(p.get("timed_out_at"), str) else ""
+        req.timed_out_at = t if isinstance(t := p.get("timed_out_at"), str) else ""
     if ev.kind in ("hitl.approval_approved", "hitl.dual_control_approved") and isinstance(p.get("record"), dict):
         req.record = p["record"]
     if not req.resolved_by and is_terminal(req.kind, ev):
@@ -318,7 +309,7 @@ def _finish(req: HitlRequest, now_ms: int | None) -> None:
             req.state = "overdue"
 
 
-def harn_quorum(kind: str, p: dict) -> int:
+def harn_quorum(kind: str, p: JsonObject) -> int:
     """Harn's `approval_quorum_from_request`: the first key present of `n` (dual control) or `quorum`,
     then top-level `approvers_required`, then `approval_request.approvers_required`, decides; a value
     that is not a non-negative integer gives 1 (`as_u64().unwrap_or(1)`)."""

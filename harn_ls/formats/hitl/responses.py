@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import orjson
 
 from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.hitl.requests import TOPIC_BY_KIND, harn_quorum, kind_of_id
+from harn_ls.util.json_types import JsonArray, JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from harn_ls.formats.hitl.requests import HitlRequest
 
 PROVENANCE_SCHEMA = "harn-eventlog-provenance-v1"
 H_SCHEMA = "harn.provenance.schema"
@@ -45,7 +49,7 @@ def topic_for(request_id: str) -> str | None:
 
 
 # ----------------------------------------------------------------------------------- key order
-def shape(value: Any, order: str) -> Any:
+def shape(value: JsonValue, order: str) -> JsonValue:
     """`order == "sorted"`: every object's keys sorted (serde_json without preserve_order);
     `"source"`: as built (the order Harn's source inserts them)."""
     if order != "sorted":
@@ -73,7 +77,7 @@ def order_of(payload_bytes: bytes | str | None) -> str:
 
 
 # ------------------------------------------------------------------------------------ provenance
-def record_hash(topic: str, event_id: int, kind: str, payload: Any, headers: dict, occurred_at_ms: int,
+def record_hash(topic: str, event_id: int, kind: str, payload: JsonValue, headers: JsonObject, occurred_at_ms: int,
                 order: str) -> str:
     """`compute_event_record_hash`: sha256 of the compact JSON of {topic, event_id, kind, payload,
     headers without record_hash, occurred_at_ms}; the wrapper's keys in `order`."""
@@ -85,8 +89,8 @@ def record_hash(topic: str, event_id: int, kind: str, payload: Any, headers: dic
     return "sha256:" + hashlib.sha256(serde_compact(w).encode("utf-8")).hexdigest()
 
 
-def with_provenance(topic: str, event_id: int, kind: str, payload: Any, headers: dict, occurred_at_ms: int,
-                    prev_hash: str | None, order: str) -> dict:
+def with_provenance(topic: str, event_id: int, kind: str, payload: JsonValue, headers: JsonObject, occurred_at_ms: int,
+                    prev_hash: str | None, order: str) -> JsonObject:
     """`prepare_event_for_append`: schema, prev_hash (absent on a topic's first event), record_hash;
     returned sorted (Harn's headers are a BTreeMap)."""
     h = {k: v for k, v in headers.items() if k not in (H_PREV, H_RECORD)}
@@ -97,7 +101,7 @@ def with_provenance(topic: str, event_id: int, kind: str, payload: Any, headers:
     return {k: h[k] for k in sorted(h)}
 
 
-def stored_hash(topic: str, event_id: int, kind: str, payload: Any, headers: dict, occurred_at_ms: int,
+def stored_hash(topic: str, event_id: int, kind: str, payload: JsonValue, headers: JsonObject, occurred_at_ms: int,
                 order: str) -> str:
     """`event_record_hash_from_headers`: the stored header when present and not blank, else computed."""
     h = headers.get(H_RECORD)
@@ -118,7 +122,8 @@ class ChainCheck:
     last_hash: str | None = None
 
 
-def verify_chain(topic: str, rows: list[tuple[int, str, Any, dict, int]], after: ChainCheck | None = None) -> ChainCheck:
+def verify_chain(topic: str, rows: list[tuple[int, str, JsonValue, JsonObject, int]],
+                 after: ChainCheck | None = None) -> ChainCheck:
     """Check a topic's provenance chain: every event's record_hash matches its content (in one of the
     two wrapper orders, the same for the whole topic) and its prev_hash is the previous event's hash.
     The first row is the anchor (after a compaction its prev_hash names a deleted event), unless
@@ -144,11 +149,11 @@ def verify_chain(topic: str, rows: list[tuple[int, str, Any, dict, int]], after:
 
 
 # ------------------------------------------------------------------------------------- payloads
-def response_payload(request_id: str, *, answer: Any = MISSING, approved: bool | None = None,
+def response_payload(request_id: str, *, answer: JsonValue = MISSING, approved: bool | None = None,
                      accepted: bool | None = None, reviewer: str | None = None, reason: str | None = None,
-                     responded_at: str, signature: str | None = None) -> dict:
+                     responded_at: str, signature: str | None = None) -> JsonObject:
     """`HitlHostResponse` with unset fields omitted, in struct order."""
-    p: dict[str, Any] = {"request_id": request_id}
+    p: JsonObject = {"request_id": request_id}
     if answer is not MISSING and answer is not None:  # Option<JsonValue>: a JSON null is None, omitted
         p["answer"] = answer
     for key, value in (("approved", approved), ("accepted", accepted), ("reviewer", reviewer), ("reason", reason)):
@@ -167,7 +172,7 @@ def approval_signature(request_id: str, reviewer: str, signed_at: str, reason: s
     return "sha256:" + hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
-def _first_present(payload: dict, key: str, nested: str) -> tuple[bool, Any]:
+def _first_present(payload: JsonObject, key: str, nested: str) -> tuple[bool, JsonValue]:
     """Rust's `payload.get(key).or_else(..)`: the first key that is *present* (even as null) wins."""
     if key in payload:
         return True, payload[key]
@@ -177,14 +182,14 @@ def _first_present(payload: dict, key: str, nested: str) -> tuple[bool, Any]:
     return False, None
 
 
-def reviewers_of(kind: str, payload: dict) -> list[str]:
+def reviewers_of(kind: str, payload: JsonObject) -> list[str]:
     """`approval_reviewers_from_request`: `approvers` (dual control) / `reviewers`, else
     `approval_request.reviewers`; the first present key decides; non-strings dropped."""
     _, v = _first_present(payload, "approvers" if kind == "dual_control" else "reviewers", "reviewers")
     return [x for x in v if isinstance(x, str)] if isinstance(v, list) else []
 
 
-def response_parses(r: Any) -> bool:
+def response_parses(r: JsonValue) -> bool:
     """Whether Harn's `serde_json::from_value::<HitlHostResponse>` accepts a stored response payload
     (Harn's fold fails on the first one that does not)."""
     if not isinstance(r, dict) or not isinstance(r.get("request_id"), str):
@@ -201,15 +206,15 @@ class Decision:
     `error` (a stored response Harn cannot read; `response` is it)."""
 
     outcome: str
-    record: dict | None = None
-    response: dict | None = None
+    record: JsonObject | None = None
+    response: JsonObject | None = None
     approvals: list[str] = field(default_factory=list)  # counted approving reviewers, in order
     ignored: list[str] = field(default_factory=list)  # why responses were not counted (shown to the user)
     last_approved_reason: str | None = None
     quorum: int = 1
 
 
-def fold_approval(kind: str, request_id: str, payload: dict, responses: list[dict], now: str) -> Decision:
+def fold_approval(kind: str, request_id: str, payload: JsonObject, responses: list[JsonObject], now: str) -> Decision:
     """`resolve_approval_state`: fold every `hitl.response_received` payload for the request, in log
     order. A reviewer outside a non-empty list is ignored, a repeat of a counted reviewer is ignored;
     `approved: true` counts (when it names a reviewer) and may reach the quorum; anything else that is
@@ -218,7 +223,7 @@ def fold_approval(kind: str, request_id: str, payload: dict, responses: list[dic
     allowed = set(reviewers_of(kind, payload))
     reviewers: set[str] = set()
     approvals: list[str] = []
-    signatures: list[dict] = []
+    signatures: list[JsonObject] = []
     reason: str | None = None
     approved_at: str | None = None
     ignored: list[str] = []
@@ -255,16 +260,16 @@ def fold_approval(kind: str, request_id: str, payload: dict, responses: list[dic
     return Decision("pending", approvals=approvals, ignored=ignored, last_approved_reason=reason, quorum=quorum)
 
 
-def approved_payload(request_id: str, record: dict) -> dict:
+def approved_payload(request_id: str, record: JsonObject) -> JsonObject:
     return {"request_id": request_id, "record": record}
 
 
-def denied_payload(request_id: str, response: dict) -> dict:
+def denied_payload(request_id: str, response: JsonObject) -> JsonObject:
     """`{request_id, reviewer, reason}` (json! keeps nulls)."""
     return {"request_id": request_id, "reviewer": response.get("reviewer"), "reason": response.get("reason")}
 
 
-def named_event_headers(request_id: str, trace_id: str) -> dict:
+def named_event_headers(request_id: str, trace_id: str) -> JsonObject:
     return {"request_id": request_id, "trace_id": trace_id}
 
 
@@ -273,12 +278,12 @@ _WP_FIELDS = ("id", "status", "created_at", "completed_at", "cancelled_at", "com
               "value", "reason", "metadata")
 
 
-def waitpoint_record(stored: dict) -> dict | None:
+def waitpoint_record(stored: JsonObject) -> JsonObject | None:
     """A stored `waitpoint.state` payload as Harn deserialises it (`WaitpointRecord`, `#[serde(default)]`):
     the ten known fields, defaults for missing ones; None when it does not deserialise."""
     if not isinstance(stored, dict):
         return None
-    rec: dict[str, Any] = {}
+    rec: JsonObject = {}
     for key in _WP_FIELDS:
         v = stored.get(key)
         if key in ("id", "created_at"):
@@ -297,7 +302,8 @@ def waitpoint_record(stored: dict) -> dict | None:
     return rec
 
 
-def completed(record: dict, *, value: Any, actor: str | None, reason: str | None, metadata: Any, now: str) -> dict:
+def completed(record: JsonObject, *, value: JsonValue, actor: str | None, reason: str | None, metadata: JsonValue,
+              now: str) -> JsonObject:
     """`complete_waitpoint_on`'s new record (the caller checked it is open)."""
     r = dict(record)
     r.update(status="completed", completed_at=now, completed_by=actor, value=value, reason=reason)
@@ -306,7 +312,7 @@ def completed(record: dict, *, value: Any, actor: str | None, reason: str | None
     return r
 
 
-def cancelled(record: dict, *, actor: str | None, reason: str | None, metadata: Any, now: str) -> dict:
+def cancelled(record: JsonObject, *, actor: str | None, reason: str | None, metadata: JsonValue, now: str) -> JsonObject:
     """`cancel_waitpoint_on`'s new record (the caller checked it is open)."""
     r = dict(record)
     r.update(status="cancelled", cancelled_at=now, cancelled_by=actor, reason=reason)
@@ -315,17 +321,17 @@ def cancelled(record: dict, *, actor: str | None, reason: str | None, metadata: 
     return r
 
 
-def resume_payload(waitpoint_id: str, now: str) -> dict:
+def resume_payload(waitpoint_id: str, now: str) -> JsonObject:
     """`append_resume_request`: what an outside responder appends on `waitpoint.resumes`."""
     return {"waitpoint_id": waitpoint_id, "requested_at": now, "reason": "waitpoint_changed"}
 
 
-def escalation_value(response: dict) -> dict:
+def escalation_value(response: JsonObject) -> JsonObject:
     return {"accepted": True, "reviewer": response.get("reviewer"), "reason": response.get("reason"),
             "responded_at": response.get("responded_at")}
 
 
-def needs_finish(req) -> bool:
+def needs_finish(req: HitlRequest) -> bool:
     """A response is in the log but its finalize never ran (a crash, or Harn failing after the append,
     §P.3): the waitpoint is still open although the responses already decide the request. `req` is a
     `formats.hitl.HitlRequest`. The waiting run keeps waiting until the finalize rows are appended."""
@@ -340,12 +346,12 @@ def needs_finish(req) -> bool:
     return fold_approval(req.kind, req.request_id, req.payload, req.responses, "").outcome in ("approved", "denied")
 
 
-def choices(schema: Any) -> list:
+def choices(schema: JsonValue) -> JsonArray:
     """The allowed answers a question's JSON Schema names (`enum`, or `oneOf`/`anyOf` of `const`), capped."""
     if not isinstance(schema, dict):
         return []
-    if isinstance(schema.get("enum"), list):
-        return schema["enum"][:200]
+    if isinstance(enum := schema.get("enum"), list):
+        return enum[:200]
     for key in ("oneOf", "anyOf"):
         alts = schema.get(key)
         if isinstance(alts, list) and alts and all(isinstance(a, dict) and "const" in a for a in alts):
@@ -353,7 +359,7 @@ def choices(schema: Any) -> list:
     return []
 
 
-def coerce_answer(schema: Any, text: str) -> Any:
+def coerce_answer(schema: JsonValue, text: str) -> JsonValue:
     """A typed answer from what a person typed: text for a string (or untyped) schema, else JSON
     (a number, true/false, an object); a choice list's value as it appears there."""
     for c in choices(schema):
@@ -368,7 +374,7 @@ def coerce_answer(schema: Any, text: str) -> Any:
         raise ValueError(f"the question expects {t}; {text[:80]!r} is not JSON") from None
 
 
-def actions_for(req) -> list[str]:
+def actions_for(req: HitlRequest) -> list[str]:
     """The answers that apply to a request now (what the editor and `hitl list` offer)."""
     if needs_finish(req):
         return ["finish"]
@@ -378,7 +384,7 @@ def actions_for(req) -> list[str]:
             "escalation": ["accept"] if req.state == "rejected-but-hidden" else ["accept", "decline"]}[req.kind]
 
 
-def choice_labels(req) -> list[str]:
+def choice_labels(req: HitlRequest) -> list[str]:
     """A question's choices as one-line labels for a pick list (index = `choice` of answerHitl)."""
     if req.kind != "question":
         return []

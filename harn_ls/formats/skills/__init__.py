@@ -28,6 +28,8 @@ re-exports their public names.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .common import (  # noqa: F401
     CODE_DUPLICATE_KEY,
     CODE_FIELD_TYPE,
@@ -63,13 +65,8 @@ from .common import (  # noqa: F401
     STATUS_UNTRUSTED_SIGNER,
     STATUS_VERIFIED,
 )
-from .discovery import (  # noqa: F401
-    SkillInventory,
-    discover_skills,
-)
-from .frontmatter import (  # noqa: F401
-    split_frontmatter,
-)
+from .discovery import SkillInventory, discover_skills  # noqa: F401
+from .frontmatter import split_frontmatter  # noqa: F401
 
 # Reading a project without skills needs neither the SKILL.md reader (`skill_file`, `signatures`)
 # nor PyYAML (`validation`, `writer`): their public names load on first use (PEP 562 __getattr__)
@@ -78,8 +75,23 @@ _LAZY = {"SignatureStatus": "signatures", "verify_signature": "signatures", "Ski
          "is_valid_skill_name": "writer", "yaml_double_quoted": "writer", "render_learned_skill": "writer"}
 
 
-def __getattr__(name: str):
+if TYPE_CHECKING:  # what __getattr__ gives, for the checker
+    from types import ModuleType
+
+    from ..pattern_learning import slugify as slugify  # (writer's name for it)
+    from .signatures import SignatureStatus as SignatureStatus
+    from .signatures import verify_signature as verify_signature
+    from .skill_file import Skill as Skill
+    from .skill_file import parse_skill_file as parse_skill_file
+    from .validation import parse_frontmatter as parse_frontmatter
+    from .writer import is_valid_skill_name as is_valid_skill_name
+    from .writer import render_learned_skill as render_learned_skill
+    from .writer import yaml_double_quoted as yaml_double_quoted
+
+
+def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
+    found: ModuleType
     if module == "signatures":
         # start-up: see _LAZY
         from . import signatures as found

@@ -29,6 +29,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
+    from ..paths import ProjectPaths
     from .skill_file import Skill
 
 
@@ -135,7 +136,7 @@ def _candidates(root: str) -> list[str]:
 
 
 def discover_skills(
-    paths,
+    paths: ProjectPaths,
     trusted_signers_dir: str | None = None,
     *,
     lookup_order: Sequence[str] | None = None,

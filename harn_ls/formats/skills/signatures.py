@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from hashlib import sha256
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harn_ls.formats.parse_limits import loads_json
 
@@ -27,6 +27,9 @@ from .common import (
 
 # --------------------------------------------------------------------------
 # Signatures (§F.3)
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,8 @@ def _load_envelope(raw: bytes) -> dict[str, str]:
     return value
 
 
-def _load_public_key(fingerprint: str, dirs: Sequence[str]):
+def _load_public_key(fingerprint: str, dirs: Sequence[str]
+                     ) -> tuple[tuple[Ed25519PublicKey, str] | None, str | None]:
     """(key or None, error or None). A key file that does not parse is an error."""
     # start-up: cryptography (OpenSSL bindings, ~40 ms) loads only when a skill is signed
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey

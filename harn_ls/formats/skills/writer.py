@@ -58,7 +58,9 @@ _PLAIN_TAG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 def _plain_or_quoted(text: str) -> str:
     """Plain when YAML 1.2 would read it back as this same string, else quoted."""
-    if _PLAIN_TAG.match(text) and _CoreResolver().resolve(ScalarNode, text, (True, False)) == "tag:yaml.org,2002:str":
+    # (types-PyYAML leaves BaseResolver.resolve unannotated)
+    if _PLAIN_TAG.match(text) and _CoreResolver().resolve(  # type: ignore[no-untyped-call]
+            ScalarNode, text, (True, False)) == "tag:yaml.org,2002:str":
         return text
     return yaml_double_quoted(text)
 

@@ -9,11 +9,13 @@ are bounded.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import cast
 
 from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
-from yaml.events import AliasEvent
+from yaml.error import Mark
+from yaml.events import AliasEvent, Event
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.parser import Parser
 from yaml.reader import Reader
@@ -62,22 +64,26 @@ _CoreResolver.add_implicit_resolver(
 class _LimitedComposer(Composer):
     """Composer that bounds nesting depth and node count while building."""
 
+    # (from Parser, the loader's other half: declared for the checker, never assigned)
+    peek_event: Callable[[], Event]
+
     def __init__(self) -> None:
         super().__init__()
         self._depth = 0
         self._nodes = 0
 
-    def compose_node(self, parent, index):  # type: ignore[override]
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
         event = self.peek_event()
         if not isinstance(event, AliasEvent):
             self._nodes += 1
             if self._nodes > MAX_YAML_NODES:
-                raise _YamlLimitError("YAML frontmatter has too many nodes", event.start_mark.line)
+                # (the pure-Python parser marks every event)
+                raise _YamlLimitError("YAML frontmatter has too many nodes", cast(Mark, event.start_mark).line)
         self._depth += 1
         try:
             if self._depth > MAX_YAML_DEPTH:
                 raise _YamlLimitError(
-                    f"YAML frontmatter nests deeper than {MAX_YAML_DEPTH} levels", event.start_mark.line
+                    f"YAML frontmatter nests deeper than {MAX_YAML_DEPTH} levels", cast(Mark, event.start_mark).line
                 )
             return super().compose_node(parent, index)
         finally:
@@ -92,7 +98,10 @@ class _LimitedScanner(Scanner):
     before the composer's depth check would run.
     """
 
-    def fetch_flow_collection_start(self, TokenClass):  # type: ignore[override]
+    # (from Reader, the loader's other half: declared for the checker, never assigned)
+    get_mark: Callable[[], Mark]
+
+    def fetch_flow_collection_start(self, TokenClass: type) -> None:  # noqa: N803 (PyYAML's name)
         if self.flow_level >= MAX_YAML_DEPTH:
             raise _YamlLimitError(
                 f"YAML frontmatter nests deeper than {MAX_YAML_DEPTH} levels", self.get_mark().line
@@ -135,8 +144,9 @@ def _construct_core_float(loader: SafeConstructor, node: ScalarNode) -> float:
         return SafeConstructor.construct_yaml_float(loader, node)
 
 
-_HardenedLoader.add_constructor("tag:yaml.org,2002:int", _construct_core_int)
-_HardenedLoader.add_constructor("tag:yaml.org,2002:float", _construct_core_float)
+# (types-PyYAML bounds a constructor's loader to PyYAML's own loader classes; this one is ours)
+_HardenedLoader.add_constructor("tag:yaml.org,2002:int", _construct_core_int)  # type: ignore[type-var]
+_HardenedLoader.add_constructor("tag:yaml.org,2002:float", _construct_core_float)  # type: ignore[type-var]
 
 
 def _check_expansion(root: Node) -> None:
@@ -181,7 +191,8 @@ def _check_expansion(root: Node) -> None:
 
 def _children(node: Node) -> Iterable[Node]:
     if isinstance(node, SequenceNode):
-        return node.value
+        items: list[Node] = node.value
+        return items
     if isinstance(node, MappingNode):
         return [n for pair in node.value for n in pair]
     return ()
