@@ -165,10 +165,12 @@ def analyze(record: MemoryRecord) -> tuple[dict[str, int], int]:
 # every token with numpy: a byte is alphanumeric by table lookup (A-Z folded), a token is a run of
 # them. A token of up to `_PACKED_MAX` characters is then an integer, its characters as the digits
 # 1..36 of a base-37 number (exact: 37**12 < 2**64, and the digits are never 0, so no two tokens
-# share a number, and the 1-byte ones are exactly those below 37). Longer tokens, and the tokens of
-# a record with non-ASCII text (split by `_raw_tokens`, as `analyze` does), are numbered by a dict,
-# from `_LOOKED_UP` up. Counting the distinct (record, number) pairs then gives every posting at
-# once; only the chunk's distinct terms are made strings again.
+# share a number, and the 1-byte ones are exactly those below 37). Longer tokens are numbered by a
+# dict, from `_LOOKED_UP` up. A record with non-ASCII text is analysed by `analyze` (the regex
+# split) and its terms numbered the same way, one entry per term carrying its tf and flags (about
+# the cost of the record-by-record build; ASCII records take ~0.6x). Counting the distinct
+# (record, number) pairs then gives every posting at once; only the chunk's distinct terms are made
+# strings again.
 _PACKED_MAX = 12
 _LOOKED_UP = np.uint64(1 << 63)  # (37**12 < 2**63: the dict's numbers never meet a packed one)
 _DIGIT = np.zeros(256, dtype=np.uint8)
@@ -178,13 +180,16 @@ _POW37 = np.array([37**k for k in range(_PACKED_MAX)], dtype=np.uint64)
 _TEXT, _JSON, _KEY, _TAGS = range(4)  # the parts of a record, in the order `analyze` counts them
 
 
+_DIGITS = _DIGIT.tolist()  # (the same table as Python ints, for `_packed`)
+
+
 def _packed(token: str) -> int | None:
     """The base-37 number of a short ASCII token (as the arrays compute it), else None."""
     if len(token) > _PACKED_MAX or not token.isascii():
         return None
     n = 0
     for ch in token:
-        n = n * 37 + int(_DIGIT[ord(ch)])
+        n = n * 37 + _DIGITS[ord(ch)]
     return n
 
 
@@ -246,11 +251,11 @@ def analyze_many(records: Sequence[MemoryRecord]) -> Postings:
     twice = np.fromiter((p[0] for p in parts), dtype=bool, count=len(parts))
     pieces = [piece for p in parts for piece in p[1:]]  # 4 a record: text, JSON, key, tags
     del parts
-    other: dict[int, list[str]] = {}  # records with non-ASCII text (tokenized one by one): their pieces
+    other: list[int] = []  # records with non-ASCII text: analysed one by one (`analyze`)
     if not all(map(str.isascii, pieces)):
         for i in range(len(records)):
             if not all(map(str.isascii, pieces[4 * i : 4 * i + 4])):
-                other[i] = pieces[4 * i : 4 * i + 4]
+                other.append(i)
                 pieces[4 * i : 4 * i + 4] = ("", "", "", "")
     joined, piece, start, end, number = _ascii_tokens(pieces)
     looked_up: dict[str, int] = {}  # long or non-ASCII token -> its number - _LOOKED_UP
@@ -261,28 +266,42 @@ def analyze_many(records: Sequence[MemoryRecord]) -> Postings:
         words = [joined[s:e] for s, e in zip(start[long].tolist(), end[long].tolist(), strict=True)]
         number[long] += np.fromiter(map(looked_up.setdefault, words, numbers), dtype=np.uint64,
                                     count=len(words))
-    if other:  # their tokens, numbered the same way, placed after the ASCII ones of records before them
+    # per entry: how many tokens it stands for (text counted twice where the JSON is the text) and
+    # its key (1) / tags (2) flags; an ASCII token is one entry
+    kind = piece & 3
+    weight = np.where((kind == _TEXT) & twice[piece >> 2], 2, 1)
+    flag = np.where(kind == _KEY, 1, np.where(kind == _TAGS, 2, 0))
+    del kind
+    if other:  # `analyze` of each (one entry per distinct term: tf, flags), numbered the same way
         o_piece: list[int] = []
         o_number: list[int] = []
-        for i, texts in other.items():
-            for k, text in enumerate(texts):
-                for token in _raw_tokens(text):
+        o_val: list[int] = []
+        number_of: dict[str, int] = {}
+        for i in other:
+            counts, _ = analyze(records[i])
+            for token in counts:
+                n = number_of.get(token)
+                if n is None:
                     n = _packed(token)
                     if n is None:
                         n = int(_LOOKED_UP) + looked_up.setdefault(token, next(numbers))
-                    o_piece.append(4 * i + k)
-                    o_number.append(n)
-                    spelled.append(token)
+                    number_of[token] = n
+                o_number.append(n)
+            spelled += counts
+            o_val += counts.values()
+            o_piece += [4 * i] * len(counts)
+        vals = np.array(o_val, dtype=np.int64)
+        # placed after the ASCII tokens of the records before them, in the order `analyze` saw them
         order = np.argsort(np.concatenate((piece, np.array(o_piece, dtype=np.int64))), kind="stable")
         piece = np.concatenate((piece, np.array(o_piece, dtype=np.int64)))[order]
         number = np.concatenate((number, np.array(o_number, dtype=np.uint64)))[order]
-        source = order  # token -> its index among (ASCII tokens, then the spelled ones)
+        weight = np.concatenate((weight, vals & _TF_MASK))[order]
+        flag = np.concatenate((flag, vals >> _TF_BITS))[order]
+        source = order  # entry -> its index among (ASCII tokens, then the spelled ones)
     else:
         source = None
     keep = number >= 37  # 1-byte tokens split words but are not terms
     doc = piece >> 2
-    kind = piece & 3
-    weight = np.where((kind == _TEXT) & twice[doc], 2, 1)
     ntokens = np.bincount(doc[keep], weights=weight[keep], minlength=len(records)).astype(np.int64)
     if source is None:
         source = np.arange(len(number))
@@ -311,9 +330,9 @@ def analyze_many(records: Sequence[MemoryRecord]) -> Postings:
     # one posting per distinct (term, record)
     pair = np.cumsum(new_pair) - 1
     npairs = int(pair[-1]) + 1 if len(pair) else 0
-    kind = kind[order]
+    flag = flag[order]
     tf = np.bincount(pair, weights=weight[order], minlength=npairs).astype(np.int64)
-    flags = (np.bincount(pair, weights=kind == _KEY, minlength=npairs) > 0).astype(np.int64) << _TF_BITS
-    flags |= (np.bincount(pair, weights=kind == _TAGS, minlength=npairs) > 0).astype(np.int64) << (_TF_BITS + 1)
+    flags = (np.bincount(pair, weights=flag & 1, minlength=npairs) > 0).astype(np.int64) << _TF_BITS
+    flags |= (np.bincount(pair, weights=flag & 2, minlength=npairs) > 0).astype(np.int64) << (_TF_BITS + 1)
     term = rank[np.cumsum(new_term)[new_pair] - 1]
     return Postings(terms, doc[new_pair], term, tf | flags, ntokens)
