@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-portable unit lsp clients fuzz bench venv clean mutate
+.PHONY: demo test test-portable unit lsp clients fuzz bench venv clean mutate lint
 
 # The test venv is the lock's (requirements/test.lock, every file's hash checked), then harn-ls itself.
 $(STAMP): pyproject.toml requirements/test.lock
@@ -23,8 +23,14 @@ demo: $(STAMP)
 	$(VENV)/bin/harn-ls recall fixtures/sample-project "invoice rounding" -k 3
 
 test: $(STAMP) clients-deps
+	$(MAKE) --no-print-directory lint
 	$(PY) -m pytest -q -p no:cacheprovider tests
 	$(MAKE) --no-print-directory test-portable
+
+# Static checks (configured in pyproject.toml): ruff's rules, then mypy (strict on the pure core).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check harn_ls tests bench scripts
+	$(VENV)/bin/mypy
 
 # The LSP suite again with every Linux-only facility switched off (harn_ls/util/portable.py): the paths
 # macOS takes (no /proc/locks, no inotify, no /proc/self/fd), run here.

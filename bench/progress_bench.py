@@ -25,7 +25,7 @@ def bench_progress_overhead(root: Path, pairs: int) -> dict:
             if mode == "with":
                 progress = WorkProgress("bench")
 
-                def watch(progress=progress) -> None:
+                def watch(progress=progress, stop=stop) -> None:
                     while not stop.wait(0.25):
                         progress.snapshot()
 
@@ -36,6 +36,6 @@ def bench_progress_overhead(root: Path, pairs: int) -> dict:
             times[mode].append(time.thread_time() - start)
             stop.set()
             del ws
-    ratios = [a / b for a, b in zip(times["with"], times["without"])]
+    ratios = [a / b for a, b in zip(times["with"], times["without"], strict=True)]
     return {"pairs": pairs, "with_s": statistics.median(times["with"]), "without_s": statistics.median(times["without"]),
             "ratio": {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}}

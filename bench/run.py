@@ -155,7 +155,8 @@ load = time.perf_counter() - t
 ws.recall  # the recall index is built on first use; time it too, so nothing hides
 load_recall = time.perf_counter() - t
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"load_s": load, "load_recall_s": load_recall, "bare_s": min(bare_s), "lines": n, "rss_kb": rss, "rss_before_kb": rss0,
+print(json.dumps({"load_s": load, "load_recall_s": load_recall, "bare_s": min(bare_s), "lines": n, "rss_kb": rss,
+                  "rss_before_kb": rss0,
                   "records": ws.counts()["records"], "facts": len(ws.facts)}))
 """
 
@@ -172,7 +173,7 @@ def bench_cold(root: Path, repeats: int) -> dict:
     with_index = [r["load_recall_s"] for r in runs]
     return {"load_s": summary(load), "load_with_recall_index_s": summary(with_index),
             "bare_orjson_s": summary(bare), "ratio": summary(ratio),
-            "ratio_with_recall_index": summary([w / r["bare_s"] for w, r in zip(with_index, runs)]),
+            "ratio_with_recall_index": summary([w / r["bare_s"] for w, r in zip(with_index, runs, strict=True)]),
             "lines": runs[0]["lines"], "records": runs[0]["records"], "facts": runs[0]["facts"],
             "rss_kb": summary([r["rss_kb"] for r in runs]), "rss_before_load_kb": summary([r["rss_before_kb"] for r in runs])}
 
@@ -706,7 +707,8 @@ def bench_wal_append(repeats: int = 30, background_events: int = 20_000) -> dict
 def wal_rows(w: dict) -> list:
     a, e = w["apply_ms"], w["append_to_applied_ms"]
     n = f"{w['background_events']:,}"
-    return [(f"WAL append -> Workspace.apply_changes (HITL derived, {n} events)", "ms p50/p95", (a["p50"], a["p95"], a["min"], a["max"]), ""),
+    return [(f"WAL append -> Workspace.apply_changes (HITL derived, {n} events)", "ms p50/p95",
+             (a["p50"], a["p95"], a["min"], a["max"]), ""),
             ("WAL append -> watcher batch applied (debounce incl.)", "ms p50/p95", (e["p50"], e["p95"], e["min"], e["max"]),
              "p95 <= 300 ms")]
 
@@ -793,7 +795,7 @@ def main(argv: list[str] | None = None) -> int:
     for size, src in (("small", small), ("large", large)):
         proj = scratch_copy(src, [ns_rel])
         ws = Workspace.load(str(proj))
-        ws.recall  # as in the server (it builds the index right after loading): appends also index
+        _ = ws.recall  # as in the server (it builds the index right after loading): appends also index
         settle_gc()
         events_before = sum(s.event_count for s in ws.memory.values())  # the project's size, before the appends
         batches, deferred = bench_incremental(ws, proj / ns_rel, ns, 20 if args.quick else 50,
@@ -886,7 +888,7 @@ def bench_huge(bench_cache: Path, quick: bool) -> dict:
         os.environ["HARN_LS_CACHE_DIR"] = str(cache)
         t = time.perf_counter()
         ws = Workspace.load(str(proj), cache=True)
-        ws.recall
+        _ = ws.recall  # the index restored from the cache
         out["inprocess_warm_load_with_index_s"] = time.perf_counter() - t
         # A server settles a cache-restored index once recall is ready (lsp/project.py
         # settle_recall): every record decoded, each namespace's term dict built. The rows below
@@ -933,7 +935,8 @@ def huge_table(h: dict) -> str:
         out.append(f"in-process warm load + recall index: {h['inprocess_warm_load_with_index_s']:.3g} s")
     if "inprocess_settle_s" in h:
         out.append(f"in-process: first recall before the settle {h['first_recall_before_settle_ms']:.3g} ms; "
-                   f"the settle a server does after recallReady (records decoded, term dicts built) {h['inprocess_settle_s']:.3g} s")
+                   f"the settle a server does after recallReady (records decoded, term dicts built) "
+                   f"{h['inprocess_settle_s']:.3g} s")
     for k, v in h.get("apply", {}).items():
         out.append(f"apply {k:>3} events: p50 {v['p50']:.3g} ms p95 {v['p95']:.3g} ms (n {v['n']}; "
                    f"longest collector pass {v.get('gc_max_ms', 0):.3g} ms)")
@@ -941,7 +944,7 @@ def huge_table(h: dict) -> str:
             out.append(f"  a sample over {2 * APPLY_SLOW_MS:g} ms: {slow['wall_ms']:.3g} ms wall, "
                        f"{slow['thread_cpu_ms']:.3g} ms on the CPU, {slow['gc_ms']:.3g} ms collecting, "
                        f"{slow['steal_ticks']} ticks of CPU steal")
-    for label, unit, v, _ in deferred_rows(h.get("apply_deferred", {}), "1M", ""):
+    for label, _unit, v, _ in deferred_rows(h.get("apply_deferred", {}), "1M", ""):
         out.append(f"{label}: p50 {v[0]:.3g} ms p95 {v[1]:.3g} ms")
     rc = h.get("recall", {})
     if rc:
@@ -1023,7 +1026,8 @@ def verdict(r: dict) -> dict:
         checks["100k server start -> recall ready, warm cache (s)"] = (ss["warm"]["recall_ready_s"], 1.0)
     if "hover_after_append_ms" in srv:
         checks["hover p95 right after an append batch (ms)"] = (srv["hover_after_append_ms"]["p95"], BUDGETS["hover_p95_ms"])
-        checks["code lens p95 right after an append batch (ms)"] = (srv["code_lens_after_append_ms"]["p95"], BUDGETS["lens_p95_ms"])
+        checks["code lens p95 right after an append batch (ms)"] = (srv["code_lens_after_append_ms"]["p95"],
+                                                                    BUDGETS["lens_p95_ms"])
     h = r.get("huge")
     if h:
         if "recall" in h:
@@ -1144,7 +1148,8 @@ def table(r: dict) -> str:
             rows.append((f"server start -> recall ready, warm cache ({ev:,})", "s", h["server_start_warm"]["recall_ready_s"], ""))
         if "apply" in h:
             v = h["apply"]["100"]
-            rows.append((f"apply 100 appended events at {ev:,} events", "ms p50/p95", (v["p50"], v["p95"], v["min"], v["max"]), "<= 5 ms"))
+            rows.append((f"apply 100 appended events at {ev:,} events", "ms p50/p95",
+                         (v["p50"], v["p95"], v["min"], v["max"]), "<= 5 ms"))
         if "apply_deferred" in h:
             rows += deferred_rows(h["apply_deferred"], f"{ev:,} events", "p95 <= 20 ms")
         if "recall" in h:

@@ -160,6 +160,17 @@ class AnswerHitlArgs:
 
 
 @attrs.frozen
+class HitlFormArgs:
+    """Argument of the client commands `CMD_UI_HITL` (lenses on a request's document): the client
+    asks for a reason or an answer (`choices`: a question's choices, one-line labels), then runs
+    `answerHitl` with the request id."""
+
+    request_id: str
+    kind: str
+    choices: list[str] | None = None
+
+
+@attrs.frozen
 class CompareArgs:
     """Argument of the client command `compareWithExisting`: diff the file at `path` with `uri`,
     the server's raw text of what Accept would write (`harn-state:/proposals/<id>.md?file=...`)."""
@@ -404,7 +415,12 @@ NOTIFICATIONS: dict[str, type] = {TREE_CHANGED: TreeChangedParams, STATUS: Statu
                                   LOADING: LoadingParams}
 WIRE_CLASSES: tuple[type, ...] = tuple(dict.fromkeys(
     [*COMMAND_ARGS.values(), *(c for cs in COMMAND_RESULTS.values() for c in cs), *NOTIFICATIONS.values(),
-     Position, Range, CompareArgs, TreeParams, LspCommand, TreeItemData, TreeResult, HitlRequestNote, WrittenEvent]))
+     Position, Range, CompareArgs, HitlFormArgs, TreeParams, LspCommand, TreeItemData, TreeResult, HitlRequestNote,
+     WrittenEvent]))
+# Sent without their optional fields when unset (null is never sent for them): a tree item has a `uri`,
+# `command` and `data` only when it has something to open / run / pass on, a page `nextPage` and
+# `total` only when more pages follow.
+OMIT_UNSET: frozenset[type] = frozenset({TreeItemData, TreeResult})
 
 
 # ----------------------------------------------------------------------------------- conversion
@@ -452,12 +468,14 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook_factory(
         lambda t: t in WIRE_CLASSES, lambda cls: _objects_only(make_dict_structure_fn(cls, conv, **renames(cls))))
     conv.register_unstructure_hook_factory(
-        lambda t: t in WIRE_CLASSES, lambda cls: make_dict_unstructure_fn(cls, conv, **renames(cls)))
+        lambda t: t in WIRE_CLASSES,
+        lambda cls: make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=cls in OMIT_UNSET, **renames(cls)))
     return conv
 
 
 converter = _make_converter()
 T = TypeVar("T")
+A = TypeVar("A", bound=attrs.AttrsInstance)  # an attrs class of the contract
 
 
 def _problem(exc: BaseException) -> str:
@@ -534,7 +552,17 @@ def to_wire(obj: Any) -> Any:
     return converter.unstructure(obj)
 
 
-def from_fields(cls: type[T], values: dict[str, Any], **extra: Any) -> T:
+def command_argument(arg: Any) -> Any:
+    """A command argument as a lens, code action or tree item carries it: an attrs instance as its
+    wire object without the optional fields left unset (None), so the client sends back only what
+    was meant (and a project `root` can still be added); anything else (a URI string) as it is."""
+    if not attrs.has(type(arg)):
+        return arg
+    unset = {wire_name(a.name) for a in attrs.fields(type(arg)) if a.default is None}
+    return {k: v for k, v in to_wire(arg).items() if not (v is None and k in unset)}
+
+
+def from_fields(cls: type[A], values: dict[str, Any], **extra: Any) -> A:
     """An instance of `cls` from a dict that has (at least) its fields under their Python names,
     e.g. an action's result; keys that are not fields are left out."""
     names = {a.name for a in attrs.fields(cls)}

@@ -16,6 +16,7 @@ import stat
 import threading as _threading
 import time as _time
 import uuid
+from collections.abc import Mapping
 
 from harn_ls.actions import append_journal
 from harn_ls.util.message_text import quote
@@ -222,7 +223,7 @@ def _check_rel(rel: str) -> list[str]:
     return parts
 
 
-def atomic_write_dir(project_root: str, target_dir: str, files: dict[str, bytes | str]) -> None:
+def atomic_write_dir(project_root: str, target_dir: str, files: Mapping[str, bytes | str]) -> None:
     """Create `target_dir` holding exactly `files` ('/'-separated relative paths), all or nothing.
 
     Everything is written (and fsynced) into a fresh hidden sibling
@@ -348,16 +349,16 @@ _uuid7_lock = _threading.Lock()
 _uuid7_last = [0, 0]  # [unix ms, 74 random/counter bits] of the previous id
 
 
-def uuid7(now_ns: int | None = None) -> str:
+def uuid7(at_ns: int | None = None) -> str:
     """A UUIDv7 (hyphenated lowercase) like Rust's `Uuid::now_v7()`.
 
     48-bit Unix milliseconds, then 74 random bits. Ids made from the clock in
     the same (or, if the clock stepped back, an earlier) millisecond reuse the
     previous timestamp and bump the random part, so they sort in creation
-    order; an explicit `now_ns` is kept as given (bumped only within its ms).
+    order; an explicit `at_ns` is kept as given (bumped only within its ms).
     """
-    explicit = now_ns is not None
-    ms = (now_ns if explicit else _time.time_ns()) // 1_000_000
+    explicit = at_ns is not None
+    ms = (at_ns if at_ns is not None else _time.time_ns()) // 1_000_000
     with _uuid7_lock:
         if ms == _uuid7_last[0] or (not explicit and ms < _uuid7_last[0]):
             ms = _uuid7_last[0]

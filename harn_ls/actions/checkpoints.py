@@ -143,7 +143,8 @@ def _read_under_lock(path: str, pipeline: str, key: str, expect_mtime: float | N
         mapping = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         # Possibly caught mid-write by an older Harn (§B.3): never "repair" it into something else.
-        raise ActionFailed(f"refused: {quote(os.path.basename(path))} is not valid JSON right now ({quote(exc)}); try again") from None
+        raise ActionFailed(
+            f"refused: {quote(os.path.basename(path))} is not valid JSON right now ({quote(exc)}); try again") from None
     if not isinstance(mapping, dict):
         raise ActionFailed(f"refused: {quote(os.path.basename(path))} is not a JSON object")
     if key not in mapping:

@@ -37,7 +37,8 @@ def invalidate_fact(ws, fact_id: str, now=None) -> dict:
     append_lines(confining_root(ws, path), path, [serde_compact(event)])
     ws.apply_changes([path])
     return {
-        "message": f"Invalidated {quote(fact_id)} in {quote(ns)} (Harn hides this id for good: re-asserting the same fact stays invisible)",
+        "message": f"Invalidated {quote(fact_id)} in {quote(ns)}"
+                   " (Harn hides this id for good: re-asserting the same fact stays invisible)",
         "id": fact_id,
         "namespace": ns,
         "forget": event,

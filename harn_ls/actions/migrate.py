@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from typing import Any
 
 from harn_ls.actions import ActionFailed, append_lines, atomic_write
 from harn_ls.actions.proposals import NAMESPACE, _ids_with_key, _refresh, forget_event, pattern_store_event
@@ -86,7 +87,8 @@ def migrate_pattern_learning(ws, now=None) -> dict:
             "tool_sequence": normalize_tools(obs.tool_sequence), "observed_at": obs.observed_at or now_iso,
             "source_id": "", "run_id": "", "evidence_kind": "",  # pl_observation_from_legacy passes none
         }, "observation")
-        events.append(pattern_store_event(NAMESPACE, oid, pl_fmt.pattern_record_key("observation", oid), value, now_iso, "observation"))
+        events.append(pattern_store_event(NAMESPACE, oid, pl_fmt.pattern_record_key("observation", oid), value, now_iso,
+                                          "observation"))
         active_ids.add(oid)
         counts["observations"] += 1
 
@@ -98,7 +100,7 @@ def migrate_pattern_learning(ws, now=None) -> dict:
         if not t_(prop.id):  # Harn stores only proposals with an id
             counts["skipped"] += 1
             continue
-        record = {  # pl_migrate_pending's `normalized`, field for field
+        record: dict[str, Any] = {  # pl_migrate_pending's `normalized`, field for field
             "id": t_(prop.id), "kind": t_(prop.kind) or "skill", "source": t_(prop.source), "name": t_(prop.name),
             "title": t_(prop.title), "description": t_(prop.description), "when_to_use": t_(prop.when_to_use),
             "body": "" if prop.body is None else str(prop.body), "support": prop.support if prop.support is not None else 0,
@@ -108,7 +110,8 @@ def migrate_pattern_learning(ws, now=None) -> dict:
         }
         value = pl_fmt.pattern_record_value(record, "pending")
         rid = pl_fmt.pending_record_id(record["id"], now_iso, str(uuid.uuid4()))
-        events.append(pattern_store_event(NAMESPACE, rid, pl_fmt.pattern_record_key("pending", record["id"]), value, now_iso, "pending"))
+        events.append(pattern_store_event(NAMESPACE, rid, pl_fmt.pattern_record_key("pending", record["id"]), value, now_iso,
+                                          "pending"))
         counts["proposals"] += 1
 
     # pl_migrate_state always replaces the state: a missing legacy state stream reads as the

@@ -34,7 +34,6 @@ import signal
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from harn_ls.actions import ActionFailed, append_lines, uuid7
 from harn_ls.formats import facts as F
@@ -44,11 +43,12 @@ from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.harn_time import iso_millis, rfc3339_nanos
 from harn_ls.util import exit_hooks
 from harn_ls.util.message_text import quote
+from harn_ls.util.rust_text import rust_trim
 from harn_ls.util.text_positions import UTF16, ByteIndex, Pos, Range, TextIndex
 
-KIND = "typecheck"
+KIND = P.TYPECHECK
 SOURCE = "harn-probe"
-NAMESPACE = F.fact_namespace()  # Harn's default (project) scope: project/facts
+NAMESPACE = P.PROBE_FACT_NAMESPACE  # Harn's default (project) scope: project/facts
 MAX_CAPTURE = 32 * 1024 * 1024  # bytes kept per stream; the rest is drained and dropped
 DRAIN_GRACE = 2.0  # seconds to wait for pipes after exit (an escaped grandchild may hold them)
 MISSING_BINARY = ("harn binary not found: {path}. Install Harn or point the `harnState.harnPath` setting "
@@ -99,29 +99,13 @@ def parse_range_arg(value: str) -> CliRange:
     m = _RANGE_RE.match(value or "")
     if m is None or (m.group(2) is None) != (m.group(4) is None):
         raise ValueError(f"--range must be L:C-L:C or L-L (1-based), got {value!r}")
-    sl, sc, el, ec = (int(g) if g is not None else None for g in m.groups())
+    sl, el = int(m.group(1)), int(m.group(3))  # (the pattern requires both lines)
+    sc, ec = (int(g) if g is not None else None for g in (m.group(2), m.group(4)))
     if sl < 1 or el < 1 or (sc is not None and sc < 1) or (ec is not None and ec < 1):
         raise ValueError(f"--range lines and columns start at 1, got {value!r}")
     if (el, ec or 0) < (sl, sc or 0):
         raise ValueError(f"--range ends before it starts: {value!r}")
     return CliRange(sl, sc, el, ec)
-
-
-def range_from_lsp(obj: Any) -> Range | None:
-    """`{start: {line, character}, end: {...}}` (a dict or an lsprotocol Range) -> Range."""
-    if obj is None:
-        return None
-    try:
-        start = obj["start"] if isinstance(obj, dict) else obj.start
-        end = obj["end"] if isinstance(obj, dict) else obj.end
-        get = (lambda p, k: p[k]) if isinstance(start, dict) else getattr
-        rng = ((int(get(start, "line")), int(get(start, "character"))),
-               (int(get(end, "line")), int(get(end, "character"))))
-    except (KeyError, TypeError, ValueError, AttributeError):
-        raise ActionFailed(f"refused: not a range: {quote(obj)}") from None
-    if min(rng[0] + rng[1]) < 0:
-        raise ActionFailed(f"refused: negative position in range {quote(obj)}")
-    return rng if rng[0] <= rng[1] else (rng[1], rng[0])
 
 
 @dataclass(frozen=True)
@@ -435,16 +419,6 @@ def _events_target(project_root: str, memory_root: str) -> tuple[str, str]:
     return path, (root if inside else mem)  # HARN_MEMORY_ROOT outside the project: confine to it
 
 
-def build_fact_event(body: str, outcome: str, observed: str, command: str, file_range: str | None,
-                     asserted_at: str, stored_at: str) -> dict:
-    """The memory store event of the observation fact (Harn's probe fact + our file_range item)."""
-    fact_input = P.probe_fact_input(KIND, body, outcome, observed, command=command)
-    if file_range:
-        fact_input["evidence"].append({"kind": "file_range", "ref": file_range})
-    envelope = F.normalize_fact(fact_input, {"asserted_at": asserted_at})
-    return F.fact_store_event(envelope, NAMESPACE, stored_at)
-
-
 async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng: Range | None, harn_path: str,
                               timeout: float, store: bool = True, now: str | None = None,
                               memory_root: str | None = None, encoding: str = UTF16) -> ProbeOutcome:
@@ -455,11 +429,10 @@ async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng:
     asserted_at and stored_at, as probe.harn's `options.now` does.
     """
     sel = select(text, rng, encoding)
-    if F.rust_trim(sel.snippet) == "":
+    if rust_trim(sel.snippet) == "":
         raise ActionFailed("HARN-PROBE-004: nothing to probe: the selection is empty or only whitespace")
     binary = resolve_harn(harn_path)
-    harn_display_path = (harn_path or "").strip() or "harn"
-    command = P.typecheck_command(harn_display_path)  # probe.harn's literal command text
+    harn_display_path = (harn_path or "").strip() or "harn"  # what probe.harn's command text shows
 
     tmpdir = tempfile.mkdtemp(prefix="harn-ls-probe-")
     tmp_path = os.path.join(tmpdir, f"harn-probe-{uuid7()}.harn")
@@ -472,12 +445,9 @@ async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng:
         shutil.rmtree(tmpdir, ignore_errors=True)
         _ACTIVE_DIRS.discard(tmpdir)
 
-    counts = P.typecheck_counts(res.stdout)
-    outcome = P.typecheck_outcome(counts, success=res.exit_code == 0, timed_out=res.timed_out)
-    observed = P.typecheck_observed_for(counts, outcome)
-    evidence = P.probe_evidence(KIND, sel.snippet, observed, command=command, stdout=res.stdout, stderr=res.stderr,
-                                exit_code=res.exit_code, duration_ms=res.duration_ms, timed_out=res.timed_out)
-    env = P.parse_check_envelope(res.stdout)
+    run = P.read_typecheck_run(sel.snippet, harn_display_path, stdout=res.stdout, stderr=res.stderr, exit_code=res.exit_code,
+                               duration_ms=res.duration_ms, timed_out=res.timed_out)
+    env = run.check
     diagnostics = _convert_diagnostics(env, tmp_path, sel, encoding)
     n_err = sum(1 for d in diagnostics if d.severity == "error")
     n_warn = sum(1 for d in diagnostics if d.severity == "warning")
@@ -498,7 +468,8 @@ async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng:
         mem_root = memory_root or paths_mod.resolve(project_root).memory_root
         events_path, confine = _events_target(project_root, mem_root)
         try:
-            event = build_fact_event(sel.snippet, outcome, observed, command, file_range, asserted_at, stored_at)
+            event = P.typecheck_fact_event(sel.snippet, run.outcome, run.observed, run.command, file_range, asserted_at,
+                                           stored_at, NAMESPACE)
             line = serde_compact(event)
             # fsync off the event loop (the server's loop must not stall on disk)
             await asyncio.get_running_loop().run_in_executor(None, append_lines, confine, events_path, [line])
@@ -507,10 +478,9 @@ async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng:
             # Harn's probe also carries on without fact_id when store_fact fails.
             store_error, event = str(exc), None
 
-    envelope = P.probe_envelope(KIND, outcome, observed, evidence, asserted_at, fact_id=fact_id)
     return ProbeOutcome(
-        envelope=envelope, outcome=outcome, diagnostics=diagnostics,
-        summary_line=_summary_line(outcome, res, env, n_err, n_warn, timeout),
+        envelope=P.typecheck_envelope(run, asserted_at, fact_id), outcome=run.outcome, diagnostics=diagnostics,
+        summary_line=_summary_line(run.outcome, res, env, n_err, n_warn, timeout),
         fact_id=fact_id, events_path=events_path if fact_id else None, file_path=file_path, range=sel.range,
         snippet=sel.snippet, file_range=file_range, event=event, store_error=store_error,
         timed_out=res.timed_out, process=res, temp_path=tmp_path, issues=list(env.issues) if env else [],

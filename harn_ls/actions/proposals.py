@@ -188,7 +188,8 @@ def accept_proposal(ws, proposal_id: str, skill_root: str | None = None, now=Non
     if conflicts:
         raise ActionFailed("refused: a different file already exists at " + ", ".join(quote(c) for c in conflicts)
                            + "; compare it with the proposal instead")
-    written, unchanged = [], []
+    written: list[str] = []
+    unchanged: list[str] = []
     if plan.candidate_dir:
         written, unchanged = _stage_candidate(ws, plan)
     else:
@@ -250,8 +251,8 @@ def _stage_candidate(ws, plan: Plan) -> tuple[list[str], list[str]]:
         return [f.path for f in plan.files], []
     missing = [f.path for f in plan.files if not f.identical and not f.replaceable]
     if missing:
-        raise ActionFailed(f"refused: {quote(candidate)} is an incomplete staging (missing " + ", ".join(quote(m) for m in missing)
-                           + "); remove the folder and accept again")
+        raise ActionFailed(f"refused: {quote(candidate)} is an incomplete staging (missing "
+                           + ", ".join(quote(m) for m in missing) + "); remove the folder and accept again")
     written, unchanged = [], []
     for f in plan.files:
         if f.identical:

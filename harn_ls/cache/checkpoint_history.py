@@ -113,7 +113,7 @@ class CheckpointHistory:
         return data if hashlib.sha256(data).hexdigest() == v.sha256 else None
 
     def pipelines(self) -> list[str]:
-        out = []
+        out: list[str] = []
         try:
             entries = os.listdir(self.folder)
         except OSError:
@@ -144,7 +144,8 @@ class CheckpointHistory:
             if not os.path.isfile(obj):
                 write_cache_file(obj, data)
             n = int(idx.get("next") or 1)
-            versions.append({"n": n, "sha256": digest, "size": len(data), "seen_at": seen_at if seen_at is not None else time.time()})
+            versions.append({"n": n, "sha256": digest, "size": len(data),
+                             "seen_at": seen_at if seen_at is not None else time.time()})
             idx["next"] = n + 1
             del versions[:-self.max_versions]
             self._save(pipeline, idx)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import fields
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -18,6 +19,18 @@ from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.formats.transcript_summary import TranscriptSummary
 from harn_ls.util.safe_read import stat_stamp
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Protocol
+
+    from harn_ls.formats.memory import MemoryRecord
+    from harn_ls.util.json_types import JsonValue
+
+    class _Linked(Protocol):
+        """A pattern-learning view: linked to its memory record (None: none, or not linked)."""
+
+        record: MemoryRecord | None
 
 
 def _problem_row(p: Problem) -> list:
@@ -149,10 +162,10 @@ def _seq_of(record) -> int | None:
     return record.seq if record is not None else None
 
 
-def _relink(views: list, seqs, record_of) -> None:
+def _relink(views: Sequence[_Linked], seqs: JsonValue, record_of: Callable[[int], MemoryRecord]) -> None:
     if type(seqs) is not list or len(seqs) != len(views):
         raise ValueError("links do not fit")
-    for view, seq in zip(views, seqs):
+    for view, seq in zip(views, seqs, strict=True):
         view.record = None if seq is None else record_of(seq)
 
 
@@ -180,7 +193,8 @@ def pattern_from_payload(data: bytes, record_of=None) -> pl_fmt.PatternLearning:
         raise ValueError("bad counts")
     out.counts = counts
     if record_of is not None:
-        for views, seqs in zip((out.observations, out.pending, out.state_records), links):
+        groups: tuple[Sequence[_Linked], ...] = (out.observations, out.pending, out.state_records)
+        for views, seqs in zip(groups, links, strict=True):  # (links: checked to hold 3)
             _relink(views, seqs, record_of)
         out.rejected = [record_of(seq) for seq in rejected]
     return out
@@ -294,7 +308,8 @@ class CheckpointRows:
         except OSError:
             before = None
         entry = self._load(cache).get(path) if before is not None and stat.S_ISREG(before.st_mode) else None
-        if isinstance(entry, list) and len(entry) == 2 and entry[0] == stat_stamp(before):
+        # (`before` is set: an entry is looked up only then)
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] == stat_stamp(before):  # type: ignore[arg-type]
             try:
                 cf = _checkpoint_from_row(entry[1])
             except (KeyError, TypeError, ValueError):

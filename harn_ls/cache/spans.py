@@ -119,15 +119,15 @@ class _FileAnchors:
             return None
         if not all(s is None or type(s) is str for s in snippets) or not all(type(s) is str for s in states) \
                 or not STORED_STATES.issuperset(states) \
-                or not all(1 <= a <= b for a, b in zip(a_starts, a_ends)):
+                or not all(1 <= a <= b for a, b in zip(a_starts, a_ends, strict=True)):
             return None
-        return cls(dict(zip(zip(starts, ends, snippets), range(n))), states, a_starts, a_ends)
+        return cls(dict(zip(zip(starts, ends, snippets, strict=True), range(n), strict=True)), states, a_starts, a_ends)
 
     @classmethod
     def of(cls, anchors: dict[InputKey, Anchor]) -> _FileAnchors:
         keys = list(anchors)
         values = list(anchors.values())
-        return cls(dict(zip(keys, range(len(keys)))), [a.state for a in values], [a.start for a in values],
+        return cls(dict(zip(keys, range(len(keys)), strict=True)), [a.state for a in values], [a.start for a in values],
                    [a.end for a in values])
 
     def columns(self) -> list:

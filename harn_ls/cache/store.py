@@ -136,11 +136,11 @@ def iter_namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_r
     yield "meta", dumps(meta, option=opt)
     yield "facts", json_array_chunks(([seq, None if f is None else _fact_row(f), [_problem_row(p) for p in probs]]
                                       for seq, f, probs in fact_entries), opt)
-    forgotten = sorted(space.forgotten)
-    records = {"forgotten": forgotten, "hidden": [record_row(r) for r in space.hidden], "forgets": space.forgets}
+    forgotten_ids = sorted(space.forgotten)
+    records = {"forgotten": forgotten_ids, "hidden": [record_row(r) for r in space.hidden], "forgets": space.forgets}
     yield "records", dumps(records, option=opt)
     del records
-    yield "tombs", dumps(forgotten)  # the forgotten ids alone: what appended stores read (cache/tail.py)
+    yield "tombs", dumps(forgotten_ids)  # the forgotten ids alone: what appended stores read (cache/tail.py)
     index = new_row_index(space)
     yield "rows", row_chunks(space, cached_rows, index)
     rowidx = memoryview(index).cast("B")  # (complete once the rows' chunks have all been taken; not copied)
@@ -163,7 +163,7 @@ def fill_namespace(space: MemoryNamespace, data: bytes, rows: Mapping[int, Memor
         seqs = by_id.get(r.id)
         if seqs is None:
             by_id[r.id] = r.seq
-        elif type(seqs) is int:
+        elif isinstance(seqs, int):
             by_id[r.id] = [seqs, r.seq]
         else:
             seqs.append(r.seq)
@@ -356,7 +356,7 @@ class ProjectCache:
                 self.damaged.add(ns)
         return delta
 
-    def index_base(self, ns: str, space: MemoryNamespace) -> dict:
+    def index_base(self, ns: str, space: MemoryNamespace) -> dict[int, MemoryRecord]:
         """seq -> record of what a restored namespace's cached recall index was built over."""
         overlay = self.overlays.get(ns)
         if overlay is None or overlay.space is not space:
@@ -475,7 +475,7 @@ class ProjectCache:
 
         arrays = {}
         for name in _INDEX_ARRAYS:
-            d = desc.get(name)
+            d: Any = desc.get(name)  # (untrusted: read_payload checks it)
             data = self.read_payload(d)  # checksum over the file; the big arrays are then mapped, not copied
             try:
                 if name in ("pslot", "pcode", "off"):
@@ -543,7 +543,7 @@ class ProjectCache:
                     self.overlays.get(ns), space, old.get(ns), tail.offset,
                     ws._recall is not None and ws._recall.has_index(ns)):
                 prev, unchanged = old[ns], True  # only stores appended since, a few: applied again next time
-            if unchanged:
+            if unchanged and prev is not None:  # (unchanged: prev is the entry kept)
                 entry = dict(prev)
             else:
                 v = stamp_log(path, tail.offset, tail.line_no, tail.torn_bytes, tail._head)
@@ -551,7 +551,7 @@ class ProjectCache:
                     continue
                 stem = f"ns{i}-{sha256(ns.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
                 entry = {"path": path, "validator": v, "index": None}
-                space.active  # (built first: the rows it is restored from are kept for _cached_rows)
+                _ = space.active  # (built first: the rows it is restored from are kept for _cached_rows)
                 parts = iter_namespace_payloads(space, ws._fact_entries(ns), self._cached_rows(ns, space))
                 for part, data in parts:
                     entry[part] = self._write_payload(stem + PAYLOADS[part], data, token)
@@ -596,7 +596,7 @@ class ProjectCache:
         lines = data.split(b"\n")[:-1]  # (every row ends with a newline)
         if len(lines) != len(records):
             return None
-        return {r.seq: (r, row) for r, row in zip(records, lines)}
+        return {r.seq: (r, row) for r, row in zip(records, lines, strict=True)}
 
     def _save_index(self, index, stem: str, token: str) -> dict:
         desc: dict[str, Any] = {"total_tokens": int(index.total_tokens)}
@@ -645,8 +645,8 @@ class ProjectCache:
         return existed
 
 
-def _names(manifest: dict) -> set[str]:
-    names = {MANIFEST}
+def _names(manifest: dict) -> set[str | None]:
+    names: set[str | None] = {MANIFEST}
     for part in ("runs", "checkpoints"):
         if isinstance(manifest.get(part) if manifest else None, dict):
             names.add(manifest[part].get("name"))

@@ -11,6 +11,9 @@ argparse, which parses or complains as before (`tests/unit/test_cli_args.py` com
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 
 class OutOfRange(ValueError):
     """A number argument outside its range: argparse reports it in one line (exit 2)."""
@@ -53,9 +56,10 @@ RECALL_K = whole_number(1, 1000)
 
 # per command: the defaults argparse fills in, its flags (store_true), its options taking one value
 # (with the type argparse converts the value with) and the positional's name
-_INSPECT = ({"path": None, "json": False, "no_cache": False, "quiet": False},
+_Spec = tuple[dict[str, Any], dict[str, str], dict[str, tuple[str, Callable[[str], Any]]], str]
+_INSPECT: _Spec = ({"path": None, "json": False, "no_cache": False, "quiet": False},
             {"--json": "json", "--no-cache": "no_cache", "--quiet": "quiet", "-q": "quiet"}, {}, "path")
-_RECALL = ({"args": None, "namespace": None, "k": 5, "explain": False, "json": False, "no_cache": False, "quiet": False},
+_RECALL: _Spec = ({"args": None, "namespace": None, "k": 5, "explain": False, "json": False, "no_cache": False, "quiet": False},
            {"--explain": "explain", "--json": "json", "--no-cache": "no_cache", "--quiet": "quiet", "-q": "quiet"},
            {"-k": ("k", RECALL_K), "--namespace": ("namespace", str), "-n": ("namespace", str)}, "args")
 _SPECS = {"inspect": _INSPECT, "recall": _RECALL}
@@ -68,7 +72,7 @@ def quick_args(argv: list[str]) -> dict | None:
         return None
     command = argv[0]
     defaults, flags, options, positional_name = _SPECS[command]
-    values = {"command": command, **defaults}
+    values: dict[str, Any] = {"command": command, **defaults}
     positionals: list[str] = []
     block_closed = False  # argparse takes the positionals as one run: an option after them ends it
     i, n = 1, len(argv)

@@ -19,6 +19,9 @@ from harn_ls.cli.args import RECALL_K, OutOfRange, quick_args, seconds, whole_nu
 if TYPE_CHECKING:
     import argparse
 
+    from harn_ls.model.workspace import Workspace
+    from harn_ls.render.progress_bar import TerminalBar
+
 
 class UsageError(Exception):
     """Unusable arguments or path: exit 2."""
@@ -45,7 +48,7 @@ def _pause_collector() -> None:
 
 
 def _project(path: str | None, args=None, memory_only: bool = False, defer_facts: bool = False,
-             share: float = 1.0) -> object:
+             share: float = 1.0) -> Workspace:
     """The project read; on a terminal, a progress bar on stderr meanwhile (`share`: the part of the
     command's bar the read stands for; the rest is the caller's, e.g. `recall`'s index)."""
     _pause_collector()
@@ -64,7 +67,7 @@ def _project(path: str | None, args=None, memory_only: bool = False, defer_facts
     return ws
 
 
-_BAR = None  # the progress bar drawn while this command works (render/progress_bar.py), if any
+_BAR: TerminalBar | None = None  # the progress bar drawn while this command works (render/progress_bar.py), if any
 
 
 def _start_progress(args, title: str):
@@ -260,7 +263,7 @@ def cmd_proposals(args) -> int:
             if not out:
                 sys.stdout.write("no pending proposals\n")
             for p in out:
-                flag = " (suppressed until %s)" % p["suppressed_until"] if p.get("suppressed_until") else ""
+                flag = f" (suppressed until {p['suppressed_until']})" if p.get("suppressed_until") else ""
                 sys.stdout.write(f"{p['id']}  {p['kind']:<13} support {p['support']:<3} {p['name']}{flag}\n")
         return 0
     if len(rest) != 1:
@@ -501,11 +504,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.set_defaults(func=cmd_inspect)
 
     if only in (None, "show"):
-        s = sub.add_parser("show", help="print a harn-state: document", usage="harn-ls show [PATH] URI [--show-private] [--format text|md|svg] [--quiet]")
+        s = sub.add_parser("show", help="print a harn-state: document",
+                           usage="harn-ls show [PATH] URI [--show-private] [--format text|md|svg] [--quiet]")
         s.add_argument("args", nargs="+", metavar="[PATH] URI")
         s.add_argument("--show-private", action="store_true", help="include private reasoning in transcripts")
         s.add_argument("--format", choices=("text", "md", "svg"), default="text",
-                       help="text: Markdown without pictures (default); md: with inline SVG pictures; svg: the document's picture")
+                       help="text: Markdown without pictures (default); md: with inline SVG pictures;"
+                            " svg: the document's picture")
         _no_cache(s)
         _quiet(s)
         s.set_defaults(func=cmd_show)
@@ -535,7 +540,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     if only in (None, "proposals"):
         s = sub.add_parser("proposals", help="list / accept / reject learned-skill proposals",
-                           usage="harn-ls proposals [PATH] list|accept ID|reject ID [--days N] [--all] [--skill-root DIR] [--json]")
+                           usage="harn-ls proposals [PATH] list|accept ID|reject ID [--days N] [--all] [--skill-root DIR]"
+                                 " [--json]")
         s.add_argument("args", nargs="+", metavar="[PATH] list|accept ID|reject ID")
         s.add_argument("--days", type=_arg_type(whole_number(0, 36_500)), default=14)
         s.add_argument("--all", action="store_true", help="include suppressed proposals")

@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Iterable
 from dataclasses import field
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from harn_ls.formats.events import Event, FileEventLog, LogSummary, TopicInfo
 from harn_ls.formats.problems import Problem, Severity
@@ -49,8 +49,6 @@ class HitlRules(Protocol):
     def HARN_PENDING_LIMIT(self) -> int: ...  # noqa: N802
 
     def sanitize_topic_component(self, value: str) -> str: ...
-
-    def parse_time_ms(self, value: Any) -> int | None: ...
 
     def waiting(self, requests: dict[str, hitl_fmt.HitlRequest]) -> list[hitl_fmt.HitlRequest]: ...
 
@@ -258,7 +256,8 @@ class LogView:
         if hitl_changed or now_ms is not None:
             self._derive(now_ms)
         self.refreshed_at = time.time()
-        return bool(changed_topics) or hitl_changed or payload_changed or consumers_changed or old_probs != [p.message for p in new.problems]
+        return bool(changed_topics) or hitl_changed or payload_changed or consumers_changed \
+            or old_probs != [p.message for p in new.problems]
 
     # ------------------------------------------------------------------ HITL
     def _tail_hitl(self, be: SqliteEventLog | FileEventLog, changed: set[str],

@@ -195,7 +195,8 @@ class SqliteEventLog:
             for topic, last in heads.items():
                 if not valid_topic(topic):
                     out.problems.append(Problem(self.path, 0, CODE_TOPIC,
-                        f"topic {topic[:80]!r} is not a valid Harn topic name (letters, digits, '.', '_', '-')", Severity.WARNING))
+                        f"topic {topic[:80]!r} is not a valid Harn topic name (letters, digits, '.', '_', '-')",
+                        Severity.WARNING))
                 prev = (known or {}).get(topic)
                 if prev is not None and last >= 0 and prev.last_id == last:
                     out.topics[topic] = prev

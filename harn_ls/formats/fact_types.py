@@ -6,6 +6,10 @@ state cache (or leaves them there) and never builds one, so it does not pay for 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harn_ls.util.json_types import JsonObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,9 +40,9 @@ class Fact:
     claim: str
     confidence: float
     evidence: tuple[Evidence, ...]
-    provenance: dict
+    provenance: JsonObject
     asserted_at: str
-    valid_until: dict | None
+    valid_until: JsonObject | None
     namespace: str
     record_id: str
     memory_key: str

@@ -19,15 +19,29 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harn_ls.formats.harn_json import _rust_display_float, serde_compact, sha256_hex, stringify
 from harn_ls.formats.harn_time import date_now_iso
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.util.json_types import JsonObject, JsonValue
+from harn_ls.util.rust_text import RUST_WHITESPACE, rust_trim
 
 if TYPE_CHECKING:
-    from harn_ls.formats.fact_types import Evidence, Fact, FileRange  # noqa: F401
+    from collections.abc import Callable
+    from typing import TypeAlias
+
+    # (`X as X`: given on to `from harn_ls.formats.facts import Fact`, as __getattr__ does at run time)
+    from harn_ls.formats.fact_types import Evidence as Evidence
+    from harn_ls.formats.fact_types import Fact as Fact
+    from harn_ls.formats.fact_types import FileRange as FileRange
     from harn_ls.formats.memory import MemoryRecord
+
+    # One memory record's seq, the fact it holds (None: it holds none that Harn's recall would take) and
+    # the problems found in it: how a namespace's facts are kept, cached and restored.
+    FactEntry: TypeAlias = tuple[int, Fact | None, list[Problem]]
+    # The facts of a namespace restored from the state cache, decoded when called (ProjectCache.restore_namespace)
+    FactsSource: TypeAlias = Callable[[], list[FactEntry]]
 
 # Fact, Evidence and FileRange are defined in fact_types.py: creating the three dataclasses costs ~5 ms at
 # import, which a warm `inspect --json` or `recall` (facts printed from, or left in, the state cache)
@@ -35,26 +49,19 @@ if TYPE_CHECKING:
 _FACT_TYPES = ("Fact", "Evidence", "FileRange")
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> type:
     if name in _FACT_TYPES:
         # start-up: the fact classes load on their first use
         from harn_ls.formats import fact_types
 
-        return getattr(fact_types, name)
+        cls: type = getattr(fact_types, name)
+        return cls
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 FACT_SCHEMA = "harn.fact.v1"
 FACT_KINDS = ("observation", "claim", "hypothesis", "decision", "constraint")
 EVIDENCE_KINDS = ("trace_ref", "file_range", "tool_output", "user_input")
 _EVIDENCE_COMPACT = {"traceref": "trace_ref", "filerange": "file_range", "tooloutput": "tool_output", "userinput": "user_input"}
-
-# Rust's `str::trim` strips Unicode White_Space, which differs from Python's
-# `str.strip()` (that also strips U+001C..U+001F).
-RUST_WHITESPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-
 
 class FactError(ValueError):
     """What std/agent/fact throws: `"<CODE>: std/agent/fact: <message>"`."""
@@ -68,11 +75,7 @@ class FactError(ValueError):
 # -- Harn value helpers -------------------------------------------------------------
 
 
-def rust_trim(text: str) -> str:
-    return text.strip(RUST_WHITESPACE)
-
-
-def harn_display(value: Any) -> str:
+def harn_display(value: JsonValue) -> str:
     """`VmValue::display` for JSON-shaped values (what `to_string` and `"" + v` give)."""
     if isinstance(value, str):
         return value
@@ -99,7 +102,7 @@ def harn_display(value: Any) -> str:
     return str(value)
 
 
-def _text(value: Any) -> str:
+def _text(value: JsonValue) -> str:
     """`__fact_text`: nil -> "", else trim(display(value))."""
     if value is None:
         return ""
@@ -108,12 +111,12 @@ def _text(value: Any) -> str:
     return harn_display(value).strip(RUST_WHITESPACE)
 
 
-def filter_nil(mapping: dict) -> dict:
+def filter_nil(mapping: JsonObject) -> JsonObject:
     """std/collections `filter_nil`: drop nil, "" and the string "null" (top level only)."""
     return {k: v for k, v in mapping.items() if not (v is None or (isinstance(v, str) and (v == "" or v == "null")))}
 
 
-def _coalesce(*values: Any) -> Any:
+def _coalesce(*values: JsonValue) -> JsonValue:
     """Harn's `a ?? b ?? c`: the first value that is not nil."""
     for v in values:
         if v is not None:
@@ -121,7 +124,7 @@ def _coalesce(*values: Any) -> Any:
     return None
 
 
-def sorted_json(value: Any) -> Any:
+def sorted_json(value: JsonValue) -> JsonValue:
     """Deep copy with dict keys sorted, as Harn's BTreeMap dicts serialize."""
     if isinstance(value, dict):
         return {k: sorted_json(value[k]) for k in sorted(value)}
@@ -133,7 +136,7 @@ def sorted_json(value: Any) -> Any:
 # -- normalization ---------------------------------------------------------------------
 
 
-def normalize_kind(value: Any) -> str:
+def normalize_kind(value: JsonValue) -> str:
     raw = _text(value)
     kind = raw.replace("-", "_").lower()
     if kind == "":
@@ -143,7 +146,7 @@ def normalize_kind(value: Any) -> str:
     return kind
 
 
-def normalize_evidence_kind(value: Any) -> str:
+def normalize_evidence_kind(value: JsonValue) -> str:
     raw = _text(value)
     kind = raw.replace("-", "_").lower()
     kind = _EVIDENCE_COMPACT.get(kind, kind)
@@ -152,7 +155,7 @@ def normalize_evidence_kind(value: Any) -> str:
     return kind
 
 
-def _evidence_entry(entry: Any) -> dict:
+def _evidence_entry(entry: JsonValue) -> JsonObject:
     if not isinstance(entry, dict):
         raise FactError("HARN-FACT-005", "evidence entries must be dicts")
     kind = normalize_evidence_kind(entry.get("kind"))
@@ -162,7 +165,7 @@ def _evidence_entry(entry: Any) -> dict:
     return filter_nil({"kind": kind, "ref": ref, "snippet": _text(entry.get("snippet"))})
 
 
-def normalize_evidence(value: Any) -> list[dict]:
+def normalize_evidence(value: JsonValue) -> list[JsonObject]:
     """`__fact_evidence`: nil -> [], a list of {kind, ref, snippet?}, else HARN-FACT-005."""
     if value is None:
         return []
@@ -171,7 +174,7 @@ def normalize_evidence(value: Any) -> list[dict]:
     return [_evidence_entry(e) for e in value]
 
 
-def normalize_confidence(value: Any) -> float:
+def normalize_confidence(value: JsonValue) -> float:
     if value is None:
         raise FactError("HARN-FACT-004", "confidence is required")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -183,7 +186,7 @@ def normalize_confidence(value: Any) -> float:
     return confidence
 
 
-def normalize_provenance(value: Any) -> dict:
+def normalize_provenance(value: JsonValue) -> JsonObject:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -191,7 +194,7 @@ def normalize_provenance(value: Any) -> dict:
     return value
 
 
-def normalize_valid_until(value: Any) -> dict | None:
+def normalize_valid_until(value: JsonValue) -> JsonObject | None:
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -204,7 +207,7 @@ def normalize_valid_until(value: Any) -> dict | None:
     return {"asserted_at": asserted_at, "event": value["event"]}
 
 
-def normalize_fact(input: Any, options: dict | None = None, now: str | None = None) -> dict:
+def normalize_fact(input: JsonValue, options: JsonObject | None = None, now: str | None = None) -> JsonObject:
     """std/agent/fact `fact(input, options)`: the normalized envelope (keys sorted).
 
     `now` stands in for `date_now_iso()` when no asserted_at/now is given
@@ -217,7 +220,7 @@ def normalize_fact(input: Any, options: dict | None = None, now: str | None = No
     if schema is not None and schema != FACT_SCHEMA:
         raise FactError("HARN-FACT-001", f"unsupported schema `{_text(schema)}`")
     if options is None:
-        opts: dict = {}
+        opts: JsonObject = {}
     elif isinstance(options, dict):
         opts = options
     else:
@@ -251,7 +254,7 @@ def normalize_fact(input: Any, options: dict | None = None, now: str | None = No
     })
 
 
-def validate_fact(value: Any) -> dict:
+def validate_fact(value: JsonValue) -> JsonObject:
     """`fact_validate`: normalize with asserted_at required."""
     return normalize_fact(value, {"require_asserted_at": True})
 
@@ -259,7 +262,7 @@ def validate_fact(value: Any) -> dict:
 # -- ids, keys, namespaces, tags ------------------------------------------------------
 
 
-def fact_id(kind: Any, claim: Any, evidence: Any = None, provenance: Any = None) -> str:
+def fact_id(kind: JsonValue, claim: JsonValue, evidence: JsonValue = None, provenance: JsonValue = None) -> str:
     """`fact_<32 hex>` of sha256(kind \\n claim \\n json(evidence) \\n json(provenance)), all normalized."""
     seed = (
         normalize_kind(kind) + "\n" + _text(claim) + "\n"
@@ -273,7 +276,7 @@ def fact_key(kind: str, id: str) -> str:
     return f"fact:{kind}:{id}"
 
 
-def fact_namespace(scope: Any = None) -> str:
+def fact_namespace(scope: JsonValue = None) -> str:
     """project/nil/"" -> project/facts; workspace, user -> <scope>/facts; else the trimmed scope."""
     raw = _text(scope).lower()
     if raw in ("", "project"):
@@ -285,7 +288,7 @@ def fact_namespace(scope: Any = None) -> str:
     return _text(scope)
 
 
-def _string_list(value: Any) -> list[str]:
+def _string_list(value: JsonValue) -> list[str]:
     """`__fact_string_list`: nil -> [], scalar -> [it]; trimmed, non-empty, first occurrence kept."""
     if value is None:
         return []
@@ -300,7 +303,7 @@ def _string_list(value: Any) -> list[str]:
     return out
 
 
-def fact_tags(envelope: dict, extra: Any = ()) -> list[str]:
+def fact_tags(envelope: JsonObject, extra: JsonValue = ()) -> list[str]:
     """Harn's `fact_tags` in generation order (de-duplicated, not sorted).
 
     `envelope` may be raw input: kind and evidence are normalized here.
@@ -329,7 +332,7 @@ def fact_tags(envelope: dict, extra: Any = ()) -> list[str]:
     return out
 
 
-def memory_sorted_tags(tags: Any) -> list[str]:
+def memory_sorted_tags(tags: JsonValue) -> list[str]:
     """memory.rs `parse_tags`: a string -> [it] as is; a list -> display each, drop blank, sort, dedup."""
     if tags is None:
         return []
@@ -339,14 +342,15 @@ def memory_sorted_tags(tags: Any) -> list[str]:
     return sorted(t for t in texts if rust_trim(t))
 
 
-def fact_store_event(envelope: dict, namespace: str, stored_at: str, extra_tags: Any = (), *, key: str | None = None) -> dict:
+def fact_store_event(envelope: JsonObject, namespace: str, stored_at: str, extra_tags: JsonValue = (), *,
+                     key: str | None = None) -> JsonObject:
     """The memory `store` event `store_fact` appends (field order as serde writes it).
 
     `value` and `provenance` are key-sorted like every Harn dict; `text` is
     memory's `value_to_search_text`, i.e. serde_json's compact form of `value`.
     """
     value = sorted_json(envelope)
-    event = {
+    event: JsonObject = {
         "type": "store",
         "id": envelope["id"],
         "namespace": namespace,

@@ -22,11 +22,16 @@ import re
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, overload
 
 import orjson
 
+from harn_ls.util.json_types import JsonValue
 from harn_ls.util.safe_read import density_problem
+
+if TYPE_CHECKING:  # numpy loads only when a big run record is read in pieces (see _Scanner)
+    import numpy as np
 
 # Far below orjson's own nesting limit (1024), so a piece parsed alone is never accepted where
 # the whole document would have been refused for its depth.
@@ -87,7 +92,7 @@ class PieceFile:
         self.close()
 
 
-def _escaped_quotes(np, view, maybe, carried: int) -> list[int]:
+def _escaped_quotes(np: ModuleType, view: np.ndarray, maybe: np.ndarray, carried: int) -> list[int]:
     """Those of the quotes `maybe` (each right after a backslash) that an odd run of backslashes
     ends right before: escaped ones. `carried`: the backslashes that ended the windows before
     `view`, for a run that reaches back. Counted with arrays, not byte by byte: a hostile record of
@@ -99,7 +104,8 @@ def _escaped_quotes(np, view, maybe, carried: int) -> list[int]:
     runs = slashes - np.arange(len(slashes))  # one value along each run of adjacent backslashes
     first = np.searchsorted(runs, runs[last])  # each run's first backslash
     length = last - first + 1 + np.where(slashes[first] == 0, carried, 0)
-    return quotes[length % 2 == 1].tolist()
+    escaped: list[int] = quotes[length % 2 == 1].tolist()
+    return escaped
 
 
 def _trailing_slashes(data: bytes) -> int:
@@ -119,7 +125,7 @@ class _Scanner:
         # start-up: numpy (~0.15 s) loads only when a big run record is read in pieces
         import numpy as np
 
-        self.np = np
+        self.np: ModuleType = np
         self.kinds = np.zeros(256, dtype=np.uint8)
         self.kinds[ord('"')] = 1
         self.kinds[list(b"[]{}")] = 3
@@ -127,8 +133,8 @@ class _Scanner:
         # arrays: past one such byte in MAX_SHARE the whole parse (and its checks) takes it.
         self.budget = size // MAX_SHARE + 64
         self.edges = self.depth = self.slashes = self.dicts = self.lists = 0
-        self.kept_at: list = []
-        self.kept_level: list = []
+        self.kept_at: list[np.ndarray] = []
+        self.kept_level: list[np.ndarray] = []
 
     def window(self, data: bytes, base: int) -> None:
         np = self.np
@@ -167,7 +173,7 @@ class _Scanner:
         self.kept_at.append(outside[kept] + base)
         self.kept_level.append(level[kept].astype(np.int16))
 
-    def ends(self, size: int):
+    def ends(self, size: int) -> tuple[np.ndarray, np.ndarray]:
         """(starts, ends) of the containers of the kept levels, by start. Balanced, each level
         reads open, close, open, close... in position order (a few thousand pairs)."""
         np = self.np
@@ -216,19 +222,19 @@ class Scan:
         """(position, byte) of the first byte from `pos` on that is not whitespace; -1 at the end."""
         base, block = self._base, self._block
         if base <= pos < base + len(block):  # (the usual case: the separator is in the block)
-            end = _WS.match(block, pos - base).end()
+            end = _WS.match(block, pos - base).end()  # type: ignore[union-attr]  # (_WS matches "": never None)
             if end < len(block):
                 return base + end, block[end]
             pos = base + end
         while pos < self.src.size:
             base, block = self._at(pos)
-            end = _WS.match(block, pos - base).end()
+            end = _WS.match(block, pos - base).end()  # type: ignore[union-attr]  # (_WS matches "": never None)
             if end < len(block):
                 return base + end, block[end]
             pos = base + end
         return pos, -1
 
-    def kept_in(self, start: int, end: int) -> tuple[array, array]:
+    def kept_in(self, start: int, end: int) -> tuple[array[int], array[int]]:
         """(starts, ends) of the kept containers that open in [start, end), in position order."""
         lo, hi = self._starts.searchsorted(start), self._starts.searchsorted(end)
         starts, ends = array("q"), array("q")
@@ -236,7 +242,7 @@ class Scan:
         ends.frombytes(self._ends[lo:hi].tobytes())
         return starts, ends
 
-    def parse(self, start: int, end: int) -> Any:
+    def parse(self, start: int, end: int) -> JsonValue:
         """orjson's value of the bytes [start, end) of the file; NotPlain when orjson refuses it."""
         return parse(self.src.read(start, end), 0, end - start)
 
@@ -253,7 +259,7 @@ class Scan:
             return int(self._ends[i])
         return self._match_end(_STRING if first == _QUOTE else _SCALAR, pos)
 
-    def _match_end(self, pattern: re.Pattern, pos: int) -> int:
+    def _match_end(self, pattern: re.Pattern[bytes], pos: int) -> int:
         """Where `pattern` matching at `pos` ends, reading more while the match may go on past
         what was read (a string longer than a block, a number at a block's edge)."""
         size, want = self.src.size, BLOCK
@@ -270,7 +276,7 @@ class Scan:
             base, block = pos, self.src.read(pos, min(size, pos + want))
 
 
-def parse(raw: bytes | memoryview, start: int, end: int) -> Any:
+def parse(raw: bytes | memoryview, start: int, end: int) -> JsonValue:
     """orjson's value of one piece; NotPlain when orjson refuses it."""
     try:
         return orjson.loads(memoryview(raw)[start:end])
@@ -315,7 +321,7 @@ def members(scan: Scan, pos: int, end: int) -> dict[str, tuple[int, int]]:
         pos, first = scan.token(pos + 1)
 
 
-def elements(scan: Scan, pos: int, end: int) -> array:
+def elements(scan: Scan, pos: int, end: int) -> array[int]:
     """start, end, start, end... of the elements of the array at `pos` that ends at `end` (one
     flat array of 8-byte numbers: a list of tuples cost ~13 times more). The containers among
     them are met in position order: their ends are looked up by a pointer, not a search."""
@@ -357,7 +363,7 @@ def document_members(scan: Scan) -> dict[str, tuple[int, int]]:
     return members(scan, start, end)
 
 
-def _pieces(src: PieceFile, spans: array, indexes: Iterable[int]) -> Iterator[tuple[int, memoryview]]:
+def _pieces(src: PieceFile, spans: array[int], indexes: Iterable[int]) -> Iterator[tuple[int, memoryview]]:
     """(index, bytes) of the pieces at `indexes`, neighbours read together up to READ_CHUNK."""
     group: list[int] = []
     first = last = 0
@@ -374,20 +380,20 @@ def _pieces(src: PieceFile, spans: array, indexes: Iterable[int]) -> Iterator[tu
         yield from _group(src, spans, group, first, last)
 
 
-def _group(src: PieceFile, spans: array, group: list[int], first: int, last: int) -> Iterator[tuple[int, memoryview]]:
+def _group(src: PieceFile, spans: array[int], group: list[int], first: int, last: int) -> Iterator[tuple[int, memoryview]]:
     view = memoryview(src.read(first, last))
     for i in group:
         yield i, view[spans[2 * i] - first:spans[2 * i + 1] - first]
 
 
-class LazyArray(Sequence):
+class LazyArray(Sequence[JsonValue]):
     """The elements of a JSON array of a document, read back and parsed one at a time when asked
     for (never all held at once). Every element was parsed once already (`checked_array`) and
     its bytes are checked against their CRC-32 of then: none can fail now but with `Changed`."""
 
     __slots__ = ("_src", "_spans", "_sums")
 
-    def __init__(self, src: PieceFile, spans: array, sums: array) -> None:
+    def __init__(self, src: PieceFile, spans: array[int], sums: array[int]) -> None:
         self._src = src
         self._spans = spans
         self._sums = sums
@@ -395,7 +401,12 @@ class LazyArray(Sequence):
     def __len__(self) -> int:
         return len(self._sums)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int) -> JsonValue: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[JsonValue]: ...
+
+    def __getitem__(self, i: int | slice) -> JsonValue | list[JsonValue]:
         if isinstance(i, slice):
             return list(self.items(range(*i.indices(len(self)))))
         if i < 0:
@@ -404,10 +415,10 @@ class LazyArray(Sequence):
             raise IndexError("LazyArray index out of range")
         return next(self.items((i,)))
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[JsonValue]:
         return self.items(range(len(self)))
 
-    def items(self, indexes: Iterable[int]) -> Iterator[Any]:
+    def items(self, indexes: Iterable[int]) -> Iterator[JsonValue]:
         """The elements at `indexes`, parsed one at a time."""
         sums = self._sums
         for i, piece in _pieces(self._src, self._spans, indexes):

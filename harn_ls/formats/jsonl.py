@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.util.json_types import JsonObject
 from harn_ls.util.lean_dataclass import lean_dataclass
 from harn_ls.util.safe_read import MEMORY_LINE_CAP, ReadRefused, few_containers, json_density_problem, open_project_file
 
@@ -39,7 +40,7 @@ class JsonlLine:
 
     line_no: int  # 1-based physical line number
     offset: int  # byte offset of the line start
-    value: dict | None
+    value: JsonObject | None
     problem: Problem | None = None
 
 
@@ -85,7 +86,8 @@ class JsonlTail:
             yield JsonlBatch(reset=had, missing=True)
             return
         except OSError as exc:
-            yield JsonlBatch(lines=[JsonlLine(0, 0, None, Problem(self.path, 0, CODE_UNREADABLE, f"cannot read: {exc.strerror}", Severity.ERROR))])
+            yield JsonlBatch(lines=[JsonlLine(0, 0, None, Problem(self.path, 0, CODE_UNREADABLE, f"cannot read: {exc.strerror}",
+                                                                  Severity.ERROR))])
             return
         with fh:
             st = os.fstat(fh.fileno())
@@ -217,7 +219,8 @@ class JsonlTail:
                 raw.decode("utf-8")
             except UnicodeDecodeError as uexc:
                 return JsonlLine(line_no, offset, None, Problem(self.path, line_no, CODE_INVALID_UTF8,
-                    f"line is not valid UTF-8 (byte {uexc.start}); Harn refuses to read this log until it is fixed", Severity.ERROR))
+                    f"line is not valid UTF-8 (byte {uexc.start}); Harn refuses to read this log until it is fixed",
+                    Severity.ERROR))
             msg = str(exc).split(":")[0] if str(exc) else "invalid JSON"
             return JsonlLine(line_no, offset, None, Problem(self.path, line_no, CODE_INVALID_JSON,
                 f"malformed JSON line ({msg}); Harn refuses to read this log until it is fixed", Severity.ERROR))
@@ -226,7 +229,8 @@ class JsonlTail:
                 "JSON nested too deeply", Severity.ERROR))
         if not isinstance(value, dict):
             return JsonlLine(line_no, offset, None, Problem(self.path, line_no, CODE_NOT_OBJECT,
-                f"line is a JSON {type(value).__name__}, not an object; Harn refuses to read this log until it is fixed", Severity.ERROR))
+                f"line is a JSON {type(value).__name__}, not an object; Harn refuses to read this log until it is fixed",
+                Severity.ERROR))
         return JsonlLine(line_no, offset, value)
 
 

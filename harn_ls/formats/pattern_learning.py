@@ -29,6 +29,7 @@ from harn_ls.formats.memory import MemoryRecord
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.util.json_types import JsonObject, JsonValue
 from harn_ls.util.lean_dataclass import lean_dataclass
+from harn_ls.util.rust_text import RUST_WHITESPACE
 
 NAMESPACE = "project/pattern-learning"
 SCHEMA = "harn.pattern_learning.v1"
@@ -231,7 +232,7 @@ def _coerce(value: JsonObject, spec: tuple[tuple[str, str, bool], ...], camel: b
             bad_critical.append(f"{name} ({type(v).__name__}, expected {kind})")
         else:
             bad_other.append(f"{name} ({type(v).__name__}, expected {kind})")
-    for name, kind, critical in spec:
+    for name, _kind, critical in spec:
         if critical and name not in out and not any(b.startswith(name + " ") for b in bad_critical):
             bad_critical.append(f"{name} (missing)")
     return out, bad_critical, bad_other
@@ -568,9 +569,7 @@ def yaml_scalar(value: str | None) -> str:
     return '"' + (value or "").replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-_RUST_WS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-
-_WS_CLASS = "[" + "".join(f"\\u{ord(c):04x}" for c in _RUST_WS) + "]"
+_WS_CLASS = "[" + "".join(f"\\u{ord(c):04x}" for c in RUST_WHITESPACE) + "]"
 # Patterns, not compiled objects: re compiles (and caches) each on first use, so the ~2 ms of
 # compiling them is not paid by every process that imports this module only to read a project.
 _WS_RUN = _WS_CLASS + "+"
@@ -590,7 +589,7 @@ def pl_text(value: JsonValue) -> str:
     if value is None:
         return ""
     text = value if isinstance(value, str) else str(value)
-    return re.sub(_WS_RUN, " ", text.strip(_RUST_WS))
+    return re.sub(_WS_RUN, " ", text.strip(RUST_WHITESPACE))
 
 
 def redact_prompt(prompt: JsonValue) -> str:

@@ -18,13 +18,16 @@ from typing import Any
 
 import orjson
 
-from harn_ls.formats.facts import filter_nil, harn_display, rust_trim
+from harn_ls.formats.facts import fact_namespace, fact_store_event, filter_nil, harn_display, normalize_fact
 from harn_ls.formats.harn_json import sha256_hex
+from harn_ls.util.rust_text import rust_trim
 
 PROBE_SCHEMA = "harn.probe.v1"
 PROBE_CAPTURE_LIMIT = 4096
 CLAIM_LIMIT = 120
 OBSERVED_SNIPPET_LIMIT = 1024
+TYPECHECK = "typecheck"  # the probe kind harn-ls runs
+PROBE_FACT_NAMESPACE = fact_namespace()  # where a probe stores its fact: Harn's default (project) scope
 
 
 def _probe_text(value: Any) -> str:
@@ -79,8 +82,8 @@ def probe_confidence(outcome: str) -> float:
     return 0.4 if outcome == "unknown" else 0.9
 
 
-def probe_provenance(kind: str, lang: Any = None, command: Any = None, extra: Any = None) -> dict:
-    prov: dict = {"probe_kind": kind, "source": "probe"}
+def probe_provenance(kind: str, lang: Any = None, command: Any = None, extra: Any = None) -> dict[str, Any]:
+    prov: dict[str, Any] = {"probe_kind": kind, "source": "probe"}
     if lang is not None:
         prov["lang"] = lang
     if command is not None and command != "":
@@ -91,7 +94,7 @@ def probe_provenance(kind: str, lang: Any = None, command: Any = None, extra: An
 
 
 def probe_fact_input(kind: str, body: str, outcome: str, observed: str, *, lang: Any = None,
-                     command: Any = None, provenance: Any = None) -> dict:
+                     command: Any = None, provenance: Any = None) -> dict[str, Any]:
     """The fact input `__probe_store_fact` hands to `store_fact` (before normalization).
 
     `lang` is what Harn puts there: the resolved lang for eval probes, the
@@ -112,7 +115,7 @@ def probe_fact_input(kind: str, body: str, outcome: str, observed: str, *, lang:
 
 def probe_evidence(kind: str, body: str, observed: str, *, command: str | None = None, ran: bool = True,
                    stdout: str | None = None, stderr: str | None = None, exit_code: int | None = None,
-                   duration_ms: int | None = None, timed_out: bool = False) -> dict:
+                   duration_ms: int | None = None, timed_out: bool = False) -> dict[str, Any]:
     """The envelope's `evidence` dict (empty entries dropped). `ran=False` for unsupported kinds."""
     return filter_nil({
         "command": command,
@@ -126,8 +129,8 @@ def probe_evidence(kind: str, body: str, observed: str, *, command: str | None =
     })
 
 
-def probe_envelope(kind: str, outcome: str, observed: str, evidence: dict, asserted_at: str, *,
-                   fact_id: str | None = None, expected: Any = None) -> dict:
+def probe_envelope(kind: str, outcome: str, observed: str, evidence: dict[str, Any], asserted_at: str, *,
+                   fact_id: str | None = None, expected: Any = None) -> dict[str, Any]:
     return filter_nil({
         "asserted_at": asserted_at,
         "evidence": evidence,
@@ -177,7 +180,7 @@ def typecheck_counts(stdout: str) -> TypecheckCounts:
     )
 
 
-def _compare_expected(observed: dict, expected: Any, kind: str) -> str:
+def _compare_expected(observed: dict[str, Any], expected: Any, kind: str) -> str:
     if isinstance(expected, (int, float)) and not isinstance(expected, bool):
         if kind == "typecheck":
             errors = observed.get("errors")
@@ -251,8 +254,8 @@ class CheckEnvelope:
     ok: bool | None
     files: list[CheckFile] = field(default_factory=list)
     summary: CheckSummary | None = None
-    error: dict | None = None  # {code, message, details}
-    warnings: list[dict] = field(default_factory=list)
+    error: dict[str, Any] | None = None  # {code, message, details}
+    warnings: list[dict[str, Any]] = field(default_factory=list)
     issues: list[str] = field(default_factory=list)  # contract deviations found while reading
 
 
@@ -391,3 +394,49 @@ def parse_check_envelope(stdout: str) -> CheckEnvelope | None:
     else:
         issues.append("data.summary missing")
     return env
+
+
+# -- one typecheck probe, read whole ---------------------------------------------------------
+# The runner (harn_ls.actions.probes) calls these three: one reading of what `harn check` printed,
+# the probe's fact event and its envelope, rather than a dozen helpers in turn (each a trip into
+# this module).
+
+
+@dataclass(frozen=True, slots=True)
+class TypecheckRun:
+    """What one `harn check <snippet> --json` said, read the way probe.harn reads it."""
+
+    command: str  # probe.harn's literal command text (`<harn> check <snippet> --json`)
+    outcome: str  # pass | fail
+    observed: str  # the observed text (feeds the trace id and the fact)
+    evidence: dict[str, Any]  # the envelope's `evidence`
+    check: CheckEnvelope | None  # the diagnostics as read (None: no JSON object in stdout)
+
+
+def read_typecheck_run(body: str, harn_binary: str, *, stdout: str, stderr: str, exit_code: int | None,
+                       duration_ms: int, timed_out: bool) -> TypecheckRun:
+    """`body` probed by `harn_binary check`: its outcome, observed text, evidence and diagnostics from
+    the process's output (`harn_binary`: the path as configured, which the command text shows)."""
+    command = typecheck_command(harn_binary)
+    counts = typecheck_counts(stdout)
+    outcome = typecheck_outcome(counts, success=exit_code == 0, timed_out=timed_out)
+    observed = typecheck_observed_for(counts, outcome)
+    evidence = probe_evidence(TYPECHECK, body, observed, command=command, stdout=stdout, stderr=stderr,
+                              exit_code=exit_code, duration_ms=duration_ms, timed_out=timed_out)
+    return TypecheckRun(command, outcome, observed, evidence, parse_check_envelope(stdout))
+
+
+def typecheck_fact_event(body: str, outcome: str, observed: str, command: str, file_range: str | None,
+                         asserted_at: str, stored_at: str, namespace: str = PROBE_FACT_NAMESPACE) -> dict[str, Any]:
+    """The memory store event of the probe's observation fact: Harn's probe fact, plus (harn-ls's one
+    deliberate difference) a `file_range` evidence item naming the probed lines."""
+    fact_input = probe_fact_input(TYPECHECK, body, outcome, observed, command=command)
+    if file_range:
+        fact_input["evidence"].append({"kind": "file_range", "ref": file_range})
+    envelope = normalize_fact(fact_input, {"asserted_at": asserted_at})
+    return fact_store_event(envelope, namespace, stored_at)
+
+
+def typecheck_envelope(run: TypecheckRun, asserted_at: str, fact_id: str | None) -> dict[str, Any]:
+    """The `harn.probe.v1` envelope of the probe (with `fact_id` once its fact is stored)."""
+    return probe_envelope(TYPECHECK, run.outcome, run.observed, run.evidence, asserted_at, fact_id=fact_id)

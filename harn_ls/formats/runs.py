@@ -128,7 +128,8 @@ def _sidecar_ok(sidecar: str, record_path: str, problems: list[Problem]) -> bool
     return True
 
 
-def _open_object(path: str, problems: list[Problem], what: str, root: str | None = None) -> tuple[int | None, bool, os.stat_result | None]:
+def _open_object(path: str, problems: list[Problem], what: str,
+                 root: str | None = None) -> tuple[int | None, bool, os.stat_result | None]:
     """An fd for a run record / snapshot and its fstat, with safe_read's checks (regular file,
     not a link swapped in, the size cap), or None and the problem. Returns (fd, retry, stat)."""
     try:
@@ -138,7 +139,8 @@ def _open_object(path: str, problems: list[Problem], what: str, root: str | None
         problems.append(Problem(path, 0, code, f"{what} {exc}", Severity.WARNING))
         return None, False, None
     except FileNotFoundError:
-        problems.append(Problem(path, 0, CODE_UNREADABLE, f"{what} disappeared before it could be read (renamed or deleted)", Severity.INFO))
+        problems.append(Problem(path, 0, CODE_UNREADABLE, f"{what} disappeared before it could be read (renamed or deleted)",
+                                Severity.INFO))
         return None, True, None
     except OSError as exc:
         problems.append(Problem(path, 0, CODE_UNREADABLE, f"cannot read {what}: {exc.strerror}", Severity.ERROR))
@@ -189,7 +191,8 @@ def _load_object(path: str, problems: list[Problem], what: str,
         problems.append(Problem(path, 0, CODE_INVALID_JSON, f"{what} is nested too deeply to parse", Severity.ERROR))
         return None, False, st
     if not isinstance(value, dict):
-        problems.append(Problem(path, 0, CODE_NOT_OBJECT, f"{what} is a JSON {type(value).__name__}, not an object; Harn ignores it", Severity.ERROR))
+        problems.append(Problem(path, 0, CODE_NOT_OBJECT,
+                                f"{what} is a JSON {type(value).__name__}, not an object; Harn ignores it", Severity.ERROR))
         return None, False, st
     return value, False, st
 

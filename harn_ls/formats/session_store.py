@@ -268,7 +268,7 @@ def read_session_store(path: str) -> SessionStoreSnapshot:
                     Severity.INFO))
                 rows = rows[:MAX_SESSIONS]
             for values in rows:
-                snap.sessions.append(_session_from_row(dict(zip(cols, values)), path, problems))
+                snap.sessions.append(_session_from_row(dict(zip(cols, values, strict=True)), path, problems))
         finally:
             if conn.in_transaction:
                 conn.execute("COMMIT")
@@ -337,7 +337,7 @@ def read_session_events(path: str, session_id: str, limit: int = 500,
             if conn.in_transaction:
                 conn.execute("COMMIT")
         for values in reversed(rows):
-            event = _event_from_row(dict(zip(cols, values)), path)
+            event = _event_from_row(dict(zip(cols, values, strict=True)), path)
             if event.problem is not None:
                 sink.append(event.problem)
             out.append(event)

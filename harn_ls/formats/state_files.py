@@ -236,7 +236,8 @@ def verify_receipt(receipt: JsonValue) -> list[str]:
     valid = 0
     for i, sig in enumerate(sigs):
         if not isinstance(sig, dict) or sig.get("algorithm") != "ed25519":
-            errors.append(f"signature {i}: unsupported algorithm {str((sig or {}).get('algorithm') if isinstance(sig, dict) else sig)[:40]!r}")
+            errors.append(f"signature {i}: unsupported algorithm "
+                          f"{str((sig or {}).get('algorithm') if isinstance(sig, dict) else sig)[:40]!r}")
             continue
         if _ed25519_ok(sig, b"harn provenance receipt v1\n" + canonical.encode("utf-8")):
             valid += 1
@@ -550,7 +551,7 @@ def read_embed_cache(memory_root: str, problems: list[Problem], cap: int = 200_0
     seen = 0
     if not os.path.isdir(memory_root):
         return out
-    for dirpath, dirnames, filenames in os.walk(memory_root, followlinks=False):
+    for dirpath, dirnames, _filenames in os.walk(memory_root, followlinks=False):
         if os.path.basename(dirpath) == "vectors":
             ns = os.path.relpath(os.path.dirname(dirpath), memory_root).replace(os.sep, "/")
             for hint in sorted(dirnames):

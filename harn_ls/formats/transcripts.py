@@ -234,14 +234,16 @@ def _typed(value: JsonObject, name: str, types: tuple[type, ...], problems: list
 
 def _event_from(raw: JsonValue, index: int, problems: list[Problem], path: str, line: int, where: str) -> TranscriptEvent | None:
     if not isinstance(raw, dict):
-        problems.append(Problem(path, line, CODE_BAD_FIELD, f"{where}: events[{index}] is not an object; skipped", Severity.WARNING))
+        problems.append(Problem(path, line, CODE_BAD_FIELD, f"{where}: events[{index}] is not an object; skipped",
+                                Severity.WARNING))
         return None
     here = f"{where}: events[{index}]"
     role = _typed(raw, "role", (str,), problems, path, line, here)
     kind = _typed(raw, "kind", (str,), problems, path, line, here) or "message"
     blocks_raw = raw.get("blocks")
     if blocks_raw is not None and not isinstance(blocks_raw, list):
-        problems.append(Problem(path, line, CODE_BAD_FIELD, f"{here}: 'blocks' is not a list; treated as one text block", Severity.WARNING))
+        problems.append(Problem(path, line, CODE_BAD_FIELD, f"{here}: 'blocks' is not a list; treated as one text block",
+                                Severity.WARNING))
         blocks_raw = [blocks_raw]
     blocks = [normalize_block(b, role) for b in (blocks_raw or [])]
     text = _typed(raw, "text", (str,), problems, path, line, here)
@@ -263,7 +265,8 @@ def _asset_from(raw: JsonValue, index: int, problems: list[Problem], path: str, 
         # Harn accepts a bare path and normalizes it to {storage: {path}}.
         raw = {"storage": {"path": raw}}
     if not isinstance(raw, dict):
-        problems.append(Problem(path, line, CODE_BAD_FIELD, f"{where}: assets[{index}] is not an object; skipped", Severity.WARNING))
+        problems.append(Problem(path, line, CODE_BAD_FIELD, f"{where}: assets[{index}] is not an object; skipped",
+                                Severity.WARNING))
         return None
     here = f"{where}: assets[{index}]"
     storage = raw.get("storage")
@@ -316,7 +319,7 @@ class LazyEvents(Sequence[TranscriptEvent]):
         return _event_from(self._raw[i], i, [], self._path, self._line, self._where)  # type: ignore[return-value]
 
     def __iter__(self) -> Iterator[TranscriptEvent]:
-        for i, value in zip(self._kept, self._raw.items(self._kept)):
+        for i, value in zip(self._kept, self._raw.items(self._kept), strict=True):
             # a kept index is one _event_from accepted: never None (no cast: this runs per event)
             yield _event_from(value, i, [], self._path, self._line, self._where)  # type: ignore[misc]
 
@@ -345,7 +348,8 @@ def _transcript_parts(value: JsonObject, source: str, path: str | None, line: in
         if v is None:
             return []
         if not isinstance(v, (list, LazyArray)):
-            problems.append(Problem(ppath, line, CODE_BAD_FIELD, f"{where}: {name!r} is {type(v).__name__}, not a list; shown empty", Severity.WARNING))
+            problems.append(Problem(ppath, line, CODE_BAD_FIELD,
+                                    f"{where}: {name!r} is {type(v).__name__}, not a list; shown empty", Severity.WARNING))
             return []
         return v
 
@@ -465,7 +469,8 @@ def _raw_capture(path: str, line_no: int, value: JsonObject, problems: list[Prob
     rel = value.get("path") if isinstance(value.get("path"), str) else None
     capture = value.get("capture") if isinstance(value.get("capture"), str) else None
     if rel is None:
-        problems.append(Problem(path, line_no, CODE_RAW_CAPTURE, "provider_raw_capture line without a string 'path'", Severity.WARNING))
+        problems.append(Problem(path, line_no, CODE_RAW_CAPTURE, "provider_raw_capture line without a string 'path'",
+                                Severity.WARNING))
         return RawCapture(line_no, capture, None, None, False)
     base = os.path.dirname(os.path.abspath(path))
     target = os.path.normpath(os.path.join(base, rel))
@@ -494,7 +499,8 @@ def read_llm_transcript(path: str, *, tail: JsonlTail | None = None) -> LlmTrans
         value: JsonObject = jl.value  # type: ignore[assignment]  # a line without a problem holds its object
         kind = value.get("type")
         if not isinstance(kind, str):
-            problems.append(Problem(path, jl.line_no, CODE_LLM_NO_TYPE, "line has no string 'type'; kept as unknown", Severity.WARNING))
+            problems.append(Problem(path, jl.line_no, CODE_LLM_NO_TYPE, "line has no string 'type'; kept as unknown",
+                                    Severity.WARNING))
             kind = "?"
         line = LlmLine(jl.line_no, kind, value, kind in LLM_LINE_TYPES)
         lines.append(line)

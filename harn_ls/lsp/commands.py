@@ -1,8 +1,9 @@
 """`workspace/executeCommand` handlers: thin wrappers over `harn_ls.actions`.
 
-Each handler takes its typed argument (harn_ls.contract: `parse_args` turns the JSON into it
-and refuses a malformed one with a message naming the field) and answers a contract result
-class, sent camelCase. Reads of the model run on the project's worker thread.
+One path for every command: the JSON argument is parsed once into its contract class (`parse_args`
+refuses a malformed one with a message naming the field), the handler takes that instance and
+answers a contract result class, and `_register_typed` puts it on the wire (camelCase) once. Reads
+of the model run on the project's worker thread.
 
 A command that refuses or fails answers a JSON-RPC error, as LSP asks, so every client shows it:
 -32803 (RequestFailed) with the failure's message, its contract payload ({ok: false, message,
@@ -15,8 +16,9 @@ import getpass
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
+from attrs import AttrsInstance
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
@@ -42,6 +44,7 @@ REQUEST_FAILED = -32803  # LSP's RequestFailed: known method, valid params, and 
 REQUEST_CANCELLED = -32800
 INVALID_PARAMS = -32602
 _FAILURES = (C.Failure, C.ResumeFailure, C.ProbeCancelled)
+R = TypeVar("R", bound=AttrsInstance)
 
 
 class CommandFailed(JsonRpcException):
@@ -63,20 +66,22 @@ class _QuietFailures(logging.Filter):
 logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietFailures())
 
 
-async def _run_action(ls, proj, fn: Callable[..., dict], *fn_args: Any, done: str, **fn_kwargs: Any) -> dict | C.Failure:
+async def _run_action(ls, proj, result: type[R], fn: Callable[..., dict[str, Any]], *fn_args: Any, done: str,
+                      **fn_kwargs: Any) -> R | C.Failure:
     """Run an action on the project thread, apply what it wrote, and tell the user how it went.
-    Returns the action's result dict, or a Failure (already shown)."""
+    Returns its result as the contract's `result` class, or a Failure (already shown). (The actions
+    answer dicts: the CLI prints them as JSON, and their tests read them.)"""
     if proj is None or proj.ws is None:
         return NO_PROJECT
     try:
-        result = await proj.run(lambda: fn(proj.ws, *fn_args, **fn_kwargs))
+        out = await proj.run(lambda: fn(proj.ws, *fn_args, **fn_kwargs))
     except ActionFailed as exc:
         ls.show(str(exc), types.MessageType.Error)
         return C.Failure(str(exc))
-    written = [p for p in result.get("written", []) if isinstance(p, str)]
+    written = [p for p in out.get("written", []) if isinstance(p, str)]
     await proj.apply_now(written)
-    ls.show(result.get("message", done))
-    return result
+    ls.show(out.get("message", done))
+    return C.from_fields(result, out)
 
 
 async def server_open(ls, *args) -> None:
@@ -114,27 +119,22 @@ def _register_typed(server, command: str, fn: Callable[[Any, Any], Awaitable[Any
 
 async def accept(ls, a: C.AcceptArgs):
     proj = await ls.project_holding("proposals", a.id, a.root)
-    result = await _run_action(ls, proj, accept_proposal, a.id, skill_root=a.skill_root or ls.settings_for(proj).skillRoot,
-                               done="accepted")
-    if isinstance(result, C.Failure):
-        return result
-    skill = result.get("skill_path")
-    if skill and ls.client.show_document:
-        ls.spawn(ls.window_show_document_async(types.ShowDocumentParams(uri=from_fs_path(skill), take_focus=True)),
-                 "showDocument")
-    return C.from_fields(C.AcceptResult, result)
+    result = await _run_action(ls, proj, C.AcceptResult, accept_proposal, a.id,
+                               skill_root=a.skill_root or ls.settings_for(proj).skillRoot, done="accepted")
+    if isinstance(result, C.AcceptResult) and result.skill_path and ls.client.show_document:
+        ls.spawn(ls.window_show_document_async(types.ShowDocumentParams(uri=from_fs_path(result.skill_path),
+                                                                        take_focus=True)), "showDocument")
+    return result
 
 
 async def reject(ls, a: C.RejectArgs):
     proj = await ls.project_holding("proposals", a.id, a.root)
-    result = await _run_action(ls, proj, reject_proposal, a.id, days=a.days, done="rejected")
-    return result if isinstance(result, C.Failure) else C.from_fields(C.RejectResult, result)
+    return await _run_action(ls, proj, C.RejectResult, reject_proposal, a.id, days=a.days, done="rejected")
 
 
 async def invalidate(ls, a: C.InvalidateFactArgs):
     proj = await ls.project_holding("facts", a.id, a.root)
-    result = await _run_action(ls, proj, invalidate_fact, a.id, done="fact invalidated")
-    return result if isinstance(result, C.Failure) else C.from_fields(C.InvalidateFactResult, result)
+    return await _run_action(ls, proj, C.InvalidateFactResult, invalidate_fact, a.id, done="fact invalidated")
 
 
 async def forget_stage(ls, a: C.ForgetStageArgs):
@@ -149,8 +149,8 @@ async def forget_stage(ls, a: C.ForgetStageArgs):
     mtime = await proj.run(_mtime)
     # The action takes Harn's checkpoint lock (waiting up to 5 s, as Harn does) and refuses
     # with a clear message while a pipeline holds it: no guessing from modification times.
-    result = await _run_action(ls, proj, do_forget, a.pipeline, a.key, expect_mtime=mtime, done=f"forgot stage {quote(a.key)}")
-    return result if isinstance(result, C.Failure) else C.from_fields(C.ForgetStageResult, result)
+    return await _run_action(ls, proj, C.ForgetStageResult, do_forget, a.pipeline, a.key, expect_mtime=mtime,
+                             done=f"forgot stage {quote(a.key)}")
 
 
 async def migrate(ls, a: C.MigrateArgs):
@@ -168,38 +168,33 @@ async def migrate(ls, a: C.MigrateArgs):
 
     work = WorkProgress("Harn: migrating pattern learning")
     work.phase("legacy streams", 0, 1.0, counted=False)
-    result = await with_progress(ls, proj.root if proj is not None else "", work,
-                                 _run_action(ls, proj, migrate_pattern_learning, done="pattern learning migrated"))
-    return result if isinstance(result, C.Failure) else C.from_fields(C.MigrateResult, result)
+    return await with_progress(ls, proj.root if proj is not None else "", work,
+                               _run_action(ls, proj, C.MigrateResult, migrate_pattern_learning,
+                                           done="pattern learning migrated"))
 
 
 async def recall(ls, a: C.RecallArgs):
     return C.RecallResult(uri=make_uri("recall", q=a.query, ns=a.namespace or ""))
 
 
+def _loaded_summary(proj: Any) -> Callable[[], str]:
+    return lambda: proj.loaded_summary
+
+
 async def rescan(ls, a: C.RescanArgs):
     counts = {}
     for proj in list(ls.projects.values()):
         work = WorkProgress(f"Harn: rescanning {os.path.basename(proj.root) or proj.root}")
-        await with_progress(ls, proj.root, work, proj.rescan(work), summary=lambda p=proj: p.loaded_summary)
+        await with_progress(ls, proj.root, work, proj.rescan(work), summary=_loaded_summary(proj))
         if proj.ws is not None:
             counts[proj.root] = await proj.run(lambda p=proj: p.ws.counts())
     return C.RescanResult(counts=counts)
 
 
-async def probe(ls, a: C.ProbeArgs):
-    result = await run_probe_command(ls, C.to_wire(a))
-    if result.get("ok"):
-        return C.from_fields(C.ProbeResult, result, fact_id=result.get("factId"))
-    if result.get("outcome") == "cancelled":
-        return C.ProbeCancelled(message=result["message"])
-    return C.Failure(result.get("message", "typecheck probe failed"))
-
-
 def register(server) -> None:
     for command, fn in ((C.CMD_ACCEPT, accept), (C.CMD_REJECT, reject), (C.CMD_INVALIDATE_FACT, invalidate),
                         (C.CMD_FORGET_STAGE, forget_stage), (C.CMD_MIGRATE, migrate), (C.CMD_RECALL, recall),
-                        (C.CMD_RESCAN, rescan), (C.CMD_PROBE, probe), (C.CMD_RESUME, resume_escalation_command),
+                        (C.CMD_RESCAN, rescan), (C.CMD_PROBE, run_probe_command), (C.CMD_RESUME, resume_escalation_command),
                         (C.CMD_ANSWER_HITL, answer_hitl_command)):
         _register_typed(server, command, fn)
     server.command(CMD_SERVER_OPEN)(server_open)

@@ -51,7 +51,7 @@ def attrs_classes_in(annotation: Any, seen: set | None = None) -> Iterator[type]
         yield from attrs_classes_in(value, seen)
 
 
-def _field_classes(cls: type, seen: set, depth: int = 2) -> Iterator[type]:
+def _field_classes(cls: Any, seen: set, depth: int = 2) -> Iterator[type]:
     """The attrs classes `cls`'s fields may hold, `depth` levels down (each once per `seen`): deep
     enough for a hover's or a lens's parts; a code action's workspace edit would add ~200 types
     (0.4 s of CPU) that our actions seldom send."""

@@ -34,7 +34,8 @@ def to_diagnostic(problem) -> types.Diagnostic:
 def within_budget(diags: list, limit: int = MAX_RESPONSE_BYTES) -> list:
     """As many diagnostics as fit in one notification of at most `limit` bytes; the rest are counted
     in a last diagnostic (each message is already capped at `MESSAGE_BYTES`)."""
-    out, total = [], 400
+    out: list[types.Diagnostic] = []
+    total = 400
     for n, d in enumerate(diags):
         if utf8_len(d.message) > MESSAGE_BYTES:  # probe results come from `harn check` output
             d = attrs.evolve(d, message=cap_text(d.message, MESSAGE_BYTES))  # the registry's copy stays as set

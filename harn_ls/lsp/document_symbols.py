@@ -46,7 +46,8 @@ def symbols_for(text: str, uri: str, encoding: str, hierarchical: bool) -> list:
     lines = LINE_BREAK_RE.split(text)
     heads = outline(text)
     if not hierarchical:
-        out, parents = [], []
+        out: list[types.SymbolInformation] = []
+        parents: list[Heading] = []
         for h in heads:
             while parents and parents[-1].level >= h.level:
                 parents.pop()
@@ -57,15 +58,16 @@ def symbols_for(text: str, uri: str, encoding: str, hierarchical: bool) -> list:
             parents.append(h)
         return out
     roots: list[types.DocumentSymbol] = []
-    stack: list[tuple[int, types.DocumentSymbol]] = []
+    stack: list[tuple[int, list[types.DocumentSymbol]]] = []  # (level, children) of the open headings
     for h in heads:
         whole, head = _ranges(lines, h, encoding)
+        children: list[types.DocumentSymbol] = []
         sym = types.DocumentSymbol(name=h.title, kind=types.SymbolKind.String, range=whole,
-                                   selection_range=head, children=[])
+                                   selection_range=head, children=children)
         while stack and stack[-1][0] >= h.level:
             stack.pop()
-        (stack[-1][1].children if stack else roots).append(sym)
-        stack.append((h.level, sym))
+        (stack[-1][1] if stack else roots).append(sym)
+        stack.append((h.level, children))
     return roots
 
 

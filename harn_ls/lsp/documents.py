@@ -1,17 +1,27 @@
-"""`workspace/textDocumentContent` for `harn-state:` URIs, and their refresh."""
+"""`workspace/textDocumentContent` for `harn-state:` URIs, and their refresh.
+
+A change to a project re-renders each open document it can alter to tell whether its text really
+changed (the client is asked to fetch only those). The text made for that comparison is kept
+(`Renders.fresh`) and is what the client's fetch gets: one render per change, and the bytes compared
+are the bytes served. It is served only while it is still what a render would make: same project
+and workspace objects, same render settings, same links and pictures, and no change since that can
+alter its kind (`refresh_changed` drops it first).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import logging
+from dataclasses import dataclass
+from typing import Any
 
 from lsprotocol import types
 
 from harn_ls.lsp import heap
-from harn_ls.lsp.project_links import markdown_for
+from harn_ls.lsp.project_links import link_root, markdown_for
 from harn_ls.lsp.transport import as_encoded
 from harn_ls.model.change_kinds import K
-from harn_ls.render import UriError, parse_uri, render_uri
+from harn_ls.render import RenderSettings, UriError, parse_uri, render_uri
 from harn_ls.render.markdown import cell
 from harn_ls.render.svg import strip_pictures
 
@@ -56,6 +66,47 @@ def text_hash(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
+@dataclass(frozen=True)
+class Fresh:
+    """A document made after a change (to compare with what the client has), kept to be served."""
+
+    made_from: tuple[Any, ...]  # (project, workspace, render settings, link root, pictures): what it depends on
+    text: str  # as the client gets it (for_client applied)
+    digest: str
+
+
+class Renders:
+    """The documents this server makes for the client: how many (`count`, what the tests read) and
+    the ones made after a change, until the client fetches them (bounded: MAX_FRESH, oldest dropped)."""
+
+    MAX_FRESH = 16
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.fresh: dict[str, Fresh] = {}
+
+    def keep(self, uri: str, fresh: Fresh) -> None:
+        self.fresh.pop(uri, None)
+        self.fresh[uri] = fresh
+        while len(self.fresh) > self.MAX_FRESH:
+            del self.fresh[next(iter(self.fresh))]
+
+
+def _made_from(ls: Any, proj: Any, settings: RenderSettings) -> tuple[Any, ...]:
+    return proj, proj.ws, settings, link_root(ls, proj), ls.pictures
+
+
+def _render_text(ls: Any, proj: Any, uri: str, settings: RenderSettings) -> str:
+    """The document at `uri` as the client gets it. The one place documents are made (counted);
+    runs on the project's thread."""
+    ls.renders.count += 1
+    try:
+        text = render_uri(proj.ws, uri, settings)
+    except UriError as exc:
+        text = _not_found(exc)
+    return for_client(ls, text, proj)
+
+
 async def render(ls, uri: str) -> str:
     try:
         proj, target = await _project_for_state_uri(ls, uri)
@@ -64,16 +115,17 @@ async def render(ls, uri: str) -> str:
     if proj is None or proj.ws is None:
         return "# harn-ls\n\nNo project is open yet.\n"
     settings = ls.render_settings(proj)
+    fresh = ls.renders.fresh.get(uri)
+    if fresh is not None and fresh.made_from == _made_from(ls, proj, settings):
+        ls.served[uri] = (proj.root, fresh.digest)
+        return fresh.text  # made when the change came, compared, and not changed since
     try:
-        text = await proj.run(lambda: render_uri(proj.ws, uri, settings))
+        text = await proj.run(lambda: _render_text(ls, proj, uri, settings))
         if target.kind in _PARSES_RUN_RECORDS:
             proj.submit(heap.trim)  # after the response: a whole run record was parsed (10 MB: ~20 MB of holes)
-    except UriError as exc:
-        text = _not_found(exc)
     except Exception as exc:  # a renderer bug must not take the document (or the server) down
         log.exception("rendering %s failed", uri)
-        text = f"# harn-ls could not render this document\n\n{type(exc).__name__}: {cell(exc)}\n"
-    text = for_client(ls, text, proj)
+        text = for_client(ls, f"# harn-ls could not render this document\n\n{type(exc).__name__}: {cell(exc)}\n", proj)
     ls.served[uri] = (proj.root, text_hash(text))
     return text
 
@@ -95,41 +147,43 @@ def register(server) -> None:
         return as_encoded(ls.protocol, {"text": await render(ls, params.uri)})
 
 
+def _affected(uri: str, changes: Any) -> bool:
+    """Whether `changes` can alter the document at `uri` (by the kinds of what changed)."""
+    try:
+        kind = parse_uri(uri).kind
+    except UriError:
+        return False
+    affects = _AFFECTS.get(kind)
+    return affects is None or bool(affects & changes.kinds)
+
+
 async def refresh_changed(ls, proj, changes) -> None:
-    """Ask the client to re-fetch the documents it has open whose text really changed."""
+    """Ask the client to re-fetch the documents it has open whose text really changed; what it
+    fetches is the text made here to compare (Renders.fresh)."""
+    fresh = ls.renders.fresh
+    for uri in [u for u, f in fresh.items() if f.made_from[0] is proj and (changes.rescanned or _affected(u, changes))]:
+        del fresh[uri]  # made before this change: no longer what the client should get
     if not ls.served or not ls.client.text_document_content_refresh:
         return  # a client that did not declare the capability has no refresh handler
     settings = ls.render_settings(proj)
-    candidates = []
-    for uri, (root, digest) in list(ls.served.items()):
-        if root != proj.root:
-            continue
-        try:
-            kind = parse_uri(uri).kind
-        except UriError:
-            continue
-        affects = _AFFECTS.get(kind)
-        if affects is not None and not (affects & changes.kinds):
-            continue
-        candidates.append((uri, digest))
+    candidates = [(uri, digest) for uri, (root, digest) in list(ls.served.items())
+                  if root == proj.root and _affected(uri, changes)]
     if not candidates:
         return
 
-    def _rerender():
+    def _rerender() -> list[tuple[str, str]]:
         out = []
         for uri, digest in candidates:
-            try:
-                text = render_uri(proj.ws, uri, settings)
-            except UriError as exc:
-                text = _not_found(exc)
-            new = text_hash(for_client(ls, text, proj))
-            if new != digest:
-                out.append(uri)
+            text = _render_text(ls, proj, uri, settings)
+            if text_hash(text) != digest:
+                out.append((uri, text))
         return out
 
+    made_from = _made_from(ls, proj, settings)
     changed = await proj.run(_rerender)
-    for uri in changed:
+    for uri, text in changed:
         ls.served.pop(uri, None)  # re-recorded when the client fetches it again
+        ls.renders.keep(uri, Fresh(made_from, text, text_hash(text)))
         ls.spawn(_refresh(ls, uri), f"refresh {uri}")
 
 

@@ -1,4 +1,4 @@
-"""`harnState.probeTypecheck {uri, range?}`: run a typecheck probe on an editor selection.
+"""`harnState.probeTypecheck` (contract.ProbeArgs -> ProbeResult): run a typecheck probe on an editor selection.
 
 The runner is `harn_ls.actions.probes`; this module adds what the editor
 needs around it: the trust gate, work-done progress, cancellation, the
@@ -29,12 +29,13 @@ import contextlib
 import logging
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from harn_ls import contract as C
 from harn_ls.actions import ActionFailed, uuid7
 from harn_ls.lsp import messages
 from harn_ls.util.message_text import quote
@@ -47,6 +48,7 @@ log = logging.getLogger(__name__)
 
 UNTRUSTED = ("Typecheck probes are disabled: this workspace is not trusted (they run the harn binary "
              "on your code). Trust the workspace to enable them.")
+CANCELLED = "typecheck probe cancelled"
 NOT_ALLOWED = ("Typecheck probes are disabled: this server listens on TCP and was not started with "
                "--allow-probes.")
 _SEVERITY = {
@@ -151,28 +153,37 @@ def _end_progress(ls, token: str | None, message: str) -> None:
     ls.work_done_progress.tokens.pop(token, None)
 
 
-def _fail(ls, message: str, kind=types.MessageType.Error) -> dict:
+def _fail(ls, message: str, kind: types.MessageType = types.MessageType.Error) -> C.Failure:
     ls.show(message, kind)
-    return {"ok": False, "message": message}
+    return C.Failure(message)
 
 
-async def run_probe_command(ls, args: dict) -> dict:
-    """Run a typecheck probe on `{uri, range?}`; returns {ok, outcome, summary, factId, envelope}."""
+def document_range(rng: C.Range | None) -> runner.Range | None:
+    """The probed range of a ProbeArgs (the converter has checked its types), start before end;
+    ActionFailed for a negative position."""
+    if rng is None:
+        return None
+    start, end = (rng.start.line, rng.start.character), (rng.end.line, rng.end.character)
+    if min(start + end) < 0:
+        raise ActionFailed(f"refused: negative position in range {quote(C.to_wire(rng))}")
+    return (start, end) if start <= end else (end, start)
+
+
+async def run_probe_command(ls, args: C.ProbeArgs) -> C.ProbeResult | C.ProbeCancelled | C.Failure:
+    """`harnState.probeTypecheck`: a typecheck probe of `args.range` (none: the whole file) of `args.uri`."""
     if not ls.probes_allowed:
         return _fail(ls, NOT_ALLOWED, types.MessageType.Warning)
     if not ls.trusted:
         return _fail(ls, UNTRUSTED, types.MessageType.Warning)
-    uri = args.get("uri") if isinstance(args, dict) else None
-    if not isinstance(uri, str) or not uri.startswith("file:"):
-        return _fail(ls, "probeTypecheck needs {uri} of a file")
-    path = to_fs_path(uri)
+    uri = args.uri
+    path = to_fs_path(uri) if uri.startswith("file:") else None
     if path is None:
         return _fail(ls, "probeTypecheck needs {uri} of a file")
     proj = await ls.loaded_project_for_uri(uri) or ls.default_project()
     if proj is None or proj.ws is None:
         return _fail(ls, "no Harn project is open")
     try:
-        rng = _runner().range_from_lsp(args.get("range"))
+        rng = document_range(args.range)
         doc = ls.workspace.get_text_document(uri)
         text = doc.source
     except ActionFailed as exc:
@@ -193,7 +204,7 @@ async def run_probe_command(ls, args: dict) -> dict:
         settings.probes.timeoutSeconds,
         store=settings.probes.storeFacts, memory_root=memory_root, encoding=ls.position_encoding))
 
-    def _cancel_probe(fut) -> None:
+    def _cancel_probe(fut: asyncio.Future[Any]) -> None:
         if fut.cancelled() and not probe_task.done():
             probe_task.get_loop().call_soon_threadsafe(probe_task.cancel)
 
@@ -213,8 +224,8 @@ async def run_probe_command(ls, args: dict) -> dict:
             raise
         _end_progress(ls, token, "cancelled")
         token = None
-        ls.show("typecheck probe cancelled")
-        return {"ok": False, "outcome": "cancelled", "message": "typecheck probe cancelled"}
+        ls.show(CANCELLED)
+        return C.ProbeCancelled(message=CANCELLED)
     except ActionFailed as exc:
         return _fail(ls, str(exc))
     finally:
@@ -242,15 +253,8 @@ async def run_probe_command(ls, args: dict) -> dict:
     summary = outcome.summary_line
     kind = types.MessageType.Info if outcome.outcome == "pass" else types.MessageType.Warning
     ls.show(summary + "".join(f" ({n})" for n in notes), kind)
-    return {
-        "ok": True,
-        "outcome": outcome.outcome,
-        "summary": summary,
-        "factId": outcome.fact_id,
-        "envelope": outcome.envelope,
-        "diagnostics": len(outcome.diagnostics),
-        "notes": notes,
-    }
+    return C.ProbeResult(outcome=outcome.outcome, summary=summary, fact_id=outcome.fact_id, envelope=outcome.envelope,
+                         diagnostics=len(outcome.diagnostics), notes=notes)
 
 
 def register(server) -> None:

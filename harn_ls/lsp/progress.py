@@ -64,7 +64,7 @@ async def _watch(ls: Any, root: str, work: WorkProgress, fut: asyncio.Future, su
             if snap[1:3] != last:
                 last = snap[1:3]
                 _loading(ls, root, work, done=False)
-            if began and snap[1:3] != reported:
+            if began and token is not None and snap[1:3] != reported:  # (began: token is not None)
                 reported = snap[1:3]
                 messages.report_progress(ls, token, snap.message or None, snap.percentage)
             if fut.done():
@@ -80,7 +80,7 @@ async def _watch(ls: Any, root: str, work: WorkProgress, fut: asyncio.Future, su
                 log.exception("progress summary failed")
         work.finish(text)
         _loading(ls, root, work, done=True)
-        if began:
+        if began and token is not None:
             messages.end_progress(ls, token, text or None)
     return fut.result()
 

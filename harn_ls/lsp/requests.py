@@ -17,9 +17,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Union
 
-MsgId = Union[int, str]
+MsgId = int | str
 
 
 @dataclass

@@ -236,6 +236,7 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
         self.loads: dict[str, tuple[Project, asyncio.Future[Any]]] = {}  # project root -> (project, its load) not served yet
         self.progress_allowed = False  # work-done progress only after the client's `initialized` (LSP lifecycle)
         self.served: dict[str, tuple[str, str]] = {}  # harn-state URI -> (project root, text sha1)
+        self.renders = documents.Renders()  # harn-state documents made, and those made after a change (served as made)
         self.diagnostics: DiagnosticsRegistry[types.Diagnostic] = DiagnosticsRegistry(
             functools.partial(diagnostics.send, self), diagnostics.normalize_uri)
         self.probe_states: dict[str, ProbeState] = {}  # document URI -> range and text a probe checked

@@ -53,7 +53,8 @@ def register(server) -> None:
             if proj.ws is not None:
                 found = await proj.run(lambda p=proj: search_symbols(p.ws, params.query))
                 root = link_root(ls, proj)
-                for sym in found if root else ():  # several projects: a harn-state: location names its own
-                    sym.location.uri = with_root(sym.location.uri, root)
+                if root:  # several projects: a harn-state: location names its own
+                    for sym in found:
+                        sym.location.uri = with_root(sym.location.uri, root)
                 out.extend(found)
         return within_response(out[:LIMIT])

@@ -123,6 +123,7 @@ async def _listen(host: str, port: int, harn: str, allow_probes: bool) -> int:
         sys.stderr.write(f"harn-ls: cannot listen on {host}:{port}: {reason}\n")
         return 2
     main = asyncio.current_task()
+    assert main is not None  # (this coroutine runs as a task)
     for sig in (signal.SIGTERM, signal.SIGINT):
         try:  # stop serving and remove the token file (a terminated server leaves no key behind)
             asyncio.get_running_loop().add_signal_handler(sig, main.cancel)

@@ -91,10 +91,10 @@ async def read_frame(reader: asyncio.StreamReader, max_body: int = MAX_BODY_BYTE
                 error = f"Content-Length {int(value)} is over the {max_body}-byte cap"
             else:
                 length = int(value)
-    if error is None and length is None:
-        error = "a header block without Content-Length"
     if error is not None:
         raise FrameError(error)
+    if length is None:
+        raise FrameError("a header block without Content-Length")
     try:
         return await reader.readexactly(length)
     except asyncio.IncompleteReadError:
@@ -218,7 +218,7 @@ async def serve_stream(protocol: Any, reader: asyncio.StreamReader, writer: Fram
                     return "refused"
                 writer.write(error_body(None, PARSE_ERROR, f"Parse error: the body is not JSON ({exc})"))
                 continue
-            if not admitted:
+            if not admitted and admit is not None:  # (admitted starts True when there is no admit)
                 reason = admit(data)
                 if reason is not None:
                     if isinstance(data, dict) and "id" in data and "method" in data:

@@ -1,5 +1,5 @@
-"""Sidebar data: `harn/tree` {view, parent?, page?} -> {items, nextPage?, total?} (items: render/tree_items.py);
-`harn/treeChanged` after changes."""
+"""Sidebar data: `harn/tree` TreeParams -> TreeResult (built by render/tree_items.py, put on the wire
+here); `harn/treeChanged` after changes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from harn_ls import contract as P
 from harn_ls.lsp.project_links import tree_page_for
 from harn_ls.model.change_kinds import K
 from harn_ls.render import tree_state
-from harn_ls.render.tree_items import TreeOptions, tree_page
+from harn_ls.render.tree_items import TreeOptions, tree_result
 from harn_ls.render.uri import MAX_QUERY_INT
 
 _VIEW_KINDS = {
@@ -41,14 +41,14 @@ def register(server) -> None:
             p = P.parse_params(P.TreeParams, params, P.TREE)
         except P.ArgumentError as exc:
             raise JsonRpcInvalidParams(str(exc)) from None
-        view, parent, page, show_suppressed, root = p.view, p.parent, p.page, p.show_suppressed, p.root
-        if view not in P.TREE_VIEWS:
-            raise JsonRpcInvalidParams(f"unknown view {view!r}; expected one of {', '.join(P.TREE_VIEWS)}")
+        if p.view not in P.TREE_VIEWS:
+            raise JsonRpcInvalidParams(f"unknown view {p.view!r}; expected one of {', '.join(P.TREE_VIEWS)}")
         await ls.wait_for_projects()
-        if not 0 <= page <= MAX_QUERY_INT:
-            raise JsonRpcInvalidParams(f"page {str(page)[:40]} is out of range (expected 0 to {MAX_QUERY_INT})")
-        proj = ls.projects.get(root) if root else ls.default_project()
+        if not 0 <= p.page <= MAX_QUERY_INT:
+            raise JsonRpcInvalidParams(f"page {str(p.page)[:40]} is out of range (expected 0 to {MAX_QUERY_INT})")
+        proj = ls.projects.get(p.root) if p.root else ls.default_project()
         if proj is None or proj.ws is None:
-            return {"items": []}
-        opts = tree_options(ls.settings_for(proj).facts.minConfidence, show_suppressed)
-        return tree_page_for(ls, proj, await proj.run(lambda: tree_page(proj.ws, view, parent, int(page), opts)))
+            return P.to_wire(P.TreeResult(items=[]))
+        opts = tree_options(ls.settings_for(proj).facts.minConfidence, p.show_suppressed)
+        result = await proj.run(lambda: tree_result(proj.ws, p.view, p.parent, p.page, opts))
+        return tree_page_for(ls, proj, P.to_wire(result))

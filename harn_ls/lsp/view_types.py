@@ -48,7 +48,7 @@ def to_command(cmd: V.ViewCommand, client: ClientProfile, root: str | None = Non
     if not wire:
         return types.Command(title=cmd.title, command="")
     return types.Command(title=cmd.title, command=wire,
-                         arguments=[argument_for(a, root) for a in cmd.arguments] or None)
+                         arguments=[argument_for(P.command_argument(a), root) for a in cmd.arguments] or None)
 
 
 def to_code_action(choice: ProposalChoice, client: ClientProfile, root: str | None = None) -> types.CodeAction | None:

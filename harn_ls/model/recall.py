@@ -10,12 +10,33 @@ from harn_ls.cache.index_restore import restore_index
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace
 
 if TYPE_CHECKING:  # numpy (via recall) is imported only when recall is used: `inspect` never needs it
+    from collections.abc import Callable, Iterator
+    from typing import TypeAlias
+
+    from harn_ls.cache.rows import RowReader
+    from harn_ls.cache.store import ProjectCache
+    from harn_ls.formats.memory import MemoryRecord
     from harn_ls.recall import RecallEngine
     from harn_ls.util.progress import WorkProgress
+
+    # a step of the recall build: does its part on the engine being built
+    BuildStep: TypeAlias = Callable[[RecallEngine], None]
+    # a step a server runs in a quiet moment: True when done, False to be called again
+    WorkStep: TypeAlias = Callable[[], bool]
 
 
 class RecallPart:
     """Recall build and adoption (mixed into `Workspace`)."""
+
+    # Set by `Workspace.__init__` (harn_ls/model/workspace.py), declared here for the methods below.
+    memory: dict[str, MemoryNamespace]
+    generation: int
+    _recall: RecallEngine | None
+    _project_cache: ProjectCache | None
+    # namespaces restored from the state cache: the records their cached recall index was built over
+    # (seq -> record), and the deltas applied since (replayed onto that index)
+    _index_base: dict[str, dict[int, MemoryRecord]]
+    _index_deltas: dict[str, list[MemoryDelta]]
 
     @property
     def recall(self) -> RecallEngine:
@@ -23,7 +44,7 @@ class RecallPart:
         kept up to date incrementally from then on."""
         if self._recall is None:
             self.build_recall()
-        return self._recall
+        return self._recall  # type: ignore[return-value]  # (build_recall has set it)
 
     def build_recall(self, progress: WorkProgress | None = None) -> None:
         """Build the recall index now, in one go (a one-shot `recall`); `progress` is told each step
@@ -47,14 +68,17 @@ class RecallPart:
     def recall_ready(self) -> bool:
         return self._recall is not None
 
-    def recall_build_steps(self, chunk: int = 500) -> list:
+    def recall_build_steps(self, chunk: int = 500) -> list[BuildStep]:
         """The recall build cut into short steps (chunk=0: one step per namespace), so a server
         can interleave hovers with it. Each step takes the engine being built; `adopt_recall`
         installs it if nothing changed meanwhile."""
-        steps = []
+        steps: list[BuildStep] = []
         for ns, space in self.memory.items():
             if self._project_cache is not None and ns in self._index_deltas and self._project_cache.index_entry(ns):
-                steps.append(lambda e, ns=ns, space=space: self._cached_index_step(e, ns, space))
+                def cached(e: RecallEngine, ns: str = ns, space: MemoryNamespace = space) -> None:
+                    self._cached_index_step(e, ns, space)
+
+                steps.append(cached)
             else:
                 steps += self._build_steps(ns, space, chunk)
         return steps
@@ -62,10 +86,12 @@ class RecallPart:
     def _cached_index_step(self, engine: RecallEngine, ns: str, space: MemoryNamespace) -> None:
         """One namespace's index from the state cache (plus the deltas applied since it was
         written); built from the records when the cached one does not check out."""
+        cache = self._project_cache
+        assert cache is not None  # (a step made only while there is a cache: recall_build_steps)
         base = self._index_base.get(ns)
         if base is None and space.materialized:  # (built since the restore: without the stores appended)
-            base = self._project_cache.index_base(ns, space)
-        idx = restore_index(self._project_cache, ns, space, base)
+            base = cache.index_base(ns, space)
+        idx = restore_index(cache, ns, space, base)
         if idx is None:
             for step in self._build_steps(ns, space, 0):
                 step(engine)
@@ -74,18 +100,25 @@ class RecallPart:
         for delta in self._index_deltas.get(ns, ()):
             idx.apply_delta(delta)
 
-    def _build_steps(self, ns: str, space: MemoryNamespace, chunk: int) -> list:
-        steps = []
+    def _build_steps(self, ns: str, space: MemoryNamespace, chunk: int) -> list[BuildStep]:
+        steps: list[BuildStep] = []
         records = space.records()
         if not records:
-            steps.append(lambda e, ns=ns, space=space: e.set_config(ns, space.config, os.path.dirname(space.path)))
+            def configure(e: RecallEngine, ns: str = ns, space: MemoryNamespace = space) -> None:
+                e.set_config(ns, space.config, os.path.dirname(space.path))
+
+            steps.append(configure)
         size = chunk or len(records) or 1
         for i in range(0, len(records), size):
             part = records[i:i + size]
-            steps.append(lambda e, space=space, part=part: e.sync_namespace(space, MemoryDelta(added=part)))
+
+            def add(e: RecallEngine, space: MemoryNamespace = space, part: list[MemoryRecord] = part) -> None:
+                e.sync_namespace(space, MemoryDelta(added=part))
+
+            steps.append(add)
         return steps
 
-    def recall_settle_steps(self, rows_per_step: int = 100) -> list:
+    def recall_settle_steps(self, rows_per_step: int = 100) -> list[WorkStep]:
         """What a cached index leaves for later once recall answers: the records it did not decode.
         Each step is short (100 rows, or a slice of one index taking them: about a ms at
         1M events) and returns True when done, False to be called again, so a server serves
@@ -94,18 +127,21 @@ class RecallPart:
         up again: a rescan or reset meanwhile only leaves it less to do."""
         if self._recall is None:
             return []
-        steps = []
+        steps: list[WorkStep] = []
         readers = self._project_cache.readers if self._project_cache is not None else {}
         for ns in self._recall.namespaces():
             reader = readers.get(ns)
             if reader is not None:
-                steps.append(lambda reader=reader: reader.decode_some(rows_per_step))
+                def decode(reader: RowReader = reader) -> bool:
+                    return reader.decode_some(rows_per_step)
+
+                steps.append(decode)
             steps.append(self._settle_index_step(ns))
         return steps
 
-    def _settle_index_step(self, ns: str):
+    def _settle_index_step(self, ns: str) -> WorkStep:
         """A step that hands a lazily restored index its decoded records, a slice per call."""
-        pending = None
+        pending: Iterator[None] | None = None
 
         def step() -> bool:
             nonlocal pending
@@ -129,7 +165,7 @@ class RecallPart:
         """`fold_recall_queue` a delta at a time (`RecallEngine.settle_one`); False when none is left."""
         return self._recall is not None and self._recall.settle_one()
 
-    def recall_compact_steps(self) -> list:
+    def recall_compact_steps(self) -> list[WorkStep]:
         """`RecallEngine.compact_steps` of the recall index (none without one)."""
         return self._recall.compact_steps() if self._recall is not None else []
 

@@ -143,7 +143,8 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             ws._project_cache = ProjectCache.open(ws.root, env)
             if ws._project_cache is not None:
                 ws._project_cache.keep_runs = memory_only
-                ws._project_cache.keep_row_bytes = (memory_only or defer_facts) if keep_rows is None else keep_rows  # one-shot: until saved
+                # one-shot: until saved
+                ws._project_cache.keep_row_bytes = (memory_only or defer_facts) if keep_rows is None else keep_rows
                 ws._project_cache.lazy_facts = memory_only or defer_facts  # (their payload checked when decoded)
         ws.rescan()
         ws.progress = None
@@ -599,7 +600,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
                 self._load_namespace(ns, path, changes)
 
     def _rescan_checkpoints(self, changes: ChangeSet) -> None:
-        for pipeline, cf in list(self.checkpoints.items()):
+        for cf in list(self.checkpoints.values()):
             if not os.path.exists(cf.path):
                 self._read_checkpoint(cf.path, changes)
         self._scan_checkpoints(changes)
@@ -648,7 +649,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         if self.pattern is not None:
             out.extend(self.pattern.problems)
         if self.migration_needed:
-            for kind, path in sorted(self.legacy_streams.items()):
+            for _kind, path in sorted(self.legacy_streams.items()):
                 out.append(Problem(path, 1, CODE_LEGACY_NOT_MIGRATED,
                                    "legacy Burin pattern-learning stream is not migrated yet; Harn imports it on its next "
                                    "pattern-learning call (run `Harn State: Migrate pattern learning` to do it now)",
@@ -686,5 +687,6 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             "namespaces": len(self.memory), "records": active,
             "facts": len(self.facts) + sum(self._project_cache.fact_summaries[ns][0] for ns in self._pending_facts),
             "proposals": len(pending), "skills": len(self.skills.skills) if self.skills else 0,
-            "runs": len(self.runs), "transcripts": len(self.transcripts), "sessions": len(self.sessions.sessions) if self.sessions else 0,
+            "runs": len(self.runs), "transcripts": len(self.transcripts),
+            "sessions": len(self.sessions.sessions) if self.sessions else 0,
         } | self.event_logs.counts()

@@ -3,7 +3,7 @@ from the state cache starts with (records decoded when first asked for)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, ItemsView, Iterator, Mapping
 
 from harn_ls.formats.memory import MemoryRecord
 from harn_ls.util.shared_ints import shared, shared_range
@@ -18,7 +18,7 @@ class _Doc:
         self.vec_hash: str | None = None  # sha256 of the searchable text, computed lazily
 
 
-class _LazyDocs(Mapping):
+class _LazyDocs(Mapping[int, _Doc]):
     """seq -> `_Doc` of an index restored from the state cache: a record is decoded the first
     time it is asked for (a query touches only its hits and the ties at the cut), never all at once
     unless the index is merged (`NamespaceIndex._merge`). Records appended since the restore get new
@@ -29,7 +29,8 @@ class _LazyDocs(Mapping):
                  fetch_all: Callable[[], dict[int, MemoryRecord]], slot_of: dict[int, int] | None = None) -> None:
         self.seqs = seqs  # slot -> seq (a dead slot keeps the seq it had)
         self._seqs_shared = True  # `seqs` is the caller's list until the first append copies it
-        self._slot = dict(zip(seqs, shared_range(0, len(seqs)))) if slot_of is None else slot_of  # seq -> slot (read only)
+        # seq -> slot (read only)
+        self._slot = dict(zip(seqs, shared_range(0, len(seqs)), strict=True)) if slot_of is None else slot_of
         self._docs: dict[int, _Doc] = {}
         self._fetch = fetch
         self._fetch_all = fetch_all
@@ -56,7 +57,7 @@ class _LazyDocs(Mapping):
             self._docs[r.seq] = _Doc(r, slot)
         self.changes += 1
 
-    def pop(self, seq: int, default=None):
+    def pop(self, seq: int, default: _Doc | None = None) -> _Doc | None:
         """Remove a live document (its slot becomes dead); `default` when there is none."""
         if seq not in self:
             return default
@@ -80,7 +81,7 @@ class _LazyDocs(Mapping):
     def __contains__(self, seq: object) -> bool:
         return seq in self._docs or (seq in self._slot and seq not in self._gone)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         if not self.dead:
             return iter(self.seqs)
         dead = self.dead
@@ -134,7 +135,7 @@ class _TermIds:
 
     def as_dict(self) -> dict[str, int]:
         if self._full is None:
-            self._full = dict(zip(self._terms, shared_range(0, len(self._terms))))
+            self._full = dict(zip(self._terms, shared_range(0, len(self._terms)), strict=True))
         return self._full
 
     def get(self, term: str, default: int | None = None) -> int | None:
@@ -162,5 +163,5 @@ class _TermIds:
     def __len__(self) -> int:
         return len(self._terms)
 
-    def items(self):
+    def items(self) -> ItemsView[str, int]:
         return self.as_dict().items()

@@ -57,7 +57,7 @@ def cosine(a: list[float], b: list[float]) -> float:
     dot = 0.0
     na = 0.0
     nb = 0.0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):  # (the reader checks dimensions; untrusted cache bytes must not raise here)
         dot += x * y
         na += x * x
         nb += y * y
@@ -69,8 +69,12 @@ def cosine(a: list[float], b: list[float]) -> float:
 def _load_vector(memo: dict[str, list[float]], vdir: str | None, content_hash: str,
                  expect_dim: int | None) -> tuple[list[float] | None, str]:
     """One content-addressed vector, from `memo` (a namespace index's) or from the cache folder `vdir`."""
-    if memo.get(content_hash) is not None:
-        return memo[content_hash], ""
+    known = memo.get(content_hash)
+    if known is not None:
+        # kept from a read that expected no dimension (or another one): checked again, as a file read is
+        if expect_dim is not None and len(known) != expect_dim:
+            return None, f"dimension mismatch: {len(known)} vs {expect_dim} (Harn reports an error)"
+        return known, ""
     if vdir is None:
         return None, "no namespace directory known"
     vec, why = read_cached_vector(os.path.join(vdir, content_hash + ".json"), expect_dim)

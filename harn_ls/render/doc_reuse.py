@@ -30,14 +30,14 @@ REUSE_MIN_BYTES = 1 << 20  # smaller files are read again faster than a page is 
 REUSED_KINDS = frozenset({"runs", "transcripts"})
 
 
-def sources(ws: Any, kind: str, name: str) -> tuple[tuple, tuple] | None:
+def sources(ws: Any, kind: str, name: str) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
     """(model objects, file stamps) a `runs` or `transcripts` document of `name` is made from; None
     when it is not worth reusing or cannot be told (then it is simply made)."""
     if kind == "runs":
         run = ws.runs.get(name)
         if run is None:
             return None
-        objects: tuple = (run,)
+        objects: tuple[Any, ...] = (run,)
         files = [run.path]
     elif kind == "transcripts":
         entry = ws.transcripts.get(name)
@@ -60,17 +60,18 @@ class DocReuse:
     """The documents kept (most recently used last), keyed by their page and settings."""
 
     def __init__(self) -> None:
-        self._docs: dict[tuple, tuple[tuple, tuple, str]] = {}
+        self._docs: dict[tuple[Any, ...], tuple[tuple[Any, ...], tuple[Any, ...], str]] = {}
         self.made = 0  # documents made (not given again): what the tests count
 
-    def get_or_make(self, key: tuple, made_of: tuple[tuple, tuple] | None, make: Callable[[], str]) -> str:
+    def get_or_make(self, key: tuple[Any, ...], made_of: tuple[tuple[Any, ...], tuple[Any, ...]] | None,
+                    make: Callable[[], str]) -> str:
         if made_of is None:
             self.made += 1
             return make()
         objects, stamps = made_of
         kept = self._docs.pop(key, None)
         if kept is not None and kept[1] == stamps and len(kept[0]) == len(objects) \
-                and all(a is b for a, b in zip(kept[0], objects)):
+                and all(a is b for a, b in zip(kept[0], objects, strict=True)):
             self._docs[key] = kept
             return kept[2]
         text = make()

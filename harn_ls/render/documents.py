@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 from array import array
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from harn_ls.formats.checkpoints import running_now
 from harn_ls.formats.fact_anchors import fact_staleness
@@ -16,7 +18,7 @@ from harn_ls.formats.transcripts import TranscriptEvent, blocks_visibility, norm
 from harn_ls.model.accept_plan import planned_files
 from harn_ls.render.checkpoint_history import history_section, version_document
 from harn_ls.render.compare import compare_document, normalized_document
-from harn_ls.render.conversation import context_for, render_event
+from harn_ls.render.conversation import Context, context_for, render_event
 from harn_ls.render.doc_reuse import REUSED_KINDS, DocReuse, sources
 from harn_ls.render.limits import DOC_VALUE_BYTES, MAX_RESPONSE_BYTES, cap_response
 from harn_ls.render.markdown import (
@@ -40,8 +42,16 @@ from harn_ls.render.timeline import section as timeline_section
 from harn_ls.render.uri import MAX_QUERY_INT, RenderSettings, StateUri, UriError, make_uri, parse_uri
 from harn_ls.util.utf8 import utf8_len
 
+if TYPE_CHECKING:
+    from harn_ls.formats.pattern_learning import PatternState, Proposal
+    from harn_ls.formats.problems import Problem
+    from harn_ls.formats.transcript_summary import TranscriptSummary
+    from harn_ls.model.workspace import Workspace
 
-def render_uri(ws, uri: str, settings: RenderSettings | None = None) -> str:
+Renderer = Callable[["Workspace", StateUri, RenderSettings], str]
+
+
+def render_uri(ws: Workspace, uri: str, settings: RenderSettings | None = None) -> str:
     """The Markdown of one `harn-state:` document, at most `MAX_RESPONSE_BYTES`."""
     return cap_bytes(render(ws, parse_uri(uri), settings or RenderSettings()))
 
@@ -54,7 +64,7 @@ def cap_bytes(text: str, limit: int = MAX_RESPONSE_BYTES) -> str:
     return cap_response(text, limit, note)
 
 
-def render(ws, target: StateUri, settings: RenderSettings) -> str:
+def render(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     if target.kind in REUSED_KINDS:
         reuse = _doc_reuse(ws)
         if reuse is not None:  # a page made from a big run record: given again while nothing it was made from changed
@@ -64,14 +74,16 @@ def render(ws, target: StateUri, settings: RenderSettings) -> str:
     return _render(ws, target, settings)
 
 
-def _doc_reuse(ws) -> DocReuse | None:
-    reuse = getattr(ws, "doc_reuse", None)
+def _doc_reuse(ws: object) -> DocReuse | None:
+    """The workspace's kept documents, made on first use (an object without a __dict__ keeps none)."""
+    reuse: DocReuse | None = getattr(ws, "doc_reuse", None)
     if reuse is None and hasattr(ws, "__dict__"):
-        reuse = ws.doc_reuse = DocReuse()
+        reuse = DocReuse()
+        setattr(ws, "doc_reuse", reuse)  # noqa: B010  (an attribute the Workspace class does not declare)
     return reuse
 
 
-def _render(ws, target: StateUri, settings: RenderSettings) -> str:
+def _render(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     fn = _RENDERERS[target.kind]
     try:
         return fn(ws, target, settings)
@@ -90,7 +102,7 @@ def _link(label: str, uri: str) -> str:
     return link(label, uri)
 
 
-def _source_link(ws, path: str, line: int | None = None) -> str:
+def _source_link(ws: Workspace, path: str, line: int | None = None) -> str:
     """Where the whole of a cut value is: a link to its file (and line) inside the project."""
     rel = ws.relpath(path) if path else None
     if rel is None:
@@ -99,22 +111,31 @@ def _source_link(ws, path: str, line: int | None = None) -> str:
     return "the whole value is in " + file_link(where, os.path.join(ws.root, rel), line)
 
 
-def _json_block(value, limit: int = 2000, max_bytes: int = DOC_VALUE_BYTES // 4, more: str = "") -> str:
+def _json_block(value: Any, limit: int = 2000, max_bytes: int = DOC_VALUE_BYTES // 4, more: str = "") -> str:
     """A JSON value from data as a fenced block: long strings, lists and objects summarised, then cut."""
     return capped_fence(pretty_json(value, limit), "json", max_bytes, more)
 
 
-def _problem_line(pr) -> str:
+def _problem_line(pr: Problem) -> str:
     return f"> {cell(pr.code)} (line {int(pr.line)}): {cell(pr.message)}"
 
 
-def _rel(ws, path: str) -> str:
+def _pattern_state(ws: Workspace) -> PatternState | None:
+    """Pattern learning's state record (None: no pattern learning, or no state record)."""
+    return ws.pattern.state if ws.pattern is not None else None
+
+
+def _suppressed_until(state: PatternState | None, proposal_id: str) -> Any:
+    return state.suppressed_until.get(proposal_id) if state is not None else None
+
+
+def _rel(ws: Workspace, path: str) -> str:
     rel = ws.relpath(path) if path else None
     return rel if rel is not None else path
 
 
 # ------------------------------------------------------------------ index
-def index(ws, target: StateUri, settings: RenderSettings) -> str:
+def index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     c = ws.counts()
     p = ws.paths
     out = [f"# Harn state — {cell(os.path.basename(ws.root) or ws.root)}", ""]
@@ -147,16 +168,19 @@ def index(ws, target: StateUri, settings: RenderSettings) -> str:
     if ws.pattern is not None and ws.pattern.state is not None and not ws.pattern.state.enabled:
         out.append("\n> **Pattern learning is disabled** (`enabled: false` in the state record): Harn records no new proposals.")
     if ws.migration_needed:
-        out.append("\n> Legacy Burin pattern-learning streams found and not migrated yet — run *Harn State: Migrate pattern learning*.")
+        out.append("\n> Legacy Burin pattern-learning streams found and not migrated yet — "
+                   "run *Harn State: Migrate pattern learning*.")
     now = date_now_iso()
     shown = 0
+    state = _pattern_state(ws)
     for prop in pending:
-        suppressed = is_suppressed(prop.id, ws.pattern.state, now)
+        suppressed = is_suppressed(prop.id, state, now)
         if suppressed and not settings.include_suppressed:
             continue
         shown += 1
-        extra = f" — suppressed until {cell(ws.pattern.state.suppressed_until.get(prop.id))}" if suppressed else ""
-        out.append(f"- {_link(prop.title or prop.name, make_uri('proposals', prop.id))} · {cell(prop.kind)} · support {cell(prop.support)}{extra}")
+        extra = f" — suppressed until {cell(_suppressed_until(state, prop.id))}" if suppressed else ""
+        out.append(f"- {_link(prop.title or prop.name, make_uri('proposals', prop.id))} · {cell(prop.kind)} · "
+                   f"support {cell(prop.support)}{extra}")
     hidden = len(pending) - shown
     if hidden:
         out.append(f"- *{hidden} suppressed proposal(s) hidden* — {_link('show them', make_uri('index', suppressed='1'))}")
@@ -175,7 +199,8 @@ def index(ws, target: StateUri, settings: RenderSettings) -> str:
     out.append(f"## Memory ({len(ws.memory)} namespaces)")
     for ns in sorted(ws.memory):
         space = ws.memory[ns]
-        out.append(f"- {_link(ns, make_uri('memory', ns))} — {len(space.active)} active, {len(space.forgotten)} forgotten id(s), backend {cell(space.config.get('backend'))}")
+        out.append(f"- {_link(ns, make_uri('memory', ns))} — {len(space.active)} active, {len(space.forgotten)} "
+                   f"forgotten id(s), backend {cell(space.config.get('backend'))}")
     out.append("")
 
     out.append(f"## Facts ({len(ws.facts)})")
@@ -188,7 +213,8 @@ def index(ws, target: StateUri, settings: RenderSettings) -> str:
     if ws.skills is not None:
         out.append(f"## Skills ({len(ws.skills.skills)}, {len(ws.skills.shadowed)} shadowed)")
         for sk in ws.skills.skills:
-            sig = f" · signature {cell(sk.signature.label)}" if sk.signature is not None and sk.signature.status != "missing_signature" else ""
+            signed = sk.signature is not None and sk.signature.status != "missing_signature"
+            sig = f" · signature {cell(sk.signature.label)}" if signed and sk.signature is not None else ""
             out.append(f"- {_link(sk.id, make_uri('skills', sk.id))} · {cell(sk.layer)}{sig}")
         out.append("")
 
@@ -199,7 +225,8 @@ def index(ws, target: StateUri, settings: RenderSettings) -> str:
     if ws.sessions is not None:
         out.append(f"## Sessions ({len(ws.sessions.sessions)})")
         for s in ws.sessions.sessions[:200]:
-            out.append(f"- {_link(s.title or s.id, make_uri('sessions', s.id))} · {cell(s.status)} · {cell(s.event_count)} event(s)")
+            out.append(f"- {_link(s.title or s.id, make_uri('sessions', s.id))} · {cell(s.status)} · "
+                       f"{cell(s.event_count)} event(s)")
         out.append("")
     x = ws.event_logs  # issue 16: event logs, HITL, the rest of .harn/
     out.append(f"## Activity\n\n- {_link(f'Waiting for you ({len(x.waiting())})', make_uri('hitl_index'))}"
@@ -209,23 +236,24 @@ def index(ws, target: StateUri, settings: RenderSettings) -> str:
     return "\n".join(out) + "\n"
 
 
-def _index(ws, target, settings):
+def _index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     if target.query.get("suppressed") == "1":
         settings = RenderSettings(**{**settings.__dict__, "include_suppressed": True})
     return index(ws, target, settings)
 
 
 # ------------------------------------------------------------ checkpoints
-def checkpoints(ws, target: StateUri, settings: RenderSettings) -> str:
+def checkpoints(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     if target.query.get("version"):
         return version_document(ws, target.name, target.number("version", 0, 0, MAX_QUERY_INT))
     return _checkpoints_current(ws, target, settings) + "\n".join(history_section(ws, target.name))
 
 
-def _checkpoints_current(ws, target: StateUri, settings: RenderSettings) -> str:
+def _checkpoints_current(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     cf = ws.checkpoints.get(target.name)
     if cf is None:
-        return (f"# Checkpoints — {cell(target.name)}\n\nNo checkpoint file {inline('.harn/checkpoints/' + target.name + '.json')}: "
+        return (f"# Checkpoints — {cell(target.name)}\n\n"
+                f"No checkpoint file {inline('.harn/checkpoints/' + target.name + '.json')}: "
                 "no stage of this pipeline is cached.\n")
     out = [f"# Checkpoints — {cell(target.name)}", "", f"File: {inline(_rel(ws, cf.path))} · {human_bytes(cf.size)}", ""]
 
@@ -257,7 +285,7 @@ def _checkpoints_current(ws, target: StateUri, settings: RenderSettings) -> str:
 
 
 # ----------------------------------------------------------------- memory
-def memory(ws, target: StateUri, settings: RenderSettings) -> str:
+def memory(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     space = ws.memory.get(target.name)
     if space is None:
         raise UriError(f"no memory namespace {target.name!r}")
@@ -287,10 +315,13 @@ def memory(ws, target: StateUri, settings: RenderSettings) -> str:
     for r in chunk:
         fact = ws.facts.get((target.name, r.seq))
         key = _link(r.key, make_uri("facts", fact.id)) if fact is not None else code_cell(r.key)
-        out.append(f"| {key} | {cell(', '.join(r.tags[:6]))}{'…' if len(r.tags) > 6 else ''} | {cell(r.stored_at)} | {cell(short_text(r.text, 100))} |")
+        more_tags = "…" if len(r.tags) > 6 else ""
+        out.append(f"| {key} | {cell(', '.join(r.tags[:6]))}{more_tags} | {cell(r.stored_at)} | "
+                   f"{cell(short_text(r.text, 100))} |")
     if space.hidden:
         out.append("\n## Hidden forever by an earlier tombstone")
-        out.append("These records were stored with an id that a `forget` event had already listed; Harn never shows them again.\n")
+        out.append("These records were stored with an id that a `forget` event had already listed; "
+                   "Harn never shows them again.\n")
         for r in space.hidden[:100]:
             out.append(f"- line {int(r.line_no)}: {inline(r.key)} ({inline(r.id)})")
     if space.forgets:
@@ -303,7 +334,7 @@ def memory(ws, target: StateUri, settings: RenderSettings) -> str:
 
 
 # ------------------------------------------------------------------ facts
-def facts(ws, target: StateUri, settings: RenderSettings) -> str:
+def facts(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     fact = ws.facts_by_id.get(target.name)
     if fact is None:
         raise UriError(f"no fact {target.name!r} (it may have been invalidated)")
@@ -311,8 +342,10 @@ def facts(ws, target: StateUri, settings: RenderSettings) -> str:
     space = ws.memory.get(fact.namespace)
     where = _source_link(ws, space.path, fact.line_no) if space is not None else ""
     out = [f"# Fact — {cell(short_text(fact.claim, 100))}", "",
-           f"| field | value |\n|---|---|\n| id | {code_cell(fact.id)} |\n| kind | {cell(fact.kind)} |\n| confidence | {fact.confidence:g} |\n"
-           f"| asserted at | {cell(fact.asserted_at)} |\n| namespace | {_link(fact.namespace, make_uri('memory', fact.namespace))} |\n"
+           f"| field | value |\n|---|---|\n| id | {code_cell(fact.id)} |\n| kind | {cell(fact.kind)} |\n"
+           f"| confidence | {fact.confidence:g} |\n"
+           f"| asserted at | {cell(fact.asserted_at)} |\n"
+           f"| namespace | {_link(fact.namespace, make_uri('memory', fact.namespace))} |\n"
            f"| memory key | {code_cell(fact.memory_key)} |\n| stored at | {cell(fact.stored_at)} |", ""]
     out.append("## Claim\n")
     out.append(capped_markdown(fact.claim, DOC_VALUE_BYTES, where))
@@ -339,7 +372,7 @@ def facts(ws, target: StateUri, settings: RenderSettings) -> str:
 
 
 # -------------------------------------------------------------- proposals
-def proposals(ws, target: StateUri, settings: RenderSettings) -> str:
+def proposals(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     prop = ws.proposal(target.name)
     if prop is None:
         raise UriError(f"no pending proposal {target.name!r} (accepted, rejected or refreshed away)")
@@ -347,8 +380,9 @@ def proposals(ws, target: StateUri, settings: RenderSettings) -> str:
     if wanted:
         return proposal_file_text(ws, prop, wanted, settings.skill_root)
     out = [f"# Proposal — {cell(prop.title or prop.name)}", ""]
-    if is_suppressed(prop.id, ws.pattern.state, date_now_iso()):
-        out.append(f"> Suppressed until {cell(ws.pattern.state.suppressed_until.get(prop.id))} (rejected earlier).\n")
+    state = _pattern_state(ws)
+    if is_suppressed(prop.id, state, date_now_iso()):
+        out.append(f"> Suppressed until {cell(_suppressed_until(state, prop.id))} (rejected earlier).\n")
     out.append("| field | value |\n|---|---|")
     for label, value in (("id", code_cell(prop.id)), ("name", code_cell(prop.name)), ("kind", cell(prop.kind)),
                          ("source", cell(prop.source)), ("support", cell(prop.support)), ("created", cell(prop.created_at)),
@@ -384,7 +418,8 @@ def proposals(ws, target: StateUri, settings: RenderSettings) -> str:
     if plan.warning:
         out.append(f"> **Warning:** {cell(plan.warning)}\n")
     for f in plan.files:
-        status = " — **a different file already exists here**" if f.conflict else (" — identical file already exists" if f.identical else "")
+        status = (" — **a different file already exists here**" if f.conflict
+                  else (" — identical file already exists" if f.identical else ""))
         rel = _rel(ws, f.path)
         out.append(f"### {inline(rel)}{status}\n")
         raw = _link("the exact text", make_uri("proposals", prop.id, file=rel))
@@ -394,7 +429,7 @@ def proposals(ws, target: StateUri, settings: RenderSettings) -> str:
     return "\n".join(out) + "\n"
 
 
-def proposal_file_text(ws, prop, wanted: str, skill_root: str | None = None) -> str:
+def proposal_file_text(ws: Workspace, prop: Proposal, wanted: str, skill_root: str | None = None) -> str:
     """`?file=<path>`: the exact text Accept would write to that file (for a client-side diff).
 
     Raw text, not Markdown: the client diffs it as it is and must never parse it out of the
@@ -415,7 +450,7 @@ def proposal_file_text(ws, prop, wanted: str, skill_root: str | None = None) -> 
 
 
 # ----------------------------------------------------------------- skills
-def skills(ws, target: StateUri, settings: RenderSettings) -> str:
+def skills(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     inv = ws.skills
     matches = [s for s in (inv.skills if inv else []) if s.id == target.name]
     shadowed = [s for s in (inv.shadowed if inv else []) if s.id == target.name]
@@ -428,7 +463,8 @@ def skills(ws, target: StateUri, settings: RenderSettings) -> str:
            f"| when to use | {cell(sk.when_to_use)} |", f"| sha256 | {code_cell(sk.sha256)} |"]
     if sk.signature is not None:
         sig = sk.signature
-        out.append(f"| signature | **{cell(sig.label)}**" + (f" · signer {code_cell(sig.signer_fingerprint[:16] + '…')}" if sig.signer_fingerprint else "")
+        signer = f" · signer {code_cell(sig.signer_fingerprint[:16] + '…')}" if sig.signer_fingerprint else ""
+        out.append(f"| signature | **{cell(sig.label)}**" + signer
                    + (f" · {cell(sig.error)}" if sig.error else "") + " |")
     out.append(f"| loadable by Harn | {'yes' if sk.loadable else '**no**'} |")
     out.append("")
@@ -438,7 +474,8 @@ def skills(ws, target: StateUri, settings: RenderSettings) -> str:
             out.append(f"- {cell(s.layer)}: {inline(_rel(ws, s.path))} (hidden by the {cell(sk.layer)} layer)")
         out.append("")
     if sk.unknown_fields:
-        out.append("Unknown frontmatter fields (Harn warns and ignores them): " + ", ".join(inline(u, 200) for u in list(sk.unknown_fields)[:50]) + "\n")
+        out.append("Unknown frontmatter fields (Harn warns and ignores them): "
+                   + ", ".join(inline(u, 200) for u in list(sk.unknown_fields)[:50]) + "\n")
     for pr in sk.problems:
         out.append(_problem_line(pr))
     out.append("\n## Frontmatter\n")
@@ -449,7 +486,7 @@ def skills(ws, target: StateUri, settings: RenderSettings) -> str:
 
 
 # ------------------------------------------------------------------- runs
-def runs(ws, target: StateUri, settings: RenderSettings) -> str:
+def runs(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     run = ws.runs.get(target.name)
     if run is None:
         raise UriError(f"no run {target.name!r}")
@@ -458,7 +495,7 @@ def runs(ws, target: StateUri, settings: RenderSettings) -> str:
     out = [f"# Run — {cell(run.id)}", "", "| field | value |\n|---|---|",
            f"| status | {cell(run.status)} |", f"| workflow | {cell(run.workflow_name or run.workflow_id)} |",
            f"| started | {cell(moment(run.started_at))} |", f"| finished | {cell(moment(run.finished_at))} |",
-           f"| file | {code_cell(_rel(ws, run.path))} · {human_bytes(run.size)} |", ""]
+           f"| file | {code_cell(_rel(ws, run.path))} · {human_bytes(run.size or 0)} |", ""]
 
     full = ws.full_run_record(run.path) if hasattr(ws, "full_run_record") else None
     out.extend(timeline_section(full if full is not None and full.ok else run))
@@ -476,13 +513,16 @@ def runs(ws, target: StateUri, settings: RenderSettings) -> str:
         for st in run.stages[:1000]:
             if not isinstance(st, dict):
                 continue
-            attempts = st.get("attempts") if isinstance(st.get("attempts"), list) else []
+            raw_attempts = st.get("attempts")
+            attempts = raw_attempts if isinstance(raw_attempts, list) else []
             out.append(f"| {cell(st.get('node_id') or st.get('id'))} | {cell(st.get('kind'))} | {cell(st.get('status'))} | "
                        f"{cell(st.get('outcome'))} | {len(attempts)} |")
         out.append("")
     out.append(f"## Transcripts ({len(run.transcripts)})\n")
-    for tr in run.transcripts:
-        out.append(f"- {_link(tr.id, make_uri('transcripts', tr.id))} — {tr.message_count} message(s), {tr.event_count} event(s)")
+    for tr in cast("list[TranscriptSummary]", run.transcripts):  # (a workspace's runs hold summaries)
+        # a transcript without an id (reported as a problem of the record) has no page of its own
+        name = _link(tr.id, make_uri("transcripts", tr.id)) if tr.id is not None else "a transcript without an id"
+        out.append(f"- {name} — {tr.message_count} message(s), {tr.event_count} event(s)")
     if run.llm_transcript_path:
         out.append(f"\n## LLM calls\n\nTurn log: {inline(_rel(ws, run.llm_transcript_path))}\n")
         out.extend(_llm_calls(run.llm_transcript_path))
@@ -508,7 +548,8 @@ def _llm_calls(path: str) -> list[str]:
     for i, step in enumerate(log.steps[:500], 1):
         resp = step.response or {}
         req = step.request or {}
-        calls = resp.get("tool_calls") if isinstance(resp.get("tool_calls"), list) else []
+        raw_calls = resp.get("tool_calls")
+        calls = raw_calls if isinstance(raw_calls, list) else []
         names = ", ".join(short_text(c.get("name", "?"), 60) for c in calls[:20] if isinstance(c, dict))
         rows.append(f"| {i} | {cell(step.iteration)} | {cell(resp.get('model') or req.get('model'))} | "
                     f"{cell(resp.get('input_tokens'))} | {cell(resp.get('output_tokens'))} | {cell(resp.get('response_ms'))} | "
@@ -520,7 +561,8 @@ def _llm_calls(path: str) -> list[str]:
     return rows
 
 
-def _message_events(tr):
+def _message_events(tr: Any) -> list[TranscriptEvent]:
+    """Events made from a transcript's `messages` (one with no event stream)."""
     out = []
     for i, m in enumerate(tr.messages):
         if not isinstance(m, dict):
@@ -534,7 +576,7 @@ def _message_events(tr):
     return out
 
 
-def _event_sizes(items: list, ctx) -> tuple[array, array, int]:
+def _event_sizes(items: Sequence[Any], ctx: Context) -> tuple[array[int], array[int], int]:
     """(UTF-8 size of each event's block, the context's images_left and assistant_seen before each,
     two numbers an event, events hidden as private). Every block is rendered in order, as the page
     needs, but only its size is kept: holding all the blocks of a 10 MB transcript to show one
@@ -551,7 +593,7 @@ def _event_sizes(items: list, ctx) -> tuple[array, array, int]:
     return sizes, starts, hidden_private
 
 
-def _windows(sizes: list[int], window_bytes: int) -> list[tuple[int, int]]:
+def _windows(sizes: Sequence[int], window_bytes: int) -> list[tuple[int, int]]:
     """Windows of events as (start, stop) index ranges, cut from the newest end by rendered size
     (a window holds at least one event); page 0 is the newest. No events: one empty window."""
     windows: list[tuple[int, int]] = []
@@ -569,7 +611,7 @@ def _windows(sizes: list[int], window_bytes: int) -> list[tuple[int, int]]:
     return windows
 
 
-def transcripts(ws, target: StateUri, settings: RenderSettings) -> str:
+def transcripts(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     entry = ws.transcripts.get(target.name)
     if entry is None:
         raise UriError(f"no transcript {target.name!r}")
@@ -600,11 +642,13 @@ def transcripts(ws, target: StateUri, settings: RenderSettings) -> str:
         out.append("\n## Transcript budget\n")
         out.append(_json_block(tr.budget, 500))
     nav = []
+    here = tr.id or target.name  # (a transcript without an id is reached by its name)
     if page + 1 < len(windows):
-        nav.append(_link("← earlier", make_uri("transcripts", tr.id, page=str(page + 1))))
+        nav.append(_link("← earlier", make_uri("transcripts", here, page=str(page + 1))))
     if page > 0:
-        nav.append(_link("newer →", make_uri("transcripts", tr.id, page=str(page - 1))))
-    out.append(f"\n## Events — window {page + 1} of {len(windows)} (newest window first)" + (" · " + " · ".join(nav) if nav else "") + "\n")
+        nav.append(_link("newer →", make_uri("transcripts", here, page=str(page - 1))))
+    out.append(f"\n## Events — window {page + 1} of {len(windows)} (newest window first)"
+               + (" · " + " · ".join(nav) if nav else "") + "\n")
     out.extend(window)
     if tr.assets:
         out.append(f"\n## Assets ({len(tr.assets)})\n")
@@ -617,29 +661,31 @@ def transcripts(ws, target: StateUri, settings: RenderSettings) -> str:
 
 
 # --------------------------------------------------------------- sessions
-def sessions(ws, target: StateUri, settings: RenderSettings) -> str:
+def sessions(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     snap = ws.sessions
     session = next((s for s in (snap.sessions if snap else []) if s.id == target.name), None)
-    if session is None:
+    if session is None or snap is None:
         raise UriError(f"no session {target.name!r}")
     out = [f"# Session — {cell(session.title or session.id)}", "", "| field | value |\n|---|---|"]
     for label in ("id", "status", "session_type", "model", "persona", "cwd", "created_at", "updated_at", "event_count"):
         out.append(f"| {label} | {cell(getattr(session, label, ''))} |")
 
     running = session_running(snap.path, session.id)  # Harn's writer lease, agent-run-writers/<blake3>.lock
-    out.append(f"| running now | {'yes: a Harn process holds its writer lease' if running else 'unknown' if running is None else 'no'} |")
+    lease = "yes: a Harn process holds its writer lease" if running else "unknown" if running is None else "no"
+    out.append(f"| running now | {lease} |")
     out.append("")
     events = read_session_events(ws.paths.session_store, session.id, limit=500)
     out.append(f"## Events ({len(events)})\n")
     for ev in events:
-        out.append(f"**{cell(ev.event_id)} · {cell(ev.kind)}{cell(':' + str(ev.custom_kind)) if getattr(ev, 'custom_kind', None) else ''} · "
+        custom = cell(":" + str(ev.custom_kind)) if getattr(ev, "custom_kind", None) else ""
+        out.append(f"**{cell(ev.event_id)} · {cell(ev.kind)}{custom} · "
                    f"{cell(ev.actor)} · {cell(ev.ts)}**\n")
         out.append(_json_block(ev.payload, 1000))
     return "\n".join(out) + "\n"
 
 
 # ----------------------------------------------------------------- recall
-def recall(ws, target: StateUri, settings: RenderSettings) -> str:
+def recall(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     query = target.query.get("q", "")
     ns = target.query.get("ns") or None
     k = target.number("k", 5, 1, 1000)  # 5: Harn's default, as the CLI
@@ -649,7 +695,7 @@ def recall(ws, target: StateUri, settings: RenderSettings) -> str:
     return render_recall_markdown(result, query, ns)
 
 
-_RENDERERS = {
+_RENDERERS: dict[str, Renderer] = {
     "index": _index,
     "checkpoints": checkpoints,
     "memory": memory,
@@ -664,7 +710,7 @@ _RENDERERS = {
 }
 
 
-def _compare(ws, target: StateUri) -> str:
+def _compare(ws: Workspace, target: StateUri) -> str:
     a, _, b = target.name.partition("/")
     return compare_document(ws, a, b)
 

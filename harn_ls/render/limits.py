@@ -68,6 +68,7 @@ def cap_response(text: str, limit: int = MAX_RESPONSE_BYTES, note: str | None = 
     """A whole response body (document, hover): at most `limit` bytes, ending with `note`."""
     if utf8_len(text) <= limit:
         return text
-    note = note if note is not None else f"\n\n{more_bytes(utf8_len(text) - limit)} (harn-ls caps a response at {limit:,} bytes)\n"
+    if note is None:
+        note = f"\n\n{more_bytes(utf8_len(text) - limit)} (harn-ls caps a response at {limit:,} bytes)\n"
     head, _ = cut_utf8(text, limit - utf8_len(note))
     return head + note

@@ -54,4 +54,4 @@ def outline(text: str, limit: int = MAX_HEADINGS) -> list[Heading]:
         while open_ and found[open_[-1]][0] >= level:
             ends[open_.pop()] = line - 1
         open_.append(i)
-    return [Heading(level, title, line, max(line, end)) for (level, title, line), end in zip(found, ends)]
+    return [Heading(level, title, line, max(line, end)) for (level, title, line), end in zip(found, ends, strict=True)]

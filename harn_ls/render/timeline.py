@@ -106,37 +106,50 @@ def _is_failed(*words: Any) -> bool:
     return any(isinstance(w, str) and w.lower() in FAILED_WORDS for w in words)
 
 
+def _obj(v: Any) -> dict[str, Any]:
+    """`v` when it is a JSON object, else an empty one (a field of the wrong type reads as absent)."""
+    return v if isinstance(v, dict) else {}
+
+
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def _text(v: Any) -> str:
+    return v if isinstance(v, str) else ""
+
+
 def _is_cached(stage: dict[str, Any]) -> bool:
     if any(isinstance(stage.get(k), str) and stage[k].lower() in CACHED_STAGE_WORDS for k in ("status", "outcome")):
         return True
-    meta = stage.get("metadata") if isinstance(stage.get("metadata"), dict) else {}
+    meta = _obj(stage.get("metadata"))
     return any(meta.get(k) is True for k in ("cached", "cache_hit", "from_checkpoint", "checkpoint_hit"))
 
 
 # ------------------------------------------------------------------ build
 def build(run: RunRecord, llm_log: LlmTranscript | None = None, *, max_bars: int = MAX_BARS) -> Timeline:
     """All bars of one run, times relative to the earliest known start."""
-    data = run.data if isinstance(getattr(run, "data", None), dict) else {}
+    data = _obj(run.data)
     raw: list[tuple[str, float | None, float | None, Bar]] = []  # (kind, abs start s, abs end s, bar)
 
     for i, st in enumerate(run.stages):
         if not isinstance(st, dict):
             continue
         s, e = epoch_seconds(st.get("started_at")), epoch_seconds(st.get("finished_at"))
-        usage = st.get("usage") if isinstance(st.get("usage"), dict) else {}
-        status = st.get("status") if isinstance(st.get("status"), str) else ""
+        usage = _obj(st.get("usage"))
+        status = _text(st.get("status"))
         label = st.get("node_id") or st.get("id") or f"stage {i + 1}"
         bar = Bar("stage", str(label), None, None, _int(usage.get("input_tokens")), _int(usage.get("output_tokens")),
                   _float(usage.get("total_cost")), status, _is_failed(status, st.get("outcome")), _is_cached(st),
                   running=(status == "running" or (s is not None and e is None)))
-        models = usage.get("models") if isinstance(usage.get("models"), list) else []
+        models = _list(usage.get("models"))
         bar.detail = ", ".join(str(m) for m in models[:3])
         raw.append(("stage", s, e, bar))
 
     llm_bars = 0
     for step in (llm_log.steps if llm_log is not None else []):
-        resp = step.response if isinstance(step.response, dict) else {}
-        req = step.request if isinstance(step.request, dict) else {}
+        resp = _obj(step.response)
+        req = _obj(step.request)
         ms = _float(resp.get("response_ms"))
         end = epoch_seconds(resp.get("timestamp"))
         start = epoch_seconds(req.get("timestamp"))
@@ -145,7 +158,7 @@ def build(run: RunRecord, llm_log: LlmTranscript | None = None, *, max_bars: int
         if end is None and start is not None and ms is not None:
             end = start + ms / 1000
         model = resp.get("model") or req.get("model") or "?"
-        calls = resp.get("tool_calls") if isinstance(resp.get("tool_calls"), list) else []
+        calls = _list(resp.get("tool_calls"))
         names = ", ".join(str(c.get("name", "?")) for c in calls[:4] if isinstance(c, dict))
         bar = Bar("llm", f"{model}" + (f" #{step.iteration}" if step.iteration is not None else ""), None, None,
                   _int(resp.get("input_tokens")), _int(resp.get("output_tokens")),
@@ -162,7 +175,7 @@ def build(run: RunRecord, llm_log: LlmTranscript | None = None, *, max_bars: int
             if not isinstance(span, dict) or span.get("kind") != "llm_call" or origin_hint is None:
                 continue
             st_ms, d_ms = _float(span.get("start_ms")), _float(span.get("duration_ms"))
-            meta = span.get("metadata") if isinstance(span.get("metadata"), dict) else {}
+            meta = _obj(span.get("metadata"))
             s = origin_hint + st_ms / 1000 if st_ms is not None else None
             e = s + d_ms / 1000 if s is not None and d_ms is not None else None
             bar = Bar("llm", str(span.get("name") or "llm call"), None, None, _int(meta.get("input_tokens")),
@@ -178,8 +191,9 @@ def build(run: RunRecord, llm_log: LlmTranscript | None = None, *, max_bars: int
         e = s + d / 1000 if s is not None and d is not None else None
         result = rec.get("result")
         failed = rec.get("is_rejected") is True or _is_failed(result if isinstance(result, str) else None)
-        bar = Bar("tool", str(rec.get("tool_name") or "tool"), None, None, status="rejected" if rec.get("is_rejected") is True else
-                  (result if isinstance(result, str) and len(result) < 40 else "done"), failed=failed)
+        status = "rejected" if rec.get("is_rejected") is True else (
+            result if isinstance(result, str) and len(result) < 40 else "done")
+        bar = Bar("tool", str(rec.get("tool_name") or "tool"), None, None, status=status, failed=failed)
         bar.detail = str(rec.get("tool_use_id") or "")
         raw.append(("tool", s, e, bar))
 
@@ -213,17 +227,19 @@ def build(run: RunRecord, llm_log: LlmTranscript | None = None, *, max_bars: int
 
 def _mark_critical(bars: list[Bar]) -> None:
     """Walk back from the bar that ends last through the bar that ended latest before each one started."""
-    timed = sorted((b for b in bars if b.start_ms is not None), key=lambda b: (b.end_ms, b.start_ms))
+    # (end, start, bar) of every timed bar: a bar with a start has an end (start + duration, or start)
+    timed = sorted(((b.start_ms + (b.duration_ms or 0), b.start_ms, b) for b in bars if b.start_ms is not None),
+                   key=lambda t: (t[0], t[1]))
     if not timed:
         return
-    ends = [b.end_ms for b in timed]
+    ends = [end for end, _start, _bar in timed]
     eps = 1.0  # ms: stages that touch count as one after the other
     i = len(timed) - 1
     while i >= 0:
-        cur = timed[i]
+        _end, start, cur = timed[i]
         cur.critical = True
-        j = bisect.bisect_right(ends, cur.start_ms + eps) - 1
-        while j >= 0 and (timed[j].critical or j >= i):
+        j = bisect.bisect_right(ends, start + eps) - 1
+        while j >= 0 and (timed[j][2].critical or j >= i):
             j -= 1
         i = j
 
@@ -233,7 +249,7 @@ def aggregate(bars: list[Bar], span_ms: float, max_bars: int) -> list[Bar]:
     kinds = [k for k in KIND_ORDER if any(b.kind == k for b in bars)]
     slices = max(1, (max_bars - 1) // max(1, len(kinds)))  # one row kept for the untimed
     width = span_ms / slices if span_ms > 0 else 1.0
-    groups: dict[tuple, list[Bar]] = {}
+    groups: dict[tuple[int, int], list[Bar]] = {}
     for b in bars:
         if b.start_ms is None:
             key = (KIND_ORDER.index(b.kind), -1)
@@ -310,13 +326,17 @@ def to_svg(tl: Timeline, title: str = "") -> str:
     plot_w = WIDTH - LABEL_W - 12
     height = TOP + max(1, n) * ROW_H + BOTTOM
     span = tl.span_ms if tl.span_ms > 0 else 1.0
-    x_of = lambda ms: LABEL_W + (ms / span) * plot_w  # noqa: E731
+
+    def x_of(ms: float) -> float:
+        return LABEL_W + (ms / span) * plot_w
+
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" '
         f'font-family="sans-serif" font-size="11" role="img" aria-label="{esc(title or "run timeline")}">',
         f"<title>{esc(title or 'Run timeline')}</title>",
         '<defs><pattern id="hl-cached" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
-        '<rect width="6" height="6" fill="#9bb7dc"/><line x1="0" y1="0" x2="0" y2="6" stroke="#ffffff" stroke-width="2"/></pattern></defs>',
+        '<rect width="6" height="6" fill="#9bb7dc"/>'
+        '<line x1="0" y1="0" x2="0" y2="6" stroke="#ffffff" stroke-width="2"/></pattern></defs>',
         f'<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#ffffff"/>',
     ]
     legend = [("stage", COLORS["stage"]), ("LLM call", COLORS["llm"]), ("tool call", COLORS["tool"]),

@@ -1,4 +1,5 @@
-"""Sidebar items as plain dicts (what `harn/tree` sends): runs, checkpoints, memory & facts, skills.
+"""Sidebar items (`harn/tree`, contract.TreeItemData and TreeResult): runs, checkpoints, memory &
+facts, skills. harn_ls/lsp puts a page on the wire; `tree_items` gives every item as it is sent.
 
 Labels and descriptions are one-line text, capped; tooltips are Markdown with data escaped,
 capped; one item is at most `TreeOptions.item_bytes` as JSON, so a page fits in one response.
@@ -11,10 +12,12 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import attrs
 import orjson
 
+from harn_ls import contract as C
 from harn_ls.formats.checkpoints import RUNNING_LABEL, running_now
 from harn_ls.formats.harn_time import date_now_iso
 from harn_ls.formats.locks import read_flock_table
@@ -23,6 +26,9 @@ from harn_ls.render import tree_state
 from harn_ls.render.limits import DESCRIPTION_BYTES, LABEL_BYTES, MAX_RESPONSE_BYTES, TOOLTIP_BYTES, one_line
 from harn_ls.render.markdown import capped_markdown, display_time, short_text
 from harn_ls.render.uri import make_uri
+
+if TYPE_CHECKING:
+    from harn_ls.model.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -40,28 +46,28 @@ class TreeOptions:
         return MAX_RESPONSE_BYTES // (self.page_size + 1)
 
 
-def _item(open_command: str, id: str, label: str, *, description: str = "", tooltip: str = "", icon: str = "", uri: str | None = None,
-          context: str = "group", children: bool = False, data: dict | None = None) -> dict:
+def tree_item(open_command: str, id: str, label: str, *, description: str = "", tooltip: str = "", icon: str = "",
+              uri: str | None = None, context: str = "group", children: bool = False,
+              data: dict[str, Any] | None = None) -> C.TreeItemData:
     """A tree item. `label` and `description` are plain one-line text, capped; `tooltip` is Markdown
-    (the extension shows it as a MarkdownString), so data in it is escaped, and capped."""
-    out: dict[str, Any] = {"id": id, "label": one_line(label, LABEL_BYTES),
-                           "description": one_line(description, DESCRIPTION_BYTES),
-                           "tooltip": capped_markdown(tooltip or label, TOOLTIP_BYTES),
-                           "icon": icon, "contextValue": context, "hasChildren": children}
-    if uri:
-        out["uri"] = uri
-        out["command"] = {"title": "Open", "command": open_command, "arguments": [uri]}
-    if data:
-        out["data"] = data
-    return out
+    (the extension shows it as a MarkdownString), so data in it is escaped, and capped. A `uri` is
+    opened by a click (`open_command`); `data` is the argument object of the item's server command."""
+    return C.TreeItemData(id=id, label=one_line(label, LABEL_BYTES), description=one_line(description, DESCRIPTION_BYTES),
+                          tooltip=capped_markdown(tooltip or label, TOOLTIP_BYTES), icon=icon, context_value=context,
+                          has_children=children, uri=uri or None,
+                          command=C.LspCommand(title="Open", command=open_command, arguments=[uri]) if uri else None,
+                          data=data or None)
 
 
-def _has_state(ws) -> bool:
+Item = tree_state.ItemMaker[C.TreeItemData]  # tree_item with the open command given
+
+
+def _has_state(ws: Workspace) -> bool:
     p = ws.paths
     return any(os.path.isdir(d) for d in (p.state_root, p.run_root, p.memory_root)) or bool(ws.skills and ws.skills.skills)
 
 
-def _runs(item, ws, parent: str | None) -> list[dict]:
+def _runs(item: Item, ws: Workspace, parent: str | None) -> list[C.TreeItemData]:
     if parent is not None and parent.startswith(tree_state.PREFIXES):
         return tree_state.children(ws, parent, item)
     if parent is None:
@@ -83,7 +89,7 @@ def _runs(item, ws, parent: str | None) -> list[dict]:
                   uri=make_uri("transcripts", tid), context="transcript", data={"id": tid}) for tid, e in sorted(entries)]
 
 
-def _checkpoints(item, ws, parent: str | None) -> list[dict]:
+def _checkpoints(item: Item, ws: Workspace, parent: str | None) -> list[C.TreeItemData]:
     if parent is None:
         table = read_flock_table()  # one read of the kernel's lock table for the whole list
         return [item(f"ckpt:{name}", name, description=("unreadable" if cf.retry else f"{len(cf.entries)} stage(s)")
@@ -98,7 +104,8 @@ def _checkpoints(item, ws, parent: str | None) -> list[dict]:
         out = []
         for key in sorted(cf.entries):
             e = cf.entries[key]
-            desc = f"keyed {e.fingerprint[:15]}…" if e.keyed and e.fingerprint else ("completed (nil)" if e.value is None else "plain")
+            desc = (f"keyed {e.fingerprint[:15]}…" if e.keyed and e.fingerprint
+                    else ("completed (nil)" if e.value is None else "plain"))
             out.append(item(f"stage:{name}/{key}", key, description=desc, icon="check", uri=make_uri("checkpoints", name),
                              context="checkpointStage", data={"pipeline": name, "key": key}))
         out.extend(_checkpoint_history_node(item, ws, name))
@@ -108,7 +115,7 @@ def _checkpoints(item, ws, parent: str | None) -> list[dict]:
     return []
 
 
-def _checkpoint_history_node(item, ws, name: str) -> list[dict]:
+def _checkpoint_history_node(item: Item, ws: Workspace, name: str) -> list[C.TreeItemData]:
     hist = getattr(ws, "checkpoint_history", None)
     versions = hist.versions(name) if hist is not None else []
     if not versions:
@@ -117,7 +124,7 @@ def _checkpoint_history_node(item, ws, name: str) -> list[dict]:
                   children=True, context="checkpointHistory", data={"pipeline": name})]
 
 
-def _checkpoint_versions(item, ws, name: str) -> list[dict]:
+def _checkpoint_versions(item: Item, ws: Workspace, name: str) -> list[C.TreeItemData]:
     hist = getattr(ws, "checkpoint_history", None)
     versions = hist.versions(name) if hist is not None else []
     out = []
@@ -129,13 +136,14 @@ def _checkpoint_versions(item, ws, name: str) -> list[dict]:
         if prev is not None:
             data["previous"] = prev
             data["previousUri"] = make_uri("checkpoints", name, version=str(prev))
-        out.append(item(f"ckver:{name}/{v.n}", f"version {v.n}", description=when + (" · newest" if i == len(versions) - 1 else ""),
+        newest = " · newest" if i == len(versions) - 1 else ""
+        out.append(item(f"ckver:{name}/{v.n}", f"version {v.n}", description=when + newest,
                          icon="git-commit", uri=make_uri("checkpoints", name, version=str(v.n)),
                          context="checkpointVersion" if prev is not None else "checkpointVersion.first", data=data))
     return out
 
 
-def _memory(item, ws, parent: str | None, min_conf: float) -> list[dict]:
+def _memory(item: Item, ws: Workspace, parent: str | None, min_conf: float) -> list[C.TreeItemData]:
     if parent is None:
         items = [item("facts", "Facts", description=str(len(ws.facts)), icon="lightbulb", children=bool(ws.facts))]
         for ns, space in sorted(ws.memory.items()):
@@ -156,11 +164,11 @@ def _memory(item, ws, parent: str | None, min_conf: float) -> list[dict]:
                       icon="lightbulb", uri=make_uri("facts", f.id), context="fact", data={"id": f.id}) for f in facts]
     if parent.startswith("ns:"):
         ns = parent[3:]
-        space = ws.memory.get(ns)
-        if space is None:
+        shown = ws.memory.get(ns)
+        if shown is None:
             return []
         out = []
-        for r in reversed(space.records()):
+        for r in reversed(shown.records()):
             fact = ws.facts.get((ns, r.seq))
             out.append(item(f"rec:{ns}:{r.seq}", r.key, description=r.stored_at, tooltip=short_text(r.text, 300),
                              icon="note", uri=make_uri("facts", fact.id) if fact else make_uri("memory", ns),
@@ -170,12 +178,12 @@ def _memory(item, ws, parent: str | None, min_conf: float) -> list[dict]:
     return []
 
 
-def _skills(item, ws, parent: str | None, show_suppressed: bool) -> list[dict]:
+def _skills(item: Item, ws: Workspace, parent: str | None, show_suppressed: bool) -> list[C.TreeItemData]:
     if parent is None:
         pending = ws.pending_proposals()
         items = [item("proposals", "Pending proposals", description=str(len(pending)), icon="sparkle", children=True)]
         if ws.pattern is not None and ws.pattern.state is not None and not ws.pattern.state.enabled:
-            items[0]["description"] += " · learning disabled"
+            items[0] = attrs.evolve(items[0], description=items[0].description + " · learning disabled")
         if ws.skills is not None:
             layers: dict[str, int] = {}
             for s in ws.skills.skills + ws.skills.shadowed:
@@ -186,9 +194,10 @@ def _skills(item, ws, parent: str | None, show_suppressed: bool) -> list[dict]:
         return items
     if parent == "proposals":
         now = date_now_iso()
+        state = ws.pattern.state if ws.pattern is not None else None
         out = []
         for p in ws.pending_proposals(include_suppressed=True):
-            suppressed = is_suppressed(p.id, ws.pattern.state, now)
+            suppressed = is_suppressed(p.id, state, now)
             if suppressed and not show_suppressed:
                 continue
             desc = f"{p.kind} · support {p.support}" + (" · suppressed" if suppressed else "")
@@ -215,44 +224,48 @@ def _skills(item, ws, parent: str | None, show_suppressed: bool) -> list[dict]:
     return []
 
 
-def tree_items(ws, view: str, parent: str | None, opts: TreeOptions) -> list[dict]:
-    """Every item under `parent` (None: the view's top level) of one view, each at most `opts.item_bytes`."""
+def tree_item_data(ws: Workspace, view: str, parent: str | None, opts: TreeOptions) -> list[C.TreeItemData]:
+    """Every item under `parent` (None: the view's top level) of one view, not yet fitted to `opts.item_bytes`."""
     if parent is None and not _has_state(ws):
         return []  # lets the client show its welcome content
-    item = partial(_item, opts.open_command)
+    item = partial(tree_item, opts.open_command)
     if view == "runs":
-        items = _runs(item, ws, parent)
-    elif view == "checkpoints":
-        items = _checkpoints(item, ws, parent)
-    elif view == "memory":
-        items = _memory(item, ws, parent, opts.min_conf)
-    elif view == "skills":
-        items = _skills(item, ws, parent, opts.show_suppressed)
-    else:
-        raise ValueError(f"unknown view {view!r}")
-    return [_fit(it, opts.item_bytes) for it in items]
+        return _runs(item, ws, parent)
+    if view == "checkpoints":
+        return _checkpoints(item, ws, parent)
+    if view == "memory":
+        return _memory(item, ws, parent, opts.min_conf)
+    if view == "skills":
+        return _skills(item, ws, parent, opts.show_suppressed)
+    raise ValueError(f"unknown view {view!r}")
 
 
-def tree_page(ws, view: str, parent: str | None, page: int, opts: TreeOptions) -> dict[str, Any]:
-    """`{"items"}` of one page; with `nextPage` and `total` (all items) when more pages follow."""
-    items = tree_items(ws, view, parent, opts)
+def tree_result(ws: Workspace, view: str, parent: str | None, page: int, opts: TreeOptions) -> C.TreeResult:
+    """One page of items, each at most `opts.item_bytes`; with `next_page` and `total` (all items)
+    when more pages follow."""
+    items = tree_item_data(ws, view, parent, opts)
     size = opts.page_size
     start = max(0, int(page)) * size
-    out: dict[str, Any] = {"items": items[start:start + size]}
+    shown = [_fit(it, opts.item_bytes) for it in items[start:start + size]]
     if start + size < len(items):
-        out["nextPage"] = int(page) + 1
-        out["total"] = len(items)
-    return out
+        return C.TreeResult(items=shown, next_page=int(page) + 1, total=len(items))
+    return C.TreeResult(items=shown)
 
 
-def _fit(item: dict, item_bytes: int) -> dict:
+def tree_items(ws: Workspace, view: str, parent: str | None, opts: TreeOptions) -> list[dict[str, Any]]:
+    """Every item under `parent` of one view as the client receives it (JSON data, each at most
+    `opts.item_bytes`): what the CLI checks and the output-limit tests measure."""
+    return [C.to_wire(_fit(it, opts.item_bytes)) for it in tree_item_data(ws, view, parent, opts)]
+
+
+def _fit(item: C.TreeItemData, item_bytes: int) -> C.TreeItemData:
     """An item whose ids (a run id, a namespace, a stage key: data, not cut because commands need
     them whole) make it larger than `item_bytes` is replaced by a placeholder without actions."""
-    size = len(orjson.dumps(item))
+    size = len(orjson.dumps(C.to_wire(item)))
     if size <= item_bytes:
         return item
-    digest = hashlib.sha256(str(item.get("id")).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return {"id": f"toolarge:{digest}", "label": item["label"],
-            "description": f"not shown: {size:,} bytes of names (cap {item_bytes:,})",
-            "tooltip": "This entry's names are too long to send; see `harn-ls inspect`.",
-            "icon": "warning", "contextValue": "tooLarge", "hasChildren": False}
+    digest = hashlib.sha256(str(item.id).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return C.TreeItemData(id=f"toolarge:{digest}", label=item.label,
+                          description=f"not shown: {size:,} bytes of names (cap {item_bytes:,})",
+                          tooltip="This entry's names are too long to send; see `harn-ls inspect`.",
+                          icon="warning", context_value="tooLarge", has_children=False)

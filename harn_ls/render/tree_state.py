@@ -25,7 +25,7 @@ _Item_co = TypeVar("_Item_co", covariant=True)
 
 
 class ItemMaker(Protocol[_Item_co]):
-    """How the tree makes one item (render/tree_items.py's `_item`, its open command bound): the
+    """How the tree makes one item (render/tree_items.py's `tree_item`, its open command bound): the
     groups here are built by the same function as the rest of the view."""
 
     def __call__(self, id: str, label: str, *, description: str = ..., tooltip: str = ..., icon: str = ...,

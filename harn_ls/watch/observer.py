@@ -475,9 +475,9 @@ class StateWatcher:
                     ident = _identity(root)
                     if not self._admit_locked(root, ident):
                         continue
-                    watch = self._schedule_locked(root, recursive=True)
-                    if watch is not None:
-                        self._root_watches[root] = (watch, ident)
+                    scheduled = self._schedule_locked(root, recursive=True)
+                    if scheduled is not None:
+                        self._root_watches[root] = (scheduled, ident)
                         changed = True
                         if not initial or _round > 0:
                             appeared.add(root)
@@ -488,9 +488,9 @@ class StateWatcher:
             for path in wanted:
                 if path not in self._anchor_watches:
                     ident = _identity(path)
-                    watch = self._schedule_locked(path, recursive=False)
-                    if watch is not None:
-                        self._anchor_watches[path] = (watch, ident)
+                    scheduled = self._schedule_locked(path, recursive=False)
+                    if scheduled is not None:
+                        self._anchor_watches[path] = (scheduled, ident)
                         changed = True
             if not changed:
                 break

@@ -53,13 +53,14 @@ def test_sqlite_path_relative_to_the_base_dir_is_found_and_explained(tmp_path):
     assert "t.one" in run.summary.topics
     assert run.loc.why == "HARN_EVENT_LOG_SQLITE_PATH='state/custom.sqlite' (harn-ls's environment), relative to the project root"
     doc = render_uri(ws, "harn-state:/events.md")
-    assert "Found here because: HARN\\_EVENT\\_LOG\\_SQLITE\\_PATH" in doc or "Found here because: HARN_EVENT_LOG_SQLITE_PATH" in doc
+    assert "Found here because: HARN\\_EVENT\\_LOG\\_SQLITE\\_PATH" in doc \
+        or "Found here because: HARN_EVENT_LOG_SQLITE_PATH" in doc
     import functools
 
     from harn_ls.render import tree_items, tree_state
-    (node,) = tree_state.children(ws, "events", functools.partial(tree_items._item, "open"))
-    assert node["description"] == "1 topic(s) · HARN_EVENT_LOG_SQLITE_PATH"
-    assert node["tooltip"].endswith("relative to the project root")
+    (node,) = tree_state.children(ws, "events", functools.partial(tree_items.tree_item, "open"))
+    assert node.description == "1 topic(s) · HARN_EVENT_LOG_SQLITE_PATH"
+    assert node.tooltip.endswith("relative to the project root")
 
 
 def test_blank_value_falls_back_and_value_is_not_trimmed(tmp_path):
@@ -73,7 +74,8 @@ def test_blank_value_falls_back_and_value_is_not_trimmed(tmp_path):
 def test_backend_dir_orchestrator_and_worktrees_follow_their_variables(tmp_path):
     proj = _project(tmp_path)
     os.makedirs(proj / "flog" / "topics")
-    (proj / "flog" / "topics" / "t.file.jsonl").write_text('{"id":1,"event":{"kind":"k","payload":{},"headers":{},"occurred_at_ms":1}}\n')
+    (proj / "flog" / "topics" / "t.file.jsonl").write_text(
+        '{"id":1,"event":{"kind":"k","payload":{},"headers":{},"occurred_at_ms":1}}\n')
     _log(proj / "orch-state" / "events.sqlite", "orch.topic")
     wt = proj / "trees" / "repo" / "worker-1"
     wt.mkdir(parents=True)

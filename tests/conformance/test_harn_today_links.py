@@ -48,7 +48,8 @@ def test_memory_loop_is_named(tmp_path):
     os.symlink("self", proj / ".harn" / "memory" / "self")  # ELOOP
     ws = Workspace.load(str(proj), env={})
     loops = {p.path: p.message for p in _problems(ws, CODE_LINK_LOOP)}
-    assert loops[str(ns / "again")] == f"symlink {ns / 'again'} -> .. points back to a folder that holds it (a loop); not followed"
+    assert loops[str(ns / "again")] == \
+        f"symlink {ns / 'again'} -> .. points back to a folder that holds it (a loop); not followed"
     assert loops[str(proj / ".harn" / "memory" / "self")].endswith("-> self loops; not followed")
     assert list(ws.memory) == ["agent"]  # the rest is still served
 

@@ -41,7 +41,7 @@ def harn_score_bm25(records, query: str) -> list[tuple[str, float]]:
         for term in set(doc):
             doc_freq[term] = doc_freq.get(term, 0) + 1
     scored = []
-    for seq, (record, doc) in enumerate(zip(records, docs)):
+    for record, doc in zip(records, docs, strict=True):
         score = _bm25_score(query_terms, doc, doc_freq, total_docs, float(max(len(doc), 1)), avg_len) \
             + _exact_field_boost(query_terms, record)
         if score > 0.0:
@@ -158,7 +158,7 @@ def test_near_ties_order_as_harn_does():
         for tfs in [(1, 2, 5), (1, 3, 4), (2, 3, 7), (1, 4, 6)]:
             events = []
             for i, perm in enumerate(itertools.permutations(tfs)):
-                text = " ".join(w for word, t in zip(("alpha", "beta", "gamma"), perm) for w in [word] * t)
+                text = " ".join(w for word, t in zip(("alpha", "beta", "gamma"), perm, strict=True) for w in [word] * t)
                 events.append({"type": "store", "id": f"p{i}", "namespace": "t", "key": "k", "value": text,
                                "text": text, "tags": [], "stored_at": "2026-01-01T00:00:00Z"})
             events += [{"type": "store", "id": f"f{j}", "namespace": "t", "key": "k", "value": "filler words",
@@ -168,7 +168,7 @@ def test_near_ties_order_as_harn_does():
             got = [(h.id, h.score) for h in engine.recall("alpha beta gamma", k=20, namespace="t").hits]
             assert got == want, (extra, tfs)
             distinct = sorted({sc for _, sc in want})
-            one_ulp += sum(1 for a, b in zip(distinct, distinct[1:]) if b == math.nextafter(a, math.inf))
+            one_ulp += sum(1 for a, b in zip(distinct, distinct[1:], strict=False) if b == math.nextafter(a, math.inf))
     assert one_ulp >= 5  # the construction really produces one-ulp near-ties
 
 

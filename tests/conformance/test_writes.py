@@ -35,10 +35,10 @@ from harn_ls.actions import ActionFailed
 from harn_ls.actions import checkpoints as C
 from harn_ls.actions import facts as FA
 from harn_ls.actions import migrate as M
-from harn_ls.actions import probes as PR
 from harn_ls.actions import proposals as P
 from harn_ls.formats import checkpoints as CK
 from harn_ls.formats import pattern_learning as pl
+from harn_ls.formats import probes as PF
 from harn_ls.model.workspace import Workspace
 from tests.helpers.samples import SAMPLES
 from tests.helpers.tree import snapshot
@@ -328,8 +328,8 @@ def test_invalidate_fact_bytes_and_read_back(project):
 def test_probe_fact_event_matches_harns_store_fact():
     """store_fact's memory line for a typecheck probe (without our extra file_range item): id, key, tags, text."""
     observed = "typecheck outcome=pass errors=0 warnings=0"
-    event = PR.build_fact_event("fn x() {}", "pass", observed, "harn check <snippet> --json", None,
-                                NOW_DATE_ISO, NOW_RFC3339)
+    event = PF.typecheck_fact_event("fn x() {}", "pass", observed, "harn check <snippet> --json", None,
+                                    NOW_DATE_ISO, NOW_RFC3339)
     trace = "probe_" + hashlib.sha256(f"typecheck\nfn x() {{}}\n{observed}".encode()).hexdigest()[:16]
     evidence = [{"kind": "tool_output", "ref": trace, "snippet": observed}]
     provenance = {"command": "harn check <snippet> --json", "probe_kind": "typecheck", "source": "probe"}
@@ -350,7 +350,6 @@ def test_probe_fact_event_matches_harns_store_fact():
 
 def test_probe_vector_from_the_samples():
     from harn_ls.formats import facts as F
-    from harn_ls.formats import probes as PF
 
     v = {x["id"]: x for x in json.loads((SAMPLES / "id-vectors.json").read_text())["vectors"]}["probe-format-doc-echo-hi"]
     c = v["computed"]
@@ -372,7 +371,8 @@ def test_migration_records_and_marker(project):
         {"id": "prompt-aaaaaaaaaaaa", "source": "prompt_cluster", "name": "learned-x", "title": " Spaced   title ",
          "description": "d", "whenToUse": "w", "body": "b", "support": 3, "samplePrompts": ["p"],
          "toolSequence": ["a"], "evidenceIds": ["dropped-by-harn"]}]}}
-    state = {"operation": "replace", "value": {"enabled": False, "suppressedUntil": {"tools-bbbbbbbbbbbb": "2026-06-01T00:00:00Z"}}}
+    state = {"operation": "replace",
+             "value": {"enabled": False, "suppressedUntil": {"tools-bbbbbbbbbbbb": "2026-06-01T00:00:00Z"}}}
     for stream, payload in (("observations", obs), ("pending", pend), ("state", state)):
         (ss / f"burin.agent_context.pattern_learning.{stream}.jsonl").write_text(json.dumps({"payload": payload}) + "\n")
     log = project / LOG

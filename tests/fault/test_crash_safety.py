@@ -208,7 +208,7 @@ class ForkServer:
         return line.strip()
 
     def start(self, case: Path) -> int:
-        self.proc.stdin.write(("run %s %s\n" % projects(case)).encode())
+        self.proc.stdin.write("run {} {}\n".format(*projects(case)).encode())
         self.proc.stdin.flush()
         word, pid = self._line().split()
         assert word == "loaded", word
@@ -372,5 +372,6 @@ def test_kill_at_random_points(reference, tmp_path, capsys):
               f"{span * 1000:.0f} ms, {time.perf_counter() - started:.1f} s): {dict(outcomes)}; "
               f"temp files/staging dirs left behind: {temps_left}; all recovered\n"
               f"[fault] crash windows hit: {dict(windows)}\n"
-              f"[fault] kills by step: {dict(sorted(during.items(), key=lambda kv: int(kv[0].split(':')[0]) if kv[0] != 'load' else -1))}")
+              f"[fault] kills by step: "
+              f"{dict(sorted(during.items(), key=lambda kv: int(kv[0].split(':')[0]) if kv[0] != 'load' else -1))}")
     assert sum(outcomes.values()) == KILLS

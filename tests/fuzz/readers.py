@@ -126,8 +126,7 @@ def read_transcript_value(sc: Scratch, value) -> list:
     if tr is None:
         return []
     for ev in tr.events:
-        ev.visible_text
-        ev.compaction
+        _ = ev.visible_text, ev.compaction  # the lazy properties must not raise on any input
     tr_helpers.message_text(value, hide_private=True) if isinstance(value, dict) else None
     return tr.problems
 

@@ -110,7 +110,7 @@ def _jsonl_variants(data: bytes, raws: list[str], depth: int):
             continue
         keep = _context(parsed, i)
 
-        def with_line(new: bytes) -> bytes:
+        def with_line(new: bytes, i: int = i, keep: list[int] = keep) -> bytes:
             return b"\n".join((new if j == i else lines[j]) for j in keep) + b"\n"
 
         for path in paths_of(value, depth):
@@ -295,7 +295,8 @@ def pattern_like():
     return kinds.flatmap(lambda k: st.fixed_dictionaries({
         "type": st.just("store"), "id": st.text(min_size=1, max_size=6), "key": st.just(f"pattern-learning:{k}"),
         "value": st.fixed_dictionaries({"schema": st.sampled_from([f"burin.pattern_learning.{k}.v1", "x"]),
-                                        "kind": st.just(k)}, optional={n: json_value for n in FIELD_NAMES if n not in ("schema", "kind")}),
+                                        "kind": st.just(k)},
+                                       optional={n: json_value for n in FIELD_NAMES if n not in ("schema", "kind")}),
         "text": st.just(""), "tags": st.sampled_from([["pattern-learning", k], [k], []]),
         "stored_at": st.just("2026-01-01T00:00:00Z")}))
 

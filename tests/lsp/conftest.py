@@ -71,8 +71,6 @@ def _fix_code_action_union(client: LanguageClient) -> None:
     """lsprotocol structures any result item that has a `command` key as a Command, so a
     CodeAction carrying a command loses its kind and data. Decide as VS Code does: a
     Command has a string `command`."""
-    from typing import Union
-
     converter = client.protocol._converter
 
     def hook(obj, _):
@@ -80,7 +78,7 @@ def _fix_code_action_union(client: LanguageClient) -> None:
             return converter.structure(obj, types.Command)
         return converter.structure(obj, types.CodeAction)
 
-    converter.register_structure_hook(Union[types.Command, types.CodeAction], hook)
+    converter.register_structure_hook(types.Command | types.CodeAction, hook)
 
 
 def make_client_fixture(init_options: dict | None = None):

@@ -22,7 +22,8 @@ async def test_capability_advertised(client):
 async def test_index_lists_everything(client):
     text = await content(client, "harn-state:/index.md")
     assert text.startswith("# Harn state")
-    for heading in ("## Problems", "## Pending skill proposals", "## Checkpoints", "## Memory", "## Facts", "## Skills", "## Runs"):
+    for heading in ("## Problems", "## Pending skill proposals", "## Checkpoints", "## Memory", "## Facts", "## Skills",
+                    "## Runs"):
         assert heading in text
     assert "harn-state:/checkpoints/ingest.md" in text
     assert "harn-state:/memory/project/facts.md" in text

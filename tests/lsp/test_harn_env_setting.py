@@ -51,8 +51,9 @@ async def test_harn_env_setting_moves_the_run_log(client):
     logs = await _logs(client)
     run = next(i for i in logs if i["id"] == "evlog:run")
     assert "HARN_EVENT_LOG_SQLITE_PATH" in run["description"]
-    assert _plain(run["tooltip"]) == (f"{client.project / 'state' / 'custom.sqlite'}\nHARN_EVENT_LOG_SQLITE_PATH='state/custom.sqlite' "
-                              "(harnState.harnEnv), relative to the project root")
+    assert _plain(run["tooltip"]) == (f"{client.project / 'state' / 'custom.sqlite'}\n"
+                                      "HARN_EVENT_LOG_SQLITE_PATH='state/custom.sqlite' "
+                                      "(harnState.harnEnv), relative to the project root")
     topics = await client.protocol.send_request_async("harn/tree", {"view": "runs", "page": 0, "parent": "evlog:run"})
     assert "custom.topic" in [t.label if hasattr(t, "label") else t["label"] for t in topics.items]
     # the setting changes: the project is read again from Harn's default place

@@ -46,7 +46,7 @@ async def test_pending_approval_in_tree_and_status(client):
     assert req["contextValue"] == "hitlRequest.approval" and req["label"] == "deploy billing-api to production"
     assert req["description"] == "approval · 0/2" and req["uri"] == f"harn-state:/hitl/{PENDING}.md"
     logs = await tree(client, "runs", "events")
-    assert [l["label"] for l in logs] == ["run"]
+    assert [ln["label"] for ln in logs] == ["run"]
     topics = {t["label"]: t for t in await tree(client, "runs", "evlog:run")}
     assert topics["hitl.approvals"]["description"].startswith("4 · 2026-05-04")
     assert topics["waitpoint.resumes"]["description"].endswith("lag 0")

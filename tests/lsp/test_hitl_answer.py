@@ -37,7 +37,7 @@ async def doc(c, rid):
 async def lenses(c, rid):
     got = await c.text_document_code_lens_async(types.CodeLensParams(
         text_document=types.TextDocumentIdentifier(uri=f"harn-state:/hitl/{rid}.md")))
-    return [(l.command.title, l.command.command, list(l.command.arguments or [])) for l in got or []]
+    return [(ln.command.title, ln.command.command, list(ln.command.arguments or [])) for ln in got or []]
 
 
 async def test_approve_counts_toward_quorum_and_is_offered(alice):

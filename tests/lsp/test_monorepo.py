@@ -90,7 +90,7 @@ async def test_each_project_below_the_folder_serves_its_own_files(client):
     # lenses: the command opens the fact of this project
     lenses = await client.text_document_code_lens_async(types.CodeLensParams(
         text_document=types.TextDocumentIdentifier(uri=uri)))
-    resolved = await client.code_lens_resolve_async(next(l for l in lenses if l.range.start.line == 27))
+    resolved = await client.code_lens_resolve_async(next(ln for ln in lenses if ln.range.start.line == 27))
     target = resolved.command.arguments[0]
     assert target.startswith("harn-state:/facts/fact_") and target.endswith("?" + root_q)
 
@@ -106,7 +106,8 @@ async def test_each_project_below_the_folder_serves_its_own_files(client):
         doc = await client.workspace_text_document_content_async(
             types.TextDocumentContentParams(uri=f"harn-state:/index.md?root={q}"))
         docs[root] = doc.text
-    assert docs[agent].startswith("# Harn state — agent") and "[ingest](harn-state:/checkpoints/ingest.md?" + root_q + ")" in docs[agent]
+    assert docs[agent].startswith("# Harn state — agent")
+    assert "[ingest](harn-state:/checkpoints/ingest.md?" + root_q + ")" in docs[agent]
     assert docs[other].startswith("# Harn state — other") and "ingest" not in docs[other]
     # following a link reaches the same project's state
     checkpoint = await client.workspace_text_document_content_async(

@@ -39,7 +39,8 @@ async def test_accept_from_proposal_document(client):
     assert text.startswith("---\nname: learned-reconcile-stripe-payouts-ledger\ndescription: \"")
     # the proposal text shown before Accept is exactly what was written
     assert text in doc
-    await client.rec.wait_for(lambda: any(u.endswith("learned-reconcile-stripe-payouts-ledger/SKILL.md") for u in client.rec.show_document), 5)
+    await client.rec.wait_for(
+        lambda: any(u.endswith("learned-reconcile-stripe-payouts-ledger/SKILL.md") for u in client.rec.show_document), 5)
     await client.rec.wait_for(lambda: any(s["counts"]["proposals"] == 2 for s in client.rec.status), 5)
     cold = Workspace.load(str(client.project))
     assert pid not in [p.id for p in cold.pending_proposals(include_suppressed=True)]

@@ -166,7 +166,7 @@ def test_probe_refused_over_tcp_without_allow_probes(tmp_path, evil):
         assert not marker.exists()
     finally:
         _shutdown(c, proc)
-    assert "listening on 127.0.0.1:%d (probes off" % port in proc.first_line
+    assert f"listening on 127.0.0.1:{port} (probes off" in proc.first_line
 
 
 def test_client_harn_path_ignored_over_tcp_even_with_allow_probes(tmp_path, evil):

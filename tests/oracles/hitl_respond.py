@@ -173,9 +173,9 @@ def pending(rows_by_topic: dict) -> set[str]:
                 k = e["kind"]
                 if k == "hitl.timeout" \
                         or (kind == "question" and k == "hitl.response_received") \
-                        or (kind in ("approval", "dual_control") and (k in (f"hitl.{kind}_approved", f"hitl.{kind}_denied",
-                                                                          "hitl.dual_control_executed")
-                                                                      or (k == "hitl.response_received" and p.get("approved") is False))) \
+                        or (kind in ("approval", "dual_control")
+                            and (k in (f"hitl.{kind}_approved", f"hitl.{kind}_denied", "hitl.dual_control_executed")
+                                 or (k == "hitl.response_received" and p.get("approved") is False))) \
                         or (kind == "escalation" and (k == "hitl.escalation_accepted"
                                                       or (k == "hitl.response_received" and p.get("accepted") is True))):
                     done = True

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harn_ls.formats.pattern_learning import _RUST_WS, short_hash
+from harn_ls.formats.pattern_learning import short_hash
+from harn_ls.util.rust_text import RUST_WHITESPACE
 
 
 def prompt_proposal_id(cluster_key: str) -> str:
@@ -35,9 +36,9 @@ def frontmatter_value(text: str, key: str) -> str:
     """
     prefix = key + ":"
     for line in text.split("\n"):
-        trimmed = line.strip(_RUST_WS)
+        trimmed = line.strip(RUST_WHITESPACE)
         if trimmed.startswith(prefix):
-            value = trimmed[len(prefix):].strip(_RUST_WS)
+            value = trimmed[len(prefix):].strip(RUST_WHITESPACE)
             if len(value) >= 2 and ((value[0] == '"' and value[-1] == '"') or (value[0] == "'" and value[-1] == "'")):
                 value = value[1:-1]
             return value.replace('\\"', '"').replace("\\\\", "\\")

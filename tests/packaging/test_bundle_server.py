@@ -126,7 +126,7 @@ def _fake_bundle(tmp_path: Path, restore: list[str]) -> Path:
     tool.mkdir(parents=True)
     (tool / "serve.py").write_bytes((REPO / "vscode-extension" / "bundled" / "tool" / "serve.py").read_bytes())
     libs = ext / "bundled" / "libs"
-    tag = "cp%d%d" % sys.version_info[:2]
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
     (libs / tag).mkdir(parents=True)
     pkg = libs / "common" / "harn_ls"
     pkg.mkdir(parents=True)
@@ -152,7 +152,7 @@ def test_serve_puts_the_shared_libraries_back_before_the_server_starts(tmp_path)
     done = _serve(ext, "serve")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "blas ['serve']"
-    tag = "cp%d%d" % sys.version_info[:2]
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
     placed = ext / "bundled" / "libs" / tag / "numpy.libs" / "libopenblas.so"
     assert placed.read_bytes() == b"blas"
     assert (ext / "bundled" / "libs" / tag / ".native-restored").exists()
@@ -162,7 +162,7 @@ def test_serve_puts_the_shared_libraries_back_before_the_server_starts(tmp_path)
 
 def test_serve_refuses_a_manifest_path_that_leaves_the_bundle(tmp_path):
     ext = _fake_bundle(tmp_path, [])
-    tag = "cp%d%d" % sys.version_info[:2]
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
     (ext / "bundled" / "libs" / "manifest.json").write_text(json.dumps({"restore": {tag: ["../../evil.so"]}}))
     done = _serve(ext, "serve")
     assert done.returncode == 2
@@ -173,7 +173,7 @@ def test_serve_refuses_a_manifest_path_that_leaves_the_bundle(tmp_path):
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder anyway")
 def test_serve_says_why_when_the_extension_folder_is_read_only(tmp_path):
     ext = _fake_bundle(tmp_path, ["numpy.libs/libopenblas.so"])
-    tag = "cp%d%d" % sys.version_info[:2]
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
     (ext / "bundled" / "libs" / tag).chmod(0o555)
     try:
         done = _serve(ext, "serve")

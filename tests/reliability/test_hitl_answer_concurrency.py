@@ -84,7 +84,7 @@ def test_answer_while_harn_holds_the_lock_and_appends(tmp_path):
     outs = [a.communicate(timeout=60) for a in answers]
     released_ms = int(holder.stdout.readline())
     assert holder.wait(timeout=60) == 0 and holder.stdout.read().strip() == "done"
-    for a, (out, err) in zip(answers, outs):
+    for a, (out, err) in zip(answers, outs, strict=True):
         assert a.returncode == 0, err
         assert json.loads(out)["outcome"] == "approved"
     # the answers waited for Harn's write lock (each append is built once the lock is held)
@@ -104,7 +104,7 @@ def test_two_harn_ls_answer_the_same_request_at_once(tmp_path):
         add_approval(conn, rid, reviewers=("alice", "bob"), quorum=1)
         a = cli(proj, "approve", rid, "--reviewer", "alice")
         b = cli(proj, "deny", rid, "--reviewer", "bob", "--reason", "no")
-        (oa, ea), (ob, eb) = a.communicate(timeout=60), b.communicate(timeout=60)
+        (_oa, ea), (_ob, eb) = a.communicate(timeout=60), b.communicate(timeout=60)
         codes = sorted([a.returncode, b.returncode])
         assert codes == [0, 1], (ea, eb)
         loser_err = ea if a.returncode else eb

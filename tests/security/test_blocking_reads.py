@@ -70,7 +70,7 @@ def run_inspect(proj: Path, cache: Path, *args: str) -> subprocess.CompletedProc
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
-        raise AssertionError(f"inspect blocked for 30 s on a read; stdout so far: {out[-2000:]!r}")
+        raise AssertionError(f"inspect blocked for 30 s on a read; stdout so far: {out[-2000:]!r}") from None
     return subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(), err.decode())
 
 

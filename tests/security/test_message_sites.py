@@ -224,7 +224,8 @@ class _Checker:
             # a parameter: fine when the function itself carries messages (its callers are checked)
             if fn.name in MESSAGE_CALLS or fn.name in MESSAGE_BUILDERS:
                 return True
-            self.problems.append(f"{self.where(node)}: message parameter {node.id!r} of {fn.name}() is not checked at its callers")
+            self.problems.append(
+                f"{self.where(node)}: message parameter {node.id!r} of {fn.name}() is not checked at its callers")
             return False
         values = [n.value for n in ast.walk(fn) if isinstance(n, ast.Assign)
                   and any(isinstance(t, ast.Name) and t.id == node.id for t in n.targets)]
@@ -272,7 +273,7 @@ class _Checker:
                     if isinstance(ret, ast.Return) and ret.value is not None:
                         self.inert(ret.value, ret)
             elif isinstance(node, ast.Dict) and self.rel.startswith("actions"):
-                for k, v in zip(node.keys, node.values):
+                for k, v in zip(node.keys, node.values, strict=True):
                     if isinstance(k, ast.Constant) and k.value == "message":
                         self.inert(v, v)
 

@@ -176,7 +176,8 @@ def test_oversized_checkpoint_is_a_problem_not_a_blowup(tmp_path):
         done(problems=[(p.code, p.message) for p in cf.problems], entries=len(cf.entries))
     """, str(path))
     assert r["entries"] == 0
-    assert r["problems"] == [[ckpt_fmt.CODE_TOO_LARGE, f"checkpoint file too large: {safe_read.mb(size)} MB, cap 16 MB; not loaded"]]
+    assert r["problems"] == [
+        [ckpt_fmt.CODE_TOO_LARGE, f"checkpoint file too large: {safe_read.mb(size)} MB, cap 16 MB; not loaded"]]
     assert r["seconds"] < 2.0 and r["rss1"] - r["rss0"] < 50_000  # before: 46 s, 1.46 GB
 
 

@@ -59,5 +59,6 @@ def test_the_extension_reads_the_same_list_trusted_only():
     assert "JSON.stringify(vscode.workspace.getConfiguration" not in client
     for name in ("launch.ts", "extension.ts"):
         text = (EXT / "src" / name).read_text()
-        assert not re.search(r"getConfiguration\([^)]*\)\.get<[^>]*>\('(server\.path|server\.args|harnPath|skillRoot)'", text), name
+        assert not re.search(r"getConfiguration\([^)]*\)\.get<[^>]*>"
+                             r"\('(server\.path|server\.args|harnPath|skillRoot)'", text), name
         assert not re.search(r"cfg\.get<[^>]*>\('(server\.path|server\.args|harnPath|skillRoot)'", text), name

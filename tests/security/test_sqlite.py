@@ -140,7 +140,9 @@ except sqlite3.OperationalError:
 conn.close()
 print("ok", round(took, 3))
 """
-DEADLINE_MEM = 512 * 1024 * 1024  # the child starts at ~20 MB; the sorter of an ORDER BY can take ~100 MB within the 0.3 s deadline, a lost deadline passes 512 MB in ~2 s
+# the child starts at ~20 MB; the sorter of an ORDER BY can take ~100 MB within the 0.3 s deadline, a lost deadline
+# passes 512 MB in ~2 s
+DEADLINE_MEM = 512 * 1024 * 1024
 DEADLINE_FSIZE = 256 * 1024 * 1024
 
 

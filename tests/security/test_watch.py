@@ -104,7 +104,8 @@ def test_committed_symlink_state_root_is_not_watched_or_read(tmp_path, evil_tree
     assert "evil-run" not in ws.runs
     probs = [p for p in ws.problems() if p.code == CODE_LINK_OUT]
     assert [(p.path, p.message) for p in probs] == [
-        (str(proj / ".harn-runs"), f"symlink {proj / '.harn-runs'} -> {evil_tree} leads outside the project; not watched or read")]
+        (str(proj / ".harn-runs"),
+         f"symlink {proj / '.harn-runs'} -> {evil_tree} leads outside the project; not watched or read")]
 
 
 def test_symlink_root_appearing_later_is_not_watched(tmp_path, evil_tree):

@@ -23,7 +23,8 @@ FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "sample-project"
 
 # review.json without "lint", written out by hand: serde_json pretty, 2 spaces, no final newline
 EXPECTED_REVIEW = """{
-  "collect_diff": "diff --git a/src/billing/invoice.py b/src/billing/invoice.py\\n-LATE_FEE_RATE = Decimal(\\"0.015\\")\\n+LATE_FEE_RATE = Decimal(\\"0.02\\")\\n",
+  "collect_diff": "diff --git a/src/billing/invoice.py b/src/billing/invoice.py\\n-LATE_FEE_RATE = Decimal(\\"0.015\\")\\n\
++LATE_FEE_RATE = Decimal(\\"0.02\\")\\n",
   "reviewed_pr": 481,
   "summarize": {
     "fingerprint": "sha256:817f11e99c260fde091e13b8a99b9d2d2e97ed0efb08472e3feaedd829e032b9",
@@ -131,7 +132,8 @@ def test_refused_while_a_pipeline_holds_the_checkpoint_lock(project, tmp_path, l
     assert checkpoint_running(str(path)) is True
     before = snapshot(tmp_path)
     start = time.monotonic()
-    with pytest.raises(ActionFailed, match=r"a pipeline is writing this checkpoint right now.*timed out after 0\.4s.*review\.lock"):
+    with pytest.raises(ActionFailed,
+                       match=r"a pipeline is writing this checkpoint right now.*timed out after 0\.4s.*review\.lock"):
         forget_stage(ws, "review", "lint", timeout=0.4)
     assert 0.4 <= time.monotonic() - start < 3
     assert snapshot(tmp_path) == before  # nothing written

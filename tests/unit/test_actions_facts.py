@@ -42,7 +42,7 @@ def test_invalidate_appends_exact_forget(project):
     assert event["forgotten_ids"] == [FACT]
     assert event["forgotten_at"] == "2026-05-12T09:14:03.512848123+00:00"
     assert event["id"][14] == "7" and int(event["id"].replace("-", "")[:12], 16) == NOW_NS // 10**6
-    assert after[-1] == ('{"type":"forget","id":"%s","namespace":"project/facts","predicate":{"id":"%s"},'
+    assert after[-1] == ('{"type":"forget","id":"%s","namespace":"project/facts","predicate":{"id":"%s"},'  # noqa: UP031 (a JSON template: % keeps its braces as they are)
                          '"forgotten_ids":["%s"],"forgotten_at":"2026-05-12T09:14:03.512848123+00:00"}'
                          % (event["id"], FACT, FACT))
     assert result["forget"] == event

@@ -67,13 +67,15 @@ def test_migrate_imports_and_writes_marker(legacy):
     assert re.fullmatch(r"pending_prompt_064b350632c9_[0-9a-f]{12}", pending["id"])  # fresh pending id
     assert pending["key"] == "pending:prompt-064b350632c9"
     assert pending["value"]["when_to_use"].startswith("Use when") and pending["value"]["support"] == 3
-    assert pending["value"]["record_kind"] == "pending" and pending["value"]["sample_prompts"][0] == "Summarise yesterday's failed payments"
+    assert pending["value"]["record_kind"] == "pending"
+    assert pending["value"]["sample_prompts"][0] == "Summarise yesterday's failed payments"
     assert evs[4]["predicate"] == {"key": "state"} and evs[4]["forgotten_ids"] == []
     state = evs[5]
     assert re.fullmatch(r"state_[0-9a-f]{12}", state["id"])
     assert state["value"] == {"enabled": True, "record_kind": "state", "schema": "harn.pattern_learning.v1",
                               "suppressed_until": {"tools-37d2b12d5d9a": "2026-03-31T11:30:00Z"}, "updated_at": NOW_MS}
-    assert (legacy / MARKER).read_text() == '{\n  "migrated_at": "2026-05-12T09:14:03.512Z",\n  "schema": "harn.pattern_learning.v1"\n}'
+    assert (legacy / MARKER).read_text() == \
+        '{\n  "migrated_at": "2026-05-12T09:14:03.512Z",\n  "schema": "harn.pattern_learning.v1"\n}'
 
     cold = Workspace.load(str(legacy))
     assert not cold.migration_needed

@@ -88,7 +88,8 @@ tags: [learned, agent-curator]
 
 # Month-end close workflow
 
-Runs `workflow.harn`: fetches the month's Stripe payouts, reads the ledger export and writes `reports/close-<month>.md` with every payout missing from the ledger.
+Runs `workflow.harn`: fetches the month's Stripe payouts, reads the ledger export and writes `reports/close-<month>.md` \
+with every payout missing from the ledger.
 """
 
 FORGET_KEYS = ["type", "id", "namespace", "predicate", "forgotten_ids", "forgotten_at"]
@@ -232,7 +233,7 @@ def test_accept_skill_writes_exact_file_and_forget_event(project):
     assert event["forgotten_at"] == "2026-05-12T09:14:03.512848123+00:00"
     # the line itself is serde's compact form
     assert log_lines(project)[-1] == (
-        '{"type":"forget","id":"%s","namespace":"project/pattern-learning",'
+        '{"type":"forget","id":"%s","namespace":"project/pattern-learning",'  # noqa: UP031 (a JSON template: % keeps its braces as they are)
         '"predicate":{"key":"pending:prompt-2629ccc60808"},'
         '"forgotten_ids":["pending_prompt_2629ccc60808_ee8f3bd0ee0c"],'
         '"forgotten_at":"2026-05-12T09:14:03.512848123+00:00"}' % event["id"])
@@ -770,7 +771,8 @@ def test_state_dir_outside_project(project, tmp_path):
     ws = Workspace.load(str(project), env=env)
     P.accept_proposal(ws, RECONCILE, now=NOW_NS)
     P.reject_proposal(ws, TOOLS, now=NOW_NS)
-    assert (project / ".claude/skills/learned-reconcile-stripe-payouts-ledger/SKILL.md").read_bytes() == EXPECTED_RECONCILE.encode()
+    skill = project / ".claude/skills/learned-reconcile-stripe-payouts-ledger/SKILL.md"
+    assert skill.read_bytes() == EXPECTED_RECONCILE.encode()
     assert (project / LOG).read_text() == (FIXTURE / LOG).read_text()  # the project's own log untouched
     cold = Workspace.load(str(project), env=env)
     assert cold.proposal(RECONCILE) is None and cold.proposal(TOOLS) is None

@@ -43,7 +43,7 @@ def test_sigkill_inside_a_large_append_is_rolled_back_by_the_next_append(tmp_pat
         print("done", flush=True)
     """)
     torn = 0
-    for attempt in range(6):  # the kill has to land inside the write; a 60 MB write gives it time
+    for _attempt in range(6):  # the kill has to land inside the write; a 60 MB write gives it time
         proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, cwd=str(REPO))
         assert proc.stdout.readline() == b"ready\n"
         size0 = log.stat().st_size

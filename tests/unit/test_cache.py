@@ -360,8 +360,10 @@ def test_two_processes_fill_the_cache_at_once(project, cache_env):
     expected_recall = cli("recall", str(project), "decimal money", "-k", "10", "--json", "--no-cache").stdout
     for _ in range(2):
         procs = [subprocess.Popen([sys.executable, "-m", "harn_ls", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                 for args in (("inspect", str(project), "--json"), ("recall", str(project), "decimal money", "-k", "10", "--json"),
-                              ("inspect", str(project), "--json"), ("recall", str(project), "decimal money", "-k", "10", "--json"))]
+                 for args in (("inspect", str(project), "--json"),
+                              ("recall", str(project), "decimal money", "-k", "10", "--json"),
+                              ("inspect", str(project), "--json"),
+                              ("recall", str(project), "decimal money", "-k", "10", "--json"))]
         outs = [p.communicate(timeout=120)[0] for p in procs]
         assert outs[0] == outs[2] == expected_inspect
         assert outs[1] == outs[3] == expected_recall

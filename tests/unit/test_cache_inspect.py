@@ -39,7 +39,7 @@ def add_tricky_facts(project: Path) -> None:
     ids = ["fact_0", "fact_a26c5c67468c8d3fe33f8c8c0f5489e6", "fact_m", "fact_zz", "fact_m"]
     claims = ["line one\nline two", 'a "quoted" \\ claim', "bidi \u202e and \x1b[2J and \u0085", "zürich €", "dup"]
     data = b"".join(fact_event(fid, "team/extra", i, c, ref=None if i % 2 else "src/a.py:1-2")
-                    for i, (fid, c) in enumerate(zip(ids, claims)))
+                    for i, (fid, c) in enumerate(zip(ids, claims, strict=True)))
     data += fact_event("fact_bad", "team/extra", 9, "no confidence", confidence="high")  # a fact problem
     team.write_bytes(data)
     append(project / FACTS, fact_event("fact_m", "project/facts", 50, "same id, other namespace", confidence=1))

@@ -199,7 +199,7 @@ def test_term_ids_answer_as_the_dict_would():
     from harn_ls.recall.docs import _TermIds
 
     terms = [f"t{i}" for i in range(200)]
-    want = dict(zip(terms, range(len(terms))))
+    want = dict(zip(terms, range(len(terms)), strict=True))
     lazy = _TermIds(terms)
     probes = ["t5", "nope", "t5", "t199", "", "t0"] + [f"t{i}" for i in range(0, 200, 2)] + ["missing"]
     for t in probes:  # scans, then (past _SCAN_MAX distinct terms) the dict

@@ -27,7 +27,7 @@ def _check(payloads: dict, space) -> None:
     index.frombytes(payloads["rowidx"])
     triples = [tuple(index[i:i + 3]) for i in range(0, len(index), 3)]
     end, expected = 0, []
-    for r, line in zip(records, lines):
+    for r, line in zip(records, lines, strict=True):
         end += len(line) + 1
         expected.append((r.seq, end, zlib.crc32(line)))
     assert triples == expected
@@ -46,7 +46,7 @@ def test_reused_rows_give_the_same_payload(project):
         fresh = namespace_payloads(space, ws._fact_entries(ns))
         lines = fresh["rows"].split(b"\n")[:-1]
         # every other record "restored" from its row bytes: the same payload either way
-        kept = {r.seq: (r, line) for i, (r, line) in enumerate(zip(space.active.values(), lines)) if i % 2 == 0}
+        kept = {r.seq: (r, line) for i, (r, line) in enumerate(zip(space.active.values(), lines, strict=True)) if i % 2 == 0}
         reused = namespace_payloads(space, ws._fact_entries(ns), kept)
         assert reused["rows"] == fresh["rows"] and reused["rowidx"] == fresh["rowidx"]
         _check(reused, space)

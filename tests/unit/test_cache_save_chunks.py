@@ -125,21 +125,21 @@ def test_npy_chunks_refuse_what_np_save_would_copy():
 @pytest.mark.parametrize("per_piece", [1, 2, 3, 4096])
 def test_term_chunks_are_the_joined_terms(monkeypatch, per_piece):
     monkeypatch.setattr(state_index_payloads, "TERMS_PER_PIECE", per_piece)
-    for terms in ([], ["a"], ["a", "bé"], ["t%d" % i for i in range(7)], ["ü"] * 9):
+    for terms in ([], ["a"], ["a", "bé"], [f"t{i}" for i in range(7)], ["ü"] * 9):
         assert b"".join(term_chunks(terms)) == "\n".join(terms).encode("utf-8")
 
 
 def test_saved_index_arrays_read_back_as_np_save_writes_them(project, cache_env):
     """Each `.npy` payload of a saved recall index is a file np.save would write for its array."""
     ws = Workspace.load(str(project), cache=True)
-    ws.recall
+    _ = ws.recall  # the index is built, so it is saved
     assert ws.save_cache()
     cache = ProjectCache(str(project))
     checked = 0
     for ns in ws.memory:
         desc = cache.index_entry(ns)
         assert desc is not None
-        for name, d in desc.items():
+        for d in desc.values():
             if not isinstance(d, dict) or not d["name"].endswith(".npy"):
                 continue
             data = cache.read_payload(d)

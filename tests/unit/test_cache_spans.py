@@ -213,10 +213,9 @@ def test_each_malformed_column_drops_the_entry(project, env, which):
     path = _store_file(env, project)
     doc = orjson.loads(path.read_bytes().partition(b"\n")[2])
     for item in doc["files"]:
-        columns = item[3]
-        [lambda: columns[3].__setitem__(0, "refused"), lambda: columns[3].__setitem__(0, ["ok"]),
-         lambda: columns[4].__setitem__(0, 0), lambda: columns[0].__setitem__(0, "1"),
-         lambda: columns[2].__setitem__(0, 7), lambda: columns[5].pop()][which]()
+        [lambda c: c[3].__setitem__(0, "refused"), lambda c: c[3].__setitem__(0, ["ok"]),
+         lambda c: c[4].__setitem__(0, 0), lambda c: c[0].__setitem__(0, "1"),
+         lambda c: c[2].__setitem__(0, 7), lambda c: c[5].pop()][which](item[3])
     _rewrite(path, doc)
     ws, cache, got = server_run(project, env)
     assert got == before == {rel: fresh(ws, rel) for rel in (INVOICE, TAX)}

@@ -1,7 +1,8 @@
 """A one-shot `inspect --json` loads the SQLite, HITL, session-store and document helpers only when
 the project has what they read: a project without an event log or a session store never pays for
 them, and one with them still gets them read (the lazy imports skip no reader). Likewise argparse
-(cli_args reads the usual command lines) and the fact and transcript classes, which a warm inspect prints from the state cache without building."""
+(cli_args reads the usual command lines) and the fact and transcript classes, which a warm inspect prints from the
+state cache without building."""
 
 from __future__ import annotations
 

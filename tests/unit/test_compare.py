@@ -30,7 +30,7 @@ def write(proj, run_id, t0, stages, messages, status="completed"):
     for i, (role, text) in enumerate(messages):
         lines.append({"type": "message", "timestamp": f"2026-05-0{1 + t0 % 5}T10:00:0{i}Z", "iteration": i, "role": role,
                       "content": text, "tool_calls": None})
-    (side / "llm_transcript.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
+    (side / "llm_transcript.jsonl").write_text("".join(json.dumps(ln) + "\n" for ln in lines))
 
 
 @pytest.fixture
@@ -41,14 +41,16 @@ def ws(tmp_path):
     a0, b0, c0 = 1_778_000_000, 1_778_100_000, 1_778_200_000
     convo = [("user", "ingest the export"), ("assistant", "reading toolu_01AbC9 now"), ("user", "ok")]
     write(proj, "run_019a0000-0000-7000-8000-00000000000a", a0,
-          [stage("fetch", a0, a0 + 2), stage("think", a0 + 2, a0 + 40, tokens=(1000, 50)), stage("upload", a0 + 40, a0 + 41)], convo)
+          [stage("fetch", a0, a0 + 2), stage("think", a0 + 2, a0 + 40, tokens=(1000, 50)), stage("upload", a0 + 40, a0 + 41)],
+          convo)
     write(proj, "run_019a0000-0000-7000-8000-00000000000b", b0,
           [stage("fetch", b0, b0 + 2), stage("think", b0 + 2, b0 + 40, tokens=(1000, 50)), stage("upload", b0 + 40, b0 + 41)],
           [("user", "ingest the export"), ("assistant", "reading toolu_77XyZ1 now"), ("user", "ok")])
     write(proj, "run_019a0000-0000-7000-8000-00000000000c", c0,
           [stage("fetch", c0, c0 + 2), stage("think", c0 + 2, c0 + 62, status="failed", tokens=(1500, 20)),
            stage("verify", c0 + 62, c0 + 63)],
-          [("user", "ingest the export"), ("assistant", "reading toolu_01AbC9 now"), ("user", "no, use the backup <script>x</script>")],
+          [("user", "ingest the export"), ("assistant", "reading toolu_01AbC9 now"),
+           ("user", "no, use the backup <script>x</script>")],
           status="failed")
     return Workspace.load(str(proj), env={}, home=str(tmp_path / "home"))
 
@@ -68,7 +70,7 @@ def test_normalized_documents_of_equivalent_runs_are_identical(ws):
 def test_compare_summary(ws):
     doc = render_uri(ws, f"harn-state:/compare/{A}/{C}.md")
     assert "Added in B: verify · removed in B: upload" in doc
-    row = next(l for l in doc.splitlines() if l.startswith("| think |"))
+    row = next(ln for ln in doc.splitlines() if ln.startswith("| think |"))
     assert "**completed → failed**" in row
     assert "38.0 s → 60.0 s (+22.0 s)" in row
     assert "1,000 → 1,500 (+500)" in row and "50 → 20 (−30)" in row

@@ -15,7 +15,8 @@ from harn_ls.render.svg import strip_pictures
 
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000") + b"\x00" * 20
 
-EVIL = 'x</pre></details><script>alert(1)</script>\n\n# Heading injected\n\n<img src=x onerror=alert(2)> [link](javascript:alert(3))'
+EVIL = ('x</pre></details><script>alert(1)</script>\n\n# Heading injected\n\n'
+        '<img src=x onerror=alert(2)> [link](javascript:alert(3))')
 
 
 def _project(tmp_path, assets):
@@ -37,9 +38,11 @@ def _project(tmp_path, assets):
         {"kind": "message", "role": "assistant", "visibility": "public",
          "metadata": {"usage": {"input_tokens": 1234, "output_tokens": 56}},
          "blocks": [{"type": "text", "text": "Calling a tool", "visibility": "public"},
-                    {"type": "tool_call", "id": "toolu_9", "name": "sh" + EVIL, "arguments": {"cmd": EVIL}, "visibility": "public"}]},
+                    {"type": "tool_call", "id": "toolu_9", "name": "sh" + EVIL, "arguments": {"cmd": EVIL},
+                     "visibility": "public"}]},
         {"kind": "tool_result", "role": "tool_result", "visibility": "internal",
-         "blocks": [{"type": "tool_result", "name": "sh", "tool_call_id": "toolu_9", "text": EVIL + "\n\n\nmore", "visibility": "internal"}]},
+         "blocks": [{"type": "tool_result", "name": "sh", "tool_call_id": "toolu_9", "text": EVIL + "\n\n\nmore",
+                     "visibility": "internal"}]},
         {"kind": "compaction", "role": "system", "visibility": "internal",
          "metadata": {"archived_messages": 7, "estimated_tokens_before": 9000, "estimated_tokens_after": 1500, "mode": "auto",
                       "strategy": "summarize"},
@@ -61,18 +64,18 @@ def _render(tmp_path, proj, show_private=False):
 
 
 def _html_lines(md):
-    return [l for l in md.split("\n") if l.startswith("<")]
+    return [ln for ln in md.split("\n") if ln.startswith("<")]
 
 
 def test_tool_calls_folded_and_all_data_escaped(tmp_path):
     proj = _project(tmp_path, [])
     md = _render(tmp_path, proj)
     assert "<script" not in md and "<img src=x" not in md
-    prose = "\n".join(l for l in md.split("\n") if not l.startswith("<"))  # our one-line HTML is never read as Markdown
+    prose = "\n".join(ln for ln in md.split("\n") if not ln.startswith("<"))  # our one-line HTML is never read as Markdown
     assert "[link](javascript:" not in prose and "\\[link\\](javascript:" in prose  # escaped: never a link
     assert not re.search(r"^# Heading injected", md, re.M)
     html = _html_lines(md)
-    details = [l for l in html if l.startswith("<details>")]
+    details = [ln for ln in html if ln.startswith("<details>")]
     assert len(details) == 3  # the call, its result, what the compaction archived
     for line in details:
         # each of our HTML pieces is one well-formed element on one line, data only as text

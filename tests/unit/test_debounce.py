@@ -63,7 +63,7 @@ def test_debouncer_max_wait_bounds_continuous_touches():
         if len(out) > n:
             flush_times.append(clock())
     assert len(out) == 3
-    gaps = [b - a for a, b in zip([1000.0] + flush_times, flush_times)]
+    gaps = [b - a for a, b in zip([1000.0] + flush_times, flush_times, strict=False)]
     assert all(0.95 <= g <= 1.02 for g in gaps), gaps
 
 
@@ -118,7 +118,7 @@ def test_debouncer_min_interval_merges_staggered_deadlines():
         if len(out) > n:
             times.append(clock())
     assert set().union(*out) == {f"f{i}" for i in range(40)}
-    assert all(b - a >= 0.075 - 0.02 - 1e-9 for a, b in zip(times, times[1:])), times
+    assert all(b - a >= 0.075 - 0.02 - 1e-9 for a, b in zip(times, times[1:], strict=False)), times
     assert len(out) <= 8, [len(b) for b in out]  # ~ span / min_interval; ~15 without the floor
     # a lone touch long after the last flush is not delayed by the floor
     clock.advance(5)
@@ -201,7 +201,7 @@ def test_debouncer_thread_max_wait_under_continuous_touches():
         time.sleep(0.4)
         during = [t for t in got if t <= end]
         assert len(during) >= 4, got
-        gaps = [b - a for a, b in zip([t0] + during, during)]
+        gaps = [b - a for a, b in zip([t0] + during, during, strict=False)]
         assert max(gaps) <= 0.5 + 0.35, gaps
         assert min(gaps) >= 0.5 - 0.05, gaps  # not flushing early/more often than max_wait
     finally:

@@ -192,7 +192,8 @@ def test_malformed_payload_and_unknown_kind_are_problems_rest_served(tmp_path):
     W.append(conn, "hitl.approvals", "hitl.approval_requested", env, W.request_headers(env))
     W.append(conn, "hitl.approvals", "hitl.approval_requested", None, {"request_id": "hitl_approval_bad"},
              raw_payload=b'{"request_id": "hitl_approval_bad", ')
-    W.append(conn, "hitl.approvals", "hitl.approval_teleported", {"request_id": "hitl_approval_ok"}, {"request_id": "hitl_approval_ok"})
+    W.append(conn, "hitl.approvals", "hitl.approval_teleported", {"request_id": "hitl_approval_ok"},
+             {"request_id": "hitl_approval_ok"})
     conn.close()
     v = _view(str(db))
     assert [r.request_id for r in hitl_fmt.waiting(v.requests)] == ["hitl_approval_ok"]
@@ -348,7 +349,7 @@ def test_file_backend_torn_line_duplicates_and_compaction(tmp_path):
 
 def test_discover_lists_all_producers(tmp_path):
     locs = discover(str(tmp_path / ".harn"), str(tmp_path))
-    paths = [os.path.relpath(l.path, tmp_path) for l in locs]
+    paths = [os.path.relpath(ln.path, tmp_path) for ln in locs]
     assert paths == [".harn/events.sqlite", ".harn/events", ".harn/orchestrator/events.sqlite", ".harn/orchestrator/events",
                      ".harn/personas/.harn/events.sqlite", ".harn/personas/.harn/events"]
     assert locs[2].state_dir == str(tmp_path / ".harn" / "orchestrator")

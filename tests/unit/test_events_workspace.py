@@ -10,17 +10,18 @@ import shutil
 
 import pytest
 
+from harn_ls.model.workspace import Workspace
 from harn_ls.render import UriError, parse_uri, render_uri
+from harn_ls.render.inspect import inspect_json, inspect_text
 from harn_ls.render.markdown import unescape_markdown
+from tests.helpers import event_log_writer as W
+from tests.helpers.samples import SAMPLES
 
 
 def shown(ws, uri: str) -> str:
     """A rendered document with the escaping of data undone: the text as the reader sees it."""
     return unescape_markdown(render_uri(ws, uri))
-from harn_ls.model.workspace import Workspace
-from harn_ls.render.inspect import inspect_json, inspect_text
-from tests.helpers import event_log_writer as W
-from tests.helpers.samples import SAMPLES
+
 
 CONSTRUCTED = SAMPLES / "constructed"
 pytestmark = pytest.mark.skipif(not CONSTRUCTED.is_dir(), reason="constructed harn-samples not found")
@@ -81,7 +82,8 @@ def test_wal_append_is_a_live_change(proj):
         assert ws.event_logs.take_new_requests() == []  # announced once
         # alice approves: quorum 1 reached -> Harn appends approval_approved; it leaves the waiting list
         W.append(conn, "hitl.approvals", "hitl.response_received",
-                 {"request_id": "hitl_approval_live", "approved": True, "reviewer": "alice"}, {"request_id": "hitl_approval_live"})
+                 {"request_id": "hitl_approval_live", "approved": True, "reviewer": "alice"},
+                 {"request_id": "hitl_approval_live"})
         W.append(conn, "hitl.approvals", "hitl.approval_approved",
                  {"request_id": "hitl_approval_live", "record": {"approved": True, "reviewers": ["alice"]}},
                  {"request_id": "hitl_approval_live", "trace_id": "trace_x"})
@@ -206,7 +208,8 @@ def test_store_receipt_worktrees_documents(proj):
     assert "- checkpoint `migrate`: free" in st or "unknown" in st
     assert "| `__embed` | `default` | 3 |" in st
     ok = shown(ws, f"harn-state:/receipts/{RECEIPT}.md")
-    assert "**⚠ signed by a key the receipt carries (not by a key you trust)**" in ok and "ed25519:fe812c12f3ab4ce6ac5db69ac352f906" in ok and "`run.provenance` #1" in ok
+    assert "**⚠ signed by a key the receipt carries (not by a key you trust)**" in ok
+    assert "ed25519:fe812c12f3ab4ce6ac5db69ac352f906" in ok and "`run.provenance` #1" in ok
     # the forged copy has the same receipt_id; it is reachable by its file name
     bad = shown(ws, "harn-state:/receipts/receipt-forged.md")
     assert "does NOT verify" in bad and "does not verify" in bad

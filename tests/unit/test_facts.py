@@ -140,7 +140,7 @@ def test_json_stringify_vector() -> None:
         [1, 2, 3],
     ]
     assert len(values) == len(asserted)
-    for value, case in zip(values, asserted):
+    for value, case in zip(values, asserted, strict=True):
         assert stringify(value) == case["json_stringify"], case["value"]
 
 

@@ -55,7 +55,7 @@ def check_against_oracle(path: str, before: dict, res: A.AnswerResult, *, sort: 
     response = json.loads(got[0]["payload"])
     want = OR.predict(before, response, got, sort=sort)
     assert [(t, e, k) for t, e, k, *_ in want] == [(g["topic"], g["event_id"], g["kind"]) for g in got]
-    for (t, e, k, payload, headers, occ), g in zip(want, got):
+    for (t, e, k, payload, headers, _occ), g in zip(want, got, strict=True):
         assert g["payload"] == payload, (t, e, k)
         assert g["headers"] == headers, (t, e, k)
     # nothing else changed
@@ -238,7 +238,8 @@ def test_sorted_key_log_gets_sorted_rows(log):
     W.append(conn, "hitl.approvals", "hitl.approval_requested", env, W.request_headers(env),
              raw_payload=json.dumps(env, sort_keys=True, separators=(",", ":")).encode())
     # make the stored chain verify in sorted order: rewrite the envelope's hash the sorted way
-    (eid, headers, occ) = conn.execute("SELECT event_id, headers, occurred_at_ms FROM events WHERE topic='hitl.approvals'").fetchone()
+    (eid, headers, occ) = conn.execute(
+        "SELECT event_id, headers, occurred_at_ms FROM events WHERE topic='hitl.approvals'").fetchone()
     h = json.loads(headers)
     h["harn.provenance.record_hash"] = H.record_hash("hitl.approvals", eid, "hitl.approval_requested",
                                                      json.loads(json.dumps(env, sort_keys=True)), h, occ, "sorted")
@@ -267,18 +268,22 @@ def test_sample_log_reproduces_the_worked_example(tmp_path):
     c.execute("UPDATE topic_heads SET last_id=1 WHERE topic=?", (wpt,))
     c.execute("UPDATE topic_heads SET last_id=0 WHERE topic='waitpoint.resumes'")
     # event 4 chained to 3: re-chain it to 1 so the topic verifies
-    (h4, p4, o4) = c.execute("SELECT headers, payload, occurred_at_ms FROM events WHERE topic='hitl.approvals' AND event_id=4").fetchone()
+    (h4, p4, o4) = c.execute(
+        "SELECT headers, payload, occurred_at_ms FROM events WHERE topic='hitl.approvals' AND event_id=4").fetchone()
     (h1,) = c.execute("SELECT headers FROM events WHERE topic='hitl.approvals' AND event_id=1").fetchone()
     h = json.loads(h4)
     h["harn.provenance.prev_hash"] = json.loads(h1)["harn.provenance.record_hash"]
-    h["harn.provenance.record_hash"] = H.record_hash("hitl.approvals", 4, "hitl.approval_requested", json.loads(p4), h, o4, "source")
+    h["harn.provenance.record_hash"] = H.record_hash("hitl.approvals", 4, "hitl.approval_requested", json.loads(p4), h, o4,
+                                                     "source")
     c.execute("UPDATE events SET headers=? WHERE topic='hitl.approvals' AND event_id=4", (json.dumps(h, separators=(",", ":")),))
     c.commit()
     c.close()
     before = rows(path)
     res = A.answer(path, rid, "approve", reviewer="alice", reason="change window open")
     got = check_against_oracle(path, before, res)
-    timeless = lambda b: {k: v for k, v in json.loads(b).items() if k not in ("responded_at", "completed_at", "requested_at")}
+    def timeless(b):
+        return {k: v for k, v in json.loads(b).items() if k not in ("responded_at", "completed_at", "requested_at")}
+
     assert timeless(got[0]["payload"]) == timeless(orig["hitl.approvals"][1]["payload"])
     assert list(json.loads(got[0]["payload"])) == list(json.loads(orig["hitl.approvals"][1]["payload"]))
     sample_wp = json.loads(orig[wpt][1]["payload"])
@@ -351,7 +356,9 @@ def test_refuses_a_broken_provenance_chain(log):
 
 def test_fold_matches_harn_reviewer_lists_repeats_and_absent_approved():
     payload = {"quorum": 2, "reviewers": ["alice", "bob", "carol"]}
-    r = lambda **kw: dict({"request_id": "hitl_approval_x", "responded_at": "t"}, **kw)
+    def r(**kw):
+        return dict({"request_id": "hitl_approval_x", "responded_at": "t"}, **kw)
+
     d = H.fold_approval("approval", "hitl_approval_x", payload,
                         [r(approved=True, reviewer="alice"), r(approved=True, reviewer="alice"),
                          r(approved=False, reviewer="mallory"), r(approved=True, reviewer="bob")], "now")

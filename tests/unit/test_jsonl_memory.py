@@ -27,12 +27,12 @@ def test_torn_last_line_is_kept_for_later(tmp_path):
     p.write_bytes(full[:-10])
     tail = JsonlTail(str(p))
     first = tail.read_new()
-    assert [l.value["id"] for l in first.lines] == ["a"]
+    assert [ln.value["id"] for ln in first.lines] == ["a"]
     assert tail.torn_problem() is not None and tail.torn_problem().line == 2
     with open(p, "ab") as fh:
         fh.write(full[-10:])
     second = tail.read_new()
-    assert [l.value["id"] for l in second.lines] == ["b"] and not second.reset
+    assert [ln.value["id"] for ln in second.lines] == ["b"] and not second.reset
     assert second.lines[0].line_no == 2 and tail.torn_problem() is None
 
 
@@ -43,12 +43,12 @@ def test_shrink_and_replace_restart_from_zero(tmp_path):
     assert len(tail.read_new().lines) == 2
     p.write_bytes(line(store("c")))  # truncated and rewritten: shorter
     batch = tail.read_new()
-    assert batch.reset and [l.value["id"] for l in batch.lines] == ["c"]
+    assert batch.reset and [ln.value["id"] for ln in batch.lines] == ["c"]
     other = tmp_path / "new.jsonl"
     other.write_bytes(line(store("d")) + line(store("e")) + line(store("f")))
     os.replace(other, p)  # replaced by rename: new inode
     batch = tail.read_new()
-    assert batch.reset and [l.value["id"] for l in batch.lines] == ["d", "e", "f"]
+    assert batch.reset and [ln.value["id"] for ln in batch.lines] == ["d", "e", "f"]
     # same size, rewritten in place with different first bytes
     data = p.read_bytes()
     p.write_bytes(data.replace(b'"d"', b'"x"'))
@@ -132,8 +132,8 @@ event = st.one_of(
     ids.map(lambda i: store(i)),
     st.tuples(ids, st.text(max_size=5)).map(lambda t: {"type": "update", "id": t[0], "namespace": "ns", "text": t[1],
                                                        "flags": {t[1] or "k": True}, "updated_at": "u"}),
-    st.lists(ids, max_size=2).map(lambda l: {"type": "forget", "id": "f", "namespace": "ns", "predicate": "x",
-                                              "forgotten_ids": l, "forgotten_at": "z"}),
+    st.lists(ids, max_size=2).map(lambda forgotten: {"type": "forget", "id": "f", "namespace": "ns", "predicate": "x",
+                                              "forgotten_ids": forgotten, "forgotten_at": "z"}),
 )
 
 

@@ -158,7 +158,7 @@ def _odd_record(path) -> None:
     doc = {"_type": "run_record", "id": "run-odd", "status": "done", "stages": [
         {"id": "s1", "usage": {"input_tokens": 3}, "transcript": {"id": "tr-stage", "events": [{"text": "x"}]}}],
         "transcript": {"_type": "transcript", "id": "tr-top", "version": 9, "events": events,
-                       "messages": [{"role": "user", "content": "hi"}, 3], "assets": ["a.png", 4], "id": "tr-top"},
+                       "messages": [{"role": "user", "content": "hi"}, 3], "assets": ["a.png", 4]},
         "tool_recordings": [{"tool_name": "t", "duration_ms": 3, "timestamp": "2026-01-01T00:00:00Z"}]}
     path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
 

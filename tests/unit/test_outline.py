@@ -14,7 +14,8 @@ def test_sections_nest_and_end_before_the_next_heading_of_their_level():
 
 
 def test_headings_inside_fences_are_text_and_titles_are_plain():
-    text = "# Real\n```\n# not a heading\n```\n~~~~\n## neither\n```\n~~~~\n## A \\*starred\\* `code` [link](harn-state:/x.md) ##\n"
+    text = ("# Real\n```\n# not a heading\n```\n~~~~\n## neither\n```\n~~~~\n"
+            "## A \\*starred\\* `code` [link](harn-state:/x.md) ##\n")
     got = [(h.level, h.title) for h in outline(text)]
     assert got == [(1, "Real"), (2, "A *starred* code link <harn-state:/x.md>")]
 

@@ -48,7 +48,7 @@ STATE = {"enabled": True, "suppressed_until": {"tools-1a2b3c4d5e6f": "2026-05-16
 
 
 def write(path: Path, lines: list[str]) -> Path:
-    path.write_text("".join(l + "\n" for l in lines))
+    path.write_text("".join(ln + "\n" for ln in lines))
     return path
 
 
@@ -64,12 +64,14 @@ def test_spec_example_projects(tmp_path):
     assert (obs.id, obs.session_id, obs.tool_sequence, obs.visible_to_harn) == (OBS["id"], "sess-42", OBS["tool_sequence"], True)
     assert obs.record.key == f"observation:{OBS['id']}"
     (prop,) = learn.pending
-    assert (prop.id, prop.kind, prop.source, prop.support, is_valid_skill_name(prop.name)) == ("prompt-f6542d51ca12", "skill", "prompt_cluster", 5, True)
+    assert (prop.id, prop.kind, prop.source, prop.support, is_valid_skill_name(prop.name)) == (
+        "prompt-f6542d51ca12", "skill", "prompt_cluster", 5, True)
     assert prop.when_to_use.startswith("Use when") and prop.record.id == "pending_prompt_f6542d51ca12_083ee8d142e8"
     assert (learn.state.enabled, learn.state.updated_at) == (True, "2026-05-02T09:25:00.000Z")
     assert learn.state.record.id == "state_bb286f64726d"
     assert learn.counts == {k: {"stored": 1, "visible": 1} for k in pl.KINDS}
-    assert [pid for pid in learn.state.suppressed_until if pl.is_suppressed(pid, learn.state, "2026-05-10T00:00:00.000Z")] == ["tools-1a2b3c4d5e6f"]
+    assert [pid for pid in learn.state.suppressed_until
+            if pl.is_suppressed(pid, learn.state, "2026-05-10T00:00:00.000Z")] == ["tools-1a2b3c4d5e6f"]
 
 
 def rec(seq: int, kind: str, value, *, rid: str | None = None, tags=None, stored_at="2026-05-02T09:00:00.000Z") -> MemoryRecord:
@@ -89,7 +91,8 @@ def test_pending_order_support_desc_then_id():
     learn = pl.project_pattern_learning(records, "events.jsonl")
     assert [p.id for p in learn.pending] == ["curated-ccc", "prompt-zzz", "prompt-aaa", "tools-bbb"]
     vec = VECTORS["pattern-learning-proposals"]["computed"]
-    two = pl.sort_pending([pl.Proposal(id=vec["tool_proposal_id"], support=2), pl.Proposal(id=vec["prompt_proposal_id"], support=2)])
+    two = pl.sort_pending([pl.Proposal(id=vec["tool_proposal_id"], support=2),
+                           pl.Proposal(id=vec["prompt_proposal_id"], support=2)])
     assert [p.id for p in two] == vec["pending_order"]
 
 
@@ -199,7 +202,8 @@ def test_legacy_streams_camel_case_mutations(tmp_path):
     assert pl.legacy_stream_paths(str(state_root)) == {}
     assert not pl.needs_migration(str(state_root), str(pattern_dir))
     write_stream(state_root, "observation", [
-        {"operation": "upsert", "record": {"id": "o1", "sessionID": "s1", "prompt": "first", "toolSequence": ["read"], "observedAt": "t1"}},
+        {"operation": "upsert",
+         "record": {"id": "o1", "sessionID": "s1", "prompt": "first", "toolSequence": ["read"], "observedAt": "t1"}},
         {"operation": "upsert", "record": {"id": "o2", "sessionID": "s2", "prompt": "second"}},
         {"operation": "upsert", "record": {"id": "o1", "sessionID": "s1", "prompt": "first (edited)"}},
         {"operation": "delete", "id": "o2"},

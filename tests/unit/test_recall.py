@@ -136,7 +136,7 @@ def test_hand_computed_scores():
               store("d2", "notes", "staging db down", tags=["ops"], stored_at="2026-01-01T00:00:02Z"),
               store("d3", "misc", "lunch", stored_at="2026-01-01T00:00:03Z"))
     N = 3
-    avgdl = (5 + 8 + 3) / 3  # 16/3
+    avgdl = (5 + 8 + 3) / N  # 16/3
     k1, b = 1.2, 0.75
     # query "deploy": df=1 -> idf = ln(1 + (3-1+0.5)/(1+0.5)) = ln(1 + 2.5/1.5) = ln(8/3)
     idf_deploy = math.log(8 / 3)
@@ -230,7 +230,7 @@ def test_vector_facts_recall():
     res = live.recall("examples", k=v["computed"]["recall_limit_used"])
     want = v["computed"]["recall_examples_bm25"]
     assert [h.key for h in res.hits] == [w["key"] for w in want]
-    for h, w in zip(res.hits, want):
+    for h, w in zip(res.hits, want, strict=True):
         assert abs(h.score - w["score"]) < 1e-9
     # invalidate the claim (forget by its tag): "Alice" no longer recalled
     claim = res.hits[0].id
@@ -447,7 +447,7 @@ def reference_recall(records: list[MemoryRecord], query: str, k: int) -> list[tu
         for t in set(d):
             df[t] = df.get(t, 0) + 1
     scored = []
-    for r, d in zip(records, docs):
+    for r, d in zip(records, docs, strict=True):
         bm25 = 0.0
         if d:
             dl = max(1, len(d))
@@ -499,7 +499,7 @@ def test_differential_incremental_vs_reference(batches, queries):
             got = [(h.id, h.score) for h in live.recall(query, k=k).hits]
             want = reference_recall(live.mem.records(), query, k)
             assert [g[0] for g in got] == [w[0] for w in want], query
-            for (_, gs), (_, ws) in zip(got, want):
+            for (_, gs), (_, ws) in zip(got, want, strict=True):
                 assert abs(gs - ws) <= 1e-9
     # and a cold rebuild of the same namespace gives the same answers
     cold = RecallEngine()
@@ -530,7 +530,7 @@ def test_pruned_top_k_equals_full_scoring():
         got = [(h.id, h.score) for h in live.recall(query, k=10).hits]
         want = reference_recall(live.mem.records(), query, 10)
         assert [g[0] for g in got] == [w[0] for w in want]
-        assert all(abs(a[1] - b[1]) <= 1e-9 for a, b in zip(got, want))
+        assert all(abs(a[1] - b[1]) <= 1e-9 for a, b in zip(got, want, strict=True))
 
 
 # ---------------------------------------------------------------------------
@@ -562,7 +562,7 @@ def test_cross_check_rank_bm25():
         q = tokenize(query)
         base = bm.get_scores(q)
         expected = {}
-        for r, s in zip(records, base):
+        for r, s in zip(records, base, strict=True):
             kt, tt = set(tokenize(r.key)), {x for t in r.tags for x in tokenize(t)}
             s = float(s) + sum((0.4 if t in kt else 0.0) + (0.25 if t in tt else 0.0) for t in q)
             if s > 0:
@@ -684,7 +684,7 @@ def test_bulk_build_merges_and_compaction_match_one_by_one_adds():
         got = [(h.id, h.score) for h in one.recall(query, k=10).hits]
         ref = reference_recall(one.mem.records(), query, 10)
         assert [g[0] for g in got] == [r[0] for r in ref]
-        assert all(abs(a[1] - b[1]) <= 1e-9 for a, b in zip(got, ref))
+        assert all(abs(a[1] - b[1]) <= 1e-9 for a, b in zip(got, ref, strict=True))
 
 
 def test_compaction_renumbers_slots_and_forgets_dead_terms():
@@ -718,3 +718,22 @@ def test_vectorised_scores_are_bit_identical_to_the_scalar_formula():
         for seq, score in got.items():
             ex = idx.explain(seq, q)  # the scalar formula, in Harn's order
             assert score == ex.lexical and ex.n_docs == n and ex.avgdl == avgdl
+
+
+def test_a_remembered_vector_of_another_dimension_is_refused_like_a_read_one(tmp_path):
+    """A vector kept in the namespace's memo from a read that expected no dimension must not skip the
+    dimension check of a later query (the file read refuses it; the memo must say the same)."""
+    import orjson
+
+    from harn_ls.recall.vectors import _load_vector
+
+    vdir = tmp_path / "vectors" / "m"
+    vdir.mkdir(parents=True)
+    (vdir / "h4.json").write_bytes(orjson.dumps({"model": "m", "dim": 4, "vector": [1, 0, 0, 0]}))
+    memo: dict[str, list[float]] = {}
+    assert _load_vector(memo, str(vdir), "h4", None) == ([1.0, 0.0, 0.0, 0.0], "")
+    assert "h4" in memo
+    from_file = _load_vector({}, str(vdir), "h4", 3)
+    from_memo = _load_vector(memo, str(vdir), "h4", 3)
+    assert from_file == from_memo == (None, "dimension mismatch: 4 vs 3 (Harn reports an error)")
+    assert _load_vector(memo, str(vdir), "h4", 4) == ([1.0, 0.0, 0.0, 0.0], "")

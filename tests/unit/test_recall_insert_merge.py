@@ -27,7 +27,7 @@ def test_inserting_the_overflow_equals_sorting_every_posting(seed):
     events = _records(700, seed)
     cuts = sorted(rng.sample(range(1, len(events)), 6))
     checked = 0
-    for a, b in zip([0] + cuts, cuts + [len(events)]):
+    for a, b in zip([0] + cuts, cuts + [len(events)], strict=True):
         live.feed(*events[a:b])
         live.recall("w0", k=1)  # folds the batch in (into the overflow)
         idx = live.engine.indexes["t"]

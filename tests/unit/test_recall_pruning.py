@@ -101,7 +101,7 @@ def test_top_k_search_against_the_spec(setting):
             got = [(h.id, h.score) for h in live.recall(query, k=10).hits]
             want = reference_recall(live.mem.records(), query, 10)
             assert [g[0] for g in got] == [w[0] for w in want], query
-            assert all(abs(a[1] - b[1]) <= 1e-9 for a, b in zip(got, want))
+            assert all(abs(a[1] - b[1]) <= 1e-9 for a, b in zip(got, want, strict=True))
 
 
 def test_dead_slots_overflow_and_a_changed_index_after_queries():

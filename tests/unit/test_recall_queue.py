@@ -163,7 +163,7 @@ def test_workspace_settle_folds_the_batch_and_equals_a_cold_load(tmp_path):
     log = project / ".harn/memory/agent/notes/events.jsonl"
     with open(log, "a") as fh:
         for i in range(12):
-            fh.write('{"type":"store","id":"q%d","namespace":"agent/notes","key":"k%d","value":"ledger refund %d",'
+            fh.write('{"type":"store","id":"q%d","namespace":"agent/notes","key":"k%d","value":"ledger refund %d",'  # noqa: UP031 (JSON template)
                      '"text":"ledger refund %d","tags":[],"stored_at":"2026-11-29T00:00:%02dZ"}\n' % (i, i, i, i, i))
     ws.apply_changes([str(log)])
     assert ws._recall.pending

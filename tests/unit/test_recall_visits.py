@@ -117,7 +117,7 @@ def test_overflow_by_term_finds_what_a_scan_finds(tail_max, monkeypatch):
             got = view.positions(terms, m, tid)
             assert got.tolist() == np.flatnonzero(terms[:m] == tid).tolist(), (step, tid)
         sizes = [len(pos) for pos, _ in view._runs]
-        assert all(a > 2 * b for a, b in zip(sizes, sizes[1:])) and sum(sizes) == view.upto  # few runs
+        assert all(a > 2 * b for a, b in zip(sizes, sizes[1:], strict=False)) and sum(sizes) == view.upto  # few runs
 
 
 @pytest.mark.parametrize("tail_max", [0, 8192])

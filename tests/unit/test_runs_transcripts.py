@@ -79,7 +79,8 @@ def test_spec_transcript_views():
     assert (c.mode, c.strategy, c.archived_messages, c.keep_last, c.tokens_saved) == ("manual", "summarize", 12, 4, 7700)
     assert e1.compaction is None
     a0, a1 = t.assets
-    assert (a0.kind, a0.mime_type, a0.storage_path, a0.visibility) == ("image", "image/png", ".harn/assets/diagram.png", "internal")
+    assert (a0.kind, a0.mime_type, a0.storage_path, a0.visibility) == (
+        "image", "image/png", ".harn/assets/diagram.png", "internal")
     assert (a1.kind, a1.storage_path, a1.visibility) == ("blob", ".harn/assets/raw-dump.json", "internal")
     assert t.asset(ASSET_ID) is a0
     assert tr_helpers.message_text(t.messages[0]) == "<image:diagram.png> review this diagram"
@@ -288,7 +289,7 @@ def test_a_transcript_without_an_id_is_not_indexed(tmp_path):
 def test_sample_llm_transcript_raw_captures():
     t = read_llm_transcript(str(LLM_DIR / "llm_transcript.jsonl"))
     assert t.problems == []
-    assert [l.type for l in t.lines] == ["provider_raw_capture"] * 3 and all(l.known for l in t.lines)
+    assert [ln.type for ln in t.lines] == ["provider_raw_capture"] * 3 and all(ln.known for ln in t.lines)
     assert t.steps == []
     assert [c.rel_path for c in t.raw_captures] == [f"raw-provider/turn-{i}-request.json" for i in range(3)]
     assert all(c.exists and c.capture == "request" for c in t.raw_captures)
@@ -313,7 +314,7 @@ def test_llm_transcript_steps_unknown_and_torn(tmp_path):
         {"type": "provider_raw_capture", "capture": "request", "path": "../../etc/passwd"},
         {"type": "provider_raw_capture", "capture": "request", "path": "raw-provider/missing.json"},
     ]
-    text = "\n".join(json.dumps(l) for l in lines) + "\n{not json}\n" + '{"type":"message","role":"us'
+    text = "\n".join(json.dumps(ln) for ln in lines) + "\n{not json}\n" + '{"type":"message","role":"us'
     p.write_text(text)
     t = read_llm_transcript(str(p))
     assert [s.call_id for s in t.steps] == ["c1", "c2"]
@@ -321,7 +322,7 @@ def test_llm_transcript_steps_unknown_and_torn(tmp_path):
     assert (s1.system_prompt_hash, s1.tool_schemas_hash, len(s1.messages)) == ("h1", "s1", 1)
     assert s1.request["model"] == "m" and s1.response["input_tokens"] == 3 and s1.interpreted["prose"] == "ok"
     assert s2.routing["selected_model"] == "m2" and s2.messages[0]["content"] == "next" and s2.response is None
-    assert [l.type for l in t.lines if not l.known] == ["future_thing", "?"]
+    assert [ln.type for ln in t.lines if not ln.known] == ["future_thing", "?"]
     codes = [(pr.code, pr.line) for pr in t.problems]
     assert ("HL-TR-004", 8) in codes and ("HL-JSONL-001", 14) in codes and ("HL-JSONL-004", 15) in codes
     assert ("HL-TR-005", 12) in codes and ("HL-TR-005", 13) in codes

@@ -141,6 +141,16 @@ def test_bad_json_columns(tmp_path):
     assert event.problem is not None and problems == [event.problem]
 
 
+def test_more_sessions_than_the_cap_keeps_the_newest_and_says_so(tmp_path, monkeypatch):
+    from harn_ls.formats import session_store
+
+    monkeypatch.setattr(session_store, "MAX_SESSIONS", 1)
+    snap = read_session_store(str(make(tmp_path)))
+    assert [s.id for s in snap.sessions] == ["sess-a"]  # the most recently updated
+    assert [(p.code, p.severity.value) for p in snap.problems] == [("HL-SESS-008", "info")]
+    assert snap.problems[0].message == "more than 1 sessions; showing the 1 most recently updated"
+
+
 def test_hash_helper_matches_chain_rule():
     ev = {"event_id": 1, "kind": "message", "payload": {"b": 1, "a": 2}, "ts_ms": 5}
     h1 = event_record_hash("s", ev, None)

@@ -59,7 +59,7 @@ def test_records_of_two_namespaces_share_their_numbers_and_rows_restore_them():
     a, b = project("team/a", 600), project("team/b", 600, first_line=1)
     ra, rb = a.records(), b.records()
     assert [r.seq for r in ra] == list(range(600)) and [r.line_no for r in ra] == list(range(1, 601))
-    assert all(x.seq is y.seq and x.line_no is y.line_no for x, y in zip(ra, rb))
+    assert all(x.seq is y.seq and x.line_no is y.line_no for x, y in zip(ra, rb, strict=True))
     back = record_from_row(record_row(ra[500]), "team/a")
     assert back == ra[500] and back.seq is ra[500].seq and back.line_no is ra[500].line_no
 

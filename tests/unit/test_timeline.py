@@ -33,7 +33,7 @@ def _write_run(tmp_path, run_id, stages, tools=(), llm_lines=(), started=T0, fin
     if llm_lines:
         side = runs / f"{run_id}-llm"
         side.mkdir()
-        (side / "llm_transcript.jsonl").write_text("".join(json.dumps(l) + "\n" for l in llm_lines))
+        (side / "llm_transcript.jsonl").write_text("".join(json.dumps(ln) + "\n" for ln in llm_lines))
     return read_run_record(str(path))
 
 
@@ -139,7 +139,7 @@ def test_hostile_names_are_escaped_in_svg_and_table(tmp_path):
     texts = [t.text or "" for t in root.iter(f"{SVG}title")]
     assert any(evil.replace("\n", "\n") in t for t in texts)  # the text itself survives, as text
     md = "\n".join(timeline.section(run))
-    picture = [l for l in md.split("\n") if l.startswith('<div class="harn-picture">')]
+    picture = [ln for ln in md.split("\n") if ln.startswith('<div class="harn-picture">')]
     assert len(picture) == 1 and picture[0].endswith("</div>")
     assert "<script" not in md and "<img" not in md and "\\| x \\| y \\|" in md
     assert md_text(evil) in md

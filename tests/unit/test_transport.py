@@ -30,7 +30,8 @@ def frames(data: bytes, max_body: int = 1 << 20) -> list:
 
 
 def test_header_names_in_any_case_and_extra_headers():
-    data = (b"content-length: 2\r\n\r\n{}" b"CONTENT-LENGTH:3\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n[1]"
+    data = (b"content-length: 2\r\n\r\n{}"
+            b"CONTENT-LENGTH:3\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n[1]"
             b"Content-Length: 4\n\n\"ab\"")
     assert frames(data) == [b"{}", b"[1]", b'"ab"']
 

@@ -118,8 +118,8 @@ def test_proposal_choices_accept_then_reject(project):
     ws = Workspace.load(str(project))
     choices = proposal_choices(ws, PROPOSAL, None)
     assert [(c.title, c.action, c.command.arguments) for c in choices] == [
-        ("Accept skill learned-grep-read-file-edit-file-run-tests", V.ACCEPT, [{"id": PROPOSAL}]),
-        ("Reject for 14 days", V.REJECT, [{"id": PROPOSAL, "days": 14}]),
+        ("Accept skill learned-grep-read-file-edit-file-run-tests", V.ACCEPT, [P.AcceptArgs(id=PROPOSAL)]),
+        ("Reject for 14 days", V.REJECT, [P.RejectArgs(id=PROPOSAL, days=14)]),
     ]
     assert all(c.data == {"id": PROPOSAL} for c in choices)
     assert proposal_choices(ws, "prompt-000000000000", None) == []
@@ -136,8 +136,8 @@ def test_proposal_choices_compare_when_accept_would_overwrite(project):
     assert [c.action for c in choices] == [V.COMPARE, V.REJECT]
     compare = choices[0]
     assert compare.title == f"Compare with existing {rel}"
-    assert compare.command.arguments == [{"id": PROPOSAL, "path": str(target),
-                                          "uri": f"harn-state:/proposals/{PROPOSAL}.md?file={rel.replace('/', '%2F')}"}]
+    assert compare.command.arguments == [P.CompareArgs(id=PROPOSAL, path=str(target),
+                                                       uri=f"harn-state:/proposals/{PROPOSAL}.md?file={rel.replace('/', '%2F')}")]
 
 
 def test_proposal_lenses_are_capped_one_line_titles(project):

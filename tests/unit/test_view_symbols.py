@@ -27,7 +27,7 @@ def test_recall_hits_first_in_recall_order(ws):
     hits = [h for h in ws.recall.recall("invoice", k=S.RECALL_K).hits if h.namespace != S.PATTERN_NAMESPACE]
     syms = search_symbols(ws, "invoice")
     assert len(syms) >= len(hits) > 2
-    for sym, hit in zip(syms, hits):
+    for sym, hit in zip(syms, hits, strict=False):
         fact = ws.facts.get((hit.namespace, hit.seq))
         if fact is not None:
             assert sym.kind == S.FACT and sym.container == f"fact · {fact.kind} {fact.confidence:g}"

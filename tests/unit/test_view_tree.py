@@ -9,7 +9,7 @@ from harn_ls import contract as P
 from harn_ls.lsp.tree import ITEM_BYTES, tree_options
 from harn_ls.model.workspace import Workspace
 from harn_ls.render.limits import MAX_RESPONSE_BYTES
-from harn_ls.render.tree_items import TreeOptions, display_time, tree_items, tree_page
+from harn_ls.render.tree_items import TreeOptions, display_time, tree_items, tree_result
 from tests.helpers.views import INVOICE, INVOICE_FACT, append_events, copy_sample, fact_event
 
 OPTS = TreeOptions(open_command="test.open", page_size=200)
@@ -77,13 +77,13 @@ def test_paging_gives_next_page_and_total(ws):
     small = TreeOptions("test.open", page_size=2)
     all_items = tree_items(ws, "checkpoints", "ckpt:ingest", small)
     assert len(all_items) == 5
-    first = tree_page(ws, "checkpoints", "ckpt:ingest", 0, small)
+    first = P.to_wire(tree_result(ws, "checkpoints", "ckpt:ingest", 0, small))
     assert first == {"items": all_items[:2], "nextPage": 1, "total": 5}
-    second = tree_page(ws, "checkpoints", "ckpt:ingest", 1, small)
+    second = P.to_wire(tree_result(ws, "checkpoints", "ckpt:ingest", 1, small))
     assert second == {"items": all_items[2:4], "nextPage": 2, "total": 5}
-    last = tree_page(ws, "checkpoints", "ckpt:ingest", 2, small)
+    last = P.to_wire(tree_result(ws, "checkpoints", "ckpt:ingest", 2, small))
     assert last == {"items": all_items[4:]}  # no nextPage, no total on the last page
-    assert tree_page(ws, "checkpoints", "ckpt:ingest", 7, small) == {"items": []}
+    assert P.to_wire(tree_result(ws, "checkpoints", "ckpt:ingest", 7, small)) == {"items": []}
 
 
 def test_many_facts_page_at_the_protocol_size(tmp_path):
@@ -93,7 +93,7 @@ def test_many_facts_page_at_the_protocol_size(tmp_path):
     ws = Workspace.load(str(project))
     opts = tree_options()
     assert opts.page_size == P.TREE_PAGE_SIZE and opts.open_command == P.CMD_OPEN
-    pages = [tree_page(ws, "memory", "fk:hypothesis", n, opts) for n in range(3)]
+    pages = [P.to_wire(tree_result(ws, "memory", "fk:hypothesis", n, opts)) for n in range(3)]
     assert [len(p["items"]) for p in pages] == [200, 200, 51]
     assert pages[0]["total"] == 451 and pages[1]["nextPage"] == 2 and "nextPage" not in pages[2]
     assert len(orjson.dumps(pages[0])) <= MAX_RESPONSE_BYTES

@@ -37,7 +37,7 @@ def _memory_project(tmp_path, days, evil_tag="</svg><script>x</script>"):
                       "stored_at": f"{day}T10:00:00Z"})
     lines.append({"type": "forget", "id": "f1", "namespace": "agent/notes", "predicate": {"id": "r0"},
                   "forgotten_ids": ["r0"], "forgotten_at": f"{days[-1]}T12:00:00Z"})
-    (ns / "events.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
+    (ns / "events.jsonl").write_text("".join(json.dumps(ln) + "\n" for ln in lines))
     return Workspace.load(str(proj), env={}, home=str(tmp_path / "home"))
 
 

@@ -153,6 +153,14 @@ export interface ResumeArgs {
   reason?: string;
 }
 
+/** Argument of the ui.*Hitl client commands (lenses on a request's document): ask for a reason or an
+ * answer (`choices`: a question's choices), then run answerHitl. */
+export interface HitlFormArgs {
+  requestId: string;
+  kind: string;
+  choices?: string[] | null;
+}
+
 /** Argument of compareWithExisting: the file at `path` vs `uri`, the server's raw text of what Accept writes. */
 export interface CompareArgs {
   id: string;

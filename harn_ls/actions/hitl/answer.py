@@ -37,6 +37,7 @@ from harn_ls.formats.harn_time import now_ns, rfc3339_time
 from harn_ls.formats.hitl import responses as H
 from harn_ls.formats.hitl.requests import (
     RESPONSES_TOPIC,
+    TOPIC_BY_KIND,
     WAITPOINT_PREFIX,
     harn_quorum,
     is_terminal,
@@ -148,7 +149,8 @@ def _rows(conn, topic: str, *, tail: int | None = None, after_id: int = 0, rid: 
             p = orjson.loads(raw)
             h = orjson.loads(headers)
         except (orjson.JSONDecodeError, TypeError):
-            raise AnswerRefused(f"{quote(topic)} event {quote(eid)} is not valid JSON; Harn could not read this topic either")
+            raise AnswerRefused(
+                f"{quote(topic)} event {quote(eid)} is not valid JSON; Harn could not read this topic either") from None
         out.append(Row(eid, kind, raw, p, h if isinstance(h, dict) else {}, occurred))
     return out
 
@@ -167,7 +169,7 @@ def _chains(conn, rid: str) -> dict[str, H.ChainCheck]:
     needs no lock in WAL mode, so Harn's writers are not held up by a long topic."""
     wp_topic = WAITPOINT_PREFIX + sanitize_topic_component(rid)
     return {t: _check_chain(t, _rows(conn, t, tail=tail))
-            for t, tail in ((H.topic_for(rid), None), (wp_topic, None), (H.RESUMES_TOPIC, 200))}
+            for t, tail in ((H.topic_for(rid), None), (wp_topic, None), (H.RESUMES_TOPIC, 200)) if t is not None}
 
 
 def _chains_still_hold(conn, chains: dict[str, H.ChainCheck]) -> None:
@@ -241,7 +243,7 @@ def _snapshot(conn, rid: str, chains: dict[str, H.ChainCheck] | None = None) -> 
     kind = kind_of_id(rid)
     if kind is None:
         raise AnswerRefused(f"unknown HITL request id {quote(rid[:80])}")
-    topic = H.topic_for(rid)
+    topic = TOPIC_BY_KIND[kind]
     mine = [r for r in _rows(conn, topic, rid=rid) if _matches(r, rid)]
     env_row = next((r for r in mine if r.kind == H.REQUEST_KIND[kind]
                     and isinstance(r.payload, dict) and isinstance(r.payload.get("request_id"), str)
@@ -300,7 +302,7 @@ def _refuse_unless_open(snap: Snapshot, action: str, reviewer: str | None) -> No
             raise AnswerRefused(f"escalation {quote(rid)} was already declined")
         return
     if kind in ("approval", "dual_control"):
-        payload = snap.envelope.get("payload") if isinstance(snap.envelope.get("payload"), dict) else {}
+        payload = p if isinstance(p := snap.envelope.get("payload"), dict) else {}
         allowed = H.reviewers_of(kind, payload)
         if allowed and reviewer not in allowed:
             raise AnswerRefused(f"reviewer {quote(reviewer)} is not allowed: this request lists "
@@ -354,13 +356,14 @@ def answer(log_path: str, request_id: str, action: str, *, reviewer: str | None,
     kind = kind_of_id(request_id)
     if kind is None:
         raise AnswerRefused(f"unknown HITL request id {quote(str(request_id)[:80])}")
-    topic = H.topic_for(request_id)
+    topic = TOPIC_BY_KIND[kind]
     flags = {"approve": {"approved": True}, "deny": {"approved": False}, "accept": {"accepted": True},
              "decline": {"accepted": False}, "answer": {}}[action]
     conn = _connect(log_path)
     try:
         response = H.response_payload(request_id, answer=answer_value, reviewer=reviewer, reason=reason,
-                                      responded_at=rfc3339_time(now_ns()), **flags)
+                                      responded_at=rfc3339_time(now_ns()), approved=flags.get("approved"),
+                                      accepted=flags.get("accepted"))
         res = AnswerResult(request_id, action, reviewer, log_path)
 
         chains = _chains(conn, request_id)  # the long read, outside the write lock
@@ -389,12 +392,17 @@ def finish(log_path: str, request_id: str) -> AnswerResult:
     conn = _connect(log_path)
     try:
         chains = _chains(conn, request_id)
-        snap = _txn(conn, lambda: (_chains_still_hold(conn, chains), _snapshot(conn, request_id, chains))[1])
+        def read() -> Snapshot:
+            _chains_still_hold(conn, chains)
+            return _snapshot(conn, request_id, chains)
+
+        snap = _txn(conn, read)
         mine = [r for r in snap.rows if _matches(r, request_id) and r.kind == H.response_kind(snap.kind)]
         if not mine:
             raise AnswerRefused(f"request {quote(request_id)} has no response to finish")
         if _waitpoint_state(snap) != "open":
-            raise AnswerRefused(f"request {quote(request_id)} is already finished: its waitpoint is {quote(_waitpoint_state(snap))}")
+            raise AnswerRefused(
+                f"request {quote(request_id)} is already finished: its waitpoint is {quote(_waitpoint_state(snap))}")
         last = mine[-1].payload if isinstance(mine[-1].payload, dict) else {}
         res = AnswerResult(request_id, "finish", last.get("reviewer") if isinstance(last.get("reviewer"), str) else None,
                            log_path)
@@ -473,15 +481,18 @@ def _finalize(conn, rid: str, response: dict, res: AnswerResult, order: str, wra
             return
         if snap.envelope is None:
             raise ActionFailed(f"missing HITL request envelope for {quote(rid)}")
-        payload = snap.envelope.get("payload") if isinstance(snap.envelope.get("payload"), dict) else {}
-        d = H.fold_approval(kind, rid, payload, snap.responses, rfc3339_time(now_ns()))
+        payload = p if isinstance(p := snap.envelope.get("payload"), dict) else {}
+        d = H.fold_approval(snap.kind, rid, payload, snap.responses, rfc3339_time(now_ns()))
         box["d"] = d
         if d.outcome == "error":
             raise ActionFailed(f"a stored response to {quote(rid)} is not a HitlHostResponse; Harn's finalize fails on it")
         if d.outcome in ("approved", "denied") and not snap.decided_kinds:
-            ek = (H.APPROVED_KIND if d.outcome == "approved" else H.DENIED_KIND)[kind]
-            body = (H.approved_payload(rid, d.record) if d.outcome == "approved"
-                    else H.denied_payload(rid, d.response or {}))
+            ek = (H.APPROVED_KIND if d.outcome == "approved" else H.DENIED_KIND)[snap.kind]
+            if d.outcome == "approved":
+                assert d.record is not None  # the fold's approved outcome always carries its record
+                body = H.approved_payload(rid, d.record)
+            else:
+                body = H.denied_payload(rid, d.response or {})
             eid = _insert(conn, snap.topic, ek, body, H.named_event_headers(rid, snap.envelope["trace_id"]), order, wrapper)
             res.written.append(Written(snap.topic, eid, ek))
 

@@ -7,8 +7,8 @@ is the folder that holds the event log the request lives in, so Harn appends to 
 very file the waiting VM polls. `--config`: Harn's `load_local_runtime` loads the
 manifest first (default `harn.toml` resolved against the working folder, or
 `$HARN_ORCHESTRATOR_MANIFEST`) and refuses without one; naming the project's own
-keeps a manifest variable of the user's shell from pointing Harn at another project. Approvals and questions are refused: Harn's CLI would record a
-denial or a null answer (§P.2); their documents say how to answer instead.
+keeps a manifest variable of the user's shell from pointing Harn at another project. Approvals and questions
+are refused: Harn's CLI would record a denial or a null answer (§P.2); their documents say how to answer instead.
 """
 
 from __future__ import annotations

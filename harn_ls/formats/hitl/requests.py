@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from harn_ls.formats.events import Event
 from harn_ls.formats.harn_time import parse_time_ms
@@ -241,7 +241,7 @@ def derive(events: Iterable[Event], waitpoints: dict[str, JsonObject] | None = N
     return requests, problems
 
 
-def _deadline_ms(kind: str, p: dict, requested_at: str) -> int | None:
+def _deadline_ms(kind: str, p: JsonObject, requested_at: str) -> int | None:
     if kind == "escalation":
         return None  # escalations never time out
     if kind == "question":
@@ -250,8 +250,8 @@ def _deadline_ms(kind: str, p: dict, requested_at: str) -> int | None:
         if start is None:
             return None
         return start + (t if isinstance(t, int) and not isinstance(t, bool) else DEFAULT_TIMEOUT_MS)
-    ar = p.get("approval_request") if isinstance(p.get("approval_request"), dict) else {}
-    d = parse_time_ms(ar.get("deadline")) or parse_time_ms(p.get("deadline"))
+    ar = p.get("approval_request")
+    d = parse_time_ms(ar.get("deadline") if isinstance(ar, dict) else None) or parse_time_ms(p.get("deadline"))
     if d is not None:
         return d
     start = parse_time_ms(requested_at)

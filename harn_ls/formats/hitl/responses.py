@@ -132,7 +132,7 @@ def verify_chain(topic: str, rows: list[tuple[int, str, JsonValue, JsonObject, i
     orders = ["source", "sorted"] if after is None or after.last_hash is None else [after.order]
     prev: str | None = after.last_hash if after is not None else None
     prev_id = after.last_id if after is not None else 0
-    for i, (eid, kind, payload, headers, occurred) in enumerate(rows):
+    for eid, kind, payload, headers, occurred in rows:
         if not isinstance(headers, dict) or headers.get(H_SCHEMA) != PROVENANCE_SCHEMA:
             return ChainCheck(False, message=f"{topic} event {eid} has no provenance headers")
         rec = headers.get(H_RECORD)

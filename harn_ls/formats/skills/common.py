@@ -51,13 +51,6 @@ CODE_ROOT_OUTSIDE = "HL-SKILL-018"  # a root or registry the project config puts
 
 MISSING_SHORT_MESSAGE = "SKILL.md frontmatter requires a non-empty `short` field"
 
-# Rust's `str::trim` strips Unicode White_Space; Python's strip() also strips
-# \x1c-\x1f, so spell the set out to trim exactly like Harn.
-_RUST_WS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-
-
-def _rust_trim(text: str) -> str:
-    return text.strip(_RUST_WS)
 
 
 class _TooLarge(ValueError):

@@ -173,7 +173,7 @@ def discover_skills(
                                 "ignored (keys are read only from the project or ~/.harn/trusted-signers)",
                                 Severity.WARNING))
         registry_dir = None
-    for refused, why in getattr(paths, "refused_roots", ()):
+    for _refused, why in getattr(paths, "refused_roots", ()):
         problems.append(Problem(os.path.join(project_root, "harn.toml"), 0, CODE_ROOT_OUTSIDE, why, Severity.WARNING))
     parsed_by_layer: dict[str, list[Skill]] = {}
     pattern_skills: list[Skill] = []

@@ -7,8 +7,7 @@ The hardened YAML loader lives in `yaml_core`: splitting needs no YAML, and PyYA
 from __future__ import annotations
 
 from harn_ls.util.lean_dataclass import lean_dataclass
-
-from .common import _rust_trim
+from harn_ls.util.rust_text import rust_trim
 
 # --------------------------------------------------------------------------
 # Splitting (§F.2, later Harn version)
@@ -41,7 +40,7 @@ def _split(text: str) -> _Split:
     offset = 0
     opener = -1
     for index, line in enumerate(lines):
-        stripped = _rust_trim(line)
+        stripped = rust_trim(line)
         if opener < 0:
             if not stripped:
                 offset += len(line)

@@ -15,6 +15,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from harn_ls.util.rust_text import rust_trim
+
 from ..problems import Severity
 from .common import (
     CODE_DUPLICATE_KEY,
@@ -25,7 +27,6 @@ from .common import (
     CODE_YAML,
     CODE_YAML_LIMIT,
     MISSING_SHORT_MESSAGE,
-    _rust_trim,
 )
 from .yaml_core import _compose, _HardenedLoader, _YamlLimitError
 
@@ -240,7 +241,7 @@ def _mapping_root(yaml_text: str, result: _Parsed) -> tuple[MappingNode, _Harden
 def _parse_detailed(yaml_text: str) -> _Parsed:
     result = _Parsed()
     # Harn: an empty (whitespace-only) frontmatter is a default manifest.
-    if not _rust_trim(yaml_text):
+    if not rust_trim(yaml_text):
         return result
     composed = _mapping_root(yaml_text, result)
     if composed is None:
@@ -257,7 +258,7 @@ def _parse_detailed(yaml_text: str) -> _Parsed:
             result.unknown.append((_key_text(key_node), line))
             continue
         raw_key = str(key_node.value)
-        canonical = _rust_trim(raw_key).replace("-", "_")
+        canonical = rust_trim(raw_key).replace("-", "_")
         canonical = _ALIASES.get(canonical, canonical)
         if canonical not in _FIELD_KINDS:
             result.unknown.append((raw_key, line))
@@ -306,7 +307,7 @@ def _parse_detailed(yaml_text: str) -> _Parsed:
 
     short = result.fields.get("short")
     short_had_type_error = "short" in result.key_lines and "short" not in result.fields
-    if not short_had_type_error and not (isinstance(short, str) and _rust_trim(short)):
+    if not short_had_type_error and not (isinstance(short, str) and rust_trim(short)):
         result.errors.append(_Issue(CODE_MISSING_SHORT, MISSING_SHORT_MESSAGE, result.key_lines.get("short")))
     return result
 

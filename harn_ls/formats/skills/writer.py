@@ -6,9 +6,10 @@ import re
 
 from yaml.nodes import ScalarNode
 
+from harn_ls.util.rust_text import rust_trim
+
 from ..pattern_learning import slugify  # Harn's one slug rule (skill and tool names)
 from ..pattern_learning import yaml_scalar as pl_yaml_scalar  # Harn's SKILL.md field quoting
-from .common import _rust_trim
 from .yaml_core import _CoreResolver
 
 # --------------------------------------------------------------------------
@@ -122,6 +123,6 @@ def render_learned_skill(
         tags,
         "---",
         "",
-        _rust_trim(str(body or "")),
+        rust_trim(str(body or "")),
     ]
     return "\n".join(lines) + "\n"
