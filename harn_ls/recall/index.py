@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from functools import partial
 from itertools import compress, count, repeat
 from operator import is_
+from typing import Any, cast
 
 import numpy as np
 
@@ -17,11 +18,11 @@ from harn_ls.formats.memory import DEFAULT_CONFIG, MemoryDelta, MemoryRecord
 from harn_ls.recall.arrays import grown as _grown
 from harn_ls.recall.arrays import own_copy as _own_copy
 from harn_ls.recall.arrays import small_uint as _small_uint
-from harn_ls.recall.docs import _Doc, _LazyDocs
+from harn_ls.recall.docs import _Doc, _LazyDocs, _TermIds
 from harn_ls.recall.overflow import OverflowByTerm
 from harn_ls.recall.results import Explain, TermExplain
 from harn_ls.recall.scoring import K1, KEY_BOOST, TAG_BOOST, B, FlaggedMemo, QueryTerm, idf_of, search
-from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analyze
+from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analyze, analyze_many
 from harn_ls.recall.vectors import namespace_vectors
 from harn_ls.util.shared_ints import shared, shared_range
 
@@ -32,6 +33,7 @@ _BOOST_OF_FLAGS = [(KEY_BOOST if code & 1 else 0.0) + (TAG_BOOST if code & 2 els
 _OVERFLOW_MIN = 1 << 15  # postings appended before they are merged into the sorted main arrays
 _DEAD_MIN = 1024  # dead slots tolerated before the slots are renumbered (and at most a quarter of them)
 _BATCH_MIN = 8  # records per apply() from which the vectorised add path pays off
+_ANALYZE_CHUNK = 2048  # records tokenized together by `add_many` (~0.3M short-lived token strings)
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 
 
@@ -68,15 +70,15 @@ class NamespaceIndex:
     summed in a separate buffer and added last, as Harn does.
     """
 
-    def __init__(self, namespace: str, config: dict | None = None, ns_dir: str | None = None) -> None:
+    def __init__(self, namespace: str, config: dict[str, Any] | None = None, ns_dir: str | None = None) -> None:
         self.namespace = namespace
-        self.config: dict = dict(config) if config else dict(DEFAULT_CONFIG)
+        self.config: dict[str, Any] = dict(config) if config else dict(DEFAULT_CONFIG)
         self.ns_dir = ns_dir  # `<memory root>/<namespace>`, for the vector cache
         self.docs: dict[int, _Doc] = {}  # seq -> doc
         self.total_tokens = 0
         self._vectors: dict[str, list[float]] = {}  # content hash -> cached vector
         # terms
-        self._tid: dict[str, int] = {}
+        self._tid: dict[str, int] | _TermIds = {}  # (a restored index's: `_TermIds`, until it changes)
         self._terms: list[str] = []
         self._df = np.zeros(0, dtype=np.int64)  # live main postings - dead overflow postings, per term id
         # slots
@@ -114,12 +116,12 @@ class NamespaceIndex:
     # -- maintenance ---------------------------------------------------------
     def _term_ids(self, terms: list[str]) -> list[int] | np.ndarray:
         """Term ids, interning new terms (a list for one record, an int32 array for a batch)."""
-        tid = self._tid
+        tid = self._tid_dict()
         if len(terms) <= 256:
-            ids = list(map(tid.get, terms))
-            if None not in ids:
-                return ids
-            fresh = list(dict.fromkeys(compress(terms, map(is_, ids, repeat(None)))))
+            known = list(map(tid.get, terms))
+            if None not in known:
+                return cast(list[int], known)
+            fresh = list(dict.fromkeys(compress(terms, map(is_, known, repeat(None)))))
             self._intern(fresh)
             return list(map(tid.__getitem__, terms))
         # One C-level pass: a new term provisionally gets base + the index of its
@@ -140,12 +142,18 @@ class NamespaceIndex:
         ids += base
         return ids.astype(np.int32)
 
+    def _tid_dict(self) -> dict[str, int]:
+        """The term dict, built now if the index was restored with a `_TermIds` (it is about to change)."""
+        if isinstance(self._tid, _TermIds):
+            self._tid = self._tid.as_dict()
+        return self._tid
+
     def _intern(self, fresh: list[str]) -> None:
         # One string per term across all namespaces' indexes (a namespace holds ~20k terms, most of
         # them in the others too: ~5 MB at 100k events); interned strings are freed with their last user.
         fresh = list(map(sys.intern, map(_own_copy, fresh)))
         names = self._terms
-        self._tid.update(zip(fresh, shared_range(len(names), len(names) + len(fresh))))
+        self._tid_dict().update(zip(fresh, shared_range(len(names), len(names) + len(fresh)), strict=False))
         names += fresh
         self._df = _grown(self._df, len(names))
 
@@ -162,7 +170,7 @@ class NamespaceIndex:
             self.docs.append(records, first)  # (`_srec`, a `_LazySlots` over the docs, follows)
         else:
             self._srec += records
-            self.docs.update(zip([r.seq for r in records], map(_Doc, records, range(first, end))))
+            self.docs.update(zip([r.seq for r in records], map(_Doc, records, range(first, end)), strict=False))
         self._nslots = end
         self.total_tokens += sum(ntokens)
         self._norm_key = None
@@ -202,7 +210,7 @@ class NamespaceIndex:
         hover never waits for a whole namespace: 300k records took ~0.4 s at once). Nothing
         changes until the last step swaps the finished tables in; a change meanwhile materializes
         the index itself, and the steps then stop without touching it."""
-        if type(self._tid) is not dict:
+        if isinstance(self._tid, _TermIds):
             self._tid = self._tid.as_dict()  # a complete state on its own (what `_materialize` does first)
             yield
         docs = self.docs
@@ -228,7 +236,7 @@ class NamespaceIndex:
 
     def _materialize(self) -> None:
         """Decode every record of a lazily restored index (and build its term dict) before it is modified."""
-        if type(self._tid) is not dict:
+        if isinstance(self._tid, _TermIds):
             self._tid = self._tid.as_dict()
         docs = self.docs
         if isinstance(docs, _LazyDocs):
@@ -266,7 +274,7 @@ class NamespaceIndex:
         index keeps its records undecoded (`_LazyDocs.append`); replacing one decodes them (`remove_many`)."""
         if not lazily:
             self._materialize()
-        elif type(self._tid) is not dict:
+        elif isinstance(self._tid, _TermIds):
             self._tid = self._tid.as_dict()  # (new terms are interned into it)
         batch: dict[int, MemoryRecord] = {}
         for r in records:  # a later record with the same sequence replaces an earlier one
@@ -277,25 +285,20 @@ class NamespaceIndex:
             self.remove_many(stale)
         if not batch:
             return
-        terms: list[str] = []
-        vals: list[int] = []
-        lens: list[int] = []
-        ntoks: list[int] = []
-        for r in batch.values():
-            counts, ntokens = analyze(r)
-            terms += counts
-            vals += counts.values()
-            lens.append(len(counts))
-            ntoks.append(ntokens)
-        first = self._new_slots(list(batch.values()), ntoks)
         self._flush()
-        if terms:
-            self._append_overflow(np.asarray(self._term_ids(terms), dtype=np.int32),
-                                  np.repeat(np.arange(first, self._nslots, dtype=np.int32), lens), vals)
+        added = list(batch.values())
+        # tokenized in bulk, a chunk at a time (a chunk's token strings are all alive at once)
+        for start in range(0, len(added), _ANALYZE_CHUNK):
+            chunk = added[start : start + _ANALYZE_CHUNK]
+            postings = analyze_many(chunk)
+            first = self._new_slots(chunk, postings.ntokens.tolist())
+            if postings.terms:  # (terms interned first seen first, as `add` one by one would)
+                ids = np.asarray(self._term_ids(postings.terms), dtype=np.int32)
+                self._append_overflow(ids[postings.term], (postings.doc + first).astype(np.int32), postings.val)
         self._maybe_merge()
 
     def _drop(self, seq: int) -> tuple[MemoryRecord, list[str]] | None:
-        if type(self._tid) is not dict:
+        if isinstance(self._tid, _TermIds):
             self._tid = self._tid.as_dict()  # (a restored index's records stay undecoded: `_LazyDocs.pop`)
         doc = self.docs.pop(seq, None)
         if doc is None:
@@ -401,11 +404,12 @@ class NamespaceIndex:
             new_slot = (np.cumsum(live) - 1).astype(np.int32)
             slot = new_slot[slot]
             self._dl = self._dl[: self._nslots][live].copy()
-            self._srec = [r for r in self._srec if r is not None]
-            self._nslots = len(self._srec)
+            kept = [r for r in self._srec if r is not None]
+            self._srec = cast(list[MemoryRecord | None], kept)
+            self._nslots = len(kept)
             self._alive = np.ones(self._nslots, dtype=bool)
             docs = self.docs
-            for i, r in enumerate(self._srec):
+            for i, r in enumerate(kept):
                 docs[r.seq].slot = shared(i)
             self._ndead = 0
             used = self._df[:nterms] > 0
@@ -413,7 +417,7 @@ class NamespaceIndex:
                 new_tid = (np.cumsum(used) - 1).astype(np.int32)
                 term = new_tid[term]
                 self._terms = list(compress(self._terms, used.tolist()))
-                self._tid = dict(zip(self._terms, shared_range(0, len(self._terms))))
+                self._tid = dict(zip(self._terms, shared_range(0, len(self._terms)), strict=False))
                 self._df = self._df[:nterms][used].copy()
                 nterms = len(self._terms)
             self._norm_key = None
@@ -532,14 +536,14 @@ class NamespaceIndex:
     @property
     def postings(self) -> dict[str, dict[int, int]]:
         """Debugging view {term: {seq: tf}} of the live postings (built on each access)."""
-        return {term: {s: c >> 2 for s, c in zip(seqs, codes)} for term, seqs, codes in self._views()}
+        return {term: {s: c >> 2 for s, c in zip(seqs, codes, strict=False)} for term, seqs, codes in self._views()}
 
     @property
     def boosts(self) -> dict[str, dict[int, float]]:
         """Debugging view {term: {seq: Harn's per-term field boost}} (built on each access)."""
         out = {}
         for term, seqs, codes in self._views():
-            b = {s: _BOOST_OF_FLAGS[c & 3] for s, c in zip(seqs, codes) if c & 3}
+            b = {s: _BOOST_OF_FLAGS[c & 3] for s, c in zip(seqs, codes, strict=False) if c & 3}
             if b:
                 out[term] = b
         return out
@@ -548,11 +552,12 @@ class NamespaceIndex:
     def _norms(self, avgdl: float) -> np.ndarray:
         """Per slot `k1 * (1 - b + b * dl / avgdl)`, the same operations as the scalar formula."""
         key = (avgdl, self._nslots)
-        if self._norm_key != key:
-            self._norm = K1 * ((1.0 - B) + (B * self._dl[: self._nslots]) / avgdl)
-            self._norm_min = float(self._norm.min()) if self._nslots else 0.0  # (bounds: scoring.QueryTerm)
+        norm = self._norm
+        if self._norm_key != key or norm is None:  # (None only before the first key is set)
+            norm = self._norm = K1 * ((1.0 - B) + (B * self._dl[: self._nslots]) / avgdl)
+            self._norm_min = float(norm.min()) if self._nslots else 0.0  # (bounds: scoring.QueryTerm)
             self._norm_key = key
-        return self._norm
+        return norm
 
     def _term_ordered(self, tid: int, slots: np.ndarray, nmain: int) -> bool:
         """Whether a term's postings list its slots strictly ascending, so they can be binary-searched:
@@ -607,7 +612,7 @@ class NamespaceIndex:
         """seq -> Harn lexical score for every record with score > 0."""
         slots, scores = self._score(q)
         srec = self._srec
-        return dict(zip([srec[s].seq for s in slots.tolist()], scores.tolist()))
+        return dict(zip([srec[s].seq for s in slots.tolist()], scores.tolist(), strict=False))
 
     def explain(self, seq: int, q: list[str]) -> Explain:
         n, avgdl = self.stats()
@@ -633,15 +638,15 @@ class NamespaceIndex:
             boost = boost + (KEY_BOOST if flags & 1 else 0.0) + (TAG_BOOST if flags & 2 else 0.0)
         terms: list[TermExplain] = []
         kb_total = tb_total = 0.0
-        for t, count in qcount.items():
+        for t, times in qcount.items():
             flags = counts.get(t, 0) >> _TF_BITS
-            kb = KEY_BOOST * count if flags & 1 else 0.0
-            tb = TAG_BOOST * count if flags & 2 else 0.0
+            kb = KEY_BOOST * times if flags & 1 else 0.0
+            tb = TAG_BOOST * times if flags & 2 else 0.0
             kb_total += kb
             tb_total += tb
             df = dfs[t]
             idf = math.log1p((n - df + 0.5) / (df + 0.5))
-            terms.append(TermExplain(t, count, counts.get(t, 0) & _TF_MASK, df, idf, per_term.get(t, 0.0), kb, tb))
+            terms.append(TermExplain(t, times, counts.get(t, 0) & _TF_MASK, df, idf, per_term.get(t, 0.0), kb, tb))
         return Explain(tuple(terms), bm25, kb_total, tb_total, bm25 + boost, dl, avgdl, n)
 
     def top_lexical(self, q: list[str], k: int, floor: float | None = None) -> list[tuple[float, int]]:
@@ -649,8 +654,8 @@ class NamespaceIndex:
         k-th best score of other namespaces), records scoring below it may be left out."""
         slots, scores = self._score(q, k, floor)
         if floor is not None:  # below it a record cannot be in the merged top k: not even decoded
-            above = scores >= floor
-            slots, scores = slots[above], scores[above]
+            at_floor = scores >= floor
+            slots, scores = slots[at_floor], scores[at_floor]
         nc = len(slots)
         if not nc:
             return []
@@ -668,7 +673,7 @@ class NamespaceIndex:
                 ties = np.array([at[j] for j in chosen], dtype=np.int64)
             pick = np.concatenate((above, ties))
             slots, scores = slots[pick], scores[pick]
-        items = list(zip(scores.tolist(), slots.tolist()))
+        items = list(zip(scores.tolist(), slots.tolist(), strict=False))
         items.sort(key=lambda x: (x[0], srec[x[1]].stored_at, srec[x[1]].seq), reverse=True)
         return [(s, srec[slot].seq) for s, slot in items]
 
