@@ -13,7 +13,7 @@ Deduplicated: a version identical to the newest is not recorded; identical
 content seen again later is a new version that shares its object.
 
 This is the only module here that writes for reading features, and it writes
-only under `cache_dir.project_cache_dir(root)`, which refuses any folder
+only under `cache/dirs.project_cache_dir(root)`, which refuses any folder
 inside the project. Writes are atomic (temp file + os.replace).
 """
 

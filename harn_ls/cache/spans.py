@@ -24,7 +24,7 @@ validated by both its stat and the digest of its current lines: a file edited (e
 size with a new mtime), replaced by a rename, or deleted is anchored afresh, never served from
 the store. A refused or missing file (no lines) is never stored: its anchors cost nothing.
 
-The store is one file written atomically (cache_dir.write_cache_file) with a header line naming
+The store is one file written atomically (cache/dirs.write_cache_file) with a header line naming
 the format, the body's length and CRC-32; the body names the project's real path and root. A
 truncated, corrupt, foreign-version or foreign-project file is ignored (and rewritten on the
 next save), an entry of the wrong shape is dropped, never trusted. A stored path is only ever a

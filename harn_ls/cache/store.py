@@ -119,7 +119,7 @@ def iter_namespace_payloads(space: MemoryNamespace, fact_entries: list, cached_r
     The facts are a payload of their own (a one-shot recall does not decode them); the active
     records are rows (one orjson array a line) so one can be decoded alone; the row index holds, per
     row, (seq, end offset, CRC-32 of the row) as native int64 triples. `ifacts` holds the facts as
-    `inspect --json` prints them (state_rows.fact_inspect_payload); the meta counts the facts and
+    `inspect --json` prints them (cache/rows.fact_inspect_payload); the meta counts the facts and
     lists their problems, so a one-shot inspect decodes neither. `cached_rows` (seq -> (record, row
     bytes) as restored): a record still the very object restored from a row keeps that row's bytes
     instead of being encoded again. The rows come as the bytearray they were built in (no copy)."""
@@ -369,7 +369,7 @@ class ProjectCache:
 
     def inspect_facts(self, ns: str) -> tuple[list[str], list[int], bytes] | None:
         """(ids, ends, body) of a restored namespace's facts as `inspect --json` prints them
-        (state_rows.fact_inspect_payload); None when missing or not intact."""
+        (cache/rows.fact_inspect_payload); None when missing or not intact."""
         summary = self.fact_summaries.get(ns)
         if summary is None:
             return None
@@ -460,7 +460,7 @@ class ProjectCache:
         self._runs_changed = True
 
     def restore_pattern(self, ns: str, path: str):
-        """The cached pattern-learning projection of `ns` (state_parts.restore_pattern), else None."""
+        """The cached pattern-learning projection of `ns` (cache/parts.restore_pattern), else None."""
         return restore_pattern(self, ns, path)
 
     def index_entry(self, ns: str) -> dict | None:

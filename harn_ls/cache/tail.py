@@ -91,7 +91,7 @@ class TailOverlay:
         self.base_seq = space.seq  # records below it are the cached ones
         self.lazy = True  # every batch since the restore was applied here (then kept: `keeps_entry`)
         self.needs_ids = False  # a batch since held more than stores (applied again only with an id index)
-        self._reader = reader  # state_rows.RowReader of the cached rows
+        self._reader = reader  # cache/rows.RowReader of the cached rows
         self._ids_source = ids_source  # () -> the checked `ids` payload (raises CacheInvalid), or None
         self._ids: bytes | None = None  # that payload's row hashes (past its header), once a batch needed them
         self.cached_seqs: dict[str, list[int]] = {}  # id -> sequences of its cached rows (looked up so far)

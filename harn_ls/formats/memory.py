@@ -561,7 +561,7 @@ class MemoryNamespace:
             self._drop_id(rid, delta)
 
     def _drop_id(self, rid: str, delta: MemoryDelta) -> None:
-        """Remove every active record of a newly forgotten id (state_tail's lazy namespace also
+        """Remove every active record of a newly forgotten id (cache/tail's lazy namespace also
         removes the cached records it has not built)."""
         seqs = self._by_id.pop(rid, ())
         for seq in (seqs,) if type(seqs) is int else seqs:  # type: ignore[union-attr]  # (not an int: a list, or none)
@@ -602,7 +602,7 @@ class MemoryNamespace:
         delta.add(new)
 
     def _replace(self, old: MemoryRecord, new: MemoryRecord) -> None:
-        """Put an updated record where the record it updates was (state_tail's lazy namespace
+        """Put an updated record where the record it updates was (cache/tail's lazy namespace
         keeps the updates of cached records it has not built aside)."""
         self.active[old.seq] = new
 

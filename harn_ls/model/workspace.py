@@ -392,7 +392,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
     def _refresh_pattern(self, changes: ChangeSet) -> None:
         space = self.memory.get(PATTERN_NAMESPACE)
         path = self._ns_path.get(PATTERN_NAMESPACE, os.path.join(self.paths.pattern_learning_dir, EVENTS_FILE))
-        # a server's start or a one-shot inspect (defer_facts) may take it from the state cache: state_parts.pattern_projection
+        # a server's start or a one-shot inspect (defer_facts) may take it from the state cache: cache/parts.pattern_projection
         self.pattern, self._pattern_made_of = pattern_projection(self._project_cache if self._defer_facts else None, space, path,
                                                                  link=not self._one_shot)
         self.legacy_streams = pl_fmt.legacy_stream_paths(self.paths.state_root)
