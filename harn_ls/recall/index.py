@@ -34,7 +34,25 @@ _OVERFLOW_MIN = 1 << 15  # postings appended before they are merged into the sor
 _DEAD_MIN = 1024  # dead slots tolerated before the slots are renumbered (and at most a quarter of them)
 _BATCH_MIN = 8  # records per apply() from which the vectorised add path pays off
 _ANALYZE_CHUNK = 2048  # records tokenized together by `add_many` (~0.3M short-lived token strings)
+# ...and at most this many characters of their text: the bulk pass holds ~20-35 bytes a character of
+# the whole chunk at once (a chunk of 2,048 records of 64 KB each would be GBs); a record longer than
+# this is a chunk of its own
+_ANALYZE_CHUNK_CHARS = 1 << 21
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
+
+
+def _chunks(records: list[MemoryRecord]) -> Iterator[list[MemoryRecord]]:
+    """`records` in order, cut at `_ANALYZE_CHUNK` records or `_ANALYZE_CHUNK_CHARS` characters of
+    text (the text, its JSON and the key: about twice the text), whichever comes first."""
+    start = chars = 0
+    for i, r in enumerate(records):
+        size = 2 * len(r.text) + len(r.key)
+        if i > start and (i - start >= _ANALYZE_CHUNK or chars + size > _ANALYZE_CHUNK_CHARS):
+            yield records[start:i]
+            start, chars = i, 0
+        chars += size
+    if start < len(records):
+        yield records[start:]
 
 
 def _narrow_slots(slots: np.ndarray, nslots: int) -> np.ndarray:
@@ -288,8 +306,7 @@ class NamespaceIndex:
         self._flush()
         added = list(batch.values())
         # tokenized in bulk, a chunk at a time (a chunk's token strings are all alive at once)
-        for start in range(0, len(added), _ANALYZE_CHUNK):
-            chunk = added[start : start + _ANALYZE_CHUNK]
+        for chunk in _chunks(added):
             postings = analyze_many(chunk)
             first = self._new_slots(chunk, postings.ntokens.tolist())
             if postings.terms:  # (terms interned first seen first, as `add` one by one would)
