@@ -71,12 +71,18 @@ class ProjectFolders:
         return self.settings_of_folder(self.folder_of(proj)) if proj is not None else self.settings
 
     def folder_of(self, proj: Project) -> str | None:
-        """The workspace folder whose settings the project follows: the one whose search found it, while
-        that folder still serves it; else the first folder that lists it (the finder left the workspace)."""
+        """The workspace folder whose settings the project follows: the innermost folder that holds it and
+        serves it (as VS Code takes a resource's setting from its innermost folder: an `outer/` folder's
+        search also finds the project of a nested `outer/inner/` folder); else the one whose search found
+        it, while that folder still serves it; else the first folder that lists it."""
+        root = proj.folder_path
+        holding = [f for f, roots in self.folder_roots.items() if root in roots and _holds(f, root)]
+        if holding:
+            return max(holding, key=len)
         if proj.workspace_folder in self.folder_roots or proj.workspace_folder in self.preloading:
             return proj.workspace_folder
         for folder, roots in self.folder_roots.items():
-            if proj.folder_path in roots:
+            if root in roots:
                 return folder
         return proj.workspace_folder
 
@@ -143,8 +149,11 @@ class ProjectFolders:
             self.show(f"Harn State: {defuse(note)}", types.MessageType.Warning)  # its paths: made inert
         if len(found.roots) > 1 or found.roots != [path]:
             log.info("workspace folder %s: Harn projects %s", path, ", ".join(found.roots))
+        served_already = [root for root in found.roots if root in self.projects]
         for root in found.roots:
             await self._serve_project(root, path)
+        if served_already:  # a project another folder served may follow this (inner) folder now: its harnEnv
+            await self.reload_for_env()
 
     async def _serve_project(self, root: str, folder: str | None) -> None:
         """Take over (or start) the load of the project at `root` (found by workspace folder `folder`), then
@@ -273,3 +282,8 @@ class ProjectFolders:
                 # the project is gone from the workspace: so are the problems it published
                 self.diagnostics.clear_source(diagnostics.problems_source(proj.root))
                 self.served = {u: v for u, v in self.served.items() if v[0] != proj.root}
+
+
+def _holds(folder: str, path: str) -> bool:
+    """`path` is `folder` or inside it (both absolute, normalised)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)

@@ -7,6 +7,7 @@ cannot answer keeps initializationOptions, and a bare one the defaults."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sys
 from pathlib import Path
@@ -37,7 +38,8 @@ def two_folders(tmp_path: Path) -> tuple[Path, Path]:
 
 
 async def start(client: LanguageClient, folders: list[Path], *, trusted: bool = True,
-                caps: types.ClientCapabilities | None = None, init_options: dict | None = None) -> Recorder:
+                caps: types.ClientCapabilities | None = None, init_options: dict | None = None,
+                roots: list[Path] | None = None) -> Recorder:
     """Initialize on `folders`, record each workspace/configuration item the server asks for, and wait
     for every folder's first harn/status."""
     rec = Recorder(client)
@@ -63,7 +65,7 @@ async def start(client: LanguageClient, folders: list[Path], *, trusted: bool = 
     await client.initialize_session(types.InitializeParams(
         capabilities=caps, root_uri=folders[0].as_uri(), initialization_options=options,
         workspace_folders=[types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in folders]))
-    await rec.wait_for(lambda: {s["root"] for s in rec.status} >= {str(f) for f in folders}, 60)
+    await rec.wait_for(lambda: {s["root"] for s in rec.status} >= {str(f) for f in roots or folders}, 60)
     client.rec, client.asked = rec, asked
     return rec
 
@@ -221,3 +223,53 @@ async def test_without_configuration_support_initialization_options_apply_to_eve
     for folder in (no_pull.a, no_pull.b):
         assert await hover(no_pull, folder / "src/billing/invoice.py", 15) is None
         assert await hover(no_pull, folder / "src/billing/invoice.py", 27) is not None
+
+
+def nested_folders(tmp_path: Path) -> tuple[Path, Path]:
+    """`outer/` holds no harn.toml of its own; its search finds the project of the nested folder `outer/inner/`."""
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    shutil.copytree(SAMPLE, outer / "inner", symlinks=True)
+    return outer, outer / "inner"
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def nested(lsp_client: LanguageClient, tmp_path: Path):
+    outer, inner = nested_folders(tmp_path)
+    configured(lsp_client, inner, {"facts": {"minConfidence": 0.7}})
+    await start(lsp_client, [outer, inner], roots=[inner])
+    lsp_client.outer, lsp_client.inner = outer, inner
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def outer_only(lsp_client: LanguageClient, tmp_path: Path):
+    outer, inner = nested_folders(tmp_path)
+    configured(lsp_client, inner, {"facts": {"minConfidence": 0.7}})
+    await start(lsp_client, [outer], roots=[inner])
+    lsp_client.outer, lsp_client.inner = outer, inner
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_nested_folders_project_follows_the_nested_folders_settings(nested):
+    """As VS Code takes a resource's setting from its innermost folder: the outer folder's search finds the
+    project too, but the inner folder's answer (minConfidence 0.7) is the one its hovers follow."""
+    assert (nested.inner.as_uri(), "harnState") in nested.asked
+    assert await hover(nested, nested.inner / "src/billing/invoice.py", 15) is None
+
+
+async def test_a_nested_folder_added_later_takes_over_its_projects_settings(outer_only):
+    invoice = outer_only.inner / "src/billing/invoice.py"
+    shown = await hover(outer_only, invoice, 15)  # outer's (the workspace's) threshold: the 0.6 fact shows
+    assert shown is not None and "0.6" in shown.contents.value
+    outer_only.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(
+            added=[types.WorkspaceFolder(uri=outer_only.inner.as_uri(), name="inner")], removed=[])))
+    await outer_only.rec.wait_for(lambda: (outer_only.inner.as_uri(), "harnState") in outer_only.asked, 20)
+    for _ in range(100):  # the folder is taken over once its settings answer is in
+        if await hover(outer_only, invoice, 15) is None:
+            break
+        await asyncio.sleep(0.1)
+    assert await hover(outer_only, invoice, 15) is None
