@@ -244,8 +244,9 @@ async def resume_escalation_command(ls, a: C.ResumeArgs):
     from harn_ls.actions.hitl.resume import RESUME_TIMEOUT_S, harn_error_text, resume_argv, resume_env
     from harn_ls.actions.probes import run_process
 
+    harn = ls.harn_program(proj)  # read on the loop, which owns the folders and their settings
     try:
-        argv, view = await proj.run(lambda: resume_argv(proj.ws, rid, ls.harn_program(proj), reviewer, a.reason))
+        argv, view = await proj.run(lambda: resume_argv(proj.ws, rid, harn, reviewer, a.reason))
         result = await run_process(argv, cwd=proj.root, timeout=RESUME_TIMEOUT_S,
                                    env=resume_env(proj.ws, view, ls.harn_env(ls.settings_for(proj))[0]))
     except ActionFailed as exc:

@@ -77,7 +77,7 @@ class Fresh:
 
 class Renders:
     """The documents this server makes for the client: how many (`count`, what the tests read) and
-    the ones made after a change, until the client fetches them (bounded: MAX_FRESH, oldest dropped)."""
+    the ones made after a change, until the client fetches them once (bounded: MAX_FRESH, oldest dropped)."""
 
     MAX_FRESH = 16
 
@@ -115,7 +115,9 @@ async def render(ls, uri: str) -> str:
     if proj is None or proj.ws is None:
         return "# harn-ls\n\nNo project is open yet.\n"
     settings = ls.render_settings(proj)
-    fresh = ls.renders.fresh.get(uri)
+    # served once: a later fetch renders again (a page may read live state no file event announces:
+    # the checkpoint lock's "Writing now", a suppression that expired)
+    fresh = ls.renders.fresh.pop(uri, None)
     if fresh is not None and fresh.made_from == _made_from(ls, proj, settings):
         ls.served[uri] = (proj.root, fresh.digest)
         return fresh.text  # made when the change came, compared, and not changed since
