@@ -30,6 +30,7 @@ from harn_ls.util.message_text import defuse
 
 if TYPE_CHECKING:
     from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
+    from harn_ls.lsp.documents import Renders
     from harn_ls.lsp.requests import RequestRegistry
 
 log = logging.getLogger("harn_ls")
@@ -48,6 +49,7 @@ class ProjectFolders:
         loads: dict[str, tuple[Project, asyncio.Future[Any]]]
         progress_allowed: bool
         served: dict[str, tuple[str, str]]
+        renders: Renders
         diagnostics: DiagnosticsRegistry[types.Diagnostic]
         _skill_root_warned: set[tuple[str, str]]
         conversions_warmed: bool
@@ -261,10 +263,16 @@ class ProjectFolders:
                 continue
             folder = self.folder_of(proj)
             self.projects.pop(root, None)
-            proj.close()
-            self.diagnostics.clear_source(diagnostics.problems_source(proj.root))
-            self.served = {u: v for u, v in self.served.items() if v[0] != proj.root}
+            self._stop_serving(proj)
             await self._serve_project(root, folder)
+
+    def _stop_serving(self, proj: Project) -> None:
+        """A project no longer served (dropped, or loaded again): stopped, and the problems it published, the
+        documents it served and those kept after its changes forgotten (they hold its model)."""
+        proj.close()
+        self.diagnostics.clear_source(diagnostics.problems_source(proj.root))
+        self.served = {u: v for u, v in self.served.items() if v[0] != proj.root}
+        self.renders.fresh = {u: f for u, f in self.renders.fresh.items() if f.made_from[0] is not proj}
 
     def _drop_unused(self, roots: Iterable[str]) -> None:
         """Stop serving the projects at `roots` that no workspace folder serves any more."""
@@ -278,10 +286,7 @@ class ProjectFolders:
                 loading[0].close()
             proj = self.projects.pop(root, None)
             if proj is not None:
-                proj.close()
-                # the project is gone from the workspace: so are the problems it published
-                self.diagnostics.clear_source(diagnostics.problems_source(proj.root))
-                self.served = {u: v for u, v in self.served.items() if v[0] != proj.root}
+                self._stop_serving(proj)
 
 
 def _holds(folder: str, path: str) -> bool:
