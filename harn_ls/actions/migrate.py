@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from harn_ls.actions import ActionFailed, append_lines, atomic_write
@@ -52,6 +53,32 @@ def normalize_tools(tools: list[str]) -> list[str]:
     return out
 
 
+def _observation_events(observations: Iterable[Any], known: set[str], now_iso: str,
+                        counts: dict[str, int]) -> list[dict[str, Any]]:
+    """pl_migrate_observations: a store event per legacy observation Harn would keep (a prompt, an id
+    not stored or forgotten yet), counted in `counts`."""
+    out: list[dict[str, Any]] = []
+    for obs in observations:
+        prompt = normalize_prompt(obs.prompt)
+        if not prompt:  # HARN-PATTERN-001: Harn refuses an empty prompt
+            counts["skipped"] += 1
+            continue
+        oid = obs.id or str(uuid.uuid4())
+        if oid in known:
+            counts["skipped"] += 1
+            continue
+        value = pl_fmt.pattern_record_value({
+            "id": oid, "session_id": obs.session_id, "prompt": prompt,
+            "tool_sequence": normalize_tools(obs.tool_sequence), "observed_at": obs.observed_at or now_iso,
+            "source_id": "", "run_id": "", "evidence_kind": "",  # pl_observation_from_legacy passes none
+        }, "observation")
+        out.append(pattern_store_event(NAMESPACE, oid, pl_fmt.pattern_record_key("observation", oid), value, now_iso,
+                                       "observation"))
+        known.add(oid)
+        counts["observations"] += 1
+    return out
+
+
 def migrate_pattern_learning(ws, now=None) -> dict:
     paths = ws.paths
     marker = pl_fmt.migration_marker_path(paths.pattern_learning_dir)
@@ -68,29 +95,12 @@ def migrate_pattern_learning(ws, now=None) -> dict:
     root = confining_root(ws, events_path)
     confining_root(ws, marker)
     space = ws.memory.get(NAMESPACE)
-    active_ids = {r.id for r in space.records()} if space is not None else set()
-    tombstoned = set(space.forgotten) if space is not None else set()
+    # ids stored or forgotten already: an observation is never stored twice
+    known = ({r.id for r in space.records()} | set(space.forgotten)) if space is not None else set()
     events: list[dict] = []
     counts = {"observations": 0, "proposals": 0, "state": 0, "skipped": 0}
 
-    for obs in legacy.observations:
-        prompt = normalize_prompt(obs.prompt)
-        if not prompt:  # HARN-PATTERN-001: Harn refuses an empty prompt
-            counts["skipped"] += 1
-            continue
-        oid = obs.id or str(uuid.uuid4())
-        if oid in active_ids or oid in tombstoned:
-            counts["skipped"] += 1
-            continue
-        value = pl_fmt.pattern_record_value({
-            "id": oid, "session_id": obs.session_id, "prompt": prompt,
-            "tool_sequence": normalize_tools(obs.tool_sequence), "observed_at": obs.observed_at or now_iso,
-            "source_id": "", "run_id": "", "evidence_kind": "",  # pl_observation_from_legacy passes none
-        }, "observation")
-        events.append(pattern_store_event(NAMESPACE, oid, pl_fmt.pattern_record_key("observation", oid), value, now_iso,
-                                          "observation"))
-        active_ids.add(oid)
-        counts["observations"] += 1
+    events.extend(_observation_events(legacy.observations, known, now_iso, counts))
 
     for prop in legacy.proposals:
         if _ids_with_key(space, pl_fmt.pattern_record_key("pending", prop.id)):

@@ -22,7 +22,7 @@ from harn_ls.recall.docs import _Doc, _LazyDocs, _TermIds
 from harn_ls.recall.overflow import OverflowByTerm
 from harn_ls.recall.results import Explain, TermExplain
 from harn_ls.recall.scoring import K1, KEY_BOOST, TAG_BOOST, B, FlaggedMemo, QueryTerm, idf_of, search
-from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analyze, analyze_many
+from harn_ls.recall.tokenizer import _TF_BITS, _TF_MASK, analysis_chunks, analyze, analyze_many
 from harn_ls.recall.vectors import namespace_vectors
 from harn_ls.util.shared_ints import shared, shared_range
 
@@ -33,26 +33,7 @@ _BOOST_OF_FLAGS = [(KEY_BOOST if code & 1 else 0.0) + (TAG_BOOST if code & 2 els
 _OVERFLOW_MIN = 1 << 15  # postings appended before they are merged into the sorted main arrays
 _DEAD_MIN = 1024  # dead slots tolerated before the slots are renumbered (and at most a quarter of them)
 _BATCH_MIN = 8  # records per apply() from which the vectorised add path pays off
-_ANALYZE_CHUNK = 2048  # records tokenized together by `add_many` (~0.3M short-lived token strings)
-# ...and at most this many characters of their text: the bulk pass holds ~20-35 bytes a character of
-# the whole chunk at once (a chunk of 2,048 records of 64 KB each would be GBs); a record longer than
-# this is a chunk of its own
-_ANALYZE_CHUNK_CHARS = 1 << 21
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
-
-
-def _chunks(records: list[MemoryRecord]) -> Iterator[list[MemoryRecord]]:
-    """`records` in order, cut at `_ANALYZE_CHUNK` records or `_ANALYZE_CHUNK_CHARS` characters of
-    text (the text, its JSON and the key: about twice the text), whichever comes first."""
-    start = chars = 0
-    for i, r in enumerate(records):
-        size = 2 * len(r.text) + len(r.key)
-        if i > start and (i - start >= _ANALYZE_CHUNK or chars + size > _ANALYZE_CHUNK_CHARS):
-            yield records[start:i]
-            start, chars = i, 0
-        chars += size
-    if start < len(records):
-        yield records[start:]
 
 
 def _narrow_slots(slots: np.ndarray, nslots: int) -> np.ndarray:
@@ -298,15 +279,13 @@ class NamespaceIndex:
         for r in records:  # a later record with the same sequence replaces an earlier one
             batch.pop(r.seq, None)
             batch[r.seq] = r
-        stale = [seq for seq in batch if seq in self.docs]
-        if stale:
+        if stale := [seq for seq in batch if seq in self.docs]:
             self.remove_many(stale)
         if not batch:
             return
         self._flush()
-        added = list(batch.values())
         # tokenized in bulk, a chunk at a time (a chunk's token strings are all alive at once)
-        for chunk in _chunks(added):
+        for chunk in analysis_chunks(list(batch.values())):
             postings = analyze_many(chunk)
             first = self._new_slots(chunk, postings.ntokens.tolist())
             if postings.terms:  # (terms interned first seen first, as `add` one by one would)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import count
 
 import numpy as np
@@ -242,6 +242,27 @@ def _ascii_tokens(pieces: list[str]) -> tuple[str, np.ndarray, np.ndarray, np.nd
         number[at] = number[at] * np.uint64(37) + digits[start[at] + k].astype(np.uint64)
     number[length > _PACKED_MAX] = _LOOKED_UP
     return joined, piece, start, end, number
+
+
+ANALYZE_CHUNK = 2048  # records tokenized together by `NamespaceIndex.add_many` (~0.3M short-lived token strings)
+# ...and at most this many characters of their text: the bulk pass holds ~20-35 bytes a character of
+# the whole chunk at once (a chunk of 2,048 records of 64 KB each would be GBs); a record longer than
+# this is a chunk of its own
+ANALYZE_CHUNK_CHARS = 1 << 21
+
+
+def analysis_chunks(records: list[MemoryRecord]) -> Iterator[list[MemoryRecord]]:
+    """`records` in order, cut at `ANALYZE_CHUNK` records or `ANALYZE_CHUNK_CHARS` characters of
+    text (the text, its JSON and the key: about twice the text), whichever comes first."""
+    start = chars = 0
+    for i, r in enumerate(records):
+        size = 2 * len(r.text) + len(r.key)
+        if i > start and (i - start >= ANALYZE_CHUNK or chars + size > ANALYZE_CHUNK_CHARS):
+            yield records[start:i]
+            start, chars = i, 0
+        chars += size
+    if start < len(records):
+        yield records[start:]
 
 
 def analyze_many(records: Sequence[MemoryRecord]) -> Postings:

@@ -17,16 +17,19 @@ import base64
 import os
 import re
 import stat
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from harn_ls.formats.transcripts import TranscriptEvent, blocks_visibility, normalize_block
 from harn_ls.render.markdown import pretty_json, summarize_value
 from harn_ls.render.svg import PICTURE_PREFIX, html_text, md_escape_lines, md_text
 from harn_ls.render.timeline import load_llm_log
 from harn_ls.util.json_types import JsonObject, JsonValue
 
 if TYPE_CHECKING:
-    from harn_ls.formats.transcripts import Transcript, TranscriptAsset, TranscriptEvent
+    from harn_ls.formats.transcripts import Transcript, TranscriptAsset
     from harn_ls.model.runs import TranscriptEntry
     from harn_ls.model.workspace import Workspace
 
@@ -250,3 +253,53 @@ def context_for(ws: Workspace, entry: TranscriptEntry, tr: Transcript, show_priv
             resp = step.response if isinstance(step.response, dict) else {}
             ctx.tokens.append((resp.get("input_tokens"), resp.get("output_tokens")))
     return ctx
+
+
+def message_events(tr: Any) -> list[TranscriptEvent]:
+    """Events made from a transcript's `messages` (one with no event stream)."""
+    out = []
+    for i, m in enumerate(tr.messages):
+        if not isinstance(m, dict):
+            continue
+        role = m.get("role") if isinstance(m.get("role"), str) else None
+        content = m.get("content")
+        blocks = [normalize_block(b, role) for b in content] if isinstance(content, list) else []
+        text = content if isinstance(content, str) else ""
+        out.append(TranscriptEvent(i, None, "message", role, blocks_visibility(blocks, role) if blocks else "public",
+                                   text, blocks, None, m))
+    return out
+
+
+def event_sizes(items: Sequence[Any], ctx: Context) -> tuple[array[int], array[int], int]:
+    """(UTF-8 size of each event's block, the context's images_left and assistant_seen before each,
+    two numbers an event, events hidden as private). Every block is rendered in order, as the page
+    needs, but only its size is kept: holding all the blocks of a 10 MB transcript to show one
+    window cost ~45 MB at once (and a list of tuples per event ~10 times these arrays)."""
+    sizes = array("q")
+    starts = array("q")
+    hidden_private = 0
+    for i, ev in enumerate(items):
+        starts.append(ctx.images_left)  # (all the state render_event changes)
+        starts.append(ctx.assistant_seen)
+        block, hidden = render_event(i, ev, ctx)
+        hidden_private += hidden
+        sizes.append(len(block.encode("utf-8")))
+    return sizes, starts, hidden_private
+
+
+def event_windows(sizes: Sequence[int], window_bytes: int) -> list[tuple[int, int]]:
+    """Windows of events as (start, stop) index ranges, cut from the newest end by rendered size
+    (a window holds at least one event); page 0 is the newest. No events: one empty window."""
+    windows: list[tuple[int, int]] = []
+    start = stop = len(sizes)
+    size = 0
+    for j in range(len(sizes) - 1, -1, -1):
+        b = sizes[j]
+        if start < stop and size + b > window_bytes:
+            windows.append((start, stop))
+            stop, size = start, 0
+        start = j
+        size += b
+    if start < stop or not windows:
+        windows.append((start, stop))
+    return windows

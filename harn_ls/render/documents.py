@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import os
-from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from harn_ls.formats.checkpoints import running_now
@@ -14,11 +13,11 @@ from harn_ls.formats.json_pieces import Changed
 from harn_ls.formats.locks import session_running
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.formats.session_store import read_session_events
-from harn_ls.formats.transcripts import TranscriptEvent, blocks_visibility, normalize_block, read_llm_transcript
+from harn_ls.formats.transcripts import read_llm_transcript
 from harn_ls.model.accept_plan import planned_files
 from harn_ls.render.checkpoint_history import history_section, version_document
 from harn_ls.render.compare import compare_document, normalized_document
-from harn_ls.render.conversation import Context, context_for, render_event
+from harn_ls.render.conversation import context_for, event_sizes, event_windows, message_events, render_event
 from harn_ls.render.doc_reuse import REUSED_KINDS, DocReuse, sources
 from harn_ls.render.limits import DOC_VALUE_BYTES, MAX_RESPONSE_BYTES, cap_response
 from harn_ls.render.markdown import (
@@ -534,8 +533,6 @@ LLM_LOG_MAX_BYTES = 32 * 1024 * 1024
 
 def _llm_calls(path: str) -> list[str]:
     """One row per provider call, rebuilt from `llm_transcript.jsonl` (read only when shown)."""
-
-
     try:
         if os.path.getsize(path) > LLM_LOG_MAX_BYTES:
             return [f"The turn log is larger than {human_bytes(LLM_LOG_MAX_BYTES)}; not summarised here."]
@@ -561,56 +558,6 @@ def _llm_calls(path: str) -> list[str]:
     return rows
 
 
-def _message_events(tr: Any) -> list[TranscriptEvent]:
-    """Events made from a transcript's `messages` (one with no event stream)."""
-    out = []
-    for i, m in enumerate(tr.messages):
-        if not isinstance(m, dict):
-            continue
-        role = m.get("role") if isinstance(m.get("role"), str) else None
-        content = m.get("content")
-        blocks = [normalize_block(b, role) for b in content] if isinstance(content, list) else []
-        text = content if isinstance(content, str) else ""
-        out.append(TranscriptEvent(i, None, "message", role, blocks_visibility(blocks, role) if blocks else "public",
-                                   text, blocks, None, m))
-    return out
-
-
-def _event_sizes(items: Sequence[Any], ctx: Context) -> tuple[array[int], array[int], int]:
-    """(UTF-8 size of each event's block, the context's images_left and assistant_seen before each,
-    two numbers an event, events hidden as private). Every block is rendered in order, as the page
-    needs, but only its size is kept: holding all the blocks of a 10 MB transcript to show one
-    window cost ~45 MB at once (and a list of tuples per event ~10 times these arrays)."""
-    sizes = array("q")
-    starts = array("q")
-    hidden_private = 0
-    for i, ev in enumerate(items):
-        starts.append(ctx.images_left)  # (all the state render_event changes)
-        starts.append(ctx.assistant_seen)
-        block, hidden = render_event(i, ev, ctx)
-        hidden_private += hidden
-        sizes.append(len(block.encode("utf-8")))
-    return sizes, starts, hidden_private
-
-
-def _windows(sizes: Sequence[int], window_bytes: int) -> list[tuple[int, int]]:
-    """Windows of events as (start, stop) index ranges, cut from the newest end by rendered size
-    (a window holds at least one event); page 0 is the newest. No events: one empty window."""
-    windows: list[tuple[int, int]] = []
-    start = stop = len(sizes)
-    size = 0
-    for j in range(len(sizes) - 1, -1, -1):
-        b = sizes[j]
-        if start < stop and size + b > window_bytes:
-            windows.append((start, stop))
-            stop, size = start, 0
-        start = j
-        size += b
-    if start < stop or not windows:
-        windows.append((start, stop))
-    return windows
-
-
 def transcripts(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     entry = ws.transcripts.get(target.name)
     if entry is None:
@@ -618,10 +565,10 @@ def transcripts(ws: Workspace, target: StateUri, settings: RenderSettings) -> st
     tr = entry.transcript
     if tr is None:
         raise UriError(f"transcript {target.name!r} is no longer in {_rel(ws, entry.path)}")
-    items = tr.events if tr.events else _message_events(tr)
+    items = tr.events if tr.events else message_events(tr)
     ctx = context_for(ws, entry, tr, settings.show_private)
-    sizes, starts, hidden_private = _event_sizes(items, ctx)
-    windows = _windows(sizes, settings.transcript_window_bytes)
+    sizes, starts, hidden_private = event_sizes(items, ctx)
+    windows = event_windows(sizes, settings.transcript_window_bytes)
     page = min(target.page(), len(windows) - 1)
     start, stop = windows[page]
     if start < stop:  # the page's blocks, rendered again from the context they started with

@@ -7,8 +7,8 @@ from __future__ import annotations
 import tracemalloc
 
 from harn_ls.formats.memory import MemoryRecord
-from harn_ls.recall import index as index_mod
-from harn_ls.recall.index import NamespaceIndex, _chunks
+from harn_ls.recall.index import NamespaceIndex
+from harn_ls.recall.tokenizer import ANALYZE_CHUNK_CHARS, analysis_chunks
 
 
 def _record(i: int, text: str) -> MemoryRecord:
@@ -17,13 +17,13 @@ def _record(i: int, text: str) -> MemoryRecord:
 
 def test_chunks_cut_at_the_record_count_and_at_the_character_budget():
     small = [_record(i, "tiny note") for i in range(3000)]
-    assert [len(c) for c in _chunks(small)] == [2048, 952]
-    big_text = "x" * (index_mod._ANALYZE_CHUNK_CHARS // 8 - 8)  # text counts twice: 4 such fit a chunk
-    sizes = [len(c) for c in _chunks([_record(i, big_text) for i in range(9)])]
+    assert [len(c) for c in analysis_chunks(small)] == [2048, 952]
+    big_text = "x" * (ANALYZE_CHUNK_CHARS // 8 - 8)  # text counts twice: 4 such fit a chunk
+    sizes = [len(c) for c in analysis_chunks([_record(i, big_text) for i in range(9)])]
     assert sizes == [4, 4, 1]
-    huge = [_record(0, "x" * (3 * index_mod._ANALYZE_CHUNK_CHARS)), _record(1, "y")]
-    assert [[r.id for r in c] for c in _chunks(huge)] == [["id0"], ["id1"]]
-    assert list(_chunks([])) == []
+    huge = [_record(0, "x" * (3 * ANALYZE_CHUNK_CHARS)), _record(1, "y")]
+    assert [[r.id for r in c] for c in analysis_chunks(huge)] == [["id0"], ["id1"]]
+    assert list(analysis_chunks([])) == []
 
 
 def test_bulk_build_of_long_records_holds_a_bounded_amount_at_once():

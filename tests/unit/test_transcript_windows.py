@@ -11,8 +11,7 @@ import pytest
 
 from harn_ls.model.workspace import Workspace
 from harn_ls.render import RenderSettings, render_uri
-from harn_ls.render.conversation import context_for, render_event
-from harn_ls.render.documents import _message_events, _windows
+from harn_ls.render.conversation import context_for, event_windows, message_events, render_event
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "sample-project"
 
@@ -22,7 +21,7 @@ def _all_blocks_windows(ws, tid: str, settings: RenderSettings) -> tuple[list[li
     was made before it kept only sizes): (windows, newest first, each in event order; hidden)."""
     entry = ws.transcripts[tid]
     tr = entry.transcript
-    items = tr.events if tr.events else _message_events(tr)
+    items = tr.events if tr.events else message_events(tr)
     ctx = context_for(ws, entry, tr, settings.show_private)
     rendered, hidden_private = [], 0
     for i, ev in enumerate(items):
@@ -62,8 +61,8 @@ def test_every_page_shows_the_blocks_of_its_window(window_bytes, show_private):
 
 
 def test_windows_are_cut_from_the_newest_end():
-    assert _windows([], 10) == [(0, 0)]
-    assert _windows([4, 4, 4], 10) == [(1, 3), (0, 1)]
-    assert _windows([30, 1, 1], 10) == [(1, 3), (0, 1)]  # a block bigger than a window is a window of its own
-    assert _windows([5, 5, 5, 5], 10) == [(2, 4), (0, 2)]
-    assert _windows([1] * 5, 100) == [(0, 5)]
+    assert event_windows([], 10) == [(0, 0)]
+    assert event_windows([4, 4, 4], 10) == [(1, 3), (0, 1)]
+    assert event_windows([30, 1, 1], 10) == [(1, 3), (0, 1)]  # a block bigger than a window is a window of its own
+    assert event_windows([5, 5, 5, 5], 10) == [(2, 4), (0, 2)]
+    assert event_windows([1] * 5, 100) == [(0, 5)]
