@@ -176,15 +176,13 @@ async def hitl_document_lenses(ls, uri: str) -> list[types.CodeLens]:
         return []
     if target.kind != "hitl" or not target.name:
         return []
-    for proj in list(ls.projects.values()):
-        ws = proj.ws
-        if ws is None:
-            continue
-        views = await proj.run(lambda w=ws: hitl_lenses(w, target.name) if w.event_logs.request(target.name) else None)
-        if views is not None:
-            return [types.CodeLens(range=_TOP, command=to_command(v, ls.client), data={"t": "hitl"})
-                    for v in views if command_id(v.action, ls.client) is not None]  # forms only our clients draw
-    return []
+    proj = await ls.project_holding("hitl", target.name, target.query.get("root"))
+    ws = proj.ws if proj is not None else None
+    if proj is None or ws is None:
+        return []
+    views = await proj.run(lambda: hitl_lenses(ws, target.name) if ws.event_logs.request(target.name) else None)
+    return [types.CodeLens(range=_TOP, command=to_command(v, ls.client), data={"t": "hitl"})
+            for v in views or [] if command_id(v.action, ls.client) is not None]  # forms only our clients draw
 
 
 async def proposal_document_lenses(ls, uri: str) -> list[types.CodeLens]:

@@ -207,11 +207,12 @@ UNTRUSTED_RESUME = ("Resuming an escalation runs the harn binary; this workspace
 
 
 async def _project_with_request(ls, rid: str):
-    for proj in list(ls.projects.values()):
-        ws = proj.ws
-        if ws is not None and await proj.run(lambda w=ws: w.event_logs.request(rid) is not None):
-            return proj
-    return None
+    """The project whose event logs hold request `rid` (None when none does)."""
+    proj = await ls.project_holding("hitl", rid)
+    ws = proj.ws if proj is not None else None
+    if proj is None or ws is None or not await proj.run(lambda: ws.event_logs.request(rid) is not None):
+        return None
+    return proj
 
 
 def _reviewer(ls) -> str:

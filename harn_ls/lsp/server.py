@@ -476,6 +476,8 @@ def holds(ws, kind: str, name: str) -> bool:
         return ws.skills is not None and any(s.id == name for s in ws.skills.skills + ws.skills.shadowed)
     if kind == "sessions":
         return ws.sessions is not None and any(s.id == name for s in ws.sessions.sessions)
+    if kind == "hitl":
+        return ws.event_logs.request(name) is not None
     return False
 
 

@@ -95,3 +95,19 @@ async def test_removing_a_folder_clears_its_problems(client):
             break
         await asyncio.sleep(0.05)
     assert {u: len(published[u]) for u in with_problems} == {u: 0 for u in with_problems}
+
+
+async def test_a_request_waiting_in_the_second_folder_is_found_there(client):
+    """A request of the second folder's event log: its document comes from the folder that holds it
+    (harn-state:/hitl/<id>.md names no folder), not from the first one."""
+    import asyncio
+
+    from tests.lsp.test_hitl import PENDING
+
+    for _ in range(600):
+        if {s["root"] for s in client.statuses} >= {str(client.a), str(client.b)}:
+            break
+        await asyncio.sleep(0.05)
+    uri = f"harn-state:/hitl/{PENDING}.md"
+    doc = await client.workspace_text_document_content_async(types.TextDocumentContentParams(uri=uri))
+    assert "deploy billing-api to production" in doc.text
