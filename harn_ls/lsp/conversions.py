@@ -79,7 +79,7 @@ def _result_classes(response_type: Any, seen: set) -> list[type]:
 def warm_steps(protocol: Any) -> list[Callable[[], None]]:
     """One step per type: fetch (and so build and cache) the converter's hook for it. Each step
     runs on the event loop, where pygls converts messages, so no conversion runs beside it."""
-    converter = protocol._converter
+    converter = protocol.converter  # (HarnProtocol keeps the one it was made with: no pygls internals)
     structure: list[Any] = []
     # the JSON containers first: a value typed as any JSON (a lens's `data`) is unstructured by its
     # own class, and the first dict or list met that way registers a hook too (see below)

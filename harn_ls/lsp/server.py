@@ -98,6 +98,7 @@ class HarnProtocol(LanguageServerProtocol):
 
     def __init__(self, server: LanguageServer, converter: Any) -> None:
         super().__init__(server, converter)
+        self.converter = converter  # the one pygls converts messages with (conversions.warm_steps warms it)
         self.requests = RequestRegistry()  # our handlers' in-flight requests (see lsp/requests.py)
         self.phase = self.NEW
         self.shutdown_id: Any = None  # the shutdown request's id: an `exit` right behind it still gets its answer

@@ -85,7 +85,7 @@ async def read_frame(reader: asyncio.StreamReader, max_body: int = MAX_BODY_BYTE
             continue
         if m.group(1).lower() == b"content-length":
             value = m.group(2)
-            if not value.isdigit():
+            if not value.isdigit() or len(value) > 15:  # (int() refuses over 4,300 digits: a ValueError)
                 error = f"bad Content-Length {value[:20]!r}"
             elif int(value) > max_body:
                 error = f"Content-Length {int(value)} is over the {max_body}-byte cap"

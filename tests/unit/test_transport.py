@@ -86,3 +86,10 @@ def test_as_encoded_falls_back_to_the_value():
     ph = as_encoded(Framed(), {"text": "é"})
     Framed.writer.write(json.dumps({"result": ph}).encode())
     assert json.loads(sent[-1].split(b"\r\n\r\n", 1)[1]) == {"result": {"text": "é"}}
+
+
+def test_a_content_length_of_thousands_of_digits_is_a_frame_error_not_a_crash():
+    """Sent before any token over TCP: 5,000 digits pass isdigit(), and int() refuses more than 4,300
+    (ValueError), which no session handler catches; it is a bad header like any other."""
+    got = frames(b"Content-Length: " + b"0" * 5000 + b"\r\n\r\n" + b"Content-Length: 2\r\n\r\n{}")
+    assert got[0][0] == "error" and "bad Content-Length" in got[0][1] and got[1] == b"{}"
