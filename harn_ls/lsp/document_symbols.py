@@ -16,21 +16,47 @@ from pygls.uris import to_fs_path
 from harn_ls import contract as P
 from harn_ls.lsp import documents
 from harn_ls.render.outline import Heading, outline
+from harn_ls.util.safe_read import ReadRefused, read_confined
 from harn_ls.util.text_positions import LINE_BREAK_RE, units_len
 
-MAX_TEXT_CHARS = 4 * 1024 * 1024  # the outline of a bigger state file covers its first 4 MB
+MAX_TEXT_CHARS = 4 * 1024 * 1024  # the outline of a bigger open document covers its first 4 MB
+MAX_TEXT_BYTES = 16 * 1024 * 1024  # a state file on disk bigger than this gets no outline
 
 
-async def _owned_markdown(ls, uri: str) -> bool:
-    """A `.md` file under one of its project's state or skill roots (confined to the project)."""
+def _inside(path: str, root: str) -> bool:
+    return path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+async def _owned_markdown_text(ls, uri: str) -> str | None:
+    """The text of a `.md` file under one of its project's state or skill roots, else None (not ours).
+
+    The URI is the client's: `..` segments and links are resolved before the roots are compared (a
+    `…/.harn/skills/../../../proj-evil/x.md` is not the project's), and a file the client has not
+    opened is read through safe_read on the project's thread (a regular file inside the project, at
+    most MAX_TEXT_BYTES: a FIFO is refused, never waited on)."""
     path = to_fs_path(uri)
     if not path or not path.endswith(".md"):
-        return False
-    proj = ls.project_for_path(path)
+        return None
+    proj = ls.project_for_path(os.path.normpath(path))
     if proj is None or proj.ws is None:
-        return False
-    roots = await proj.run_before_facts(lambda: proj.ws.paths.watch_roots())  # the model is the project thread's
-    return any(path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+        return None
+    ws = proj.ws
+    opened = ls.workspace.text_documents.get(uri)  # (the client's open documents are the loop's)
+    opened_text = str(opened.source[:MAX_TEXT_CHARS]) if opened is not None else None
+
+    def read() -> str | None:
+        real = os.path.realpath(path)
+        if not any(_inside(real, os.path.realpath(root)) for root in ws.paths.watch_roots()):
+            return None
+        if opened_text is not None:
+            return opened_text
+        try:
+            data = read_confined(real, ws.root, MAX_TEXT_BYTES)
+        except (ReadRefused, OSError):
+            return None
+        return data.decode("utf-8", errors="replace")[:MAX_TEXT_CHARS]
+
+    return await proj.run_before_facts(read)  # the model (and file reads) are the project thread's
 
 
 def _ranges(lines: list[str], h: Heading, encoding: str) -> tuple[types.Range, types.Range]:
@@ -79,10 +105,8 @@ def register(server) -> None:
             text = await documents.render(ls, uri)
         else:
             await ls.wait_for_projects()
-            if not await _owned_markdown(ls, uri):
+            owned = await _owned_markdown_text(ls, uri)
+            if owned is None:
                 return None
-            try:
-                text = ls.workspace.get_text_document(uri).source[:MAX_TEXT_CHARS]
-            except OSError:
-                return None
+            text = owned
         return symbols_for(text, uri, ls.position_encoding, ls.client.hierarchical_symbols)

@@ -15,6 +15,7 @@ on it, with its own copy of the project).
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -177,3 +178,21 @@ def test_document_symbols_of_the_documents_harn_ls_owns(session):
     assert headings and sorted(names) == sorted(headings)
     source = _open(c, INVOICE)
     assert c.request("textDocument/documentSymbol", {"textDocument": {"uri": source}})["result"] is None
+
+
+def test_document_symbols_read_nothing_outside_the_project_and_never_wait_on_a_fifo(session):
+    """A client's URI names the file: `..` segments, a link in the skills folder and a FIFO named `.md`
+    are not the project's Markdown (a sibling `project-evil` holds the secret); the server answers the
+    next request at once."""
+    c = session
+    evil = c.project.parent / "project-evil"
+    evil.mkdir()
+    (evil / "secret.md").write_text("# TOP SECRET heading\n")
+    skills = c.project / ".harn" / "skills"
+    dotted = f"{skills.as_uri()}/../../../project-evil/secret.md"
+    (skills / "leak.md").symlink_to(evil / "secret.md")
+    os.mkfifo(skills / "pipe.md")
+    for uri in (dotted, (skills / "leak.md").as_uri(), (skills / "pipe.md").as_uri()):
+        answer = c.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+        assert answer.get("result") is None, (uri, answer)
+    assert c.request("textDocument/documentSymbol", {"textDocument": {"uri": "harn-state:/index.md"}})["result"]
