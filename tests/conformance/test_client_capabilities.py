@@ -196,3 +196,15 @@ def test_document_symbols_read_nothing_outside_the_project_and_never_wait_on_a_f
         answer = c.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
         assert answer.get("result") is None, (uri, answer)
     assert c.request("textDocument/documentSymbol", {"textDocument": {"uri": "harn-state:/index.md"}})["result"]
+
+
+def test_code_lenses_of_a_fifo_named_harn_never_wait_on_it(session):
+    """A `.harn` FIFO the client has not opened: its checkpoint lenses are read through safe_read (refused,
+    no lens), and the server answers the next request at once (a plain open() waited for a writer)."""
+    c = session
+    fifo = c.project / "pipelines" / "stuck.harn"
+    os.mkfifo(fifo)
+    answer = c.request("textDocument/codeLens", {"textDocument": {"uri": fifo.as_uri()}})
+    assert answer.get("result") in ([], None), answer
+    ingest = next((c.project / "pipelines").glob("*.harn"))
+    assert c.request("textDocument/codeLens", {"textDocument": {"uri": ingest.as_uri()}})["result"]
