@@ -164,6 +164,17 @@ def _snapshot(path: str, snapshot_dir: str | None, root: str | None) -> str:
     return name
 
 
+def limit_schema(conn: sqlite3.Connection) -> None:
+    """What a project's schema may do on this connection, reading or writing: no value over
+    MAX_VALUE_BYTES (a trigger's zeroblob(2e9) fails), no attached database, only innocuous SQL
+    functions from the schema (`trusted_schema=OFF`)."""
+    if hasattr(conn, "setlimit"):
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 1 << 20)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    conn.execute("PRAGMA trusted_schema=OFF")
+
+
 def open_readonly(path: str, root: str | None = None, snapshot_dir: str | None = None) -> sqlite3.Connection:
     """A locked-down read-only connection that changes no byte beside the file (a `-wal` with frames:
     a private snapshot in `snapshot_dir`, else the system temp folder). Raises SqliteRefused or
@@ -182,11 +193,7 @@ def open_readonly(path: str, root: str | None = None, snapshot_dir: str | None =
         raise
     conn.snapshot = snapshot
     try:
-        if hasattr(conn, "setlimit"):
-            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-            conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 1 << 20)
-            conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-        conn.execute("PRAGMA trusted_schema=OFF")
+        limit_schema(conn)
         conn.execute("PRAGMA query_only=ON")
         conn.execute("PRAGMA temp_store=MEMORY")
         conn.execute("PRAGMA cell_size_check=ON")

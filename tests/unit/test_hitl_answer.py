@@ -438,3 +438,16 @@ def test_cli_answers_with_the_schema_type_and_choices(log, capsys, monkeypatch):
         "hitl.response_received", "waitpoint.state", "waitpoint.resume"]
     answers = [json.loads(r["payload"])["answer"] for r in rows(path)["hitl.questions"] if r["kind"] == "hitl.response_received"]
     assert answers == [42, "prod"]
+
+
+def test_refuses_a_log_whose_schema_runs_sql_on_our_insert(log):
+    """A cloned repository's events.sqlite with a trigger on `events` (here: one that would write a 2 GB
+    blob on every insert): Harn's schema has no trigger, so nothing is written and the log is as it was."""
+    path, conn = log
+    add_approval(conn, "hitl_approval_trig")
+    conn.execute("CREATE TABLE IF NOT EXISTS junk (b BLOB)")
+    conn.execute("CREATE TRIGGER fill AFTER INSERT ON events BEGIN INSERT INTO junk VALUES (zeroblob(2000000000)); END")
+    before = rows(path)
+    with pytest.raises(A.AnswerRefused, match="has triggers .*fill.*not writing"):
+        A.answer(path, "hitl_approval_trig", "approve", reviewer="alice")
+    assert rows(path) == before

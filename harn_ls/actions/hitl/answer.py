@@ -44,6 +44,7 @@ from harn_ls.formats.hitl.requests import (
     kind_of_id,
     sanitize_topic_component,
 )
+from harn_ls.formats.sqlite_safe import limit_schema
 from harn_ls.util.message_text import defuse, quote
 
 BUSY_TIMEOUT_MS = 5000  # Harn's
@@ -96,6 +97,7 @@ def _connect(path: str) -> sqlite3.Connection:
         raise AnswerRefused(f"no event log at {quote(path)}")
     # No journal_mode change, no VACUUM: Harn owns the file's settings (§H.2.7 rule 7); it is WAL already.
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    limit_schema(conn)  # the project's file: its schema runs nothing but innocuous SQL, no huge value
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA synchronous = NORMAL")  # per connection, as Harn's own (§H.2.4); the file is not changed
     try:
@@ -105,10 +107,16 @@ def _connect(path: str) -> sqlite3.Connection:
     if marker and isinstance(marker[0][0], int) and marker[0][0] > 1:
         conn.close()
         raise AnswerRefused(f"event log schema version {quote(marker[0][0])} is newer than harn-ls knows; not writing")
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
+    schema = conn.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'trigger')").fetchall()
+    tables = {name for kind, name in schema if kind == "table"}
     if not {"events", "topic_heads"} <= tables:
         conn.close()
         raise AnswerRefused(f"{quote(path)} is not a Harn event log (no events/topic_heads tables)")
+    if triggers := [name for kind, name in schema if kind == "trigger"]:
+        # Harn's schema has none: a trigger would run the project's SQL on our insert
+        conn.close()
+        raise AnswerRefused(f"{quote(path)} has triggers ({quote(', '.join(map(str, triggers)))}), which a Harn event "
+                            "log never has; not writing")
     return conn
 
 
