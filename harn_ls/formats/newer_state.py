@@ -225,7 +225,7 @@ def read_newer_state(project_root: str, state_root: str, orchestrator_dir: str,
     out = NewerState()
     harn = os.path.join(project_root, ".harn")
     # a state root the user's environment put outside the project is read inside its own folder
-    state_base = project_root if _under(state_root, project_root) else state_root
+    state_base = safe_read.reader_root(state_root, project_root)
     _llm_sqlite(os.path.join(state_root, "cache", "llm.sqlite"), state_base, out)
     _llm_files(os.path.join(state_root, "cache", "llm"), state_base, out)
     sel_path = os.path.join(harn, "local", "selection.json")
@@ -251,7 +251,7 @@ def read_newer_state(project_root: str, state_root: str, orchestrator_dir: str,
                               "fields": _scalars(manifest) if isinstance(manifest, dict) else {},
                               "manifest": isinstance(manifest, dict)})
     orch_path = os.path.join(orchestrator_dir, "orchestrator-state.json")
-    orch_base = project_root if _under(orchestrator_dir, project_root) else orchestrator_dir
+    orch_base = safe_read.reader_root(orchestrator_dir, project_root)
     snap = _read_json(orch_path, orch_base, out.problems, "orchestrator state snapshot")
     if isinstance(snap, dict):
         info: JsonObject = {"path": orch_path, **_scalars(snap)}
@@ -267,19 +267,19 @@ def read_newer_state(project_root: str, state_root: str, orchestrator_dir: str,
         out.metadata = {"path": meta, "files": len(files), "bytes": sum(st.st_size for _, st in files),
                         "newest": max((st.st_mtime for _, st in files), default=None)}
     for label, path in (sqlite_logs or {}).items():
-        n = _idempotency_rows(path, out.problems)
+        n = _idempotency_rows(path, safe_read.reader_root(os.path.dirname(os.path.abspath(path)), project_root))
         if n is not None:
             out.idempotency[label] = n
     return out
 
 
-def _idempotency_rows(path: str, problems: list[Problem]) -> int | None:
+def _idempotency_rows(path: str, root: str) -> int | None:
     # start-up: only with an SQLite event log (which loaded it already)
     from harn_ls.formats import sqlite_safe
 
     conn = None
     try:
-        conn = sqlite_safe.open_readonly(path, os.path.dirname(os.path.abspath(path)))
+        conn = sqlite_safe.open_readonly(path, root)  # the project's, as the log's own reader confines it
         if "event_idempotency_keys" not in sqlite_safe.real_tables(conn):
             return None
         count: int = sqlite_safe.query(conn, "SELECT COUNT(*) FROM main.event_idempotency_keys")[0][0]
@@ -288,8 +288,3 @@ def _idempotency_rows(path: str, problems: list[Problem]) -> int | None:
         return None
     finally:
         sqlite_safe.close_quietly(conn)
-
-
-def _under(path: str, root: str) -> bool:
-    path, root = os.path.abspath(path), os.path.abspath(root)
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)

@@ -41,8 +41,8 @@ class EventLogState:
             copy_dir = None
         # a log the user's environment placed outside the project (HARN_EVENT_LOG_SQLITE_PATH=/elsewhere, or
         # HARN_STATE_DIR) is confined to its own folder instead (untrusted settings never get this far)
-        self.logs: dict[str, LogView] = {loc.label: LogView(loc, copy_dir=copy_dir, root=root if _under(
-            os.path.abspath(loc.path), root) else os.path.dirname(os.path.abspath(loc.path)))
+        self.logs: dict[str, LogView] = {
+            loc.label: LogView(loc, copy_dir=copy_dir, root=reader_root(os.path.dirname(os.path.abspath(loc.path)), root))
             for loc in discover(paths.state_root, root, paths.event_logs)}
         self.store: Store | None = None
         self.orchestrator_store: Store | None = None

@@ -112,3 +112,27 @@ def test_hostile_newer_state_is_a_problem_and_escaped(tmp_path):
     assert any("LLM cache not read" in m for m in msgs)
     doc = render_uri(ws, "harn-state:/newer-state.md")
     assert "stolen" not in doc and "<b>" not in doc and "](javascript:" not in doc
+
+
+def test_the_idempotency_count_reads_no_log_outside_the_project(tmp_path):
+    """The log named for the count is the project's `.harn/events.sqlite`, but the project's `.harn` is a
+    link to a sibling `proj-victim`'s: confined to the project (as the log's own reader is), nothing is
+    counted (confined to the log's own folder, the link's target passed)."""
+    from harn_ls.formats.newer_state import read_newer_state
+
+    victim = tmp_path / "proj-victim" / ".harn"
+    victim.mkdir(parents=True)
+    conn = W.open_log(str(victim / "events.sqlite"))
+    conn.execute("CREATE TABLE event_idempotency_keys (topic TEXT, key TEXT, value TEXT, event_id INTEGER, "
+                 "PRIMARY KEY (topic, key, value))")
+    conn.execute("INSERT INTO event_idempotency_keys VALUES ('t.one', 'dedupe', 'v1', 1)")
+    conn.close()
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / ".harn").symlink_to(victim, target_is_directory=True)
+    n = read_newer_state(str(proj), str(proj / ".harn"), str(proj / ".harn" / "orchestrator"),
+                         {"run": str(proj / ".harn" / "events.sqlite")})
+    assert n.idempotency == {}
+    inside = read_newer_state(str(victim.parent), str(victim), str(victim / "orchestrator"),
+                              {"run": str(victim / "events.sqlite")})
+    assert inside.idempotency == {"run": 1}  # the same file read as its own project's: counted
