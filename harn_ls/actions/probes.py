@@ -46,7 +46,6 @@ from harn_ls.util.message_text import quote
 from harn_ls.util.rust_text import rust_trim
 from harn_ls.util.text_positions import UTF16, ByteIndex, Pos, Range, TextIndex
 
-KIND = P.TYPECHECK
 SOURCE = "harn-probe"
 NAMESPACE = P.PROBE_FACT_NAMESPACE  # Harn's default (project) scope: project/facts
 MAX_CAPTURE = 32 * 1024 * 1024  # bytes kept per stream; the rest is drained and dropped

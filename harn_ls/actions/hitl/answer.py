@@ -332,8 +332,8 @@ def _refuse_unless_open(snap: Snapshot, action: str, reviewer: str | None) -> No
 
 
 def _check_reviewer(reviewer: str | None) -> str:
-    r = (reviewer or "").strip()
-    if not r or len(r) > 200 or any(ord(c) < 32 or ord(c) == 127 for c in r):
+    r = H.clean_reviewer(reviewer)
+    if r is None:
         raise AnswerRefused("set harnState.hitl.reviewer (or --reviewer) to your name: the reviewer Harn records")
     return r
 

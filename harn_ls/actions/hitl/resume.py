@@ -18,6 +18,7 @@ import re
 
 from harn_ls.actions import ActionFailed
 from harn_ls.actions.probes import resolve_harn
+from harn_ls.formats.hitl.responses import clean_reviewer
 from harn_ls.util.message_text import quote
 
 _ESCALATION_ID = re.compile(r"hitl_escalation_[A-Za-z0-9_.-]{1,200}")
@@ -38,8 +39,8 @@ def resume_argv(ws, request_id: str, harn_path: str, reviewer: str, reason: str 
     if view.loc.backend != "sqlite":
         raise ActionFailed("this request lives in a file-backend event log; `harn orchestrator resume` appends to "
                            "SQLite, and two writers on a file log can duplicate ids — answer it from the host instead")
-    reviewer = (reviewer or "").strip()
-    if not reviewer or reviewer.startswith("-") or len(reviewer) > 200 or any(ord(c) < 32 for c in reviewer):
+    reviewer = clean_reviewer(reviewer) or ""
+    if not reviewer or reviewer.startswith("-"):  # (argv: a leading dash would read as an option)
         raise ActionFailed("set harnState.hitl.reviewer to your name (the reviewer Harn records)")
     argv = [resolve_harn(harn_path), "orchestrator", "resume", request_id, "--reviewer", reviewer,
             "--config", os.path.join(ws.root, "harn.toml"), "--state-dir", os.path.abspath(view.loc.state_dir), "--json"]

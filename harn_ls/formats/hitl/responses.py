@@ -389,3 +389,12 @@ def choice_labels(req: HitlRequest) -> list[str]:
     if req.kind != "question":
         return []
     return [c if isinstance(c, str) else serde_compact(c) for c in choices(req.payload.get("schema"))][:200]
+
+
+def clean_reviewer(reviewer: str | None) -> str | None:
+    """The reviewer name an answer records (trimmed), or None when it cannot be one: empty, over 200
+    characters, or holding a control character (DEL included). The one rule of both answer paths."""
+    r = (reviewer or "").strip()
+    if not r or len(r) > 200 or any(ord(c) < 32 or ord(c) == 127 for c in r):
+        return None
+    return r
