@@ -1,5 +1,5 @@
 """The SQLite backend of the event-log readers (formats/events.py holds the events, the file
-backend and the codes and caps both use). Its own module so that sqlite3, tempfile and the
+backend and the codes and caps both use). Its own module so that sqlite3 and the
 hardened connection code load only when a project has an `events.sqlite`: most `inspect` and
 server runs never meet one.
 
@@ -10,9 +10,7 @@ it, so Harn's writer is never blocked and its checkpoints are never pinned (§H.
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
-import tempfile
 from collections.abc import Callable, Iterable
 from typing import Protocol, TypeVar
 
@@ -61,57 +59,34 @@ class SqliteEventLog:
         self.exists = os.path.isfile(path)
 
     # ------------------------------------------------------------ connections
-    def _connect(self, problems: list[Problem]) -> tuple[sqlite3.Connection, str | None] | None:
-        """A locked-down read-only connection (formats/sqlite_safe.py); a `-wal` without its `-shm`
-        is read from a copy in the cache folder, since opening it in place would create the `-shm`."""
-        tmp = None
-        target = self.path
+    def _connect(self, problems: list[Problem]) -> sqlite3.Connection | None:
+        """A locked-down read-only connection (formats/sqlite_safe.py). A `-wal` without its `-shm` (a
+        writer crashed?) is read from sqlite_safe's private snapshot in the cache folder, as any `-wal`
+        with frames is: opening it in place would create the `-shm` inside the project."""
         if os.path.exists(self.path + "-wal") and not os.path.exists(self.path + "-shm"):
-            tmp = self._copy_for_read(problems)
-            if tmp is None:
+            try:
+                size = os.path.getsize(self.path) + os.path.getsize(self.path + "-wal")
+            except OSError:
                 return None
-            target = os.path.join(tmp, "events.sqlite")  # mode=ro there replays the copied WAL
-        try:
-            conn = sqlite_safe.open_readonly(target, None if tmp else self.root, self.copy_dir)
-        except BaseException:
-            if tmp:
-                shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        return conn, tmp
-
-    def _copy_for_read(self, problems: list[Problem]) -> str | None:
-        try:
-            size = os.path.getsize(self.path) + os.path.getsize(self.path + "-wal")
-        except OSError:
-            return None
-        if size > MAX_COPY_BYTES or not self.copy_dir:
+            if size > MAX_COPY_BYTES or not self.copy_dir:
+                problems.append(Problem(self.path, 0, CODE_NO_SHM,
+                    f"{os.path.basename(self.path)}-wal exists without its -shm file; not read (reading in place would "
+                    "create -shm inside the project)", Severity.WARNING))
+                return None
             problems.append(Problem(self.path, 0, CODE_NO_SHM,
-                f"{os.path.basename(self.path)}-wal exists without its -shm file; not read (reading in place would "
-                "create -shm inside the project)", Severity.WARNING))
-            return None
-        os.makedirs(self.copy_dir, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix="evcopy-", dir=self.copy_dir)
-        try:
-            shutil.copyfile(self.path, os.path.join(tmp, "events.sqlite"))
-            shutil.copyfile(self.path + "-wal", os.path.join(tmp, "events.sqlite-wal"))
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
-            return None
-        problems.append(Problem(self.path, 0, CODE_NO_SHM,
-            f"{os.path.basename(self.path)}-wal exists without its -shm file (a writer crashed?); shown from a copy",
-            Severity.INFO))
-        return tmp
+                f"{os.path.basename(self.path)}-wal exists without its -shm file (a writer crashed?); shown from a copy",
+                Severity.INFO))
+        return sqlite_safe.open_readonly(self.path, self.root, self.copy_dir)
 
     def _run(self, problems: list[Problem], fn: Callable[[_Query], _T]) -> _T | None:
         """Open, run `fn(query)`, close. SQLite errors and refusals become a Problem; returns None then."""
         if not os.path.isfile(self.path):
             return None
-        opened = None
+        conn = None
         try:
-            opened = self._connect(problems)
-            if opened is None:
+            conn = self._connect(problems)
+            if conn is None:
                 return None
-            conn = opened[0]
 
             def query(sql: str, args: tuple[object, ...] = ()) -> list[SqlRow]:
                 # every statement: a deadline, a row cap, fully consumed (never a statement left open)
@@ -131,10 +106,7 @@ class SqliteEventLog:
             problems.append(Problem(self.path, 0, CODE_OPEN, f"cannot read event log ({msg}); {hint}", Severity.ERROR))
             return None
         finally:
-            if opened is not None:
-                sqlite_safe.close_quietly(opened[0])
-                if opened[1]:
-                    shutil.rmtree(opened[1], ignore_errors=True)
+            sqlite_safe.close_quietly(conn)
 
     def _check_schema(self, conn: sqlite3.Connection, query: _Query, problems: list[Problem]) -> None:
         try:

@@ -400,3 +400,24 @@ def test_recursive_view_as_topic_heads_is_never_evaluated(tmp_path):
     assert time.monotonic() - t0 < 3
     assert {t: i.last_id for t, i in v.summary.topics.items()} == {"a.b": 1}  # topics from the events table instead
     assert any(p.code == ev_fmt.CODE_SCHEMA and "view" in p.message for p in v.problems())
+
+
+def test_a_wal_without_shm_that_links_out_of_the_project_is_not_read(tmp_path):
+    """`events.sqlite-wal` (no -shm) is a link to a sibling `proj-evil`'s WAL: the copy made to read it goes
+    through safe_read like every snapshot, so the link is refused and none of proj-evil's rows are shown."""
+    evil = tmp_path / "proj-evil"
+    evil.mkdir()
+    conn = W.open_log(str(evil / "events.sqlite"))
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    W.append(conn, "t.one", "k", {"n": 1})
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    shutil.copy(evil / "events.sqlite", proj / "events.sqlite")
+    W.append(conn, "t.secret", "k", {"n": 2})  # only in proj-evil's WAL
+    (proj / "events.sqlite-wal").symlink_to(evil / "events.sqlite-wal")
+    v = LogView(LogLocation("run", "sqlite", str(proj / "events.sqlite"), str(proj)), copy_dir=str(tmp_path / "cache"),
+                root=str(proj))
+    v.refresh()
+    conn.close()
+    assert "t.secret" not in v.summary.topics
+    assert ev_fmt.CODE_OPEN in [p.code for p in v.problems()]
