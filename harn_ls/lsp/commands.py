@@ -249,7 +249,7 @@ async def resume_escalation_command(ls, a: C.ResumeArgs):
     try:
         argv, view = await proj.run(lambda: resume_argv(proj.ws, rid, harn, reviewer, a.reason))
         result = await run_process(argv, cwd=proj.root, timeout=RESUME_TIMEOUT_S,
-                                   env=resume_env(proj.ws, view, ls.harn_env(ls.settings_for(proj))[0]))
+                                   env=resume_env(proj.root, view, ls.harn_env(ls.settings_for(proj))[0]))
     except ActionFailed as exc:
         ls.show(str(exc), types.MessageType.Error)
         return C.Failure(str(exc))

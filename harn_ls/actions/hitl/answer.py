@@ -46,6 +46,7 @@ from harn_ls.formats.hitl.requests import (
 )
 from harn_ls.formats.sqlite_safe import limit_schema
 from harn_ls.util.message_text import defuse, quote
+from harn_ls.util.safe_read import reader_root
 
 BUSY_TIMEOUT_MS = 5000  # Harn's
 MAX_ANSWER_CHARS = 65_536
@@ -344,10 +345,7 @@ def check_target(project_root: str, backend: str, log_path: str, state_dir: str)
     if backend != "sqlite":
         raise AnswerRefused("this request lives in a file-backend event log: two writers on a file log can write "
                             "the same event id twice (harn-formats §H.2.6); answer it from the host running the agent")
-    root = os.path.abspath(project_root)
-    sd = os.path.abspath(state_dir)
-    base = root if (sd == root or sd.startswith(root + os.sep)) else sd
-    return ensure_inside(base, log_path)
+    return ensure_inside(reader_root(os.path.abspath(state_dir), os.path.abspath(project_root)), log_path)
 
 
 # -------------------------------------------------------------------------------------- answering

@@ -50,12 +50,17 @@ def resume_argv(ws, request_id: str, harn_path: str, reviewer: str, reason: str 
     return argv, view
 
 
-def resume_env(ws, view, base_env: dict[str, str]) -> dict[str, str]:
+def resume_env(root: str, view, base_env: dict[str, str]) -> dict[str, str]:
     """Harn's environment for the resume: harn-ls's (with harnState.harnEnv), and the log's own path in
     HARN_EVENT_LOG_SQLITE_PATH, absolute, so Harn appends to the file the request lives in even when it
     is not `<state-dir>/events.sqlite` (the orchestrator resolves that variable before its default)."""
+    # start-up: the answer writer (and sqlite3) load with the first resume
+    from harn_ls.actions.hitl.answer import check_target
+
     env = dict(base_env)
-    env["HARN_EVENT_LOG_SQLITE_PATH"] = os.path.abspath(view.loc.path)
+    # the log's real path, inside the project (or the state dir the user's HARN_STATE_DIR named) as the
+    # answer writer checks it: a log swapped for a link since it was read is refused, not handed to Harn
+    env["HARN_EVENT_LOG_SQLITE_PATH"] = check_target(root, view.loc.backend, view.loc.path, view.loc.state_dir)
     env.pop("HARN_EVENT_LOG_BACKEND", None)  # resume appends to SQLite (the request lives in one)
     return env
 
