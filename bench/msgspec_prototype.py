@@ -15,6 +15,11 @@ its peak RSS is its own, interleaved over N rounds; the median of each is printe
              A line the typed decoder refuses goes to orjson and the detailed validator for its
              message, as today (counted, not timed separately).
 
+- `today-bare` today's validation and records, fed line by line as the two below are (no JsonlTail);
+- `struct-exact` / `struct-raw`  the record itself a `gc=False` Struct decoded from its line (item 2
+             as it would be adopted, `_record_struct_way`): with today's verdicts kept for every line,
+             the value parsed by orjson (exact), or kept as its JSON with a check for floats past f64.
+
 It needs `pip install msgspec` (not a dependency of harn-ls: the decision is what this measures).
 """
 
@@ -155,7 +160,153 @@ def way_msgspec(logs: list[Path]) -> dict:
     return {"records": records, "refused_lines": refused}
 
 
-WAYS = {"orjson": way_orjson, "today": way_today, "msgspec": way_msgspec}
+def _record_struct_way(logs: list[Path], keep_value_raw: bool) -> dict:
+    """The record *is* the decoded Struct (what item 2 would adopt), projected by today's
+    MemoryNamespace, with the checks that keep today's verdicts (and Harn's): a line with an
+    unknown field, a wrong type or anything msgspec refuses goes to orjson and today's
+    field-by-field path; invalid UTF-8 is checked on the line (msgspec does not check the bytes it
+    skips). `keep_value_raw`: an object or array value is kept as its JSON, unparsed; then a float
+    past f64 in it (1E400, which orjson and serde_json refuse, msgspec skips) must be looked for
+    first: a byte translation and three searches per line, the cheapest exact check found."""
+    import msgspec
+    import orjson
+
+    from harn_ls.formats.memory import EMPTY_FLAGS, MemoryDelta, MemoryNamespace, add_seq, pack_json, shared_tags
+    from harn_ls.util.shared_ints import shared
+
+    no_raw = msgspec.Raw()
+
+    class Record(msgspec.Struct, kw_only=True, gc=False, eq=False, forbid_unknown_fields=True,
+                 tag_field="type", tag="store"):
+        id: str
+        namespace: str = ""
+        key: str
+        value: msgspec.Raw
+        text: str = ""
+        tags: tuple[str, ...] = ()
+        stored_at: str
+        seq: int = 0
+        line_no: int = 0
+        provenance: msgspec.Raw = no_raw
+        status: str | None = None
+        scope: str | None = None
+        flags: msgspec.Raw = no_raw
+        updated_at: str | None = None
+
+        def with_changes(self, **changes):
+            return msgspec.structs.replace(self, **{k: v for k, v in changes.items() if k != "provenance"})
+
+    decode = msgspec.json.Decoder(Record).decode
+    table = bytearray(b" " * 256)
+    for c in b"0123456789":
+        table[c] = ord("0")
+    table[ord("e")] = table[ord("E")] = ord("e")
+    table[ord("+")] = table[ord("-")] = ord("+")
+    table = bytes(table)
+    digits309 = b"0" * 309
+    container = (ord("{"), ord("["))
+    loads = orjson.loads
+
+    def fast(raw: bytes):
+        if not raw.startswith(b'{"type":"store"'):
+            return None
+        if not raw.isascii():
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        if keep_value_raw:
+            t = raw.translate(table)
+            if b"e000" in t or b"e+000" in t or digits309 in t:
+                return None
+        try:
+            r = decode(raw)
+            view = memoryview(r.value)
+            if keep_value_raw and view[0] in container:
+                r.value = view.tobytes()
+            else:
+                r.value = loads(view)
+            r.provenance = None if r.provenance is no_raw else pack_json(loads(memoryview(r.provenance)))
+            if r.flags is no_raw:
+                r.flags = EMPTY_FLAGS
+            else:
+                flags = loads(memoryview(r.flags))
+                if type(flags) is not dict:
+                    return None
+                r.flags = flags or EMPTY_FLAGS
+        except (msgspec.DecodeError, orjson.JSONDecodeError, RecursionError):
+            return None
+        r.tags = shared_tags(r.tags)
+        r.updated_at = None
+        return r
+
+    kept, records, slow = [], 0, 0
+    for path in logs:
+        space = MemoryNamespace(path.parent.name, str(path))
+        delta = MemoryDelta()
+        with open(path, "rb") as fh:
+            for line_no, line in enumerate(fh, 1):
+                raw = line.rstrip(b"\n")
+                r = fast(raw)
+                if r is None:
+                    slow += 1
+                    try:
+                        event = loads(raw)
+                    except orjson.JSONDecodeError:
+                        continue
+                    space._apply_event(event, line_no, delta)
+                    continue
+                seq = space.seq
+                space.seq = seq + 1
+                space.event_count += 1
+                r.namespace = space.namespace
+                r.seq = seq = shared(seq)
+                r.line_no = shared(line_no)
+                space.last_event_at = r.stored_at
+                if r.id in space.forgotten:
+                    space.hidden.append(r)
+                    continue
+                space.active[seq] = r
+                add_seq(space._by_id, r.id, seq)
+                delta.added.append(r)
+        records += len(space.active)
+        kept.append(space)
+    return {"records": records, "slow_lines": slow}
+
+
+def way_today_bare(logs: list[Path]) -> dict:
+    """Today's validation and records, fed line by line as the struct ways are (no JsonlTail, no
+    density rule): what separates the decoder's share of the gap from the reader's."""
+    import orjson
+
+    from harn_ls.formats.memory import MemoryDelta, MemoryNamespace
+
+    kept, records = [], 0
+    for path in logs:
+        space = MemoryNamespace(path.parent.name, str(path))
+        delta = MemoryDelta()
+        with open(path, "rb") as fh:
+            for line_no, line in enumerate(fh, 1):
+                try:
+                    event = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                space._apply_event(event, line_no, delta)
+        records += len(space.active)
+        kept.append(space)
+    return {"records": records}
+
+
+def way_struct_exact(logs: list[Path]) -> dict:
+    return _record_struct_way(logs, keep_value_raw=False)
+
+
+def way_struct_raw(logs: list[Path]) -> dict:
+    return _record_struct_way(logs, keep_value_raw=True)
+
+
+WAYS = {"orjson": way_orjson, "today": way_today, "today-bare": way_today_bare, "msgspec": way_msgspec,
+        "struct-exact": way_struct_exact, "struct-raw": way_struct_raw}
 
 
 def child(way: str, root: str) -> None:
@@ -191,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
             results[way].append(json.loads(proc.stdout))
     base = statistics.median(r["cpu_s"] for r in results["orjson"])
     print(f"memory logs: {len(logs)} files, {size / 2**20:.1f} MiB; {args.runs} interleaved runs, medians")
-    print(f"{'way':<10} {'wall s':>8} {'cpu s':>8} {'cpu / orjson':>13} {'peak RSS MiB':>13} {'RSS / log bytes':>16}  notes")
+    print(f"{'way':<12} {'wall s':>8} {'cpu s':>8} {'cpu / orjson':>13} {'peak RSS MiB':>13} {'RSS / log bytes':>16}  notes")
     summary = {}
     for way, runs in results.items():
         cpu = statistics.median(r["cpu_s"] for r in runs)
@@ -200,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         notes = {k: v for k, v in runs[0].items() if k not in ("way", "wall_s", "cpu_s", "peak_rss_mb")}
         summary[way] = {"wall_s": wall, "cpu_s": cpu, "cpu_ratio": cpu / base, "peak_rss_mb": rss,
                         "rss_ratio": rss * 2**20 / size, **notes}
-        print(f"{way:<10} {wall:>8.3f} {cpu:>8.3f} {cpu / base:>13.2f} {rss:>13.0f} {rss * 2**20 / size:>16.2f}  {notes}")
+        print(f"{way:<12} {wall:>8.3f} {cpu:>8.3f} {cpu / base:>13.2f} {rss:>13.0f} {rss * 2**20 / size:>16.2f}  {notes}")
     (HERE / "results-msgspec-prototype.json").write_text(json.dumps({"log_bytes": size, "runs": args.runs,
                                                                         "summary": summary}, indent=1) + "\n")
     return 0
