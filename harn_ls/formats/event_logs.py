@@ -233,6 +233,10 @@ class LogView:
             self._backend = None
             return changed
         be = self.backend()
+        with be.session():  # (SQLite: one connection, one snapshot, for the whole refresh)
+            return self._refresh_from(be, now_ms)
+
+    def _refresh_from(self, be: SqliteEventLog | FileEventLog, now_ms: int | None) -> bool:
         file_changes: dict[str, tuple[bool, list[Event]]]
         if self.loc.backend == "file":
             file_log = cast(FileEventLog, be)  # loc.backend names the backend's class

@@ -28,6 +28,7 @@ only events after a known id.
 from __future__ import annotations
 
 import array
+import contextlib
 import os
 import re
 from dataclasses import field
@@ -342,6 +343,10 @@ class FileEventLog:
         self.root = root  # when given, every file read must stay inside it (safe_read)
         self.topics: dict[str, FileTopic] = {}
         self.problems: list[Problem] = []
+
+    def session(self) -> contextlib.nullcontext[None]:
+        """(The SQLite backend's `session`: files need none, every read is its own.)"""
+        return contextlib.nullcontext()
 
     @property
     def exists(self) -> bool:

@@ -4,14 +4,18 @@ hardened connection code load only when a project has an `events.sqlite`: most `
 server runs never meet one.
 
 Every call opens a private read-only connection, runs a few short bounded queries and closes
-it, so Harn's writer is never blocked and its checkpoints are never pinned (§H.2.7).
+it, so Harn's writer is never blocked and its checkpoints are never pinned (§H.2.7). A caller
+that makes several calls in a row (a refresh) makes them in one `session()`: one connection, so
+a log whose `-wal` holds frames is copied into one private snapshot, not one per call, and every
+call of the session sees the same committed state. Between statements no read transaction is held.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol, TypeVar
 
 from harn_ls.formats import sqlite_safe
@@ -57,6 +61,24 @@ class SqliteEventLog:
         self.root = root  # when given, the file's real path must stay inside it
         self.copy_dir = copy_dir  # where a -wal without -shm is copied to be read (outside the project)
         self.exists = os.path.isfile(path)
+        # Inside `session()`: [connection or None once opened] (None: it could not be opened or its
+        # schema was refused, and the session's first call reported why)
+        self._session: list[sqlite3.Connection | None] | None = None
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[None]:
+        """Every call inside the block shares one connection, opened by the first and closed at the
+        end (a nested session is the outer one's)."""
+        if self._session is not None:
+            yield
+            return
+        self._session = []
+        try:
+            yield
+        finally:
+            opened, self._session = self._session, None
+            if opened:
+                sqlite_safe.close_quietly(opened[0])
 
     # ------------------------------------------------------------ connections
     def _connect(self, problems: list[Problem]) -> sqlite3.Connection | None:
@@ -82,31 +104,58 @@ class SqliteEventLog:
         """Open, run `fn(query)`, close. SQLite errors and refusals become a Problem; returns None then."""
         if not os.path.isfile(self.path):
             return None
+        session = self._session
+        if session:  # (opened by an earlier call of this session)
+            shared = session[0]
+            return None if shared is None else self._query(shared, problems, fn)
         conn = None
         try:
             conn = self._connect(problems)
-            if conn is None:
-                return None
-
-            def query(sql: str, args: tuple[object, ...] = ()) -> list[SqlRow]:
-                # every statement: a deadline, a row cap, fully consumed (never a statement left open)
-                return sqlite_safe.query(conn, sql, args, QUERY_DEADLINE_S, MAX_ROWS)
-
-            self._check_schema(conn, query, problems)
-            return fn(query)
+            if conn is not None:
+                self._check_schema(conn, self._queries(conn), problems)
         except _SchemaRefused:
-            return None
+            sqlite_safe.close_quietly(conn)
+            conn = None
+        except sqlite_safe.SqliteRefused as exc:
+            problems.append(Problem(self.path, 0, CODE_OPEN, f"event log not read: {exc}", Severity.ERROR))
+            sqlite_safe.close_quietly(conn)
+            conn = None
+        except sqlite3.Error as exc:
+            self._sqlite_problem(problems, exc)
+            sqlite_safe.close_quietly(conn)
+            conn = None
+        if session is not None:
+            session.append(conn)  # (closed when the session ends)
+            return None if conn is None else self._query(conn, problems, fn)
+        try:
+            return None if conn is None else self._query(conn, problems, fn)
+        finally:
+            sqlite_safe.close_quietly(conn)
+
+    @staticmethod
+    def _queries(conn: sqlite3.Connection) -> _Query:
+        def query(sql: str, args: tuple[object, ...] = ()) -> list[SqlRow]:
+            # every statement: a deadline, a row cap, fully consumed (never a statement left open)
+            return sqlite_safe.query(conn, sql, args, QUERY_DEADLINE_S, MAX_ROWS)
+
+        return query
+
+    def _query(self, conn: sqlite3.Connection, problems: list[Problem], fn: Callable[[_Query], _T]) -> _T | None:
+        """`fn(query)` on an open, checked connection. SQLite errors and refusals become a Problem."""
+        try:
+            return fn(self._queries(conn))
         except sqlite_safe.SqliteRefused as exc:
             problems.append(Problem(self.path, 0, CODE_OPEN, f"event log not read: {exc}", Severity.ERROR))
             return None
         except sqlite3.Error as exc:
-            msg = str(exc)
-            hint = ("it may be locked or mid-write — retried on the next change" if "locked" in msg or "busy" in msg
-                    else "the database may be corrupt")
-            problems.append(Problem(self.path, 0, CODE_OPEN, f"cannot read event log ({msg}); {hint}", Severity.ERROR))
+            self._sqlite_problem(problems, exc)
             return None
-        finally:
-            sqlite_safe.close_quietly(conn)
+
+    def _sqlite_problem(self, problems: list[Problem], exc: sqlite3.Error) -> None:
+        msg = str(exc)
+        hint = ("it may be locked or mid-write — retried on the next change" if "locked" in msg or "busy" in msg
+                else "the database may be corrupt")
+        problems.append(Problem(self.path, 0, CODE_OPEN, f"cannot read event log ({msg}); {hint}", Severity.ERROR))
 
     def _check_schema(self, conn: sqlite3.Connection, query: _Query, problems: list[Problem]) -> None:
         try:

@@ -421,3 +421,43 @@ def test_a_wal_without_shm_that_links_out_of_the_project_is_not_read(tmp_path):
     conn.close()
     assert "t.secret" not in v.summary.topics
     assert ev_fmt.CODE_OPEN in [p.code for p in v.problems()]
+
+
+def test_a_refresh_reads_a_live_wal_log_through_one_snapshot(tmp_path, monkeypatch):
+    """Harn's writer is mid-run: the log's rows are in its `-wal` (frames not checkpointed), so each
+    connection reads a private copy of the database and its WAL. One refresh (topics, the payload
+    check, the HITL tail) opens one connection, hence one copy, not one per query group; the copy
+    is gone afterwards and the refresh sees every committed row."""
+    from harn_ls.formats import sqlite_safe
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    db = proj / "events.sqlite"
+    writer = W.open_log(str(db))
+    writer.execute("PRAGMA wal_autocheckpoint = 0")  # the rows stay in the -wal
+    for i in range(3):
+        W.append(writer, "agent.steps", "step", {"n": i})
+    W.append(writer, hitl_fmt.REQUEST_TOPICS[0], "hitl.question", {"request_id": "q1", "prompt": "ok?"})
+    assert os.path.getsize(str(db) + "-wal") > 0
+    opened = []
+    real_open = sqlite_safe.open_readonly
+
+    def counting_open(*args, **kwargs):
+        opened.append(args[0])
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite_safe, "open_readonly", counting_open)
+    cache = tmp_path / "cache"
+    view = LogView(LogLocation("run", "sqlite", str(db), str(proj)), copy_dir=str(cache), root=str(proj))
+    try:
+        assert view.refresh()
+        assert opened == [str(db)]
+        assert {t: i.count for t, i in view.summary.topics.items()} == {"agent.steps": 3, hitl_fmt.REQUEST_TOPICS[0]: 1}
+        assert len(view.hitl_events[hitl_fmt.REQUEST_TOPICS[0]]) == 1
+        W.append(writer, "agent.steps", "step", {"n": 3})
+        assert view.refresh()
+        assert opened == [str(db)] * 2
+        assert view.summary.topics["agent.steps"].count == 4
+    finally:
+        writer.close()
+    assert not cache.exists() or not any(cache.iterdir())  # every snapshot removed with its connection
