@@ -419,6 +419,7 @@ def parse_file_range(ref: str, project_root: str) -> FileRange | None:
 @functools.cache
 def _fact_classes() -> tuple[type[Fact], type[Evidence], type[FileRange]]:
     """The fact classes, imported with the first fact built (see __getattr__), once."""
+    # start-up: the fact classes load with the first fact built (see __getattr__)
     from harn_ls.formats.fact_types import Evidence, Fact, FileRange
 
     return Fact, Evidence, FileRange
