@@ -20,10 +20,9 @@ import json
 
 import pytest
 
-from harn_ls.formats.facts import fact_store_event, normalize_fact
-from harn_ls.formats.harn_json import serde_compact
 from tests.conformance.bare_client import BareClient
 from tests.conformance.test_position_encodings import reference_units
+from tests.helpers.fact_lines import fact_line
 from tests.lsp.conftest import HARN_DOUBLE, copy_sample
 
 LINE = '  const café = "🙂"; const out = checkpoint_stage("é𝄞", fn() { 1 })'
@@ -38,13 +37,6 @@ CAPS = {"workspace": {"workspaceFolders": True},
                          "synchronization": {}}}
 
 
-def _fact_line(ref: str, snippet: str) -> tuple[str, str]:
-    env = normalize_fact({"kind": "observation", "claim": CLAIM, "confidence": 0.8,
-                          "evidence": [{"kind": "file_range", "ref": ref, "snippet": snippet}],
-                          "provenance": {"agent": "test"}}, now="2026-11-29T10:00:00.000Z")
-    return env["id"], serde_compact(fact_store_event(env, "project/facts", "2026-11-29T10:00:00.100000+00:00"))
-
-
 @pytest.fixture(params=["utf-8", "utf-16", "utf-32"])
 def session(request, tmp_path):
     encoding = request.param
@@ -53,7 +45,7 @@ def session(request, tmp_path):
     skill = project / ".harn" / "skills" / "émoji"
     skill.mkdir()
     (skill / "SKILL.md").write_text(SKILL, encoding="utf-8")
-    fact_id, line = _fact_line("pipelines/encodings.harn:2", LINE.strip())
+    fact_id, line = fact_line(CLAIM, "pipelines/encodings.harn:2", LINE.strip(), 0.8)
     with open(project / ".harn/memory/project/facts/events.jsonl", "a", encoding="utf-8") as fh:
         fh.write(line + "\n")
     c = BareClient.stdio()

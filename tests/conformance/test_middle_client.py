@@ -16,13 +16,10 @@ false everywhere. Each main feature answers it with what it can use:
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from harn_ls.formats.facts import fact_store_event, normalize_fact
-from harn_ls.formats.harn_json import serde_compact
 from tests.conformance.bare_client import BareClient
+from tests.helpers.fact_lines import fact_line
 from tests.lsp.conftest import HARN_DOUBLE, copy_sample
 
 NEOVIM_LIKE: dict = {
@@ -157,16 +154,11 @@ def test_a_change_on_disk_refreshes_its_lenses(nvim):
     uri = _open(c, "src/billing/tax.py")
     c.request("textDocument/codeLens", {"textDocument": {"uri": uri}})
     c.server_requests.clear()
-    env = normalize_fact({"kind": "observation", "claim": "Tax rounds half-even", "confidence": 0.7,
-                          "evidence": [{"kind": "file_range", "ref": "src/billing/tax.py:1-2"}],
-                          "provenance": {"agent": "test"}}, now="2026-11-29T10:00:00.000Z")
     with open(c.project / ".harn/memory/project/facts/events.jsonl", "a", encoding="utf-8") as fh:
-        fh.write(serde_compact(fact_store_event(env, "project/facts", "2026-11-29T10:00:00.100000+00:00")) + "\n")
+        fh.write(fact_line("Tax rounds half-even", "src/billing/tax.py:1-2")[1] + "\n")
     c.wait_notification("harn/treeChanged", lambda m: m["params"]["view"] == "memory")
-    deadline = time.monotonic() + 10
-    while not any(r["method"] == "workspace/codeLens/refresh" for r in c.server_requests):
-        assert time.monotonic() < deadline, "no codeLens/refresh"
-        c.request("workspace/symbol", {"query": "zzz"})
+    c.wait_server_request("workspace/codeLens/refresh")
+    c.request("workspace/symbol", {"query": "zzz"})  # (a content refresh would be on the wire before this answer)
     assert not [r for r in c.server_requests if r["method"] == "workspace/textDocumentContent/refresh"]
     lenses = c.request("textDocument/codeLens", {"textDocument": {"uri": uri}})["result"]
     assert any(lens["range"]["start"]["line"] == 0 for lens in lenses)

@@ -13,13 +13,10 @@ not never gets it, and still learns of the change from what it did subscribe to 
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from harn_ls.formats.facts import fact_store_event, normalize_fact
-from harn_ls.formats.harn_json import serde_compact
 from tests.conformance.bare_client import BareClient
+from tests.helpers.fact_lines import fact_line
 from tests.lsp.conftest import HARN_DOUBLE, copy_sample
 
 DOC = "harn-state:/memory/project/facts.md"
@@ -34,13 +31,6 @@ def _caps(content: bool, lens: bool) -> dict:
     if lens:
         workspace["codeLens"] = {"refreshSupport": True}
     return {"workspace": workspace, "textDocument": {"codeLens": {}, "hover": {"contentFormat": ["plaintext"]}}}
-
-
-def _fact_line() -> str:
-    env = normalize_fact({"kind": "observation", "claim": CLAIM, "confidence": 0.7,
-                          "evidence": [{"kind": "file_range", "ref": "src/billing/tax.py:1-3"}],
-                          "provenance": {"agent": "test"}}, now="2026-11-29T10:00:00.000Z")
-    return serde_compact(fact_store_event(env, "project/facts", "2026-11-29T10:00:00.100000+00:00"))
 
 
 def _refreshes(c: BareClient) -> list[dict]:
@@ -67,15 +57,15 @@ def test_a_change_on_disk_refreshes_only_what_the_client_declared(tmp_path, cont
         c.server_requests.clear()  # (a lens refresh when the project loaded: not this change's)
 
         with open(project / ".harn/memory/project/facts/events.jsonl", "a", encoding="utf-8") as fh:
-            fh.write(_fact_line() + "\n")
+            fh.write(fact_line(CLAIM, "src/billing/tax.py:1-3")[1] + "\n")
 
         # what every client hears: the tree's memory view changed, and a new status with one fact more
         c.wait_notification("harn/treeChanged", lambda m: m["params"]["view"] == "memory")
         assert len([n for n in c.notifications if n["method"] == "harn/status"]) > statuses
         if content:
-            _wait_request(c, "workspace/textDocumentContent/refresh")
+            c.wait_server_request("workspace/textDocumentContent/refresh")
         if lens:
-            _wait_request(c, "workspace/codeLens/refresh")
+            c.wait_server_request("workspace/codeLens/refresh")
         # a round trip: a refresh spawned with the tree's notification is on the wire before this answer
         c.request("workspace/symbol", {"query": "zzz-nothing"})
         sent = [(r["method"], r.get("params")) for r in _refreshes(c)]
@@ -97,18 +87,3 @@ def test_a_change_on_disk_refreshes_only_what_the_client_declared(tmp_path, cont
     finally:
         c.close()
 
-
-def _wait_request(c: BareClient, method: str, timeout: float = 10.0) -> dict:
-    """The first request `method` the server sent (answered by the client as it came)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        for r in c.server_requests:
-            if r["method"] == method:
-                return r
-        assert time.monotonic() < deadline, f"no {method} within {timeout} s"
-        msg = c.read(max(0.01, deadline - time.monotonic()))
-        assert msg is not None, "server closed the stream"
-        if "method" in msg and "id" in msg:
-            c.answer_server_request(msg)
-        elif "method" in msg:
-            c.notifications.append(msg)
