@@ -518,7 +518,9 @@ def create_server() -> HarnLanguageServer:
         start_trace.mark("initialize received")
         ls.client = ClientProfile.of(params.capabilities, params.initialization_options)
         settings, trusted, errors = from_initialization_options(params.initialization_options)
-        errors += [e for e in pictures_option(params.initialization_options)[1:] if e]
+        pictures_warning = pictures_option(params.initialization_options)[1]
+        if pictures_warning:  # (ls.client took the value; a bad one is told like a bad setting)
+            errors.append(pictures_warning)
         ls.settings = settings
         ls.trusted = trusted if trusted is not None else settings.trustedByDefault
         for e in errors:
