@@ -15,18 +15,40 @@ a 14 MB run record parsed whole took ~54 MB at once, this way its bytes and one 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import overload
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, overload
 
-import msgspec
-import numpy as np
 import orjson
 
 from harn_ls.util.json_types import JsonValue
 
-_members = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
-_elements = msgspec.json.Decoder(list[msgspec.Raw]).decode
-_REFUSED = (msgspec.DecodeError, orjson.JSONDecodeError, RecursionError)
+if TYPE_CHECKING:
+    import msgspec
+
+
+@functools.cache
+def _msgspec() -> ModuleType:
+    """msgspec, imported with the first big record (~10 ms a one-shot command need not pay)."""
+    # start-up: only a run record of 1 MB or more is split
+    import msgspec
+
+    return msgspec
+
+
+@functools.cache
+def _decoder(of: str) -> Callable[[Any], Any]:
+    """msgspec's decoder of an object's members (`of`="members") or an array's elements, as Raws."""
+    ms = _msgspec()
+    raw: Any = ms.Raw  # (a type known at run time only, to the checker)
+    decoder: Any = ms.json.Decoder(dict[str, raw] if of == "members" else list[raw])
+    decode: Callable[[Any], Any] = decoder.decode
+    return decode
+
+
+def _refused() -> tuple[type[BaseException], ...]:
+    return (_msgspec().DecodeError, orjson.JSONDecodeError, RecursionError)
 
 
 class NotRead(Exception):
@@ -36,16 +58,17 @@ class NotRead(Exception):
 def members(data: bytes | msgspec.Raw) -> dict[str, msgspec.Raw]:
     """The members of the JSON object `data` as their JSON text (NotRead if it is not one)."""
     try:
-        return _members(data)
-    except _REFUSED as exc:
+        members: dict[str, msgspec.Raw] = _decoder("members")(data)
+    except _refused() as exc:
         raise NotRead(str(exc)) from None
+    return members
 
 
 def parse(data: bytes) -> JsonValue:
     """A document read by orjson (NotRead if orjson refuses it)."""
     try:
         value: JsonValue = orjson.loads(data)
-    except _REFUSED as exc:
+    except (orjson.JSONDecodeError, RecursionError) as exc:
         raise NotRead(str(exc)) from None
     return value
 
@@ -56,6 +79,9 @@ def starts_with(part: msgspec.Raw, byte: bytes) -> bool:
 
 
 def _address(buffer: bytes | msgspec.Raw) -> int:
+    # start-up: numpy (~70 ms) only where a big record is split, and the recall index needs it anyway
+    import numpy as np
+
     return int(np.frombuffer(buffer, dtype=np.uint8).ctypes.data)
 
 
@@ -85,8 +111,8 @@ def elements(part: msgspec.Raw, source: bytes) -> list[msgspec.Raw] | None:
     if (source.count(b",", start, end) + 1) * MIN_BYTES_PER_COMMA > end - start:
         return None
     try:
-        items = _elements(part)
-    except _REFUSED as exc:
+        items: list[msgspec.Raw] = _decoder("elements")(part)
+    except _refused() as exc:
         raise NotRead(str(exc)) from None
     return items if len(items) * MIN_ELEMENT_BYTES <= end - start else None
 

@@ -284,15 +284,13 @@ class NamespaceIndex:
         if not batch:
             return
         self._flush()
-        # tokenized in bulk, a chunk at a time (a chunk's token strings are all alive at once)
+        # tokenized in bulk a chunk at a time (its token strings all alive at once); overflow merged as it grows
         for chunk in analysis_chunks(list(batch.values())):
             postings = analyze_many(chunk)
             first = self._new_slots(chunk, postings.ntokens.tolist())
             if postings.terms:  # (terms interned first seen first, as `add` one by one would)
                 ids = np.asarray(self._term_ids(postings.terms), dtype=np.int32)
                 self._append_overflow(ids[postings.term], (postings.doc + first).astype(np.int32), postings.val)
-            # merged as it grows, not once at the end: a cold build's overflow held every posting of
-            # the namespace (16 bytes each, in buffers grown by doubling) beside the merge's arrays
             self._maybe_merge()
 
     def _drop(self, seq: int) -> tuple[MemoryRecord, list[str]] | None:
