@@ -63,6 +63,7 @@ class ProjectFolders:
         def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None: ...
         def spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]: ...
         async def send_status(self, proj: Project, n_problems: int | None = None) -> None: ...
+        def loading_moved(self) -> None: ...
 
     def settings_of_folder(self, folder: str | None) -> Settings:
         """A workspace folder's settings (its own answer to workspace/configuration), else the workspace's."""
@@ -134,6 +135,7 @@ class ProjectFolders:
             await self._add_folder(path)
         finally:
             self.adding_folders -= 1
+            self.loading_moved()
 
     async def _add_folder(self, path: str) -> None:
         path = os.path.abspath(path)
@@ -170,7 +172,10 @@ class ProjectFolders:
             loading = None
         proj = loading[0] if loading is not None else Project(root, self.on_changes, env, workspace_folder=folder)
         self.projects[root] = proj
-        await (loading[1] if loading is not None else self.show_load(proj, proj.load()))
+        try:
+            await (loading[1] if loading is not None else self.show_load(proj, proj.load()))
+        finally:
+            self.loading_moved()
         if proj.closed:
             return  # its folder left the workspace while it loaded
         start_trace.mark(f"project loaded {proj.root}")
@@ -254,7 +259,7 @@ class ProjectFolders:
                 roots = started.result()[0].roots
             else:
                 started.cancel()
-        self._drop_unused(roots)
+        self._drop_unused(roots)  # (which wakes the requests waiting for the projects)
 
     async def reload_for_env(self) -> None:
         """harnState.harnEnv changed: each project served is read again from Harn's new places (its folder's)."""
@@ -273,6 +278,7 @@ class ProjectFolders:
         self.diagnostics.clear_source(diagnostics.problems_source(proj.root))
         self.served = {u: v for u, v in self.served.items() if v[0] != proj.root}
         self.renders.fresh = {u: f for u, f in self.renders.fresh.items() if f.made_from[0] is not proj}
+        self.loading_moved()
 
     def _drop_unused(self, roots: Iterable[str]) -> None:
         """Stop serving the projects at `roots` that no workspace folder serves any more."""
@@ -287,6 +293,7 @@ class ProjectFolders:
             proj = self.projects.pop(root, None)
             if proj is not None:
                 self._stop_serving(proj)
+        self.loading_moved()
 
 
 def _holds(folder: str, path: str) -> bool:
