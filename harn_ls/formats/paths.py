@@ -14,6 +14,7 @@ from typing import cast
 
 from harn_ls.formats.parse_limits import load_toml
 from harn_ls.util.lean_dataclass import lean_dataclass
+from harn_ls.util.message_text import quote
 from harn_ls.util.safe_read import read_confined
 
 
@@ -263,7 +264,7 @@ def _confine_env(env: Mapping[str, str], untrusted: Iterable[str], root: str) ->
             full = os.path.normpath(entry if os.path.isabs(entry) else os.path.join(root, entry))
             real = os.path.realpath(full)
             if not (_inside_by_name(full, root) and (real == real_root or real.startswith(real_root + os.sep))):
-                refused.append((full, f"{name}={value!r} from harnState.harnEnv points outside the project ({real}) and the "
+                refused.append((full, f"{name}={quote(value)} from harnState.harnEnv points outside the project ({real}) and the "
                                       "workspace is not trusted; ignored, nothing read there"))
                 out.pop(name, None)
                 break
@@ -308,7 +309,7 @@ def resolve(path: str, env: Mapping[str, str] | None = None, home: str | None = 
         pass
     backend = env.get("HARN_EVENT_LOG_BACKEND", "").strip().lower() or "sqlite"
     if backend not in EVENT_LOG_BACKENDS:
-        env_refusals.append((root, f"HARN_EVENT_LOG_BACKEND={env['HARN_EVENT_LOG_BACKEND']!r} "
+        env_refusals.append((root, f"HARN_EVENT_LOG_BACKEND={quote(env['HARN_EVENT_LOG_BACKEND'])} "
                                    f"({_source('HARN_EVENT_LOG_BACKEND', sources)}): Harn refuses it (\"unsupported event log "
                                    "backend\") and opens no log; harn-ls reads the default places"))
         backend = "sqlite"

@@ -24,6 +24,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from harn_ls.formats.paths import find_project_root
+from harn_ls.util.message_text import quote, quote_json
 
 MANIFEST = "harn.toml"
 STATE_DIR = ".harn"
@@ -120,7 +121,7 @@ def explicit(folder: str, entries: list[str], trusted: bool) -> FolderProjects:
     out = FolderProjects(folder)
     for entry in entries:
         if not isinstance(entry, str) or not entry.strip() or any(ord(c) < 0x20 for c in entry):
-            out.notes.append(f"harnState.projectRoots: ignored {entry!r} (not a folder name)")
+            out.notes.append(f"harnState.projectRoots: ignored {quote_json(entry)} (not a folder name)")
             continue
         entry = os.path.expanduser(entry) if trusted else entry
         if os.path.isabs(entry) and not _inside(os.path.normpath(entry), folder):
@@ -128,11 +129,11 @@ def explicit(folder: str, entries: list[str], trusted: bool) -> FolderProjects:
         path = os.path.normpath(os.path.join(folder, entry))
         real = os.path.realpath(path)
         if not trusted and not _inside(real, real_folder):
-            out.notes.append(f"harnState.projectRoots: refused {entry!r}: it leads outside {folder} "
+            out.notes.append(f"harnState.projectRoots: refused {quote(entry)}: it leads outside {quote(folder)} "
                              "and the workspace is not trusted")
             continue
         if not os.path.isdir(real):
-            out.notes.append(f"harnState.projectRoots: {entry!r} is not a folder in {folder}")
+            out.notes.append(f"harnState.projectRoots: {quote(entry)} is not a folder in {quote(folder)}")
             continue
         root = find_project_root(path)  # a folder inside a project names that project
         if not trusted and not _inside(os.path.realpath(root), real_folder):
