@@ -25,9 +25,8 @@ import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
-import orjson
-
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.formats.state_files import read_json
 from harn_ls.util import safe_read
 from harn_ls.util.json_types import JsonObject, JsonValue
 
@@ -120,18 +119,12 @@ def _scalars(value: JsonObject, limit: int = MAX_FIELDS) -> dict[str, Scalar]:
 
 
 def _read_json(path: str, root: str, problems: list[Problem], what: str) -> JsonValue:
-    try:
-        raw = safe_read.read_confined(path, root, JSON_CAP)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:  # ReadRefused is an OSError: a link out, too large, not a regular file
-        problems.append(Problem(path, 0, CODE_NEWER, f"{what} not read: {exc}", Severity.WARNING))
-        return None
-    try:
-        return orjson.loads(raw)
-    except (orjson.JSONDecodeError, RecursionError):
-        problems.append(Problem(path, 0, CODE_NEWER, f"{what} is not valid JSON; not shown", Severity.WARNING))
-        return None
+    if not os.path.exists(path):
+        return None  # (absent: nothing to list)
+    value, err = read_json(path, JSON_CAP, root)
+    if err:  # a link out, too large, not a regular file, not JSON
+        problems.append(Problem(path, 0, CODE_NEWER, f"{what} not read: {err}", Severity.WARNING))
+    return value
 
 
 def _scan(folder: str, root: str, problems: list[Problem]) -> list[tuple[str, os.stat_result]]:

@@ -84,8 +84,9 @@ CODE_CANDIDATE = "HL-CRYS-001"
 CODE_EMBED = "HL-EMB-001"
 
 
-def _read_json(path: str, limit: int = MAX_FILE_BYTES, root: str | None = None) -> tuple[JsonValue, str | None]:
-    """(value, None) or (None, the reason): a regular file inside `root`, never blocking (safe_read)."""
+def read_json(path: str, limit: int = MAX_FILE_BYTES, root: str | None = None) -> tuple[JsonValue, str | None]:
+    """(value, None) or (None, the reason): a regular file inside `root`, never blocking (safe_read). Shared
+    with formats/newer_state.py."""
     try:
         data = read_confined(path, root, limit)
     except ReadRefused as exc:
@@ -116,7 +117,7 @@ def read_store(path: str, root: str | None = None) -> Store | None:
     if not os.path.isfile(path):
         return None
     st = _types().Store(path)
-    value, err = _read_json(path, root=root)
+    value, err = read_json(path, root=root)
     if err:
         st.problems.append(Problem(path, 0, CODE_STORE, f"store {err}; Harn treats an unreadable store as empty and "
                                                          "overwrites it on the next store_set", Severity.WARNING))
@@ -135,7 +136,7 @@ def read_mailboxes(workflows_dir: str, problems: list[Problem], root: str | None
         path = os.path.join(workflows_dir, name, "state.json")
         if not os.path.isfile(path) or not _inside(path, workflows_dir):
             continue
-        value, err = _read_json(path, root=root)
+        value, err = read_json(path, root=root)
         if err or not isinstance(value, dict):
             problems.append(Problem(path, 0, CODE_MAILBOX, f"workflow mailbox {err or 'is not a JSON object'}",
                                     Severity.WARNING))
@@ -325,7 +326,7 @@ def read_receipts(receipts_dir: str, problems: list[Problem], root: str | None =
         path = os.path.join(receipts_dir, name)
         if not os.path.isfile(path) or not _inside(path, receipts_dir):
             continue
-        value, err = _read_json(path, root=root)
+        value, err = read_json(path, root=root)
         rid = name[:-5]
         if err or not isinstance(value, dict):
             msg = err or "not a JSON object"
@@ -506,7 +507,7 @@ def read_candidates(crys_dir: str, problems: list[Problem], root: str | None = N
         prop_path = os.path.join(path, "proposal.json")
         cand = _types().Candidate(name, path, os.path.isfile(prop_path), files)
         if cand.complete:
-            value, err = _read_json(prop_path, 4 * 1024 * 1024, root)
+            value, err = read_json(prop_path, 4 * 1024 * 1024, root)
             if err or not isinstance(value, dict):
                 problems.append(Problem(prop_path, 0, CODE_CANDIDATE, f"candidate proposal {err or 'is not a JSON object'}",
                                         Severity.WARNING))
