@@ -15,7 +15,7 @@ from typing import cast
 from harn_ls.formats.parse_limits import load_toml
 from harn_ls.util.lean_dataclass import lean_dataclass
 from harn_ls.util.message_text import quote
-from harn_ls.util.safe_read import read_confined
+from harn_ls.util.safe_read import is_under, read_confined, resolves_inside
 
 
 def find_project_root(start: str) -> str:
@@ -166,14 +166,12 @@ class ProjectPaths:
 
     def is_inside_project(self, path: str) -> bool:
         """True when `path`, with symlinks resolved, stays inside the project root."""
-        real_root = os.path.realpath(self.project_root)
-        real = os.path.realpath(path)
-        return real == real_root or real.startswith(real_root + os.sep)
+        return resolves_inside(path, self.project_root)
 
 
 def _inside_by_name(path: str, root: str) -> bool:
-    path, root = os.path.abspath(path), os.path.abspath(root)
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+    """(Its inputs may come from the environment: made absolute and normalised first.)"""
+    return is_under(os.path.abspath(path), os.path.abspath(root))
 
 
 def _first_link(path: str, root: str) -> str | None:

@@ -16,7 +16,7 @@ import orjson
 from harn_ls.formats.locks import probe_flock, read_flock_table
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.util.json_types import JsonObject, JsonValue
-from harn_ls.util.safe_read import SMALL_STATE_CAP, ReadRefused, link_problem, read_confined, refusal_text
+from harn_ls.util.safe_read import SMALL_STATE_CAP, ReadRefused, link_problem, read_confined, refusal_text, resolves_inside
 
 if TYPE_CHECKING:
     from harn_ls.formats import state_file_types as sft
@@ -106,12 +106,6 @@ def _listdir(path: str) -> list[str]:
         return []
 
 
-def _inside(path: str, root: str) -> bool:
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
-    return real == real_root or real.startswith(real_root + os.sep)
-
-
 # ------------------------------------------------------------------------------------------------ store (§O.1)
 def read_store(path: str, root: str | None = None) -> Store | None:
     if not os.path.isfile(path):
@@ -134,7 +128,7 @@ def read_mailboxes(workflows_dir: str, problems: list[Problem], root: str | None
     out = []
     for name in _listdir(workflows_dir):
         path = os.path.join(workflows_dir, name, "state.json")
-        if not os.path.isfile(path) or not _inside(path, workflows_dir):
+        if not os.path.isfile(path) or not resolves_inside(path, workflows_dir):
             continue
         value, err = read_json(path, root=root)
         if err or not isinstance(value, dict):
@@ -324,7 +318,7 @@ def read_receipts(receipts_dir: str, problems: list[Problem], root: str | None =
         if not name.endswith(".json") or name.startswith("."):
             continue
         path = os.path.join(receipts_dir, name)
-        if not os.path.isfile(path) or not _inside(path, receipts_dir):
+        if not os.path.isfile(path) or not resolves_inside(path, receipts_dir):
             continue
         value, err = read_json(path, root=root)
         rid = name[:-5]
@@ -387,7 +381,7 @@ def _worktree_at(path: str, name: str, root: str | None, problems: list[Problem]
         gitdir = os.path.normpath(os.path.join(path, gitdir))
     if not os.path.isdir(gitdir):
         return _types().Worktree(name, path, gitdir, True, "its git metadata is gone (pruned or repository moved)")
-    if root is not None and not _inside(gitdir, root):
+    if root is not None and not resolves_inside(gitdir, root):
         problems.append(Problem(git, 0, CODE_WORKTREE, f"its gitdir {gitdir} leaves the project; not followed",
                                 Severity.WARNING))
         return _types().Worktree(name, path, gitdir, True, "its git metadata is outside the project; not read")

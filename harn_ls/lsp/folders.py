@@ -27,6 +27,7 @@ from harn_ls.model.accept_plan import skill_root_warning
 from harn_ls.model.change_kinds import RESCAN_KINDS, ChangeSet
 from harn_ls.model.project_discovery import FolderProjects, folder_projects
 from harn_ls.util.message_text import defuse
+from harn_ls.util.safe_read import is_under
 
 if TYPE_CHECKING:
     from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
@@ -79,7 +80,7 @@ class ProjectFolders:
         search also finds the project of a nested `outer/inner/` folder); else the one whose search found
         it, while that folder still serves it; else the first folder that lists it."""
         root = proj.folder_path
-        holding = [f for f, roots in self.folder_roots.items() if root in roots and _holds(f, root)]
+        holding = [f for f, roots in self.folder_roots.items() if root in roots and is_under(root, f)]
         if holding:
             return max(holding, key=len)
         if proj.workspace_folder in self.folder_roots or proj.workspace_folder in self.preloading:
@@ -294,8 +295,3 @@ class ProjectFolders:
             if proj is not None:
                 self._stop_serving(proj)
         self.loading_moved()
-
-
-def _holds(folder: str, path: str) -> bool:
-    """`path` is `folder` or inside it (both absolute, normalised)."""
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
