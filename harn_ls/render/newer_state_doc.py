@@ -5,11 +5,10 @@ cache entries are listed newest first, a page at a time."""
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 from harn_ls.formats.newer_state import PAGE
-from harn_ls.render.markdown import cell, human_bytes, inline
+from harn_ls.render.markdown import cell, display_time, human_bytes, inline
 from harn_ls.render.state_docs import shown_path
 from harn_ls.render.uri import RenderSettings, StateUri, make_uri
 
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 def _when(ts: object) -> str:
     if not isinstance(ts, (int, float)) or isinstance(ts, bool) or ts <= 0:
         return ""
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts)) + "Z"
+    return display_time(ts) + "Z"
 
 
 def _fields(fields: JsonObject) -> list[str]:

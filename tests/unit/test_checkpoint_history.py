@@ -177,3 +177,22 @@ def test_recording_a_load_walks_the_cache_folders_once(proj, monkeypatch):
     folders = sum(len(dirs) for _r, dirs, _f in os.walk(cache)) + 1
     assert len(listed) <= 2 * folders + 2, (len(listed), folders)  # one walk of the history, one of the cache root
     assert listed.count(cache) == 1  # the cache root's projects: looked at once
+
+
+def test_version_times_are_shown_as_every_other_time_and_a_bad_one_breaks_nothing(proj):
+    """The tree's and the documents' version times go through harn_time (render/markdown.display_time): the
+    same `YYYY-MM-DD HH:MM:SS` as every other time shown; a time no clock can show (an index written by
+    another tool) is shown as written, and the tree and the documents still come."""
+    path = proj / ".harn" / "checkpoints" / "ingest.json"
+    path.write_bytes(harn_bytes({"plan": keyed(FP_A, 1)}))
+    ws = Workspace.load(str(proj), env={}, home=str(proj.parent / "home"))
+    ws.checkpoint_history = hist = CheckpointHistory.for_project(str(proj))
+    assert hist.record("ingest", harn_bytes({"plan": keyed(FP_A, 1)}), seen_at=1778235300.75) == 1
+    assert hist.record("ingest", harn_bytes({"plan": keyed(FP_B, 2)}), seen_at=1e300) == 2
+    stages = tree_items(ws, "checkpoints", "ckpt:ingest", tree_options())
+    hist_id = next(i["id"] for i in stages if i["contextValue"] == "checkpointHistory")
+    versions = tree_items(ws, "checkpoints", hist_id, tree_options())
+    assert [v["description"] for v in versions] == ["1e+300 · newest", "2026-05-08 10:15:00"]
+    doc = render_uri(ws, "harn-state:/checkpoints/ingest.md")
+    assert "| 2026-05-08 10:15:00 UTC |" in doc and "| 1e+300 UTC |" in doc
+    assert "Seen 1e+300 UTC" in render_uri(ws, "harn-state:/checkpoints/ingest.md?version=2")
