@@ -146,22 +146,13 @@ def test_the_idempotency_count_shares_the_refresh_connection(tmp_path, monkeypat
     """Harn's writer is mid-run (its rows in the `-wal`, so every connection reads a private copy of the log):
     a load opens the log once, the count of `event_idempotency_keys` included, and a change that appends
     an idempotent event is counted by that change's own refresh, again on its one connection."""
-    from harn_ls.formats import sqlite_safe
-
     proj = _project(tmp_path)
     db = proj / ".harn" / "events.sqlite"
     writer = _keys_log(db, rows=2)
     writer.execute("PRAGMA wal_autocheckpoint = 0")
     W.append(writer, "t.two", "k", {})  # (frames in the -wal from here on)
     assert os.path.getsize(str(db) + "-wal") > 0
-    opened = []
-    real_open = sqlite_safe.open_readonly
-
-    def counting_open(*args, **kwargs):
-        opened.append(args[0])
-        return real_open(*args, **kwargs)
-
-    monkeypatch.setattr(sqlite_safe, "open_readonly", counting_open)
+    opened = W.count_opens(monkeypatch)
     try:
         ws = Workspace.load(str(proj), env={})
         assert opened.count(str(db)) == 1
