@@ -368,6 +368,9 @@ def fact_store_event(envelope: JsonObject, namespace: str, stored_at: str, extra
 # -- file_range evidence ------------------------------------------------------------------
 
 _FILE_RANGE_RE = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$", re.DOTALL)
+# A relative path that normpath would give back unchanged: no empty, `.` or `..` segment (the
+# usual evidence ref, `src/pkg/mod.py`), joined to the root without normalizing it again.
+_NOT_NORMAL = re.compile(r"(?:^|/)\.{0,2}(?:/|$)").search
 
 
 @functools.lru_cache(maxsize=8)
@@ -396,6 +399,8 @@ def parse_file_range(ref: str, project_root: str) -> FileRange | None:
     if "\x00" in raw:
         return None
     root = _normalized_root(project_root)
+    if _NOT_NORMAL(raw) is None:  # (relative: a leading `/` is an empty first segment)
+        return _fact_classes()[2](raw, start, end)
     if posixpath.isabs(raw):
         full = posixpath.normpath(raw)
     else:
@@ -408,10 +413,16 @@ def parse_file_range(ref: str, project_root: str) -> FileRange | None:
         return None
     if rel in ("", "."):
         return None
-    # start-up: the fact classes load with the first fact built (see __getattr__)
-    from harn_ls.formats.fact_types import FileRange
+    return _fact_classes()[2](rel, start, end)
 
-    return FileRange(rel, start, end)
+
+@functools.cache
+def _fact_classes() -> tuple[type[Fact], type[Evidence], type[FileRange]]:
+    """The fact classes, imported with the first fact built (see __getattr__), once."""
+    # start-up: the fact classes load with the first fact built (see __getattr__)
+    from harn_ls.formats.fact_types import Evidence, Fact, FileRange
+
+    return Fact, Evidence, FileRange
 
 
 # -- facts read back from memory ------------------------------------------------------------
@@ -432,9 +443,7 @@ def fact_from_record(record: MemoryRecord, project_root: str, path: str) -> tupl
     except FactError as exc:
         return None, [Problem(path, record.line_no, exc.code,
             f"fact {record.id}: {exc.message}; Harn's recall_facts skips this record", Severity.WARNING)]
-    # start-up: the fact classes load with the first fact built (see __getattr__)
-    from harn_ls.formats.fact_types import Evidence, Fact
-
+    Fact, Evidence, _ = _fact_classes()  # (the classes, local for the loop)
     evidence = tuple(
         Evidence(
             kind=e["kind"],

@@ -5,8 +5,9 @@ into place, so a reader normally sees whole files; a half-written file means
 the rename fallback (direct write) or a foreign writer, and is reported with
 `retry=True`. Records can be large (a transcript of 10 MB is normal), so each
 file is read once into bytes and parsed once with orjson; transcript views
-share the parsed lists instead of copying them. A document that needs a big
-record whole reads it in pieces instead (`read_run_record_lean`).
+share the parsed lists instead of copying them. A record of LAZY_RECORD_BYTES
+or more is read in parts (formats/json_raw): its transcript's `events` and
+`messages` stay as their JSON text, each element parsed when it is used.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, cast
 
 import orjson
 
-from harn_ls.formats import json_pieces
+from harn_ls.formats import json_raw
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.formats.transcript_summary import TranscriptSummary
 from harn_ls.util.json_types import JsonObject, JsonValue
@@ -40,6 +41,9 @@ LLM_TRANSCRIPT_NAME = "llm_transcript.jsonl"
 PLAYGROUND_DIR = "playground"
 PLAYGROUND_RUN_NAME = "run.json"
 MAX_RECORD_BYTES = RUN_RECORD_CAP  # beyond this we refuse rather than freeze the editor (safe_read caps)
+# A record this big or bigger is read in parts (`_record_in_parts`): parsed whole, the 14 MB record of
+# the bench held ~54 MB at once; in parts its bytes and one transcript event at a time
+LAZY_RECORD_BYTES = 1024 * 1024
 
 CODE_UNREADABLE = "HL-RUN-001"
 CODE_INVALID_UTF8 = "HL-RUN-002"
@@ -172,6 +176,10 @@ def _load_object(path: str, problems: list[Problem], what: str,
         problems.append(Problem(path, 0, CODE_INVALID_JSON,
             f"{what} is empty — probably caught mid-write; it will be read again when it changes", Severity.WARNING))
         return None, True, st
+    if len(raw) >= LAZY_RECORD_BYTES:
+        parts = _record_in_parts(raw)
+        if parts is not None:
+            return parts, False, st
     try:
         value: JsonValue = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -257,40 +265,24 @@ def read_run_record(path: str, *, summaries: bool = False) -> RunRecord:
     return _record_from(path, data, retry, st, problems, summaries)
 
 
-def read_run_record_lean(path: str, *, summaries: bool = False) -> RunRecord | None:
-    """`read_run_record` for a big record, without ever holding its whole parse nor its whole
-    bytes: the top-level transcript's `events` and `messages` stay in the file
-    (json_pieces.LazyArray, read back through the fd opened here; the transcript view's events are
-    then built one at a time when used), everything else is parsed as usual, and every piece is
-    parsed once before anything is built, so the record and its problems are the ones a whole
-    parse gives. None when the file cannot be read so (refused, unreadable, dense, changed while
-    scanned, or bytes json_pieces does not take): the caller reads it whole, and that read reports
-    what is wrong exactly as before. The record holds the file open: keep it only as long as the
-    document that needs it; a piece read after the file changed raises json_pieces.Changed."""
-    fd, _retry, st = _open_object(path, [], "run record")  # (its problems: the whole read reports them)
-    if fd is None:
-        return None
-    src = json_pieces.PieceFile(fd, cast(os.stat_result, st))  # (st comes with fd)
+def _record_in_parts(raw: bytes) -> JsonObject | None:
+    """A big record as a whole parse gives it, but its transcript's `events` and `messages` as
+    json_raw.RawArray (each element parsed when used; the record keeps `raw` alive, at most
+    MAX_RECORD_BYTES). None when any part is refused: the caller parses it whole, which reports
+    what is wrong exactly as for any record."""
     try:
-        data = _lean_object(src)
-    except (json_pieces.NotPlain, OSError):  # (a read error too: the whole read reports it)
-        src.close()
+        data: JsonObject = {}
+        for key, part in json_raw.members(raw).items():
+            if key == "transcript" and json_raw.starts_with(part, b"{"):
+                value: JsonObject = {}
+                for k, p in json_raw.members(part).items():
+                    big = k in ("events", "messages") and json_raw.starts_with(p, b"[")
+                    value[k] = json_raw.checked_array(p) if big else json_raw.parse(p)
+                data[key] = value
+            else:
+                data[key] = json_raw.parse(part)
+    except json_raw.NotRead:
         return None
-    return _record_from(path, data, False, st, [], summaries)
-
-
-def _lean_object(src: json_pieces.PieceFile) -> JsonObject:
-    data: JsonObject = {}
-    scan = json_pieces.Scan(src)
-    for key, (a, b) in json_pieces.document_members(scan).items():
-        if key == "transcript" and scan.byte(a) == 0x7B:  # an object: its two big arrays stay lazy
-            value: JsonObject = {}
-            for k, (x, y) in json_pieces.members(scan, a, b).items():
-                lazy = k in ("events", "messages") and scan.byte(x) == 0x5B
-                value[k] = json_pieces.checked_array(scan, x, y) if lazy else scan.parse(x, y)
-            data[key] = value
-        else:
-            data[key] = scan.parse(a, b)
     return data
 
 

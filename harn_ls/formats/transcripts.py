@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias, cast, overload
 
-from harn_ls.formats.json_pieces import LazyArray
+from harn_ls.formats.json_raw import RawArray
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.formats.transcript_summary import TranscriptSummary
@@ -191,7 +191,7 @@ class Transcript:
 
     id: str | None
     source: str  # file path, or 'run:<id>' / 'run:<id>/stage:<id>' / 'worker:<id>' for embedded values
-    messages: JsonArray | LazyArray  # (LazyArray: left in the record's file, see runs.read_run_record_lean)
+    messages: JsonArray | RawArray  # (RawArray: a big record's, read in parts: see formats/runs)
     events: list[TranscriptEvent] | LazyEvents
     assets: list[TranscriptAsset]
     summary: str | None
@@ -293,13 +293,13 @@ def _event_clean(raw: JsonValue) -> bool:
 
 
 class LazyEvents(Sequence[TranscriptEvent]):
-    """A transcript's events over the record's file (json_pieces.LazyArray): each TranscriptEvent
+    """A transcript's events over a big record's bytes (json_raw.RawArray): each TranscriptEvent
     is built when asked for and not kept, so a page of a 10 MB transcript never holds them all.
     `kept`: the array indexes `_event_from` accepted (its problems were collected then)."""
 
     __slots__ = ("_raw", "_kept", "_path", "_line", "_where")
 
-    def __init__(self, raw: LazyArray, kept: list[int], path: str, line: int, where: str) -> None:
+    def __init__(self, raw: RawArray, kept: list[int], path: str, line: int, where: str) -> None:
         self._raw, self._kept, self._path, self._line, self._where = raw, kept, path, line, where
 
     def __len__(self) -> int:
@@ -325,7 +325,7 @@ class LazyEvents(Sequence[TranscriptEvent]):
 
 
 # (problems, messages, events or their count, assets, id, summary, metadata, state, version)
-_Parts: TypeAlias = """tuple[list[Problem], JsonArray | LazyArray, list[TranscriptEvent] | LazyEvents | int,
+_Parts: TypeAlias = """tuple[list[Problem], JsonArray | RawArray, list[TranscriptEvent] | LazyEvents | int,
                         list[TranscriptAsset], str | None, str | None, JsonObject | None, str | None, int | None]"""
 
 
@@ -343,11 +343,11 @@ def _transcript_parts(value: JsonObject, source: str, path: str | None, line: in
         problems.append(Problem(ppath, line, CODE_VERSION,
             f"{where}: version {version}, this viewer knows version {TRANSCRIPT_VERSION}; fields may be missing", Severity.INFO))
 
-    def seq(name: str) -> JsonArray | LazyArray:
+    def seq(name: str) -> JsonArray | RawArray:
         v = value.get(name)
         if v is None:
             return []
-        if not isinstance(v, (list, LazyArray)):
+        if not isinstance(v, (list, RawArray)):
             problems.append(Problem(ppath, line, CODE_BAD_FIELD,
                                     f"{where}: {name!r} is {type(v).__name__}, not a list; shown empty", Severity.WARNING))
             return []
@@ -356,7 +356,7 @@ def _transcript_parts(value: JsonObject, source: str, path: str | None, line: in
     messages = seq("messages")
     events: list[TranscriptEvent] | LazyEvents | int
     raw_events = seq("events")
-    if full and isinstance(raw_events, LazyArray):
+    if full and isinstance(raw_events, RawArray):
         # every event built once for its problems (in order, as below), then kept only as its index
         kept = [i for i, r in enumerate(raw_events) if _event_from(r, i, problems, ppath, line, where) is not None]
         events = LazyEvents(raw_events, kept, ppath, line, where)

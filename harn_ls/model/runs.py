@@ -62,7 +62,6 @@ class TranscriptEntry:
 
 
 FULL_RUNS_CACHE_BYTES = 16 * 1024 * 1024  # file bytes of the full run records kept parsed (see full_run_record)
-LEAN_RECORD_BYTES = 1024 * 1024  # a run record this big or bigger is read in pieces and never kept parsed
 
 
 def _lstat_or_none(path: str) -> os.stat_result | None:
@@ -197,10 +196,9 @@ class RunsPart:
 
     def full_run_record(self, path: str) -> runs_fmt.RunRecord | None:
         """The whole run record (stages with usage, tool recordings…), re-read on demand. One of
-        LEAN_RECORD_BYTES or more is read in pieces (`read_run_record_lean`: its transcript's events
-        stay in the file, read back and built one at a time) and not kept: parsed whole, the 14 MB record
-        of the bench took ~55 MB at once and kept ~25 MB. Smaller ones are cached: at most 4, and
-        only the last one read once their files add up to FULL_RUNS_CACHE_BYTES."""
+        LAZY_RECORD_BYTES or more is read in parts (its transcript's events kept as their JSON, built
+        one at a time when used) and not kept. Smaller ones are cached: at most 4, and only the last
+        one read once their files add up to FULL_RUNS_CACHE_BYTES."""
         try:
             st = os.stat(path)
         except OSError:
@@ -208,14 +206,10 @@ class RunsPart:
         key = (path, st.st_mtime_ns, st.st_size)
         cache = self._transcript_cache
         run = cache.pop(key, None)
-        if run is None and st.st_size >= LEAN_RECORD_BYTES:
-            run = runs_fmt.read_run_record_lean(path)
-            if run is not None:
-                return run
         if run is None:
             run = runs_fmt.read_run_record(path)
-        if st.st_size >= LEAN_RECORD_BYTES:
-            return run  # (one the pieces reader refused: read whole, and not kept either)
+        if st.st_size >= runs_fmt.LAZY_RECORD_BYTES:
+            return run  # (its bytes are held by its transcript's events: not kept)
         cache[key] = run  # (the most recently used last)
         while len(cache) > 4 or (len(cache) > 1 and sum(k[2] for k in cache) > FULL_RUNS_CACHE_BYTES):
             cache.pop(next(iter(cache)))

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, cast
 from harn_ls.formats.checkpoints import running_now
 from harn_ls.formats.fact_anchors import fact_staleness
 from harn_ls.formats.harn_time import date_now_iso
-from harn_ls.formats.json_pieces import Changed
 from harn_ls.formats.locks import session_running
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.formats.session_store import read_session_events
@@ -84,18 +83,7 @@ def _doc_reuse(ws: object) -> DocReuse | None:
 
 
 def _render(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
-    fn = _RENDERERS[target.kind]
-    try:
-        return fn(ws, target, settings)
-    except Changed:
-        # A big run record read in pieces was rewritten in place while this document was made
-        # from it: made again from the file as it is now (a second change: said so, never mixed).
-        pass
-    try:
-        return fn(ws, target, settings)
-    except Changed:
-        return (f"# {cell(target.kind)} — {cell(target.name)}\n\nThe run record changed while this document was read "
-                "from it; it is shown again after the change.\n")
+    return _RENDERERS[target.kind](ws, target, settings)
 
 
 def _link(label: str, uri: str) -> str:

@@ -94,14 +94,18 @@ def read_run(sc: Scratch, data: bytes) -> list:
         problems += tr.problems
         tr_helpers.visible_events(tr, include_private=True)
         tr_helpers.compactions(tr)
-    # The same bytes read in pieces (a big record's path): the same record and problems, or None
-    # (left to the whole read above).
-    lean = runs_fmt.read_run_record_lean(path)
-    if lean is not None:
-        assert lean.problems == run.problems and lean.id == run.id and lean.status == run.status
-        assert [len(t.events) for t in lean.transcripts] == [len(t.events) for t in run.transcripts]
-        for tr in lean.transcripts:
-            tr_helpers.visible_events(tr, include_private=True)
+    # The same bytes read in parts (a big record's path): the same record and problems (bytes the
+    # parts refuse are parsed whole, as above).
+    whole_from, runs_fmt.LAZY_RECORD_BYTES = runs_fmt.LAZY_RECORD_BYTES, 1
+    try:
+        parts = runs_fmt.read_run_record(path)
+    finally:
+        runs_fmt.LAZY_RECORD_BYTES = whole_from
+    assert parts.problems == run.problems and parts.id == run.id and parts.status == run.status
+    assert parts.retry == run.retry and (parts.data is None) == (run.data is None)
+    assert [len(t.events) for t in parts.transcripts] == [len(t.events) for t in run.transcripts]
+    for tr in parts.transcripts:
+        tr_helpers.visible_events(tr, include_private=True)
     return problems
 
 

@@ -132,12 +132,12 @@ def test_small_records_are_always_read_again(project):
 def test_a_turn_log_that_appears_after_the_record_was_read_is_seen(big, monkeypatch):
     """The record was read before its `-llm/llm_transcript.jsonl` existed; then only the turn log is
     written (the run object stays): the pages are made again, as they would be with nothing kept."""
-    from harn_ls.model import runs as model_runs
+    from harn_ls.formats import runs as runs_fmt
     from harn_ls.render import documents, parse_uri
     from tests.unit.test_runs_transcripts import LLM_DIR
 
     ws, path = big
-    monkeypatch.setattr(model_runs, "LEAN_RECORD_BYTES", 1)  # the record read again for each page, as a big one is
+    monkeypatch.setattr(runs_fmt, "LAZY_RECORD_BYTES", 1)  # the record read again for each page, as a big one is
     run = ws.runs[RUN]
     assert run.llm_transcript_path is None
     uris = [f"harn-state:/runs/{RUN}.md", f"harn-state:/runs/{RUN}.md?normalized=1"]

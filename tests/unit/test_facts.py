@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harn_ls.formats import facts as F
 from harn_ls.formats.harn_json import serde_compact, sha256_hex, stringify
@@ -411,6 +413,40 @@ def test_parse_file_range(ref: str, expected: F.FileRange) -> None:
 )
 def test_parse_file_range_rejects(ref: str) -> None:
     assert F.parse_file_range(ref, ROOT) is None
+
+
+def _normpath_file_range(ref: str, project_root: str):
+    """parse_file_range as it was written before its fast path: every path through normpath."""
+    import posixpath
+    import re
+
+    m = re.match(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$", ref, re.DOTALL)
+    if m is None:
+        return None
+    start = int(m.group("start"))
+    end = int(m.group("end")) if m.group("end") is not None else start
+    raw = m.group("path")
+    if start < 1 or end < start or "\x00" in raw:
+        return None
+    root = posixpath.normpath(project_root.replace("\\", "/")) if project_root else "/"
+    full = posixpath.normpath(raw if posixpath.isabs(raw) else posixpath.join(root, raw))
+    if root == "/":
+        rel = full.lstrip("/")
+    elif full.startswith(root + "/"):
+        rel = full[len(root) + 1:]
+    else:
+        return None
+    return None if rel in ("", ".") else F.FileRange(rel, start, end)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["src", "a.py", "", ".", "..", "...", ".a", "a.", "proj", "proj-evil", "x y", "\\"]),
+                min_size=1, max_size=6),
+       st.sampled_from(["", "/"]), st.sampled_from([ROOT, ROOT + "/", "/", "/work/proj"]), st.integers(1, 3))
+def test_parse_file_range_fast_path_agrees_with_normpath(segments, lead, root, start):
+    """A path already in normal form skips normpath: every path gives what normpath gives."""
+    ref = f"{lead}{'/'.join(segments)}:{start}-{start + 1}"
+    assert F.parse_file_range(ref, root) == _normpath_file_range(ref, root), ref
 
 
 def test_parse_file_range_non_string() -> None:
