@@ -20,7 +20,7 @@ class CheckpointCall:
     function: str
     stage: str
     line: int  # 0-based
-    start_char: int  # UTF-16 column of the function name
+    start_char: int  # column of the function name, in find_checkpoint_calls' `encoding`
     end_char: int
 
     @property

@@ -13,6 +13,11 @@ literal to a client that only knows `Command`). One record per session, asked by
 * refresh supports: `workspace/codeLens/refresh` and `workspace/textDocumentContent/refresh` are
   requests a client must declare it handles.
 * `hierarchical_symbols`: DocumentSymbol trees, else flat SymbolInformation.
+* `pictures`: whether `harn-state:` documents keep their picture lines (inline SVG), from
+  `initializationOptions.pictures: true`: no LSP capability says how a client shows a document
+  (rendered, or as text), and a client's name is no declaration (an editor we do not know, or one
+  whose name happens to contain "code", would get SVG in a text buffer), so only a client that says
+  it renders them gets them (our VS Code extension does); any other gets the plain-text reader's.
 * `client_commands`: command ids the client runs itself (our VS Code extension and Neovim plugin
   open `harn-state:` documents and diff proposals), from `initializationOptions.clientCommands`;
   no LSP capability says which commands a client runs, so a client that names none gets only
@@ -44,6 +49,7 @@ class ClientProfile:
     work_done_progress: bool = False
     configuration: bool = False
     hierarchical_symbols: bool = False
+    pictures: bool = False
     client_commands: frozenset[str] = field(default_factory=frozenset)
 
     @classmethod
@@ -66,5 +72,14 @@ class ClientProfile:
             work_done_progress=bool(_get(caps, "window.work_done_progress")),
             configuration=bool(_get(caps, "workspace.configuration")),
             hierarchical_symbols=bool(_get(caps, "text_document.document_symbol.hierarchical_document_symbol_support")),
+            pictures=pictures_option(init_options)[0],
             client_commands=commands,
         )
+
+
+def pictures_option(init_options: Any) -> tuple[bool, str | None]:
+    """(`initializationOptions.pictures`, a warning when it is there but not a boolean)."""
+    value = init_options.get("pictures") if isinstance(init_options, dict) else None
+    if value is None or isinstance(value, bool):
+        return value is True, None
+    return False, f"initializationOptions.pictures: ignored invalid value {value!r} (true or false)"

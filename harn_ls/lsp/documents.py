@@ -93,7 +93,7 @@ class Renders:
 
 
 def _made_from(ls: Any, proj: Any, settings: RenderSettings) -> tuple[Any, ...]:
-    return proj, proj.ws, settings, link_root(ls, proj), ls.pictures
+    return proj, proj.ws, settings, link_root(ls, proj), ls.client.pictures
 
 
 def _render_text(ls: Any, proj: Any, uri: str, settings: RenderSettings) -> str:
@@ -133,10 +133,10 @@ async def render(ls, uri: str) -> str:
 
 
 def for_client(ls, text: str, proj) -> str:
-    """Drop picture lines for clients that show documents as plain text (see server.initialize); name
+    """Drop picture lines for clients that did not ask for them (lsp/capabilities.py, `pictures`); name
     the project in its links when the workspace serves several (project_links.py)."""
     text = markdown_for(ls, proj, text)
-    if ls.pictures:
+    if ls.client.pictures:
         return text
     return strip_pictures(text)
 

@@ -2,7 +2,10 @@
 
 Markdown to a client that declared it in `hover.contentFormat`; any other gets the CLI's text
 rendering of the same hover (render/terminal.py: escapes undone, links as `label <uri>`, control
-and bidi characters made visible), so `**observation**` or `1\\.5%` never shows literally."""
+and bidi characters made visible), so `**observation**` or `1\\.5%` never shows literally.
+
+The hover's range is the facts' whole lines, ending at the real end of the last one in the session's
+position encoding (from the client's open document, else the file), not at a made-up large column."""
 
 from __future__ import annotations
 
@@ -13,12 +16,34 @@ from harn_ls.lsp.project_links import markdown_for
 from harn_ls.lsp.span_save import run_noting_spans
 from harn_ls.render.hover import hover_at
 from harn_ls.render.terminal import markdown_to_text, safe_for_terminal
+from harn_ls.util.safe_read import SOURCE_FILE_CAP, ReadRefused, read_confined
+from harn_ls.util.text_positions import line_text, units_len
 
 
 def hover_contents(markdown: str, client) -> types.MarkupContent:
     if client.hover_markdown:
         return types.MarkupContent(kind=types.MarkupKind.Markdown, value=markdown)
     return types.MarkupContent(kind=types.MarkupKind.PlainText, value=safe_for_terminal(markdown_to_text(markdown)))
+
+
+def _line_on_disk(path: str, root: str, line: int) -> str:
+    """Line `line` of a file the client has not opened (read through safe_read: a regular file inside
+    the project, capped), "" when it cannot be read or has no such line."""
+    try:
+        text = read_confined(path, root, SOURCE_FILE_CAP).decode("utf-8", errors="replace")
+    except (ReadRefused, OSError):
+        return ""
+    return line_text(text, line) or ""
+
+
+async def end_of_line(ls, proj, uri: str, path: str, line: int) -> types.Position:
+    """The end of `line`'s content, its column in the session's position encoding."""
+    opened = ls.workspace.text_documents.get(uri)
+    if opened is not None:
+        text = line_text(opened.source, line) or ""
+    else:
+        text = await proj.run(lambda: _line_on_disk(path, proj.root, line))
+    return types.Position(line=line, character=units_len(text, ls.position_encoding))
 
 
 def register(server) -> None:
@@ -39,5 +64,5 @@ def register(server) -> None:
         return types.Hover(
             contents=hover_contents(markdown_for(ls, proj, view.markdown), ls.client),
             range=types.Range(start=types.Position(line=view.first_line, character=0),
-                              end=types.Position(line=view.last_line, character=10_000)),
+                              end=await end_of_line(ls, proj, uri, path, view.last_line)),
         )

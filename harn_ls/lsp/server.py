@@ -12,7 +12,6 @@ import contextvars
 import functools
 import logging
 import os
-import re
 import sys
 import threading
 import time
@@ -46,7 +45,7 @@ from harn_ls.lsp import (
     transport,
     tree,
 )
-from harn_ls.lsp.capabilities import ClientProfile
+from harn_ls.lsp.capabilities import ClientProfile, pictures_option
 from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
 from harn_ls.lsp.folders import ProjectFolders
 from harn_ls.lsp.probe import ProbeState
@@ -223,7 +222,6 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
         self.folder_uris: dict[str, str] = {}  # workspace folder -> its URI as the client sent it (the scopeUri)
         self.trusted: bool = True
         self.client: ClientProfile = ClientProfile()  # what the client declared it takes (lsp/capabilities.py)
-        self.pictures: bool = True  # inline SVG lines in documents (VS Code and forks); see initialize
         self.pending_folders: list[str] = []  # from initialize, loaded on initialized
         # -- fixed by the command line, never by a client: the harn binary (None = harnState.harnPath)
         # and whether probes may run at all (serve --tcp without --allow-probes: no).
@@ -529,11 +527,10 @@ def create_server() -> HarnLanguageServer:
     def initialize(ls: HarnLanguageServer, params: types.InitializeParams) -> None:
         start_trace.mark("initialize received")
         ls.client = ClientProfile.of(params.capabilities, params.initialization_options)
-        # Pictures (inline SVG) only for editors that render our documents (VS Code and its forks);
-        # Neovim and other plain-text readers get the same document without the picture lines.
-        name = params.client_info.name if params.client_info is not None else ""
-        ls.pictures = bool(re.search(r"code|codium|cursor|windsurf", name or "", re.I))
         settings, trusted, errors = from_initialization_options(params.initialization_options)
+        pictures_warning = pictures_option(params.initialization_options)[1]
+        if pictures_warning:  # (ls.client took the value; a bad one is told like a bad setting)
+            errors.append(pictures_warning)
         ls.settings = settings
         ls.trusted = trusted if trusted is not None else settings.trustedByDefault
         for e in errors:

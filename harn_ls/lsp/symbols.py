@@ -1,4 +1,8 @@
-"""`workspace/symbol`: the symbols of render/symbols.py, as LSP WorkspaceSymbols, within 1 MB."""
+"""`workspace/symbol`: the symbols of render/symbols.py, as LSP WorkspaceSymbols, within 1 MB.
+
+A client that did not declare `workspace.textDocumentContent` cannot open a `harn-state:` document:
+it gets only the symbols at files (facts at their `file_range` evidence, skills at their SKILL.md),
+not locations that would open an empty buffer."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from pygls.uris import from_fs_path
 from harn_ls.lsp.project_links import link_root
 from harn_ls.render import symbols as S
 from harn_ls.render.limits import MAX_RESPONSE_BYTES
-from harn_ls.render.uri import with_root
+from harn_ls.render.uri import SCHEME, with_root
 from harn_ls.util.utf8 import utf8_len
 
 LIMIT = S.LIMIT
@@ -52,6 +56,8 @@ def register(server) -> None:
         for proj in ls.projects.values():
             if proj.ws is not None:
                 found = await proj.run(lambda p=proj: search_symbols(p.ws, params.query))
+                if not ls.client.text_document_content:
+                    found = [sym for sym in found if not sym.location.uri.startswith(SCHEME + ":")]
                 root = link_root(ls, proj)
                 if root:  # several projects: a harn-state: location names its own
                     for sym in found:

@@ -291,7 +291,9 @@ class NamespaceIndex:
             if postings.terms:  # (terms interned first seen first, as `add` one by one would)
                 ids = np.asarray(self._term_ids(postings.terms), dtype=np.int32)
                 self._append_overflow(ids[postings.term], (postings.doc + first).astype(np.int32), postings.val)
-        self._maybe_merge()
+            # merged as it grows, not once at the end: a cold build's overflow held every posting of
+            # the namespace (16 bytes each, in buffers grown by doubling) beside the merge's arrays
+            self._maybe_merge()
 
     def _drop(self, seq: int) -> tuple[MemoryRecord, list[str]] | None:
         if isinstance(self._tid, _TermIds):

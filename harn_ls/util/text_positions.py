@@ -37,6 +37,7 @@ __all__ = [
     "Range",
     "TextIndex",
     "line_starts",
+    "line_text",
     "ENCODINGS",
     "char_units",
     "shift_position",
@@ -70,6 +71,19 @@ def char_units(ch: str, encoding: str = UTF16) -> int:
     if encoding == UTF8:
         return 1 if o < 0x80 else 2 if o < 0x800 else 3 if o < 0x10000 else 4
     return 2 if o > 0xFFFF else 1
+
+
+def line_text(text: str, line: int) -> str | None:
+    """The content of 0-based `line` (without its line break), None past the last line. Stops at
+    that line: a position near the top of a big file does not index the whole text."""
+    if line < 0:
+        return None
+    start = breaks = 0
+    for m in LINE_BREAK_RE.finditer(text):
+        if breaks == line:
+            return text[start:m.start()]
+        start, breaks = m.end(), breaks + 1
+    return text[start:] if breaks == line else None
 
 
 def line_starts(text: str) -> list[int]:

@@ -152,6 +152,21 @@ class BareClient:
                 if msg["method"] == method and pred(msg):
                     return msg
 
+    def wait_server_request(self, method: str, timeout: float = 10.0) -> dict:
+        """The first request `method` the server sent (each answered as it came)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for r in self.server_requests:
+                if r["method"] == method:
+                    return r
+            assert time.monotonic() < deadline, f"no {method} within {timeout} s"
+            msg = self.read(max(0.01, deadline - time.monotonic()))
+            assert msg is not None, "server closed the stream"
+            if "method" in msg and "id" in msg:
+                self.answer_server_request(msg)
+            elif "method" in msg:
+                self.notifications.append(msg)
+
     def initialize(self, project: Path | None, caps: dict, options: dict | None = None) -> dict:
         params = {"processId": None, "capabilities": caps, "clientInfo": {"name": "bare-conformance-client"},
                   "initializationOptions": options or {}}

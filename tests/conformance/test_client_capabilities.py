@@ -10,7 +10,8 @@ on it, with its own copy of the project).
   document through window/showDocument;
 * a failed command is a JSON-RPC error carrying the message;
 * requests right after `initialized` wait for the project instead of answering empty;
-* workspace/codeLens/refresh only to a client that declared refreshSupport.
+* workspace/codeLens/refresh only to a client that declared refreshSupport;
+* workspace symbols at harn-state: documents only to a client that reads them.
 """
 
 from __future__ import annotations
@@ -90,6 +91,17 @@ def test_hover_asked_right_after_initialized_waits_for_the_project_and_fits_the_
 def test_workspace_symbols_right_after_initialized_are_not_empty(session):
     found = session.request("workspace/symbol", {"query": ""})["result"]
     assert found, "answered before the project loaded"
+
+
+def test_workspace_symbols_at_harn_state_documents_only_where_they_can_be_read(session):
+    """A memory record's symbol is at its namespace's harn-state: document: sent to a client that reads
+    them (workspace.textDocumentContent), left out for one that would open an empty buffer."""
+    found = session.request("workspace/symbol", {"query": "dunning"})["result"]
+    state = [s for s in found if s["location"]["uri"].startswith("harn-state:")]
+    if session.kind == "full":
+        assert "harn-state:/memory/workspace/acme.md" in [s["location"]["uri"] for s in state]
+    else:
+        assert state == [] and all(s["location"]["uri"].startswith("file:") for s in found)
 
 
 def test_code_actions_are_literals_only_where_declared(session):

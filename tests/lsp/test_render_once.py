@@ -67,7 +67,7 @@ class InProcessClient:
         await self.request("initialize", {"processId": None, "rootUri": project.as_uri(), "capabilities": caps,
                                           "workspaceFolders": [{"uri": project.as_uri(), "name": "sample"}],
                                           "clientInfo": {"name": "Visual Studio Code"},
-                                          "initializationOptions": {"clientCommands": CLIENT_COMMANDS}})
+                                          "initializationOptions": {"clientCommands": CLIENT_COMMANDS, "pictures": True}})
         self.send({"method": "initialized", "params": {}})
         await self.wait_for(lambda m: m.get("method") == "harn/status")
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from harn_ls.formats.harn_source import find_checkpoint_calls
-from harn_ls.util.text_positions import ByteIndex, TextIndex, line_starts, shift_position, utf16_len
+from harn_ls.util.text_positions import ByteIndex, TextIndex, line_starts, line_text, shift_position, utf16_len
 
 PIECES = ["a", "z", " ", "é", "\u4e2d", "🚀", "𝄞", "\r", "\n", "\r\n", "\x0b", "\u2028", "\x85", "\t"]
 texts = st.one_of(st.lists(st.sampled_from(PIECES), max_size=40).map("".join), st.text(max_size=40))
@@ -149,3 +149,14 @@ def test_checkpoint_lens_columns_use_the_codec():
         ("build", 2, 0, 16),  # a lone \r ends line 1, as LSP clients count lines
         ("two", 3, 7, 17),  # `𝄞` is two UTF-16 units
     ]
+
+
+@SETTINGS
+@given(texts)
+def test_line_text_is_each_lsp_line_without_its_break(text):
+    """`line_text` (the hover's end of line) walks only to the line asked for; it must agree with the
+    whole-text index on every line, and say None past the last one."""
+    index = TextIndex(text)
+    for n in range(index.line_count):
+        assert line_text(text, n) == text[index.starts[n]:index.line_end(n)]
+    assert line_text(text, index.line_count) is None and line_text(text, -1) is None

@@ -166,6 +166,8 @@ export class Connection implements vscode.Disposable {
     const initializationOptions: InitializationOptions = {
       settings: { harnState: harnSettings(folder.uri) },
       workspaceTrusted: vscode.workspace.isTrusted,
+      // harn-state: documents are shown rendered (preview.ts): keep their picture lines (inline SVG)
+      pictures: true,
       clientCommands: [
         ClientCommands.open, ClientCommands.compareWithExisting, ClientCommands.approveHitl, ClientCommands.denyHitl,
         ClientCommands.answerHitl, ClientCommands.acceptHitl, ClientCommands.declineHitl, ClientCommands.finishHitl,

@@ -385,4 +385,6 @@ export interface InitializationOptions {
   workspaceTrusted: boolean;
   /** Commands this client runs itself (lenses and code actions may name them; other clients get server commands). */
   clientCommands: string[];
+  /** This client shows harn-state: documents rendered: keep their picture lines (inline SVG); absent = plain-text reader. */
+  pictures: boolean;
 }
