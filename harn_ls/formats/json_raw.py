@@ -1,15 +1,16 @@
-"""A big JSON document read in parts, never all parsed at once.
+"""A big JSON document read with its big arrays left unparsed, element by element.
 
 msgspec splits a document into the JSON text of its parts (`msgspec.Raw`: views into the bytes
-read, checked as JSON but not decoded); orjson then reads each part, as every other JSON
-harn-ls reads, so a part's value is what a whole parse would give. An array of many elements
-(a run record's transcript events) becomes a `RawArray`, whose elements are parsed when asked
-for: a 14 MB run record parsed whole took ~54 MB at once, in parts its own bytes and one
-element at a time.
-
-Every part is parsed once as it is split, so whatever a whole parse refuses (invalid UTF-8, a
-float past f64, bad JSON: msgspec does not look inside the bytes it only skips) is refused here
-too, as `NotRead`; the caller then parses the document whole, which names the problem exactly.
+read, checked as JSON syntax but not decoded), which locates a big array (a run record's
+transcript events) in the bytes (`span`). The document is then parsed by orjson, as every other
+JSON harn-ls reads, with each such array cut out (`[]` in its place), and each element of the
+array is parsed once on its own, at the depth it has in the document: whatever a whole parse
+refuses or decides - invalid UTF-8 or a float past f64 anywhere (msgspec does not look inside
+the bytes it only skips), a repeated key (the last one wins, and the bytes of the others are
+still checked), the nesting limit - is refused or decided the same, so the value is a whole
+parse's. Anything refused raises `NotRead`; the caller then parses the document whole, which
+names the problem exactly. The array becomes a `RawArray`, its elements parsed when asked for:
+a 14 MB run record parsed whole took ~54 MB at once, this way its bytes and one element at a time.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
 import msgspec
+import numpy as np
 import orjson
 
 from harn_ls.util.json_types import JsonValue
@@ -39,10 +41,10 @@ def members(data: bytes | msgspec.Raw) -> dict[str, msgspec.Raw]:
         raise NotRead(str(exc)) from None
 
 
-def parse(part: msgspec.Raw) -> JsonValue:
-    """One part, read by orjson (NotRead if orjson refuses it)."""
+def parse(data: bytes) -> JsonValue:
+    """A document read by orjson (NotRead if orjson refuses it)."""
     try:
-        value: JsonValue = orjson.loads(memoryview(part))  # (orjson reads a Raw through its buffer)
+        value: JsonValue = orjson.loads(data)
     except _REFUSED as exc:
         raise NotRead(str(exc)) from None
     return value
@@ -53,16 +55,51 @@ def starts_with(part: msgspec.Raw, byte: bytes) -> bool:
     return memoryview(part)[:1] == byte
 
 
-def checked_array(part: msgspec.Raw) -> RawArray:
-    """The JSON array `part` as a RawArray, after parsing (and dropping) each element once: the
-    array is then known to be exactly what a whole parse gives (NotRead if not)."""
+def _address(buffer: bytes | msgspec.Raw) -> int:
+    return int(np.frombuffer(buffer, dtype=np.uint8).ctypes.data)
+
+
+def span(part: msgspec.Raw, source: bytes) -> tuple[int, int]:
+    """Where `part` (a Raw decoded from `source`, or from a Raw of it) lies in `source`: a Raw is
+    a view into the bytes it was decoded from, never a copy."""
+    start = _address(part) - _address(source)
+    end = start + len(part)
+    if not 0 <= start < end <= len(source):
+        raise NotRead("a part outside its document")
+    return start, end
+
+
+# An element this small or smaller on average is not worth its Raw (48 bytes and a list slot): an
+# array of them (`[0,0,...]`) is left in the document, to the whole parse and its density rule.
+MIN_ELEMENT_BYTES = 64
+# Before any Raw is made, the commas bound how many there could be (commas in strings count too:
+# an over-count, never an under-count): at most one per this many bytes, or the Raws of `[0,0,...]`
+# alone would take ~28 times the array (a whole parse: 12 times, small ints being shared).
+MIN_BYTES_PER_COMMA = 16
+
+
+def elements(part: msgspec.Raw, source: bytes) -> list[msgspec.Raw] | None:
+    """The elements of the JSON array `part` (of `source`) as their JSON text, or None when they
+    are too small on average to be kept apart (NotRead if it is not an array)."""
+    start, end = span(part, source)
+    if (source.count(b",", start, end) + 1) * MIN_BYTES_PER_COMMA > end - start:
+        return None
     try:
-        elements = _elements(part)
+        items = _elements(part)
     except _REFUSED as exc:
         raise NotRead(str(exc)) from None
-    for element in elements:
-        parse(element)
-    return RawArray(elements)
+    return items if len(items) * MIN_ELEMENT_BYTES <= end - start else None
+
+
+def checked_array(items: list[msgspec.Raw], depth: int) -> RawArray:
+    """An array's elements as a RawArray, after parsing (and dropping) each once at `depth`, the
+    number of containers around it in its document (so orjson's nesting limit falls where a whole
+    parse meets it): the array is then known to be exactly what a whole parse gives (NotRead if
+    not)."""
+    opening, closing = b"[" * depth, b"]" * depth
+    for item in items:
+        parse(opening + bytes(memoryview(item)) + closing)
+    return RawArray(items)
 
 
 class RawArray(Sequence[JsonValue]):

@@ -152,9 +152,11 @@ def _open_object(path: str, problems: list[Problem], what: str,
     return fd, False, st
 
 
-def _load_object(path: str, problems: list[Problem], what: str,
-                 root: str | None = None) -> tuple[JsonObject | None, bool, os.stat_result | None]:
-    """Read + parse once. Returns (object or None, retry, stat)."""
+def _load_object(path: str, problems: list[Problem], what: str, root: str | None = None,
+                 in_parts: bool = False) -> tuple[JsonObject | None, bool, os.stat_result | None]:
+    """Read + parse once. Returns (object or None, retry, stat). `in_parts`: a run record of
+    LAZY_RECORD_BYTES or more keeps its transcript's arrays unparsed (`_record_in_parts`); not a
+    worker snapshot, which the model keeps (its arrays would keep the file's bytes alive)."""
     fd, retry, st = _open_object(path, problems, what, root)
     if fd is None:
         return None, retry, st
@@ -176,7 +178,7 @@ def _load_object(path: str, problems: list[Problem], what: str,
         problems.append(Problem(path, 0, CODE_INVALID_JSON,
             f"{what} is empty — probably caught mid-write; it will be read again when it changes", Severity.WARNING))
         return None, True, st
-    if len(raw) >= LAZY_RECORD_BYTES:
+    if in_parts and len(raw) >= LAZY_RECORD_BYTES:
         parts = _record_in_parts(raw)
         if parts is not None:
             return parts, False, st
@@ -261,26 +263,41 @@ def read_run_record(path: str, *, summaries: bool = False) -> RunRecord:
     With `summaries`, `transcripts` holds a `TranscriptSummary` per transcript (counts only, the
     same problems) instead of the full views: what a listing needs, without building every event."""
     problems: list[Problem] = []
-    data, retry, st = _load_object(path, problems, "run record")
+    data, retry, st = _load_object(path, problems, "run record", in_parts=True)
     return _record_from(path, data, retry, st, problems, summaries)
 
 
 def _record_in_parts(raw: bytes) -> JsonObject | None:
     """A big record as a whole parse gives it, but its transcript's `events` and `messages` as
     json_raw.RawArray (each element parsed when used; the record keeps `raw` alive, at most
-    MAX_RECORD_BYTES). None when any part is refused: the caller parses it whole, which reports
+    MAX_RECORD_BYTES). None when anything is refused: the caller parses it whole, which reports
     what is wrong exactly as for any record."""
     try:
-        data: JsonObject = {}
-        for key, part in json_raw.members(raw).items():
-            if key == "transcript" and json_raw.starts_with(part, b"{"):
-                value: JsonObject = {}
-                for k, p in json_raw.members(part).items():
-                    big = k in ("events", "messages") and json_raw.starts_with(p, b"[")
-                    value[k] = json_raw.checked_array(p) if big else json_raw.parse(p)
-                data[key] = value
-            else:
-                data[key] = json_raw.parse(part)
+        transcript = json_raw.members(raw).get("transcript")
+        if transcript is None or not json_raw.starts_with(transcript, b"{"):
+            return None  # (nothing big to leave out)
+        arrays = {}
+        for k, p in json_raw.members(transcript).items():
+            if k in ("events", "messages") and json_raw.starts_with(p, b"["):
+                items = json_raw.elements(p, raw)
+                if items is not None:  # (else too small on average: parsed with the record)
+                    arrays[k] = (p, items)
+        if not arrays:
+            return None
+        # the record without the arrays (each the last of its key, as a whole parse keeps it), parsed
+        # whole; then each array's elements where they stand: record, transcript, array
+        cuts = sorted((json_raw.span(p, raw), k) for k, (p, _items) in arrays.items())
+        pieces: list[bytes] = []
+        at = 0
+        for (start, end), _k in cuts:
+            pieces += (raw[at:start], b"[]")
+            at = end
+        pieces.append(raw[at:])
+        data = json_raw.parse(b"".join(pieces))
+        if not isinstance(data, dict) or not isinstance(data.get("transcript"), dict):
+            return None
+        for k, (_p, items) in arrays.items():
+            data["transcript"][k] = json_raw.checked_array(items, depth=3)
     except json_raw.NotRead:
         return None
     return data

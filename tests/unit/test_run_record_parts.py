@@ -41,10 +41,12 @@ _scalars = (st.none() | st.booleans() | st.integers(-(2 ** 63), 2 ** 64 - 1) | s
 _values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4)
                        | st.dictionaries(st.text(max_size=6) | st.sampled_from(["events", "id", "\\"]), inner, max_size=4),
                        max_leaves=30)
-_transcripts = st.fixed_dictionaries({}, optional={"events": st.lists(_values, max_size=5), "messages": _values,
-                                                   "id": _values, "assets": _values, "state": _values})
-_documents = st.dictionaries(st.text(max_size=6) | st.sampled_from(["transcript", "stages", "id"]),
-                             _values | _transcripts, max_size=5)
+# events big enough to be kept apart (json_raw.MIN_ELEMENT_BYTES), with any value inside
+_events = st.lists(st.builds(lambda v, n: {"text": "w" * n, "v": v}, _values, st.integers(70, 90)), min_size=1, max_size=5)
+_transcripts = st.fixed_dictionaries({"events": _events}, optional={"messages": _values | _events, "id": _values,
+                                                                      "assets": _values, "state": _values})
+_documents = st.dictionaries(st.text(max_size=6) | st.sampled_from(["stages", "id"]), _values, max_size=4).flatmap(
+    lambda d: _transcripts.map(lambda t: {**d, "transcript": t}))
 
 
 @settings(max_examples=300, deadline=None)
@@ -52,14 +54,83 @@ _documents = st.dictionaries(st.text(max_size=6) | st.sampled_from(["transcript"
 def test_parts_give_the_whole_parse(doc, indent, pad):
     # (the standard library writes integers past 64 bits as they are; orjson reads them as floats)
     raw = pad + json.dumps(doc, indent=indent, ensure_ascii=False).encode("utf-8", "surrogatepass") + pad
-    assert _plain(runs_fmt._record_in_parts(raw)) == orjson.loads(raw)
+    parts = runs_fmt._record_in_parts(raw)
+    assert isinstance(parts["transcript"]["events"], json_raw.RawArray)  # (big enough: kept apart)
+    assert _plain(parts) == orjson.loads(raw)
+
+
+_BIG = [{"text": "w" * 80, "n": i} for i in range(3)]
+
+
+def _doc(**top) -> bytes:
+    return orjson.dumps({"transcript": {"events": _BIG}, **top})
+
+
+@pytest.mark.parametrize("raw", [
+    # a repeated key: the last value wins, and the bytes of the others are still checked as a whole parse
+    # checks them (msgspec keeps only the last, unread)
+    _doc()[:-1] + b', "status": 1e400, "status": "completed"}',
+    _doc()[:-1] + b', "status": "\xff", "status": "completed"}',
+    b'{"transcript": {"events": ["\xff"], "events": ' + orjson.dumps(_BIG) + b"}}",
+    b'{"transcript": {"events": [1E400], "events": ' + orjson.dumps(_BIG) + b"}}",
+    b'{"transcript": {"events": [{"t": "\xc3("}], "events": ' + orjson.dumps(_BIG) + b"}, \"x\": 1}",
+    # an event as deep as orjson allows on its own, three levels too deep inside the record
+    b'{"transcript": {"events": [' + b"[" * 1022 + b"]" * 1022 + b"]}}",
+    b'{"transcript": {"events": [{"a": ' + b"[" * 1021 + b"]" * 1021 + b"}]}}",
+])
+def test_what_a_whole_parse_refuses_is_refused_in_parts_too(raw):
+    with pytest.raises((orjson.JSONDecodeError, RecursionError)):
+        orjson.loads(raw)
+    assert runs_fmt._record_in_parts(raw) is None
+
+
+@pytest.mark.parametrize("depth", [200, 1019, 1021])
+def test_a_deep_event_a_whole_parse_takes_reads_the_same(depth):
+    """Up to the deepest a whole parse takes (the record, its transcript and the array around it:
+    1,021 more). Near that, msgspec's own recursion limit (Python's, on 3.11) may refuse to split
+    first: the record is then parsed whole, the same value."""
+    raw = b'{"transcript": {"events": [' + b"[" * depth + b"]" * depth + b"]}}"
+    parts = runs_fmt._record_in_parts(raw)
+    if parts is None:
+        assert depth > 200
+        return
+    events = parts["transcript"]["events"]
+    assert isinstance(events, json_raw.RawArray) and list(events) == orjson.loads(raw)["transcript"]["events"]
+
+
+def test_an_array_of_tiny_elements_stays_with_the_whole_parse():
+    """`[0,0,...]`: a Raw each (48 bytes and a list slot) would cost ~28x the bytes, a whole parse
+    8 bytes an element: that array is parsed with the record, a big-element array beside it kept apart."""
+    raw = orjson.dumps({"transcript": {"messages": [0] * 50_000, "events": _BIG}})
+    parts = runs_fmt._record_in_parts(raw)
+    assert type(parts["transcript"]["messages"]) is list and isinstance(parts["transcript"]["events"], json_raw.RawArray)
+    assert _plain(parts) == orjson.loads(raw)
+    zeros = orjson.dumps({"transcript": {"events": [0] * 500_000}})
+    tracemalloc.start()
+    try:
+        assert runs_fmt._record_in_parts(zeros) is None  # (the commas tell before a Raw is made)
+        _, top = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert top < len(zeros), (top, len(zeros))
+
+
+def test_a_worker_snapshot_is_never_read_in_parts(tmp_path, monkeypatch):
+    """The model keeps worker snapshots: a RawArray in one would keep its file's bytes alive."""
+    monkeypatch.setattr(runs_fmt, "LAZY_RECORD_BYTES", 1)
+    path = tmp_path / "worker-w.json"
+    path.write_bytes(orjson.dumps({"id": "w", "status": "running", "transcript": {"id": "t", "events": _BIG}}))
+    snap = runs_fmt.read_worker_snapshot(str(path))
+    assert snap.transcript is not None and not snap.problems
+    assert type(snap.data["transcript"]["events"]) is list
 
 
 def test_duplicate_keys_keep_the_last_value_in_the_first_place_as_a_whole_parse_does():
-    raw = b'{"a": 1, "transcript": {"events": [1], "id": "x", "events": [2, 3]}, "a": 4}'
+    big = orjson.dumps(_BIG)
+    raw = b'{"a": 1, "transcript": {"events": [1], "id": "x", "events": ' + big + b'}, "a": 4}'
     parts = runs_fmt._record_in_parts(raw)
-    assert _plain(parts) == orjson.loads(raw) == {"a": 4, "transcript": {"events": [2, 3], "id": "x"}}
-    assert list(parts) == ["a", "transcript"]
+    assert _plain(parts) == orjson.loads(raw) == {"a": 4, "transcript": {"events": _BIG, "id": "x"}}
+    assert list(parts) == ["a", "transcript"] and isinstance(parts["transcript"]["events"], json_raw.RawArray)
 
 
 @pytest.mark.parametrize("raw", [
@@ -93,7 +164,8 @@ def _record_fields(run) -> dict:
 
 def _odd_record(path) -> None:
     """A record whose transcript has events a view skips or complains about, and a stage transcript."""
-    events = [{"kind": "message", "role": "user", "text": "hi [there] \"quoted\" \\ back", "visibility": "public"},
+    events = [{"kind": "message", "role": "user", "text": "hi [there] \"quoted\" \\ back" + " and more" * 20,
+               "visibility": "public"},
               7, {"role": 5, "blocks": "not a list", "visibility": "nobody"}, None,
               {"role": "assistant", "blocks": [{"type": "text", "text": "ok {}"}], "metadata": [1]}]
     doc = {"_type": "run_record", "id": "run-odd", "status": "done", "stages": [
