@@ -9,6 +9,8 @@ history. While harn-ls watches, each version it sees is stored here:
 
 Bounded: at most `max_versions` per pipeline and `max_bytes` of objects in
 total (oldest versions go first; the newest version of a pipeline is kept).
+The total is measured (one walk of the history) after each record, or once after
+a `batch()` of them, as is the one cap of the whole cache root.
 Deduplicated: a version identical to the newest is not recorded; identical
 content seen again later is a new version that shares its object.
 
@@ -25,6 +27,7 @@ import hashlib
 import os
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import orjson
@@ -64,6 +67,7 @@ class CheckpointHistory:
         # a quarter of the one cache cap at most: the history is counted in HARN_LS_CACHE_MAX_MB
         self.max_bytes = min(max_bytes, cap_bytes() // 4)
         self._lock = threading.Lock()
+        self._batch: list[bool] | None = None  # inside `batch()`: [whether anything was recorded]
 
     @classmethod
     def for_project(cls, project_root: str) -> CheckpointHistory | None:
@@ -150,10 +154,34 @@ class CheckpointHistory:
             del versions[:-self.max_versions]
             self._save(pipeline, idx)
             self._prune_objects(pipeline, idx)
-            self._enforce_total()
+            if self._batch is None:
+                self._enforce_total()
+        if self._batch is None:
+            self._evict_projects()
+        else:
+            self._batch[:] = [True]
+        return n
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Records inside the block measure the history and the cache root once, at its end (not once per
+        version): a load that records every pipeline walks the cache folders once."""
+        if self._batch is not None:
+            yield
+            return
+        self._batch = []
+        try:
+            yield
+        finally:
+            recorded, self._batch = bool(self._batch), None
+            if recorded:
+                with self._lock:
+                    self._enforce_total()
+                self._evict_projects()
+
+    def _evict_projects(self) -> None:
         if self._own_folder:
             evict_projects(None, os.path.dirname(self.folder))  # the one cap covers the history too
-        return n
 
     @contextlib.contextmanager
     def _across_processes(self, pipeline: str):
@@ -175,19 +203,25 @@ class CheckpointHistory:
     def _save(self, pipeline: str, idx: dict) -> None:
         write_cache_file(os.path.join(self._dir(pipeline), "index.json"), orjson.dumps(idx))
 
-    def _prune_objects(self, pipeline: str, idx: dict) -> None:
+    def _prune_objects(self, pipeline: str, idx: dict) -> int:
+        """Remove the pipeline's objects no version names; returns the bytes freed."""
         keep = {v.get("sha256") for v in idx["versions"]}
         objs = os.path.join(self._dir(pipeline), "objects")
         try:
             names = os.listdir(objs)
         except OSError:
-            return
+            return 0
+        freed = 0
         for name in names:
             if name.endswith(".json") and name[:-5] not in keep:
+                path = os.path.join(objs, name)
                 try:
-                    os.unlink(os.path.join(objs, name))
+                    size = os.path.getsize(path)
+                    os.unlink(path)
+                    freed += size
                 except OSError:
                     pass
+        return freed
 
     def total_bytes(self) -> int:
         total = 0
@@ -214,5 +248,4 @@ class CheckpointHistory:
             idx = indexes[p]
             idx["versions"] = [v for v in idx["versions"] if v.get("n") != n]
             self._save(p, idx)
-            self._prune_objects(p, idx)
-            total = self.total_bytes()
+            total -= self._prune_objects(p, idx)  # (not walked again per version dropped)

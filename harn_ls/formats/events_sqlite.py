@@ -172,7 +172,7 @@ class SqliteEventLog:
                                     "not a Harn event log (nothing read)", Severity.ERROR))
             raise _SchemaRefused()
         self._tables = {"events"}
-        for name in ("topic_heads", "consumers"):
+        for name in ("topic_heads", "consumers", "event_idempotency_keys"):
             try:
                 sqlite_safe.table_columns(conn, name, QUERY_DEADLINE_S)
                 self._tables.add(name)
@@ -305,6 +305,17 @@ class SqliteEventLog:
             if evs:
                 result[t] = evs[0]
         return result
+
+    def idempotency_rows(self) -> int | None:
+        """Rows of `event_idempotency_keys` (§H.2.4), None without that table or when the log is not read (the
+        summary of the same session reports why)."""
+        def fn(query: _Query) -> int | None:
+            if "event_idempotency_keys" not in self._tables:
+                return None
+            count = query("SELECT COUNT(*) FROM main.event_idempotency_keys")[0][0]
+            return count if isinstance(count, int) else None
+
+        return self._run([], fn)
 
     def _events(self, topic: str, rows: list[SqlRow], sink: list[Problem]) -> list[Event]:
         out = []

@@ -9,7 +9,8 @@ out of it.
   role, bind, listener_url, manifest_path, state_dir, started_at, stopped_at, secret_provider_chain,
   event_log_backend, event_log_location, triggers[], connectors[], activations[]);
 * `.harn/metadata/` (metadata.rs @e45362cf: sharded JSON files by package root): files, bytes, newest;
-* the event log's `event_idempotency_keys` table (harn-formats §H.2.4): rows per log.
+* the event log's `event_idempotency_keys` table (harn-formats §H.2.4): rows per log, as the log's refresh
+  counted them (no second connection to the log).
 
 Every file is read through `safe_read.read_confined` (inside the project or the folder the user's
 environment chose, capped); every SQLite file through `sqlite_safe` (read-only, real tables only, deadline).
@@ -24,9 +25,8 @@ import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
-import orjson
-
 from harn_ls.formats.problems import Problem, Severity
+from harn_ls.formats.state_files import read_json
 from harn_ls.util import safe_read
 from harn_ls.util.json_types import JsonObject, JsonValue
 
@@ -119,18 +119,12 @@ def _scalars(value: JsonObject, limit: int = MAX_FIELDS) -> dict[str, Scalar]:
 
 
 def _read_json(path: str, root: str, problems: list[Problem], what: str) -> JsonValue:
-    try:
-        raw = safe_read.read_confined(path, root, JSON_CAP)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:  # ReadRefused is an OSError: a link out, too large, not a regular file
-        problems.append(Problem(path, 0, CODE_NEWER, f"{what} not read: {exc}", Severity.WARNING))
-        return None
-    try:
-        return orjson.loads(raw)
-    except (orjson.JSONDecodeError, RecursionError):
-        problems.append(Problem(path, 0, CODE_NEWER, f"{what} is not valid JSON; not shown", Severity.WARNING))
-        return None
+    if not os.path.exists(path):
+        return None  # (absent: nothing to list)
+    value, err = read_json(path, JSON_CAP, root)
+    if err:  # a link out, too large, not a regular file, not JSON
+        problems.append(Problem(path, 0, CODE_NEWER, f"{what} not read: {err}", Severity.WARNING))
+    return value
 
 
 def _scan(folder: str, root: str, problems: list[Problem]) -> list[tuple[str, os.stat_result]]:
@@ -220,9 +214,10 @@ def _llm_files(folder: str, root: str, out: NewerState) -> None:
 
 
 def read_newer_state(project_root: str, state_root: str, orchestrator_dir: str,
-                     sqlite_logs: dict[str, str] | None = None) -> NewerState:
-    """Everything above, for one project. `sqlite_logs`: label -> events.sqlite path (for the idempotency keys)."""
-    out = NewerState()
+                     idempotency: dict[str, int] | None = None) -> NewerState:
+    """Everything above, for one project. `idempotency`: log label -> rows of its `event_idempotency_keys`, as
+    the log's own refresh counted them (formats/event_logs.py: on its connection, inside the log's confinement)."""
+    out = NewerState(idempotency=dict(idempotency or {}))
     harn = os.path.join(project_root, ".harn")
     # a state root the user's environment put outside the project is read inside its own folder
     state_base = safe_read.reader_root(state_root, project_root)
@@ -266,25 +261,5 @@ def read_newer_state(project_root: str, state_root: str, orchestrator_dir: str,
         files = _scan(meta, state_base, out.problems)
         out.metadata = {"path": meta, "files": len(files), "bytes": sum(st.st_size for _, st in files),
                         "newest": max((st.st_mtime for _, st in files), default=None)}
-    for label, path in (sqlite_logs or {}).items():
-        n = _idempotency_rows(path, safe_read.reader_root(os.path.dirname(os.path.abspath(path)), project_root))
-        if n is not None:
-            out.idempotency[label] = n
     return out
 
-
-def _idempotency_rows(path: str, root: str) -> int | None:
-    # start-up: only with an SQLite event log (which loaded it already)
-    from harn_ls.formats import sqlite_safe
-
-    conn = None
-    try:
-        conn = sqlite_safe.open_readonly(path, root)  # the project's, as the log's own reader confines it
-        if "event_idempotency_keys" not in sqlite_safe.real_tables(conn):
-            return None
-        count: int = sqlite_safe.query(conn, "SELECT COUNT(*) FROM main.event_idempotency_keys")[0][0]
-        return count
-    except Exception:  # the log's own reader reports an unreadable log; this count is a detail
-        return None
-    finally:
-        sqlite_safe.close_quietly(conn)

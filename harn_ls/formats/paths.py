@@ -14,7 +14,8 @@ from typing import cast
 
 from harn_ls.formats.parse_limits import load_toml
 from harn_ls.util.lean_dataclass import lean_dataclass
-from harn_ls.util.safe_read import read_confined
+from harn_ls.util.message_text import quote
+from harn_ls.util.safe_read import is_under, read_confined, resolves_inside
 
 
 def find_project_root(start: str) -> str:
@@ -165,14 +166,12 @@ class ProjectPaths:
 
     def is_inside_project(self, path: str) -> bool:
         """True when `path`, with symlinks resolved, stays inside the project root."""
-        real_root = os.path.realpath(self.project_root)
-        real = os.path.realpath(path)
-        return real == real_root or real.startswith(real_root + os.sep)
+        return resolves_inside(path, self.project_root)
 
 
 def _inside_by_name(path: str, root: str) -> bool:
-    path, root = os.path.abspath(path), os.path.abspath(root)
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+    """(Its inputs may come from the environment: made absolute and normalised first.)"""
+    return is_under(os.path.abspath(path), os.path.abspath(root))
 
 
 def _first_link(path: str, root: str) -> str | None:
@@ -263,7 +262,7 @@ def _confine_env(env: Mapping[str, str], untrusted: Iterable[str], root: str) ->
             full = os.path.normpath(entry if os.path.isabs(entry) else os.path.join(root, entry))
             real = os.path.realpath(full)
             if not (_inside_by_name(full, root) and (real == real_root or real.startswith(real_root + os.sep))):
-                refused.append((full, f"{name}={value!r} from harnState.harnEnv points outside the project ({real}) and the "
+                refused.append((full, f"{name}={quote(value)} from harnState.harnEnv points outside the project ({real}) and the "
                                       "workspace is not trusted; ignored, nothing read there"))
                 out.pop(name, None)
                 break
@@ -308,7 +307,7 @@ def resolve(path: str, env: Mapping[str, str] | None = None, home: str | None = 
         pass
     backend = env.get("HARN_EVENT_LOG_BACKEND", "").strip().lower() or "sqlite"
     if backend not in EVENT_LOG_BACKENDS:
-        env_refusals.append((root, f"HARN_EVENT_LOG_BACKEND={env['HARN_EVENT_LOG_BACKEND']!r} "
+        env_refusals.append((root, f"HARN_EVENT_LOG_BACKEND={quote(env['HARN_EVENT_LOG_BACKEND'])} "
                                    f"({_source('HARN_EVENT_LOG_BACKEND', sources)}): Harn refuses it (\"unsupported event log "
                                    "backend\") and opens no log; harn-ls reads the default places"))
         backend = "sqlite"

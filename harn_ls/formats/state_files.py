@@ -16,7 +16,7 @@ import orjson
 from harn_ls.formats.locks import probe_flock, read_flock_table
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.util.json_types import JsonObject, JsonValue
-from harn_ls.util.safe_read import SMALL_STATE_CAP, ReadRefused, link_problem, read_confined, refusal_text
+from harn_ls.util.safe_read import SMALL_STATE_CAP, ReadRefused, link_problem, read_confined, refusal_text, resolves_inside
 
 if TYPE_CHECKING:
     from harn_ls.formats import state_file_types as sft
@@ -84,8 +84,9 @@ CODE_CANDIDATE = "HL-CRYS-001"
 CODE_EMBED = "HL-EMB-001"
 
 
-def _read_json(path: str, limit: int = MAX_FILE_BYTES, root: str | None = None) -> tuple[JsonValue, str | None]:
-    """(value, None) or (None, the reason): a regular file inside `root`, never blocking (safe_read)."""
+def read_json(path: str, limit: int = MAX_FILE_BYTES, root: str | None = None) -> tuple[JsonValue, str | None]:
+    """(value, None) or (None, the reason): a regular file inside `root`, never blocking (safe_read). Shared
+    with formats/newer_state.py."""
     try:
         data = read_confined(path, root, limit)
     except ReadRefused as exc:
@@ -105,18 +106,12 @@ def _listdir(path: str) -> list[str]:
         return []
 
 
-def _inside(path: str, root: str) -> bool:
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
-    return real == real_root or real.startswith(real_root + os.sep)
-
-
 # ------------------------------------------------------------------------------------------------ store (§O.1)
 def read_store(path: str, root: str | None = None) -> Store | None:
     if not os.path.isfile(path):
         return None
     st = _types().Store(path)
-    value, err = _read_json(path, root=root)
+    value, err = read_json(path, root=root)
     if err:
         st.problems.append(Problem(path, 0, CODE_STORE, f"store {err}; Harn treats an unreadable store as empty and "
                                                          "overwrites it on the next store_set", Severity.WARNING))
@@ -133,9 +128,9 @@ def read_mailboxes(workflows_dir: str, problems: list[Problem], root: str | None
     out = []
     for name in _listdir(workflows_dir):
         path = os.path.join(workflows_dir, name, "state.json")
-        if not os.path.isfile(path) or not _inside(path, workflows_dir):
+        if not os.path.isfile(path) or not resolves_inside(path, workflows_dir):
             continue
-        value, err = _read_json(path, root=root)
+        value, err = read_json(path, root=root)
         if err or not isinstance(value, dict):
             problems.append(Problem(path, 0, CODE_MAILBOX, f"workflow mailbox {err or 'is not a JSON object'}",
                                     Severity.WARNING))
@@ -323,9 +318,9 @@ def read_receipts(receipts_dir: str, problems: list[Problem], root: str | None =
         if not name.endswith(".json") or name.startswith("."):
             continue
         path = os.path.join(receipts_dir, name)
-        if not os.path.isfile(path) or not _inside(path, receipts_dir):
+        if not os.path.isfile(path) or not resolves_inside(path, receipts_dir):
             continue
-        value, err = _read_json(path, root=root)
+        value, err = read_json(path, root=root)
         rid = name[:-5]
         if err or not isinstance(value, dict):
             msg = err or "not a JSON object"
@@ -386,7 +381,7 @@ def _worktree_at(path: str, name: str, root: str | None, problems: list[Problem]
         gitdir = os.path.normpath(os.path.join(path, gitdir))
     if not os.path.isdir(gitdir):
         return _types().Worktree(name, path, gitdir, True, "its git metadata is gone (pruned or repository moved)")
-    if root is not None and not _inside(gitdir, root):
+    if root is not None and not resolves_inside(gitdir, root):
         problems.append(Problem(git, 0, CODE_WORKTREE, f"its gitdir {gitdir} leaves the project; not followed",
                                 Severity.WARNING))
         return _types().Worktree(name, path, gitdir, True, "its git metadata is outside the project; not read")
@@ -506,7 +501,7 @@ def read_candidates(crys_dir: str, problems: list[Problem], root: str | None = N
         prop_path = os.path.join(path, "proposal.json")
         cand = _types().Candidate(name, path, os.path.isfile(prop_path), files)
         if cand.complete:
-            value, err = _read_json(prop_path, 4 * 1024 * 1024, root)
+            value, err = read_json(prop_path, 4 * 1024 * 1024, root)
             if err or not isinstance(value, dict):
                 problems.append(Problem(prop_path, 0, CODE_CANDIDATE, f"candidate proposal {err or 'is not a JSON object'}",
                                         Severity.WARNING))

@@ -30,15 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsprotocol import types
-from pygls.capabilities import ServerCapabilitiesBuilder
+from pygls.capabilities import ServerCapabilitiesBuilder, get_capability
 
-
-def _get(obj: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        if obj is None:
-            return None
-        obj = getattr(obj, part, None)
-    return obj
+_get = get_capability  # pygls's getter of a dotted capability: None when a part is absent
 
 
 @dataclass(frozen=True)

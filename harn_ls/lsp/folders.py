@@ -27,6 +27,7 @@ from harn_ls.model.accept_plan import skill_root_warning
 from harn_ls.model.change_kinds import RESCAN_KINDS, ChangeSet
 from harn_ls.model.project_discovery import FolderProjects, folder_projects
 from harn_ls.util.message_text import defuse
+from harn_ls.util.safe_read import is_under
 
 if TYPE_CHECKING:
     from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
@@ -63,6 +64,7 @@ class ProjectFolders:
         def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None: ...
         def spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]: ...
         async def send_status(self, proj: Project, n_problems: int | None = None) -> None: ...
+        def loading_moved(self) -> None: ...
 
     def settings_of_folder(self, folder: str | None) -> Settings:
         """A workspace folder's settings (its own answer to workspace/configuration), else the workspace's."""
@@ -78,7 +80,7 @@ class ProjectFolders:
         search also finds the project of a nested `outer/inner/` folder); else the one whose search found
         it, while that folder still serves it; else the first folder that lists it."""
         root = proj.folder_path
-        holding = [f for f, roots in self.folder_roots.items() if root in roots and _holds(f, root)]
+        holding = [f for f, roots in self.folder_roots.items() if root in roots and is_under(root, f)]
         if holding:
             return max(holding, key=len)
         if proj.workspace_folder in self.folder_roots or proj.workspace_folder in self.preloading:
@@ -134,6 +136,7 @@ class ProjectFolders:
             await self._add_folder(path)
         finally:
             self.adding_folders -= 1
+            self.loading_moved()
 
     async def _add_folder(self, path: str) -> None:
         path = os.path.abspath(path)
@@ -170,7 +173,10 @@ class ProjectFolders:
             loading = None
         proj = loading[0] if loading is not None else Project(root, self.on_changes, env, workspace_folder=folder)
         self.projects[root] = proj
-        await (loading[1] if loading is not None else self.show_load(proj, proj.load()))
+        try:
+            await (loading[1] if loading is not None else self.show_load(proj, proj.load()))
+        finally:
+            self.loading_moved()
         if proj.closed:
             return  # its folder left the workspace while it loaded
         start_trace.mark(f"project loaded {proj.root}")
@@ -254,7 +260,7 @@ class ProjectFolders:
                 roots = started.result()[0].roots
             else:
                 started.cancel()
-        self._drop_unused(roots)
+        self._drop_unused(roots)  # (which wakes the requests waiting for the projects)
 
     async def reload_for_env(self) -> None:
         """harnState.harnEnv changed: each project served is read again from Harn's new places (its folder's)."""
@@ -273,6 +279,7 @@ class ProjectFolders:
         self.diagnostics.clear_source(diagnostics.problems_source(proj.root))
         self.served = {u: v for u, v in self.served.items() if v[0] != proj.root}
         self.renders.fresh = {u: f for u, f in self.renders.fresh.items() if f.made_from[0] is not proj}
+        self.loading_moved()
 
     def _drop_unused(self, roots: Iterable[str]) -> None:
         """Stop serving the projects at `roots` that no workspace folder serves any more."""
@@ -287,8 +294,4 @@ class ProjectFolders:
             proj = self.projects.pop(root, None)
             if proj is not None:
                 self._stop_serving(proj)
-
-
-def _holds(folder: str, path: str) -> bool:
-    """`path` is `folder` or inside it (both absolute, normalised)."""
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+        self.loading_moved()

@@ -245,8 +245,9 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
         self.current_handler: str = "-"
         self.conversions_warmed: bool = False  # the converter's hooks made ahead of first use (once per server)
         self.monitor: LoopMonitor | None = None
-        self._project_wait_over: bool = False
-        self.adding_folders: int = 0  # add_folder calls running  # a wait for the projects timed out once: no request waits again
+        self._project_wait_over: bool = False  # a wait for the projects timed out once: no request waits again
+        self.adding_folders: int = 0  # add_folder calls running
+        self._loading_moved = asyncio.Event()  # pulsed when what `projects_loaded` looks at changed (loading_moved)
 
     @property
     def position_encoding(self) -> str:
@@ -257,18 +258,27 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
         return not self.pending_folders and not self.preloading and not self.loads and not self.adding_folders and all(
             p.ws is not None or p.closed for p in list(self.projects.values()))
 
+    def loading_moved(self) -> None:
+        """A folder or project load ended, or one was dropped: the requests waiting for the projects look again."""
+        self._loading_moved.set()
+        self._loading_moved.clear()  # (the waiters already woken stay woken; later ones wait for the next change)
+
     async def wait_for_projects(self, timeout: float = PROJECT_WAIT_SECONDS) -> None:
         """Until the workspace folders given so far have loaded (at most `timeout` seconds): a hover or
-        lens asked right after `initialized` is answered from the project, not empty."""
+        lens asked right after `initialized` is answered from the project, not empty. Woken by `loading_moved`."""
         if self.projects_loaded() or self._project_wait_over:
             return
         deadline = time.monotonic() + timeout
         while not self.projects_loaded():
-            if time.monotonic() > deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 self._project_wait_over = True
                 log.warning("a request waited %.0f s for the projects to load; answering without them", timeout)
                 return
-            await asyncio.sleep(0.02)
+            try:
+                await asyncio.wait_for(self._loading_moved.wait(), left)
+            except TimeoutError:
+                pass
 
     async def loaded_project_for_uri(self, uri: str) -> Project | None:
         await self.wait_for_projects()
@@ -542,6 +552,7 @@ def create_server() -> HarnLanguageServer:
         ls.show_preloads()
         await ls.pull_configuration(ls.folder_uris)
         folders, ls.pending_folders = ls.pending_folders, []
+        ls.loading_moved()
         for folder in folders:
             await ls.add_folder(folder)
 

@@ -22,6 +22,7 @@ import attrs
 import cattrs
 
 from harn_ls.formats.paths import LOCATION_VARS
+from harn_ls.util.message_text import quote, quote_json
 
 # Scopes a workspace folder may set (VS Code: "resource", "language-overridable", "machine-overridable").
 FOLDER_SCOPES = frozenset({"resource", "language-overridable", "machine-overridable"})
@@ -152,28 +153,28 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
                         _converter.structure(candidate, Settings)
                         base_dict = candidate
                     except Exception:
-                        errors.append(f"harnState.{key}.{sub}: ignored invalid value {v!r}")
+                        errors.append(f"harnState.{key}.{sub}: ignored invalid value {quote_json(v)}")
         elif not isinstance(base_dict[key], dict):
             candidate = {**base_dict, key: value}
             try:
                 _converter.structure(candidate, Settings)
                 base_dict = candidate
             except Exception:
-                errors.append(f"harnState.{key}: ignored invalid value {value!r}")
+                errors.append(f"harnState.{key}: ignored invalid value {quote_json(value)}")
     return _converter.structure(base_dict, Settings), errors
 
 
 def _harn_env(value: Any, errors: list[str]) -> dict[str, str]:
     """Only Harn's location variables, with string values; anything else is named and ignored."""
     if not isinstance(value, dict):
-        errors.append(f"harnState.harnEnv: ignored invalid value {value!r} (an object of variables)")
+        errors.append(f"harnState.harnEnv: ignored invalid value {quote_json(value)} (an object of variables)")
         return {}
     out = {}
     for k, v in value.items():
         if k not in LOCATION_VARS:
-            errors.append(f"harnState.harnEnv.{k}: ignored (only {', '.join(LOCATION_VARS)})")
+            errors.append(f"harnState.harnEnv.{quote(k)}: ignored (only {', '.join(LOCATION_VARS)})")
         elif not isinstance(v, str) or "\x00" in v:
-            errors.append(f"harnState.harnEnv.{k}: ignored invalid value {v!r}")
+            errors.append(f"harnState.harnEnv.{k}: ignored invalid value {quote_json(v)}")
         else:
             out[k] = v
     return out

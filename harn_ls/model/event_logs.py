@@ -18,17 +18,13 @@ from harn_ls.formats.event_logs import LogView, discover, hitl_rules
 from harn_ls.formats.harn_time import parse_time_ms
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.model.change_kinds import STATE_FILE_KINDS, ChangeKind, K
-from harn_ls.util.safe_read import reader_root
+from harn_ls.util.safe_read import is_under, reader_root
 
 if TYPE_CHECKING:
     from harn_ls.formats.hitl import requests as hitl_fmt
     from harn_ls.formats.newer_state import NewerState
     from harn_ls.formats.paths import ProjectPaths
     from harn_ls.formats.state_file_types import Candidate, EmbedCache, LockFile, Mailbox, Receipt, Store, Worktree
-
-
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 class EventLogState:
@@ -83,7 +79,7 @@ class EventLogState:
     def _leaves(self, path: str) -> bool:
         """Inside the project by name but elsewhere once symlinks are resolved: never read."""
         root = self.paths.project_root
-        return _under(os.path.abspath(path), root) and not self.paths.is_inside_project(path)
+        return is_under(os.path.abspath(path), root) and not self.paths.is_inside_project(path)
 
     def _refuse(self, kind: str, path: str) -> bool:
         if os.path.lexists(path) and self._leaves(path):
@@ -98,6 +94,7 @@ class EventLogState:
             changed = bool(view.summary.topics or view.requests)
             view.summary.topics.clear()
             view.requests.clear()
+            view.idempotency_keys = None
             return changed
         return view.refresh(now_ms=now_ms)
 
@@ -153,9 +150,13 @@ class EventLogState:
 
             self.newer = read_newer_state(self.paths.project_root, s, self.paths.orchestrator_state_dir or
                                           os.path.join(self.paths.project_root, ".harn", "orchestrator"),
-                                          {v.label: v.path for v in self.logs.values()
-                                           if v.loc.backend == "sqlite" and v.exists})
+                                          self._idempotency())
             probs.extend(self.newer.problems)
+
+    def _idempotency(self) -> dict[str, int]:
+        """Log label -> rows of its `event_idempotency_keys`, as each log's last refresh counted them."""
+        return {v.label: v.idempotency_keys for v in self.logs.values()
+                if v.loc.backend == "sqlite" and v.exists and v.idempotency_keys is not None}
 
     def _clear(self, kind: str) -> None:
         empty: tuple[str, object] = {"store": ("store", None), "workflows": ("mailboxes", []), "receipts": ("receipts", []),
@@ -176,24 +177,24 @@ class EventLogState:
                 if os.path.dirname(path) == os.path.dirname(lp) and base.startswith(os.path.basename(lp)) \
                         and not base.endswith("-shm"):
                     out.add("log:" + label)
-                elif _under(lp, path):  # a parent directory appeared / vanished
+                elif is_under(lp, path):  # a parent directory appeared / vanished
                     out.add("log:" + label)
-            elif _under(path, lp) or _under(lp, path):
+            elif is_under(path, lp) or is_under(lp, path):
                 out.add("log:" + label)
         s = self.paths.state_root
         d = self._dirs()
         if path in (os.path.join(s, "store.json"), os.path.join(self.paths.project_root, ".harn", "orchestrator", "store.json")):
             out.add("store")
         for kind in ("workflows", "receipts", "worktrees"):
-            if _under(path, d[kind]) or _under(d[kind], path):
+            if is_under(path, d[kind]) or is_under(d[kind], path):
                 out.add(kind)
-        if any(_under(path, c) or _under(c, path) for c in self.crystallization_dirs):
+        if any(is_under(path, c) or is_under(c, path) for c in self.crystallization_dirs):
             out.add("crystallization")
-        if any(_under(path, n) or _under(n, path) for n in self._newer_dirs()):
+        if any(is_under(path, n) or is_under(n, path) for n in self._newer_dirs()):
             out.add("newer")
-        if (os.path.dirname(path) == d["checkpoints"] and base.endswith(".lock")) or _under(path, d["agent-run-writers"]):
+        if (os.path.dirname(path) == d["checkpoints"] and base.endswith(".lock")) or is_under(path, d["agent-run-writers"]):
             out.add("locks")
-        if _under(s, path):  # the state root itself (or a parent) appeared, vanished or was replaced
+        if is_under(s, path):  # the state root itself (or a parent) appeared, vanished or was replaced
             out.update(STATE_FILE_KINDS)
             out.update("log:" + label for label in self.logs)
         return out
@@ -209,6 +210,8 @@ class EventLogState:
                     before = {r.request_id: r.state for r in view.requests.values()}
                     if self._refresh_log(view, now_ms=now):
                         kinds.add(K.EVENTS)
+                    if self.newer is not None:  # the count the refresh made (K.EVENTS redraws its document)
+                        self.newer.idempotency = self._idempotency()
                     if before != {r.request_id: r.state for r in view.requests.values()}:
                         kinds.update((K.EVENTS, K.HITL))
             elif t in STATE_FILE_KINDS:

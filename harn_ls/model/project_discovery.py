@@ -24,6 +24,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from harn_ls.formats.paths import find_project_root
+from harn_ls.util.message_text import quote, quote_json
+from harn_ls.util.safe_read import is_under
 
 MANIFEST = "harn.toml"
 STATE_DIR = ".harn"
@@ -45,10 +47,6 @@ class FolderProjects:
     roots: list[str] = field(default_factory=list)
     # one line each: a cap that stopped the search, an explicit root refused or missing
     notes: list[str] = field(default_factory=list)
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def discover(folder: str, max_depth: int = MAX_DEPTH, max_dirs: int = MAX_DIRS,
@@ -120,22 +118,22 @@ def explicit(folder: str, entries: list[str], trusted: bool) -> FolderProjects:
     out = FolderProjects(folder)
     for entry in entries:
         if not isinstance(entry, str) or not entry.strip() or any(ord(c) < 0x20 for c in entry):
-            out.notes.append(f"harnState.projectRoots: ignored {entry!r} (not a folder name)")
+            out.notes.append(f"harnState.projectRoots: ignored {quote_json(entry)} (not a folder name)")
             continue
         entry = os.path.expanduser(entry) if trusted else entry
-        if os.path.isabs(entry) and not _inside(os.path.normpath(entry), folder):
+        if os.path.isabs(entry) and not is_under(os.path.normpath(entry), folder):
             continue  # another folder's, or (trusted) placed by assign_outside
         path = os.path.normpath(os.path.join(folder, entry))
         real = os.path.realpath(path)
-        if not trusted and not _inside(real, real_folder):
-            out.notes.append(f"harnState.projectRoots: refused {entry!r}: it leads outside {folder} "
+        if not trusted and not is_under(real, real_folder):
+            out.notes.append(f"harnState.projectRoots: refused {quote(entry)}: it leads outside {quote(folder)} "
                              "and the workspace is not trusted")
             continue
         if not os.path.isdir(real):
-            out.notes.append(f"harnState.projectRoots: {entry!r} is not a folder in {folder}")
+            out.notes.append(f"harnState.projectRoots: {quote(entry)} is not a folder in {quote(folder)}")
             continue
         root = find_project_root(path)  # a folder inside a project names that project
-        if not trusted and not _inside(os.path.realpath(root), real_folder):
+        if not trusted and not is_under(os.path.realpath(root), real_folder):
             root = path  # the harn.toml found above the folder is not the workspace's to name: serve the folder asked for
         if root not in out.roots:
             out.roots.append(root)
@@ -151,7 +149,7 @@ def outside_roots(folders: list[str], entries: list[str], trusted: bool) -> list
     for entry in entries:
         if isinstance(entry, str) and entry.strip() and not any(ord(c) < 0x20 for c in entry):
             path = os.path.normpath(os.path.expanduser(entry))
-            if os.path.isabs(path) and os.path.isdir(path) and not any(_inside(path, os.path.abspath(f)) for f in folders):
+            if os.path.isabs(path) and os.path.isdir(path) and not any(is_under(path, os.path.abspath(f)) for f in folders):
                 out.append(path)
     return out
 

@@ -30,7 +30,7 @@ from harn_ls.model.recall import RecallPart
 from harn_ls.model.runs import FullRunKey, RunsPart, TranscriptEntry, _json_files
 from harn_ls.util import safe_read
 from harn_ls.util.progress import WorkProgress
-from harn_ls.util.safe_read import CODE_LINK_OUT
+from harn_ls.util.safe_read import CODE_LINK_OUT, is_under
 
 if TYPE_CHECKING:  # numpy (recall), sqlite3 (sessions) load only when used: `inspect` needs neither
     from harn_ls.cache.checkpoint_history import CheckpointHistory
@@ -59,10 +59,6 @@ def _size_of(path: str) -> int:
         return os.lstat(path).st_size
     except OSError:
         return 0
-
-
-def _is_under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 class Workspace(FactsPart, RunsPart, RecallPart):
@@ -464,20 +460,20 @@ class Workspace(FactsPart, RunsPart, RecallPart):
                 return self.rescan()
             if os.path.isdir(path) or (not os.path.exists(path) and ("." not in base or self._was_directory(path))):
                 # A directory appeared, vanished or was renamed: rescan what can live below it.
-                if any(_is_under(path, r) or _is_under(r, path) for r in self._memory_roots()):
+                if any(is_under(path, r) or is_under(r, path) for r in self._memory_roots()):
                     self._rescan_namespaces(changes)
                     need_pattern = True
-                if _is_under(paths.checkpoint_dir, path) or _is_under(path, paths.checkpoint_dir):
+                if is_under(paths.checkpoint_dir, path) or is_under(path, paths.checkpoint_dir):
                     self._rescan_checkpoints(changes)
-                if any(_is_under(path, r.path) or _is_under(r.path, path) for r in paths.skill_roots):
+                if any(is_under(path, r.path) or is_under(r.path, path) for r in paths.skill_roots):
                     need_skills = True
-                if _is_under(path, paths.run_root) or _is_under(paths.run_root, path) or _is_under(path, paths.worker_dir) \
-                        or _is_under(paths.worker_dir, path):
+                if is_under(path, paths.run_root) or is_under(paths.run_root, path) or is_under(path, paths.worker_dir) \
+                        or is_under(paths.worker_dir, path):
                     self._rescan_runs(changes)
-                if _is_under(paths.state_root, path) or _is_under(path, paths.state_root):
+                if is_under(paths.state_root, path) or is_under(path, paths.state_root):
                     need_sessions = need_pattern = True
                 continue
-            if base == EVENTS_FILE and any(_is_under(path, r) for r in self._memory_roots()) \
+            if base == EVENTS_FILE and any(is_under(path, r) for r in self._memory_roots()) \
                     and f"{os.sep}vectors{os.sep}" not in path:
                 ns = self._namespace_for(path)
                 if ns is None:
@@ -492,10 +488,10 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             if os.path.dirname(path) == paths.checkpoint_dir and base.endswith(".json"):
                 self._read_checkpoint(path, changes)
                 continue
-            if any(_is_under(path, r.path) for r in paths.skill_roots):
+            if any(is_under(path, r.path) for r in paths.skill_roots):
                 need_skills = True
                 continue
-            if _is_under(path, paths.run_root):
+            if is_under(path, paths.run_root):
                 if base.endswith(".json") and (os.path.dirname(path) == paths.run_root or base == "run.json"):
                     self._read_run(path, changes)
                 elif base == "llm_transcript.jsonl":
@@ -507,7 +503,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             if base.startswith("session-store.sqlite"):
                 need_sessions = True
                 continue
-            if _is_under(path, paths.legacy_session_store_dir) or base == pl_fmt.MIGRATION_MARKER:
+            if is_under(path, paths.legacy_session_store_dir) or base == pl_fmt.MIGRATION_MARKER:
                 need_pattern = True
         if PATTERN_NAMESPACE in changes.namespaces:
             need_pattern = True
@@ -546,7 +542,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         """Inside the project by name but outside once symlinks are resolved: never followed.
         (A root the environment puts outside the project, HARN_STATE_DIR=/elsewhere, is not affected.)"""
         p = os.path.abspath(path)
-        if not _is_under(p, self.root):
+        if not is_under(p, self.root):
             return False
         real, real_root = self._realpath(p), self._realpath(self.root)
         return not (real == real_root or real.startswith(real_root + os.sep))
@@ -573,11 +569,11 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         known = [*self._ns_path.values(), *(cf.path for cf in self.checkpoints.values()), *self._run_paths,
                  *self.workers, *self._memory_roots(), p.checkpoint_dir, p.run_root, p.state_root, p.worker_dir,
                  *(r.path for r in p.skill_roots)]
-        return any(k != path and _is_under(k, path) for k in known)
+        return any(k != path and is_under(k, path) for k in known)
 
     def _namespace_for(self, path: str) -> str | None:
         for root in self._memory_roots():
-            if _is_under(path, root):
+            if is_under(path, root):
                 ns = namespace_of(root, path)
                 if root == self.paths.memory_root and ns == PATTERN_NAMESPACE and self._pattern_root_differs():
                     return None
@@ -617,7 +613,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
     def relpath(self, abs_path: str) -> str | None:
         """Project-relative POSIX path, or None when outside the project."""
         p = os.path.abspath(abs_path)
-        if not _is_under(p, self.root):
+        if not is_under(p, self.root):
             return None
         root = self.root  # os.path.relpath costs ~30 us; a normalized root's relative path is the rest of p
         rel = p[len(root.rstrip(os.sep)) + 1:] if p != root and root == os.path.abspath(root) else os.path.relpath(p, root)

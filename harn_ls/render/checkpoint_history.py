@@ -7,11 +7,10 @@ server while it watches); without one there is no history to show.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from harn_ls.formats.checkpoints import CheckpointFile, parse_checkpoint_bytes
-from harn_ls.render.markdown import fence, human_bytes, pretty_json, short_text
+from harn_ls.render.markdown import display_time, fence, human_bytes, pretty_json, short_text
 from harn_ls.render.svg import md_text
 from harn_ls.render.uri import UriError, make_uri
 
@@ -71,7 +70,7 @@ def diff(old: CheckpointFile | None, new: CheckpointFile) -> StageDiff:
 
 
 def _when(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{display_time(ts)} UTC"
 
 
 def history_of(ws: Workspace) -> CheckpointHistory | None:

@@ -36,6 +36,7 @@ from harn_ls.render.memory_charts import namespace_section
 from harn_ls.render.newer_state_doc import newer_state
 from harn_ls.render.recall import render_recall_markdown
 from harn_ls.render.state_docs import RENDERERS as STATE_RENDERERS
+from harn_ls.render.state_docs import shown_path
 from harn_ls.render.timeline import section as timeline_section
 from harn_ls.render.uri import MAX_QUERY_INT, RenderSettings, StateUri, UriError, make_uri, parse_uri
 from harn_ls.util.utf8 import utf8_len
@@ -116,11 +117,6 @@ def _suppressed_until(state: PatternState | None, proposal_id: str) -> Any:
     return state.suppressed_until.get(proposal_id) if state is not None else None
 
 
-def _rel(ws: Workspace, path: str) -> str:
-    rel = ws.relpath(path) if path else None
-    return rel if rel is not None else path
-
-
 # ------------------------------------------------------------------ index
 def index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     c = ws.counts()
@@ -145,7 +141,7 @@ def index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
         out.append("")
         out.append("| file | line | code | message |\n|---|---|---|---|")
         for pr in problems[:500]:
-            out.append(f"| {code_cell(_rel(ws, pr.path))} | {int(pr.line)} | {cell(pr.code)} | {cell(pr.message)} |")
+            out.append(f"| {code_cell(shown_path(ws, pr.path))} | {int(pr.line)} | {cell(pr.code)} | {cell(pr.message)} |")
         if len(problems) > 500:
             out.append(f"\n…and {len(problems) - 500} more (see `harn-ls inspect`).")
     out.append("")
@@ -242,7 +238,7 @@ def _checkpoints_current(ws: Workspace, target: StateUri, settings: RenderSettin
         return (f"# Checkpoints — {cell(target.name)}\n\n"
                 f"No checkpoint file {inline('.harn/checkpoints/' + target.name + '.json')}: "
                 "no stage of this pipeline is cached.\n")
-    out = [f"# Checkpoints — {cell(target.name)}", "", f"File: {inline(_rel(ws, cf.path))} · {human_bytes(cf.size)}", ""]
+    out = [f"# Checkpoints — {cell(target.name)}", "", f"File: {inline(shown_path(ws, cf.path))} · {human_bytes(cf.size)}", ""]
 
     running = running_now(cf.path)
     if running:
@@ -284,7 +280,7 @@ def memory(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     chunk = records[start:start + size]
     cfg = space.config
     out = [f"# Memory — {cell(target.name)}", "",
-           f"File: {inline(_rel(ws, space.path))} · {space.event_count} event(s) · {len(records)} active · "
+           f"File: {inline(shown_path(ws, space.path))} · {space.event_count} event(s) · {len(records)} active · "
            f"{len(space.forgotten)} forgotten id(s)", "",
            f"Config (last `open`): backend **{cell(cfg.get('backend'))}**, model hint {inline(cfg.get('embed_model_hint'))}, "
            f"weights bm25 {cell(cfg.get('bm25_weight'))} / cosine {cell(cfg.get('cosine_weight'))}"
@@ -407,12 +403,12 @@ def proposals(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     for f in plan.files:
         status = (" — **a different file already exists here**" if f.conflict
                   else (" — identical file already exists" if f.identical else ""))
-        rel = _rel(ws, f.path)
+        rel = shown_path(ws, f.path)
         out.append(f"### {inline(rel)}{status}\n")
         raw = _link("the exact text", make_uri("proposals", prop.id, file=rel))
         out.append(capped_fence(f.text, f.lang, DOC_VALUE_BYTES, raw))
     out.append(f"Then one memory `forget` event with predicate {inline(plan.forget_predicate)} is appended to "
-               f"{inline(_rel(ws, plan.events_path))}.\n")
+               f"{inline(shown_path(ws, plan.events_path))}.\n")
     return "\n".join(out) + "\n"
 
 
@@ -427,7 +423,7 @@ def proposal_file_text(ws: Workspace, prop: Proposal, wanted: str, skill_root: s
     except Exception as exc:
         raise UriError(f"Accept is refused for proposal {prop.id}: {exc}") from None
     for f in plan.files:
-        if _rel(ws, f.path) == wanted or f.path == wanted:
+        if shown_path(ws, f.path) == wanted or f.path == wanted:
             size = utf8_len(f.text)
             if size > MAX_RESPONSE_BYTES:
                 raise UriError(f"proposal {prop.id} would write {size:,} bytes to {wanted}; harn-ls sends at most "
@@ -445,7 +441,7 @@ def skills(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
         raise UriError(f"no skill {target.name!r}")
     sk = matches[0] if matches else shadowed[0]
     out = [f"# Skill — {cell(sk.id)}", "", "| field | value |\n|---|---|",
-           f"| layer | {cell(sk.layer)} |", f"| file | {code_cell(_rel(ws, sk.path))} |",
+           f"| layer | {cell(sk.layer)} |", f"| file | {code_cell(shown_path(ws, sk.path))} |",
            f"| short | {cell(sk.short)} |", f"| description | {cell(sk.description)} |",
            f"| when to use | {cell(sk.when_to_use)} |", f"| sha256 | {code_cell(sk.sha256)} |"]
     if sk.signature is not None:
@@ -458,7 +454,7 @@ def skills(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     if shadowed and matches:
         out.append("## Shadowed copies\n")
         for s in shadowed:
-            out.append(f"- {cell(s.layer)}: {inline(_rel(ws, s.path))} (hidden by the {cell(sk.layer)} layer)")
+            out.append(f"- {cell(s.layer)}: {inline(shown_path(ws, s.path))} (hidden by the {cell(sk.layer)} layer)")
         out.append("")
     if sk.unknown_fields:
         out.append("Unknown frontmatter fields (Harn warns and ignores them): "
@@ -482,7 +478,7 @@ def runs(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     out = [f"# Run — {cell(run.id)}", "", "| field | value |\n|---|---|",
            f"| status | {cell(run.status)} |", f"| workflow | {cell(run.workflow_name or run.workflow_id)} |",
            f"| started | {cell(moment(run.started_at))} |", f"| finished | {cell(moment(run.finished_at))} |",
-           f"| file | {code_cell(_rel(ws, run.path))} · {human_bytes(run.size or 0)} |", ""]
+           f"| file | {code_cell(shown_path(ws, run.path))} · {human_bytes(run.size or 0)} |", ""]
 
     full = ws.full_run_record(run.path) if hasattr(ws, "full_run_record") else None
     out.extend(timeline_section(full if full is not None and full.ok else run))
@@ -511,7 +507,7 @@ def runs(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
         name = _link(tr.id, make_uri("transcripts", tr.id)) if tr.id is not None else "a transcript without an id"
         out.append(f"- {name} — {tr.message_count} message(s), {tr.event_count} event(s)")
     if run.llm_transcript_path:
-        out.append(f"\n## LLM calls\n\nTurn log: {inline(_rel(ws, run.llm_transcript_path))}\n")
+        out.append(f"\n## LLM calls\n\nTurn log: {inline(shown_path(ws, run.llm_transcript_path))}\n")
         out.extend(_llm_calls(run.llm_transcript_path))
     return "\n".join(out) + "\n"
 
@@ -552,7 +548,7 @@ def transcripts(ws: Workspace, target: StateUri, settings: RenderSettings) -> st
         raise UriError(f"no transcript {target.name!r}")
     tr = entry.transcript
     if tr is None:
-        raise UriError(f"transcript {target.name!r} is no longer in {_rel(ws, entry.path)}")
+        raise UriError(f"transcript {target.name!r} is no longer in {shown_path(ws, entry.path)}")
     items = tr.events if tr.events else message_events(tr)
     ctx = context_for(ws, entry, tr, settings.show_private)
     sizes, starts, hidden_private = event_sizes(items, ctx)
@@ -565,7 +561,7 @@ def transcripts(ws: Workspace, target: StateUri, settings: RenderSettings) -> st
     out = [f"# Transcript — {cell(tr.id)}", ""]
     if entry.run_id:
         out.append(f"Run: {_link(entry.run_id, make_uri('runs', entry.run_id))}")
-    out.append(f"Source: {inline(_rel(ws, entry.path))} · state {cell(tr.state or '?')} · "
+    out.append(f"Source: {inline(shown_path(ws, entry.path))} · state {cell(tr.state or '?')} · "
                f"{len(tr.messages)} message(s) · {len(tr.events)} event(s) · {len(tr.assets)} asset(s)")
     if hidden_private:
         out.append(f"\n{hidden_private} private reasoning event(s) hidden.")

@@ -5,11 +5,11 @@ cache entries are listed newest first, a page at a time."""
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 from harn_ls.formats.newer_state import PAGE
-from harn_ls.render.markdown import cell, human_bytes, inline
+from harn_ls.render.markdown import cell, display_time, human_bytes, inline
+from harn_ls.render.state_docs import shown_path
 from harn_ls.render.uri import RenderSettings, StateUri, make_uri
 
 if TYPE_CHECKING:
@@ -20,12 +20,7 @@ if TYPE_CHECKING:
 def _when(ts: object) -> str:
     if not isinstance(ts, (int, float)) or isinstance(ts, bool) or ts <= 0:
         return ""
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts)) + "Z"
-
-
-def _rel(ws: Workspace, path: str) -> str:
-    rel = ws.relpath(path) if path else None
-    return rel if rel is not None else path
+    return display_time(ts) + "Z"
 
 
 def _fields(fields: JsonObject) -> list[str]:
@@ -49,7 +44,7 @@ def newer_state(ws: Workspace, target: StateUri, settings: RenderSettings) -> st
     out.append("Cached prompts and responses are never shown here: only counts, sizes, times and model names.\n")
     if n.llm_sqlite:
         s = n.llm_sqlite
-        out.append(f"- {inline(_rel(ws, s['path']))}: {cell(s['rows'] if s['rows'] is not None else '?')} row(s) in "
+        out.append(f"- {inline(shown_path(ws, s['path']))}: {cell(s['rows'] if s['rows'] is not None else '?')} row(s) in "
                    f"`cache_entries`, {human_bytes(s['bytes'])}" + (f", newest {cell(s['newest'])}" if s.get("newest") else ""))
         if s["models"]:
             out.append(f"  - models: {', '.join(inline(m) for m in s['models'])}")
@@ -79,7 +74,7 @@ def newer_state(ws: Workspace, target: StateUri, settings: RenderSettings) -> st
         out.append("No LLM response cache.")
     out.append("\n## Model selection (`harn local switch`)\n")
     if n.selection:
-        out.append(f"{inline(_rel(ws, n.selection['path']))}\n")
+        out.append(f"{inline(shown_path(ws, n.selection['path']))}\n")
         out += _fields(n.selection["fields"])
     else:
         out.append("No `.harn/local/selection.json`.")
@@ -92,7 +87,7 @@ def newer_state(ws: Workspace, target: StateUri, settings: RenderSettings) -> st
     out.append("\n## Orchestrator snapshot\n")
     if n.orchestrator:
         o = n.orchestrator
-        out.append(f"{inline(_rel(ws, o['path']))}\n")
+        out.append(f"{inline(shown_path(ws, o['path']))}\n")
         shown = {k: v for k, v in o.items() if k not in ("path", "connector_names")}
         out += _fields(shown)
         if o.get("connector_names"):
@@ -102,7 +97,8 @@ def newer_state(ws: Workspace, target: StateUri, settings: RenderSettings) -> st
     out.append("\n## Metadata\n")
     if n.metadata:
         m = n.metadata
-        out.append(f"{inline(_rel(ws, m['path']))}: {m['files']} file(s), {human_bytes(m['bytes'])}, newest {_when(m['newest'])}")
+        out.append(f"{inline(shown_path(ws, m['path']))}: {m['files']} file(s), {human_bytes(m['bytes'])}, "
+                   f"newest {_when(m['newest'])}")
     else:
         out.append("No `.harn/metadata/`.")
     out.append("\n## Idempotency keys\n")

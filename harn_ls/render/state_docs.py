@@ -41,7 +41,8 @@ def _link(label: str, uri: str) -> str:
     return link(label, uri)  # label escaped, target percent-encoded, only harn-state:/file: targets
 
 
-def _rel(ws: Workspace, path: str) -> str:
+def shown_path(ws: Workspace, path: str) -> str:
+    """`path` relative to the project when inside it, else as it is (every harn-state document shows paths so)."""
     rel = ws.relpath(path) if path else None
     return rel if rel is not None else path
 
@@ -77,10 +78,10 @@ def events_index(ws: Workspace, target: StateUri, settings: RenderSettings) -> s
     if not logs:
         looked = [v.loc for v in ws.event_logs.logs.values()]
         out.append("No event log found. Looked in: " + ", ".join(
-            f"{inline(_rel(ws, loc.path))} ({cell(loc.why)})" if loc.why else inline(_rel(ws, loc.path)) for loc in looked)
+            inline(shown_path(ws, loc.path)) + (f" ({cell(loc.why)})" if loc.why else "") for loc in looked)
             + ".")
     for view in logs:
-        out.append(f"## {cell(view.label)} — {inline(_rel(ws, view.path))} ({view.loc.backend})")
+        out.append(f"## {cell(view.label)} — {inline(shown_path(ws, view.path))} ({view.loc.backend})")
         out.append("")
         if view.loc.why:
             out.append(f"Found here because: {cell(view.loc.why)}."
@@ -121,7 +122,7 @@ def events(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     size = EVENTS_PAGE
     evs = view.page(topic, page, size)
     out = [f"# {inline(topic)}", "",
-           f"Log {inline(_rel(ws, view.path))} ({view.label}, {view.loc.backend}) · {info.count} event(s), ids "
+           f"Log {inline(shown_path(ws, view.path))} ({view.label}, {view.loc.backend}) · {info.count} event(s), ids "
            f"{info.first_id}–{info.last_id} · latest {ms_time(info.latest_ms) or '—'}", ""]
     cons = [c for c in view.summary.consumers if c.topic == topic]
     for c in cons:
@@ -349,7 +350,7 @@ def hitl(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
         run = _link(r.run_id, make_uri("runs", r.run_id)) if r.run_id in ws.runs else inline(r.run_id)
         out.append(f"| run | {run} |")
     topic = _link("topic " + r.topic, make_uri("events", r.topic, log=view.label))
-    out.append(f"| log | {inline(_rel(ws, view.path))} ({view.label}) · {topic} · event #{r.event_id} |")
+    out.append(f"| log | {inline(shown_path(ws, view.path))} ({view.label}) · {topic} · event #{r.event_id} |")
     out.append(f"| waitpoint | {cell(r.waitpoint_status or 'not found')} |")
     if r.replays:
         out.append(f"| requested again | {r.replays} time(s) (replayed dispatch) |")
@@ -430,7 +431,7 @@ def _answer_section(ws: Workspace, r: hitl_fmt.HitlRequest, view: LogView) -> li
                                                   + (" VALUE" if acts[0] == "answer" else "") + " [--reason TEXT]"))
     if r.is_waiting:
         out.append("\nWith Harn's own tools (a running ACP/MCP host, or Harn's CLI for escalations):\n")
-        out.append(fence("\n".join(hitl_fmt.how_to_answer(r, _rel(ws, view.loc.state_dir))), "text"))
+        out.append(fence("\n".join(hitl_fmt.how_to_answer(r, shown_path(ws, view.loc.state_dir))), "text"))
     out.append("")
     return out
 
@@ -446,7 +447,7 @@ def store(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     for label, st in (("Store (`store_set`)", x.store), ("Orchestrator store", x.orchestrator_store)):
         if st is None:
             continue
-        out.append(f"## {label} — {inline(_rel(ws, st.path))} ({len(st.entries)} key(s))\n")
+        out.append(f"## {label} — {inline(shown_path(ws, st.path))} ({len(st.entries)} key(s))\n")
         for p in st.problems:
             out.append(f"> ⚠ {cell(p.message)}\n")
         if st.entries:
@@ -489,7 +490,7 @@ def receipts(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
         raise UriError(f"no receipt {target.name!r} in .harn/receipts")
     icon = {"verified": "✅", "self-signed": "⚠", "failed": "❌", "unreadable": "⚠"}.get(r.status, "⚠")
     status = f"{icon} {r.label}"
-    out = [f"# Receipt {inline(r.id)}", "", f"**{status}** · {inline(_rel(ws, r.path))}", ""]
+    out = [f"# Receipt {inline(r.id)}", "", f"**{status}** · {inline(shown_path(ws, r.path))}", ""]
     if r.errors:
         out.append("| error |\n|---|")
         out.extend(f"| {cell(e)} |" for e in r.errors[:200])

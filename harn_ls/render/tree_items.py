@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -131,7 +130,7 @@ def _checkpoint_versions(item: Item, ws: Workspace, name: str) -> list[C.TreeIte
     for i in range(len(versions) - 1, -1, -1):
         v = versions[i]
         prev = versions[i - 1].n if i > 0 else None
-        when = datetime.fromtimestamp(v.seen_at, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        when = display_time(v.seen_at)
         data = {"pipeline": name, "version": v.n}
         if prev is not None:
             data["previous"] = prev

@@ -104,3 +104,18 @@ def quote(value: Any, max_bytes: int = QUOTE_BYTES) -> str:
     head, dropped = cut_utf8(s, max_bytes)
     shown = code_span(defuse(head, keep_newlines=False))
     return shown + (f" (… {dropped:,} more bytes)" if dropped else "")
+
+
+def quote_json(value: Any, max_bytes: int = QUOTE_BYTES) -> str:
+    """A setting's value (any JSON value) inside a message: a string as `quote` shows it, anything else
+    (null, a number, a list) as its JSON text, quoted the same way."""
+    if isinstance(value, str):
+        return quote(value, max_bytes)
+    # start-up: orjson is loaded by then (settings are parsed from JSON)
+    import orjson
+
+    try:
+        text = orjson.dumps(value, default=str).decode()
+    except orjson.JSONEncodeError:  # (not from JSON: a nested value too deep, a key that is not a string)
+        text = str(value)
+    return quote(text, max_bytes)

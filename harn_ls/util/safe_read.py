@@ -78,16 +78,25 @@ def too_large_message(size: int, cap: int) -> str:
     return f"too large: {mb(size)} MB, cap {mb(cap)} MB; not loaded"
 
 
+def is_under(path: str, root: str) -> bool:
+    """`path` is `root` or inside it, by name: both absolute and normalised (no `..`), no link resolved."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def _inside(real: str, root: str) -> bool:
-    real_root = os.path.realpath(root)
-    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+    return is_under(real, os.path.realpath(root))
+
+
+def resolves_inside(path: str, root: str) -> bool:
+    """`path`, every link on it resolved, is `root` (resolved too) or inside it."""
+    return _inside(os.path.realpath(path), root)
 
 
 def _first_link(path: str, root: str) -> str | None:
     """The first symlink component of `path` (at or below `root`), for naming it in a problem."""
     root = os.path.abspath(root)
     path = os.path.abspath(path)
-    if not (path == root or path.startswith(root.rstrip(os.sep) + os.sep)):
+    if not is_under(path, root):
         return None
     current = root
     for part in path[len(root):].split(os.sep):

@@ -96,7 +96,7 @@ def test_unsupported_backend_is_a_problem(tmp_path):
     proj = _project(tmp_path)
     ws = Workspace.load(str(proj), env={"HARN_EVENT_LOG_BACKEND": "kafka"})
     (p,) = [p for p in ws.problems() if p.code == CODE_ENV_REFUSED]
-    assert "HARN_EVENT_LOG_BACKEND='kafka'" in p.message and "unsupported event log backend" in p.message
+    assert "HARN_EVENT_LOG_BACKEND=`kafka`" in p.message and "unsupported event log backend" in p.message
 
 
 def test_relative_memory_root_resolves_against_the_execution_root(tmp_path):

@@ -114,25 +114,54 @@ def test_hostile_newer_state_is_a_problem_and_escaped(tmp_path):
     assert "stolen" not in doc and "<b>" not in doc and "](javascript:" not in doc
 
 
+def _keys_log(path, rows=1):
+    conn = W.open_log(str(path))
+    conn.execute("CREATE TABLE event_idempotency_keys (topic TEXT, key TEXT, value TEXT, event_id INTEGER, "
+                 "PRIMARY KEY (topic, key, value))")
+    for i in range(rows):
+        W.append(conn, "t.one", "k", {"n": i})
+        conn.execute("INSERT INTO event_idempotency_keys VALUES ('t.one', 'dedupe', ?, ?)", (f"v{i}", i + 1))
+    return conn
+
+
 def test_the_idempotency_count_reads_no_log_outside_the_project(tmp_path):
     """The log named for the count is the project's `.harn/events.sqlite`, but the project's `.harn` is a
     link to a sibling `proj-victim`'s: confined to the project (as the log's own reader is), nothing is
     counted (confined to the log's own folder, the link's target passed)."""
-    from harn_ls.formats.newer_state import read_newer_state
-
     victim = tmp_path / "proj-victim" / ".harn"
     victim.mkdir(parents=True)
-    conn = W.open_log(str(victim / "events.sqlite"))
-    conn.execute("CREATE TABLE event_idempotency_keys (topic TEXT, key TEXT, value TEXT, event_id INTEGER, "
-                 "PRIMARY KEY (topic, key, value))")
-    conn.execute("INSERT INTO event_idempotency_keys VALUES ('t.one', 'dedupe', 'v1', 1)")
-    conn.close()
+    (victim.parent / "harn.toml").write_text("")
+    _keys_log(victim / "events.sqlite").close()
     proj = tmp_path / "proj"
     proj.mkdir()
+    (proj / "harn.toml").write_text("")
     (proj / ".harn").symlink_to(victim, target_is_directory=True)
-    n = read_newer_state(str(proj), str(proj / ".harn"), str(proj / ".harn" / "orchestrator"),
-                         {"run": str(proj / ".harn" / "events.sqlite")})
-    assert n.idempotency == {}
-    inside = read_newer_state(str(victim.parent), str(victim), str(victim / "orchestrator"),
-                              {"run": str(victim / "events.sqlite")})
+    n = Workspace.load(str(proj), env={}).event_logs.newer
+    assert n is not None and n.idempotency == {}
+    inside = Workspace.load(str(victim.parent), env={}).event_logs.newer
     assert inside.idempotency == {"run": 1}  # the same file read as its own project's: counted
+
+
+def test_the_idempotency_count_shares_the_refresh_connection(tmp_path, monkeypatch):
+    """Harn's writer is mid-run (its rows in the `-wal`, so every connection reads a private copy of the log):
+    a load opens the log once, the count of `event_idempotency_keys` included, and a change that appends
+    an idempotent event is counted by that change's own refresh, again on its one connection."""
+    proj = _project(tmp_path)
+    db = proj / ".harn" / "events.sqlite"
+    writer = _keys_log(db, rows=2)
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    W.append(writer, "t.two", "k", {})  # (frames in the -wal from here on)
+    assert os.path.getsize(str(db) + "-wal") > 0
+    opened = W.count_opens(monkeypatch)
+    try:
+        ws = Workspace.load(str(proj), env={})
+        assert opened.count(str(db)) == 1
+        assert ws.event_logs.newer.idempotency == {"run": 2}
+        W.append(writer, "t.one", "k", {"n": 2})
+        writer.execute("INSERT INTO event_idempotency_keys VALUES ('t.one', 'dedupe', 'v2', 3)")
+        ws.event_logs.reread({"log:run"})
+        assert opened.count(str(db)) == 2
+        assert ws.event_logs.newer.idempotency == {"run": 3}
+        assert "event_idempotency_keys" in render_uri(ws, "harn-state:/newer-state.md")
+    finally:
+        writer.close()

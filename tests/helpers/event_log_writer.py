@@ -27,6 +27,22 @@ CREATE TABLE IF NOT EXISTS consumers (
 """
 
 
+def count_opens(monkeypatch) -> list[str]:
+    """From here on, the path of every read-only connection harn-ls opens (sqlite_safe.open_readonly), in order:
+    a test counts the connections (hence the private snapshots of a live WAL log) a read makes."""
+    from harn_ls.formats import sqlite_safe
+
+    opened: list[str] = []
+    real_open = sqlite_safe.open_readonly
+
+    def counting_open(*args, **kwargs):
+        opened.append(args[0])
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite_safe, "open_readonly", counting_open)
+    return opened
+
+
 def open_log(path: str) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=5.0, isolation_level=None)
     conn.execute("PRAGMA busy_timeout = 5000")

@@ -167,4 +167,4 @@ async def test_an_untrusted_workspace_cannot_name_roots_outside_it(untrusted):
     assert {s["root"] for s in untrusted.statuses} == {str(other)}
     warnings = [m.message for m in untrusted.messages if m.type == types.MessageType.Warning]
     refused = [w for w in warnings if "not trusted" in w]
-    assert len(refused) == 2 and any("'../repo-evil'" in w for w in refused) and any("'linked'" in w for w in refused)
+    assert len(refused) == 2 and any("`../repo-evil`" in w for w in refused) and any("`linked`" in w for w in refused)

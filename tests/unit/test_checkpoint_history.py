@@ -132,3 +132,67 @@ def test_documents_tree_and_lens_hint_from_the_workspace(proj):
 def test_cache_off_means_no_history(proj, monkeypatch):
     monkeypatch.setenv("HARN_LS_CACHE", "off")
     assert CheckpointHistory.for_project(str(proj)) is None
+
+
+def _stored(h: CheckpointHistory) -> dict:
+    return {p: [(v.n, v.sha256, v.size) for v in h.versions(p)] for p in h.pipelines()}
+
+
+def test_a_batch_evicts_what_one_record_at_a_time_evicts(proj, tmp_path):
+    """Rounds of new versions of five pipelines (sizes differ, some content comes back): recorded a round
+    per batch, the history keeps exactly the versions and objects it keeps recorded one at a time."""
+    one = CheckpointHistory(str(proj), folder=str(tmp_path / "one"), max_versions=6, max_bytes=9_000)
+    batched = CheckpointHistory(str(proj), folder=str(tmp_path / "batched"), max_versions=6, max_bytes=9_000)
+    for rnd in range(8):
+        data = {f"p{k}": harn_bytes({"s": "x" * (150 * k + 40 * (rnd % 3)) + str(rnd % 5)}) for k in range(5)}
+        for name, body in data.items():
+            one.record(name, body, seen_at=1000.0 + rnd * 10 + int(name[1:]))
+        with batched.batch():
+            for name, body in data.items():
+                batched.record(name, body, seen_at=1000.0 + rnd * 10 + int(name[1:]))
+        assert _stored(batched) == _stored(one), rnd
+        assert batched.total_bytes() == one.total_bytes() <= 9_000
+    assert sum(len(v) for v in _stored(one).values()) < 8 * 5  # the cap did evict
+
+
+def test_recording_a_load_walks_the_cache_folders_once(proj, monkeypatch):
+    """A load records every checkpoint file: the history and the cache root are measured once for
+    the whole load, not once per version recorded (directories listed, counted)."""
+    for k in range(6):
+        (proj / ".harn" / "checkpoints" / f"pipe{k}.json").write_bytes(harn_bytes({"plan": keyed(FP_A, k)}))
+    ws = Workspace.load(str(proj))
+    ws.checkpoint_history = CheckpointHistory(str(proj))
+    cache = os.environ["HARN_LS_CACHE_DIR"]
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def counting_scandir(path="."):
+        if str(path).startswith(cache):
+            listed.append(str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", counting_scandir)
+    assert len(record_workspace(ws)) == 6
+    monkeypatch.setattr(os, "scandir", real_scandir)
+    folders = sum(len(dirs) for _r, dirs, _f in os.walk(cache)) + 1
+    assert len(listed) <= 2 * folders + 2, (len(listed), folders)  # one walk of the history, one of the cache root
+    assert listed.count(cache) == 1  # the cache root's projects: looked at once
+
+
+def test_version_times_are_shown_as_every_other_time_and_a_bad_one_breaks_nothing(proj):
+    """The tree's and the documents' version times go through harn_time (render/markdown.display_time): the
+    same `YYYY-MM-DD HH:MM:SS` as every other time shown; a time no clock can show (an index written by
+    another tool) is shown as written, and the tree and the documents still come."""
+    path = proj / ".harn" / "checkpoints" / "ingest.json"
+    path.write_bytes(harn_bytes({"plan": keyed(FP_A, 1)}))
+    ws = Workspace.load(str(proj), env={}, home=str(proj.parent / "home"))
+    ws.checkpoint_history = hist = CheckpointHistory.for_project(str(proj))
+    assert hist.record("ingest", harn_bytes({"plan": keyed(FP_A, 1)}), seen_at=1778235300.75) == 1
+    assert hist.record("ingest", harn_bytes({"plan": keyed(FP_B, 2)}), seen_at=1e300) == 2
+    stages = tree_items(ws, "checkpoints", "ckpt:ingest", tree_options())
+    hist_id = next(i["id"] for i in stages if i["contextValue"] == "checkpointHistory")
+    versions = tree_items(ws, "checkpoints", hist_id, tree_options())
+    assert [v["description"] for v in versions] == ["1e+300 · newest", "2026-05-08 10:15:00"]
+    doc = render_uri(ws, "harn-state:/checkpoints/ingest.md")
+    assert "| 2026-05-08 10:15:00 UTC |" in doc and "| 1e+300 UTC |" in doc
+    assert "Seen 1e+300 UTC" in render_uri(ws, "harn-state:/checkpoints/ingest.md?version=2")

@@ -428,8 +428,6 @@ def test_a_refresh_reads_a_live_wal_log_through_one_snapshot(tmp_path, monkeypat
     connection reads a private copy of the database and its WAL. One refresh (topics, the payload
     check, the HITL tail) opens one connection, hence one copy, not one per query group; the copy
     is gone afterwards and the refresh sees every committed row."""
-    from harn_ls.formats import sqlite_safe
-
     proj = tmp_path / "proj"
     proj.mkdir()
     db = proj / "events.sqlite"
@@ -439,14 +437,7 @@ def test_a_refresh_reads_a_live_wal_log_through_one_snapshot(tmp_path, monkeypat
         W.append(writer, "agent.steps", "step", {"n": i})
     W.append(writer, hitl_fmt.REQUEST_TOPICS[0], "hitl.question", {"request_id": "q1", "prompt": "ok?"})
     assert os.path.getsize(str(db) + "-wal") > 0
-    opened = []
-    real_open = sqlite_safe.open_readonly
-
-    def counting_open(*args, **kwargs):
-        opened.append(args[0])
-        return real_open(*args, **kwargs)
-
-    monkeypatch.setattr(sqlite_safe, "open_readonly", counting_open)
+    opened = W.count_opens(monkeypatch)
     cache = tmp_path / "cache"
     view = LogView(LogLocation("run", "sqlite", str(db), str(proj)), copy_dir=str(cache), root=str(proj))
     try:

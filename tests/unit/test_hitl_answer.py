@@ -451,3 +451,35 @@ def test_refuses_a_log_whose_schema_runs_sql_on_our_insert(log):
     with pytest.raises(A.AnswerRefused, match="has triggers .*fill.*not writing"):
         A.answer(path, "hitl_approval_trig", "approve", reviewer="alice")
     assert rows(path) == before
+
+
+def test_an_answer_reads_the_request_and_waitpoint_topics_once(log, monkeypatch):
+    """An approval reads the request's topic and its waitpoint's from the start once (the chain check);
+    the checks under the write lock, the fold and the finalize steps read only the events appended
+    since. The rows stay Harn's."""
+    path, conn = log
+    for i in range(30):  # other requests on the same topic: the topic is longer than the request
+        add_approval(conn, f"hitl_approval_o{i}")
+    add_approval(conn, "hitl_approval_a1")
+    before = rows(path)
+    traced: list[str] = []
+    real_connect = A._connect
+
+    def tracing_connect(p):
+        c = real_connect(p)
+        c.set_trace_callback(traced.append)  # (expanded SQL: the bound topic and event id are in the text)
+        return c
+
+    monkeypatch.setattr(A, "_connect", tracing_connect)
+    res = A.answer(path, "hitl_approval_a1", "approve", reviewer="alice")
+    check_against_oracle(path, before, res)
+    assert res.outcome == "approved"
+
+    def whole_reads(topic: str) -> int:
+        return sum(1 for sql in traced if sql.startswith(A._SELECT.split("?")[0]) and f"topic = '{topic}'" in sql
+                   and "event_id > 0 " in sql)
+
+    assert whole_reads("hitl.approvals") == 1
+    assert whole_reads("waitpoint.state.hitl_approval_a1") == 1
+    assert any("topic = 'waitpoint.state.hitl_approval_a1' AND event_id > " in sql and "event_id > 0 " not in sql
+               for sql in traced)  # the finalize re-read what was appended since, under the lock

@@ -93,7 +93,7 @@ def test_explicit_roots(tmp_path):
                       trusted=False)
     # a folder inside a project names that project; what leaves the folder is refused when untrusted
     assert chosen.roots == [str(repo / "tools" / "other"), str(repo / "services" / "agent")]
-    assert any("'missing' is not a folder" in n for n in chosen.notes)
+    assert any("`missing` is not a folder" in n for n in chosen.notes)
     assert sum("not trusted" in n for n in chosen.notes) == 2  # ../repo-evil, and the symlink out
     trusted = explicit(str(repo), ["../repo-evil"], trusted=True)
     assert trusted.roots == [str(tmp_path / "repo-evil")] and trusted.notes == []
@@ -105,8 +105,23 @@ def test_the_setting_replaces_the_search_and_falls_back_when_it_names_nothing(tm
     assert folder_projects(str(repo), ["tools/other"], False, [str(repo)]).roots == [str(repo / "tools" / "other")]
     fallback = folder_projects(str(repo), ["nope"], False, [str(repo)])
     assert fallback.roots == [str(repo / "services" / "agent"), str(repo / "tools" / "other")]
-    assert any("'nope' is not a folder" in n for n in fallback.notes)
+    assert any("`nope` is not a folder" in n for n in fallback.notes)
     # an absolute root outside every folder: served with the first folder, only when trusted
     elsewhere = _project(tmp_path / "elsewhere")
     assert folder_projects(str(repo), [str(elsewhere)], True, [str(repo)]).roots == [str(elsewhere)]
     assert str(elsewhere) not in folder_projects(str(repo), [str(elsewhere)], False, [str(repo)]).roots
+
+
+def test_notes_about_setting_entries_quote_them_inert_and_capped(tmp_path):
+    """A workspace's `.vscode/settings.json` is the repository's: an entry is shown as the server shows any
+    untrusted value in a message (util/message_text.quote), not as Python's repr: no live link for VS Code's
+    notification, control characters spelled out, at most QUOTE_BYTES of it."""
+    repo = _monorepo(tmp_path)
+    link = "[Open terminal](command:workbench.action.terminal.new)"
+    notes = explicit(str(repo), [link + "x" * 5000, link + "\x1b[2J", 7, None], trusted=False).notes
+    assert len(notes) == 4, notes
+    for note in notes:
+        assert "](command:" not in note and "\x1b" not in note and "'" not in note, note
+        assert len(note.encode()) < 700, len(note)
+    assert "(… 4,754 more bytes)" in notes[0] and "\\x1b[2J`" in notes[1]
+    assert "ignored `7` (not a folder name)" in notes[2] and "ignored `null` (not a folder name)" in notes[3]

@@ -196,3 +196,15 @@ def test_the_generator_checks_clean() -> None:
     done = subprocess.run([sys.executable, str(REPO / "scripts" / "settings_docs.py"), "--check"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_invalid_setting_values_are_named_inert_and_capped():
+    """The errors about a settings value the server ignores quote it as every other message does
+    (util/message_text.quote), not with repr: the value may be the repository's own settings file."""
+    link = "[Open terminal](command:workbench.action.terminal.new)"
+    _s, errors = parse_settings({"projectRoots": link + "y" * 3000, "harnEnv": {"HARN_STATE_DIR": 5, link + "\n": "a"}})
+    assert len(errors) == 3, errors
+    for e in errors:
+        assert "](command:" not in e and "\n" not in e and "'" not in e, e
+        assert len(e.encode()) < 900, len(e)
+    assert any(e.startswith("harnState.harnEnv.HARN_STATE_DIR: ignored invalid value `5`") for e in errors)

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from harn_ls.model.workspace import Workspace, _is_under
+from harn_ls.model.workspace import Workspace
+from harn_ls.util.safe_read import is_under
 
 PATHS = ["/a/b", "/a/b/c", "/a/b/c/../d", "/a/bc", "/x", "/a/b/./e/", "/a/b/c/../../b/f", "/a//b//g", "/a/b/.."]
 
@@ -18,5 +19,5 @@ def test_relpath_equals_os_path_relpath(root):
     ws.root = root
     for p in PATHS:
         full = os.path.abspath(p)
-        want = os.path.relpath(full, root).replace(os.sep, "/") if _is_under(full, root) else None
+        want = os.path.relpath(full, root).replace(os.sep, "/") if is_under(full, root) else None
         assert ws.relpath(p) == want, (root, p)

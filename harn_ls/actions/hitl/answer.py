@@ -164,6 +164,29 @@ def _rows(conn, topic: str, *, tail: int | None = None, after_id: int = 0, rid: 
     return out
 
 
+class _Topics:
+    """The events of the request's topic and of its waitpoint's, each read from the log once per answer:
+    a later read (under the write lock, after an append) fetches only the events after the last one held.
+    A topic whose first event is no longer the one held (compacted meanwhile) is read again whole."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.held: dict[str, list[Row]] = {}
+
+    def rows(self, topic: str) -> list[Row]:
+        have = self.held.get(topic)
+        if have and self.conn.execute("SELECT MIN(event_id) FROM events WHERE topic = ?",
+                                      (topic,)).fetchone()[0] != have[0].event_id:
+            have = None
+        if have is None:
+            have = self.held[topic] = _rows(self.conn, topic)
+        else:
+            have += _rows(self.conn, topic, after_id=have[-1].event_id if have else 0)
+            if len(have) > MAX_TOPIC_ROWS:
+                raise AnswerRefused(f"topic {quote(topic)} has more than {MAX_TOPIC_ROWS} events; not folding it")
+        return have
+
+
 def _check_chain(topic: str, rows: list[Row], after: H.ChainCheck | None = None) -> H.ChainCheck:
     chk = H.verify_chain(topic, [(r.event_id, r.kind, r.payload, r.headers, r.occurred_at_ms) for r in rows], after)
     if not chk.ok:
@@ -172,19 +195,21 @@ def _check_chain(topic: str, rows: list[Row], after: H.ChainCheck | None = None)
     return chk
 
 
-def _chains(conn, rid: str) -> dict[str, H.ChainCheck]:
+def _chains(topics: _Topics, rid: str) -> dict[str, H.ChainCheck]:
     """Verify, before taking the write lock, the chains of the topics an answer appends to: the
     request's topic and its waitpoint's (whole), waitpoint.resumes (its last 200 events). Reading
     needs no lock in WAL mode, so Harn's writers are not held up by a long topic."""
-    wp_topic = WAITPOINT_PREFIX + sanitize_topic_component(rid)
-    return {t: _check_chain(t, _rows(conn, t, tail=tail))
-            for t, tail in ((H.topic_for(rid), None), (wp_topic, None), (H.RESUMES_TOPIC, 200)) if t is not None}
+    out = {t: _check_chain(t, topics.rows(t)) for t in (H.topic_for(rid), _waitpoint_topic(rid)) if t is not None}
+    out[H.RESUMES_TOPIC] = _check_chain(H.RESUMES_TOPIC, _rows(topics.conn, H.RESUMES_TOPIC, tail=200))
+    return out
 
 
-def _chains_still_hold(conn, chains: dict[str, H.ChainCheck]) -> None:
+def _chains_still_hold(topics: _Topics, chains: dict[str, H.ChainCheck]) -> None:
     """Under the write lock: the events appended since `_chains` read each topic link on."""
     for topic, chk in chains.items():
-        chains[topic] = _check_chain(topic, _rows(conn, topic, after_id=chk.last_id), chk)
+        new = ([r for r in topics.rows(topic) if r.event_id > chk.last_id] if topic != H.RESUMES_TOPIC
+               else _rows(topics.conn, topic, after_id=chk.last_id))
+        chains[topic] = _check_chain(topic, new, chk)
 
 
 def _txn(conn, fn: Callable[[], Any]) -> Any:
@@ -247,30 +272,34 @@ def _matches(row: Row, rid: str) -> bool:
     return row.headers.get("request_id") == rid or (isinstance(row.payload, dict) and row.payload.get("request_id") == rid)
 
 
-def _snapshot(conn, rid: str, chains: dict[str, H.ChainCheck] | None = None) -> Snapshot:
-    """The request's events (pre-filtered by id), its legacy-topic events and its waitpoint."""
+def _snapshot(topics: _Topics, rid: str, chains: dict[str, H.ChainCheck] | None = None) -> Snapshot:
+    """The request's events, its legacy-topic events (pre-filtered by id) and its waitpoint."""
     kind = kind_of_id(rid)
     if kind is None:
         raise AnswerRefused(f"unknown HITL request id {quote(rid[:80])}")
     topic = TOPIC_BY_KIND[kind]
-    mine = [r for r in _rows(conn, topic, rid=rid) if _matches(r, rid)]
+    mine = [r for r in topics.rows(topic) if _matches(r, rid)]
     env_row = next((r for r in mine if r.kind == H.REQUEST_KIND[kind]
                     and isinstance(r.payload, dict) and isinstance(r.payload.get("request_id"), str)
                     and isinstance(r.payload.get("trace_id"), str)), None)
-    legacy = [r for r in _rows(conn, RESPONSES_TOPIC, rid=rid) if _matches(r, rid)]
+    legacy = [r for r in _rows(topics.conn, RESPONSES_TOPIC, rid=rid) if _matches(r, rid)]
     responses = [r.payload for r in mine if r.kind == "hitl.response_received"]
     term = next((r.kind for r in mine + legacy if is_terminal(kind, r)), None)
     decided = [r.kind for r in mine if r.kind in (H.APPROVED_KIND.get(kind), H.DENIED_KIND.get(kind))]
     wrapper = chains[topic].order if chains and topic in chains else "source"
     env_order = H.order_of(env_row.raw) if env_row is not None else wrapper
     return Snapshot(rid, kind, topic, mine, env_row.payload if env_row else None, env_order, wrapper,
-                    responses, term, decided, _waitpoint(conn, rid))
+                    responses, term, decided, _waitpoint(topics, rid))
 
 
-def _waitpoint(conn, rid: str) -> dict | None:
+def _waitpoint_topic(rid: str) -> str:
+    return WAITPOINT_PREFIX + sanitize_topic_component(rid)
+
+
+def _waitpoint(topics: _Topics, rid: str) -> dict | None:
     """`read_waitpoint_record`: the last record on `waitpoint.state.<id>` that deserialises."""
     wp = None
-    for r in _rows(conn, WAITPOINT_PREFIX + sanitize_topic_component(rid)):
+    for r in topics.rows(_waitpoint_topic(rid)):
         rec = H.waitpoint_record(r.payload)
         if rec is not None:
             wp = rec
@@ -372,11 +401,12 @@ def answer(log_path: str, request_id: str, action: str, *, reviewer: str | None,
                                       accepted=flags.get("accepted"))
         res = AnswerResult(request_id, action, reviewer, log_path)
 
-        chains = _chains(conn, request_id)  # the long read, outside the write lock
+        topics = _Topics(conn)
+        chains = _chains(topics, request_id)  # the long read, outside the write lock
 
         def respond() -> tuple[Snapshot, int]:
-            _chains_still_hold(conn, chains)
-            snap = _snapshot(conn, request_id, chains)
+            _chains_still_hold(topics, chains)
+            snap = _snapshot(topics, request_id, chains)
             _refuse_unless_open(snap, action, reviewer)
             eid = _insert(conn, topic, H.response_kind(kind), response, {"request_id": request_id},
                           snap.envelope_order, snap.wrapper_order)
@@ -386,7 +416,7 @@ def answer(log_path: str, request_id: str, action: str, *, reviewer: str | None,
         res.written.append(Written(topic, eid, H.response_kind(kind)))
         if after_response is not None:
             after_response()
-        _finalize(conn, request_id, response, res, snap.envelope_order, snap.wrapper_order)
+        _finalize(topics, request_id, response, res, snap.envelope_order, snap.wrapper_order)
         return res
     finally:
         conn.close()
@@ -397,10 +427,12 @@ def finish(log_path: str, request_id: str) -> AnswerResult:
     failing after the append, §P.3): what Harn's next `append_hitl_response` for it would do."""
     conn = _connect(log_path)
     try:
-        chains = _chains(conn, request_id)
+        topics = _Topics(conn)
+        chains = _chains(topics, request_id)
+
         def read() -> Snapshot:
-            _chains_still_hold(conn, chains)
-            return _snapshot(conn, request_id, chains)
+            _chains_still_hold(topics, chains)
+            return _snapshot(topics, request_id, chains)
 
         snap = _txn(conn, read)
         mine = [r for r in snap.rows if _matches(r, request_id) and r.kind == H.response_kind(snap.kind)]
@@ -415,7 +447,7 @@ def finish(log_path: str, request_id: str) -> AnswerResult:
         if snap.kind == "escalation":  # the finalize of the response that accepted, if any
             last = next((r.payload for r in reversed(mine) if isinstance(r.payload, dict)
                          and r.payload.get("accepted") is True), last)
-        _finalize(conn, request_id, last, res, snap.envelope_order, snap.wrapper_order)
+        _finalize(topics, request_id, last, res, snap.envelope_order, snap.wrapper_order)
         if not res.written:
             res.note = res.note or "nothing to finish: the responses so far decide nothing"
         return res
@@ -423,18 +455,19 @@ def finish(log_path: str, request_id: str) -> AnswerResult:
         conn.close()
 
 
-def _finalize(conn, rid: str, response: dict, res: AnswerResult, order: str, wrapper: str) -> None:
+def _finalize(topics: _Topics, rid: str, response: dict, res: AnswerResult, order: str, wrapper: str) -> None:
     """`finalize_hitl_response`, each append its own transaction whose precondition is re-read under
     the write lock (so two responders finishing at once do not both append the same step). One
     difference, on purpose: a `*_approved`/`*_denied` already in the log (a finalize that stopped
     before the waitpoint) is not appended a second time, where Harn's next finalize would repeat it."""
     kind = kind_of_id(rid)
-    wp_topic = WAITPOINT_PREFIX + sanitize_topic_component(rid)
+    wp_topic = _waitpoint_topic(rid)
     metadata = response.get("metadata")
+    conn = topics.conn
 
     def waitpoint_step(new_status: str, make: Callable[[dict, str], dict]) -> bool:
         def step() -> bool:
-            wp = _waitpoint(conn, rid)
+            wp = _waitpoint(topics, rid)
             if wp is None:
                 raise ActionFailed(f"waitpoint.{'complete' if new_status == 'completed' else 'cancel'}: unknown "
                                    f"waitpoint {quote(rid)} (the response is in the log; finalize could not run)")
@@ -481,7 +514,7 @@ def _finalize(conn, rid: str, response: dict, res: AnswerResult, order: str, wra
     box: dict[str, H.Decision] = {}
 
     def decide() -> None:
-        snap = _snapshot(conn, rid)
+        snap = _snapshot(topics, rid)
         if snap.waitpoint is not None and snap.waitpoint["status"] != "open":
             box["d"] = H.Decision("finished")
             return

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from harn_ls.util.safe_read import ReadRefused, read_confined
 
 # --------------------------------------------------------------------------
@@ -74,7 +72,3 @@ def _is_pattern_layer(layer: str) -> bool:
     return layer in PATTERN_LAYERS
 
 
-def _within(path: str, base: str) -> bool:
-    real = os.path.realpath(path)
-    real_base = os.path.realpath(base)
-    return real == real_base or real.startswith(real_base.rstrip(os.sep) + os.sep)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from harn_ls.util.lean_dataclass import lean_dataclass
-from harn_ls.util.safe_read import CODE_LINK_OUT, link_problem
+from harn_ls.util.safe_read import CODE_LINK_OUT, link_problem, resolves_inside
 
 from ..parse_limits import CODE_TOO_DEEP, load_toml
 from ..problems import Problem, Severity
@@ -25,7 +25,6 @@ from .common import (
     PATTERN_LAYERS,
     _is_pattern_layer,
     _read_bounded,
-    _within,
 )
 
 if TYPE_CHECKING:
@@ -166,7 +165,7 @@ def discover_skills(
     signers_dir = trusted_signers_dir if trusted_signers_dir is not None else (paths.trusted_signers_dir or None)
 
     problems: list[Problem] = problems_first
-    if registry_is_project and registry_dir is not None and not _within(registry_dir, project_root):
+    if registry_is_project and registry_dir is not None and not resolves_inside(registry_dir, project_root):
         # Project configuration cannot make harn-ls read outside the project.
         problems.append(Problem(os.path.join(project_root, "harn.toml"), 0, CODE_ROOT_OUTSIDE,
                                 f"[skills] signer_registry_url {config.signer_registry_url!r} is outside the project; "
@@ -208,7 +207,7 @@ def discover_skills(
         for candidate in _candidates(root):
             if link_problem(os.path.dirname(candidate), base) is not None:
                 continue  # reported above, by the link's own name
-            if not _within(os.path.dirname(candidate), base) or not _within(candidate, base):
+            if not resolves_inside(os.path.dirname(candidate), base) or not resolves_inside(candidate, base):
                 problems.append(Problem(candidate, 0, CODE_SYMLINK_OUTSIDE,
                                         f"{candidate} resolves outside {base} through a symlink; "
                                         "harn-ls does not follow it (Harn itself would)", Severity.WARNING))

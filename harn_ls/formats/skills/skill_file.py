@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
+from harn_ls.util.safe_read import resolves_inside
+
 from ..problems import Problem, Severity
 from .common import (
     CODE_INVALID_UTF8,
@@ -35,7 +37,6 @@ from .common import (
     _is_pattern_layer,
     _read_bounded,
     _TooLarge,
-    _within,
 )
 from .frontmatter import _split
 from .signatures import SignatureStatus, verify_signature
@@ -175,7 +176,7 @@ def parse_skill_file(
 
 def _read_skill_bytes(path: str, confine_to: str | None, skip_word: str, problems: list[Problem]) -> bytes | None:
     """The SKILL.md bytes, or None with the reason appended to `problems`."""
-    if confine_to is not None and not _within(path, confine_to):
+    if confine_to is not None and not resolves_inside(path, confine_to):
         problems.append(
             Problem(
                 path, 0, CODE_SYMLINK_OUTSIDE,
@@ -249,7 +250,7 @@ def _check_signature(
     """Verify SKILL.md.sig (Harn layers only) into `skill.signature` and its problems."""
     path, fields, problems = skill.path, skill.fields, skill.problems
     sig_path = path + ".sig"
-    if confine_to is not None and os.path.lexists(sig_path) and not _within(sig_path, confine_to):
+    if confine_to is not None and os.path.lexists(sig_path) and not resolves_inside(sig_path, confine_to):
         problems.append(
             Problem(sig_path, 0, CODE_SYMLINK_OUTSIDE,
                     f"SKILL.md.sig resolves outside {confine_to} through a symlink; harn-ls does not follow it",
