@@ -18,6 +18,16 @@ from harn_ls.util.progress import ProgressSnapshot, WorkProgress, format_bytes
 SHOW_AFTER_S = 1.0  # work shorter than this shows no bar
 REDRAW_S = 0.2  # at most five redraws a second
 AFTER_ENV = "HARN_LS_PROGRESS_AFTER"  # seconds before the bar shows (tests set 0)
+# seconds between redraws (tests set a few ms: a phase shorter than REDRAW_S, the memory logs of a
+# test project read in 0.2 s, would otherwise be drawn or not as the clock falls)
+REDRAW_ENV = "HARN_LS_PROGRESS_EVERY"  # (the name the server's reports use too)
+
+
+def _seconds(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
 
 
 def _clock(seconds: float) -> str:
@@ -61,12 +71,8 @@ class TerminalBar:
     def __init__(self, progress: WorkProgress, stream: TextIO, after: float | None = None) -> None:
         self.progress = progress
         self.stream = stream
-        if after is None:
-            try:
-                after = float(os.environ.get(AFTER_ENV, SHOW_AFTER_S))
-            except ValueError:
-                after = SHOW_AFTER_S
-        self.after = after
+        self.after = _seconds(AFTER_ENV, SHOW_AFTER_S) if after is None else after
+        self.redraw = _seconds(REDRAW_ENV, REDRAW_S)
         self.drawn = False
         encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
         self._unicode = encoding in ("utf8", "utf_8")
@@ -92,7 +98,7 @@ class TerminalBar:
             return
         while True:
             self.draw()
-            if self._stop.wait(REDRAW_S):
+            if self._stop.wait(self.redraw):
                 return
 
     def draw(self) -> None:
