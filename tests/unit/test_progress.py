@@ -107,10 +107,10 @@ def _run_on_terminal(argv: list[str], env: dict) -> tuple[bytes, bytes, int]:
 
 
 def test_cli_draws_a_bar_on_a_terminal_and_leaves_stdout_alone(tmp_path: Path) -> None:
-    """A cold `inspect --json` of ~30k records: long enough for the bar to have drawn a measure."""
-    project = write_big_project(tmp_path / "big-project", 30_000)
+    """A cold `inspect --json` of ~120k records: long enough for the bar to have drawn a measure."""
+    project = write_big_project(tmp_path / "big-project", 120_000)
     base = dict(os.environ, PYTHONPATH=str(REPO), HARN_LS_CACHE="off", HARN_LS_PROGRESS_AFTER="0",
-                HARN_LS_PROGRESS_EVERY="0.02")
+                HARN_LS_PROGRESS_EVERY="0.05")
     argv = [sys.executable, "-m", "harn_ls", "inspect", "--json", str(project)]
     out, err, code = _run_on_terminal(argv, base)
     assert code == 0
@@ -126,10 +126,10 @@ def test_cli_draws_a_bar_on_a_terminal_and_leaves_stdout_alone(tmp_path: Path) -
 
 
 def test_cli_recall_bar_covers_the_index_build(tmp_path: Path) -> None:
-    """A cold recall over ~30k records: the load's bytes, then the index build's slices."""
-    project = write_big_project(tmp_path / "big", 30_000)
+    """A cold recall over ~120k records: the load's bytes, then the index build's slices."""
+    project = write_big_project(tmp_path / "big", 120_000)
     env = dict(os.environ, PYTHONPATH=str(REPO), HARN_LS_CACHE="off", HARN_LS_PROGRESS_AFTER="0",
-                HARN_LS_PROGRESS_EVERY="0.02")
+                HARN_LS_PROGRESS_EVERY="0.05")
     out, err, code = _run_on_terminal([sys.executable, "-m", "harn_ls", "recall", str(project), "invoice rounding",
                                        "--json"], env)
     assert code == 0 and len(json.loads(out)) == 5
