@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from harn_ls import contract as P
 from harn_ls.lsp import messages
-from harn_ls.util.progress import WorkProgress
+from harn_ls.util.progress import WorkProgress, seconds_from_env
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +39,7 @@ async def with_progress(ls: Any, root: str, work: WorkProgress, task: Awaitable[
 
 
 async def _watch(ls: Any, root: str, work: WorkProgress, fut: asyncio.Future, summary: Callable[[], str] | None) -> Any:
-    done, _ = await asyncio.wait({fut}, timeout=_seconds("HARN_LS_PROGRESS_AFTER", SHOW_AFTER_S))
+    done, _ = await asyncio.wait({fut}, timeout=seconds_from_env("HARN_LS_PROGRESS_AFTER", SHOW_AFTER_S))
     if done:
         return fut.result()
     # The token is asked for once and used as soon as the client says yes: a client busy with
@@ -51,7 +50,7 @@ async def _watch(ls: Any, root: str, work: WorkProgress, fut: asyncio.Future, su
     token = None
     last = reported = None  # the (percentage, message) last sent as harn/loading, and as a report
     began = False
-    every = _seconds("HARN_LS_PROGRESS_EVERY", REPORT_EVERY_S)
+    every = seconds_from_env("HARN_LS_PROGRESS_EVERY", REPORT_EVERY_S)
     try:
         while True:
             if creating is not None and creating.done():
@@ -83,13 +82,6 @@ async def _watch(ls: Any, root: str, work: WorkProgress, fut: asyncio.Future, su
         if began and token is not None:
             messages.end_progress(ls, token, text or None)
     return fut.result()
-
-
-def _seconds(name: str, default: float) -> float:
-    try:
-        return max(0.0, float(os.environ.get(name, default)))
-    except ValueError:
-        return default
 
 
 async def _create_token(ls: Any) -> str | None:

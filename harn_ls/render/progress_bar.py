@@ -13,7 +13,7 @@ import os
 import threading
 from typing import TextIO
 
-from harn_ls.util.progress import ProgressSnapshot, WorkProgress, format_bytes
+from harn_ls.util.progress import ProgressSnapshot, WorkProgress, format_bytes, seconds_from_env
 
 SHOW_AFTER_S = 1.0  # work shorter than this shows no bar
 REDRAW_S = 0.2  # at most five redraws a second
@@ -21,13 +21,6 @@ AFTER_ENV = "HARN_LS_PROGRESS_AFTER"  # seconds before the bar shows (tests set 
 # seconds between redraws (tests set a few ms: a phase shorter than REDRAW_S, the memory logs of a
 # test project read in 0.2 s, would otherwise be drawn or not as the clock falls)
 REDRAW_ENV = "HARN_LS_PROGRESS_EVERY"  # (the name the server's reports use too)
-
-
-def _seconds(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        return default
 
 
 def _clock(seconds: float) -> str:
@@ -71,8 +64,8 @@ class TerminalBar:
     def __init__(self, progress: WorkProgress, stream: TextIO, after: float | None = None) -> None:
         self.progress = progress
         self.stream = stream
-        self.after = _seconds(AFTER_ENV, SHOW_AFTER_S) if after is None else after
-        self.redraw = _seconds(REDRAW_ENV, REDRAW_S)
+        self.after = seconds_from_env(AFTER_ENV, SHOW_AFTER_S) if after is None else after
+        self.redraw = seconds_from_env(REDRAW_ENV, REDRAW_S)
         self.drawn = False
         encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
         self._unicode = encoding in ("utf8", "utf_8")

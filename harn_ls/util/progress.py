@@ -9,6 +9,7 @@ that reads 400 batches a second still sends at most a few reports a second.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import NamedTuple
 
@@ -23,6 +24,15 @@ class ProgressSnapshot(NamedTuple):
 
 
 BYTE_UNITS = ("B", "KB", "MB", "GB")
+
+
+def seconds_from_env(name: str, default: float) -> float:
+    """A delay or interval of progress shown, from the environment (`HARN_LS_PROGRESS_AFTER` /
+    `_EVERY`: tests shorten them): never negative, `default` when unset or not a number."""
+    try:
+        return max(0.0, float(os.environ.get(name, default)))
+    except ValueError:
+        return default
 
 
 def scaled_bytes(n: float) -> tuple[float, str]:
