@@ -12,7 +12,7 @@ from pygls.uris import from_fs_path
 from harn_ls.lsp.project_links import link_root
 from harn_ls.render import symbols as S
 from harn_ls.render.limits import MAX_RESPONSE_BYTES
-from harn_ls.render.uri import SCHEME, with_root
+from harn_ls.render.uri import with_root
 from harn_ls.util.utf8 import utf8_len
 
 LIMIT = S.LIMIT
@@ -44,8 +44,8 @@ def to_symbol(view: S.SymbolView) -> types.WorkspaceSymbol:
                                  location=types.Location(uri=uri, range=types.Range(start=pos, end=pos)))
 
 
-def search_symbols(ws, query: str) -> list[types.WorkspaceSymbol]:
-    return within_response([to_symbol(v) for v in S.search_symbols(ws, query)])
+def search_symbols(ws, query: str, files_only: bool = False) -> list[types.WorkspaceSymbol]:
+    return within_response([to_symbol(v) for v in S.search_symbols(ws, query, files_only)])
 
 
 def register(server) -> None:
@@ -55,9 +55,9 @@ def register(server) -> None:
         await ls.wait_for_projects()
         for proj in ls.projects.values():
             if proj.ws is not None:
-                found = await proj.run(lambda p=proj: search_symbols(p.ws, params.query))
-                if not ls.client.text_document_content:
-                    found = [sym for sym in found if not sym.location.uri.startswith(SCHEME + ":")]
+                # a client that cannot open harn-state: documents gets symbols at files only
+                files_only = not ls.client.text_document_content
+                found = await proj.run(lambda p=proj, f=files_only: search_symbols(p.ws, params.query, f))
                 root = link_root(ls, proj)
                 if root:  # several projects: a harn-state: location names its own
                     for sym in found:

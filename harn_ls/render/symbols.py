@@ -84,13 +84,18 @@ def _named(ws: Workspace, q: str) -> list[SymbolView]:
     return out
 
 
-def search_symbols(ws: Workspace, query: str) -> list[SymbolView]:
+def search_symbols(ws: Workspace, query: str, files_only: bool = False) -> list[SymbolView]:
     """At most `LIMIT` symbols: recall hits first (in recall order), then names containing the
-    query (case-insensitive). An empty query lists the first `LIMIT` facts and every name."""
+    query (case-insensitive). An empty query lists the first `LIMIT` facts and every name.
+    `files_only`: only symbols at a file (for a client that cannot open harn-state: documents),
+    chosen before the limit, so that state documents do not take the places of files."""
     q = query.strip().lower()
     if q:
         out = _recalled(ws, query)
     else:
         out = [SymbolView(_name(f.claim), FACT, _container(f"fact · {f.kind}"), uri=make_uri("facts", f.id))
                for f in list(ws.facts.values())[:LIMIT]]
-    return (out + _named(ws, q))[:LIMIT]
+    found = out + _named(ws, q)
+    if files_only:
+        found = [v for v in found if v.path]
+    return found[:LIMIT]

@@ -35,6 +35,16 @@ def test_recall_hits_first_in_recall_order(ws):
             assert (sym.kind, sym.name, sym.uri) == (S.MEMORY, hit.key, f"harn-state:/memory/{hit.namespace}.md")
 
 
+def test_files_only_are_chosen_before_the_limit(ws, monkeypatch):
+    """A client that cannot open harn-state: documents: the limit counts symbols at files only, so
+    state documents found first do not crowd them out."""
+    monkeypatch.setattr(S, "LIMIT", len(ws.facts))  # an empty query: the facts' documents fill the limit
+    assert not any(v.path for v in search_symbols(ws, ""))
+    at_files = search_symbols(ws, "", files_only=True)
+    assert at_files and all(v.path for v in at_files)
+    assert {v.kind for v in at_files} >= {S.SKILL}
+
+
 def test_fact_opens_at_its_evidence(ws, project):
     top = search_symbols(ws, "rounded cents")[0]
     assert top.kind == S.FACT and top.name.startswith("Line-item subtotals are rounded")
