@@ -262,8 +262,8 @@ def _confine_env(env: Mapping[str, str], untrusted: Iterable[str], root: str) ->
             full = os.path.normpath(entry if os.path.isabs(entry) else os.path.join(root, entry))
             real = os.path.realpath(full)
             if not (_inside_by_name(full, root) and (real == real_root or real.startswith(real_root + os.sep))):
-                refused.append((full, f"{name}={quote(value)} from harnState.harnEnv points outside the project ({real}) and the "
-                                      "workspace is not trusted; ignored, nothing read there"))
+                refused.append((full, f"{name}={quote(value)} from harnState.harnEnv points outside the project "
+                                      f"({quote(real)}) and the workspace is not trusted; ignored, nothing read there"))
                 out.pop(name, None)
                 break
     return out, refused

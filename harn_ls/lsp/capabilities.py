@@ -32,6 +32,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder, get_capability
 
+from harn_ls.util.message_text import quote_json
+
 _get = get_capability  # pygls's getter of a dotted capability: None when a part is absent
 
 
@@ -82,4 +84,4 @@ def pictures_option(init_options: Any) -> tuple[bool, str | None]:
     value = init_options.get("pictures") if isinstance(init_options, dict) else None
     if value is None or isinstance(value, bool):
         return value is True, None
-    return False, f"initializationOptions.pictures: ignored invalid value {value!r} (true or false)"
+    return False, f"initializationOptions.pictures: ignored invalid value {quote_json(value)} (true or false)"

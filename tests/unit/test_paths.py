@@ -43,3 +43,21 @@ def test_resolution_never_creates_directories(tmp_path):
     ws = Workspace.load(str(tmp_path))
     assert ws.counts()["namespaces"] == 0
     assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_a_refused_harn_env_place_is_quoted_in_its_problem(tmp_path):
+    """harnState.harnEnv of an untrusted workspace names a sibling `proj-evil` folder with a line break
+    and a bidi override in its name: refused, and neither the value nor the resolved path it points at
+    reaches the message raw."""
+    from harn_ls.formats import paths as P
+
+    proj = tmp_path / "proj"
+    (proj / ".harn").mkdir(parents=True)
+    (proj / "harn.toml").write_text("[package]\nname = \"p\"\n")
+    evil = tmp_path / "proj-evil\u202e\nSee [docs](command:harn.rescan)"
+    evil.mkdir()
+    env = {"HARN_STATE_DIR": str(evil)}
+    got = P.resolve(str(proj), env=env, untrusted_env=("HARN_STATE_DIR",))
+    assert got.state_root == str(proj / ".harn")
+    (where, why), = got.env_refusals
+    assert "proj-evil" in why and "\n" not in why and "\u202e" not in why and "](command:" not in why
