@@ -22,7 +22,7 @@ from harn_ls.lsp.transport import as_encoded
 from harn_ls.lsp.view_types import command_id, line_range, on_proposal_document, to_command
 from harn_ls.render.lenses import FACTS_CHANGED, checkpoint_lens, checkpoint_lens_spots, fact_lens, fact_lens_groups
 from harn_ls.render.proposal_choices import proposal_choices, proposal_lenses
-from harn_ls.util.safe_read import SOURCE_FILE_CAP, ReadRefused, read_confined
+from harn_ls.util.safe_read import source_text
 
 _TOP = line_range(0)
 
@@ -120,7 +120,7 @@ def register(server) -> None:
             return as_encoded(ls.protocol, fact_lenses, encoded) if encoded is not None else []
         lenses: list = list(fact_lenses)
         opened = ls.workspace.text_documents.get(uri)
-        text = opened.source if opened is not None else await proj.run(lambda: _source_on_disk(path, proj.root))
+        text = opened.source if opened is not None else await proj.run(lambda: source_text(path, proj.root))
         for spot in checkpoint_lens_spots(path, text, ls.position_encoding):
             lenses.append(types.CodeLens(range=line_range(spot.line, spot.start_char, spot.end_char),
                                          data={"t": "ckpt", "uri": uri, "pipeline": spot.pipeline, "stage": spot.stage}))
@@ -160,15 +160,6 @@ async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types
     view = await run_noting_spans(proj, lambda: fact_lens(proj.ws, path, start, end, min_conf, proj.fact_spans))
     lens.command = to_command(view, ls.client, link_root(ls, proj))
     return lens
-
-
-def _source_on_disk(path: str, root: str) -> str:
-    """A `.harn` file the client has not opened: read through safe_read (a regular file inside the
-    project, capped; a FIFO is refused, never waited on), "" when it cannot be."""
-    try:
-        return read_confined(path, root, SOURCE_FILE_CAP).decode("utf-8", errors="replace")
-    except (ReadRefused, OSError):
-        return ""
 
 
 async def hitl_document_lenses(ls, uri: str) -> list[types.CodeLens]:

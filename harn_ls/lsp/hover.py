@@ -16,7 +16,7 @@ from harn_ls.lsp.project_links import markdown_for
 from harn_ls.lsp.span_save import run_noting_spans
 from harn_ls.render.hover import hover_at
 from harn_ls.render.terminal import markdown_to_text, safe_for_terminal
-from harn_ls.util.safe_read import SOURCE_FILE_CAP, ReadRefused, read_confined
+from harn_ls.util.safe_read import source_text
 from harn_ls.util.text_positions import line_text, units_len
 
 
@@ -26,23 +26,13 @@ def hover_contents(markdown: str, client) -> types.MarkupContent:
     return types.MarkupContent(kind=types.MarkupKind.PlainText, value=safe_for_terminal(markdown_to_text(markdown)))
 
 
-def _line_on_disk(path: str, root: str, line: int) -> str:
-    """Line `line` of a file the client has not opened (read through safe_read: a regular file inside
-    the project, capped), "" when it cannot be read or has no such line."""
-    try:
-        text = read_confined(path, root, SOURCE_FILE_CAP).decode("utf-8", errors="replace")
-    except (ReadRefused, OSError):
-        return ""
-    return line_text(text, line) or ""
-
-
 async def end_of_line(ls, proj, uri: str, path: str, line: int) -> types.Position:
     """The end of `line`'s content, its column in the session's position encoding."""
     opened = ls.workspace.text_documents.get(uri)
     if opened is not None:
         text = line_text(opened.source, line) or ""
     else:
-        text = await proj.run(lambda: _line_on_disk(path, proj.root, line))
+        text = line_text(await proj.run(lambda: source_text(path, proj.root)), line) or ""
     return types.Position(line=line, character=units_len(text, ls.position_encoding))
 
 

@@ -129,7 +129,7 @@ def link_problem(path: str, root: str) -> tuple[str, str] | None:
         return None  # dangling: nothing there to read
     real = os.path.realpath(path)
     holder = os.path.realpath(os.path.dirname(path))
-    if holder == real or holder.startswith(real.rstrip(os.sep) + os.sep):
+    if is_under(holder, real):
         return CODE_LINK_LOOP, f"symlink {path} -> {target} points back to a folder that holds it (a loop); not followed"
     if not _inside(real, root):
         return CODE_LINK_OUT, f"symlink {path} -> {target} leaves the project; not followed"
@@ -254,12 +254,22 @@ def open_project_file(path: str, root: str | None, cap: int | None = None,
     return os.fdopen(fd, "rb")
 
 
+def source_text(path: str, root: str) -> str:
+    """A project source file's text (a regular file inside the project, capped at SOURCE_FILE_CAP; a
+    FIFO refused, never waited on), "" when it cannot be read: what a lens or a hover of a file the
+    client has not opened reads."""
+    try:
+        return read_confined(path, root, SOURCE_FILE_CAP).decode("utf-8", errors="replace")
+    except (ReadRefused, OSError):
+        return ""
+
+
 def reader_root(directory: str, project_root: str) -> str:
     """The root a reader of `directory` confines its reads to: the project, when the directory is in
     it by name (a symlink inside that leads out is refused); the directory itself, when the user's
     environment put it elsewhere (`HARN_STATE_DIR=/var/harn`: honoured, but nothing leaves it)."""
     d, r = os.path.abspath(directory), os.path.abspath(project_root)
-    return project_root if d == r or d.startswith(r.rstrip(os.sep) + os.sep) else directory
+    return project_root if is_under(d, r) else directory
 
 
 def refusal_text(exc: OSError) -> str:
