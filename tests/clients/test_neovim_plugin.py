@@ -159,7 +159,7 @@ def test_neovim_shows_the_load_progress(tmp_path, nvim):
     (LspProgress on the current Neovim, User LspProgressUpdate on 0.7.2)."""
     from tests.lsp.test_progress import _write_project
 
-    project = _write_project(tmp_path / "big-project", 40_000)
+    project = _write_project(tmp_path / "big-project")
     out = tmp_path / "result.json"
     env = {**os.environ, "PROBE_OUT": str(out), "PROJECT": str(project), "PLUGIN_DIR": str(PLUGIN),
            "HARN_LS_CMD": "\t".join([sys.executable, "-m", "harn_ls", "serve"]), "PYTHONPATH": str(REPO),
@@ -173,7 +173,7 @@ def test_neovim_shows_the_load_progress(tmp_path, nvim):
     seen = result["seen"]
     loading = [line for line in seen if line.startswith("Harn: loading big-project")]
     assert any("%" in line and "memory logs" in line for line in loading), seen
-    assert loading[-1].endswith(")") and "40,000 records in 1 namespaces" in loading[-1], seen
+    assert loading[-1].endswith(")") and "100,000 records in 1 namespaces" in loading[-1], seen
 
 
 @pytest.mark.parametrize("nvim", NEOVIMS)
