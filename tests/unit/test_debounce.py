@@ -191,7 +191,16 @@ def test_debouncer_thread_many_touches_one_batch():
 
 def test_debouncer_thread_max_wait_under_continuous_touches():
     got: list[float] = []
-    d = KeyedDebouncer(lambda keys: got.append(time.monotonic()), debounce=0.15, max_wait=0.5)
+    touched: list[float] = []  # the clock as each touch read it: when the debouncer saw the touch
+    toucher = threading.get_ident()
+
+    def clock() -> float:
+        now = time.monotonic()
+        if threading.get_ident() == toucher:
+            touched.append(now)
+        return now
+
+    d = KeyedDebouncer(lambda keys: got.append(time.monotonic()), debounce=0.15, max_wait=0.5, clock=clock)
     try:
         t0 = time.monotonic()
         while time.monotonic() - t0 < 2.6:
@@ -203,7 +212,12 @@ def test_debouncer_thread_max_wait_under_continuous_touches():
         assert len(during) >= 4, got
         gaps = [b - a for a, b in zip([t0] + during, during, strict=False)]
         assert max(gaps) <= 0.5 + 0.35, gaps
-        assert min(gaps) >= 0.5 - 0.05, gaps  # not flushing early/more often than max_wait
+        # Not flushing early/more often than max_wait: each flush came max_wait after the one before, or
+        # after a pause in the touches longer than the debounce (a busy machine can hold the toucher
+        # up that long; then the trailing debounce is due, and the flush is right).
+        for before, flush in zip([t0] + during, during, strict=False):
+            pause = flush - max(t for t in touched if t <= flush)
+            assert flush - before >= 0.5 - 0.05 or pause >= 0.15 - 0.02 - 0.005, (gaps, round(pause, 3))
     finally:
         d.close()
 
