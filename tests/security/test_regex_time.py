@@ -115,9 +115,16 @@ def _check(name: str, unit: str) -> None:
     if not unit:
         return
     text = (unit * (SIZE // len(unit) + 1))[:SIZE]
+    budget = SECONDS_PER_MB * len(text.encode("utf-8", "surrogatepass")) / MB + 0.05
     spent = cpu(fn, text)
-    assert spent < SECONDS_PER_MB * len(text.encode("utf-8", "surrogatepass")) / MB + 0.05, \
-        f"{name}: {spent:.2f} s CPU on {SIZE >> 10} KB of {unit[:60]!r}"
+    # CPU time is stretched by a busy machine too (a neighbour's cache traffic: 1.75x seen under two
+    # CPU hogs), so a unit over budget is timed again before it fails: the budget stays, the estimate
+    # of the regex's own cost gets better. A super-linear regex is over budget on every run.
+    for _ in range(2):
+        if spent < budget:
+            break
+        spent = min(spent, cpu(fn, text))
+    assert spent < budget, f"{name}: {spent:.2f} s CPU on {SIZE >> 10} KB of {unit[:60]!r}"
 
 
 def _units(name: str) -> list[str]:

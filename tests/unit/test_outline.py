@@ -22,9 +22,9 @@ def test_headings_inside_fences_are_text_and_titles_are_plain():
 
 def test_hostile_heading_flood_is_capped_and_linear():
     text = "# h\n" * 200_000
-    start = time.perf_counter()
+    start = time.thread_time()  # this thread's CPU time: the work itself, whatever else the machine runs
     heads = outline(text)
     assert len(heads) == MAX_HEADINGS
-    assert time.perf_counter() - start < 2.0
+    assert time.thread_time() - start < 2.0
     long = outline("# " + "x" * 100_000)[0].title
     assert len(long.encode()) < 1000

@@ -236,9 +236,9 @@ def test_large_record_parsed_once(tmp_path):
           "events": events, "assets": []}
     p.write_text(json.dumps({"_type": "run_record", "id": "run_big", "stages": [{"id": "s1", "transcript": tr}]}, indent=2))
     assert p.stat().st_size > 10_000_000
-    start = time.perf_counter()
+    start = time.thread_time()  # this thread's CPU time: the work itself, whatever else the machine runs
     rec = read_run_record(str(p))
-    assert time.perf_counter() - start < 5
+    assert time.thread_time() - start < 5
     assert rec.problems == [] and len(rec.transcripts[0].events) == 5000
     # Views share the parsed lists instead of copying them.
     assert rec.transcripts[0].messages is rec.data["stages"][0]["transcript"]["messages"]

@@ -360,18 +360,18 @@ def test_yaml_bomb_is_refused_fast(tmp_path):
         lines.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * 9) + "]")
     text = "---\nshort: bomb\n" + "\n".join(lines) + "\n---\nbody\n"
     skill_md = write(tmp_path / "s" / "bomb" / "SKILL.md", text)
-    start = time.monotonic()
+    start = time.thread_time()  # this thread's CPU time: the work itself, whatever else the machine runs
     skill = sk.parse_skill_file(str(skill_md), "project")
-    assert time.monotonic() - start < 1.0
+    assert time.thread_time() - start < 1.0
     assert sk.CODE_YAML_LIMIT in codes(skill.problems)
     assert not skill.loadable
 
 
 def test_yaml_recursive_alias_and_deep_nesting_are_refused():
     assert "refers to itself" in sk.parse_frontmatter("short: s\nk: &a [*a]\n")[2][0]
-    start = time.monotonic()
+    start = time.thread_time()  # this thread's CPU time: the work itself, whatever else the machine runs
     errors = sk.parse_frontmatter("short: s\nk: " + "[" * 500_000)[2]
-    assert time.monotonic() - start < 1.0
+    assert time.thread_time() - start < 1.0
     assert "nests deeper" in errors[0]
 
 
