@@ -268,7 +268,7 @@ async def test_a_nested_folder_added_later_takes_over_its_projects_settings(oute
         event=types.WorkspaceFoldersChangeEvent(
             added=[types.WorkspaceFolder(uri=outer_only.inner.as_uri(), name="inner")], removed=[])))
     await outer_only.rec.wait_for(lambda: (outer_only.inner.as_uri(), "harnState") in outer_only.asked, 20)
-    for _ in range(100):  # the folder is taken over once its settings answer is in
+    for _ in range(600):  # the folder is taken over once its settings answer is in (a minute at most)
         if await hover(outer_only, invoice, 15) is None:
             break
         await asyncio.sleep(0.1)

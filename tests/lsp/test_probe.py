@@ -169,10 +169,10 @@ async def test_cancel_request_kills_probe(client):
     assert os.path.exists(tmp) and ".harn" not in Path(tmp).parts[:-1]
     client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
     try:
-        await asyncio.wait_for(fut, 5)
+        await asyncio.wait_for(fut, 60)
     except Exception as exc:  # pygls answers a cancelled request with an error
         assert "cancel" in str(exc).lower()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # generous for a loaded machine: the loop ends as soon as all is gone
     while (set(running) & set(_double_processes()) or os.path.exists(tmp)) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert not set(running) & set(_double_processes())

@@ -50,10 +50,10 @@ def _free_port() -> int:
 
 class RpcClient:
     def __init__(self, port: int) -> None:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while True:
             try:
-                self.sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+                self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
                 break
             except OSError:
                 if time.monotonic() > deadline:
@@ -119,7 +119,7 @@ def _attack(port: int, project: Path, evil_harn: Path, token: str) -> tuple[dict
     target.write_text(DOC)
     c.notify("textDocument/didOpen", {"textDocument": {"uri": target.as_uri(), "languageId": "harn", "version": 1,
                                                        "text": DOC}})
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while True:  # the project loads in the background after `initialized`
         result = c.request("workspace/executeCommand", {"command": "harnState.probeTypecheck",
                                                         "arguments": [{"uri": target.as_uri()}]})
@@ -196,10 +196,10 @@ def test_harn_flag_beats_environment_and_ipv6_loopback(tmp_path, evil):
                   env={"HARN_LS_HARN": str(script), "HARN_DOUBLE_LOG": str(calls)})
     try:
         c = RpcClient.__new__(RpcClient)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while True:
             try:
-                c.sock = socket.create_connection(("::1", port), timeout=20)
+                c.sock = socket.create_connection(("::1", port), timeout=60)
                 break
             except OSError:
                 if time.monotonic() > deadline:
@@ -244,7 +244,7 @@ def test_escalation_resume_over_tcp_never_runs_the_clients_harn(tmp_path, evil, 
                   env={"HARN_LS_HARN": str(HARN_DOUBLE), "HARN_DOUBLE_LOG": str(calls)})
     _probe, c = _attack(port, project, script, proc.token)
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while True:
             res = _answer(c.request("workspace/executeCommand", {"command": "harnState.resumeEscalation",
                                                                  "arguments": [{"requestId": rid}]}))

@@ -54,8 +54,9 @@ class Live:
     def cold(self) -> Workspace:
         return Workspace.load(str(self.root), env={}, home=str(self.home))
 
-    def settle(self, timeout: float = 20.0) -> None:
-        """Wait for quiet, then require the live model to equal a cold read."""
+    def settle(self, timeout: float = 60.0) -> None:
+        """Wait for quiet, then require the live model to equal a cold read (the wait ends as soon as
+        they are equal: the generous cap is for a loaded machine)."""
         deadline = time.monotonic() + timeout
         while True:
             n = self.batches

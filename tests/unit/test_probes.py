@@ -284,7 +284,7 @@ def test_timeout_kills_process_group_and_removes_temp(project, tmp_path, monkeyp
     assert json.loads(last_line(project)) == expected_fact(doc, "fail", observed, f"{REL}:1-1")
     own, child = map(int, pidfile.read_text().split())
     assert own == out.process.pid
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 30  # ends as soon as they are gone; a loaded machine reaps late
     while not (dead(own) and dead(child) and group_gone(own)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert dead(own) and dead(child) and group_gone(own)
@@ -315,7 +315,7 @@ def test_cancel_kills_and_cleans(project, tmp_path, monkeypatch):
 
     asyncio.run(scenario())
     own, child = map(int, pidfile.read_text().split())
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 30  # ends as soon as they are gone; a loaded machine reaps late
     while not (dead(own) and dead(child)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert dead(own) and dead(child) and group_gone(own)
