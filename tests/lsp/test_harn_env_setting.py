@@ -64,7 +64,7 @@ async def test_harn_env_setting_moves_the_run_log(client):
         run = next((i for i in await _logs(client) if i["id"] == "evlog:run"), None)
         return run is not None and _plain(run["tooltip"]).startswith(str(client.project / ".harn" / "events.sqlite"))
 
-    for _ in range(200):
+    for _ in range(1200):  # the project is read again: up to a minute on a loaded machine
         if await default_place():
             break
         await __import__("asyncio").sleep(0.05)

@@ -305,9 +305,8 @@ def test_cancel_kills_and_cleans(project, tmp_path, monkeypatch):
     async def scenario():
         task = asyncio.ensure_future(probes.run_typecheck_probe(
             str(project), str(path), path.read_text(), None, DOUBLE, 30, now=NOW))
-        for _ in range(200):
-            if pidfile.exists() and pidfile.read_text().strip():
-                break
+        deadline = time.monotonic() + 60  # the double started (python on a loaded machine: seconds, not ms)
+        while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
