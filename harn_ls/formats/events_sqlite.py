@@ -51,6 +51,17 @@ class _Query(Protocol):
     def __call__(self, sql: str, args: tuple[object, ...] = ()) -> list[SqlRow]: ...
 
 
+class _Session:
+    """The connection a `session()` shares: opened by its first call (`tried`); None when that call
+    could not open it or refused its schema (and reported why)."""
+
+    __slots__ = ("tried", "conn")
+
+    def __init__(self) -> None:
+        self.tried = False
+        self.conn: sqlite3.Connection | None = None
+
+
 class SqliteEventLog:
     """One `events.sqlite`. Cheap to construct; every method opens and closes its own connection."""
 
@@ -61,9 +72,7 @@ class SqliteEventLog:
         self.root = root  # when given, the file's real path must stay inside it
         self.copy_dir = copy_dir  # where a -wal without -shm is copied to be read (outside the project)
         self.exists = os.path.isfile(path)
-        # Inside `session()`: [connection or None once opened] (None: it could not be opened or its
-        # schema was refused, and the session's first call reported why)
-        self._session: list[sqlite3.Connection | None] | None = None
+        self._session: _Session | None = None  # inside `session()`
 
     @contextlib.contextmanager
     def session(self) -> Iterator[None]:
@@ -72,13 +81,12 @@ class SqliteEventLog:
         if self._session is not None:
             yield
             return
-        self._session = []
+        self._session = session = _Session()
         try:
             yield
         finally:
-            opened, self._session = self._session, None
-            if opened:
-                sqlite_safe.close_quietly(opened[0])
+            self._session = None
+            sqlite_safe.close_quietly(session.conn)
 
     # ------------------------------------------------------------ connections
     def _connect(self, problems: list[Problem]) -> sqlite3.Connection | None:
@@ -101,36 +109,43 @@ class SqliteEventLog:
         return sqlite_safe.open_readonly(self.path, self.root, self.copy_dir)
 
     def _run(self, problems: list[Problem], fn: Callable[[_Query], _T]) -> _T | None:
-        """Open, run `fn(query)`, close. SQLite errors and refusals become a Problem; returns None then."""
+        """`fn(query)` on a connection of its own (opened, then closed) or the session's. SQLite errors
+        and refusals become a Problem; returns None then."""
         if not os.path.isfile(self.path):
             return None
         session = self._session
-        if session:  # (opened by an earlier call of this session)
-            shared = session[0]
-            return None if shared is None else self._query(shared, problems, fn)
-        conn = None
+        if session is not None and session.tried:  # (the first call of the session reported any failure)
+            conn = session.conn
+        else:
+            conn = self._open(problems)
+            if session is not None:
+                session.tried, session.conn = True, conn  # (closed when the session ends)
+        if conn is None:
+            return None
         try:
+            return self._reported(problems, lambda: fn(self._queries(conn)))
+        finally:
+            if session is None:
+                sqlite_safe.close_quietly(conn)
+
+    def _open(self, problems: list[Problem]) -> sqlite3.Connection | None:
+        """A connection whose schema passed `_check_schema`, or None (the reason is a Problem)."""
+        conn = None
+
+        def checked() -> sqlite3.Connection | None:
+            nonlocal conn
             conn = self._connect(problems)
             if conn is not None:
                 self._check_schema(conn, self._queries(conn), problems)
-        except _SchemaRefused:
-            sqlite_safe.close_quietly(conn)
-            conn = None
-        except sqlite_safe.SqliteRefused as exc:
-            problems.append(Problem(self.path, 0, CODE_OPEN, f"event log not read: {exc}", Severity.ERROR))
-            sqlite_safe.close_quietly(conn)
-            conn = None
-        except sqlite3.Error as exc:
-            self._sqlite_problem(problems, exc)
-            sqlite_safe.close_quietly(conn)
-            conn = None
-        if session is not None:
-            session.append(conn)  # (closed when the session ends)
-            return None if conn is None else self._query(conn, problems, fn)
+            return conn
+
         try:
-            return None if conn is None else self._query(conn, problems, fn)
-        finally:
+            opened = self._reported(problems, checked)
+        except _SchemaRefused:
+            opened = None
+        if opened is None:
             sqlite_safe.close_quietly(conn)
+        return opened
 
     @staticmethod
     def _queries(conn: sqlite3.Connection) -> _Query:
@@ -140,16 +155,15 @@ class SqliteEventLog:
 
         return query
 
-    def _query(self, conn: sqlite3.Connection, problems: list[Problem], fn: Callable[[_Query], _T]) -> _T | None:
-        """`fn(query)` on an open, checked connection. SQLite errors and refusals become a Problem."""
+    def _reported(self, problems: list[Problem], work: Callable[[], _T]) -> _T | None:
+        """`work()`, or None with a Problem when SQLite failed or sqlite_safe refused."""
         try:
-            return fn(self._queries(conn))
+            return work()
         except sqlite_safe.SqliteRefused as exc:
             problems.append(Problem(self.path, 0, CODE_OPEN, f"event log not read: {exc}", Severity.ERROR))
-            return None
         except sqlite3.Error as exc:
             self._sqlite_problem(problems, exc)
-            return None
+        return None
 
     def _sqlite_problem(self, problems: list[Problem], exc: sqlite3.Error) -> None:
         msg = str(exc)
