@@ -67,7 +67,8 @@ class CheckpointHistory:
         # a quarter of the one cache cap at most: the history is counted in HARN_LS_CACHE_MAX_MB
         self.max_bytes = min(max_bytes, cap_bytes() // 4)
         self._lock = threading.Lock()
-        self._batch: list[bool] | None = None  # inside `batch()`: [whether anything was recorded]
+        self._in_batch = False  # inside `batch()`
+        self._batch_recorded = False  # ...and something was recorded in it
 
     @classmethod
     def for_project(cls, project_root: str) -> CheckpointHistory | None:
@@ -154,27 +155,27 @@ class CheckpointHistory:
             del versions[:-self.max_versions]
             self._save(pipeline, idx)
             self._prune_objects(pipeline, idx)
-            if self._batch is None:
+            if not self._in_batch:
                 self._enforce_total()
-        if self._batch is None:
-            self._evict_projects()
+        if self._in_batch:
+            self._batch_recorded = True
         else:
-            self._batch[:] = [True]
+            self._evict_projects()
         return n
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
         """Records inside the block measure the history and the cache root once, at its end (not once per
         version): a load that records every pipeline walks the cache folders once."""
-        if self._batch is not None:
+        if self._in_batch:
             yield
             return
-        self._batch = []
+        self._in_batch, self._batch_recorded = True, False
         try:
             yield
         finally:
-            recorded, self._batch = bool(self._batch), None
-            if recorded:
+            self._in_batch = False
+            if self._batch_recorded:
                 with self._lock:
                     self._enforce_total()
                 self._evict_projects()
