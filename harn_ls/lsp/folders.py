@@ -279,7 +279,8 @@ class ProjectFolders:
         self.diagnostics.clear_source(diagnostics.problems_source(proj.root))
         self.served = {u: v for u, v in self.served.items() if v[0] != proj.root}
         self.renders.fresh = {u: f for u, f in self.renders.fresh.items() if f.made_from[0] is not proj}
-        self.loading_moved()
+        # (no loading_moved here: both callers pulse it once they are done, _drop_unused after all its
+        # projects, reload_for_env's _serve_project after the new load)
 
     def _drop_unused(self, roots: Iterable[str]) -> None:
         """Stop serving the projects at `roots` that no workspace folder serves any more."""
