@@ -240,20 +240,22 @@ def cmd_recall(args) -> int:
     return 0
 
 
+def _path_verb_rest(words: list[str], verbs: tuple[str, ...], usage: str) -> tuple[str | None, str, list[str]]:
+    """`[PATH] VERB REST...` of a command with verbs: the project path (None: the current folder), the
+    verb and the words after it."""
+    rest = list(words)
+    path = rest.pop(0) if rest and rest[0] not in verbs else None
+    if not rest or rest[0] not in verbs:
+        raise UsageError(f"expected one of: {usage}")
+    return path, rest[0], rest[1:]
+
+
 def cmd_proposals(args) -> int:
     # start-up: the actions load the workspace and the writers; only this command needs them
     from harn_ls.actions import ActionFailed
     from harn_ls.actions import proposals as actions
 
-    rest = list(args.args)
-    verbs = ("list", "accept", "reject")
-    if rest and rest[0] not in verbs:
-        path = rest.pop(0)
-    else:
-        path = None
-    if not rest or rest[0] not in verbs:
-        raise UsageError("expected one of: list, accept ID, reject ID")
-    verb = rest.pop(0)
+    path, verb, rest = _path_verb_rest(args.args, ("list", "accept", "reject"), "list, accept ID, reject ID")
     ws = _project(path)
     if verb == "list":
         out = actions.list_proposals(ws, include_suppressed=args.all)
@@ -289,12 +291,8 @@ def cmd_hitl(args) -> int:
     # start-up: the HITL writer loads only for this command
     from harn_ls.actions.hitl import answer as HA
 
-    rest = list(args.args)
-    verbs = ("list", *HA.ACTIONS, "finish")
-    path = rest.pop(0) if rest and rest[0] not in verbs else None
-    if not rest or rest[0] not in verbs:
-        raise UsageError("expected one of: list, approve ID, deny ID, answer ID VALUE, accept ID, decline ID, finish ID")
-    verb = rest.pop(0)
+    path, verb, rest = _path_verb_rest(args.args, ("list", *HA.ACTIONS, "finish"),
+                                       "list, approve ID, deny ID, answer ID VALUE, accept ID, decline ID, finish ID")
     ws = _project(path)
     if verb == "list":
         rows = HA.request_rows(ws, include_resolved=args.all)
