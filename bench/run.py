@@ -773,6 +773,7 @@ def main(argv: list[str] | None = None) -> int:
         (HERE / "results-huge.json").write_text(json.dumps(h, indent=1) + "\n")
         print(huge_table(h))
         return 0
+    before = previous_verdict(HERE / "results.json")
     rep = 2 if args.quick else 3
     large, small = ensure_generated("large"), ensure_generated("small")
     manifest = json.loads((large / "bench-manifest.json").read_text())
@@ -856,6 +857,7 @@ def main(argv: list[str] | None = None) -> int:
     results["wal_append"] = bench_wal_append(10 if args.quick else 30)
     results["runtime_s"] = time.perf_counter() - started
     results["verdict"] = verdict(results)
+    results["verdict_before"] = before
     (HERE / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     print()
     print(table(results))
@@ -1009,6 +1011,8 @@ def verdict(r: dict) -> dict:
         "largest response bytes": (srv["largest_message_bytes"], BUDGETS["largest_response_bytes"]),
         "server peak RSS / on-disk bytes (all state files)": (rss_ratio, BUDGETS["rss_ratio"]),
         "server peak RSS / on-disk bytes (memory logs only)": (rss_ratio_memory_logs, BUDGETS["rss_ratio"]),
+        # issue 32 asks for 2x of the memory logs where design.md allows 3x: both judged, each by name
+        "server peak RSS / memory-log bytes (issue 32)": (rss_ratio_memory_logs, 2.0),
         "apply <=100 events, ms (worst p95 at 1k)": (worst_apply_p95_small, BUDGETS["apply_ms"]),
     }
     cli = r.get("cli", {}).get("large")
@@ -1016,6 +1020,9 @@ def verdict(r: dict) -> dict:
         base = cli["orjson"]["wall"]["median"]
         if "inspect_cold" in cli:
             checks["100k inspect --json cold / orjson parse (wall)"] = (cli["inspect_cold"]["wall"]["median"] / base, 2.0)
+            if "orjson_all" in cli:  # issue 32's second baseline: a parse of every file inspect reads
+                checks["100k inspect --json cold / orjson parse of all files inspect reads (wall)"] = (
+                    cli["inspect_cold"]["wall"]["median"] / cli["orjson_all"]["wall"]["median"], 2.0)
         checks["100k inspect --json warm / orjson parse (wall)"] = (cli["inspect_warm"]["wall"]["median"] / base, 0.6)
         checks["100k recall --json warm / orjson parse (wall)"] = (cli["recall_warm"]["wall"]["median"] / base, 1.0)
     po = r.get("progress_overhead")
@@ -1024,6 +1031,7 @@ def verdict(r: dict) -> dict:
     ss = r.get("server_start", {}).get("large")
     if ss:
         checks["100k server start -> recall ready, warm cache (s)"] = (ss["warm"]["recall_ready_s"], 1.0)
+        checks["100k server start -> recall ready, cold cache (s)"] = (ss["cold"]["recall_ready_s"], 2.0)  # issue 32
     if "hover_after_append_ms" in srv:
         checks["hover p95 right after an append batch (ms)"] = (srv["hover_after_append_ms"]["p95"], BUDGETS["hover_p95_ms"])
         checks["code lens p95 right after an append batch (ms)"] = (srv["code_lens_after_append_ms"]["p95"],
@@ -1051,6 +1059,26 @@ def verdict(r: dict) -> dict:
             checks["1M inspect --json warm / orjson parse (wall)"] = (hc["inspect_warm"]["wall"]["median"] / base, 0.6)
             checks["1M recall --json warm / orjson parse (wall)"] = (hc["recall_warm"]["wall"]["median"] / base, 1.0)
     return {k: {"value": v, "budget": b, "met": v <= b} for k, (v, b) in checks.items()}
+
+
+def previous_verdict(path: Path) -> dict:
+    """The last run's judged values by budget name (from the results.json this run will replace): what
+    the table prints as "before". Empty when there is none or it cannot be read."""
+    try:
+        old = json.loads(path.read_text())
+        return {k: v["value"] for k, v in old.get("verdict", {}).items() if isinstance(v.get("value"), (int, float))}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def budget_lines(judged: dict, before: dict) -> list[str]:
+    """MET / MISS per budget, with the value of the run before (`previous_verdict`) when there was one."""
+    lines = ["budgets (before = the run whose bench/results.json this one replaced):"] if before else []
+    for k, v in judged.items():
+        was = f"; before {_f_against(before[k], v['budget'])}" if k in before else ("; new row" if before else "")
+        lines.append(f"{'MET ' if v['met'] else 'MISS'} {k}: {_f_against(v['value'], v['budget'])} "
+                     f"(budget {_f(v['budget'])}{was})")
+    return lines
 
 
 def _f(v: float) -> str:
@@ -1195,8 +1223,7 @@ def table(r: dict) -> str:
             lines.append(f"{label:<62} {_f(w['median']):>8} {_f(w['min']):>7} {_f(w['max']):>7} "
                          f"{_f(v['cpu']['median']):>7} {v['rss_mb']['median']:>7.0f}  {budget}")
     lines.append("")
-    for k, v in r["verdict"].items():
-        lines.append(f"{'MET ' if v['met'] else 'MISS'} {k}: {_f_against(v['value'], v['budget'])} (budget {_f(v['budget'])})")
+    lines += budget_lines(r["verdict"], r.get("verdict_before") or {})
     m = r["machine"]
     lines.append(f"\nmachine: {m['nproc']} cores, {m['cpu']}, Python {m['python']}; bench runtime {r['runtime_s']:.0f} s")
     return "\n".join(lines)
