@@ -111,11 +111,11 @@ class SqliteEventLog:
     def _run(self, problems: list[Problem], fn: Callable[[_Query], _T]) -> _T | None:
         """`fn(query)` on a connection of its own (opened, then closed) or the session's. SQLite errors
         and refusals become a Problem; returns None then."""
-        if not os.path.isfile(self.path):
-            return None
         session = self._session
         if session is not None and session.tried:  # (the first call of the session reported any failure)
             conn = session.conn
+        elif not os.path.isfile(self.path):
+            return None
         else:
             conn = self._open(problems)
             if session is not None:

@@ -15,7 +15,7 @@ from typing import cast
 from harn_ls.formats.parse_limits import load_toml
 from harn_ls.util.lean_dataclass import lean_dataclass
 from harn_ls.util.message_text import quote
-from harn_ls.util.safe_read import is_under, read_confined, resolves_inside
+from harn_ls.util.safe_read import first_link, is_under, read_confined, resolves_inside
 
 
 def find_project_root(start: str) -> str:
@@ -146,7 +146,7 @@ class ProjectPaths:
         if self.is_inside_project(root):
             return None
         if _inside_by_name(root, self.project_root):
-            link = _first_link(root, self.project_root)
+            link = first_link(root, self.project_root)
             where = f"symlink {link} -> {_readlink(link)}" if link else root
             return f"{where} leads outside the project; not watched or read"
         return f"{root} is outside the project; not watched or read"
@@ -172,19 +172,6 @@ class ProjectPaths:
 def _inside_by_name(path: str, root: str) -> bool:
     """(Its inputs may come from the environment: made absolute and normalised first.)"""
     return is_under(os.path.abspath(path), os.path.abspath(root))
-
-
-def _first_link(path: str, root: str) -> str | None:
-    root, path = os.path.abspath(root), os.path.abspath(path)
-    if not _inside_by_name(path, root):
-        return None
-    current = root
-    for part in path[len(root):].split(os.sep):
-        if part:
-            current = os.path.join(current, part)
-            if os.path.islink(current):
-                return current
-    return None
 
 
 def _readlink(path: str | None) -> str:
@@ -214,16 +201,15 @@ def _manifest_skill_paths(project_root: str) -> tuple[list[str], list[tuple[str,
     if not isinstance(paths, list):
         return [], []
     out, refused = [], []
-    real_root = os.path.realpath(project_root)
     for p in paths[:64]:
         if isinstance(p, str) and p and "*" not in p and "\x00" not in p:
             full = os.path.normpath(os.path.join(project_root, p))
-            real = os.path.realpath(full)
-            if _inside_by_name(full, project_root) and (real == real_root or real.startswith(real_root + os.sep)):
+            if _inside_by_name(full, project_root) and resolves_inside(full, project_root):
                 out.append(full)
             else:
-                refused.append((full, f"harn.toml [skills] paths entry {p!r} is outside the project ({real}); "
-                                      "ignored: project configuration cannot make harn-ls watch or read outside it"))
+                refused.append((full, f"harn.toml [skills] paths entry {quote(p)} is outside the project "
+                                      f"({quote(os.path.realpath(full))}); ignored: project configuration cannot "
+                                      "make harn-ls watch or read outside it"))
     return out, refused
 
 
@@ -252,7 +238,6 @@ def _confine_env(env: Mapping[str, str], untrusted: Iterable[str], root: str) ->
     workspace) whose place is outside the project, by name or through a symlink. (path, reason) for each."""
     out = dict(env)
     refused: list[tuple[str, str]] = []
-    real_root = os.path.realpath(root)
     for name in untrusted:
         value = out.get(name, "")
         if name not in LOCATION_VARS or not value.strip() or name in ("HARN_EVENT_LOG_BACKEND",):
@@ -260,10 +245,10 @@ def _confine_env(env: Mapping[str, str], untrusted: Iterable[str], root: str) ->
         entries = value.split(";" if os.name == "nt" else ":") if name == "HARN_SKILLS_PATH" else [value]
         for entry in entries:
             full = os.path.normpath(entry if os.path.isabs(entry) else os.path.join(root, entry))
-            real = os.path.realpath(full)
-            if not (_inside_by_name(full, root) and (real == real_root or real.startswith(real_root + os.sep))):
+            if not (_inside_by_name(full, root) and resolves_inside(full, root)):
                 refused.append((full, f"{name}={quote(value)} from harnState.harnEnv points outside the project "
-                                      f"({quote(real)}) and the workspace is not trusted; ignored, nothing read there"))
+                                      f"({quote(os.path.realpath(full))}) and the workspace is not trusted; "
+                                      "ignored, nothing read there"))
                 out.pop(name, None)
                 break
     return out, refused

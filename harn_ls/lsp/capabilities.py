@@ -34,8 +34,6 @@ from pygls.capabilities import ServerCapabilitiesBuilder, get_capability
 
 from harn_ls.util.message_text import quote_json
 
-_get = get_capability  # pygls's getter of a dotted capability: None when a part is absent
-
 
 @dataclass(frozen=True)
 class ClientProfile:
@@ -57,23 +55,23 @@ class ClientProfile:
     @classmethod
     def of(cls, caps: types.ClientCapabilities | None, init_options: Any = None) -> ClientProfile:
         caps = caps or types.ClientCapabilities()
-        formats = _get(caps, "text_document.hover.content_format") or []
+        formats = get_capability(caps, "text_document.hover.content_format") or []
         declared = init_options.get("clientCommands") if isinstance(init_options, dict) else None
         commands = frozenset(c for c in declared if isinstance(c, str)) if isinstance(declared, list) else frozenset()
-        content = _get(caps, "workspace.text_document_content")
+        content = get_capability(caps, "workspace.text_document_content")
         return cls(
             position_encoding=str(ServerCapabilitiesBuilder.choose_position_encoding(caps)),
             hover_markdown=types.MarkupKind.Markdown in formats,
-            code_action_literals=_get(caps, "text_document.code_action.code_action_literal_support") is not None,
-            show_document=bool(_get(caps, "window.show_document.support")),
+            code_action_literals=get_capability(caps, "text_document.code_action.code_action_literal_support") is not None,
+            show_document=bool(get_capability(caps, "window.show_document.support")),
             text_document_content=content is not None,
-            code_lens_refresh=bool(_get(caps, "workspace.code_lens.refresh_support")),
+            code_lens_refresh=bool(get_capability(caps, "workspace.code_lens.refresh_support")),
             # LSP 3.18 names no refreshSupport flag for textDocumentContent: declaring the
             # capability is declaring the refresh handler (vscode-languageclient does both)
             text_document_content_refresh=content is not None,
-            work_done_progress=bool(_get(caps, "window.work_done_progress")),
-            configuration=bool(_get(caps, "workspace.configuration")),
-            hierarchical_symbols=bool(_get(caps, "text_document.document_symbol.hierarchical_document_symbol_support")),
+            work_done_progress=bool(get_capability(caps, "window.work_done_progress")),
+            configuration=bool(get_capability(caps, "workspace.configuration")),
+            hierarchical_symbols=bool(get_capability(caps, "text_document.document_symbol.hierarchical_document_symbol_support")),
             pictures=pictures_option(init_options)[0],
             client_commands=commands,
         )

@@ -57,6 +57,7 @@ from harn_ls.model.accept_plan import skill_root_warning
 from harn_ls.model.change_kinds import CORE_KINDS, ChangeSet, K
 from harn_ls.model.project_discovery import FolderProjects
 from harn_ls.render import RenderSettings, make_uri
+from harn_ls.util.safe_read import is_under
 
 start_trace.mark("server modules: imported")
 log = logging.getLogger("harn_ls")
@@ -344,7 +345,7 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
         best = None
         for proj in self.projects.values():
             root = proj.root
-            if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+            if is_under(path, root):
                 if best is None or len(root) > len(best.root):
                     best = proj
         return best

@@ -545,7 +545,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         if not is_under(p, self.root):
             return False
         real, real_root = self._realpath(p), self._realpath(self.root)
-        return not (real == real_root or real.startswith(real_root + os.sep))
+        return not is_under(real, real_root)
 
     def _realpath(self, path: str) -> str:
         """os.path.realpath, with the real path of each directory remembered for one scan or apply

@@ -92,7 +92,7 @@ def resolves_inside(path: str, root: str) -> bool:
     return _inside(os.path.realpath(path), root)
 
 
-def _first_link(path: str, root: str) -> str | None:
+def first_link(path: str, root: str) -> str | None:
     """The first symlink component of `path` (at or below `root`), for naming it in a problem."""
     root = os.path.abspath(root)
     path = os.path.abspath(path)
@@ -141,7 +141,7 @@ def confinement_problem(path: str, root: str, extra_roots: Iterable[str] = ()) -
     real = os.path.realpath(path)
     if _inside(real, root) or any(_inside(real, r) for r in extra_roots if r):
         return None
-    link = _first_link(path, root)
+    link = first_link(path, root)
     if link is not None:
         try:
             target = os.readlink(link)

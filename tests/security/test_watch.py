@@ -23,6 +23,7 @@ sys.path.insert(0, str(REPO))
 from harn_ls.formats import paths as paths_mod  # noqa: E402
 from harn_ls.formats.skills import CODE_ROOT_OUTSIDE  # noqa: E402
 from harn_ls.model.workspace import CODE_LINK_OUT, Workspace  # noqa: E402
+from harn_ls.util.message_text import quote  # noqa: E402
 from harn_ls.watch.observer import CODE_WATCH_BUDGET, StateWatcher  # noqa: E402
 from tests.helpers.watch import roots_watched  # noqa: E402
 
@@ -81,7 +82,7 @@ def test_harn_toml_skill_paths_outside_are_refused(tmp_path, evil_tree, entry):
     ws = Workspace(paths)
     ws.rescan()
     probs = [p for p in ws.problems() if p.code == CODE_ROOT_OUTSIDE]
-    assert len(probs) == 1 and repr(entry) in probs[0].message and "ignored" in probs[0].message
+    assert len(probs) == 1 and quote(entry) in probs[0].message and "ignored" in probs[0].message
     assert probs[0].path == str(proj / "harn.toml")
     assert "stolen" not in {s.name for s in ws.skills.skills}  # not read either
     assert ws.facts  # the rest is served

@@ -61,3 +61,21 @@ def test_a_refused_harn_env_place_is_quoted_in_its_problem(tmp_path):
     assert got.state_root == str(proj / ".harn")
     (where, why), = got.env_refusals
     assert "proj-evil" in why and "\n" not in why and "\u202e" not in why and "](command:" not in why
+
+
+def test_a_refused_harn_toml_skills_path_is_quoted_in_its_problem(tmp_path):
+    """A cloned repository's harn.toml names a sibling `proj-evil` folder whose name holds a line break,
+    a bidi override and link syntax in `[skills] paths`: refused, and neither the entry nor the resolved
+    path reaches the message raw (it becomes a plain-text diagnostic)."""
+    import json
+
+    proj = tmp_path / "proj"
+    (proj / ".harn").mkdir(parents=True)
+    name = "proj-evil\u202e\nSee [docs](command:harn.rescan)"
+    (tmp_path / name).mkdir()
+    (proj / "harn.toml").write_text("[skills]\npaths = [" + json.dumps("../" + name) + "]\n")
+    got = resolve(str(proj))
+    (where, why), = got.refused_roots
+    assert where == str(tmp_path / name)
+    assert "proj-evil" in why and "ignored" in why
+    assert "\n" not in why and "\u202e" not in why and "](command:" not in why
