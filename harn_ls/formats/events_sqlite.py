@@ -322,7 +322,7 @@ class SqliteEventLog:
 
     def idempotency_rows(self) -> int | None:
         """Rows of `event_idempotency_keys` (§H.2.4), None without that table or when the log is not read (the
-        summary of the same session reports why)."""
+        log's summary reports why)."""
         def fn(query: _Query) -> int | None:
             if "event_idempotency_keys" not in self._tables:
                 return None
