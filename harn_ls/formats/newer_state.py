@@ -118,9 +118,7 @@ def _scalars(value: JsonObject, limit: int = MAX_FIELDS) -> dict[str, Scalar]:
 
 
 def _read_json(path: str, root: str, problems: list[Problem], what: str) -> JsonValue:
-    if not os.path.exists(path):
-        return None  # (absent: nothing to list)
-    value, err = read_json(path, JSON_CAP, root)
+    value, err = read_json(path, JSON_CAP, root, absent_ok=True)  # (absent: nothing to list)
     if err:  # a link out, too large, not a regular file, not JSON
         problems.append(Problem(path, 0, CODE_NEWER, f"{what} not read: {err}", Severity.WARNING))
     return value

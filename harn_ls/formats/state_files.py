@@ -84,15 +84,16 @@ CODE_CANDIDATE = "HL-CRYS-001"
 CODE_EMBED = "HL-EMB-001"
 
 
-def read_json(path: str, limit: int = MAX_FILE_BYTES, root: str | None = None) -> tuple[JsonValue, str | None]:
+def read_json(path: str, limit: int = MAX_FILE_BYTES, root: str | None = None, *,
+              absent_ok: bool = False) -> tuple[JsonValue, str | None]:
     """(value, None) or (None, the reason): a regular file inside `root`, never blocking (safe_read). Shared
-    with formats/newer_state.py."""
+    with formats/newer_state.py. `absent_ok`: a missing file is (None, None), told by the open itself."""
     try:
         data = read_confined(path, root, limit)
     except ReadRefused as exc:
         return None, exc.reason
     except OSError as exc:
-        return None, refusal_text(exc)
+        return None, None if absent_ok and isinstance(exc, FileNotFoundError) else refusal_text(exc)
     try:
         return orjson.loads(data), None
     except (orjson.JSONDecodeError, RecursionError):

@@ -183,3 +183,27 @@ def test_the_idempotency_count_runs_only_when_shown(tmp_path, monkeypatch):
         assert len(counted) == 2
     finally:
         writer.close()
+
+
+def test_a_newer_state_file_is_not_stat_before_it_is_read(tmp_path, monkeypatch):
+    """`.harn/local/selection.json` is opened once, with no `stat` of its path first (a second syscall, and a
+    window in which the file may change between the two); a missing one is told by that open: no problem."""
+    from harn_ls.formats.newer_state import read_newer_state
+
+    proj = _project(tmp_path)
+    harn = proj / ".harn"
+    assert read_newer_state(str(proj), str(harn), str(harn / "orchestrator")).problems == []
+    (harn / "local").mkdir()
+    sel = harn / "local" / "selection.json"
+    sel.write_text('{"provider": "ollama", "model": "qwen3:8b"}')
+    stats: list[str] = []
+    real_stat = os.stat
+
+    def counting_stat(path, *args, **kwargs):
+        stats.append(os.fspath(path) if not isinstance(path, int) else "")
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", counting_stat)
+    n = read_newer_state(str(proj), str(harn), str(harn / "orchestrator"))
+    assert n.selection["fields"] == {"provider": "ollama", "model": "qwen3:8b"} and n.problems == []
+    assert stats.count(str(sel)) == 0
