@@ -189,7 +189,9 @@ def probe_flock(path: str) -> bool | None:
 LockTable: TypeAlias = "FlockTable | OpenFlockTable"
 
 def checkpoint_running(checkpoint_json: str, table: LockTable | None = None) -> bool | None:
-    """True while a Harn process holds this checkpoint's lock (a save in progress)."""
+    """True while a Harn process holds this checkpoint's `<pipeline>.lock` (a save in progress), from the
+    kernel's lock table (or, without /proc, a non-blocking probe of an existing lock file); never creates
+    the lock file. None = cannot tell. This replaces any guess from the file's modification time."""
     lock = checkpoint_lock_path(checkpoint_json)
     if table is None:
         table = read_flock_table()

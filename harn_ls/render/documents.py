@@ -6,10 +6,9 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from harn_ls.formats.checkpoints import running_now
 from harn_ls.formats.fact_anchors import fact_staleness
 from harn_ls.formats.harn_time import date_now_iso
-from harn_ls.formats.locks import session_running
+from harn_ls.formats.locks import checkpoint_running, session_running
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.formats.session_store import read_session_events
 from harn_ls.formats.transcripts import read_llm_transcript
@@ -240,7 +239,7 @@ def _checkpoints_current(ws: Workspace, target: StateUri, settings: RenderSettin
                 "no stage of this pipeline is cached.\n")
     out = [f"# Checkpoints — {cell(target.name)}", "", f"File: {inline(shown_path(ws, cf.path))} · {human_bytes(cf.size)}", ""]
 
-    running = running_now(cf.path)
+    running = checkpoint_running(cf.path)
     if running:
         out.append("> **Writing now**: a Harn process holds this checkpoint's lock "
                    f"{inline(os.path.basename(cf.path)[:-5] + '.lock')}; *Forget stage* waits for it (up to 5 s).\n")
