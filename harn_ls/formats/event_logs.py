@@ -1,6 +1,6 @@
 """The event logs of one project, kept up to date by tailing (harn-formats §H.2.1, §M).
 
-`discover(state_root, project_root)` lists where Harn's producers write:
+`discover(places)` lists where Harn's producers write (formats/paths.py resolves the places):
 `harn run` -> `<state>/events.sqlite` (or `<state>/events/`), the orchestrator
 -> `.harn/orchestrator/events.sqlite`, personas -> `.harn/personas/.harn/events.sqlite`.
 
@@ -85,34 +85,20 @@ class LogLocation:
     selected: bool = True  # HARN_EVENT_LOG_BACKEND picks this backend (Harn writes the other one no more)
 
 
-def discover(state_root: str, project_root: str, places: Iterable[EventLogPlace] = ()) -> list[LogLocation]:
-    """Every place a Harn producer may have put an event log, existing or not. `places`: the
-    `paths.EventLogPlace`s resolved from Harn's variables (HARN_EVENT_LOG_*, HARN_ORCHESTRATOR_STATE_DIR);
-    without them, the default places."""
-    if places:
-        out, seen = [], set()
-        for pl in places:
-            for backend, p, why in (("sqlite", pl.sqlite_path, pl.why_sqlite), ("file", pl.file_dir, pl.why_file)):
-                key = os.path.normpath(p)
-                if key in seen:
-                    continue
-                seen.add(key)
-                state_dir = os.path.dirname(p) if backend == "sqlite" else pl.state_dir
-                out.append(LogLocation(pl.label if backend == "sqlite" else f"{pl.label}-file", backend, p, state_dir,
-                                       why, selected=pl.backend == backend))
-        return out
-    harn = os.path.join(project_root, ".harn")
-    orch = os.path.join(harn, "orchestrator")
-    personas = os.path.join(harn, "personas", ".harn")
-    out = []
-    seen = set()
-    for label, base in (("run", state_root), ("orchestrator", orch), ("personas", personas)):
-        for backend, p in (("sqlite", os.path.join(base, "events.sqlite")), ("file", os.path.join(base, "events"))):
+def discover(places: Iterable[EventLogPlace]) -> list[LogLocation]:
+    """Every place a Harn producer may have put an event log, existing or not: both backends of each
+    `paths.EventLogPlace` (resolved from Harn's variables HARN_EVENT_LOG_*, HARN_ORCHESTRATOR_STATE_DIR, or
+    the default places), each path once."""
+    out, seen = [], set()
+    for pl in places:
+        for backend, p, why in (("sqlite", pl.sqlite_path, pl.why_sqlite), ("file", pl.file_dir, pl.why_file)):
             key = os.path.normpath(p)
             if key in seen:
                 continue
             seen.add(key)
-            out.append(LogLocation(label if backend == "sqlite" else f"{label}-file", backend, p, base))
+            state_dir = os.path.dirname(p) if backend == "sqlite" else pl.state_dir
+            out.append(LogLocation(pl.label if backend == "sqlite" else f"{pl.label}-file", backend, p, state_dir,
+                                   why, selected=pl.backend == backend))
     return out
 
 

@@ -39,7 +39,7 @@ class EventLogState:
         # HARN_STATE_DIR) is confined to its own folder instead (untrusted settings never get this far)
         self.logs: dict[str, LogView] = {
             loc.label: LogView(loc, copy_dir=copy_dir, root=reader_root(os.path.dirname(os.path.abspath(loc.path)), root))
-            for loc in discover(paths.state_root, root, paths.event_logs)}
+            for loc in discover(paths.event_logs)}
         self.store: Store | None = None
         self.orchestrator_store: Store | None = None
         self.mailboxes: list[Mailbox] = []
