@@ -23,7 +23,6 @@ from .common import (
     HARN_LAYERS,
     MAX_SKILL_BYTES,
     PATTERN_LAYERS,
-    _is_pattern_layer,
     _read_bounded,
 )
 
@@ -48,7 +47,7 @@ class SkillInventory:
 
     def get(self, skill_id: str) -> Skill | None:
         for skill in self.skills:
-            if skill.id == skill_id and skill.loadable and not _is_pattern_layer(skill.layer):
+            if skill.id == skill_id and skill.loadable and skill.layer not in PATTERN_LAYERS:
                 return skill
         return None
 
@@ -220,7 +219,7 @@ def discover_skills(
             skill = parse_skill_file(candidate, layer, root, namespace, trusted_signers_dir=signers_dir,
                                      registry_dir=registry_dir, confine_to=base,
                                      registry_is_project=registry_is_project)
-            if _is_pattern_layer(layer):
+            if layer in PATTERN_LAYERS:
                 pattern_skills.append(skill)
             else:
                 parsed_by_layer.setdefault(layer, []).append(skill)
