@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.formats.state_files import read_json
+from harn_ls.formats.state_files import read_json, report_link
 from harn_ls.util import safe_read
 from harn_ls.util.json_types import JsonObject, JsonValue
 
@@ -130,10 +130,7 @@ def _scan(folder: str, root: str, problems: list[Problem]) -> list[tuple[str, os
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
         dirnames.sort()
         for name in dirnames + sorted(filenames):
-            full = os.path.join(dirpath, name)
-            found = safe_read.link_problem(full, root)
-            if found is not None:
-                problems.append(Problem(full, 0, found[0], found[1], Severity.WARNING))
+            report_link(os.path.join(dirpath, name), root, problems)
         for name in sorted(filenames):
             full = os.path.join(dirpath, name)
             try:
@@ -230,11 +227,7 @@ def read_newer_state(project_root: str, state_root: str, orchestrator_dir: str) 
             names = []
         for name in names:
             d = os.path.join(guard_dir, name)
-            found = safe_read.link_problem(d, project_root)
-            if found is not None:
-                out.problems.append(Problem(d, 0, found[0], found[1], Severity.WARNING))
-                continue
-            if not os.path.isdir(d) or os.path.islink(d):
+            if report_link(d, project_root, out.problems) or not os.path.isdir(d) or os.path.islink(d):
                 continue
             manifest = _read_json(os.path.join(d, "manifest.json"), project_root, out.problems, "guard model manifest")
             out.guard.append({"model": name, "path": d,

@@ -363,11 +363,13 @@ def _worktree_at(path: str, name: str, root: str | None, problems: list[Problem]
     return wt
 
 
-def _report_link(path: str, root: str | None, problems: list[Problem]) -> None:
-    """A symlink skipped by a reader: a problem naming it when it leaves `root` or loops."""
+def report_link(path: str, root: str | None, problems: list[Problem]) -> bool:
+    """A symlink skipped by a reader: a problem naming it when it leaves `root` or loops (then True).
+    Shared with formats/newer_state.py."""
     found = link_problem(path, root or os.path.dirname(path))
     if found is not None:
         problems.append(Problem(path, 0, found[0], found[1], Severity.WARNING))
+    return found is not None
 
 
 def read_worktrees(worktrees_dir: str, problems: list[Problem], root: str | None = None) -> list[Worktree]:
@@ -378,7 +380,7 @@ def read_worktrees(worktrees_dir: str, problems: list[Problem], root: str | None
     for first in _listdir(worktrees_dir):
         p1 = os.path.join(worktrees_dir, first)
         if os.path.islink(p1):
-            _report_link(p1, root, problems)
+            report_link(p1, root, problems)
             continue
         if not os.path.isdir(p1):
             continue
@@ -389,7 +391,7 @@ def read_worktrees(worktrees_dir: str, problems: list[Problem], root: str | None
         for second in _listdir(p1):
             p2 = os.path.join(p1, second)
             if os.path.islink(p2):
-                _report_link(p2, root, problems)
+                report_link(p2, root, problems)
                 continue
             if not os.path.isdir(p2):
                 continue
@@ -451,7 +453,7 @@ def read_candidates(crys_dir: str, problems: list[Problem], root: str | None = N
     for name in _listdir(crys_dir):
         path = os.path.join(crys_dir, name)
         if os.path.islink(path):
-            _report_link(path, root, problems)
+            report_link(path, root, problems)
             continue
         if name.startswith(".") or not os.path.isdir(path):
             continue
@@ -460,7 +462,7 @@ def read_candidates(crys_dir: str, problems: list[Problem], root: str | None = N
             dirnames.sort()
             for entry in dirnames + filenames:  # linked files and folders of a candidate: not read, reported
                 if os.path.islink(os.path.join(dirpath, entry)):
-                    _report_link(os.path.join(dirpath, entry), root, problems)
+                    report_link(os.path.join(dirpath, entry), root, problems)
             for f in sorted(filenames):
                 files.append(os.path.relpath(os.path.join(dirpath, f), path).replace(os.sep, "/"))
                 if len(files) >= 200:
