@@ -43,6 +43,7 @@ from harn_ls.formats.problems import Problem, Severity
 from harn_ls.formats.sqlite_safe import SqlRow
 
 _T = TypeVar("_T")
+_SELECT = "SELECT event_id, kind, payload, headers, occurred_at_ms FROM main.events WHERE topic = ?"  # (_events reads these)
 
 
 class _Query(Protocol):
@@ -267,9 +268,8 @@ class SqliteEventLog:
         """Events of `topic` with id > after_id, oldest first, at most `limit` (tail by id)."""
         sink = problems if problems is not None else []
         limit = max(1, min(int(limit), PAGE_MAX * 10))
-        rows = self._run(sink, lambda q: q(
-            "SELECT event_id, kind, payload, headers, occurred_at_ms FROM main.events "
-            "WHERE topic = ? AND event_id > ? ORDER BY event_id ASC LIMIT ?", (topic, int(after_id), limit)))
+        rows = self._run(sink, lambda q: q(_SELECT + " AND event_id > ? ORDER BY event_id ASC LIMIT ?",
+                                           (topic, int(after_id), limit)))
         return self._events(topic, rows or [], sink)
 
     def malformed(self, topic: str, after_id: int, up_to: int, limit: int,
@@ -279,8 +279,7 @@ class SqliteEventLog:
         without moving the payloads into Python; each is then decoded by `make_event` for the message."""
         sink = problems if problems is not None else []
         rows = self._run(sink, lambda q: q(
-            "SELECT event_id, kind, payload, headers, occurred_at_ms FROM main.events "
-            "WHERE topic = ? AND event_id > ? AND event_id <= ? AND "
+            _SELECT + " AND event_id > ? AND event_id <= ? AND "
             "(json_valid(CAST(payload AS TEXT)) = 0 OR json_valid(CAST(headers AS TEXT)) = 0) "
             "ORDER BY event_id ASC LIMIT ?", (topic, int(after_id), int(up_to), max(1, int(limit)))))
         if rows is None:
@@ -293,9 +292,8 @@ class SqliteEventLog:
         """Page `page` (0 = newest) of `topic`, newest first."""
         sink = problems if problems is not None else []
         size = max(1, min(int(size), PAGE_MAX))
-        rows = self._run(sink, lambda q: q(
-            "SELECT event_id, kind, payload, headers, occurred_at_ms FROM main.events "
-            "WHERE topic = ? ORDER BY event_id DESC LIMIT ? OFFSET ?", (topic, size, max(0, int(page)) * size)))
+        rows = self._run(sink, lambda q: q(_SELECT + " ORDER BY event_id DESC LIMIT ? OFFSET ?",
+                                           (topic, size, max(0, int(page)) * size)))
         return self._events(topic, rows or [], sink)
 
     def read_last(self, topics: Iterable[str], problems: list[Problem] | None = None) -> dict[str, Event]:
@@ -306,8 +304,7 @@ class SqliteEventLog:
         def fn(q: _Query) -> dict[str, SqlRow]:
             out = {}
             for t in wanted:
-                rows = q("SELECT event_id, kind, payload, headers, occurred_at_ms FROM main.events "
-                         "WHERE topic = ? ORDER BY event_id DESC LIMIT 1", (t,))
+                rows = q(_SELECT + " ORDER BY event_id DESC LIMIT 1", (t,))
                 if rows:
                     out[t] = rows[0]
             return out
