@@ -323,10 +323,9 @@ class LogView:
         wid = p.get("id") if isinstance(p.get("id"), str) else ev.headers.get("waitpoint_id")
         if not isinstance(wid, str):
             wid = topic[len(hitl_rules().WAITPOINT_PREFIX):]
-        if ev.kind == "waitpoint.state":
+        # (waitpoint_*: the std/waitpoints shape, §M.2 B: status is in the payload too)
+        if ev.kind in ("waitpoint.state", "waitpoint_created", "waitpoint_completed", "waitpoint_cancelled"):
             self.waitpoints[wid] = p
-        elif ev.kind in ("waitpoint_created", "waitpoint_completed", "waitpoint_cancelled"):
-            self.waitpoints[wid] = p  # std/waitpoints shape (§M.2 B): status is in the payload too
         self._wp_heads[topic] = ev.id
 
     def _drop_waitpoint(self, topic: str) -> None:

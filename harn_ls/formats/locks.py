@@ -219,6 +219,9 @@ _PERM = (2, 6, 3, 10, 7, 0, 4, 13, 1, 11, 12, 5, 9, 14, 15, 8)
 _CHUNK_START, _CHUNK_END, _ROOT = 1, 2, 8
 _M32 = 0xFFFFFFFF
 _CHUNK_LEN = 1024
+# the state words each G mixes in a round: four columns, then four diagonals
+_ROUND = ((0, 4, 8, 12), (1, 5, 9, 13), (2, 6, 10, 14), (3, 7, 11, 15),
+          (0, 5, 10, 15), (1, 6, 11, 12), (2, 7, 8, 13), (3, 4, 9, 14))
 
 
 def _rotr(x: int, n: int) -> int:
@@ -240,14 +243,8 @@ def _compress(cv: tuple[int, ...], block: bytes, block_len: int, flags: int) -> 
     m = [int.from_bytes(block[i:i + 4], "little") for i in range(0, 64, 4)]
     s = list(cv) + list(_IV[:4]) + [0, 0, block_len, flags]  # chunk counter 0
     for rnd in range(7):
-        _g(s, 0, 4, 8, 12, m[0], m[1])
-        _g(s, 1, 5, 9, 13, m[2], m[3])
-        _g(s, 2, 6, 10, 14, m[4], m[5])
-        _g(s, 3, 7, 11, 15, m[6], m[7])
-        _g(s, 0, 5, 10, 15, m[8], m[9])
-        _g(s, 1, 6, 11, 12, m[10], m[11])
-        _g(s, 2, 7, 8, 13, m[12], m[13])
-        _g(s, 3, 4, 9, 14, m[14], m[15])
+        for i, (a, b, c, d) in enumerate(_ROUND):
+            _g(s, a, b, c, d, m[2 * i], m[2 * i + 1])
         if rnd < 6:
             m = [m[i] for i in _PERM]
     return tuple(s[i] ^ s[i + 8] for i in range(8))
