@@ -302,20 +302,10 @@ class SqliteEventLog:
         wanted = list(topics)
 
         def fn(q: _Query) -> dict[str, SqlRow]:
-            out = {}
-            for t in wanted:
-                rows = q(_SELECT + " ORDER BY event_id DESC LIMIT 1", (t,))
-                if rows:
-                    out[t] = rows[0]
-            return out
+            return {t: rows[0] for t in wanted if (rows := q(_SELECT + " ORDER BY event_id DESC LIMIT 1", (t,)))}
 
         rows = self._run(sink, fn) or {}
-        result: dict[str, Event] = {}
-        for t, row in rows.items():
-            evs = self._events(t, [row], sink)
-            if evs:
-                result[t] = evs[0]
-        return result
+        return {t: evs[0] for t, row in rows.items() if (evs := self._events(t, [row], sink))}
 
     def idempotency_rows(self) -> int | None:
         """Rows of `event_idempotency_keys` (§H.2.4), None without that table or when the log is not read (the
