@@ -71,7 +71,6 @@ KIND_REJECT = "source.harnState.reject"
 KIND_COMPARE = "source.harnState.compare"
 KIND_PROBE = "source.harnState.probe"
 KIND_MIGRATE = "source.harnState.migrate"
-CODE_ACTION_KINDS = (KIND_ACCEPT, KIND_REJECT, KIND_COMPARE, KIND_PROBE, KIND_MIGRATE)
 
 TREE_VIEWS = ("runs", "checkpoints", "memory", "skills")
 TREE_PAGE_SIZE = 200
@@ -538,13 +537,9 @@ def parse_params(cls: type[T], params: Any, what: str) -> T:
     if not isinstance(params, dict):
         raise ArgumentError(f"{wanted}: the argument must be an object")
     try:
-        return structure(params, cls)
+        return converter.structure(params, cls)
     except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
         raise ArgumentError(f"{wanted}: {'; '.join(_problems(exc, ''))}") from None
-
-
-def structure(obj: Any, cls: type[T]) -> T:
-    return converter.structure(obj, cls)
 
 
 def to_wire(obj: Any) -> Any:

@@ -77,8 +77,8 @@ def _para_line(m: re.Match[str]) -> str:
 
 
 def _pre(text: str) -> str:
-    """Text in a <pre> on one line (newlines as character references)."""
-    return "<pre>" + html_text(text).replace("\r\n", "&#10;").replace("\n", "&#10;").replace("\r", "&#10;") + "</pre>"
+    """Text in a <pre> on one line (html_text spells newlines as character references)."""
+    return "<pre>" + html_text(text) + "</pre>"
 
 
 def details(summary_html: str, body_html: str, open_: bool = False) -> str:

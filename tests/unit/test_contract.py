@@ -224,7 +224,7 @@ def test_tree_items_are_contract_items_and_carry_their_command_argument(tmp_path
     seen = set()
     for item in items:
         assert set(item) <= wire, (item["id"], set(item) - wire)
-        C.structure(item, C.TreeItemData)  # every field has its contract type
+        C.converter.structure(item, C.TreeItemData)  # every field has its contract type
         ctx = item["contextValue"]
         seen.add(ctx)
         if ctx == "checkpointStage":  # the client passes data on as ForgetStageArgs
