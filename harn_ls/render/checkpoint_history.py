@@ -27,10 +27,6 @@ class StageDiff:
     value_changed: list[str] = field(default_factory=list)
     fingerprint_changed: list[str] = field(default_factory=list)
 
-    @property
-    def empty(self) -> bool:
-        return not (self.added or self.removed or self.value_changed or self.fingerprint_changed)
-
     def changed(self, key: str) -> bool:
         return key in self.added or key in self.value_changed or key in self.fingerprint_changed
 

@@ -52,17 +52,14 @@ if TYPE_CHECKING:
 Renderer = Callable[["Workspace", StateUri, RenderSettings], str]
 
 
+_CUT_NOTE = ("\n\n> harn-ls: this document was cut at 1 MB (every response is at most 1 MB); "
+             "open a narrower page.\n")
+
+
 def render_uri(ws: Workspace, uri: str, settings: RenderSettings | None = None) -> str:
-    """The Markdown of one `harn-state:` document, at most `MAX_RESPONSE_BYTES`."""
-    return cap_bytes(render(ws, parse_uri(uri), settings or RenderSettings()))
-
-
-def cap_bytes(text: str, limit: int = MAX_RESPONSE_BYTES) -> str:
-    """A whole document: at most `limit` bytes. Renderers cut each value well below this
-    (see `render.limits`); this is the backstop for a document made of very many values."""
-    note = ("\n\n> harn-ls: this document was cut at 1 MB (every response is at most 1 MB); "
-            "open a narrower page.\n")
-    return cap_response(text, limit, note)
+    """The Markdown of one `harn-state:` document, at most `MAX_RESPONSE_BYTES`. Renderers cut each
+    value well below this (see `render.limits`); this is the backstop for a document made of very many values."""
+    return cap_response(render(ws, parse_uri(uri), settings or RenderSettings()), MAX_RESPONSE_BYTES, _CUT_NOTE)
 
 
 def render(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
