@@ -38,20 +38,7 @@ CMD_MIGRATE = "harnState.migratePatternLearning"
 CMD_RESCAN = "harnState.rescan"
 CMD_RESUME = "harnState.resumeEscalation"  # `harn orchestrator resume` (trusted workspaces)
 CMD_ANSWER_HITL = "harnState.answerHitl"  # approve / deny / answer / accept / decline / finish (trusted workspaces)
-
-SERVER_COMMAND_NAMES = {
-    "acceptProposal": CMD_ACCEPT,
-    "rejectProposal": CMD_REJECT,
-    "invalidateFact": CMD_INVALIDATE_FACT,
-    "forgetCheckpointStage": CMD_FORGET_STAGE,
-    "probeTypecheck": CMD_PROBE,
-    "recall": CMD_RECALL,
-    "migratePatternLearning": CMD_MIGRATE,
-    "rescan": CMD_RESCAN,
-    "resumeEscalation": CMD_RESUME,
-    "answerHitl": CMD_ANSWER_HITL,
-}
-SERVER_COMMANDS = tuple(SERVER_COMMAND_NAMES.values())
+# (SERVER_COMMAND_NAMES, protocol.ts's table of them by name, follows COMMAND_ARGS below)
 
 # ------------------------------------- client commands the server names (protocol.ts `ClientCommands`)
 CMD_OPEN = "harnState.open"  # argument: a harn-state: URI string (lens / tree targets)
@@ -398,6 +385,7 @@ COMMAND_ARGS: dict[str, type] = {
     CMD_RESUME: ResumeArgs,
     CMD_ANSWER_HITL: AnswerHitlArgs,
 }
+SERVER_COMMAND_NAMES = {cmd.removeprefix("harnState."): cmd for cmd in COMMAND_ARGS}  # "acceptProposal": CMD_ACCEPT, ...
 COMMAND_RESULTS: dict[str, tuple[type, ...]] = {
     CMD_ACCEPT: (AcceptResult, Failure),
     CMD_REJECT: (RejectResult, Failure),

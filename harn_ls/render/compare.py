@@ -47,7 +47,7 @@ def _full(ws: Workspace, run_id: str) -> RunRecord:
     run = ws.runs.get(run_id)
     if run is None:
         raise UriError(f"no run {run_id!r}")
-    full = ws.full_run_record(run.path) if hasattr(ws, "full_run_record") else None
+    full = ws.full_run_record(run.path)
     return full if full is not None and full.ok else run
 
 

@@ -467,7 +467,7 @@ def runs(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
            f"| started | {cell(moment(run.started_at))} |", f"| finished | {cell(moment(run.finished_at))} |",
            f"| file | {code_cell(shown_path(ws, run.path))} · {human_bytes(run.size or 0)} |", ""]
 
-    full = ws.full_run_record(run.path) if hasattr(ws, "full_run_record") else None
+    full = ws.full_run_record(run.path)
     out.extend(timeline_section(full if full is not None and full.ok else run))
     for pr in run.problems:
         out.append(_problem_line(pr))
