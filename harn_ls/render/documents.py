@@ -68,8 +68,8 @@ def render(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
         if reuse is not None:  # a page made from a big run record: given again while nothing it was made from changed
             made_of = sources(ws, target.kind, target.name)  # (stamped before it is made)
             key = (target.kind, target.name, tuple(sorted(target.query.items())), settings)
-            return reuse.get_or_make(key, made_of, lambda: _RENDERERS[target.kind](ws, target, settings))
-    return _RENDERERS[target.kind](ws, target, settings)
+            return reuse.get_or_make(key, made_of, lambda: _render(ws, target, settings))
+    return _render(ws, target, settings)
 
 
 def _doc_reuse(ws: object) -> DocReuse | None:
@@ -79,6 +79,11 @@ def _doc_reuse(ws: object) -> DocReuse | None:
         reuse = DocReuse()
         setattr(ws, "doc_reuse", reuse)  # noqa: B010  (an attribute the Workspace class does not declare)
     return reuse
+
+
+def _render(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
+    """The document made afresh (never a kept one)."""
+    return _RENDERERS[target.kind](ws, target, settings)
 
 
 def _source_link(ws: Workspace, path: str, line: int | None = None) -> str:
