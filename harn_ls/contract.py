@@ -24,8 +24,7 @@ STATUS = "harn/status"  # notification: StatusParams
 HITL_ARRIVED = "harn/hitlArrived"  # notification: HitlArrivedParams (new requests waiting for a human)
 LOADING = "harn/loading"  # notification: LoadingParams (how far a long piece of work is, for the status bar)
 
-METHODS = {"tree": TREE, "treeChanged": TREE_CHANGED, "status": STATUS, "hitlArrived": HITL_ARRIVED,
-           "loading": LOADING}
+METHODS = {m.removeprefix("harn/"): m for m in (TREE, TREE_CHANGED, STATUS, HITL_ARRIVED, LOADING)}  # "tree": TREE, ...
 
 # ------------------------------------------------- server commands (protocol.ts `ServerCommands`)
 CMD_ACCEPT = "harnState.acceptProposal"
@@ -49,8 +48,8 @@ CMD_UI_HITL = {"approve": "harnState.ui.approveHitl", "deny": "harnState.ui.deny
                "answer": "harnState.ui.answerHitl", "accept": "harnState.ui.acceptHitl",
                "decline": "harnState.ui.declineHitl", "finish": "harnState.ui.finishHitl"}
 
-CLIENT_COMMAND_NAMES = {"open": CMD_OPEN, "compareWithExisting": CMD_COMPARE,
-                        **{f"{verb}Hitl": cmd for verb, cmd in CMD_UI_HITL.items()}}
+# by the name after the last dot: "open": CMD_OPEN, "compareWithExisting": CMD_COMPARE, "approveHitl": ...
+CLIENT_COMMAND_NAMES = {cmd.rsplit(".", 1)[1]: cmd for cmd in (CMD_OPEN, CMD_COMPARE, *CMD_UI_HITL.values())}
 
 # ----------------------------------------------------------------------------- code action kinds
 KIND_ACCEPT = "source.harnState.accept"
