@@ -40,10 +40,6 @@ from harn_ls.formats.harn_time import iso_millis, now_ns
 from harn_ls.model.accept_plan import confining_root
 
 
-def normalize_prompt(prompt: str) -> str:
-    return pl_fmt.redact_prompt(prompt)
-
-
 def normalize_tools(tools: list[str]) -> list[str]:
     out = []
     for tool in tools:
@@ -59,7 +55,7 @@ def _observation_events(observations: Iterable[Any], known: set[str], now_iso: s
     not stored or forgotten yet), counted in `counts`."""
     out: list[dict[str, Any]] = []
     for obs in observations:
-        prompt = normalize_prompt(obs.prompt)
+        prompt = pl_fmt.redact_prompt(obs.prompt)
         if not prompt:  # HARN-PATTERN-001: Harn refuses an empty prompt
             counts["skipped"] += 1
             continue

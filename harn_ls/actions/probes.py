@@ -44,6 +44,7 @@ from harn_ls.formats.harn_time import iso_millis, rfc3339_nanos
 from harn_ls.util import exit_hooks
 from harn_ls.util.message_text import quote
 from harn_ls.util.rust_text import rust_trim
+from harn_ls.util.safe_read import reader_root
 from harn_ls.util.text_positions import UTF16, ByteIndex, Pos, Range, TextIndex
 
 SOURCE = "harn-probe"
@@ -58,10 +59,6 @@ MISSING_BINARY = ("harn binary not found: {path}. Install Harn or point the `har
 
 
 # -- ranges ------------------------------------------------------------------------------
-
-
-def whole_range(text: str, encoding: str = UTF16) -> Range:
-    return (0, 0), TextIndex(text, encoding).end_position()
 
 
 @dataclass(frozen=True)
@@ -119,7 +116,7 @@ class Selection:
 def select(text: str, rng: Range | None, encoding: str = UTF16) -> Selection:
     """The snippet `rng` (columns in `encoding`, the session's position encoding) covers."""
     if rng is None:
-        return Selection(text, whole_range(text, encoding), 0)
+        return Selection(text, ((0, 0), TextIndex(text, encoding).end_position()), 0)
     index = TextIndex(text, encoding)
     a, b = index.offset(rng[0]), index.offset(rng[1])
     a, b = min(a, b), max(a, b)
@@ -131,20 +128,6 @@ def file_range_lines(rng: Range) -> tuple[int, int]:
     (sl, _), (el, ec) = rng
     end = el if (ec == 0 and el > sl) else el + 1
     return sl + 1, max(sl + 1, end)
-
-
-class SpanMapper:
-    """Byte offsets into the snippet -> LSP positions in the original document."""
-
-    def __init__(self, selection: Selection, encoding: str = UTF16) -> None:
-        self._mapper = ByteIndex(selection.snippet, encoding)
-        self._origin = selection.range[0]
-
-    def position(self, byte_offset: int) -> Pos:
-        line, col = self._mapper.position(byte_offset)
-        oline, ocol = self._origin
-        # Only the snippet's first line shares its document line with text before the selection.
-        return (oline + line, ocol + col) if line == 0 else (oline + line, col)
 
 
 # -- outcome -------------------------------------------------------------------------------
@@ -306,14 +289,12 @@ async def run_process(argv: list[str], *, cwd: str | None, timeout: float,
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.DEVNULL, stdout=out_w, stderr=err_w, cwd=cwd, start_new_session=True,
             env=env)
-    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+    except OSError as exc:
         for fd in (out_r, err_r):
             os.close(fd)
-        raise ActionFailed(MISSING_BINARY.format(path=quote(argv[0])) + f" ({exc.strerror or quote(exc)})") from None
-    except OSError as exc:  # ENOEXEC and friends: not something we can run
-        for fd in (out_r, err_r):
-            os.close(fd)
-        raise ActionFailed(MISSING_BINARY.format(path=quote(argv[0])) + f" ({quote(exc)})") from None
+        # ENOEXEC and friends (not something we can run) are shown whole; a missing or barred file by its strerror
+        barred = isinstance(exc, (FileNotFoundError, PermissionError, NotADirectoryError)) and exc.strerror
+        raise ActionFailed(MISSING_BINARY.format(path=quote(argv[0])) + f" ({barred or quote(exc)})") from None
     finally:
         for fd in (out_w, err_w):  # the child has its copies; ours would keep the pipes open forever
             os.close(fd)
@@ -392,13 +373,21 @@ def _convert_diagnostics(env: P.CheckEnvelope | None, tmp_path: str, sel: Select
                          encoding: str = UTF16) -> list[ProbeDiagnostic]:
     if env is None:
         return []
-    mapper = SpanMapper(sel, encoding)
+    snippet = ByteIndex(sel.snippet, encoding)
+    oline, ocol = sel.range[0]
+
+    def position(byte_offset: int) -> Pos:
+        """A byte offset into the snippet -> its position in the document."""
+        line, col = snippet.position(byte_offset)
+        # Only the snippet's first line shares its document line with text before the selection.
+        return oline + line, (ocol + col if line == 0 else col)
+
     out = []
     for f in env.files:
         ours = os.path.basename(f.path) == os.path.basename(tmp_path)
         for d in f.diagnostics:
             if ours and d.span is not None:
-                rng = (mapper.position(d.span[0]), mapper.position(d.span[1]))
+                rng = (position(d.span[0]), position(d.span[1]))
                 message = d.message
             else:
                 # No location (or another file): pin it to the start of the probed range.
@@ -412,10 +401,8 @@ def _convert_diagnostics(env: P.CheckEnvelope | None, tmp_path: str, sel: Select
 def _events_target(project_root: str, memory_root: str) -> tuple[str, str]:
     """(events.jsonl of project/facts, the root the write is confined to)."""
     path = os.path.join(memory_root, *NAMESPACE.split("/"), "events.jsonl")
-    root = os.path.abspath(project_root)
-    mem = os.path.abspath(memory_root)
-    inside = mem == root or mem.startswith(root.rstrip(os.sep) + os.sep)
-    return path, (root if inside else mem)  # HARN_MEMORY_ROOT outside the project: confine to it
+    # HARN_MEMORY_ROOT outside the project: confine to it
+    return path, reader_root(os.path.abspath(memory_root), os.path.abspath(project_root))
 
 
 async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng: Range | None, harn_path: str,

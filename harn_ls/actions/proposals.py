@@ -35,6 +35,7 @@ from typing import Any
 
 from harn_ls.actions import ActionFailed, append_lines, atomic_write, atomic_write_dir, uuid7
 from harn_ls.formats import pattern_learning as pl_fmt
+from harn_ls.formats.facts import sorted_json
 from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.harn_time import iso_millis, now_ns, rfc3339_nanos
 from harn_ls.model.accept_plan import (  # noqa: F401 (check_skill_name, skill_root_warning: re-exported)
@@ -64,29 +65,16 @@ def _refresh(ws, namespace: str) -> str:
     return path
 
 
-def _pattern_view(ws, namespace: str):
-    if namespace == NAMESPACE:
-        return ws.pattern or pl_fmt.PatternLearning()
-    space = ws.memory.get("/".join(namespace_parts(namespace)))
-    records = space.records() if space is not None else []
-    return pl_fmt.project_pattern_learning(records, pattern_events_path(ws, namespace))
-
-
 def _space(ws, namespace: str):
     return ws.memory.get(namespace if namespace == NAMESPACE else "/".join(namespace_parts(namespace)))
 
 
-def _find_pending(ws, proposal_id: str, namespace: str):
-    for prop in _pattern_view(ws, namespace).pending:
-        if prop.id == proposal_id:
-            return prop
-    return None
-
-
-def _suppressed_until(view, proposal_id: str, now_iso: str) -> str | None:
-    if pl_fmt.is_suppressed(proposal_id, view.state, now_iso):
-        return view.state.suppressed_until.get(proposal_id)
-    return None
+def _pattern_view(ws, namespace: str):
+    if namespace == NAMESPACE:
+        return ws.pattern or pl_fmt.PatternLearning()
+    space = _space(ws, namespace)
+    records = space.records() if space is not None else []
+    return pl_fmt.project_pattern_learning(records, pattern_events_path(ws, namespace))
 
 
 def list_proposals(ws, include_suppressed: bool = False, now=None, namespace: str = NAMESPACE,
@@ -96,7 +84,7 @@ def list_proposals(ws, include_suppressed: bool = False, now=None, namespace: st
     now_iso = iso_millis(now_ns(now))
     out = []
     for prop in view.pending:
-        until = _suppressed_until(view, prop.id, now_iso)
+        until = view.state.suppressed_until.get(prop.id) if pl_fmt.is_suppressed(prop.id, view.state, now_iso) else None
         if until is not None and not include_suppressed:
             continue
         target, error = None, None
@@ -136,18 +124,9 @@ def forget_event(namespace: str, predicate: Any, forgotten_ids: list[str], at_ns
     }
 
 
-def _sorted_json(value: Any) -> Any:
-    """Harn dicts are BTreeMaps: keys sorted at every level."""
-    if isinstance(value, dict):
-        return {k: _sorted_json(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [_sorted_json(v) for v in value]
-    return value
-
-
 def pattern_store_event(namespace: str, record_id: str, key: str, value: dict, stored_at: str, kind: str) -> dict:
     """`pl_store_record`'s memory `store` event: text = compact value, tags sorted (§C.2, §E.1)."""
-    value = _sorted_json(value)
+    value = sorted_json(value)  # Harn dicts are BTreeMaps: keys sorted at every level
     return {
         "type": "store",
         "id": record_id,
@@ -171,7 +150,7 @@ def _pending_or_refuse(ws, proposal_id: str, namespace: str):
     """Re-read the pattern log, then the proposal if it is still pending (someone else may have acted)."""
     check_segment(proposal_id, "proposal id")
     events_path = _refresh(ws, namespace)
-    prop = _find_pending(ws, proposal_id, namespace)
+    prop = next((p for p in _pattern_view(ws, namespace).pending if p.id == proposal_id), None)
     if prop is None:
         raise ActionFailed(f"refused: proposal {quote(proposal_id)} is no longer pending "
                            "(accepted, rejected or refreshed away by someone else)")
