@@ -323,7 +323,7 @@ def append_lines(project_root: str, path: str, lines: list[str]) -> int:
         os.close(fd)
 
 
-# -- ids and clocks shared by the actions (appended; the primitives above are unchanged) --
+# -- ids shared by the actions --
 
 _uuid7_lock = _threading.Lock()
 _uuid7_last = [0, 0]  # [unix ms, 74 random/counter bits] of the previous id
