@@ -33,7 +33,7 @@ import shutil
 import signal
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from harn_ls.actions import ActionFailed, append_lines, uuid7
 from harn_ls.formats import facts as F
@@ -110,17 +110,16 @@ class Selection:
 
     snippet: str
     range: Range  # normalized (clamped) document range of the snippet
-    start_offset: int  # code-point offset of the snippet in the document
 
 
 def select(text: str, rng: Range | None, encoding: str = UTF16) -> Selection:
     """The snippet `rng` (columns in `encoding`, the session's position encoding) covers."""
     if rng is None:
-        return Selection(text, ((0, 0), TextIndex(text, encoding).end_position()), 0)
+        return Selection(text, ((0, 0), TextIndex(text, encoding).end_position()))
     index = TextIndex(text, encoding)
     a, b = index.offset(rng[0]), index.offset(rng[1])
     a, b = min(a, b), max(a, b)
-    return Selection(text[a:b], (index.position(a), index.position(b)), a)
+    return Selection(text[a:b], (index.position(a), index.position(b)))
 
 
 def file_range_lines(rng: Range) -> tuple[int, int]:
@@ -172,12 +171,9 @@ class ProbeOutcome:
     range: Range
     snippet: str
     file_range: str | None = None
-    event: dict | None = None  # the memory store event appended (None when not stored)
     store_error: str | None = None
     timed_out: bool = False
     process: ProcessResult | None = None
-    temp_path: str = ""
-    issues: list[str] = field(default_factory=list)  # contract deviations in harn's output
 
     def diagnostics_text(self) -> list[str]:
         out = []
@@ -289,12 +285,14 @@ async def run_process(argv: list[str], *, cwd: str | None, timeout: float,
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.DEVNULL, stdout=out_w, stderr=err_w, cwd=cwd, start_new_session=True,
             env=env)
-    except OSError as exc:
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
         for fd in (out_r, err_r):
             os.close(fd)
-        # ENOEXEC and friends (not something we can run) are shown whole; a missing or barred file by its strerror
-        barred = isinstance(exc, (FileNotFoundError, PermissionError, NotADirectoryError)) and exc.strerror
-        raise ActionFailed(MISSING_BINARY.format(path=quote(argv[0])) + f" ({barred or quote(exc)})") from None
+        raise ActionFailed(MISSING_BINARY.format(path=quote(argv[0])) + f" ({exc.strerror or quote(exc)})") from None
+    except OSError as exc:  # ENOEXEC and friends: not something we can run
+        for fd in (out_r, err_r):
+            os.close(fd)
+        raise ActionFailed(MISSING_BINARY.format(path=quote(argv[0])) + f" ({quote(exc)})") from None
     finally:
         for fd in (out_w, err_w):  # the child has its copies; ours would keep the pipes open forever
             os.close(fd)
@@ -449,7 +447,7 @@ async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng:
     lines = file_range_lines(sel.range)
     file_range = None if rel.startswith("../") or rel == ".." else f"{rel}:{lines[0]}-{lines[1]}"
 
-    fact_id = events_path = event = store_error = None
+    fact_id = events_path = store_error = None
     if store:
         mem_root = memory_root or paths_mod.resolve(project_root).memory_root
         events_path, confine = _events_target(project_root, mem_root)
@@ -462,14 +460,13 @@ async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng:
             fact_id = event["id"]
         except (ActionFailed, F.FactError, OSError) as exc:
             # Harn's probe also carries on without fact_id when store_fact fails.
-            store_error, event = str(exc), None
+            store_error = str(exc)
 
     return ProbeOutcome(
         envelope=P.typecheck_envelope(run, asserted_at, fact_id), outcome=run.outcome, diagnostics=diagnostics,
         summary_line=_summary_line(run.outcome, res, env, n_err, n_warn, timeout),
         fact_id=fact_id, events_path=events_path if fact_id else None, file_path=file_path, range=sel.range,
-        snippet=sel.snippet, file_range=file_range, event=event, store_error=store_error,
-        timed_out=res.timed_out, process=res, temp_path=tmp_path, issues=list(env.issues) if env else [],
+        snippet=sel.snippet, file_range=file_range, store_error=store_error, timed_out=res.timed_out, process=res,
     )
 
 
