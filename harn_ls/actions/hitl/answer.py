@@ -385,13 +385,12 @@ def answer(log_path: str, request_id: str, action: str, *, reviewer: str | None,
     if kind is None:
         raise AnswerRefused(f"unknown HITL request id {quote(str(request_id)[:80])}")
     topic = TOPIC_BY_KIND[kind]
-    flags = {"approve": {"approved": True}, "deny": {"approved": False}, "accept": {"accepted": True},
-             "decline": {"accepted": False}, "answer": {}}[action]
     conn = _connect(log_path)
     try:
         response = H.response_payload(request_id, answer=answer_value, reviewer=reviewer, reason=reason,
-                                      responded_at=rfc3339_time(now_ns()), approved=flags.get("approved"),
-                                      accepted=flags.get("accepted"))
+                                      responded_at=rfc3339_time(now_ns()),
+                                      approved={"approve": True, "deny": False}.get(action),
+                                      accepted={"accept": True, "decline": False}.get(action))
         res = AnswerResult(request_id, action, reviewer, log_path)
 
         topics = _Topics(conn)
@@ -504,18 +503,14 @@ def _finalize(topics: _Topics, rid: str, response: dict, res: AnswerResult, orde
         res.outcome = "accepted"
         return
     # approval / dual control
-    box: dict[str, H.Decision] = {}
-
-    def decide() -> None:
+    def decide() -> H.Decision:
         snap = _snapshot(topics, rid)
         if snap.waitpoint is not None and snap.waitpoint["status"] != "open":
-            box["d"] = H.Decision("finished")
-            return
+            return H.Decision("finished")
         if snap.envelope is None:
             raise ActionFailed(f"missing HITL request envelope for {quote(rid)}")
         payload = p if isinstance(p := snap.envelope.get("payload"), dict) else {}
         d = H.fold_approval(snap.kind, rid, payload, snap.responses, rfc3339_time(now_ns()))
-        box["d"] = d
         if d.outcome == "error":
             raise ActionFailed(f"a stored response to {quote(rid)} is not a HitlHostResponse; Harn's finalize fails on it")
         if d.outcome in ("approved", "denied") and not snap.decided_kinds:
@@ -527,9 +522,9 @@ def _finalize(topics: _Topics, rid: str, response: dict, res: AnswerResult, orde
                 body = H.denied_payload(rid, d.response or {})
             eid = _insert(conn, snap.topic, ek, body, H.named_event_headers(rid, snap.envelope["trace_id"]), order, wrapper)
             res.written.append(Written(snap.topic, eid, ek))
+        return d
 
-    _txn(conn, decide)
-    d = box["d"]
+    d = _txn(conn, decide)
     if d.outcome == "finished":
         res.outcome = "already finished"
     elif d.outcome == "pending":
