@@ -8,6 +8,7 @@ with symlinks resolved before anything is written.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import secrets as _secrets
@@ -30,9 +31,8 @@ def _fsync_dir(directory: str) -> None:
     except OSError:
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -133,15 +133,11 @@ def atomic_write(project_root: str, path: str, data: bytes | str, *, exclusive: 
             finally:
                 os.close(fd)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=dir_fd)
-            except OSError:
-                pass
             raise
-        try:
+        with contextlib.suppress(OSError):
             os.fsync(dir_fd)
-        except OSError:
-            pass
     finally:
         os.close(dir_fd)
 
@@ -154,10 +150,8 @@ def _keep_owner_and_mode(fd: int, st: os.stat_result) -> None:
     try:
         os.fchown(fd, st.st_uid, st.st_gid)
     except OSError:
-        try:  # not root: at least keep the group when we are a member of it
+        with contextlib.suppress(OSError):  # not root: at least keep the group when we are a member of it
             os.fchown(fd, -1, st.st_gid)
-        except OSError:
-            pass
     os.fchmod(fd, stat.S_IMODE(st.st_mode))
 
 
@@ -266,10 +260,8 @@ def atomic_write_dir(project_root: str, target_dir: str, files: Mapping[str, byt
         shutil.rmtree(staging, ignore_errors=True)
         os.close(parent_fd)
         raise
-    try:
+    with contextlib.suppress(OSError):
         os.fsync(parent_fd)
-    except OSError:
-        pass
     os.close(parent_fd)
 
 

@@ -22,6 +22,7 @@ A write within one page cannot be split that way, so it needs no record.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -78,10 +79,8 @@ def prune_stale(folder: str) -> None:
 
 def drop_intent(record: str | None) -> None:
     if record:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(record)
-        except OSError:
-            pass
 
 
 def _read_record(path: str) -> tuple[dict, bytes] | None:

@@ -22,6 +22,7 @@ there (§P.3); `finish()` runs step 2 alone.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
@@ -218,10 +219,8 @@ def _txn(conn, fn: Callable[[], Any]) -> Any:
         out = fn()
         conn.execute("COMMIT")
     except BaseException:
-        try:
+        with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
         raise
     return out
 
