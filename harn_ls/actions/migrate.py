@@ -93,10 +93,8 @@ def migrate_pattern_learning(ws, now=None) -> dict:
     space = ws.memory.get(NAMESPACE)
     # ids stored or forgotten already: an observation is never stored twice
     known = ({r.id for r in space.records()} | set(space.forgotten)) if space is not None else set()
-    events: list[dict] = []
     counts = {"observations": 0, "proposals": 0, "state": 0, "skipped": 0}
-
-    events.extend(_observation_events(legacy.observations, known, now_iso, counts))
+    events = _observation_events(legacy.observations, known, now_iso, counts)
 
     for prop in legacy.proposals:
         if _ids_with_key(space, pl_fmt.pattern_record_key("pending", prop.id)):
