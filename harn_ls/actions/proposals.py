@@ -42,6 +42,7 @@ from harn_ls.model.accept_plan import (  # noqa: F401 (check_skill_name, skill_r
     EXECUTABLE_ENTRYPOINTS,
     NAMESPACE,
     Plan,
+    PlannedFile,
     check_segment,
     check_skill_name,
     confining_root,
@@ -167,18 +168,7 @@ def accept_proposal(ws, proposal_id: str, skill_root: str | None = None, now=Non
     if conflicts:
         raise ActionFailed("refused: a different file already exists at " + ", ".join(quote(c) for c in conflicts)
                            + "; compare it with the proposal instead")
-    written: list[str] = []
-    unchanged: list[str] = []
-    if plan.candidate_dir:
-        written, unchanged = _stage_candidate(ws, plan)
-    else:
-        for f in plan.files:
-            if f.identical:
-                unchanged.append(f.path)
-                continue
-            # exclusive: if someone created the file since we looked, refuse rather than overwrite it
-            atomic_write(ws.root, f.path, f.text, exclusive=not f.replaceable)
-            written.append(f.path)
+    written, unchanged = _stage_candidate(ws, plan) if plan.candidate_dir else _write_files(ws, plan.files)
     space = _space(ws, namespace)
     ns_name = space.namespace if space is not None else namespace
     key = pl_fmt.pattern_record_key("pending", prop.id)
@@ -232,12 +222,19 @@ def _stage_candidate(ws, plan: Plan) -> tuple[list[str], list[str]]:
     if missing:
         raise ActionFailed(f"refused: {quote(candidate)} is an incomplete staging (missing "
                            + ", ".join(quote(m) for m in missing) + "); remove the folder and accept again")
+    return _write_files(ws, plan.files)
+
+
+def _write_files(ws, files: list[PlannedFile]) -> tuple[list[str], list[str]]:
+    """(written, unchanged): each planned file written atomically unless its bytes are already there."""
     written, unchanged = [], []
-    for f in plan.files:
+    for f in files:
         if f.identical:
             unchanged.append(f.path)
-        else:  # our own earlier proposal.json: the folder stays complete across this replace
-            atomic_write(ws.root, f.path, f.text)
+        else:
+            # exclusive: if someone created the file since we looked, refuse rather than overwrite it;
+            # only our own earlier proposal.json (replaceable) is replaced
+            atomic_write(ws.root, f.path, f.text, exclusive=not f.replaceable)
             written.append(f.path)
     return written, unchanged
 
