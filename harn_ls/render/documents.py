@@ -143,30 +143,7 @@ def index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
             out.append(f"\n…and {len(problems) - 500} more (see `harn-ls inspect`).")
     out.append("")
 
-    pending = ws.pending_proposals(include_suppressed=True)
-    out.append(f"## Pending skill proposals ({len(ws.pending_proposals())})")
-    if ws.pattern is not None and ws.pattern.state is not None and not ws.pattern.state.enabled:
-        out.append("\n> **Pattern learning is disabled** (`enabled: false` in the state record): Harn records no new proposals.")
-    if ws.migration_needed:
-        out.append("\n> Legacy Burin pattern-learning streams found and not migrated yet — "
-                   "run *Harn State: Migrate pattern learning*.")
-    now = date_now_iso()
-    shown = 0
-    state = _pattern_state(ws)
-    for prop in pending:
-        suppressed = is_suppressed(prop.id, state, now)
-        if suppressed and not settings.include_suppressed:
-            continue
-        shown += 1
-        extra = f" — suppressed until {cell(_suppressed_until(state, prop.id))}" if suppressed else ""
-        out.append(f"- {link(prop.title or prop.name, make_uri('proposals', prop.id))} · {cell(prop.kind)} · "
-                   f"support {cell(prop.support)}{extra}")
-    hidden = len(pending) - shown
-    if hidden:
-        out.append(f"- *{hidden} suppressed proposal(s) hidden* — {link('show them', make_uri('index', suppressed='1'))}")
-    if not pending:
-        out.append("\nNone.")
-    out.append("")
+    out += _proposals_section(ws, settings)
 
     out.append(f"## Checkpoints ({len(ws.checkpoints)})")
     for name in sorted(ws.checkpoints):
@@ -214,6 +191,35 @@ def index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
                f" · {link('Worktrees, candidates, receipts', make_uri('worktrees'))}\n")
     out.append(f"Search memory: {link('recall', make_uri('recall', q=''))}")
     return "\n".join(out) + "\n"
+
+
+def _proposals_section(ws: Workspace, settings: RenderSettings) -> list[str]:
+    """The index's pending proposals (suppressed ones behind a link unless asked for)."""
+    pending = ws.pending_proposals(include_suppressed=True)
+    out = [f"## Pending skill proposals ({len(ws.pending_proposals())})"]
+    if ws.pattern is not None and ws.pattern.state is not None and not ws.pattern.state.enabled:
+        out.append("\n> **Pattern learning is disabled** (`enabled: false` in the state record): Harn records no new proposals.")
+    if ws.migration_needed:
+        out.append("\n> Legacy Burin pattern-learning streams found and not migrated yet — "
+                   "run *Harn State: Migrate pattern learning*.")
+    now = date_now_iso()
+    shown = 0
+    state = _pattern_state(ws)
+    for prop in pending:
+        suppressed = is_suppressed(prop.id, state, now)
+        if suppressed and not settings.include_suppressed:
+            continue
+        shown += 1
+        extra = f" — suppressed until {cell(_suppressed_until(state, prop.id))}" if suppressed else ""
+        out.append(f"- {link(prop.title or prop.name, make_uri('proposals', prop.id))} · {cell(prop.kind)} · "
+                   f"support {cell(prop.support)}{extra}")
+    hidden = len(pending) - shown
+    if hidden:
+        out.append(f"- *{hidden} suppressed proposal(s) hidden* — {link('show them', make_uri('index', suppressed='1'))}")
+    if not pending:
+        out.append("\nNone.")
+    out.append("")
+    return out
 
 
 # ------------------------------------------------------------ checkpoints
