@@ -157,6 +157,11 @@ class EventLogState:
         return {v.label: n for v in self.logs.values()
                 if not self._problems.get("log:" + v.label) and (n := v.idempotency_keys()) is not None}
 
+    def newer_shown(self) -> bool:
+        """Whether there is newer Harn state to list (the tree's "LLM cache, models, orchestrator"): a
+        project whose only such state is idempotency keys has it too, counted only when nothing else is."""
+        return self.newer is not None and (not self.newer.empty or any(self.idempotency_keys().values()))
+
     def _clear(self, kind: str) -> None:
         empty: tuple[str, object] = {"store": ("store", None), "workflows": ("mailboxes", []), "receipts": ("receipts", []),
                  "worktrees": ("worktrees", []), "crystallization": ("candidates", []), "locks": ("locks", []),

@@ -207,3 +207,29 @@ def test_a_newer_state_file_is_not_stat_before_it_is_read(tmp_path, monkeypatch)
     n = read_newer_state(str(proj), str(harn), str(harn / "orchestrator"))
     assert n.selection["fields"] == {"provider": "ollama", "model": "qwen3:8b"} and n.problems == []
     assert stats.count(str(sel)) == 0
+
+
+def test_a_project_whose_only_newer_state_is_idempotency_keys_lists_it(tmp_path):
+    """The count is not kept by a refresh any more, but a log holding idempotency keys is still newer state
+    the tree lists ("Harn state" → "LLM cache, models, orchestrator", which opens the document that counts
+    them); an empty key table is not."""
+    from harn_ls.render.tree_items import TreeOptions, tree_items
+
+    proj = _project(tmp_path)
+    writer = _keys_log(proj / ".harn" / "events.sqlite", rows=1)
+    writer.close()
+    ws = Workspace.load(str(proj), env={})
+    roots = {it["id"] for it in tree_items(ws, "runs", None, TreeOptions("test.open", 200))}
+    assert "harnstate" in roots
+    kids = {it["id"]: it for it in tree_items(ws, "runs", "harnstate", TreeOptions("test.open", 200))}
+    assert kids["state:newer"]["uri"] == "harn-state:/newer-state.md"
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "proj").mkdir()
+    proj2 = _project(empty)
+    W.open_log(str(proj2 / ".harn" / "events.sqlite")).execute(
+        "CREATE TABLE event_idempotency_keys (topic TEXT, key TEXT, value TEXT, event_id INTEGER, "
+        "PRIMARY KEY (topic, key, value))").connection.close()
+    ws2 = Workspace.load(str(proj2), env={})
+    assert "harnstate" not in {it["id"] for it in tree_items(ws2, "runs", None, TreeOptions("test.open", 200))}
