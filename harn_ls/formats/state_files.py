@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.locks import probe_flock, read_flock_table
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.util.json_types import JsonObject, JsonValue
@@ -116,8 +117,9 @@ def _sha256_prefixed(text: str) -> str:
 
 
 def _dumps(value: JsonValue) -> str:
-    # compact, keys in the order they were parsed (orjson keeps insertion order), non-ASCII kept
-    return orjson.dumps(value).decode("utf-8")
+    # serde_json's compact text (Harn hashes that): keys in the order they were parsed, non-ASCII kept,
+    # ryu floats (1e20, where orjson writes 1e+20)
+    return serde_compact(value)
 
 
 def record_hash(topic: str, event_id: int, ev: JsonObject, order: str) -> str:
