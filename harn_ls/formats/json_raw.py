@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 import orjson
 
@@ -117,25 +117,34 @@ def elements(part: msgspec.Raw, source: bytes) -> list[msgspec.Raw] | None:
     return items if len(items) * MIN_ELEMENT_BYTES <= end - start else None
 
 
-def checked_array(items: list[msgspec.Raw], depth: int) -> RawArray:
+def checked_array(items: list[msgspec.Raw], depth: int, clean: Callable[[JsonValue], bool] | None = None) -> RawArray:
     """An array's elements as a RawArray, after parsing (and dropping) each once at `depth`, the
     number of containers around it in its document (so orjson's nesting limit falls where a whole
     parse meets it): the array is then known to be exactly what a whole parse gives (NotRead if
-    not)."""
+    not). `clean`, asked of each element while it is parsed: the indexes of those it says no to
+    become the array's `unclean`, so its reader need not parse every element again to find them."""
     opening, closing = b"[" * depth, b"]" * depth
-    for item in items:
-        parse(b"".join((opening, item, closing)))  # (one copy of the element)
-    return RawArray(items)
+    unclean: list[int] = []
+    for i, item in enumerate(items):
+        value = parse(b"".join((opening, item, closing)))  # (one copy of the element)
+        if clean is not None:
+            for _ in range(depth):
+                value = cast("list[JsonValue]", value)[0]  # (the element, inside the `depth` arrays put around it)
+            if not clean(value):
+                unclean.append(i)
+    return RawArray(items, None if clean is None else unclean)
 
 
 class RawArray(Sequence[JsonValue]):
     """The elements of a JSON array, each kept as its JSON text and parsed when asked for (an
-    equal value, a new object each time; none is held once its caller lets it go)."""
+    equal value, a new object each time; none is held once its caller lets it go). `unclean`: the
+    indexes `checked_array`'s `clean` said no to (None: not asked, any element may be)."""
 
-    __slots__ = ("_parts",)
+    __slots__ = ("_parts", "unclean")
 
-    def __init__(self, parts: list[msgspec.Raw]) -> None:
+    def __init__(self, parts: list[msgspec.Raw], unclean: list[int] | None = None) -> None:
         self._parts = parts
+        self.unclean = unclean
 
     def __len__(self) -> int:
         return len(self._parts)

@@ -296,8 +296,11 @@ def _record_in_parts(raw: bytes) -> JsonObject | None:
         data = json_raw.parse(b"".join(pieces))
         if not isinstance(data, dict) or not isinstance(data.get("transcript"), dict):
             return None
+        # the events' check parse also tells which a transcript view must look at (formats/transcripts)
+        from harn_ls.formats.transcripts import event_clean
+
         for k, (_p, items) in arrays.items():
-            data["transcript"][k] = json_raw.checked_array(items, depth=3)
+            data["transcript"][k] = json_raw.checked_array(items, 3, event_clean if k == "events" else None)
     except json_raw.NotRead:
         return None
     return data

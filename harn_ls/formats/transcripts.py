@@ -278,7 +278,7 @@ def _asset_from(raw: JsonValue, index: int, problems: list[Problem], path: str, 
                            _typed(raw, "mime_type", (str,), problems, path, line, here), storage_path, raw)
 
 
-def _event_clean(raw: JsonValue) -> bool:
+def event_clean(raw: JsonValue) -> bool:
     """True when `_event_from` would accept this event without a problem (every checked field
     absent, null or of its type; a known or absent visibility): then counting it is enough."""
     if type(raw) is not dict:
@@ -356,15 +356,22 @@ def _transcript_parts(value: JsonObject, source: str, path: str | None, line: in
     messages = seq("messages")
     events: list[TranscriptEvent] | LazyEvents | int
     raw_events = seq("events")
-    if full and isinstance(raw_events, RawArray):
-        # every event built once for its problems (in order, as below), then kept only as its index
-        kept = [i for i, r in enumerate(raw_events) if _event_from(r, i, problems, ppath, line, where) is not None]
-        events = LazyEvents(raw_events, kept, ppath, line, where)
+    if isinstance(raw_events, RawArray):
+        # a clean event has no problem and is kept: only the others are parsed again (in order, for
+        # their problems); their record's read already asked `event_clean` of each (formats/runs)
+        maybe = raw_events.unclean if raw_events.unclean is not None else range(len(raw_events))
+        dropped = {i for i, r in zip(maybe, raw_events.items(maybe), strict=True)
+                   if _event_from(r, i, problems, ppath, line, where) is None}
+        if full:  # each kept only as its index
+            kept = [i for i in range(len(raw_events)) if i not in dropped]
+            events = LazyEvents(raw_events, kept, ppath, line, where)
+        else:
+            events = len(raw_events) - len(dropped)
     elif full:
         events = [e for i, r in enumerate(raw_events) if (e := _event_from(r, i, problems, ppath, line, where)) is not None]
     else:  # a clean event is only counted; any other goes through _event_from for its problems
         events = sum(1 for i, r in enumerate(raw_events)
-                     if _event_clean(r) or _event_from(r, i, problems, ppath, line, where) is not None)
+                     if event_clean(r) or _event_from(r, i, problems, ppath, line, where) is not None)
     assets = [a for i, r in enumerate(seq("assets")) if (a := _asset_from(r, i, problems, ppath, line, where)) is not None]
     return (problems, messages, events, assets, _typed(value, "id", (str,), problems, ppath, line, where),
             _typed(value, "summary", (str,), problems, ppath, line, where),
