@@ -100,10 +100,15 @@ class WorkerSnapshot:
     data: JsonObject | None = None
 
 
+def _stem(path: str) -> str:
+    """The file name without its `.json`."""
+    name = os.path.basename(path)
+    return name[: -len(".json")] if name.endswith(".json") else name
+
+
 def llm_sidecar_path(record_path: str) -> str:
     """`<dir>/<stem>-llm/llm_transcript.jsonl` — `run.json` in a playground job gives `run-llm/`."""
-    stem = os.path.basename(record_path)[: -len(".json")] if record_path.endswith(".json") else os.path.basename(record_path)
-    return os.path.join(os.path.dirname(record_path), f"{stem}-llm", LLM_TRANSCRIPT_NAME)
+    return os.path.join(os.path.dirname(record_path), f"{_stem(record_path)}-llm", LLM_TRANSCRIPT_NAME)
 
 
 def llm_log_places(record_path: str, rid: str | None) -> list[str]:
@@ -191,10 +196,9 @@ def _load_object(path: str, problems: list[Problem], what: str, root: str | None
             problems.append(Problem(path, _line_of(raw, uexc.start), CODE_INVALID_UTF8,
                 f"{what} is not valid UTF-8 (byte {uexc.start}); Harn cannot load it either", Severity.ERROR))
             return None, False, st
-        line = _line_of(raw, getattr(exc, "pos", 0) or 0)
         # Truncated JSON is what a reader sees while a direct (non-rename) write is in progress.
-        problems.append(Problem(path, line, CODE_INVALID_JSON,
-            f"{what} is not valid JSON ({exc.msg if hasattr(exc, 'msg') else exc}); probably half-written — "
+        problems.append(Problem(path, _line_of(raw, exc.pos), CODE_INVALID_JSON,
+            f"{what} is not valid JSON ({exc.msg}); probably half-written — "
             "Harn writes via .tmp + rename, so it will be re-read on the next change", Severity.ERROR))
         return None, True, st
     except RecursionError:
@@ -309,11 +313,10 @@ def _record_in_parts(raw: bytes) -> JsonObject | None:
 def _record_from(path: str, data: JsonObject | None, retry: bool, st: os.stat_result | None, problems: list[Problem],
                  summaries: bool) -> RunRecord:
     name = os.path.basename(path)
-    stem = name[: -len(".json")] if name.endswith(".json") else name
     playground_job = None
     if name == PLAYGROUND_RUN_NAME and os.path.basename(os.path.dirname(os.path.dirname(path))) == PLAYGROUND_DIR:
         playground_job = os.path.basename(os.path.dirname(path))
-    record = RunRecord(id=playground_job or stem, path=path, problems=problems, retry=retry, playground_job=playground_job,
+    record = RunRecord(id=playground_job or _stem(path), path=path, problems=problems, retry=retry, playground_job=playground_job,
                        mtime=st.st_mtime if st else None, size=st.st_size if st else None)
     sidecar = llm_sidecar_path(path)
     if _sidecar_ok(sidecar, path, problems):
@@ -360,9 +363,8 @@ def _record_from(path: str, data: JsonObject | None, retry: bool, st: os.stat_re
 def read_worker_snapshot(path: str) -> WorkerSnapshot:
     """Read `.harn/workers/<worker_id>.json`. Field names other than `transcript` are best effort."""
     problems: list[Problem] = []
-    stem = os.path.basename(path)[: -len(".json")] if path.endswith(".json") else os.path.basename(path)
     data, retry, st = _load_object(path, problems, "worker snapshot")
-    snap = WorkerSnapshot(id=stem, path=path, problems=problems, retry=retry,
+    snap = WorkerSnapshot(id=_stem(path), path=path, problems=problems, retry=retry,
                           mtime=st.st_mtime if st else None, size=st.st_size if st else None)
     if data is None:
         return snap

@@ -24,7 +24,6 @@ from harn_ls.formats.transcript_summary import TranscriptSummary
 from harn_ls.util.json_types import JsonArray, JsonObject, JsonValue
 
 TRANSCRIPT_TYPE = "transcript"
-TRANSCRIPT_ASSET_TYPE = "transcript_asset"
 TRANSCRIPT_VERSION = 2
 VISIBILITIES = ("public", "internal", "private")
 
@@ -217,14 +216,10 @@ class Transcript:
 
 def _typed(value: JsonObject, name: str, types: tuple[type, ...], problems: list[Problem], path: str, line: int,
            where: str) -> JsonValue:
-    if name not in value or value[name] is None:
+    v = value.get(name)
+    if v is None:
         return None
-    v = value[name]
-    if isinstance(v, bool) and bool not in types:
-        ok = False
-    else:
-        ok = isinstance(v, types)
-    if not ok:
+    if isinstance(v, bool) and bool not in types or not isinstance(v, types):
         problems.append(Problem(path, line, CODE_BAD_FIELD,
             f"{where}: field {name!r} is {type(v).__name__}, expected {'/'.join(t.__name__ for t in types)}; shown as absent",
             Severity.WARNING))
