@@ -246,7 +246,3 @@ class JsonlTail:
                 f"line is a JSON {type(value).__name__}, not an object; Harn refuses to read this log until it is fixed",
                 Severity.ERROR))
         return JsonlLine(line_no, offset, value)
-
-
-def read_all(path: str) -> list[JsonlLine]:
-    return JsonlTail(path).read_new().lines
