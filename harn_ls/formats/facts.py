@@ -281,10 +281,8 @@ def fact_namespace(scope: JsonValue = None) -> str:
     raw = _text(scope).lower()
     if raw in ("", "project"):
         return "project/facts"
-    if raw == "workspace":
-        return "workspace/facts"
-    if raw == "user":
-        return "user/facts"
+    if raw in ("workspace", "user"):
+        return f"{raw}/facts"
     return _text(scope)
 
 

@@ -22,6 +22,7 @@ from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.formats.transcript_summary import TranscriptSummary
 from harn_ls.util.json_types import JsonArray, JsonObject, JsonValue
+from harn_ls.util.safe_read import is_under
 
 TRANSCRIPT_TYPE = "transcript"
 TRANSCRIPT_VERSION = 2
@@ -79,14 +80,8 @@ def render_block(block: JsonObject) -> str | None:
 
 def render_blocks(blocks: list[JsonObject], *, hide_private: bool = False) -> str:
     """Text of a block list: Harn's event `text` rule, optionally also hiding private blocks."""
-    parts = []
-    for block in blocks:
-        if hide_private and block.get("visibility") == "private":
-            continue
-        text = render_block(block)
-        if text is not None:
-            parts.append(text)
-    return " ".join(parts)
+    texts = (render_block(b) for b in blocks if not (hide_private and b.get("visibility") == "private"))
+    return " ".join(t for t in texts if t is not None)
 
 
 def blocks_visibility(blocks: list[JsonObject], role: str | None) -> str:
@@ -209,10 +204,7 @@ class Transcript:
         return self.metadata.get("system_prompt") if isinstance(self.metadata, dict) else None
 
     def asset(self, asset_id: str) -> TranscriptAsset | None:
-        for a in self.assets:
-            if a.id == asset_id:
-                return a
-        return None
+        return next((a for a in self.assets if a.id == asset_id), None)
 
 def _typed(value: JsonObject, name: str, types: tuple[type, ...], problems: list[Problem], path: str, line: int,
            where: str) -> JsonValue:
@@ -477,7 +469,7 @@ def _raw_capture(path: str, line_no: int, value: JsonObject, problems: list[Prob
     base = os.path.dirname(os.path.abspath(path))
     target = os.path.normpath(os.path.join(base, rel))
     # Pointers are relative to the log's directory; never follow one out of it.
-    if os.path.isabs(rel) or not (target == base or target.startswith(base + os.sep)):
+    if os.path.isabs(rel) or not is_under(target, base):
         problems.append(Problem(path, line_no, CODE_RAW_CAPTURE,
             f"raw capture pointer {rel!r} leaves the transcript directory; not followed", Severity.WARNING))
         return RawCapture(line_no, capture, rel, None, False)
