@@ -199,13 +199,6 @@ class Transcript:
         # Seed-only `metadata.transcript_budget`; shown verbatim (§G.2 [PROP]).
         return self.metadata.get("transcript_budget") if isinstance(self.metadata, dict) else None
 
-    @property
-    def system_prompt(self) -> JsonValue:
-        return self.metadata.get("system_prompt") if isinstance(self.metadata, dict) else None
-
-    def asset(self, asset_id: str) -> TranscriptAsset | None:
-        return next((a for a in self.assets if a.id == asset_id), None)
-
 def _typed(value: JsonObject, name: str, types: tuple[type, ...], problems: list[Problem], path: str, line: int,
            where: str) -> JsonValue:
     v = value.get(name)
@@ -416,11 +409,6 @@ class LlmLine:
     def iteration(self) -> int | None:
         v = self.value.get("iteration")
         return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-    @property
-    def timestamp(self) -> str | None:
-        v = self.value.get("timestamp")
-        return v if isinstance(v, str) else None
 
 
 @dataclass(slots=True)
