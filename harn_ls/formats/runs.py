@@ -137,12 +137,14 @@ def _sidecar_ok(sidecar: str, record_path: str, problems: list[Problem]) -> bool
     return True
 
 
-def _open_object(path: str, problems: list[Problem], what: str,
-                 root: str | None = None) -> tuple[int | None, bool, os.stat_result | None]:
-    """An fd for a run record / snapshot and its fstat, with safe_read's checks (regular file,
-    not a link swapped in, the size cap), or None and the problem. Returns (fd, retry, stat)."""
+def _load_object(path: str, problems: list[Problem], what: str,
+                 in_parts: bool = False) -> tuple[JsonObject | None, bool, os.stat_result | None]:
+    """Read + parse once, with safe_read's checks (regular file, not a link swapped in, the size
+    cap). Returns (object or None, retry, stat). `in_parts`: a run record of LAZY_RECORD_BYTES or
+    more keeps its transcript's arrays unparsed (`_record_in_parts`); not a worker snapshot, which
+    the model keeps (its arrays would keep the file's bytes alive)."""
     try:
-        fd, st = open_confined(path, root, MAX_RECORD_BYTES)
+        fd, st = open_confined(path, None, MAX_RECORD_BYTES)
     except ReadRefused as exc:
         code = CODE_TOO_LARGE if exc.kind == "too-large" else CODE_UNREADABLE
         problems.append(Problem(path, 0, code, f"{what} {exc}", Severity.WARNING))
@@ -154,19 +156,8 @@ def _open_object(path: str, problems: list[Problem], what: str,
     except OSError as exc:
         problems.append(Problem(path, 0, CODE_UNREADABLE, f"cannot read {what}: {exc.strerror}", Severity.ERROR))
         return None, False, None
-    return fd, False, st
-
-
-def _load_object(path: str, problems: list[Problem], what: str, root: str | None = None,
-                 in_parts: bool = False) -> tuple[JsonObject | None, bool, os.stat_result | None]:
-    """Read + parse once. Returns (object or None, retry, stat). `in_parts`: a run record of
-    LAZY_RECORD_BYTES or more keeps its transcript's arrays unparsed (`_record_in_parts`); not a
-    worker snapshot, which the model keeps (its arrays would keep the file's bytes alive)."""
-    fd, retry, st = _open_object(path, problems, what, root)
-    if fd is None:
-        return None, retry, st
     try:
-        raw = read_opened(fd, cast(os.stat_result, st), path, MAX_RECORD_BYTES)  # (st comes with fd)
+        raw = read_opened(fd, st, path, MAX_RECORD_BYTES)
     except ReadRefused as exc:
         problems.append(Problem(path, 0, CODE_TOO_LARGE, f"{what} {exc}", Severity.WARNING))
         return None, False, None
@@ -215,25 +206,24 @@ def _line_of(raw: bytes, pos: int) -> int:
     return raw.count(b"\n", 0, max(0, min(pos, len(raw)))) + 1
 
 
-def _field(data: JsonObject, name: str, types: tuple[type, ...], problems: list[Problem], path: str,
-           where: str = "") -> JsonValue:
+def _field(data: JsonObject, name: str, types: tuple[type, ...], problems: list[Problem], path: str) -> JsonValue:
     v = data.get(name)
     if v is None:
         return None
     if isinstance(v, bool) and bool not in types or not isinstance(v, types):
         problems.append(Problem(path, 0, CODE_BAD_FIELD,
-            f"{where}{name!r} is {type(v).__name__}, expected {'/'.join(t.__name__ for t in types)}; "
+            f"{name!r} is {type(v).__name__}, expected {'/'.join(t.__name__ for t in types)}; "
             "Harn's serde reader rejects the record (shown here without the field)", Severity.WARNING))
         return None
     return v
 
 
-def _timestamp(data: JsonObject, name: str, problems: list[Problem], path: str, where: str = "") -> str | None:
+def _timestamp(data: JsonObject, name: str, problems: list[Problem], path: str) -> str | None:
     # Some mirror fields hold epoch seconds; accept numbers and show them as text.
     v = data.get(name)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return str(v)
-    text: str | None = _field(data, name, (str,), problems, path, where)
+    text: str | None = _field(data, name, (str,), problems, path)
     return text
 
 
