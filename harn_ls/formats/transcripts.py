@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias, cast, overload
+from typing import overload
 
 from harn_ls.formats.json_raw import RawArray
 from harn_ls.formats.jsonl import JsonlTail
@@ -304,14 +304,9 @@ class LazyEvents(Sequence[TranscriptEvent]):
             yield _event_from(value, i, [], self._path, self._line, self._where)  # type: ignore[misc]
 
 
-# (problems, messages, events or their count, assets, id, summary, metadata, state, version)
-_Parts: TypeAlias = """tuple[list[Problem], JsonArray | RawArray, list[TranscriptEvent] | LazyEvents | int,
-                        list[TranscriptAsset], str | None, str | None, JsonObject | None, str | None, int | None]"""
-
-
-def _transcript_parts(value: JsonObject, source: str, path: str | None, line: int, full: bool) -> _Parts:
-    """(problems, messages, events, assets, id, summary, metadata, state, version); with `full`
-    False `events` is only their count. Problems come in the same order either way."""
+def _read_transcript(value: JsonObject, source: str, path: str | None, line: int, full: bool) -> tuple[Transcript, int]:
+    """The view of a transcript value and how many events it has; with `full` False the events are
+    only counted (the view's `events` is empty). Problems come in the same order either way."""
     ppath = path or source
     problems: list[Problem] = []
     where = f"transcript {source}"
@@ -334,7 +329,7 @@ def _transcript_parts(value: JsonObject, source: str, path: str | None, line: in
         return v
 
     messages = seq("messages")
-    events: list[TranscriptEvent] | LazyEvents | int
+    events: list[TranscriptEvent] | LazyEvents = []
     raw_events = seq("events")
     if isinstance(raw_events, RawArray):
         # a clean event has no problem and is kept: only the others are parsed again (in order, for
@@ -345,18 +340,19 @@ def _transcript_parts(value: JsonObject, source: str, path: str | None, line: in
         if full:  # each kept only as its index
             kept = [i for i in range(len(raw_events)) if i not in dropped]
             events = LazyEvents(raw_events, kept, ppath, line, where)
-        else:
-            events = len(raw_events) - len(dropped)
+        count = len(raw_events) - len(dropped)
     elif full:
         events = [e for i, r in enumerate(raw_events) if (e := _event_from(r, i, problems, ppath, line, where)) is not None]
+        count = len(events)
     else:  # a clean event is only counted; any other goes through _event_from for its problems
-        events = sum(1 for i, r in enumerate(raw_events)
-                     if event_clean(r) or _event_from(r, i, problems, ppath, line, where) is not None)
+        count = sum(1 for i, r in enumerate(raw_events)
+                    if event_clean(r) or _event_from(r, i, problems, ppath, line, where) is not None)
     assets = [a for i, r in enumerate(seq("assets")) if (a := _asset_from(r, i, problems, ppath, line, where)) is not None]
-    return (problems, messages, events, assets, _typed(value, "id", (str,), problems, ppath, line, where),
-            _typed(value, "summary", (str,), problems, ppath, line, where),
-            _typed(value, "metadata", (dict,), problems, ppath, line, where),
-            _typed(value, "state", (str,), problems, ppath, line, where), version)
+    return Transcript(id=_typed(value, "id", (str,), problems, ppath, line, where), source=source, messages=messages,
+                      events=events, assets=assets, summary=_typed(value, "summary", (str,), problems, ppath, line, where),
+                      metadata=_typed(value, "metadata", (dict,), problems, ppath, line, where),
+                      state=_typed(value, "state", (str,), problems, ppath, line, where), version=version,
+                      problems=problems), count
 
 
 def transcript_from_value(value: JsonValue, source: str, *, path: str | None = None, line: int = 0) -> Transcript | None:
@@ -364,14 +360,7 @@ def transcript_from_value(value: JsonValue, source: str, *, path: str | None = N
 
     `path`/`line` locate Problems (defaults to `source`, whole file).
     """
-    if not isinstance(value, dict):
-        return None
-    problems, messages, events, assets, tid, summary, metadata, state, version = _transcript_parts(
-        value, source, path, line, True)
-    return Transcript(id=tid, source=source, messages=messages,
-                      events=cast("list[TranscriptEvent] | LazyEvents", events),  # (full: the events, not a count)
-                      assets=assets, summary=summary,
-                      metadata=metadata, state=state, version=version, problems=problems)
+    return _read_transcript(value, source, path, line, True)[0] if isinstance(value, dict) else None
 
 
 def transcript_summary_from_value(value: JsonValue, source: str, *, path: str | None = None,
@@ -380,9 +369,8 @@ def transcript_summary_from_value(value: JsonValue, source: str, *, path: str | 
     (a cold load only lists transcripts); None when `value` is not an object at all."""
     if not isinstance(value, dict):
         return None
-    problems, messages, n_events, assets, tid, _summary, _metadata, _state, _version = _transcript_parts(
-        value, source, path, line, False)
-    return TranscriptSummary(tid, len(messages), cast(int, n_events), len(assets)), problems  # (not full: a count)
+    t, n_events = _read_transcript(value, source, path, line, False)
+    return TranscriptSummary(t.id, len(t.messages), n_events, len(t.assets)), t.problems
 
 
 # -- llm_transcript.jsonl ------------------------------------------------------
