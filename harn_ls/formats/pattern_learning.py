@@ -91,11 +91,6 @@ def pattern_tags(kind: str, extra: Iterable[str] = ()) -> list[str]:
     return ["pattern_learning", f"pattern_learning:{kind}", f"schema:{SCHEMA}", *extra]
 
 
-def pending_sort_key(support: int, proposal_id: str) -> str:
-    # Harn's own key; equals "support desc, id asc" for 0 <= support <= 999999.
-    return f"{SUPPORT_SORT_BASE - support}:{proposal_id}"
-
-
 # -- typed views ----------------------------------------------------------------
 
 @lean_dataclass(slots=True)
@@ -283,7 +278,8 @@ def _view_from(cls: type[_View], value: JsonObject, camel: bool, record: MemoryR
 
 
 def sort_pending(proposals: list[Proposal]) -> list[Proposal]:
-    return sorted(proposals, key=lambda p: pending_sort_key(p.support, p.id))
+    # Harn's own key; equals "support desc, id asc" for 0 <= support <= 999999
+    return sorted(proposals, key=lambda p: f"{SUPPORT_SORT_BASE - p.support}:{p.id}")
 
 
 # -- projection of memory records --------------------------------------------------
