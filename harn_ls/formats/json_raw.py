@@ -47,8 +47,12 @@ def _decoder(of: str) -> Callable[[Any], Any]:
     return decode
 
 
-def _refused() -> tuple[type[BaseException], ...]:
-    return (_msgspec().DecodeError, orjson.JSONDecodeError, RecursionError)
+def _split(of: str, data: bytes | msgspec.Raw) -> Any:
+    """`data` decoded by `_decoder(of)` (NotRead if msgspec refuses it)."""
+    try:
+        return _decoder(of)(data)
+    except (_msgspec().DecodeError, orjson.JSONDecodeError, RecursionError) as exc:
+        raise NotRead(str(exc)) from None
 
 
 class NotRead(Exception):
@@ -57,11 +61,8 @@ class NotRead(Exception):
 
 def members(data: bytes | msgspec.Raw) -> dict[str, msgspec.Raw]:
     """The members of the JSON object `data` as their JSON text (NotRead if it is not one)."""
-    try:
-        members: dict[str, msgspec.Raw] = _decoder("members")(data)
-    except _refused() as exc:
-        raise NotRead(str(exc)) from None
-    return members
+    found: dict[str, msgspec.Raw] = _split("members", data)
+    return found
 
 
 def parse(data: bytes) -> JsonValue:
@@ -110,10 +111,7 @@ def elements(part: msgspec.Raw, source: bytes) -> list[msgspec.Raw] | None:
     start, end = span(part, source)
     if (source.count(b",", start, end) + 1) * MIN_BYTES_PER_COMMA > end - start:
         return None
-    try:
-        items: list[msgspec.Raw] = _decoder("elements")(part)
-    except _refused() as exc:
-        raise NotRead(str(exc)) from None
+    items: list[msgspec.Raw] = _split("elements", part)
     return items if len(items) * MIN_ELEMENT_BYTES <= end - start else None
 
 
