@@ -210,7 +210,7 @@ def restore_pattern(cache, ns: str, path: str, link: bool = False) -> pl_fmt.Pat
     """The cached projection of namespace `ns` of a ProjectCache, when `ns` was restored unchanged this
     run from the very entry the projection was made of: without record links, or with `link` linked
     to the records of the cached rows (read one by one: the namespace itself stays unbuilt)."""
-    desc = cache.manifest.get("pattern") if cache.manifest else None
+    desc = cache.manifest.get("pattern")
     e = cache.entry(ns, path)
     if not isinstance(desc, dict) or e is None or cache.hits.get(ns) != "same" or ns in cache.damaged \
             or desc.get("ns") != ns or desc.get("of") != _entry_key(e):
@@ -239,7 +239,7 @@ def save_pattern(cache, ws, out: dict, token: str) -> tuple[dict | None, bool]:
     key = _entry_key(e) if e is not None else None
     if key is None:
         return None, False
-    prev = cache.manifest.get("pattern") if cache.manifest else None
+    prev = cache.manifest.get("pattern")
     if isinstance(prev, dict) and prev.get("ns") == ns and prev.get("of") == key:
         return prev, False
     made_of = getattr(ws, "_pattern_made_of", None)
@@ -293,7 +293,7 @@ class CheckpointRows:
     def _load(self, cache) -> dict:
         if self.cached is None:
             self.cached = {}
-            desc = cache.manifest.get("checkpoints") if cache.manifest else None
+            desc = cache.manifest.get("checkpoints")
             try:
                 doc = orjson.loads(cache.read_payload(desc)) if desc else {}
             except (CacheInvalid, orjson.JSONDecodeError):

@@ -34,16 +34,16 @@ import os
 import stat
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from hashlib import sha256
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from harn_ls.cache.dirs import _tree_bytes, cache_enabled, evict_projects, project_cache_dir
+from harn_ls.cache.dirs import MANIFEST, STATE_DIR, _tree_bytes, cache_enabled, evict_projects, project_cache_dir
 from harn_ls.cache.index_payloads import index_payloads
 from harn_ls.cache.log_stamps import compare_log, stamp_log
-from harn_ls.cache.parts import (  # noqa: F401
+from harn_ls.cache.parts import (
     CheckpointRows,
     _fact_row,
     _facts_from_rows,
@@ -51,9 +51,6 @@ from harn_ls.cache.parts import (  # noqa: F401
     _problem_row,
     _run_from_row,
     _run_row,
-    pattern_projection,
-    read_checkpoint,  # (pattern_projection, read_checkpoint: Workspace's)
-    restore_pattern,
     save_pattern,
 )
 from harn_ls.cache.rows import (
@@ -92,10 +89,9 @@ from harn_ls.util.safe_read import file_stamp, stat_stamp
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
 
+_T = TypeVar("_T")
+
 FORMAT = "harn-ls-state/8"
-STATE_DIR = "state"
-MANIFEST = "manifest.json"
-DEFAULT_MAX_MB = 2048
 STALE_TEMP_SECONDS = 300  # unreferenced payload files younger than this may belong to a concurrent writer
 
 _INDEX_ARRAYS = ("dl", "df", "off", "pslot", "pcode", "seqs")
@@ -208,8 +204,8 @@ class ProjectCache:
         self._id_index: dict[str, Any] = {}  # ns -> the description of its cached id index (None: an older entry)
 
     @classmethod
-    def open(cls, project_root: str, env: Mapping[str, str] | None = None, enabled: bool = True) -> ProjectCache | None:
-        if not enabled or not cache_enabled(env):
+    def open(cls, project_root: str, env: Mapping[str, str] | None = None) -> ProjectCache | None:
+        if not cache_enabled(env):
             return None
         try:
             return cls(project_root, env)
@@ -230,18 +226,23 @@ class ProjectCache:
 
     # -- reading ---------------------------------------------------------------
     def entry(self, ns: str, path: str) -> dict | None:
-        e = self.manifest.get("namespaces", {}).get(ns) if self.manifest else None
+        e = self.manifest.get("namespaces", {}).get(ns)
         if not isinstance(e, dict) or e.get("path") != path or not isinstance(e.get("validator"), dict):
             return None
         return e
 
-    def read_payload(self, desc: Any) -> bytes:
-        """A payload file's bytes, checked against its manifest description."""
+    def _payload_path(self, desc: Any) -> str:
+        """The file a payload description names: a plain name in the state folder, else CacheInvalid."""
         if not isinstance(desc, dict) or not isinstance(desc.get("name"), str) or os.sep in desc["name"] \
                 or desc["name"].startswith("."):
             raise CacheInvalid("bad payload description")
+        return os.path.join(self.folder, desc["name"])
+
+    def read_payload(self, desc: Any) -> bytes:
+        """A payload file's bytes, checked against its manifest description."""
+        path = self._payload_path(desc)
         try:
-            with open(os.path.join(self.folder, desc["name"]), "rb") as fh:
+            with open(path, "rb") as fh:
                 data = fh.read()
         except OSError as exc:
             raise CacheInvalid(str(exc)) from None
@@ -251,11 +252,9 @@ class ProjectCache:
 
     def open_payload(self, desc: Any):
         """An open payload file (checked later, when read); still readable if the folder is removed."""
-        if not isinstance(desc, dict) or not isinstance(desc.get("name"), str) or os.sep in desc["name"] \
-                or desc["name"].startswith("."):
-            raise CacheInvalid("bad payload description")
+        path = self._payload_path(desc)
         try:
-            fh = open(os.path.join(self.folder, desc["name"]), "rb")
+            fh = open(path, "rb")
         except OSError as exc:
             raise CacheInvalid(str(exc)) from None
         if os.fstat(fh.fileno()).st_size != desc.get("size"):
@@ -370,23 +369,21 @@ class ProjectCache:
     def inspect_facts(self, ns: str) -> tuple[list[str], list[int], bytes] | None:
         """(ids, ends, body) of a restored namespace's facts as `inspect --json` prints them
         (cache/rows.fact_inspect_payload); None when missing or not intact."""
-        summary = self.fact_summaries.get(ns)
-        if summary is None:
-            return None
-        try:
-            return read_fact_inspect_payload(self.read_payload(summary[2]), summary[0])
-        except CacheInvalid:
-            self.damaged.add(ns)
-            return None
+        return self._inspect_payload(ns, read_fact_inspect_payload)
 
     def inspect_fact_body(self, ns: str) -> memoryview | None:
         """The body of a restored namespace's printed facts (`read_fact_inspect_body`: when it is
         printed whole); None when missing or not intact."""
+        return self._inspect_payload(ns, read_fact_inspect_body)
+
+    def _inspect_payload(self, ns: str, read: Callable[[bytes, int], _T]) -> _T | None:
+        """`read(the ifacts payload, fact count)` of a restored namespace; None when it has none, or
+        when it is not intact (the entry is then rewritten)."""
         summary = self.fact_summaries.get(ns)
         if summary is None:
             return None
         try:
-            return read_fact_inspect_body(self.read_payload(summary[2]), summary[0])
+            return read(self.read_payload(summary[2]), summary[0])
         except CacheInvalid:
             self.damaged.add(ns)
             return None
@@ -459,12 +456,8 @@ class ProjectCache:
             self._runs_seen[path] = [stat_stamp(after), *_run_row(run)]
         self._runs_changed = True
 
-    def restore_pattern(self, ns: str, path: str):
-        """The cached pattern-learning projection of `ns` (cache/parts.restore_pattern), else None."""
-        return restore_pattern(self, ns, path)
-
     def index_entry(self, ns: str) -> dict | None:
-        e = self.manifest.get("namespaces", {}).get(ns) if self.manifest else None
+        e = self.manifest.get("namespaces", {}).get(ns)
         idx = e.get("index") if isinstance(e, dict) else None
         return idx if isinstance(idx, dict) else None
 
@@ -479,7 +472,7 @@ class ProjectCache:
             data = self.read_payload(d)  # checksum over the file; the big arrays are then mapped, not copied
             try:
                 if name in ("pslot", "pcode", "off"):
-                    arr = np.load(os.path.join(self.folder, d["name"]), mmap_mode="r", allow_pickle=False)
+                    arr = np.load(self._payload_path(d), mmap_mode="r", allow_pickle=False)
                 else:
                     arr = np.load(io.BytesIO(data), allow_pickle=False)
             except (OSError, ValueError) as exc:
@@ -529,7 +522,7 @@ class ProjectCache:
     def _save(self, ws) -> bool:
         os.makedirs(self.folder, exist_ok=True)
         token = f"{os.getpid()}-{time.time_ns():x}"
-        old = self.manifest.get("namespaces", {}) if self.manifest else {}
+        old = self.manifest.get("namespaces", {})
         out: dict[str, dict] = {}
         wrote = False
         for i, (ns, space) in enumerate(sorted(ws.memory.items())):
@@ -564,17 +557,20 @@ class ProjectCache:
                 wrote = True
             out[ns] = entry
         self._row_bytes.clear()  # (rows of unchanged namespaces: not needed any more)
-        runs_desc = self.manifest.get("runs") if self.manifest else None
+        runs_desc = self.manifest.get("runs")
         if not self.keep_runs and (self._runs_changed or set(self._runs_seen) != set(self._cached_runs())):
             runs_desc = self._write_payload("runs.json", json_object_chunks(self._runs_seen), token)
             wrote = True
         pattern_desc, wrote_pattern = save_pattern(self, ws, out, token)
-        ckpt_desc = self.manifest.get("checkpoints") if self.manifest else None
+        ckpt_desc = self.manifest.get("checkpoints")
         ckpt_data = None if self.keep_runs else self.checkpoint_rows.payload(self)
         if ckpt_data is not None:
             ckpt_desc, wrote = self._write_payload("checkpoints.json", ckpt_data, token), True
         if not wrote and not wrote_pattern and set(out) == set(old):
-            touch(self)
+            try:  # marked as recently used (eviction is by manifest mtime)
+                os.utime(os.path.join(self.folder, MANIFEST))
+            except OSError:
+                pass
             return True
         manifest = {"format": FORMAT, "project": self.project_root, "root": self.root, "written_at": time.time(),
                     "namespaces": out, "runs": runs_desc, "pattern": pattern_desc, "checkpoints": ckpt_desc}
@@ -584,7 +580,7 @@ class ProjectCache:
         os.replace(tmp, os.path.join(self.folder, MANIFEST))
         previous, self.manifest = self.manifest, manifest
         self._sweep(manifest, previous)
-        evict(self.env, keep=os.path.dirname(self.folder))
+        evict_projects(self.env, keep=os.path.dirname(self.folder))
         return True
 
     def _cached_rows(self, ns: str, space: MemoryNamespace) -> dict | None:
@@ -625,7 +621,7 @@ class ProjectCache:
     # -- info / clear --------------------------------------------------------------
     def info(self) -> dict:
         namespaces = {}
-        for ns, e in (self.manifest.get("namespaces", {}) if self.manifest else {}).items():
+        for ns, e in self.manifest.get("namespaces", {}).items():
             v = e.get("validator", {})
             namespaces[ns] = {"path": e.get("path"), "offset": v.get("offset"), "log": compare_log(e.get("path", ""), v),
                               "index": bool(e.get("index"))}
@@ -648,12 +644,12 @@ class ProjectCache:
 def _names(manifest: dict) -> set[str | None]:
     names: set[str | None] = {MANIFEST}
     for part in ("runs", "checkpoints"):
-        if isinstance(manifest.get(part) if manifest else None, dict):
+        if isinstance(manifest.get(part), dict):
             names.add(manifest[part].get("name"))
-    pattern = manifest.get("pattern") if manifest else None
+    pattern = manifest.get("pattern")
     if isinstance(pattern, dict) and isinstance(pattern.get("payload"), dict):
         names.add(pattern["payload"].get("name"))
-    for e in (manifest.get("namespaces") or {}).values() if manifest else ():
+    for e in (manifest.get("namespaces") or {}).values():
         for part in PAYLOADS:
             if isinstance(e.get(part), dict):
                 names.add(e[part].get("name"))
@@ -669,15 +665,3 @@ def _unlink(path: str) -> None:
     except OSError:
         pass
 
-
-def evict(env: Mapping[str, str] | None = None, keep: str | None = None) -> list[str]:
-    """Drop the folders of deleted, then least recently used, projects until the cache root is under its cap."""
-    return evict_projects(env, keep, STATE_DIR, MANIFEST, DEFAULT_MAX_MB)
-
-
-def touch(cache: ProjectCache) -> None:
-    """Mark the project as recently used (eviction is by manifest mtime)."""
-    try:
-        os.utime(os.path.join(cache.folder, MANIFEST))
-    except OSError:
-        pass

@@ -14,7 +14,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from harn_ls.cache.store import ProjectCache, pattern_projection, read_checkpoint
+from harn_ls.cache.parts import pattern_projection, read_checkpoint
+from harn_ls.cache.store import ProjectCache
 from harn_ls.formats import checkpoints as ckpt_fmt
 from harn_ls.formats import facts as facts_fmt
 from harn_ls.formats import paths as paths_mod
