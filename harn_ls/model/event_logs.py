@@ -54,11 +54,6 @@ class EventLogState:
 
     # ------------------------------------------------------------------ paths
     @property
-    def crystallization_dir(self) -> str:
-        """Where the newest Harn stages candidates (and harn-ls's Accept writes them)."""
-        return sf.candidate_dirs(self.paths.project_root)[0][1]
-
-    @property
     def crystallization_dirs(self) -> list[str]:
         return [d for _, d in sf.candidate_dirs(self.paths.project_root)]
 
@@ -66,7 +61,6 @@ class EventLogState:
         s = self.paths.state_root
         return {"workflows": os.path.join(s, "workflows"), "receipts": os.path.join(s, "receipts"),
                 "worktrees": self.paths.worktree_root or os.path.join(s, "worktrees"),
-                "crystallization": self.crystallization_dir,
                 "agent-run-writers": os.path.join(s, "agent-run-writers"), "checkpoints": os.path.join(s, "checkpoints")}
 
     def _newer_dirs(self) -> list[str]:
