@@ -197,12 +197,10 @@ class CheckpointHistory:
         for name in names:
             if name.endswith(".json") and name[:-5] not in keep:
                 path = os.path.join(objs, name)
-                try:
+                with contextlib.suppress(OSError):
                     size = os.path.getsize(path)
                     os.unlink(path)
                     freed += size
-                except OSError:
-                    pass
         return freed
 
     def total_bytes(self) -> int:
@@ -210,10 +208,8 @@ class CheckpointHistory:
         for root, _dirs, files in os.walk(self.folder):
             if os.path.basename(root) == "objects":
                 for f in files:
-                    try:
+                    with contextlib.suppress(OSError):
                         total += os.path.getsize(os.path.join(root, f))
-                    except OSError:
-                        pass
         return total
 
     def _enforce_total(self) -> None:

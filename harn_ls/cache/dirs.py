@@ -7,6 +7,7 @@ the project's real path.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from hashlib import sha256
@@ -70,10 +71,8 @@ def write_cache_file(path: str, data: bytes, durable: bool = False) -> None:
                 os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
@@ -81,10 +80,8 @@ def _tree_bytes(folder: str) -> int:
     total = 0
     for dirpath, _dirs, files in os.walk(folder):
         for f in files:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(dirpath, f)).st_size
-            except OSError:
-                pass
     return total
 
 
@@ -113,10 +110,8 @@ def _project_of(folder: str) -> str | None:
 
 
 def _last_used(folder: str) -> float:
-    try:
+    with contextlib.suppress(OSError):
         return os.stat(os.path.join(folder, STATE_DIR, MANIFEST)).st_mtime
-    except OSError:
-        pass
     try:
         return max([os.lstat(folder).st_mtime] + [de.stat(follow_symlinks=False).st_mtime for de in os.scandir(folder)])
     except OSError:

@@ -29,6 +29,7 @@ dropped first.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import stat
@@ -507,7 +508,8 @@ class ProjectCache:
                     crc = zlib.crc32(chunk, crc)
                     del chunk  # (freed before the next chunk is built: its memory is the next one's)
         except BaseException:  # (a chunk that could not be built: no half-written payload is left behind)
-            _unlink(tmp)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
             raise
         os.replace(tmp, os.path.join(self.folder, name))
         return {"name": name, "size": size, "crc": crc}
@@ -567,10 +569,8 @@ class ProjectCache:
         if ckpt_data is not None:
             ckpt_desc, wrote = self._write_payload("checkpoints.json", ckpt_data, token), True
         if not wrote and not wrote_pattern and set(out) == set(old):
-            try:  # marked as recently used (eviction is by manifest mtime)
+            with contextlib.suppress(OSError):  # marked as recently used (eviction is by manifest mtime)
                 os.utime(os.path.join(self.folder, MANIFEST))
-            except OSError:
-                pass
             return True
         manifest = {"format": FORMAT, "project": self.project_root, "root": self.root, "written_at": time.time(),
                     "namespaces": out, "runs": runs_desc, "pattern": pattern_desc, "checkpoints": ckpt_desc}
@@ -612,11 +612,9 @@ class ProjectCache:
         for de in entries:
             if de.name in keep:
                 continue
-            try:
+            with contextlib.suppress(OSError):
                 if de.name in superseded or now - de.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS:
                     os.unlink(de.path)
-            except OSError:
-                pass
 
     # -- info / clear --------------------------------------------------------------
     def info(self) -> dict:
@@ -657,11 +655,4 @@ def _names(manifest: dict) -> set[str | None]:
             if isinstance(d, dict):
                 names.add(d.get("name"))
     return names
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc
 import os
-import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -103,7 +102,6 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         self._cache_dirty: set[str] = set()
         self._index_base: dict[str, dict[int, MemoryRecord]] = {}
         self._index_deltas: dict[str, list[MemoryDelta]] = {}
-        self.loaded_at = 0.0
         self.generation = 0  # bumped on every change, used to cache rendered text
         self._memory_only = False  # Workspace.load(memory_only=True): see there
         self._real_dirs: dict[str, str] = {}  # realpath memo, emptied when a scan or an apply starts
@@ -223,7 +221,6 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             read(changes)
             if progress is not None:
                 progress.step()
-        self.loaded_at = time.time()
         self.generation += 1
         return changes
 
