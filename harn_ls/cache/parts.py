@@ -124,8 +124,6 @@ def _views(cls, names: tuple[str, ...], rows: list) -> list:
     """The views of `rows` (field values in `names` order), built positionally: the fields before
     `record` from the row, then None for the record, then the rest (~2x faster than keywords)."""
     at = [f.name for f in fields(cls)].index("record")
-    if list(names) != [f.name for f in fields(cls) if f.name != "record"]:
-        raise ValueError(f"{cls.__name__}: fields changed")
     n = len(names)
     out = []
     for row in rows:
@@ -151,15 +149,11 @@ def pattern_payload(pattern: pl_fmt.PatternLearning) -> bytes:
         "counts": pattern.counts,
         # each view's memory record, by its sequence in the namespace: relinked on restore (an Accept
         # reads the record's value, the proposal-at-line lookup its line)
-        "links": [[_seq_of(v.record) for v in views] for views in
+        "links": [[v.record.seq if v.record is not None else None for v in views] for views in
                   (pattern.observations, pattern.pending, pattern.state_records)],
         "rejected": [r.seq for r in pattern.rejected],
     }
     return orjson.dumps(doc)
-
-
-def _seq_of(record) -> int | None:
-    return record.seq if record is not None else None
 
 
 def _relink(views: Sequence[_Linked], seqs: JsonValue, record_of: Callable[[int], MemoryRecord]) -> None:
