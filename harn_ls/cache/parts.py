@@ -274,20 +274,20 @@ def _checkpoint_from_row(row: list) -> ckpt_fmt.CheckpointFile:
     return cf
 
 
-class CheckpointRows:
-    """Checkpoint files as read, kept per file with the lstat of the regular file they were read from
-    (device, inode, size, mtime_ns, ctime_ns): a file whose lstat still matches is not read again; any
-    other (changed, replaced, a link, gone) is read, and kept only when it did not change while read."""
+class FileRows:
+    """Files as read (run records, checkpoint files), kept per file with the stat of the file they were
+    read from, in the state cache's payload named by the manifest's `part`."""
 
-    def __init__(self) -> None:
-        self.cached: dict[str, list] | None = None  # path -> [validator, row] from the payload
-        self.seen: dict[str, list] = {}  # path -> [validator, row] for the next save
+    def __init__(self, part: str) -> None:
+        self.part = part
+        self.cached: dict[str, list] | None = None  # path -> [validator, row...] from the payload
+        self.seen: dict[str, list] = {}  # path -> [validator, row...] for the next save
         self.changed = False
 
-    def _load(self, cache) -> dict:
+    def load(self, cache) -> dict:
         if self.cached is None:
             self.cached = {}
-            desc = cache.manifest.get("checkpoints")
+            desc = cache.manifest.get(self.part)
             try:
                 doc = orjson.loads(cache.read_payload(desc)) if desc else {}
             except (CacheInvalid, orjson.JSONDecodeError):
@@ -296,12 +296,22 @@ class CheckpointRows:
                 self.cached = doc
         return self.cached
 
+    def unchanged(self, cache) -> bool:
+        """Whether the cached payload still holds exactly what was seen."""
+        return not self.changed and set(self.seen) == set(self.load(cache))
+
+
+class CheckpointRows(FileRows):
+    """Checkpoint files as read, kept per file with the lstat of the regular file they were read from
+    (device, inode, size, mtime_ns, ctime_ns): a file whose lstat still matches is not read again; any
+    other (changed, replaced, a link, gone) is read, and kept only when it did not change while read."""
+
     def read(self, cache, path: str) -> ckpt_fmt.CheckpointFile:
         try:
             before = os.lstat(path)
         except OSError:
             before = None
-        entry = self._load(cache).get(path) if before is not None and stat.S_ISREG(before.st_mode) else None
+        entry = self.load(cache).get(path) if before is not None and stat.S_ISREG(before.st_mode) else None
         # (`before` is set: an entry is looked up only then)
         if isinstance(entry, list) and len(entry) == 2 and entry[0] == stat_stamp(before):  # type: ignore[arg-type]
             try:
@@ -324,7 +334,7 @@ class CheckpointRows:
 
     def payload(self, cache) -> bytes | None:
         """The payload to write, or None when the cached one still holds exactly what was seen."""
-        if not self.changed and set(self.seen) == set(self._load(cache)):
+        if self.unchanged(cache):
             return None
         try:
             return orjson.dumps(self.seen)

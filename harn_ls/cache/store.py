@@ -46,6 +46,7 @@ from harn_ls.cache.index_payloads import index_payloads
 from harn_ls.cache.log_stamps import compare_log, stamp_log
 from harn_ls.cache.parts import (
     CheckpointRows,
+    FileRows,
     _fact_row,
     _facts_from_rows,
     _problem_from_row,
@@ -183,11 +184,9 @@ class ProjectCache:
         self.folder = os.path.join(project_cache_dir(project_root, env), STATE_DIR)
         self.manifest: dict = self._read_manifest()
         self.hits: dict[str, str] = {}  # namespace -> "same" / "appended" (restored this run)
-        self._runs: dict[str, list] | None = None  # path -> [validator, row] as cached
-        self._runs_seen: dict[str, list] = {}  # path -> [validator, row] for this run's save
-        self._runs_changed = False
+        self.run_rows = FileRows("runs")  # path -> [validator, values, details] (parts._run_row)
         self.keep_runs = False  # the run records were not scanned this time: keep their entry as it is
-        self.checkpoint_rows = CheckpointRows()  # (like the runs: kept as they are when keep_runs)
+        self.checkpoint_rows = CheckpointRows("checkpoints")  # (like the runs: kept as they are when keep_runs)
         self.readers: dict[str, RowReader] = {}  # namespace -> single records of its restored rows
         # namespace -> (fact count, [(seq, [Problem])], ifacts payload description) as restored
         self.fact_summaries: dict[str, tuple[int, list, Any]] = {}
@@ -390,30 +389,19 @@ class ProjectCache:
             return None
 
     # -- run records: the slim record lists and documents need, by (dev, ino, size, mtime, ctime) --
-    def _cached_runs(self) -> dict:
-        if self._runs is None:
-            self._runs = {}
-            try:
-                doc = orjson.loads(self.read_payload(self.manifest.get("runs"))) if self.manifest.get("runs") else {}
-                if isinstance(doc, dict):
-                    self._runs = doc
-            except (CacheInvalid, orjson.JSONDecodeError):
-                pass
-        return self._runs
-
     def restore_run(self, path: str):
         """(slim RunRecord, transcript summaries) of an unchanged run record, else None."""
-        entry = self._cached_runs().get(path)
+        entry = self.run_rows.load(self).get(path)
         v = file_stamp(path)
         if not isinstance(entry, list) or len(entry) != 3 or v is None or entry[0] != v:
-            self._runs_changed = True
+            self.run_rows.changed = True
             return None
         try:
             run, summaries = _run_from_row(entry[1], entry[2])
         except (KeyError, TypeError, ValueError, IndexError):
-            self._runs_changed = True
+            self.run_rows.changed = True
             return None
-        self._runs_seen[path] = entry
+        self.run_rows.seen[path] = entry
         return run, summaries
 
     def restore_regular_runs(self, paths: list[str], details: bool = True) -> dict[str, tuple]:
@@ -422,7 +410,7 @@ class ProjectCache:
         stat of a regular file, and a link's own lstat never matches it); the others are not
         answered here (read them with `restore_run` / from the file). Without `details` the records'
         stages and usage stay empty (a one-shot `inspect --json` never shows them)."""
-        runs = self._cached_runs()
+        runs = self.run_rows.load(self)
         out: dict[str, tuple] = {}
         if not runs:
             return out
@@ -441,7 +429,7 @@ class ProjectCache:
                 out[path] = _run_from_row(entry[1], entry[2] if details else None)
             except (KeyError, TypeError, ValueError, IndexError):
                 continue
-            self._runs_seen[path] = entry
+            self.run_rows.seen[path] = entry
         return out
 
     def remember_run(self, path: str, run, before: os.stat_result | None) -> None:
@@ -454,8 +442,8 @@ class ProjectCache:
             after = None
         if before is not None and after is not None and stat.S_ISREG(before.st_mode) and not run.retry \
                 and stat_stamp(before) == stat_stamp(after):
-            self._runs_seen[path] = [stat_stamp(after), *_run_row(run)]
-        self._runs_changed = True
+            self.run_rows.seen[path] = [stat_stamp(after), *_run_row(run)]
+        self.run_rows.changed = True
 
     def index_entry(self, ns: str) -> dict | None:
         e = self.manifest.get("namespaces", {}).get(ns)
@@ -560,8 +548,8 @@ class ProjectCache:
             out[ns] = entry
         self._row_bytes.clear()  # (rows of unchanged namespaces: not needed any more)
         runs_desc = self.manifest.get("runs")
-        if not self.keep_runs and (self._runs_changed or set(self._runs_seen) != set(self._cached_runs())):
-            runs_desc = self._write_payload("runs.json", json_object_chunks(self._runs_seen), token)
+        if not self.keep_runs and not self.run_rows.unchanged(self):
+            runs_desc = self._write_payload("runs.json", json_object_chunks(self.run_rows.seen), token)
             wrote = True
         pattern_desc, wrote_pattern = save_pattern(self, ws, out, token)
         ckpt_desc = self.manifest.get("checkpoints")
