@@ -296,6 +296,17 @@ class FileRows:
                 self.cached = doc
         return self.cached
 
+    def keep_read(self, path: str, before: os.stat_result | None, row: Callable[[], list]) -> None:
+        """Keep `row()` (what follows the validator) for a file just read, whose lstat `before` was taken
+        before the read: only when it was a regular file that did not change while it was read (the lstat
+        after agrees), so a rewrite during the read is never cached with the new stat and the old content."""
+        try:
+            after = os.lstat(path)
+        except OSError:
+            return
+        if before is not None and stat.S_ISREG(before.st_mode) and stat_stamp(before) == stat_stamp(after):
+            self.seen[path] = [stat_stamp(after), *row()]
+
     def unchanged(self, cache) -> bool:
         """Whether the cached payload still holds exactly what was seen."""
         return not self.changed and set(self.seen) == set(self.load(cache))
@@ -323,13 +334,8 @@ class CheckpointRows(FileRows):
                 return cf
         self.changed = True
         cf = ckpt_fmt.read_checkpoint_file(path)
-        try:
-            after = os.lstat(path)
-        except OSError:
-            return cf
-        if before is not None and stat.S_ISREG(after.st_mode) and stat_stamp(after) == stat_stamp(before) \
-                and cf.exists and not cf.retry:
-            self.seen[path] = [stat_stamp(after), _checkpoint_row(cf)]
+        if cf.exists and not cf.retry:
+            self.keep_read(path, before, lambda: [_checkpoint_row(cf)])
         return cf
 
     def payload(self, cache) -> bytes | None:

@@ -433,16 +433,9 @@ class ProjectCache:
         return out
 
     def remember_run(self, path: str, run, before: os.stat_result | None) -> None:
-        """Keep a run record read from `path`, whose lstat `before` was taken before the read: only
-        when the file was a regular file that did not change while it was read (the lstat after
-        agrees), so a rewrite during the read is never cached with the new stat and the old content."""
-        try:
-            after = os.lstat(path)
-        except OSError:
-            after = None
-        if before is not None and after is not None and stat.S_ISREG(before.st_mode) and not run.retry \
-                and stat_stamp(before) == stat_stamp(after):
-            self.run_rows.seen[path] = [stat_stamp(after), *_run_row(run)]
+        """Keep a run record read from `path`, whose lstat `before` was taken before the read (FileRows.keep_read)."""
+        if not run.retry:
+            self.run_rows.keep_read(path, before, lambda: _run_row(run))
         self.run_rows.changed = True
 
     def index_entry(self, ns: str) -> dict | None:
