@@ -132,10 +132,7 @@ def confining_root(ws: Workspace, path: str) -> str:
 
 def pattern_events_path(ws: Workspace, namespace: str = NAMESPACE) -> str:
     if namespace == NAMESPACE:
-        known = ws.namespace_path(NAMESPACE)
-        if known:
-            return known
-        return os.path.join(ws.paths.pattern_learning_dir, "events.jsonl")
+        return ws.namespace_path(NAMESPACE) or os.path.join(ws.paths.pattern_learning_dir, "events.jsonl")
     return os.path.join(ws.paths.pattern_memory_root, *namespace_parts(namespace), "events.jsonl")
 
 

@@ -218,10 +218,7 @@ class EventLogState:
         return [v for v in self.logs.values() if v.exists]
 
     def all_requests(self) -> list[hitl_fmt.HitlRequest]:
-        out: list[hitl_fmt.HitlRequest] = []
-        for v in self.logs.values():
-            out.extend(v.requests.values())
-        return out
+        return [r for v in self.logs.values() for r in v.requests.values()]
 
     def waiting(self) -> list[hitl_fmt.HitlRequest]:
         out: list[hitl_fmt.HitlRequest] = []

@@ -621,20 +621,13 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         if self.pattern is None:
             return []
         now = now or date_now_iso()
-        out = []
-        for p in self.pattern.pending:
-            if not include_suppressed and pl_fmt.is_suppressed(p.id, self.pattern.state, now):
-                continue
-            out.append(p)
-        return out
+        state = self.pattern.state
+        return [p for p in self.pattern.pending if include_suppressed or not pl_fmt.is_suppressed(p.id, state, now)]
 
     def proposal(self, proposal_id: str) -> pl_fmt.Proposal | None:
         if self.pattern is None:
             return None
-        for p in self.pattern.pending:
-            if p.id == proposal_id:
-                return p
-        return None
+        return next((p for p in self.pattern.pending if p.id == proposal_id), None)
 
     def problems(self) -> list[Problem]:
         out: list[Problem] = []
