@@ -259,12 +259,8 @@ class EventLogState:
         return by_file or next((r for r in self.receipts if r.id == rid), None)
 
     def problems(self) -> list[Problem]:
-        out: list[Problem] = []
-        for v in self.logs.values():
-            out.extend(v.problems())
-        for plist in self._problems.values():
-            out.extend(plist)
-        return out
+        out = [p for v in self.logs.values() for p in v.problems()]
+        return out + [p for plist in self._problems.values() for p in plist]
 
     def counts(self) -> dict[str, int]:
         return {
