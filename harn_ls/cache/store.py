@@ -621,19 +621,9 @@ class ProjectCache:
 
 
 def _names(manifest: dict) -> set[str | None]:
-    names: set[str | None] = {MANIFEST}
-    for part in ("runs", "checkpoints"):
-        if isinstance(manifest.get(part), dict):
-            names.add(manifest[part].get("name"))
     pattern = manifest.get("pattern")
-    if isinstance(pattern, dict) and isinstance(pattern.get("payload"), dict):
-        names.add(pattern["payload"].get("name"))
+    descs = [manifest.get("runs"), manifest.get("checkpoints"), pattern.get("payload") if isinstance(pattern, dict) else None]
     for e in (manifest.get("namespaces") or {}).values():
-        for part in PAYLOADS:
-            if isinstance(e.get(part), dict):
-                names.add(e[part].get("name"))
-        for d in (e.get("index") or {}).values():
-            if isinstance(d, dict):
-                names.add(d.get("name"))
-    return names
-
+        descs += [e.get(part) for part in PAYLOADS]
+        descs += (e.get("index") or {}).values()
+    return {MANIFEST} | {d.get("name") for d in descs if isinstance(d, dict)}
