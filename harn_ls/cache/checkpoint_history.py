@@ -10,7 +10,8 @@ history. While harn-ls watches, each version it sees is stored here:
 Bounded: at most `max_versions` per pipeline and `max_bytes` of objects in
 total (oldest versions go first; the newest version of a pipeline is kept).
 The total is measured (one walk of the history) after each record, or once by
-`check_caps()` after records made with `check_caps=False`, as is the one cap of the whole cache root.
+`check_caps()` after records made with `check_caps=False`; so is the one cap of
+the whole cache root.
 Deduplicated: a version identical to the newest is not recorded; identical
 content seen again later is a new version that shares its object.
 
