@@ -9,8 +9,9 @@ history. While harn-ls watches, each version it sees is stored here:
 
 Bounded: at most `max_versions` per pipeline and `max_bytes` of objects in
 total (oldest versions go first; the newest version of a pipeline is kept).
-The total is measured (one walk of the history) after each record, or once after
-a `batch()` of them, as is the one cap of the whole cache root.
+The total is measured (one walk of the history) after each record, or once by
+`check_caps()` after records made with `check_caps=False`; so is the one cap of
+the whole cache root.
 Deduplicated: a version identical to the newest is not recorded; identical
 content seen again later is a new version that shares its object.
 
@@ -27,12 +28,12 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import orjson
 
 from harn_ls.cache.dirs import cache_enabled, cap_bytes, evict_projects, project_cache_dir, write_cache_file
+from harn_ls.util.safe_read import resolves_inside
 
 MAX_VERSIONS = 50
 MAX_BYTES = 32 * 1024 * 1024
@@ -60,15 +61,12 @@ class CheckpointHistory:
         self.project_root = os.path.realpath(project_root)
         self._own_folder = folder is None  # in the project's cache folder (not a test's own)
         self.folder = folder or os.path.join(project_cache_dir(project_root), "checkpoint-history")
-        real = os.path.realpath(self.folder)
-        if real == self.project_root or real.startswith(self.project_root.rstrip(os.sep) + os.sep):
+        if resolves_inside(self.folder, self.project_root):
             raise ValueError(f"checkpoint history folder {self.folder} would be inside the project")
         self.max_versions = max(1, max_versions)
         # a quarter of the one cache cap at most: the history is counted in HARN_LS_CACHE_MAX_MB
         self.max_bytes = min(max_bytes, cap_bytes() // 4)
         self._lock = threading.Lock()
-        self._in_batch = False  # inside `batch()`
-        self._batch_recorded = False  # ...and something was recorded in it
 
     @classmethod
     def for_project(cls, project_root: str) -> CheckpointHistory | None:
@@ -134,8 +132,10 @@ class CheckpointHistory:
         return sorted(out)
 
     # ------------------------------------------------------------ writing
-    def record(self, pipeline: str, data: bytes, seen_at: float | None = None) -> int | None:
-        """Keep `data` as the newest version of `pipeline`; returns its number, or None when unchanged/too big."""
+    def record(self, pipeline: str, data: bytes, seen_at: float | None = None, check_caps: bool = True) -> int | None:
+        """Keep `data` as the newest version of `pipeline`; returns its number, or None when unchanged/too big.
+        With `check_caps` False the caps are left to one `check_caps()` after several records (a load
+        that records every pipeline then walks the cache folders once, not once per version)."""
         if len(data) > MAX_FILE_BYTES or len(data) > self.max_bytes:
             return None
         digest = hashlib.sha256(data).hexdigest()
@@ -155,34 +155,16 @@ class CheckpointHistory:
             del versions[:-self.max_versions]
             self._save(pipeline, idx)
             self._prune_objects(pipeline, idx)
-            if not self._in_batch:
-                self._enforce_total()
-        if self._in_batch:
-            self._batch_recorded = True
-        else:
-            self._evict_projects()
+        if check_caps:
+            self.check_caps()
         return n
 
-    @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
-        """Records inside the block measure the history and the cache root once, at its end (not once per
-        version): a load that records every pipeline walks the cache folders once."""
-        if self._in_batch:
-            yield
-            return
-        self._in_batch, self._batch_recorded = True, False
-        try:
-            yield
-        finally:
-            self._in_batch = False
-            if self._batch_recorded:
-                with self._lock:
-                    self._enforce_total()
-                self._evict_projects()
-
-    def _evict_projects(self) -> None:
+    def check_caps(self) -> None:
+        """Hold the history to `max_bytes`, then the cache root to its one cap (which covers the history too)."""
+        with self._lock:
+            self._enforce_total()
         if self._own_folder:
-            evict_projects(None, os.path.dirname(self.folder))  # the one cap covers the history too
+            evict_projects(None, os.path.dirname(self.folder))
 
     @contextlib.contextmanager
     def _across_processes(self, pipeline: str):
@@ -216,12 +198,10 @@ class CheckpointHistory:
         for name in names:
             if name.endswith(".json") and name[:-5] not in keep:
                 path = os.path.join(objs, name)
-                try:
+                with contextlib.suppress(OSError):
                     size = os.path.getsize(path)
                     os.unlink(path)
                     freed += size
-                except OSError:
-                    pass
         return freed
 
     def total_bytes(self) -> int:
@@ -229,10 +209,8 @@ class CheckpointHistory:
         for root, _dirs, files in os.walk(self.folder):
             if os.path.basename(root) == "objects":
                 for f in files:
-                    try:
+                    with contextlib.suppress(OSError):
                         total += os.path.getsize(os.path.join(root, f))
-                    except OSError:
-                        pass
         return total
 
     def _enforce_total(self) -> None:

@@ -7,9 +7,16 @@ the project's real path.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from hashlib import sha256
+
+from harn_ls.util.safe_read import resolves_inside
+
+STATE_DIR = "state"  # a project folder's state cache (cache/store.py)
+MANIFEST = "manifest.json"  # ...and its manifest: it names the project and dates its last use
+DEFAULT_MAX_MB = 2048
 
 
 def cache_enabled(env: Mapping[str, str] | None = None) -> bool:
@@ -41,9 +48,7 @@ def project_key(project_root: str) -> str:
 def project_cache_dir(project_root: str, env: Mapping[str, str] | None = None) -> str:
     """The cache folder of one project (not created here). Never inside the project."""
     folder = os.path.join(cache_root(env), project_key(project_root))
-    real_root = os.path.realpath(project_root)
-    real_folder = os.path.realpath(folder)
-    if real_folder == real_root or real_folder.startswith(real_root.rstrip(os.sep) + os.sep):
+    if resolves_inside(folder, project_root):
         raise ValueError(f"cache folder {folder} would be inside the project {project_root}")
     return folder
 
@@ -66,10 +71,8 @@ def write_cache_file(path: str, data: bytes, durable: bool = False) -> None:
                 os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
@@ -77,27 +80,25 @@ def _tree_bytes(folder: str) -> int:
     total = 0
     for dirpath, _dirs, files in os.walk(folder):
         for f in files:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(dirpath, f)).st_size
-            except OSError:
-                pass
     return total
 
 
-def cap_bytes(env: Mapping[str, str] | None = None, default_max_mb: int = 2048) -> int:
-    """The one cap on everything in the cache root (`HARN_LS_CACHE_MAX_MB`, else `default_max_mb`)."""
+def cap_bytes(env: Mapping[str, str] | None = None) -> int:
+    """The one cap on everything in the cache root (`HARN_LS_CACHE_MAX_MB`, else DEFAULT_MAX_MB)."""
     env = os.environ if env is None else env
     try:
-        mb = float(env.get("HARN_LS_CACHE_MAX_MB", default_max_mb))
+        mb = float(env.get("HARN_LS_CACHE_MAX_MB", DEFAULT_MAX_MB))
     except ValueError:
-        mb = default_max_mb
-    return int(mb * 1024 * 1024) if mb == mb and mb > 0 else default_max_mb * 1024 * 1024
+        mb = DEFAULT_MAX_MB
+    return int(mb * 1024 * 1024) if mb == mb and mb > 0 else DEFAULT_MAX_MB * 1024 * 1024
 
 
-def _project_of(folder: str, state_dir: str, manifest: str) -> str | None:
+def _project_of(folder: str) -> str | None:
     """The project a cache folder belongs to, as its state manifest records it (None if unknown)."""
     try:
-        with open(os.path.join(folder, state_dir, manifest), "rb") as fh:
+        with open(os.path.join(folder, STATE_DIR, MANIFEST), "rb") as fh:
             # start-up: orjson is loaded by then (every cache reader uses it)
             import orjson
 
@@ -108,32 +109,29 @@ def _project_of(folder: str, state_dir: str, manifest: str) -> str | None:
     return project if isinstance(project, str) else None
 
 
-def _last_used(folder: str, state_dir: str, manifest: str) -> float:
-    try:
-        return os.stat(os.path.join(folder, state_dir, manifest)).st_mtime
-    except OSError:
-        pass
+def _last_used(folder: str) -> float:
+    with contextlib.suppress(OSError):
+        return os.stat(os.path.join(folder, STATE_DIR, MANIFEST)).st_mtime
     try:
         return max([os.lstat(folder).st_mtime] + [de.stat(follow_symlinks=False).st_mtime for de in os.scandir(folder)])
     except OSError:
         return 0.0
 
 
-def evict_projects(env: Mapping[str, str] | None, keep: str | None, state_dir: str = "state",
-                   manifest: str = "manifest.json", default_max_mb: int = 2048) -> list[str]:
+def evict_projects(env: Mapping[str, str] | None, keep: str | None) -> list[str]:
     """Drop whole project folders (state cache, checkpoint history, kept anchors, append records,
     snapshots: everything) until the cache root is under its one cap (`cap_bytes`). Folders of
     projects that no longer exist always go (first), then the least recently used; `keep` (the
     project being served) is never dropped here."""
-    cap = cap_bytes(env, default_max_mb)
+    cap = cap_bytes(env)
     root = cache_root(env)
     found = []
     try:
         for de in os.scandir(root):
             if de.is_dir(follow_symlinks=False):
-                project = _project_of(de.path, state_dir, manifest)
+                project = _project_of(de.path)
                 gone = project is not None and not os.path.isdir(project)
-                found.append((not gone, _last_used(de.path, state_dir, manifest), de.path, _tree_bytes(de.path)))
+                found.append((not gone, _last_used(de.path), de.path, _tree_bytes(de.path)))
     except OSError:
         return []
     total = sum(f[3] for f in found)

@@ -124,8 +124,6 @@ def _views(cls, names: tuple[str, ...], rows: list) -> list:
     """The views of `rows` (field values in `names` order), built positionally: the fields before
     `record` from the row, then None for the record, then the rest (~2x faster than keywords)."""
     at = [f.name for f in fields(cls)].index("record")
-    if list(names) != [f.name for f in fields(cls) if f.name != "record"]:
-        raise ValueError(f"{cls.__name__}: fields changed")
     n = len(names)
     out = []
     for row in rows:
@@ -151,15 +149,11 @@ def pattern_payload(pattern: pl_fmt.PatternLearning) -> bytes:
         "counts": pattern.counts,
         # each view's memory record, by its sequence in the namespace: relinked on restore (an Accept
         # reads the record's value, the proposal-at-line lookup its line)
-        "links": [[_seq_of(v.record) for v in views] for views in
+        "links": [[v.record.seq if v.record is not None else None for v in views] for views in
                   (pattern.observations, pattern.pending, pattern.state_records)],
         "rejected": [r.seq for r in pattern.rejected],
     }
     return orjson.dumps(doc)
-
-
-def _seq_of(record) -> int | None:
-    return record.seq if record is not None else None
 
 
 def _relink(views: Sequence[_Linked], seqs: JsonValue, record_of: Callable[[int], MemoryRecord]) -> None:
@@ -210,7 +204,7 @@ def restore_pattern(cache, ns: str, path: str, link: bool = False) -> pl_fmt.Pat
     """The cached projection of namespace `ns` of a ProjectCache, when `ns` was restored unchanged this
     run from the very entry the projection was made of: without record links, or with `link` linked
     to the records of the cached rows (read one by one: the namespace itself stays unbuilt)."""
-    desc = cache.manifest.get("pattern") if cache.manifest else None
+    desc = cache.manifest.get("pattern")
     e = cache.entry(ns, path)
     if not isinstance(desc, dict) or e is None or cache.hits.get(ns) != "same" or ns in cache.damaged \
             or desc.get("ns") != ns or desc.get("of") != _entry_key(e):
@@ -239,7 +233,7 @@ def save_pattern(cache, ws, out: dict, token: str) -> tuple[dict | None, bool]:
     key = _entry_key(e) if e is not None else None
     if key is None:
         return None, False
-    prev = cache.manifest.get("pattern") if cache.manifest else None
+    prev = cache.manifest.get("pattern")
     if isinstance(prev, dict) and prev.get("ns") == ns and prev.get("of") == key:
         return prev, False
     made_of = getattr(ws, "_pattern_made_of", None)
@@ -280,20 +274,20 @@ def _checkpoint_from_row(row: list) -> ckpt_fmt.CheckpointFile:
     return cf
 
 
-class CheckpointRows:
-    """Checkpoint files as read, kept per file with the lstat of the regular file they were read from
-    (device, inode, size, mtime_ns, ctime_ns): a file whose lstat still matches is not read again; any
-    other (changed, replaced, a link, gone) is read, and kept only when it did not change while read."""
+class FileRows:
+    """Files as read (run records, checkpoint files), kept per file with the stat of the file they were
+    read from, in the state cache's payload named by the manifest's `part`."""
 
-    def __init__(self) -> None:
-        self.cached: dict[str, list] | None = None  # path -> [validator, row] from the payload
-        self.seen: dict[str, list] = {}  # path -> [validator, row] for the next save
+    def __init__(self, part: str) -> None:
+        self.part = part
+        self.cached: dict[str, list] | None = None  # path -> [validator, row...] from the payload
+        self.seen: dict[str, list] = {}  # path -> [validator, row...] for the next save
         self.changed = False
 
-    def _load(self, cache) -> dict:
+    def load(self, cache) -> dict:
         if self.cached is None:
             self.cached = {}
-            desc = cache.manifest.get("checkpoints") if cache.manifest else None
+            desc = cache.manifest.get(self.part)
             try:
                 doc = orjson.loads(cache.read_payload(desc)) if desc else {}
             except (CacheInvalid, orjson.JSONDecodeError):
@@ -302,12 +296,33 @@ class CheckpointRows:
                 self.cached = doc
         return self.cached
 
+    def keep_read(self, path: str, before: os.stat_result | None, row: Callable[[], list]) -> None:
+        """Keep `row()` (what follows the validator) for a file just read, whose lstat `before` was taken
+        before the read: only when it was a regular file that did not change while it was read (the lstat
+        after agrees), so a rewrite during the read is never cached with the new stat and the old content."""
+        try:
+            after = os.lstat(path)
+        except OSError:
+            return
+        if before is not None and stat.S_ISREG(before.st_mode) and stat_stamp(before) == stat_stamp(after):
+            self.seen[path] = [stat_stamp(after), *row()]
+
+    def unchanged(self, cache) -> bool:
+        """Whether the cached payload still holds exactly what was seen."""
+        return not self.changed and set(self.seen) == set(self.load(cache))
+
+
+class CheckpointRows(FileRows):
+    """Checkpoint files as read, kept per file with the lstat of the regular file they were read from
+    (device, inode, size, mtime_ns, ctime_ns): a file whose lstat still matches is not read again; any
+    other (changed, replaced, a link, gone) is read, and kept only when it did not change while read."""
+
     def read(self, cache, path: str) -> ckpt_fmt.CheckpointFile:
         try:
             before = os.lstat(path)
         except OSError:
             before = None
-        entry = self._load(cache).get(path) if before is not None and stat.S_ISREG(before.st_mode) else None
+        entry = self.load(cache).get(path) if before is not None and stat.S_ISREG(before.st_mode) else None
         # (`before` is set: an entry is looked up only then)
         if isinstance(entry, list) and len(entry) == 2 and entry[0] == stat_stamp(before):  # type: ignore[arg-type]
             try:
@@ -319,18 +334,13 @@ class CheckpointRows:
                 return cf
         self.changed = True
         cf = ckpt_fmt.read_checkpoint_file(path)
-        try:
-            after = os.lstat(path)
-        except OSError:
-            return cf
-        if before is not None and stat.S_ISREG(after.st_mode) and stat_stamp(after) == stat_stamp(before) \
-                and cf.exists and not cf.retry:
-            self.seen[path] = [stat_stamp(after), _checkpoint_row(cf)]
+        if cf.exists and not cf.retry:
+            self.keep_read(path, before, lambda: [_checkpoint_row(cf)])
         return cf
 
     def payload(self, cache) -> bytes | None:
         """The payload to write, or None when the cached one still holds exactly what was seen."""
-        if not self.changed and set(self.seen) == set(self._load(cache)):
+        if self.unchanged(cache):
             return None
         try:
             return orjson.dumps(self.seen)

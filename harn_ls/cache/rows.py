@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import orjson
 
-from harn_ls.formats.jsonl import JsonlTail
+from harn_ls.formats.jsonl import JsonlLine, JsonlTail
 from harn_ls.formats.memory import EMPTY_FLAGS, IN_TEXT, MemoryNamespace, MemoryRecord, pack_json, shared_tags
 from harn_ls.util.shared_ints import shared
 
@@ -145,9 +145,7 @@ class RowReader:
         try:
             return self.decoded()
         except (OSError, CacheInvalid, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            fresh = MemoryNamespace(self.space.namespace, self.space.path)
-            _replay(fresh, self.offset)
-            self._fallback = fresh.active
+            self._fallback = _projected(self.space.namespace, self.space.path, self.offset).active
             return self._fallback
 
     def decoded(self) -> dict[int, MemoryRecord]:
@@ -211,16 +209,27 @@ class RowReader:
         return False
 
 
-def _replay(space: MemoryNamespace, offset: int) -> None:
-    """Fallback when a checked records document still does not decode: re-read the log up to the
-    cached offset (the validator showed those bytes unchanged)."""
-    fresh = MemoryNamespace(space.namespace, space.path)
-    tail = JsonlTail(space.path)
+def _lines_until(path: str, offset: int) -> Iterator[list[JsonlLine]]:
+    """A log's lines before the cached offset (the validator showed those bytes unchanged), a batch at a time."""
+    tail = JsonlTail(path)
     for batch in tail.iter_batches():
-        lines = [ln for ln in batch.lines if ln.offset < offset]
-        fresh.apply_lines(lines)
+        yield [ln for ln in batch.lines if ln.offset < offset]
         if tail.offset >= offset:
             break
+
+
+def _projected(ns: str, path: str, offset: int) -> MemoryNamespace:
+    """The namespace projected again from its log up to the cached offset."""
+    fresh = MemoryNamespace(ns, path)
+    for lines in _lines_until(path, offset):
+        fresh.apply_lines(lines)
+    return fresh
+
+
+def _replay(space: MemoryNamespace, offset: int) -> None:
+    """Fallback when a checked records document still does not decode: the log re-read up to the
+    cached offset."""
+    fresh = _projected(space.namespace, space.path, offset)
     d = space.__dict__
     for name in ("active", "_by_id", "forgotten", "hidden", "forgets"):
         d[name] = getattr(fresh, name)
@@ -234,10 +243,9 @@ def facts_from_log(ns: str, path: str, offset: int, root: str) -> list:
     from harn_ls.formats import facts as facts_fmt
 
     fresh = MemoryNamespace(ns, path)
-    tail = JsonlTail(path)
     found: dict[int, tuple] = {}  # seq -> entry, in the order they were added
-    for batch in tail.iter_batches():
-        delta = fresh.apply_lines([ln for ln in batch.lines if ln.offset < offset])
+    for lines in _lines_until(path, offset):
+        delta = fresh.apply_lines(lines)
         for record in delta.removed:
             found.pop(record.seq, None)
         for record in delta.added:
@@ -247,8 +255,6 @@ def facts_from_log(ns: str, path: str, offset: int, root: str) -> list:
             fact, problems = facts_fmt.fact_from_record(record, root, path)
             if fact is not None or problems:
                 found[record.seq] = (record.seq, fact, problems)
-        if tail.offset >= offset:
-            break
     return list(found.values())
 
 

@@ -236,11 +236,8 @@ class SpanStore:
         """Write the store if it changed (atomically; never raises). False when nothing was written."""
         if not self.unsaved:
             return False
-        files = []
-        for rel, (stat, digest, anchors) in self._files.items():
-            if isinstance(anchors, _FileAnchors):
-                anchors = anchors.columns()
-            files.append([rel, stat, digest, anchors])
+        files = [[rel, stat, digest, anchors.columns() if isinstance(anchors, _FileAnchors) else anchors]
+                 for rel, (stat, digest, anchors) in self._files.items()]
         try:
             body = orjson.dumps({"project": self.project, "root": self.root, "files": files})
             write_cache_file(self.path, f"{FORMAT} {len(body)} {zlib.crc32(body)}\n".encode("ascii") + body)

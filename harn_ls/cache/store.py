@@ -29,31 +29,30 @@ dropped first.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import stat
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from hashlib import sha256
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from harn_ls.cache.dirs import _tree_bytes, cache_enabled, evict_projects, project_cache_dir
+from harn_ls.cache.dirs import MANIFEST, STATE_DIR, _tree_bytes, cache_enabled, evict_projects, project_cache_dir
 from harn_ls.cache.index_payloads import index_payloads
 from harn_ls.cache.log_stamps import compare_log, stamp_log
-from harn_ls.cache.parts import (  # noqa: F401
+from harn_ls.cache.parts import (
     CheckpointRows,
+    FileRows,
     _fact_row,
     _facts_from_rows,
     _problem_from_row,
     _problem_row,
     _run_from_row,
     _run_row,
-    pattern_projection,
-    read_checkpoint,  # (pattern_projection, read_checkpoint: Workspace's)
-    restore_pattern,
     save_pattern,
 )
 from harn_ls.cache.rows import (
@@ -92,10 +91,9 @@ from harn_ls.util.safe_read import file_stamp, stat_stamp
 if TYPE_CHECKING:
     from harn_ls.formats.jsonl import JsonlTail
 
+_T = TypeVar("_T")
+
 FORMAT = "harn-ls-state/8"
-STATE_DIR = "state"
-MANIFEST = "manifest.json"
-DEFAULT_MAX_MB = 2048
 STALE_TEMP_SECONDS = 300  # unreferenced payload files younger than this may belong to a concurrent writer
 
 _INDEX_ARRAYS = ("dl", "df", "off", "pslot", "pcode", "seqs")
@@ -186,11 +184,9 @@ class ProjectCache:
         self.folder = os.path.join(project_cache_dir(project_root, env), STATE_DIR)
         self.manifest: dict = self._read_manifest()
         self.hits: dict[str, str] = {}  # namespace -> "same" / "appended" (restored this run)
-        self._runs: dict[str, list] | None = None  # path -> [validator, row] as cached
-        self._runs_seen: dict[str, list] = {}  # path -> [validator, row] for this run's save
-        self._runs_changed = False
+        self.run_rows = FileRows("runs")  # path -> [validator, values, details] (parts._run_row)
         self.keep_runs = False  # the run records were not scanned this time: keep their entry as it is
-        self.checkpoint_rows = CheckpointRows()  # (like the runs: kept as they are when keep_runs)
+        self.checkpoint_rows = CheckpointRows("checkpoints")  # (like the runs: kept as they are when keep_runs)
         self.readers: dict[str, RowReader] = {}  # namespace -> single records of its restored rows
         # namespace -> (fact count, [(seq, [Problem])], ifacts payload description) as restored
         self.fact_summaries: dict[str, tuple[int, list, Any]] = {}
@@ -208,8 +204,8 @@ class ProjectCache:
         self._id_index: dict[str, Any] = {}  # ns -> the description of its cached id index (None: an older entry)
 
     @classmethod
-    def open(cls, project_root: str, env: Mapping[str, str] | None = None, enabled: bool = True) -> ProjectCache | None:
-        if not enabled or not cache_enabled(env):
+    def open(cls, project_root: str, env: Mapping[str, str] | None = None) -> ProjectCache | None:
+        if not cache_enabled(env):
             return None
         try:
             return cls(project_root, env)
@@ -230,18 +226,23 @@ class ProjectCache:
 
     # -- reading ---------------------------------------------------------------
     def entry(self, ns: str, path: str) -> dict | None:
-        e = self.manifest.get("namespaces", {}).get(ns) if self.manifest else None
+        e = self.manifest.get("namespaces", {}).get(ns)
         if not isinstance(e, dict) or e.get("path") != path or not isinstance(e.get("validator"), dict):
             return None
         return e
 
-    def read_payload(self, desc: Any) -> bytes:
-        """A payload file's bytes, checked against its manifest description."""
+    def _payload_path(self, desc: Any) -> str:
+        """The file a payload description names: a plain name in the state folder, else CacheInvalid."""
         if not isinstance(desc, dict) or not isinstance(desc.get("name"), str) or os.sep in desc["name"] \
                 or desc["name"].startswith("."):
             raise CacheInvalid("bad payload description")
+        return os.path.join(self.folder, desc["name"])
+
+    def read_payload(self, desc: Any) -> bytes:
+        """A payload file's bytes, checked against its manifest description."""
+        path = self._payload_path(desc)
         try:
-            with open(os.path.join(self.folder, desc["name"]), "rb") as fh:
+            with open(path, "rb") as fh:
                 data = fh.read()
         except OSError as exc:
             raise CacheInvalid(str(exc)) from None
@@ -251,11 +252,9 @@ class ProjectCache:
 
     def open_payload(self, desc: Any):
         """An open payload file (checked later, when read); still readable if the folder is removed."""
-        if not isinstance(desc, dict) or not isinstance(desc.get("name"), str) or os.sep in desc["name"] \
-                or desc["name"].startswith("."):
-            raise CacheInvalid("bad payload description")
+        path = self._payload_path(desc)
         try:
-            fh = open(os.path.join(self.folder, desc["name"]), "rb")
+            fh = open(path, "rb")
         except OSError as exc:
             raise CacheInvalid(str(exc)) from None
         if os.fstat(fh.fileno()).st_size != desc.get("size"):
@@ -370,52 +369,39 @@ class ProjectCache:
     def inspect_facts(self, ns: str) -> tuple[list[str], list[int], bytes] | None:
         """(ids, ends, body) of a restored namespace's facts as `inspect --json` prints them
         (cache/rows.fact_inspect_payload); None when missing or not intact."""
-        summary = self.fact_summaries.get(ns)
-        if summary is None:
-            return None
-        try:
-            return read_fact_inspect_payload(self.read_payload(summary[2]), summary[0])
-        except CacheInvalid:
-            self.damaged.add(ns)
-            return None
+        return self._inspect_payload(ns, read_fact_inspect_payload)
 
     def inspect_fact_body(self, ns: str) -> memoryview | None:
         """The body of a restored namespace's printed facts (`read_fact_inspect_body`: when it is
         printed whole); None when missing or not intact."""
+        return self._inspect_payload(ns, read_fact_inspect_body)
+
+    def _inspect_payload(self, ns: str, read: Callable[[bytes, int], _T]) -> _T | None:
+        """`read(the ifacts payload, fact count)` of a restored namespace; None when it has none, or
+        when it is not intact (the entry is then rewritten)."""
         summary = self.fact_summaries.get(ns)
         if summary is None:
             return None
         try:
-            return read_fact_inspect_body(self.read_payload(summary[2]), summary[0])
+            return read(self.read_payload(summary[2]), summary[0])
         except CacheInvalid:
             self.damaged.add(ns)
             return None
 
     # -- run records: the slim record lists and documents need, by (dev, ino, size, mtime, ctime) --
-    def _cached_runs(self) -> dict:
-        if self._runs is None:
-            self._runs = {}
-            try:
-                doc = orjson.loads(self.read_payload(self.manifest.get("runs"))) if self.manifest.get("runs") else {}
-                if isinstance(doc, dict):
-                    self._runs = doc
-            except (CacheInvalid, orjson.JSONDecodeError):
-                pass
-        return self._runs
-
     def restore_run(self, path: str):
         """(slim RunRecord, transcript summaries) of an unchanged run record, else None."""
-        entry = self._cached_runs().get(path)
+        entry = self.run_rows.load(self).get(path)
         v = file_stamp(path)
         if not isinstance(entry, list) or len(entry) != 3 or v is None or entry[0] != v:
-            self._runs_changed = True
+            self.run_rows.changed = True
             return None
         try:
             run, summaries = _run_from_row(entry[1], entry[2])
         except (KeyError, TypeError, ValueError, IndexError):
-            self._runs_changed = True
+            self.run_rows.changed = True
             return None
-        self._runs_seen[path] = entry
+        self.run_rows.seen[path] = entry
         return run, summaries
 
     def restore_regular_runs(self, paths: list[str], details: bool = True) -> dict[str, tuple]:
@@ -424,7 +410,7 @@ class ProjectCache:
         stat of a regular file, and a link's own lstat never matches it); the others are not
         answered here (read them with `restore_run` / from the file). Without `details` the records'
         stages and usage stay empty (a one-shot `inspect --json` never shows them)."""
-        runs = self._cached_runs()
+        runs = self.run_rows.load(self)
         out: dict[str, tuple] = {}
         if not runs:
             return out
@@ -443,28 +429,17 @@ class ProjectCache:
                 out[path] = _run_from_row(entry[1], entry[2] if details else None)
             except (KeyError, TypeError, ValueError, IndexError):
                 continue
-            self._runs_seen[path] = entry
+            self.run_rows.seen[path] = entry
         return out
 
     def remember_run(self, path: str, run, before: os.stat_result | None) -> None:
-        """Keep a run record read from `path`, whose lstat `before` was taken before the read: only
-        when the file was a regular file that did not change while it was read (the lstat after
-        agrees), so a rewrite during the read is never cached with the new stat and the old content."""
-        try:
-            after = os.lstat(path)
-        except OSError:
-            after = None
-        if before is not None and after is not None and stat.S_ISREG(before.st_mode) and not run.retry \
-                and stat_stamp(before) == stat_stamp(after):
-            self._runs_seen[path] = [stat_stamp(after), *_run_row(run)]
-        self._runs_changed = True
-
-    def restore_pattern(self, ns: str, path: str):
-        """The cached pattern-learning projection of `ns` (cache/parts.restore_pattern), else None."""
-        return restore_pattern(self, ns, path)
+        """Keep a run record read from `path`, whose lstat `before` was taken before the read (FileRows.keep_read)."""
+        if not run.retry:
+            self.run_rows.keep_read(path, before, lambda: _run_row(run))
+        self.run_rows.changed = True
 
     def index_entry(self, ns: str) -> dict | None:
-        e = self.manifest.get("namespaces", {}).get(ns) if self.manifest else None
+        e = self.manifest.get("namespaces", {}).get(ns)
         idx = e.get("index") if isinstance(e, dict) else None
         return idx if isinstance(idx, dict) else None
 
@@ -479,7 +454,7 @@ class ProjectCache:
             data = self.read_payload(d)  # checksum over the file; the big arrays are then mapped, not copied
             try:
                 if name in ("pslot", "pcode", "off"):
-                    arr = np.load(os.path.join(self.folder, d["name"]), mmap_mode="r", allow_pickle=False)
+                    arr = np.load(self._payload_path(d), mmap_mode="r", allow_pickle=False)
                 else:
                     arr = np.load(io.BytesIO(data), allow_pickle=False)
             except (OSError, ValueError) as exc:
@@ -514,7 +489,8 @@ class ProjectCache:
                     crc = zlib.crc32(chunk, crc)
                     del chunk  # (freed before the next chunk is built: its memory is the next one's)
         except BaseException:  # (a chunk that could not be built: no half-written payload is left behind)
-            _unlink(tmp)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
             raise
         os.replace(tmp, os.path.join(self.folder, name))
         return {"name": name, "size": size, "crc": crc}
@@ -529,7 +505,7 @@ class ProjectCache:
     def _save(self, ws) -> bool:
         os.makedirs(self.folder, exist_ok=True)
         token = f"{os.getpid()}-{time.time_ns():x}"
-        old = self.manifest.get("namespaces", {}) if self.manifest else {}
+        old = self.manifest.get("namespaces", {})
         out: dict[str, dict] = {}
         wrote = False
         for i, (ns, space) in enumerate(sorted(ws.memory.items())):
@@ -564,17 +540,18 @@ class ProjectCache:
                 wrote = True
             out[ns] = entry
         self._row_bytes.clear()  # (rows of unchanged namespaces: not needed any more)
-        runs_desc = self.manifest.get("runs") if self.manifest else None
-        if not self.keep_runs and (self._runs_changed or set(self._runs_seen) != set(self._cached_runs())):
-            runs_desc = self._write_payload("runs.json", json_object_chunks(self._runs_seen), token)
+        runs_desc = self.manifest.get("runs")
+        if not self.keep_runs and not self.run_rows.unchanged(self):
+            runs_desc = self._write_payload("runs.json", json_object_chunks(self.run_rows.seen), token)
             wrote = True
         pattern_desc, wrote_pattern = save_pattern(self, ws, out, token)
-        ckpt_desc = self.manifest.get("checkpoints") if self.manifest else None
+        ckpt_desc = self.manifest.get("checkpoints")
         ckpt_data = None if self.keep_runs else self.checkpoint_rows.payload(self)
         if ckpt_data is not None:
             ckpt_desc, wrote = self._write_payload("checkpoints.json", ckpt_data, token), True
         if not wrote and not wrote_pattern and set(out) == set(old):
-            touch(self)
+            with contextlib.suppress(OSError):  # marked as recently used (eviction is by manifest mtime)
+                os.utime(os.path.join(self.folder, MANIFEST))
             return True
         manifest = {"format": FORMAT, "project": self.project_root, "root": self.root, "written_at": time.time(),
                     "namespaces": out, "runs": runs_desc, "pattern": pattern_desc, "checkpoints": ckpt_desc}
@@ -584,7 +561,7 @@ class ProjectCache:
         os.replace(tmp, os.path.join(self.folder, MANIFEST))
         previous, self.manifest = self.manifest, manifest
         self._sweep(manifest, previous)
-        evict(self.env, keep=os.path.dirname(self.folder))
+        evict_projects(self.env, keep=os.path.dirname(self.folder))
         return True
 
     def _cached_rows(self, ns: str, space: MemoryNamespace) -> dict | None:
@@ -616,16 +593,14 @@ class ProjectCache:
         for de in entries:
             if de.name in keep:
                 continue
-            try:
+            with contextlib.suppress(OSError):
                 if de.name in superseded or now - de.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS:
                     os.unlink(de.path)
-            except OSError:
-                pass
 
     # -- info / clear --------------------------------------------------------------
     def info(self) -> dict:
         namespaces = {}
-        for ns, e in (self.manifest.get("namespaces", {}) if self.manifest else {}).items():
+        for ns, e in self.manifest.get("namespaces", {}).items():
             v = e.get("validator", {})
             namespaces[ns] = {"path": e.get("path"), "offset": v.get("offset"), "log": compare_log(e.get("path", ""), v),
                               "index": bool(e.get("index"))}
@@ -646,38 +621,9 @@ class ProjectCache:
 
 
 def _names(manifest: dict) -> set[str | None]:
-    names: set[str | None] = {MANIFEST}
-    for part in ("runs", "checkpoints"):
-        if isinstance(manifest.get(part) if manifest else None, dict):
-            names.add(manifest[part].get("name"))
-    pattern = manifest.get("pattern") if manifest else None
-    if isinstance(pattern, dict) and isinstance(pattern.get("payload"), dict):
-        names.add(pattern["payload"].get("name"))
-    for e in (manifest.get("namespaces") or {}).values() if manifest else ():
-        for part in PAYLOADS:
-            if isinstance(e.get(part), dict):
-                names.add(e[part].get("name"))
-        for d in (e.get("index") or {}).values():
-            if isinstance(d, dict):
-                names.add(d.get("name"))
-    return names
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-def evict(env: Mapping[str, str] | None = None, keep: str | None = None) -> list[str]:
-    """Drop the folders of deleted, then least recently used, projects until the cache root is under its cap."""
-    return evict_projects(env, keep, STATE_DIR, MANIFEST, DEFAULT_MAX_MB)
-
-
-def touch(cache: ProjectCache) -> None:
-    """Mark the project as recently used (eviction is by manifest mtime)."""
-    try:
-        os.utime(os.path.join(cache.folder, MANIFEST))
-    except OSError:
-        pass
+    pattern = manifest.get("pattern")
+    descs = [manifest.get("runs"), manifest.get("checkpoints"), pattern.get("payload") if isinstance(pattern, dict) else None]
+    for e in (manifest.get("namespaces") or {}).values():
+        descs += [e.get(part) for part in PAYLOADS]
+        descs += (e.get("index") or {}).values()
+    return {MANIFEST} | {d.get("name") for d in descs if isinstance(d, dict)}

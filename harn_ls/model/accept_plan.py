@@ -23,7 +23,7 @@ from harn_ls.formats.harn_time import iso_millis, now_ns
 from harn_ls.util.json_types import JsonObject
 from harn_ls.util.message_text import defuse, quote
 from harn_ls.util.refusal import ActionFailed, ensure_inside
-from harn_ls.util.safe_read import ReadRefused, read_confined
+from harn_ls.util.safe_read import ReadRefused, is_under, read_confined
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -100,7 +100,7 @@ def inside_project(ws: Workspace, path: str) -> str:
     """Lexically under the project, then (ensure_inside) still inside with symlinks resolved."""
     root = os.path.abspath(ws.root)
     full = os.path.abspath(path)
-    if full != root and not full.startswith(root.rstrip(os.sep) + os.sep):
+    if not is_under(full, root):
         raise ActionFailed(f"refused: {quote(path)} is outside the project {quote(root)}")
     ensure_inside(ws.root, full)
     return full
@@ -132,10 +132,7 @@ def confining_root(ws: Workspace, path: str) -> str:
 
 def pattern_events_path(ws: Workspace, namespace: str = NAMESPACE) -> str:
     if namespace == NAMESPACE:
-        known = ws.namespace_path(NAMESPACE)
-        if known:
-            return known
-        return os.path.join(ws.paths.pattern_learning_dir, "events.jsonl")
+        return ws.namespace_path(NAMESPACE) or os.path.join(ws.paths.pattern_learning_dir, "events.jsonl")
     return os.path.join(ws.paths.pattern_memory_root, *namespace_parts(namespace), "events.jsonl")
 
 

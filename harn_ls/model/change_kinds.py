@@ -62,11 +62,6 @@ class ChangeSet:
     def __bool__(self) -> bool:
         return bool(self.kinds)
 
-    def merge(self, other: ChangeSet) -> None:
-        for name in ("kinds", "namespaces", "pipelines", "fact_files", "problem_paths", "runs"):
-            getattr(self, name).update(getattr(other, name))
-        self.rescanned = self.rescanned or other.rescanned
-
     def to_json(self) -> JsonObject:
         return {
             "kinds": sorted(self.kinds),

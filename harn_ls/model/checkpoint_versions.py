@@ -30,21 +30,24 @@ def keep_history(ws: Workspace, changes: ChangeSet | None = None) -> list[tuple[
 
 def record_workspace(ws: Workspace, pipelines: Iterable[str] | None = None) -> list[tuple[str, int]]:
     """Record the current bytes of the workspace's checkpoint files (all, or `pipelines`); returns new versions."""
-    hist = getattr(ws, "checkpoint_history", None)
+    hist = ws.checkpoint_history
     if hist is None:
         return []
     out: list[tuple[str, int]] = []
     names = sorted(ws.checkpoints) if pipelines is None else sorted(p for p in pipelines if p in ws.checkpoints)
-    with hist.batch():  # (the caps are checked once, after every pipeline is recorded)
+    try:
         for name in names:
             cf = ws.checkpoints[name]
             if cf.retry or not cf.exists or cf.size > MAX_FILE_BYTES:
                 continue  # half-written or gone: the next change brings the real version
             try:  # the project's checkpoint: through safe_read (a FIFO swapped in since the load is refused)
-                data = read_confined(cf.path, getattr(ws, "root", None), MAX_FILE_BYTES)
+                data = read_confined(cf.path, ws.root, MAX_FILE_BYTES)
             except OSError:
                 continue
-            n = hist.record(name, data)
+            n = hist.record(name, data, check_caps=False)  # (the caps are checked once, after every pipeline)
             if n is not None:
                 out.append((name, n))
+    finally:  # (also when a write failed: what was recorded before it counts)
+        if out:
+            hist.check_caps()
     return out

@@ -54,11 +54,6 @@ class EventLogState:
 
     # ------------------------------------------------------------------ paths
     @property
-    def crystallization_dir(self) -> str:
-        """Where the newest Harn stages candidates (and harn-ls's Accept writes them)."""
-        return sf.candidate_dirs(self.paths.project_root)[0][1]
-
-    @property
     def crystallization_dirs(self) -> list[str]:
         return [d for _, d in sf.candidate_dirs(self.paths.project_root)]
 
@@ -66,7 +61,6 @@ class EventLogState:
         s = self.paths.state_root
         return {"workflows": os.path.join(s, "workflows"), "receipts": os.path.join(s, "receipts"),
                 "worktrees": self.paths.worktree_root or os.path.join(s, "worktrees"),
-                "crystallization": self.crystallization_dir,
                 "agent-run-writers": os.path.join(s, "agent-run-writers"), "checkpoints": os.path.join(s, "checkpoints")}
 
     def _newer_dirs(self) -> list[str]:
@@ -226,10 +220,7 @@ class EventLogState:
         return [v for v in self.logs.values() if v.exists]
 
     def all_requests(self) -> list[hitl_fmt.HitlRequest]:
-        out: list[hitl_fmt.HitlRequest] = []
-        for v in self.logs.values():
-            out.extend(v.requests.values())
-        return out
+        return [r for v in self.logs.values() for r in v.requests.values()]
 
     def waiting(self) -> list[hitl_fmt.HitlRequest]:
         out: list[hitl_fmt.HitlRequest] = []
@@ -270,12 +261,8 @@ class EventLogState:
         return by_file or next((r for r in self.receipts if r.id == rid), None)
 
     def problems(self) -> list[Problem]:
-        out: list[Problem] = []
-        for v in self.logs.values():
-            out.extend(v.problems())
-        for plist in self._problems.values():
-            out.extend(plist)
-        return out
+        out = [p for v in self.logs.values() for p in v.problems()]
+        return out + [p for plist in self._problems.values() for p in plist]
 
     def counts(self) -> dict[str, int]:
         return {

@@ -94,9 +94,6 @@ class FactSpanCache:
         self._files: dict[str, _FileSpans] = {}
         self._to_restore: list[str] | None = None  # `restore`: the stored files not brought back yet
 
-    def clear(self) -> None:
-        self._files.clear()
-
     def __len__(self) -> int:
         return len(self._files)
 
@@ -203,25 +200,17 @@ class FactSpanCache:
         entry.derived = {}
         entry.generation = ws.generation
 
-
     def _anchor_todo(self, rel: str, full: str, entry: _FileSpans, todo: list[_Todo],
                      fresh: dict[FactKey, tuple[Fact, list[FactSpan]]]) -> None:
         """Fill `fresh[key]` for each (key, fact, evidence) of `todo`: anchors from the store when it
         holds them for this text, the others computed (and then handed to the store)."""
-        lines = entry.lines
-        store = self.store if lines is not None and todo else None
-        if store is None or lines is None:  # (a store only with lines)
-            if self.store is not None and entry.lines is None:
-                self.store.drop(rel)  # a missing or refused file: nothing stored is of use for it
-            normed = _normalized_for(entry.lines, sum(len(evidence) for _k, _f, evidence in todo))
-            for key, fact, evidence in todo:
-                fresh[key] = (fact, [FactSpan(fact, ev, anchor(lines, _recorded(ev).start, _recorded(ev).end, ev.snippet,
-                                                               entry.reason, normed)) for ev in evidence])
-                self.stats.anchored += len(evidence)
-            return
-        if entry.digest is None:
-            entry.digest = lines_digest(lines)
-        known = store.anchors(rel, full, entry.digest)
+        lines, store = entry.lines, self.store
+        if store is not None and lines is None:
+            store.drop(rel)  # a missing or refused file: nothing stored is of use for it
+        known = digest = None
+        if store is not None and lines is not None and todo:  # (a store only with lines)
+            digest = entry.digest = entry.digest or lines_digest(lines)
+            known = store.anchors(rel, full, digest)
         found = [[known.get(input_key(ev)) for ev in evidence] if known is not None else [None] * len(evidence)
                  for _k, _f, evidence in todo]
         missing = sum(a is None for anchors in found for a in anchors)
@@ -232,8 +221,8 @@ class FactSpanCache:
                 for ev, a in zip(evidence, anchors, strict=True)])
         self.stats.anchored += missing
         self.stats.restored += sum(len(evidence) for _k, _f, evidence in todo) - missing
-        if missing or known is None:
-            store.remember(rel, full, entry.digest,
+        if store is not None and digest is not None and (missing or known is None):
+            store.remember(rel, full, digest,
                            {input_key(s.evidence): s.anchor for _f, spans in fresh.values() for s in spans})
 
     def restore(self, ws: Workspace, budget_s: float = 0.01) -> bool:

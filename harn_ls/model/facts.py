@@ -145,5 +145,5 @@ class FactsPart:
 
     def facts_for_file(self, rel_path: str) -> list[Fact]:
         keys = self.facts_by_file.get(rel_path, ())
-        return [self.facts[k] for k in sorted(keys, key=lambda k: (k[0], k[1])) if k in self.facts]
+        return [self.facts[k] for k in sorted(keys) if k in self.facts]
 

@@ -31,34 +31,16 @@ class TranscriptEntry:
 
     __slots__ = ("id", "run_id", "path", "message_count", "event_count", "asset_count", "_held", "_ws")
 
-    def __init__(self, transcript: Transcript, run_id: str | None, path: str, ws: RunsPart | None = None,
-                 keep: bool = True) -> None:
-        self.id = transcript.id
-        self.run_id = run_id
-        self.path = path
-        self.message_count = len(transcript.messages)
-        self.event_count = len(transcript.events)
-        self.asset_count = len(transcript.assets)
-        self._held = transcript if keep else None
-        self._ws = ws
-
-    @classmethod
-    def from_summary(cls, sm: TranscriptSummary, run_id: str | None, path: str, ws: RunsPart) -> TranscriptEntry:
-        self = cls.__new__(cls)
+    def __init__(self, sm: TranscriptSummary, run_id: str | None, path: str, ws: RunsPart,
+                 held: Transcript | None = None) -> None:
         self.id, self.run_id, self.path = sm.id, run_id, path
         self.message_count, self.event_count, self.asset_count = sm.message_count, sm.event_count, sm.asset_count
-        self._held = None
+        self._held = held  # a worker snapshot's transcript (a run record's is re-read when needed)
         self._ws = ws
-        return self
 
     @property
     def transcript(self) -> Transcript | None:
-        if self._held is not None:
-            return self._held
-        return self._ws._load_run_transcript(self.path, self.id) if self._ws is not None else None
-
-    def summary(self) -> TranscriptSummary:
-        return TranscriptSummary(self.id, self.message_count, self.event_count, self.asset_count)
+        return self._held if self._held is not None else self._ws._load_run_transcript(self.path, self.id)
 
 
 FULL_RUNS_CACHE_BYTES = 16 * 1024 * 1024  # file bytes of the full run records kept parsed (see full_run_record)
@@ -186,7 +168,7 @@ class RunsPart:
         self._run_paths[path] = run.id
         changes.runs.add(run.id)
         for sm in summaries:
-            self._keep_transcript(TranscriptEntry.from_summary(sm, run.id, path, self))
+            self._keep_transcript(TranscriptEntry(sm, run.id, path, self))
 
     def _load_run_transcript(self, path: str, transcript_id: str | None) -> Transcript | None:
         """Full transcript from its run record, re-read on demand (a few records are cached)."""
@@ -225,7 +207,8 @@ class RunsPart:
         self.workers[path] = snap
         tr = getattr(snap, "transcript", None)
         if tr is not None:
-            self._keep_transcript(TranscriptEntry(tr, None, path, self))
+            sm = TranscriptSummary(tr.id, len(tr.messages), len(tr.events), len(tr.assets))
+            self._keep_transcript(TranscriptEntry(sm, None, path, self, tr))
 
     def _rescan_runs(self, changes: ChangeSet) -> None:
         for path in list(self._run_paths):

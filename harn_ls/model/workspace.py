@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import gc
 import os
-import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from harn_ls.cache.store import ProjectCache, pattern_projection, read_checkpoint
+from harn_ls.cache.parts import pattern_projection, read_checkpoint
+from harn_ls.cache.store import ProjectCache
 from harn_ls.formats import checkpoints as ckpt_fmt
 from harn_ls.formats import facts as facts_fmt
 from harn_ls.formats import paths as paths_mod
@@ -102,7 +102,6 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         self._cache_dirty: set[str] = set()
         self._index_base: dict[str, dict[int, MemoryRecord]] = {}
         self._index_deltas: dict[str, list[MemoryDelta]] = {}
-        self.loaded_at = 0.0
         self.generation = 0  # bumped on every change, used to cache rendered text
         self._memory_only = False  # Workspace.load(memory_only=True): see there
         self._real_dirs: dict[str, str] = {}  # realpath memo, emptied when a scan or an apply starts
@@ -222,7 +221,6 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             read(changes)
             if progress is not None:
                 progress.step()
-        self.loaded_at = time.time()
         self.generation += 1
         return changes
 
@@ -623,20 +621,13 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         if self.pattern is None:
             return []
         now = now or date_now_iso()
-        out = []
-        for p in self.pattern.pending:
-            if not include_suppressed and pl_fmt.is_suppressed(p.id, self.pattern.state, now):
-                continue
-            out.append(p)
-        return out
+        state = self.pattern.state
+        return [p for p in self.pattern.pending if include_suppressed or not pl_fmt.is_suppressed(p.id, state, now)]
 
     def proposal(self, proposal_id: str) -> pl_fmt.Proposal | None:
         if self.pattern is None:
             return None
-        for p in self.pattern.pending:
-            if p.id == proposal_id:
-                return p
-        return None
+        return next((p for p in self.pattern.pending if p.id == proposal_id), None)
 
     def problems(self) -> list[Problem]:
         out: list[Problem] = []
