@@ -5,24 +5,14 @@ from __future__ import annotations
 import heapq
 import os
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, cast
 
 from harn_ls.formats.memory import MemoryDelta, MemoryRecord
 from harn_ls.recall.docs import _LazyDocs
 from harn_ls.recall.index import NamespaceIndex
-from harn_ls.recall.results import (
-    DEFAULT_K,
-    Explain,
-    Hit,
-    Mode,
-    NamespaceOutcome,
-    RecallResult,
-    _newest_sort,
-    _tie_sort,
-    _with,
-    clamp_k,
-)
+from harn_ls.recall.results import DEFAULT_K, Explain, Hit, Mode, NamespaceOutcome, RecallResult, _newest_sort, _tie_sort, clamp_k
 from harn_ls.recall.tokenizer import tokenize
 from harn_ls.recall.vectors import cosine
 from harn_ls.util.json_types import JsonObject
@@ -258,9 +248,9 @@ class RecallEngine:
             if explain:
                 base = idx.explain(seq, q)
                 if mode == "semantic":
-                    ex = _with(base, cosine=cos[seq])
+                    ex = replace(base, cosine=cos[seq])
                 else:
-                    ex = _with(base, cosine=cos[seq], lexical_norm=base.lexical / denom, bm25_weight=bw, cosine_weight=cw)
+                    ex = replace(base, cosine=cos[seq], lexical_norm=base.lexical / denom, bm25_weight=bw, cosine_weight=cw)
             hits.append(self._hit(idx, seq, score, ex))
         return hits
 

@@ -4,7 +4,6 @@ docstring for the formula and its order of operations)."""
 from __future__ import annotations
 
 import heapq
-import math
 import sys
 from collections.abc import Iterable, Iterator
 from functools import partial
@@ -199,18 +198,13 @@ class NamespaceIndex:
             self._df[:nterms] -= np.bincount(np.array(self._tail_dec, dtype=np.int64), minlength=nterms)
             self._tail_dec = []
 
-    def materialize(self) -> None:
-        """Decode every record of a lazily restored index now (and build its term dict): what its
-        first change would otherwise do. Answers are the same either way; only when the cost is paid."""
-        self._materialize()
-
     def materialize_steps(self, records_per_step: int = 1_000) -> Iterator[None]:
         """`materialize` in short steps (a server runs one per turn of its project thread, so a
         hover never waits for a whole namespace: 300k records took ~0.4 s at once). Nothing
         changes until the last step swaps the finished tables in; a change meanwhile materializes
         the index itself, and the steps then stop without touching it."""
         if isinstance(self._tid, _TermIds):
-            self._tid = self._tid.as_dict()  # a complete state on its own (what `_materialize` does first)
+            self._tid = self._tid.as_dict()  # a complete state on its own (what `materialize` does first)
             yield
         docs = self.docs
         if not isinstance(docs, _LazyDocs):
@@ -233,10 +227,10 @@ class NamespaceIndex:
             self._srec = srec
             self.docs = built
 
-    def _materialize(self) -> None:
-        """Decode every record of a lazily restored index (and build its term dict) before it is modified."""
-        if isinstance(self._tid, _TermIds):
-            self._tid = self._tid.as_dict()
+    def materialize(self) -> None:
+        """Decode every record of a lazily restored index (and build its term dict): what its first
+        change does first. Answers are the same either way; only when the cost is paid differs."""
+        self._tid_dict()
         docs = self.docs
         if isinstance(docs, _LazyDocs):
             srec = docs.slot_records()
@@ -244,7 +238,7 @@ class NamespaceIndex:
             self.docs = {r.seq: _Doc(r, slot) for slot, r in enumerate(srec) if r is not None}
 
     def add(self, record: MemoryRecord) -> None:
-        self._materialize()
+        self.materialize()
         seq = record.seq
         if seq in self.docs:
             self.remove(seq)
@@ -271,10 +265,9 @@ class NamespaceIndex:
     def add_many(self, records: Iterable[MemoryRecord], lazily: bool = False) -> None:
         """Add records in one vectorised pass (same result as `add` one by one). `lazily`: a restored
         index keeps its records undecoded (`_LazyDocs.append`); replacing one decodes them (`remove_many`)."""
+        self._tid_dict()  # (new terms are interned into it)
         if not lazily:
-            self._materialize()
-        elif isinstance(self._tid, _TermIds):
-            self._tid = self._tid.as_dict()  # (new terms are interned into it)
+            self.materialize()
         batch: dict[int, MemoryRecord] = {}
         for r in records:  # a later record with the same sequence replaces an earlier one
             batch.pop(r.seq, None)
@@ -294,8 +287,7 @@ class NamespaceIndex:
             self._maybe_merge()
 
     def _drop(self, seq: int) -> tuple[MemoryRecord, list[str]] | None:
-        if isinstance(self._tid, _TermIds):
-            self._tid = self._tid.as_dict()  # (a restored index's records stay undecoded: `_LazyDocs.pop`)
+        self._tid_dict()  # (a restored index's records stay undecoded: `_LazyDocs.pop`)
         doc = self.docs.pop(seq, None)
         if doc is None:
             return None
@@ -355,9 +347,6 @@ class NamespaceIndex:
                 self.add(r)
         self._maybe_merge()
 
-    def records(self) -> list[MemoryRecord]:
-        return [d.record for d in self.docs.values()]
-
     # -- merging and compaction -----------------------------------------------
     def _maybe_merge(self) -> None:
         if self._m + len(self._tail_term) > max(_OVERFLOW_MIN, len(self._pslot) >> 3):
@@ -374,7 +363,7 @@ class NamespaceIndex:
         with `renumber`, also pack the live slots and forget unused terms. With no dead posting and
         no renumbering the overflow is inserted into the main arrays (`_insert_overflow`) instead of
         sorting every posting again (`sort_all`: that way regardless; the arrays are the same)."""
-        self._materialize()
+        self.materialize()
         self._flush()
         self._flagged.clear()
         if not renumber and not self._dead_postings and not sort_all:
@@ -624,9 +613,7 @@ class NamespaceIndex:
         for t in q:  # same formula and order as scoring, so `lexical` equals the hit's score
             tf = counts.get(t, 0) & _TF_MASK
             if tf:
-                df = dfs[t]
-                idf = math.log1p((n - df + 0.5) / (df + 0.5))
-                c = idf * (tf * (K1 + 1.0)) / (tf + K1 * (1.0 - B + B * dl / avgdl))
+                c = idf_of(n, dfs[t]) * (tf * (K1 + 1.0)) / (tf + K1 * (1.0 - B + B * dl / avgdl))
                 bm25 += c
                 per_term[t] = per_term.get(t, 0.0) + c
         for t in q:
@@ -641,8 +628,7 @@ class NamespaceIndex:
             kb_total += kb
             tb_total += tb
             df = dfs[t]
-            idf = math.log1p((n - df + 0.5) / (df + 0.5))
-            terms.append(TermExplain(t, times, counts.get(t, 0) & _TF_MASK, df, idf, per_term.get(t, 0.0), kb, tb))
+            terms.append(TermExplain(t, times, counts.get(t, 0) & _TF_MASK, df, idf_of(n, df), per_term.get(t, 0.0), kb, tb))
         return Explain(tuple(terms), bm25, kb_total, tb_total, bm25 + boost, dl, avgdl, n)
 
     def top_lexical(self, q: list[str], k: int, floor: float | None = None) -> list[tuple[float, int]]:
