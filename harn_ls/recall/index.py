@@ -411,12 +411,9 @@ class NamespaceIndex:
         np.cumsum(np.bincount(term, minlength=nterms), out=off[1:])
         del term
         self._pslot = _narrow_slots(slot[order], self._nslots)
-        # main slots ascending per term, the overflow's in arrival order and past them: sorted, no check
-        self._ordered_for = self._pslot
         del slot
         self._pcode = code[order]
-        self._off = off
-        self._overflow_folded()
+        self._overflow_folded(off)
 
     def _insert_overflow(self) -> None:
         """`_merge` without dead postings: each overflow posting goes in after its term's main
@@ -443,12 +440,13 @@ class NamespaceIndex:
             slot_type = _narrow_slots(self._ov_slot[:0], self._nslots).dtype
             self._pslot = np.insert(self._pslot.astype(slot_type, copy=False), at, self._ov_slot[:m][order].astype(slot_type))
             self._pcode = np.insert(self._pcode.astype(code_type, copy=False), at, ov_code[order].astype(code_type))
+        self._overflow_folded(off)
+
+    def _overflow_folded(self, off: np.ndarray) -> None:
+        """The main arrays hold the overflow now, at the term offsets `off`: the overflow is emptied."""
+        self._off = off
         # main slots ascending per term, the overflow's in arrival order and past them: sorted, no check
         self._ordered_for = self._pslot
-        self._off = off
-        self._overflow_folded()
-
-    def _overflow_folded(self) -> None:
         self._m = 0
         self._ov_by_term.reset()
         self._dead_postings = 0
