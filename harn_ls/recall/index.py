@@ -14,9 +14,7 @@ from typing import Any, cast
 import numpy as np
 
 from harn_ls.formats.memory import DEFAULT_CONFIG, MemoryDelta, MemoryRecord
-from harn_ls.recall.arrays import grown as _grown
-from harn_ls.recall.arrays import own_copy as _own_copy
-from harn_ls.recall.arrays import small_uint as _small_uint
+from harn_ls.recall.arrays import grown, own_copy, small_uint
 from harn_ls.recall.docs import _Doc, _LazyDocs, _TermIds
 from harn_ls.recall.overflow import OverflowByTerm
 from harn_ls.recall.results import Explain, TermExplain
@@ -149,19 +147,19 @@ class NamespaceIndex:
     def _intern(self, fresh: list[str]) -> None:
         # One string per term across all namespaces' indexes (a namespace holds ~20k terms, most of
         # them in the others too: ~5 MB at 100k events); interned strings are freed with their last user.
-        fresh = list(map(sys.intern, map(_own_copy, fresh)))
+        fresh = list(map(sys.intern, map(own_copy, fresh)))
         names = self._terms
         self._tid_dict().update(zip(fresh, shared_range(len(names), len(names) + len(fresh)), strict=False))
         names += fresh
-        self._df = _grown(self._df, len(names))
+        self._df = grown(self._df, len(names))
 
     def _new_slots(self, records: list[MemoryRecord], ntokens: list[int]) -> int:
         """Allocate slots for records (in order); returns the first slot."""
         first = self._nslots
         end = first + len(records)
         if end > len(self._dl):
-            self._dl = _grown(self._dl, end)
-            self._alive = _grown(self._alive, end)
+            self._dl = grown(self._dl, end)
+            self._alive = grown(self._alive, end)
         self._dl[first:end] = np.maximum(np.array(ntokens, dtype=np.int32), 1)
         self._alive[first:end] = True
         if isinstance(self.docs, _LazyDocs):
@@ -179,9 +177,9 @@ class NamespaceIndex:
         m = self._m
         k = len(ids)
         if m + k > len(self._ov_term):
-            self._ov_term = _grown(self._ov_term, m + k)
-            self._ov_slot = _grown(self._ov_slot, m + k)
-            self._ov_val = _grown(self._ov_val, m + k)
+            self._ov_term = grown(self._ov_term, m + k)
+            self._ov_slot = grown(self._ov_slot, m + k)
+            self._ov_val = grown(self._ov_val, m + k)
         self._ov_term[m : m + k] = ids
         self._ov_slot[m : m + k] = slots
         self._ov_val[m : m + k] = vals
@@ -245,8 +243,8 @@ class NamespaceIndex:
         counts, ntokens = analyze(record)
         slot = self._nslots
         if slot >= len(self._dl):
-            self._dl = _grown(self._dl, slot + 1)
-            self._alive = _grown(self._alive, slot + 1)
+            self._dl = grown(self._dl, slot + 1)
+            self._alive = grown(self._alive, slot + 1)
         self._dl[slot] = max(1, ntokens)
         self._alive[slot] = True
         self._srec.append(record)
@@ -375,7 +373,7 @@ class NamespaceIndex:
         self._df[:nterms] += np.bincount(ov_term, minlength=nterms)  # _df: live main postings again
         main_terms = np.repeat(np.arange(len(self._off) - 1, dtype=np.int32), np.diff(self._off))
         ov_val = self._ov_val[:m]
-        ov_code = _small_uint(((ov_val & _TF_MASK) << 2) | (ov_val >> _TF_BITS))
+        ov_code = small_uint(((ov_val & _TF_MASK) << 2) | (ov_val >> _TF_BITS))
         term = np.concatenate((main_terms, ov_term))
         slot = np.concatenate((self._pslot, self._ov_slot[:m]))
         code = np.concatenate((self._pcode, ov_code))  # the wider of the two dtypes
@@ -435,7 +433,7 @@ class NamespaceIndex:
             # after the last main posting of the term (a term new since the last merge: at the end)
             at = old_off[np.minimum(ov_term[order].astype(np.int64) + 1, len(old_off) - 1)]
             ov_val = self._ov_val[:m]
-            ov_code = _small_uint(((ov_val & _TF_MASK) << 2) | (ov_val >> _TF_BITS))
+            ov_code = small_uint(((ov_val & _TF_MASK) << 2) | (ov_val >> _TF_BITS))
             code_type = np.result_type(self._pcode.dtype, ov_code.dtype)  # (the wider, as a concatenation)
             slot_type = _narrow_slots(self._ov_slot[:0], self._nslots).dtype
             self._pslot = np.insert(self._pslot.astype(slot_type, copy=False), at, self._ov_slot[:m][order].astype(slot_type))

@@ -13,15 +13,11 @@ MAX_K = 100
 
 Mode = Literal["lexical", "semantic", "hybrid", "mixed"]
 
+
 def clamp_k(k: int | None) -> int:
     if k is None:
         return DEFAULT_K
     return max(1, min(MAX_K, int(k)))
-
-
-# --------------------------------------------------------------------------
-# Results
-# --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from itertools import count
 
 import numpy as np
@@ -198,21 +199,18 @@ def _packed(token: str) -> int | None:
     return n
 
 
+@dataclass(slots=True)
 class Postings:
     """`analyze_many`'s answer: the chunk's distinct terms (first seen first, as `analyze`'s counts
     list them record by record) and one posting per (record, term), by term, then record: `doc` (the
     record's index in the chunk), `term` (an index into `terms`), `val` (tf | key/tag flags, as
     `analyze`), and each record's token count (`ntokens`)."""
 
-    __slots__ = ("terms", "doc", "term", "val", "ntokens")
-
-    def __init__(self, terms: list[str], doc: np.ndarray, term: np.ndarray, val: np.ndarray,
-                 ntokens: np.ndarray) -> None:
-        self.terms = terms
-        self.doc = doc
-        self.term = term
-        self.val = val
-        self.ntokens = ntokens
+    terms: list[str]
+    doc: np.ndarray
+    term: np.ndarray
+    val: np.ndarray
+    ntokens: np.ndarray
 
 
 def _ascii_tokens(pieces: list[str]) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
