@@ -313,12 +313,10 @@ def analyze_many(records: Sequence[MemoryRecord]) -> Postings:
         flag = np.concatenate((flag, vals >> _TF_BITS))[order]
         source = order  # entry -> its index among (ASCII tokens, then the spelled ones)
     else:
-        source = None
+        source = np.arange(len(number))
     keep = number >= 37  # 1-byte tokens split words but are not terms
     doc = piece >> 2
     ntokens = np.bincount(doc[keep], weights=weight[keep], minlength=len(records)).astype(np.int64)
-    if source is None:
-        source = np.arange(len(number))
     # one sort groups the tokens by term, each term's in stream order (so by record)
     order = np.flatnonzero(keep)
     order = order[np.argsort(number[order], kind="stable")]
