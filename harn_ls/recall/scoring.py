@@ -279,10 +279,9 @@ def _boost_ok(partial: np.ndarray, theta: float, cand: np.ndarray, others: list[
 
 def _may_rank(partial: np.ndarray, theta: float, cand: np.ndarray, others: list[QueryTerm],
               nslots: int, boosts: _Boosts) -> np.ndarray:
-    """Which candidates can still reach theta: their partial score plus the other terms' BM25 bounds
-    plus the boost bounds of the other terms that flag the record. (Keeping more
-    records than needed is always safe; it only costs their lookups.) The thresholds are lowered by
-    `_ABS_SLACK` for the rounding of `theta - bounds`."""
+    """Which candidates can still reach theta: their partial score plus the other terms' full bounds,
+    then, when over `_FEW_UNSURE` pass, `_boost_ok`. (Keeping more records than needed is always safe;
+    it only costs their lookups.) The thresholds are lowered by `_ABS_SLACK` for the rounding."""
     maybe = np.flatnonzero(partial >= theta - sum(u.bound for u in others) - _ABS_SLACK)
     if len(maybe) > _FEW_UNSURE:
         maybe = maybe[_boost_ok(partial[maybe], theta, cand[maybe], others, nslots, boosts)]
