@@ -17,9 +17,9 @@ import attrs
 import orjson
 
 from harn_ls import contract as C
-from harn_ls.formats.checkpoints import RUNNING_LABEL, running_now
+from harn_ls.formats.checkpoints import RUNNING_LABEL
 from harn_ls.formats.harn_time import date_now_iso
-from harn_ls.formats.locks import read_flock_table
+from harn_ls.formats.locks import checkpoint_running, read_flock_table
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.render import tree_state
 from harn_ls.render.limits import DESCRIPTION_BYTES, LABEL_BYTES, MAX_RESPONSE_BYTES, TOOLTIP_BYTES, one_line
@@ -27,6 +27,7 @@ from harn_ls.render.markdown import capped_markdown, display_time, short_text
 from harn_ls.render.uri import make_uri
 
 if TYPE_CHECKING:
+    from harn_ls.cache.checkpoint_history import Version
     from harn_ls.model.workspace import Workspace
 
 
@@ -92,7 +93,7 @@ def _checkpoints(item: Item, ws: Workspace, parent: str | None) -> list[C.TreeIt
     if parent is None:
         table = read_flock_table()  # one read of the kernel's lock table for the whole list
         return [item(f"ckpt:{name}", name, description=("unreadable" if cf.retry else f"{len(cf.entries)} stage(s)")
-                      + (f" · {RUNNING_LABEL}" if running_now(cf.path, table) else ""),
+                      + (f" · {RUNNING_LABEL}" if checkpoint_running(cf.path, table) else ""),
                       icon="database", uri=make_uri("checkpoints", name), context="checkpointFile",
                       children=bool(cf.entries), data={"pipeline": name}) for name, cf in sorted(ws.checkpoints.items())]
     if parent.startswith("ckpt:"):
@@ -107,25 +108,23 @@ def _checkpoints(item: Item, ws: Workspace, parent: str | None) -> list[C.TreeIt
                     else ("completed (nil)" if e.value is None else "plain"))
             out.append(item(f"stage:{name}/{key}", key, description=desc, icon="check", uri=make_uri("checkpoints", name),
                              context="checkpointStage", data={"pipeline": name, "key": key}))
-        out.extend(_checkpoint_history_node(item, ws, name))
+        versions = _kept_versions(ws, name)
+        if versions:
+            out.append(item(f"ckhist:{name}", "History", description=f"{len(versions)} version(s)", icon="history",
+                            children=True, context="checkpointHistory", data={"pipeline": name}))
         return out
     if parent.startswith("ckhist:"):
         return _checkpoint_versions(item, ws, parent[7:])
     return []
 
 
-def _checkpoint_history_node(item: Item, ws: Workspace, name: str) -> list[C.TreeItemData]:
-    hist = getattr(ws, "checkpoint_history", None)
-    versions = hist.versions(name) if hist is not None else []
-    if not versions:
-        return []
-    return [item(f"ckhist:{name}", "History", description=f"{len(versions)} version(s)", icon="history",
-                  children=True, context="checkpointHistory", data={"pipeline": name})]
+def _kept_versions(ws: Workspace, name: str) -> list[Version]:
+    hist = ws.checkpoint_history
+    return hist.versions(name) if hist is not None else []
 
 
 def _checkpoint_versions(item: Item, ws: Workspace, name: str) -> list[C.TreeItemData]:
-    hist = getattr(ws, "checkpoint_history", None)
-    versions = hist.versions(name) if hist is not None else []
+    versions = _kept_versions(ws, name)
     out = []
     for i in range(len(versions) - 1, -1, -1):
         v = versions[i]

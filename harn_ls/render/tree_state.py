@@ -48,7 +48,7 @@ def groups(ws: Workspace, item: ItemMaker[_Item]) -> list[_Item]:
         out.append(item("events", "Events", description=f"{n} topic(s)", icon="pulse", uri=make_uri("events_index"),
                         children=True))
     if x.store is not None or x.receipts or x.worktrees or x.candidates or x.mailboxes or x.locks or \
-            (x.newer is not None and not x.newer.empty):
+            x.newer_shown():
         held = sum(1 for lk in x.locks if lk.held)
         out.append(item("harnstate", "Harn state", description="running now" if held else "", icon="server",
                         children=True))
@@ -78,7 +78,6 @@ def children(ws: Workspace, parent: str, item: ItemMaker[_Item]) -> list[_Item]:
                                      if r.kind == "question" else {})}))
         return out
     if parent == "events":
-        out = []
         for v in x.existing_logs():
             lag = sum(c.lag for c in v.summary.consumers)
             desc = f"{len(v.summary.topics)} topic(s)" + (f" · lag {lag}" if lag else "")
@@ -98,7 +97,6 @@ def children(ws: Workspace, parent: str, item: ItemMaker[_Item]) -> list[_Item]:
         for c in log.summary.consumers:
             lag_by_topic[c.topic] = max(lag_by_topic.get(c.topic, 0), c.lag)
         infos = sorted(log.summary.topics.values(), key=lambda t: (t.topic.startswith(hitl_fmt.WAITPOINT_PREFIX), t.topic))
-        out = []
         for t in infos:
             desc = f"{t.count} · {ms_time(t.latest_ms)}"
             if t.topic in lag_by_topic:
@@ -108,7 +106,6 @@ def children(ws: Workspace, parent: str, item: ItemMaker[_Item]) -> list[_Item]:
                             data={"log": log.label, "topic": t.topic}))
         return out
     if parent == "harnstate":
-        out = []
         if x.store is not None or x.mailboxes or x.locks:
             n = len(x.store.entries) if x.store is not None else 0
             held = [lk for lk in x.locks if lk.held]
@@ -130,7 +127,7 @@ def children(ws: Workspace, parent: str, item: ItemMaker[_Item]) -> list[_Item]:
                             description="staged" if cand.complete else "incomplete", icon="beaker",
                             uri=make_uri("crystallization", cand.id), context="candidate", data={"id": cand.id}))
         newer = x.newer
-        if newer is not None and not newer.empty:
+        if newer is not None and x.newer_shown():
             parts = []
             sqlite = newer.llm_sqlite
             cached = sum(i["files"] for i in newer.llm_files.values()) + ((sqlite.get("rows") if sqlite else None) or 0)
