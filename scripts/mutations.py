@@ -110,10 +110,10 @@ MUTATIONS: list[Mutation] = [
     Mutation("actions/checkpoints.py", "no-reread-under-lock",
              "forget_stage writes back the copy it read before waiting for the lock",
              "    _read_under_lock(path, pipeline, key, expect_mtime)\n"
-             "    with _CheckpointLock(root, path, timeout):\n"
+             "    with _checkpoint_lock(root, path, timeout):\n"
              "        mapping = _read_under_lock(path, pipeline, key, expect_mtime)\n",
              "    first = _read_under_lock(path, pipeline, key, expect_mtime)\n"
-             "    with _CheckpointLock(root, path, timeout):\n"
+             "    with _checkpoint_lock(root, path, timeout):\n"
              "        mapping = first\n"),
     Mutation("actions/checkpoints.py", "no-mtime-check",
              "forget_stage ignores that the file changed since it was shown",
