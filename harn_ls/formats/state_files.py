@@ -42,10 +42,13 @@ CODE_EMBED = "HL-EMB-001"
 def read_json(path: str, limit: int = MAX_FILE_BYTES, root: str | None = None, *,
               absent_ok: bool = False) -> tuple[JsonValue, str | None]:
     """(value, None) or (None, the reason): a regular file inside `root`, never blocking (safe_read). Shared
-    with formats/newer_state.py. `absent_ok`: a missing file is (None, None), told by the open itself."""
+    with formats/newer_state.py. `absent_ok`: a missing file is (None, None), told by the open itself; so is
+    a dangling symlink, even one whose target would be outside (nothing there to read: `link_problem`)."""
     try:
         data = read_confined(path, root, limit)
     except ReadRefused as exc:
+        if absent_ok and exc.kind == "outside" and not os.path.exists(path):
+            return None, None
         return None, exc.reason
     except OSError as exc:
         return None, None if absent_ok and isinstance(exc, FileNotFoundError) else refusal_text(exc)

@@ -233,3 +233,24 @@ def test_a_project_whose_only_newer_state_is_idempotency_keys_lists_it(tmp_path)
         "PRIMARY KEY (topic, key, value))").connection.close()
     ws2 = Workspace.load(str(proj2), env={})
     assert "harnstate" not in {it["id"] for it in tree_items(ws2, "runs", None, TreeOptions("test.open", 200))}
+
+
+def test_a_dangling_link_is_absent_not_a_problem(tmp_path):
+    """A newer-state file that is a symlink to nothing is absent (nothing there to read), as `link_problem`
+    and every other state reader have it: no problem, also when the missing target is in a sibling
+    `proj-evil`. A link whose target exists there is still refused and reported."""
+    from harn_ls.formats.newer_state import read_newer_state
+
+    proj = _project(tmp_path)
+    harn = proj / ".harn"
+    evil = tmp_path / "proj-evil"
+    evil.mkdir()
+    (harn / "local").mkdir()
+    os.symlink(evil / "selection.json", harn / "local" / "selection.json")
+    (harn / "guard" / "m").mkdir(parents=True)
+    os.symlink(harn / "guard" / "m" / "gone.json", harn / "guard" / "m" / "manifest.json")
+    n = read_newer_state(str(proj), str(harn), str(harn / "orchestrator"))
+    assert n.problems == [] and n.selection is None
+    (evil / "selection.json").write_text('{"model": "stolen"}')
+    n = read_newer_state(str(proj), str(harn), str(harn / "orchestrator"))
+    assert [p.message for p in n.problems if "leaves the project" in p.message] != [] and n.selection is None
