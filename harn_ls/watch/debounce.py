@@ -79,18 +79,7 @@ class KeyedDebouncer:
     # -- public -----------------------------------------------------------
 
     def touch(self, key: Hashable) -> None:
-        now = self._clock()
-        with self._lock:
-            if self._closed:
-                return
-            was_empty = not self._first
-            self._first.setdefault(key, now)
-            self._last[key] = now
-            # A newly pending key is never due earlier than any key already
-            # pending (its due time is now + debounce, theirs <= that), so the
-            # thread only needs waking when it was idle.
-            if was_empty:
-                self._cond.notify()
+        self.touch_many((key,))
 
     def touch_many(self, keys: Iterable[Hashable]) -> None:
         now = self._clock()
@@ -101,6 +90,9 @@ class KeyedDebouncer:
             for key in keys:
                 self._first.setdefault(key, now)
                 self._last[key] = now
+            # A newly pending key is never due earlier than any key already
+            # pending (its due time is now + debounce, theirs <= that), so the
+            # thread only needs waking when it was idle.
             if was_empty and self._first:
                 self._cond.notify()
 
