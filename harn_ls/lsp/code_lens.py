@@ -149,11 +149,8 @@ async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types
         return lens
     uri, start, end = target
     proj = await ls.loaded_project_for_uri(uri)
-    if proj is None or proj.ws is None:
-        lens.command = types.Command(title="harn-ls: project not loaded", command="")
-        return lens
-    path = to_fs_path(uri)
-    if path is None:  # (a project is found for file: URIs only)
+    path = to_fs_path(uri)  # (a project is found for file: URIs only)
+    if proj is None or proj.ws is None or path is None:
         lens.command = types.Command(title="harn-ls: project not loaded", command="")
         return lens
     min_conf = ls.settings_for(proj).facts.minConfidence

@@ -468,20 +468,17 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
             log.warning(e)
 
 
+# document kind -> the Workspace mapping keyed by its names
+_HELD_IN = {"facts": "facts_by_id", "checkpoints": "checkpoints", "memory": "memory", "runs": "runs",
+            "transcripts": "transcripts"}
+
+
 def holds(ws, kind: str, name: str) -> bool:
     """Whether this workspace has the proposal / fact / pipeline / ... `name` (dict lookups)."""
+    if kind in _HELD_IN:
+        return name in getattr(ws, _HELD_IN[kind])
     if kind == "proposals":
         return ws.pattern is not None and any(p.id == name for p in ws.pattern.pending)
-    if kind == "facts":
-        return name in ws.facts_by_id
-    if kind == "checkpoints":
-        return name in ws.checkpoints
-    if kind == "memory":
-        return name in ws.memory
-    if kind == "runs":
-        return name in ws.runs
-    if kind == "transcripts":
-        return name in ws.transcripts
     if kind == "skills":
         return ws.skills is not None and any(s.id == name for s in ws.skills.skills + ws.skills.shadowed)
     if kind == "sessions":
@@ -489,7 +486,6 @@ def holds(ws, kind: str, name: str) -> bool:
     if kind == "hitl":
         return ws.event_logs.request(name) is not None
     return False
-
 
 
 class _ToClient(logging.Handler):
