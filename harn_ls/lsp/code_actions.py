@@ -15,7 +15,7 @@ from pygls.uris import to_fs_path
 
 from harn_ls import contract as P
 from harn_ls.lsp.project_links import link_root
-from harn_ls.lsp.view_types import on_proposal_document, to_code_action
+from harn_ls.lsp.view_types import on_state_document, to_code_action
 from harn_ls.render.proposal_choices import proposal_at_line, proposal_choices
 
 
@@ -27,7 +27,7 @@ def _proposal_actions(ws, proposal_id: str, skill_root: str | None, client, root
 async def proposal_document_actions(ls, uri: str) -> list[types.CodeAction]:
     """Accept / Reject / Compare for a `harn-state:/proposals/<id>.md` document."""
     client = ls.client
-    return await on_proposal_document(ls, uri, lambda ws, pid, skill_root, root: _proposal_actions(
+    return await on_state_document(ls, uri, "proposals", lambda ws, pid, skill_root, root: _proposal_actions(
         ws, pid, skill_root, client, root))
 
 

@@ -293,10 +293,7 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
     def handler(self, method: str, options: Any = None) -> Callable:
         """`@server.feature` plus the handler name the loop monitor reports."""
         def decorator(fn: Callable) -> Callable:
-            wrapped = timed(method, self, fn)
-            if options is None:
-                return self.feature(method)(wrapped)
-            return self.feature(method, options)(wrapped)
+            return self.feature(method, options)(timed(method, self, fn))
         return decorator
 
     def command(self, command_name: str) -> Callable:
@@ -653,7 +650,7 @@ async def serve_stdio(ls: HarnLanguageServer) -> int:
     SESSION.set(ls)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 16)
-    transport.StdinFeeder(sys.stdin.fileno(), loop, reader).start()
+    transport.feed_stdin(sys.stdin.fileno(), loop, reader)
     out = sys.stdout.buffer
 
     def send(frame: bytes) -> None:
