@@ -347,17 +347,15 @@ class StateWatcher:
                 self._debouncer.touch(_FULL)
 
     def _new_observer(self) -> BaseObserver:
-        if self._force_polling or self.polling:
-            self.polling = True
-            return PollingObserver(timeout=self._poll_interval)
-        try:
-            return InotifyObserver()
-        except OSError as exc:
-            if not (self._poll_fallback and _is_watch_limit(exc)):
-                raise
-            log.warning("inotify unavailable (%s); falling back to polling every %.1fs", exc, self._poll_interval)
-            self.polling = True
-            return PollingObserver(timeout=self._poll_interval)
+        if not (self._force_polling or self.polling):
+            try:
+                return InotifyObserver()
+            except OSError as exc:
+                if not (self._poll_fallback and _is_watch_limit(exc)):
+                    raise
+                log.warning("inotify unavailable (%s); falling back to polling every %.1fs", exc, self._poll_interval)
+        self.polling = True
+        return PollingObserver(timeout=self._poll_interval)
 
     def _switch_to_polling_locked(self, exc: OSError) -> None:
         log.warning(
