@@ -282,8 +282,10 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
                 pass
 
     async def loaded_project_for_uri(self, uri: str) -> Project | None:
+        """The project holding the file at `uri` (a `file:` URI), once the projects have loaded."""
         await self.wait_for_projects()
-        return self.project_for_uri(uri)
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        return self.project_for_path(path) if path else None
 
     @property
     def requests(self) -> RequestRegistry:
@@ -339,19 +341,8 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
                               skill_root=settings.skillRoot or None)
 
     def project_for_path(self, path: str) -> Project | None:
-        best = None
-        for proj in self.projects.values():
-            root = proj.root
-            if is_under(path, root):
-                if best is None or len(root) > len(best.root):
-                    best = proj
-        return best
-
-    def project_for_uri(self, uri: str) -> Project | None:
-        if uri.startswith("file:"):
-            path = to_fs_path(uri)
-            return self.project_for_path(path) if path else None
-        return None
+        """The innermost project holding `path`."""
+        return max((p for p in self.projects.values() if is_under(path, p.root)), key=lambda p: len(p.root), default=None)
 
     async def project_holding(self, kind: str, name: str, root: str | None = None) -> Project | None:
         """In a multi-root workspace, the folder whose state has this proposal / fact /
