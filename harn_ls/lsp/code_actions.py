@@ -56,12 +56,10 @@ def register(server) -> None:
         if uri.startswith(P.SCHEME + ":"):
             return for_client(ls, [a for a in await proposal_document_actions(ls, uri) if _wanted(params.context, a.kind)])
         proj = await ls.loaded_project_for_uri(uri)
-        if proj is None or proj.ws is None:
+        path = to_fs_path(uri)  # (a project is found for file: URIs only)
+        if proj is None or proj.ws is None or path is None:
             return []
         skill_root = ls.settings_for(proj).skillRoot  # its workspace folder's
-        path = to_fs_path(uri)
-        if path is None:  # (a project is found for file: URIs only)
-            return []
         out: list[types.CodeAction] = []
         if os.path.basename(path) == "events.jsonl":
             line = params.range.start.line + 1

@@ -102,10 +102,8 @@ def register(server) -> None:
                 return await hitl_document_lenses(ls, uri)
             return await proposal_document_lenses(ls, uri)
         proj = await ls.loaded_project_for_uri(uri)
-        if proj is None or proj.ws is None:
-            return []
-        path = to_fs_path(uri)
-        if path is None:  # (a project is found for file: URIs only)
+        path = to_fs_path(uri)  # (a project is found for file: URIs only)
+        if proj is None or proj.ws is None or path is None:
             return []
         fact_lenses: list = []
         encoded: bytes | None = None
