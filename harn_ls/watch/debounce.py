@@ -22,7 +22,7 @@ class KeyedDebouncer:
     `max_wait` after its first touch since the previous flush (so a file that
     is appended to continuously still flushes about once per `max_wait`).
 
-    Flushes are at least `min_interval` apart (default debounce / 2): when
+    Flushes are at least `min_interval` apart (debounce / 2): when
     many files are each touched once at staggered times (a slow writer walking
     500 files), their deadlines differ by a few ms each; the floor turns that
     trickle into a handful of batches at the cost of <= min_interval extra
@@ -49,19 +49,16 @@ class KeyedDebouncer:
         debounce: float = 0.15,
         max_wait: float = 1.0,
         *,
-        slack: float = 0.02,
-        min_interval: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         start: bool = True,
-        name: str = "harn-ls-debounce",
     ) -> None:
         if debounce < 0 or max_wait < debounce:
             raise ValueError("need 0 <= debounce <= max_wait")
         self._callback = callback
         self.debounce = debounce
         self.max_wait = max_wait
-        self.slack = slack
-        self.min_interval = debounce / 2 if min_interval is None else min_interval
+        self.slack = 0.02
+        self.min_interval = debounce / 2
         self._last_flush = float("-inf")
         self._clock = clock
         self._lock = threading.Lock()
@@ -73,7 +70,7 @@ class KeyedDebouncer:
         self._closed = False
         self._thread: threading.Thread | None = None
         if start:
-            self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+            self._thread = threading.Thread(target=self._run, name="harn-ls-debounce", daemon=True)
             self._thread.start()
 
     # -- public -----------------------------------------------------------
