@@ -175,7 +175,6 @@ class StateWatcher:
         max_wait: float = 1.0,
         *,
         poll_fallback: bool = True,
-        force_polling: bool = False,
         poll_interval: float = 1.0,
         health_interval: float = 1.0,
         watch_budget: int | None = None,
@@ -188,7 +187,7 @@ class StateWatcher:
         self.problems: list[Problem] = []
         self._on_batch = on_batch
         self._poll_fallback = poll_fallback
-        self._force_polling = force_polling or InotifyObserver is None or not linux_facility("inotify")
+        self._force_polling = InotifyObserver is None or not linux_facility("inotify")
         self._poll_interval = poll_interval
         self._health_interval = health_interval
         self._project_root = os.path.abspath(paths.project_root)
