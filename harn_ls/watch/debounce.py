@@ -12,8 +12,6 @@ from collections.abc import Callable, Hashable, Iterable
 
 log = logging.getLogger(__name__)
 
-__all__ = ["KeyedDebouncer"]
-
 
 class KeyedDebouncer:
     """Coalesce `touch(key)` calls and hand due keys to `callback` in batches.

@@ -54,8 +54,6 @@ except Exception:  # pragma: no cover - non-Linux
 
 log = logging.getLogger(__name__)
 
-__all__ = ["KeyedDebouncer", "StateWatcher", "is_ignored_name"]
-
 
 # ---------------------------------------------------------------------------
 # Ignore rules (§K.1)
