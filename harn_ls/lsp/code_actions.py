@@ -33,9 +33,7 @@ async def proposal_document_actions(ls, uri: str) -> list[types.CodeAction]:
 
 def for_client(ls, actions: list[types.CodeAction]) -> list:
     """CodeAction literals to a client that declared them, their commands to any other."""
-    if ls.client.code_action_literals:
-        return actions
-    return [a.command for a in actions if a.command is not None]
+    return actions if ls.client.code_action_literals else [a.command for a in actions if a.command is not None]
 
 
 def _wanted(context: types.CodeActionContext, kind: str | None) -> bool:

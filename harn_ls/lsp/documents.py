@@ -132,9 +132,7 @@ def for_client(ls, text: str, proj) -> str:
     """Drop picture lines for clients that did not ask for them (lsp/capabilities.py, `pictures`); name
     the project in its links when the workspace serves several (project_links.py)."""
     text = markdown_for(ls, proj, text)
-    if ls.client.pictures:
-        return text
-    return strip_pictures(text)
+    return text if ls.client.pictures else strip_pictures(text)
 
 
 def register(server) -> None:
