@@ -7,6 +7,7 @@ Exit codes: 0 ok (also when the data has problems), 1 failed action,
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -128,10 +129,8 @@ def _dump(obj) -> None:
 
 def _done(ws, args) -> None:
     """After the answer is out: bring the state cache up to date for the next run."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()
-    except (OSError, ValueError):
-        pass
     progress = _start_progress(args, "harn-ls: saving the state cache") if ws.keeps_cache else None
     if progress is not None:
         progress.phase("writing", 1, 1.0)

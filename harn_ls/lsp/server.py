@@ -8,6 +8,7 @@ tree, symbols, code_actions, commands); each exposes `register(server)`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import logging
@@ -276,10 +277,8 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
                 self._project_wait_over = True
                 log.warning("a request waited %.0f s for the projects to load; answering without them", timeout)
                 return
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._loading_moved.wait(), left)
-            except TimeoutError:
-                pass
 
     async def loaded_project_for_uri(self, uri: str) -> Project | None:
         """The project holding the file at `uri` (a `file:` URI), once the projects have loaded."""

@@ -29,6 +29,7 @@ bytes. (This replaces a patch of pygls's private `_send_data`; only public API i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -177,10 +178,8 @@ class FramedWriter:
                 return
             self.closed = True
         if self._close is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self._close()
-            except OSError:
-                pass
 
 
 async def serve_stream(protocol: Any, reader: asyncio.StreamReader, writer: FramedWriter, *,

@@ -19,6 +19,7 @@ full rescan. Events are coalesced by `harn_ls.watch.debounce.KeyedDebouncer`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -395,10 +396,8 @@ class StateWatcher:
     def _unschedule_locked(self, watch: ObservedWatch) -> None:
         if self._observer is None:
             return
-        try:
+        with contextlib.suppress(KeyError, RuntimeError):  # already gone (emitter stopped itself, observer replaced)
             self._observer.unschedule(watch)
-        except (KeyError, RuntimeError):
-            pass  # already gone (emitter stopped itself, observer replaced)
 
     def _watch_healthy_locked(self, path: str, watch: ObservedWatch, ident) -> bool:
         obs = self._observer
