@@ -490,12 +490,10 @@ class _ToClient(logging.Handler):
         # nothing to a client before its initialize (over TCP: before it showed the token)
         if server is None or server.protocol.writer is None or server.protocol.phase == HarnProtocol.NEW:
             return
-        try:
+        with contextlib.suppress(Exception):
             kind = types.MessageType.Error if record.levelno >= logging.ERROR else (
                 types.MessageType.Warning if record.levelno >= logging.WARNING else types.MessageType.Log)
             messages.log_line(server, self.format(record), kind)
-        except Exception:
-            pass
 
 
 TO_CLIENT = _ToClient()

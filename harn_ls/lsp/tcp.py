@@ -122,10 +122,9 @@ async def _listen(host: str, port: int, harn: str, allow_probes: bool) -> int:
     main = asyncio.current_task()
     assert main is not None  # (this coroutine runs as a task)
     for sig in (signal.SIGTERM, signal.SIGINT):
-        try:  # stop serving and remove the token file (a terminated server leaves no key behind)
+        # stop serving and remove the token file (a terminated server leaves no key behind)
+        with contextlib.suppress(NotImplementedError, RuntimeError):
             asyncio.get_running_loop().add_signal_handler(sig, main.cancel)
-        except (NotImplementedError, RuntimeError):
-            pass
     sys.stderr.write(f"harn-ls: listening on {host}:{port} (probes {'on' if allow_probes else 'off'}, harn = {harn}); "
                      f"token in {path} (pass it as initializationOptions.{TOKEN_OPTION})\n")
     sys.stderr.flush()
