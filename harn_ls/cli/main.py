@@ -188,6 +188,7 @@ def cmd_compare(args) -> int:
 
 def _print_document(ws: Workspace, uri: str, args, settings: RenderSettings | None = None) -> int:
     """The document at `uri` in `args.format`, then the state cache brought up to date."""
+    # start-up: the renderers load only for the command that prints them
     from harn_ls.render import UriError, render_uri
 
     try:
