@@ -29,10 +29,8 @@ def hover_contents(markdown: str, client) -> types.MarkupContent:
 async def end_of_line(ls, proj, uri: str, path: str, line: int) -> types.Position:
     """The end of `line`'s content, its column in the session's position encoding."""
     opened = ls.workspace.text_documents.get(uri)
-    if opened is not None:
-        text = line_text(opened.source, line) or ""
-    else:
-        text = line_text(await proj.run(lambda: source_text(path, proj.root)), line) or ""
+    source = opened.source if opened is not None else await proj.run(lambda: source_text(path, proj.root))
+    text = line_text(source, line) or ""
     return types.Position(line=line, character=units_len(text, ls.position_encoding))
 
 
