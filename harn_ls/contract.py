@@ -24,8 +24,7 @@ STATUS = "harn/status"  # notification: StatusParams
 HITL_ARRIVED = "harn/hitlArrived"  # notification: HitlArrivedParams (new requests waiting for a human)
 LOADING = "harn/loading"  # notification: LoadingParams (how far a long piece of work is, for the status bar)
 
-METHODS = {"tree": TREE, "treeChanged": TREE_CHANGED, "status": STATUS, "hitlArrived": HITL_ARRIVED,
-           "loading": LOADING}
+METHODS = {m.removeprefix("harn/"): m for m in (TREE, TREE_CHANGED, STATUS, HITL_ARRIVED, LOADING)}  # "tree": TREE, ...
 
 # ------------------------------------------------- server commands (protocol.ts `ServerCommands`)
 CMD_ACCEPT = "harnState.acceptProposal"
@@ -38,20 +37,7 @@ CMD_MIGRATE = "harnState.migratePatternLearning"
 CMD_RESCAN = "harnState.rescan"
 CMD_RESUME = "harnState.resumeEscalation"  # `harn orchestrator resume` (trusted workspaces)
 CMD_ANSWER_HITL = "harnState.answerHitl"  # approve / deny / answer / accept / decline / finish (trusted workspaces)
-
-SERVER_COMMAND_NAMES = {
-    "acceptProposal": CMD_ACCEPT,
-    "rejectProposal": CMD_REJECT,
-    "invalidateFact": CMD_INVALIDATE_FACT,
-    "forgetCheckpointStage": CMD_FORGET_STAGE,
-    "probeTypecheck": CMD_PROBE,
-    "recall": CMD_RECALL,
-    "migratePatternLearning": CMD_MIGRATE,
-    "rescan": CMD_RESCAN,
-    "resumeEscalation": CMD_RESUME,
-    "answerHitl": CMD_ANSWER_HITL,
-}
-SERVER_COMMANDS = tuple(SERVER_COMMAND_NAMES.values())
+# (SERVER_COMMAND_NAMES, protocol.ts's table of them by name, follows COMMAND_ARGS below)
 
 # ------------------------------------- client commands the server names (protocol.ts `ClientCommands`)
 CMD_OPEN = "harnState.open"  # argument: a harn-state: URI string (lens / tree targets)
@@ -62,8 +48,8 @@ CMD_UI_HITL = {"approve": "harnState.ui.approveHitl", "deny": "harnState.ui.deny
                "answer": "harnState.ui.answerHitl", "accept": "harnState.ui.acceptHitl",
                "decline": "harnState.ui.declineHitl", "finish": "harnState.ui.finishHitl"}
 
-CLIENT_COMMAND_NAMES = {"open": CMD_OPEN, "compareWithExisting": CMD_COMPARE,
-                        **{f"{verb}Hitl": cmd for verb, cmd in CMD_UI_HITL.items()}}
+# by the name after the last dot: "open": CMD_OPEN, "compareWithExisting": CMD_COMPARE, "approveHitl": ...
+CLIENT_COMMAND_NAMES = {cmd.rsplit(".", 1)[1]: cmd for cmd in (CMD_OPEN, CMD_COMPARE, *CMD_UI_HITL.values())}
 
 # ----------------------------------------------------------------------------- code action kinds
 KIND_ACCEPT = "source.harnState.accept"
@@ -71,7 +57,6 @@ KIND_REJECT = "source.harnState.reject"
 KIND_COMPARE = "source.harnState.compare"
 KIND_PROBE = "source.harnState.probe"
 KIND_MIGRATE = "source.harnState.migrate"
-CODE_ACTION_KINDS = (KIND_ACCEPT, KIND_REJECT, KIND_COMPARE, KIND_PROBE, KIND_MIGRATE)
 
 TREE_VIEWS = ("runs", "checkpoints", "memory", "skills")
 TREE_PAGE_SIZE = 200
@@ -399,6 +384,7 @@ COMMAND_ARGS: dict[str, type] = {
     CMD_RESUME: ResumeArgs,
     CMD_ANSWER_HITL: AnswerHitlArgs,
 }
+SERVER_COMMAND_NAMES = {cmd.removeprefix("harnState."): cmd for cmd in COMMAND_ARGS}  # "acceptProposal": CMD_ACCEPT, ...
 COMMAND_RESULTS: dict[str, tuple[type, ...]] = {
     CMD_ACCEPT: (AcceptResult, Failure),
     CMD_REJECT: (RejectResult, Failure),
@@ -538,13 +524,9 @@ def parse_params(cls: type[T], params: Any, what: str) -> T:
     if not isinstance(params, dict):
         raise ArgumentError(f"{wanted}: the argument must be an object")
     try:
-        return structure(params, cls)
+        return converter.structure(params, cls)
     except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
         raise ArgumentError(f"{wanted}: {'; '.join(_problems(exc, ''))}") from None
-
-
-def structure(obj: Any, cls: type[T]) -> T:
-    return converter.structure(obj, cls)
 
 
 def to_wire(obj: Any) -> Any:

@@ -8,6 +8,7 @@ with symlinks resolved before anything is written.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import secrets as _secrets
@@ -30,9 +31,8 @@ def _fsync_dir(directory: str) -> None:
     except OSError:
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -103,7 +103,7 @@ def atomic_write(project_root: str, path: str, data: bytes | str, *, exclusive: 
     directory = os.path.dirname(path) or "."
     base = os.path.basename(path)
     make_dirs(project_root, directory)
-    _sweep_stale_temps(directory, base)
+    _sweep_stale(directory, f".{base}.harn-ls-", ".tmp", folders=False)
     dir_fd = _open_dir_inside(project_root, directory)
     try:
         before = _target_stat(dir_fd, base, path)
@@ -133,15 +133,11 @@ def atomic_write(project_root: str, path: str, data: bytes | str, *, exclusive: 
             finally:
                 os.close(fd)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=dir_fd)
-            except OSError:
-                pass
             raise
-        try:
+        with contextlib.suppress(OSError):
             os.fsync(dir_fd)
-        except OSError:
-            pass
     finally:
         os.close(dir_fd)
 
@@ -154,29 +150,34 @@ def _keep_owner_and_mode(fd: int, st: os.stat_result) -> None:
     try:
         os.fchown(fd, st.st_uid, st.st_gid)
     except OSError:
-        try:  # not root: at least keep the group when we are a member of it
+        with contextlib.suppress(OSError):  # not root: at least keep the group when we are a member of it
             os.fchown(fd, -1, st.st_gid)
-        except OSError:
-            pass
     os.fchmod(fd, stat.S_IMODE(st.st_mode))
 
 
-def _sweep_stale_temps(directory: str, base: str, older_than: float = 600.0) -> None:
-    """Remove our own temp files that a killed writer left behind (never anyone else's)."""
-    prefix = f".{base}.harn-ls-"
+def _sweep_stale(directory: str, prefix: str, suffix: str, folders: bool, older_than: float = 600.0) -> None:
+    """Remove our own leftovers of a killed writer: temp files, or (`folders`) staging directories,
+    never symlinks then; never anyone else's (`<prefix>...<suffix>`), and only once their mtime is
+    older than `older_than` seconds."""
     try:
         names = os.listdir(directory)
     except OSError:
         return
     cutoff = _time.time() - older_than
     for name in names:
-        if name.startswith(prefix) and name.endswith(".tmp"):
-            p = os.path.join(directory, name)
-            try:
-                if os.lstat(p).st_mtime < cutoff:
-                    os.unlink(p)
-            except OSError:
-                pass
+        if not (name.startswith(prefix) and name.endswith(suffix)):
+            continue
+        p = os.path.join(directory, name)
+        try:
+            st = os.lstat(p)
+            if st.st_mtime >= cutoff:
+                continue
+            if not folders:
+                os.unlink(p)
+            elif stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(p, ignore_errors=True)  # fd-based on Linux: does not follow links inside
+        except OSError:
+            pass
 
 
 STAGING_SUFFIX = ".staging"
@@ -186,33 +187,6 @@ _STAGING_MARK = ".harn-ls-"
 def staging_name(target_base: str) -> str:
     """The hidden sibling a directory is built in before it is renamed into place."""
     return f".{target_base}{_STAGING_MARK}{uuid.uuid4().hex}{STAGING_SUFFIX}"
-
-
-def sweep_stale_staging(directory: str, base: str, older_than: float = 600.0) -> int:
-    """Remove our own staging directories for `base` that a killed writer left behind.
-
-    Only `.<base>.harn-ls-<hex>.staging` directories (never symlinks, never anyone
-    else's) whose mtime is older than `older_than` seconds; returns how many went.
-    """
-    prefix = f".{base}{_STAGING_MARK}"
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return 0
-    cutoff = _time.time() - older_than
-    removed = 0
-    for name in names:
-        if not (name.startswith(prefix) and name.endswith(STAGING_SUFFIX)):
-            continue
-        p = os.path.join(directory, name)
-        try:
-            st = os.lstat(p)
-        except OSError:
-            continue
-        if stat.S_ISDIR(st.st_mode) and st.st_mtime < cutoff:
-            shutil.rmtree(p, ignore_errors=True)  # fd-based on Linux: does not follow links inside
-            removed += 1
-    return removed
 
 
 def _check_rel(rel: str) -> list[str]:
@@ -240,7 +214,7 @@ def atomic_write_dir(project_root: str, target_dir: str, files: Mapping[str, byt
         raise ActionFailed(f"refused: {quote(target_dir)} has no folder name")
     rels = [(_check_rel(rel), data) for rel, data in files.items()]
     make_dirs(project_root, parent)
-    sweep_stale_staging(parent, base)
+    _sweep_stale(parent, f".{base}{_STAGING_MARK}", STAGING_SUFFIX, folders=True)
     staging_base = staging_name(base)
     staging = os.path.join(parent, staging_base)
     ensure_inside(project_root, staging)
@@ -286,10 +260,8 @@ def atomic_write_dir(project_root: str, target_dir: str, files: Mapping[str, byt
         shutil.rmtree(staging, ignore_errors=True)
         os.close(parent_fd)
         raise
-    try:
+    with contextlib.suppress(OSError):
         os.fsync(parent_fd)
-    except OSError:
-        pass
     os.close(parent_fd)
 
 
@@ -343,7 +315,7 @@ def append_lines(project_root: str, path: str, lines: list[str]) -> int:
         os.close(fd)
 
 
-# -- ids and clocks shared by the actions (appended; the primitives above are unchanged) --
+# -- ids shared by the actions --
 
 _uuid7_lock = _threading.Lock()
 _uuid7_last = [0, 0]  # [unix ms, 74 random/counter bits] of the previous id

@@ -22,6 +22,7 @@ A write within one page cannot be split that way, so it needs no record.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -61,32 +62,25 @@ def record_intent(real_path: str, st: os.stat_result, start: int, payload: bytes
     return path
 
 
-def prune_stale(folder: str, now: float | None = None) -> int:
-    """Drop intent records older than STALE_AFTER_S in `folder`; returns how many went."""
-    now = time.time() if now is None else now
-    dropped = 0
+def prune_stale(folder: str) -> None:
+    """Drop intent records older than STALE_AFTER_S in `folder`."""
     try:
         entries = list(os.scandir(folder))
     except OSError:
-        return 0
+        return
+    cutoff = time.time() - STALE_AFTER_S
     for entry in entries:
-        if not entry.name.endswith(".intent"):
-            continue
         try:
-            if now - entry.stat(follow_symlinks=False).st_mtime > STALE_AFTER_S:
+            if entry.name.endswith(".intent") and entry.stat(follow_symlinks=False).st_mtime < cutoff:
                 os.unlink(entry.path)
-                dropped += 1
         except OSError:
             pass
-    return dropped
 
 
 def drop_intent(record: str | None) -> None:
     if record:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(record)
-        except OSError:
-            pass
 
 
 def _read_record(path: str) -> tuple[dict, bytes] | None:

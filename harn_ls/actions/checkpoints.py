@@ -12,11 +12,13 @@ changed after the user looked at it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
 import stat
 import time
+from collections.abc import Iterator
 
 import orjson
 
@@ -25,51 +27,41 @@ from harn_ls.formats.checkpoints import render_checkpoint_json
 from harn_ls.formats.locks import checkpoint_lock_path
 from harn_ls.model.accept_plan import check_segment, inside_project
 from harn_ls.util.message_text import quote
+from harn_ls.util.safe_read import reader_root
 
 _MAX_CHECKPOINT_BYTES = 256 * 1024 * 1024
 
 
-def _root_for(ws) -> str:
-    """The project, or the state root when HARN_STATE_DIR puts it elsewhere: writes stay inside it."""
-    state = os.path.abspath(ws.paths.state_root)
-    root = os.path.abspath(ws.root)
-    return root if state == root or state.startswith(root.rstrip(os.sep) + os.sep) else state
-
-
-def checkpoint_path(ws, pipeline: str) -> str:
+def checkpoint_path(ws, pipeline: str) -> tuple[str, str]:
+    """The checkpoint file of `pipeline`, and the root writes stay inside: the project, or the state
+    root when HARN_STATE_DIR puts it elsewhere."""
     check_segment(pipeline, "pipeline name")
     path = os.path.join(ws.paths.checkpoint_dir, pipeline + ".json")
-    root = _root_for(ws)
+    root = reader_root(os.path.abspath(ws.paths.state_root), os.path.abspath(ws.root))
     if root == os.path.abspath(ws.root):
-        return inside_project(ws, path)
+        return inside_project(ws, path), root
     ensure_inside(root, path)
-    return path
+    return path, root
 
 
 LOCK_DEADLINE = 5.0  # harn_flock::lock_with_deadline(.., Exclusive, 5 s) in CheckpointState::lock
 _BACKOFF_START, _BACKOFF_MAX = 0.001, 0.05
 
 
-class _CheckpointLock:
+@contextlib.contextmanager
+def _checkpoint_lock(confine_root: str, json_path: str, timeout: float) -> Iterator[None]:
     """Harn's checkpoint lock: `flock(LOCK_EX)` on `<pipeline>.lock`, polled with LOCK_NB until a deadline."""
-
-    def __init__(self, confine_root: str, json_path: str, timeout: float) -> None:
-        self.path = checkpoint_lock_path(json_path)
-        self.confine_root = confine_root
-        self.timeout = timeout
-        self.fd: int | None = None
-
-    def __enter__(self) -> _CheckpointLock:
-        ensure_inside(self.confine_root, self.path)
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        try:
-            fd = os.open(self.path, flags, NEW_FILE_MODE)  # like OpenOptions create(true).truncate(false)
-        except OSError as exc:
-            raise ActionFailed(f"refused: cannot open the checkpoint lock {quote(self.path)}: {quote(exc)}") from None
+    path = checkpoint_lock_path(json_path)
+    ensure_inside(confine_root, path)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, NEW_FILE_MODE)  # like OpenOptions create(true).truncate(false)
+    except OSError as exc:
+        raise ActionFailed(f"refused: cannot open the checkpoint lock {quote(path)}: {quote(exc)}") from None
+    try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise ActionFailed(f"refused: {quote(self.path)} is not a regular file")
-        deadline = time.monotonic() + self.timeout
+            raise ActionFailed(f"refused: {quote(path)} is not a regular file")
+        deadline = time.monotonic() + timeout
         delay = _BACKOFF_START
         while True:
             try:
@@ -77,34 +69,27 @@ class _CheckpointLock:
                 break
             except OSError as exc:
                 if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                    os.close(fd)
-                    raise ActionFailed(f"refused: cannot lock {quote(self.path)}: {quote(exc)}") from None
+                    raise ActionFailed(f"refused: cannot lock {quote(path)}: {quote(exc)}") from None
             if time.monotonic() >= deadline:
-                os.close(fd)
                 raise ActionFailed(
                     f"refused: a pipeline is writing this checkpoint right now: timed out after "
-                    f"{self.timeout:.1f}s waiting for the exclusive lock on {quote(self.path)} (Harn holds it while it "
+                    f"{timeout:.1f}s waiting for the exclusive lock on {quote(path)} (Harn holds it while it "
                     "saves); nothing was changed, try again in a moment")
             time.sleep(delay)
             delay = min(delay * 2, _BACKOFF_MAX)
-        self.fd = fd
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.fd is not None:
-            os.close(self.fd)  # drops the flock; the lock file stays, as Harn's does
-            self.fd = None
+        yield
+    finally:
+        os.close(fd)  # drops the flock; the lock file stays, as Harn's does
 
 
 def forget_stage(ws, pipeline: str, key: str, expect_mtime: float | None = None,
                  timeout: float = LOCK_DEADLINE) -> dict:
-    path = checkpoint_path(ws, pipeline)
+    path, root = checkpoint_path(ws, pipeline)
     if not isinstance(key, str):
         raise ActionFailed("refused: stage key must be a string")
-    root = _root_for(ws)
     # Checked once before the lock file is opened (a refusal then creates nothing), and again under the lock.
     _read_under_lock(path, pipeline, key, expect_mtime)
-    with _CheckpointLock(root, path, timeout):
+    with _checkpoint_lock(root, path, timeout):
         mapping = _read_under_lock(path, pipeline, key, expect_mtime)
         del mapping[key]
         # Harn re-saves a loaded file with top-level keys sorted and nested values as loaded.

@@ -40,10 +40,6 @@ from harn_ls.formats.harn_time import iso_millis, now_ns
 from harn_ls.model.accept_plan import confining_root
 
 
-def normalize_prompt(prompt: str) -> str:
-    return pl_fmt.redact_prompt(prompt)
-
-
 def normalize_tools(tools: list[str]) -> list[str]:
     out = []
     for tool in tools:
@@ -59,7 +55,7 @@ def _observation_events(observations: Iterable[Any], known: set[str], now_iso: s
     not stored or forgotten yet), counted in `counts`."""
     out: list[dict[str, Any]] = []
     for obs in observations:
-        prompt = normalize_prompt(obs.prompt)
+        prompt = pl_fmt.redact_prompt(obs.prompt)
         if not prompt:  # HARN-PATTERN-001: Harn refuses an empty prompt
             counts["skipped"] += 1
             continue
@@ -97,10 +93,8 @@ def migrate_pattern_learning(ws, now=None) -> dict:
     space = ws.memory.get(NAMESPACE)
     # ids stored or forgotten already: an observation is never stored twice
     known = ({r.id for r in space.records()} | set(space.forgotten)) if space is not None else set()
-    events: list[dict] = []
     counts = {"observations": 0, "proposals": 0, "state": 0, "skipped": 0}
-
-    events.extend(_observation_events(legacy.observations, known, now_iso, counts))
+    events = _observation_events(legacy.observations, known, now_iso, counts)
 
     for prop in legacy.proposals:
         if _ids_with_key(space, pl_fmt.pattern_record_key("pending", prop.id)):

@@ -33,7 +33,7 @@ import shutil
 import signal
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from harn_ls.actions import ActionFailed, append_lines, uuid7
 from harn_ls.formats import facts as F
@@ -44,6 +44,7 @@ from harn_ls.formats.harn_time import iso_millis, rfc3339_nanos
 from harn_ls.util import exit_hooks
 from harn_ls.util.message_text import quote
 from harn_ls.util.rust_text import rust_trim
+from harn_ls.util.safe_read import reader_root
 from harn_ls.util.text_positions import UTF16, ByteIndex, Pos, Range, TextIndex
 
 SOURCE = "harn-probe"
@@ -58,10 +59,6 @@ MISSING_BINARY = ("harn binary not found: {path}. Install Harn or point the `har
 
 
 # -- ranges ------------------------------------------------------------------------------
-
-
-def whole_range(text: str, encoding: str = UTF16) -> Range:
-    return (0, 0), TextIndex(text, encoding).end_position()
 
 
 @dataclass(frozen=True)
@@ -113,17 +110,16 @@ class Selection:
 
     snippet: str
     range: Range  # normalized (clamped) document range of the snippet
-    start_offset: int  # code-point offset of the snippet in the document
 
 
 def select(text: str, rng: Range | None, encoding: str = UTF16) -> Selection:
     """The snippet `rng` (columns in `encoding`, the session's position encoding) covers."""
     if rng is None:
-        return Selection(text, whole_range(text, encoding), 0)
+        return Selection(text, ((0, 0), TextIndex(text, encoding).end_position()))
     index = TextIndex(text, encoding)
     a, b = index.offset(rng[0]), index.offset(rng[1])
     a, b = min(a, b), max(a, b)
-    return Selection(text[a:b], (index.position(a), index.position(b)), a)
+    return Selection(text[a:b], (index.position(a), index.position(b)))
 
 
 def file_range_lines(rng: Range) -> tuple[int, int]:
@@ -131,20 +127,6 @@ def file_range_lines(rng: Range) -> tuple[int, int]:
     (sl, _), (el, ec) = rng
     end = el if (ec == 0 and el > sl) else el + 1
     return sl + 1, max(sl + 1, end)
-
-
-class SpanMapper:
-    """Byte offsets into the snippet -> LSP positions in the original document."""
-
-    def __init__(self, selection: Selection, encoding: str = UTF16) -> None:
-        self._mapper = ByteIndex(selection.snippet, encoding)
-        self._origin = selection.range[0]
-
-    def position(self, byte_offset: int) -> Pos:
-        line, col = self._mapper.position(byte_offset)
-        oline, ocol = self._origin
-        # Only the snippet's first line shares its document line with text before the selection.
-        return (oline + line, ocol + col) if line == 0 else (oline + line, col)
 
 
 # -- outcome -------------------------------------------------------------------------------
@@ -189,12 +171,9 @@ class ProbeOutcome:
     range: Range
     snippet: str
     file_range: str | None = None
-    event: dict | None = None  # the memory store event appended (None when not stored)
     store_error: str | None = None
     timed_out: bool = False
     process: ProcessResult | None = None
-    temp_path: str = ""
-    issues: list[str] = field(default_factory=list)  # contract deviations in harn's output
 
     def diagnostics_text(self) -> list[str]:
         out = []
@@ -392,13 +371,21 @@ def _convert_diagnostics(env: P.CheckEnvelope | None, tmp_path: str, sel: Select
                          encoding: str = UTF16) -> list[ProbeDiagnostic]:
     if env is None:
         return []
-    mapper = SpanMapper(sel, encoding)
+    snippet = ByteIndex(sel.snippet, encoding)
+    oline, ocol = sel.range[0]
+
+    def position(byte_offset: int) -> Pos:
+        """A byte offset into the snippet -> its position in the document."""
+        line, col = snippet.position(byte_offset)
+        # Only the snippet's first line shares its document line with text before the selection.
+        return oline + line, (ocol + col if line == 0 else col)
+
     out = []
     for f in env.files:
         ours = os.path.basename(f.path) == os.path.basename(tmp_path)
         for d in f.diagnostics:
             if ours and d.span is not None:
-                rng = (mapper.position(d.span[0]), mapper.position(d.span[1]))
+                rng = (position(d.span[0]), position(d.span[1]))
                 message = d.message
             else:
                 # No location (or another file): pin it to the start of the probed range.
@@ -412,10 +399,8 @@ def _convert_diagnostics(env: P.CheckEnvelope | None, tmp_path: str, sel: Select
 def _events_target(project_root: str, memory_root: str) -> tuple[str, str]:
     """(events.jsonl of project/facts, the root the write is confined to)."""
     path = os.path.join(memory_root, *NAMESPACE.split("/"), "events.jsonl")
-    root = os.path.abspath(project_root)
-    mem = os.path.abspath(memory_root)
-    inside = mem == root or mem.startswith(root.rstrip(os.sep) + os.sep)
-    return path, (root if inside else mem)  # HARN_MEMORY_ROOT outside the project: confine to it
+    # HARN_MEMORY_ROOT outside the project: confine to it
+    return path, reader_root(os.path.abspath(memory_root), os.path.abspath(project_root))
 
 
 async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng: Range | None, harn_path: str,
@@ -462,7 +447,7 @@ async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng:
     lines = file_range_lines(sel.range)
     file_range = None if rel.startswith("../") or rel == ".." else f"{rel}:{lines[0]}-{lines[1]}"
 
-    fact_id = events_path = event = store_error = None
+    fact_id = events_path = store_error = None
     if store:
         mem_root = memory_root or paths_mod.resolve(project_root).memory_root
         events_path, confine = _events_target(project_root, mem_root)
@@ -475,14 +460,13 @@ async def run_typecheck_probe(project_root: str, file_path: str, text: str, rng:
             fact_id = event["id"]
         except (ActionFailed, F.FactError, OSError) as exc:
             # Harn's probe also carries on without fact_id when store_fact fails.
-            store_error, event = str(exc), None
+            store_error = str(exc)
 
     return ProbeOutcome(
         envelope=P.typecheck_envelope(run, asserted_at, fact_id), outcome=run.outcome, diagnostics=diagnostics,
         summary_line=_summary_line(run.outcome, res, env, n_err, n_warn, timeout),
         fact_id=fact_id, events_path=events_path if fact_id else None, file_path=file_path, range=sel.range,
-        snippet=sel.snippet, file_range=file_range, event=event, store_error=store_error,
-        timed_out=res.timed_out, process=res, temp_path=tmp_path, issues=list(env.issues) if env else [],
+        snippet=sel.snippet, file_range=file_range, store_error=store_error, timed_out=res.timed_out, process=res,
     )
 
 

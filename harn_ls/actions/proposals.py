@@ -35,12 +35,14 @@ from typing import Any
 
 from harn_ls.actions import ActionFailed, append_lines, atomic_write, atomic_write_dir, uuid7
 from harn_ls.formats import pattern_learning as pl_fmt
+from harn_ls.formats.facts import sorted_json
 from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.harn_time import iso_millis, now_ns, rfc3339_nanos
 from harn_ls.model.accept_plan import (  # noqa: F401 (check_skill_name, skill_root_warning: re-exported)
     EXECUTABLE_ENTRYPOINTS,
     NAMESPACE,
     Plan,
+    PlannedFile,
     check_segment,
     check_skill_name,
     confining_root,
@@ -64,29 +66,16 @@ def _refresh(ws, namespace: str) -> str:
     return path
 
 
-def _pattern_view(ws, namespace: str):
-    if namespace == NAMESPACE:
-        return ws.pattern or pl_fmt.PatternLearning()
-    space = ws.memory.get("/".join(namespace_parts(namespace)))
-    records = space.records() if space is not None else []
-    return pl_fmt.project_pattern_learning(records, pattern_events_path(ws, namespace))
-
-
 def _space(ws, namespace: str):
     return ws.memory.get(namespace if namespace == NAMESPACE else "/".join(namespace_parts(namespace)))
 
 
-def _find_pending(ws, proposal_id: str, namespace: str):
-    for prop in _pattern_view(ws, namespace).pending:
-        if prop.id == proposal_id:
-            return prop
-    return None
-
-
-def _suppressed_until(view, proposal_id: str, now_iso: str) -> str | None:
-    if pl_fmt.is_suppressed(proposal_id, view.state, now_iso):
-        return view.state.suppressed_until.get(proposal_id)
-    return None
+def _pattern_view(ws, namespace: str):
+    if namespace == NAMESPACE:
+        return ws.pattern or pl_fmt.PatternLearning()
+    space = _space(ws, namespace)
+    records = space.records() if space is not None else []
+    return pl_fmt.project_pattern_learning(records, pattern_events_path(ws, namespace))
 
 
 def list_proposals(ws, include_suppressed: bool = False, now=None, namespace: str = NAMESPACE,
@@ -96,7 +85,7 @@ def list_proposals(ws, include_suppressed: bool = False, now=None, namespace: st
     now_iso = iso_millis(now_ns(now))
     out = []
     for prop in view.pending:
-        until = _suppressed_until(view, prop.id, now_iso)
+        until = view.state.suppressed_until.get(prop.id) if pl_fmt.is_suppressed(prop.id, view.state, now_iso) else None
         if until is not None and not include_suppressed:
             continue
         target, error = None, None
@@ -136,18 +125,9 @@ def forget_event(namespace: str, predicate: Any, forgotten_ids: list[str], at_ns
     }
 
 
-def _sorted_json(value: Any) -> Any:
-    """Harn dicts are BTreeMaps: keys sorted at every level."""
-    if isinstance(value, dict):
-        return {k: _sorted_json(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [_sorted_json(v) for v in value]
-    return value
-
-
 def pattern_store_event(namespace: str, record_id: str, key: str, value: dict, stored_at: str, kind: str) -> dict:
     """`pl_store_record`'s memory `store` event: text = compact value, tags sorted (§C.2, §E.1)."""
-    value = _sorted_json(value)
+    value = sorted_json(value)  # Harn dicts are BTreeMaps: keys sorted at every level
     return {
         "type": "store",
         "id": record_id,
@@ -171,7 +151,7 @@ def _pending_or_refuse(ws, proposal_id: str, namespace: str):
     """Re-read the pattern log, then the proposal if it is still pending (someone else may have acted)."""
     check_segment(proposal_id, "proposal id")
     events_path = _refresh(ws, namespace)
-    prop = _find_pending(ws, proposal_id, namespace)
+    prop = next((p for p in _pattern_view(ws, namespace).pending if p.id == proposal_id), None)
     if prop is None:
         raise ActionFailed(f"refused: proposal {quote(proposal_id)} is no longer pending "
                            "(accepted, rejected or refreshed away by someone else)")
@@ -188,18 +168,7 @@ def accept_proposal(ws, proposal_id: str, skill_root: str | None = None, now=Non
     if conflicts:
         raise ActionFailed("refused: a different file already exists at " + ", ".join(quote(c) for c in conflicts)
                            + "; compare it with the proposal instead")
-    written: list[str] = []
-    unchanged: list[str] = []
-    if plan.candidate_dir:
-        written, unchanged = _stage_candidate(ws, plan)
-    else:
-        for f in plan.files:
-            if f.identical:
-                unchanged.append(f.path)
-                continue
-            # exclusive: if someone created the file since we looked, refuse rather than overwrite it
-            atomic_write(ws.root, f.path, f.text, exclusive=not f.replaceable)
-            written.append(f.path)
+    written, unchanged = _stage_candidate(ws, plan) if plan.candidate_dir else _write_files(ws, plan.files)
     space = _space(ws, namespace)
     ns_name = space.namespace if space is not None else namespace
     key = pl_fmt.pattern_record_key("pending", prop.id)
@@ -253,12 +222,19 @@ def _stage_candidate(ws, plan: Plan) -> tuple[list[str], list[str]]:
     if missing:
         raise ActionFailed(f"refused: {quote(candidate)} is an incomplete staging (missing "
                            + ", ".join(quote(m) for m in missing) + "); remove the folder and accept again")
+    return _write_files(ws, plan.files)
+
+
+def _write_files(ws, files: list[PlannedFile]) -> tuple[list[str], list[str]]:
+    """(written, unchanged): each planned file written atomically unless its bytes are already there."""
     written, unchanged = [], []
-    for f in plan.files:
+    for f in files:
         if f.identical:
             unchanged.append(f.path)
-        else:  # our own earlier proposal.json: the folder stays complete across this replace
-            atomic_write(ws.root, f.path, f.text)
+        else:
+            # exclusive: if someone created the file since we looked, refuse rather than overwrite it;
+            # only our own earlier proposal.json (replaceable) is replaced
+            atomic_write(ws.root, f.path, f.text, exclusive=not f.replaceable)
             written.append(f.path)
     return written, unchanged
 

@@ -15,7 +15,6 @@ from harn_ls.render.svg import md_text
 from harn_ls.render.uri import UriError, make_uri
 
 if TYPE_CHECKING:
-    from harn_ls.cache.checkpoint_history import CheckpointHistory
     from harn_ls.model.workspace import Workspace
 
 
@@ -27,10 +26,6 @@ class StageDiff:
     removed: list[str] = field(default_factory=list)
     value_changed: list[str] = field(default_factory=list)
     fingerprint_changed: list[str] = field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        return not (self.added or self.removed or self.value_changed or self.fingerprint_changed)
 
     def changed(self, key: str) -> bool:
         return key in self.added or key in self.value_changed or key in self.fingerprint_changed
@@ -73,13 +68,9 @@ def _when(ts: float) -> str:
     return f"{display_time(ts)} UTC"
 
 
-def history_of(ws: Workspace) -> CheckpointHistory | None:
-    return ws.checkpoint_history
-
-
 def last_change(ws: Workspace, pipeline: str) -> StageDiff | None:
     """What changed between the two newest kept versions (None without two)."""
-    hist = history_of(ws)
+    hist = ws.checkpoint_history
     if hist is None:
         return None
     versions = hist.versions(pipeline)
@@ -91,7 +82,7 @@ def last_change(ws: Workspace, pipeline: str) -> StageDiff | None:
 
 def version_document(ws: Workspace, pipeline: str, n: int) -> str:
     """One kept version, in the same shape for every version so that two of them diff cleanly."""
-    hist = history_of(ws)
+    hist = ws.checkpoint_history
     if hist is None:
         raise UriError("checkpoint history is off (harn-ls keeps it only while it watches, with its cache enabled)")
     v = hist.version(pipeline, n)
@@ -118,7 +109,7 @@ def version_document(ws: Workspace, pipeline: str, n: int) -> str:
 
 def history_section(ws: Workspace, pipeline: str, limit: int = 50) -> list[str]:
     """The *History* part of a checkpoints document: kept versions, newest first, with what changed."""
-    hist = history_of(ws)
+    hist = ws.checkpoint_history
     if hist is None:
         return []
     versions = hist.versions(pipeline)

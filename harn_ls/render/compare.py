@@ -18,7 +18,7 @@ from harn_ls.formats.harn_time import epoch_seconds
 from harn_ls.render.markdown import short_text
 from harn_ls.render.svg import fmt_ms, md_text
 from harn_ls.render.timeline import load_llm_log
-from harn_ls.render.uri import UriError, make_uri
+from harn_ls.render.uri import RenderSettings, StateUri, UriError, make_uri
 from harn_ls.util.json_types import JsonObject
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def _full(ws: Workspace, run_id: str) -> RunRecord:
     run = ws.runs.get(run_id)
     if run is None:
         raise UriError(f"no run {run_id!r}")
-    full = ws.full_run_record(run.path) if hasattr(ws, "full_run_record") else None
+    full = ws.full_run_record(run.path)
     return full if full is not None and full.ok else run
 
 
@@ -156,7 +156,9 @@ def _num(v: object) -> int | float | None:
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def compare_document(ws: Workspace, a_id: str, b_id: str) -> str:
+def compare_document(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
+    """`harn-state:/compare/<A>/<B>.md`."""
+    a_id, _, b_id = target.name.partition("/")
     a, b = _full(ws, a_id), _full(ws, b_id)
     out = [f"# Compare runs — {md_text(a.id)} ↔ {md_text(b.id)}", "",
            f"[A: {md_text(a.id)}]({make_uri('runs', a.id)}) · [B: {md_text(b.id)}]({make_uri('runs', b.id)})", "",

@@ -77,8 +77,8 @@ def _para_line(m: re.Match[str]) -> str:
 
 
 def _pre(text: str) -> str:
-    """Text in a <pre> on one line (newlines as character references)."""
-    return "<pre>" + html_text(text).replace("\r\n", "&#10;").replace("\n", "&#10;").replace("\r", "&#10;") + "</pre>"
+    """Text in a <pre> on one line (html_text spells newlines as character references)."""
+    return "<pre>" + html_text(text) + "</pre>"
 
 
 def details(summary_html: str, body_html: str, open_: bool = False) -> str:
@@ -219,13 +219,10 @@ def render_event(i: int, ev: TranscriptEvent, ctx: Context) -> tuple[str, bool]:
         if text_blocks[-1]:
             parts.append(md_para(summarize_value(text_blocks[-1], TEXT_LIMIT)))
     text = "\n\n".join(x for x in text_blocks if x)
-    est = None
-    if tin is None and tout is None and text:
-        est = max(1, len(text) // 4)
     if tin is not None or tout is not None:
         head += f" · tokens in {tin if tin is not None else '?'} / out {tout if tout is not None else '?'}"
-    elif est is not None:
-        head += f" · ≈{est} tokens"
+    elif text:  # no count recorded: about four characters a token
+        head += f" · ≈{max(1, len(text) // 4)} tokens"
 
     body: list[str] = []
     comp = ev.compaction

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from harn_ls.formats.checkpoints import running_now
@@ -35,8 +36,9 @@ from harn_ls.render.markdown import (
 from harn_ls.render.memory_charts import namespace_section
 from harn_ls.render.newer_state_doc import newer_state
 from harn_ls.render.recall import render_recall_markdown
+from harn_ls.render.shown_path import shown_path
 from harn_ls.render.state_docs import RENDERERS as STATE_RENDERERS
-from harn_ls.render.state_docs import shown_path
+from harn_ls.render.timeline import LLM_LOG_MAX_BYTES
 from harn_ls.render.timeline import section as timeline_section
 from harn_ls.render.uri import MAX_QUERY_INT, RenderSettings, StateUri, UriError, make_uri, parse_uri
 from harn_ls.util.utf8 import utf8_len
@@ -50,17 +52,14 @@ if TYPE_CHECKING:
 Renderer = Callable[["Workspace", StateUri, RenderSettings], str]
 
 
+_CUT_NOTE = ("\n\n> harn-ls: this document was cut at 1 MB (every response is at most 1 MB); "
+             "open a narrower page.\n")
+
+
 def render_uri(ws: Workspace, uri: str, settings: RenderSettings | None = None) -> str:
-    """The Markdown of one `harn-state:` document, at most `MAX_RESPONSE_BYTES`."""
-    return cap_bytes(render(ws, parse_uri(uri), settings or RenderSettings()))
-
-
-def cap_bytes(text: str, limit: int = MAX_RESPONSE_BYTES) -> str:
-    """A whole document: at most `limit` bytes. Renderers cut each value well below this
-    (see `render.limits`); this is the backstop for a document made of very many values."""
-    note = ("\n\n> harn-ls: this document was cut at 1 MB (every response is at most 1 MB); "
-            "open a narrower page.\n")
-    return cap_response(text, limit, note)
+    """The Markdown of one `harn-state:` document, at most `MAX_RESPONSE_BYTES`. Renderers cut each
+    value well below this (see `render.limits`); this is the backstop for a document made of very many values."""
+    return cap_response(render(ws, parse_uri(uri), settings or RenderSettings()), MAX_RESPONSE_BYTES, _CUT_NOTE)
 
 
 def render(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
@@ -83,11 +82,8 @@ def _doc_reuse(ws: object) -> DocReuse | None:
 
 
 def _render(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
+    """The document made afresh (never a kept one)."""
     return _RENDERERS[target.kind](ws, target, settings)
-
-
-def _link(label: str, uri: str) -> str:
-    return link(label, uri)
 
 
 def _source_link(ws: Workspace, path: str, line: int | None = None) -> str:
@@ -119,6 +115,8 @@ def _suppressed_until(state: PatternState | None, proposal_id: str) -> Any:
 
 # ------------------------------------------------------------------ index
 def index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
+    if target.query.get("suppressed") == "1":
+        settings = replace(settings, include_suppressed=True)
     c = ws.counts()
     p = ws.paths
     out = [f"# Harn state — {cell(os.path.basename(ws.root) or ws.root)}", ""]
@@ -162,11 +160,11 @@ def index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
             continue
         shown += 1
         extra = f" — suppressed until {cell(_suppressed_until(state, prop.id))}" if suppressed else ""
-        out.append(f"- {_link(prop.title or prop.name, make_uri('proposals', prop.id))} · {cell(prop.kind)} · "
+        out.append(f"- {link(prop.title or prop.name, make_uri('proposals', prop.id))} · {cell(prop.kind)} · "
                    f"support {cell(prop.support)}{extra}")
     hidden = len(pending) - shown
     if hidden:
-        out.append(f"- *{hidden} suppressed proposal(s) hidden* — {_link('show them', make_uri('index', suppressed='1'))}")
+        out.append(f"- *{hidden} suppressed proposal(s) hidden* — {link('show them', make_uri('index', suppressed='1'))}")
     if not pending:
         out.append("\nNone.")
     out.append("")
@@ -175,14 +173,14 @@ def index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     for name in sorted(ws.checkpoints):
         cf = ws.checkpoints[name]
         keyed = sum(1 for e in cf.entries.values() if e.keyed)
-        out.append(f"- {_link(name, make_uri('checkpoints', name))} — {len(cf.entries)} stage(s), {keyed} keyed"
+        out.append(f"- {link(name, make_uri('checkpoints', name))} — {len(cf.entries)} stage(s), {keyed} keyed"
                    + (" — **unreadable, Harn would start empty**" if cf.retry else ""))
     out.append("")
 
     out.append(f"## Memory ({len(ws.memory)} namespaces)")
     for ns in sorted(ws.memory):
         space = ws.memory[ns]
-        out.append(f"- {_link(ns, make_uri('memory', ns))} — {len(space.active)} active, {len(space.forgotten)} "
+        out.append(f"- {link(ns, make_uri('memory', ns))} — {len(space.active)} active, {len(space.forgotten)} "
                    f"forgotten id(s), backend {cell(space.config.get('backend'))}")
     out.append("")
 
@@ -190,7 +188,7 @@ def index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     for fact in sorted(ws.facts.values(), key=lambda f: (-f.confidence, f.id))[:200]:
         if fact.confidence < settings.min_confidence:
             continue
-        out.append(f"- {_link(short_text(fact.claim, 90), make_uri('facts', fact.id))} · {cell(fact.kind)} · {fact.confidence:g}")
+        out.append(f"- {link(short_text(fact.claim, 90), make_uri('facts', fact.id))} · {cell(fact.kind)} · {fact.confidence:g}")
     out.append("")
 
     if ws.skills is not None:
@@ -198,31 +196,25 @@ def index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
         for sk in ws.skills.skills:
             signed = sk.signature is not None and sk.signature.status != "missing_signature"
             sig = f" · signature {cell(sk.signature.label)}" if signed and sk.signature is not None else ""
-            out.append(f"- {_link(sk.id, make_uri('skills', sk.id))} · {cell(sk.layer)}{sig}")
+            out.append(f"- {link(sk.id, make_uri('skills', sk.id))} · {cell(sk.layer)}{sig}")
         out.append("")
 
     out.append(f"## Runs ({len(ws.runs)})")
     for run in sorted(ws.runs.values(), key=lambda r: (str(r.started_at or ""), r.id), reverse=True)[:200]:
-        out.append(f"- {_link(run.id, make_uri('runs', run.id))} · {cell(run.status or '?')} · {cell(run.workflow_name or '')}")
+        out.append(f"- {link(run.id, make_uri('runs', run.id))} · {cell(run.status or '?')} · {cell(run.workflow_name or '')}")
     out.append("")
     if ws.sessions is not None:
         out.append(f"## Sessions ({len(ws.sessions.sessions)})")
         for s in ws.sessions.sessions[:200]:
-            out.append(f"- {_link(s.title or s.id, make_uri('sessions', s.id))} · {cell(s.status)} · "
+            out.append(f"- {link(s.title or s.id, make_uri('sessions', s.id))} · {cell(s.status)} · "
                        f"{cell(s.event_count)} event(s)")
         out.append("")
     x = ws.event_logs  # issue 16: event logs, HITL, the rest of .harn/
-    out.append(f"## Activity\n\n- {_link(f'Waiting for you ({len(x.waiting())})', make_uri('hitl_index'))}"
-               f"\n- {_link('Event logs', make_uri('events_index'))} · {_link('Store, mailboxes, locks', make_uri('store'))}"
-               f" · {_link('Worktrees, candidates, receipts', make_uri('worktrees'))}\n")
-    out.append(f"Search memory: {_link('recall', make_uri('recall', q=''))}")
+    out.append(f"## Activity\n\n- {link(f'Waiting for you ({len(x.waiting())})', make_uri('hitl_index'))}"
+               f"\n- {link('Event logs', make_uri('events_index'))} · {link('Store, mailboxes, locks', make_uri('store'))}"
+               f" · {link('Worktrees, candidates, receipts', make_uri('worktrees'))}\n")
+    out.append(f"Search memory: {link('recall', make_uri('recall', q=''))}")
     return "\n".join(out) + "\n"
-
-
-def _index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
-    if target.query.get("suppressed") == "1":
-        settings = RenderSettings(**{**settings.__dict__, "include_suppressed": True})
-    return index(ws, target, settings)
 
 
 # ------------------------------------------------------------ checkpoints
@@ -289,15 +281,15 @@ def memory(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
         out.extend(namespace_section(space))
     nav = []
     if page > 0:
-        nav.append(_link("← newer", make_uri("memory", target.name, page=str(page - 1))))
+        nav.append(link("← newer", make_uri("memory", target.name, page=str(page - 1))))
     if start + size < len(records):
-        nav.append(_link("older →", make_uri("memory", target.name, page=str(page + 1))))
+        nav.append(link("older →", make_uri("memory", target.name, page=str(page + 1))))
     if nav:
         out.append(f"Page {page + 1} of {(len(records) + size - 1) // size} · " + " · ".join(nav) + "\n")
     out.append("| key | tags | stored at | text |\n|---|---|---|---|")
     for r in chunk:
         fact = ws.facts.get((target.name, r.seq))
-        key = _link(r.key, make_uri("facts", fact.id)) if fact is not None else code_cell(r.key)
+        key = link(r.key, make_uri("facts", fact.id)) if fact is not None else code_cell(r.key)
         more_tags = "…" if len(r.tags) > 6 else ""
         out.append(f"| {key} | {cell(', '.join(r.tags[:6]))}{more_tags} | {cell(r.stored_at)} | "
                    f"{cell(short_text(r.text, 100))} |")
@@ -328,7 +320,7 @@ def facts(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
            f"| field | value |\n|---|---|\n| id | {code_cell(fact.id)} |\n| kind | {cell(fact.kind)} |\n"
            f"| confidence | {fact.confidence:g} |\n"
            f"| asserted at | {cell(fact.asserted_at)} |\n"
-           f"| namespace | {_link(fact.namespace, make_uri('memory', fact.namespace))} |\n"
+           f"| namespace | {link(fact.namespace, make_uri('memory', fact.namespace))} |\n"
            f"| memory key | {code_cell(fact.memory_key)} |\n| stored at | {cell(fact.stored_at)} |", ""]
     out.append("## Claim\n")
     out.append(capped_markdown(fact.claim, DOC_VALUE_BYTES, where))
@@ -342,7 +334,7 @@ def facts(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
             label = f"{ev.range.path}:{ev.range.start}-{ev.range.end}"
             line += f" → {file_link(label, os.path.join(ws.root, ev.range.path), ev.range.start)} · {cell(status.label)}"
         elif ev.kind == "trace_ref" and ev.ref in ws.runs:
-            line += f" → {_link('run', make_uri('runs', ev.ref))}"
+            line += f" → {link('run', make_uri('runs', ev.ref))}"
         out.append(line)
         if ev.snippet:
             out.append(capped_fence(ev.snippet, "", DOC_VALUE_BYTES // 4, where).replace("\n", "\n  ").rstrip() + "\n")
@@ -405,7 +397,7 @@ def proposals(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
                   else (" — identical file already exists" if f.identical else ""))
         rel = shown_path(ws, f.path)
         out.append(f"### {inline(rel)}{status}\n")
-        raw = _link("the exact text", make_uri("proposals", prop.id, file=rel))
+        raw = link("the exact text", make_uri("proposals", prop.id, file=rel))
         out.append(capped_fence(f.text, f.lang, DOC_VALUE_BYTES, raw))
     out.append(f"Then one memory `forget` event with predicate {inline(plan.forget_predicate)} is appended to "
                f"{inline(shown_path(ws, plan.events_path))}.\n")
@@ -480,7 +472,7 @@ def runs(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
            f"| started | {cell(moment(run.started_at))} |", f"| finished | {cell(moment(run.finished_at))} |",
            f"| file | {code_cell(shown_path(ws, run.path))} · {human_bytes(run.size or 0)} |", ""]
 
-    full = ws.full_run_record(run.path) if hasattr(ws, "full_run_record") else None
+    full = ws.full_run_record(run.path)
     out.extend(timeline_section(full if full is not None and full.ok else run))
     for pr in run.problems:
         out.append(_problem_line(pr))
@@ -504,15 +496,12 @@ def runs(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     out.append(f"## Transcripts ({len(run.transcripts)})\n")
     for tr in cast("list[TranscriptSummary]", run.transcripts):  # (a workspace's runs hold summaries)
         # a transcript without an id (reported as a problem of the record) has no page of its own
-        name = _link(tr.id, make_uri("transcripts", tr.id)) if tr.id is not None else "a transcript without an id"
+        name = link(tr.id, make_uri("transcripts", tr.id)) if tr.id is not None else "a transcript without an id"
         out.append(f"- {name} — {tr.message_count} message(s), {tr.event_count} event(s)")
     if run.llm_transcript_path:
         out.append(f"\n## LLM calls\n\nTurn log: {inline(shown_path(ws, run.llm_transcript_path))}\n")
         out.extend(_llm_calls(run.llm_transcript_path))
     return "\n".join(out) + "\n"
-
-
-LLM_LOG_MAX_BYTES = 32 * 1024 * 1024
 
 
 def _llm_calls(path: str) -> list[str]:
@@ -560,7 +549,7 @@ def transcripts(ws: Workspace, target: StateUri, settings: RenderSettings) -> st
     window = [render_event(i, items[i], ctx)[0] for i in range(start, stop)]
     out = [f"# Transcript — {cell(tr.id)}", ""]
     if entry.run_id:
-        out.append(f"Run: {_link(entry.run_id, make_uri('runs', entry.run_id))}")
+        out.append(f"Run: {link(entry.run_id, make_uri('runs', entry.run_id))}")
     out.append(f"Source: {inline(shown_path(ws, entry.path))} · state {cell(tr.state or '?')} · "
                f"{len(tr.messages)} message(s) · {len(tr.events)} event(s) · {len(tr.assets)} asset(s)")
     if hidden_private:
@@ -575,9 +564,9 @@ def transcripts(ws: Workspace, target: StateUri, settings: RenderSettings) -> st
     nav = []
     here = tr.id or target.name  # (a transcript without an id is reached by its name)
     if page + 1 < len(windows):
-        nav.append(_link("← earlier", make_uri("transcripts", here, page=str(page + 1))))
+        nav.append(link("← earlier", make_uri("transcripts", here, page=str(page + 1))))
     if page > 0:
-        nav.append(_link("newer →", make_uri("transcripts", here, page=str(page - 1))))
+        nav.append(link("newer →", make_uri("transcripts", here, page=str(page - 1))))
     out.append(f"\n## Events — window {page + 1} of {len(windows)} (newest window first)"
                + (" · " + " · ".join(nav) if nav else "") + "\n")
     out.extend(window)
@@ -627,7 +616,7 @@ def recall(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
 
 
 _RENDERERS: dict[str, Renderer] = {
-    "index": _index,
+    "index": index,
     "checkpoints": checkpoints,
     "memory": memory,
     "facts": facts,
@@ -637,13 +626,7 @@ _RENDERERS: dict[str, Renderer] = {
     "transcripts": transcripts,
     "sessions": sessions,
     "recall": recall,
-    "compare": lambda ws, target, settings: _compare(ws, target),
+    "compare": compare_document,
+    **STATE_RENDERERS,  # event logs, HITL, store, receipts, worktrees
+    "newer_state": newer_state,  # issue 28: the LLM cache, selection, guard models, snapshot, metadata
 }
-
-
-def _compare(ws: Workspace, target: StateUri) -> str:
-    a, _, b = target.name.partition("/")
-    return compare_document(ws, a, b)
-
-_RENDERERS.update(STATE_RENDERERS)  # event logs, HITL, store, receipts, worktrees
-_RENDERERS["newer_state"] = newer_state  # issue 28: the LLM cache, selection, guard models, snapshot, metadata

@@ -38,10 +38,8 @@ def _one_fact(s: FactSpan) -> str:
         stale = "\n\n⚠ **may be stale**: the evidence snippet is no longer in this range."
     elif s.anchor.state == "moved":
         stale = f"\n\n↪ re-anchored: recorded at lines {int(s.recorded.start)}-{int(s.recorded.end)}."
-    ev_lines = []
-    for ev in f.evidence[:EVIDENCE_SHOWN]:
-        ev_lines.append(f"- {cell(ev.kind, 60)} {inline(ev.ref, 300)}"
-                        + (f" — {inline(short_text(ev.snippet, 60))}" if ev.snippet else ""))
+    ev_lines = [f"- {cell(ev.kind, 60)} {inline(ev.ref, 300)}"
+                + (f" — {inline(short_text(ev.snippet, 60))}" if ev.snippet else "") for ev in f.evidence[:EVIDENCE_SHOWN]]
     if len(f.evidence) > EVIDENCE_SHOWN:
         ev_lines.append(f"- … {len(f.evidence) - EVIDENCE_SHOWN} more")
     if isinstance(f.provenance, dict):

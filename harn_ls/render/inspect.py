@@ -14,6 +14,7 @@ from harn_ls.formats.harn_time import date_now_iso
 from harn_ls.formats.locks import open_flock_table, running_session_writers, session_running
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.render.inspect_extra import inspect_extra, inspect_extra_text
+from harn_ls.render.shown_path import shown_path
 from harn_ls.util.json_types import JsonObject
 
 if TYPE_CHECKING:
@@ -34,11 +35,11 @@ def inspect_json(ws: Workspace, facts_fragment: bool = False) -> JsonObject:
     if ws.skills is not None:
         for sk in ws.skills.skills + ws.skills.shadowed:
             skills_by_layer.setdefault(sk.layer, []).append({
-                "id": sk.id, "path": ws.relpath(sk.path) or sk.path, "shadowed_by": sk.shadowed_by,
+                "id": sk.id, "path": shown_path(ws, sk.path), "shadowed_by": sk.shadowed_by,
                 "signature": sk.signature.status if sk.signature is not None else None, "loadable": sk.loadable,
                 "signature_label": sk.signature.label if sk.signature is not None else None,
             })
-    problems = [pr.to_json() | {"path": ws.relpath(pr.path) or pr.path} for pr in ws.problems()]
+    problems = [pr.to_json() | {"path": shown_path(ws, pr.path)} for pr in ws.problems()]
     # "running": a Harn process holds the lock file right now (None: cannot tell on this system); the
     # kernel's table is read only if some lock file exists
     locks = open_flock_table()
@@ -85,7 +86,7 @@ def inspect_json(ws: Workspace, facts_fragment: bool = False) -> JsonObject:
             "running_writers": running_session_writers(ws.sessions.path, locks),
         },
         "problems": problems,
-    } | _event_logs(ws)
+    } | inspect_extra(ws)
 
 
 def _facts(ws: Workspace, as_fragment: bool) -> orjson.Fragment | list[JsonObject]:
@@ -140,10 +141,6 @@ def _cached_facts_body(ws: Workspace) -> bytes | memoryview | None:
     runs = [zip(ids, cast("list[bytes]", rest) if body is None else split_fact_body(body, cast("list[int]", rest)),
                 strict=True) for ids, body, rest in parts]  # (one entry per id, cached or decoded)
     return FACT_SEPARATOR.join(frag for _id, frag in heapq.merge(*runs, key=lambda e: e[0]))
-
-
-def _event_logs(ws: Workspace) -> JsonObject:
-    return inspect_extra(ws)
 
 
 def inspect_text(ws: Workspace) -> str:

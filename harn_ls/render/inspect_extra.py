@@ -4,7 +4,10 @@ loaded state only, not the URI, Markdown and HITL helpers the documents load."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
+
+from harn_ls.render.shown_path import shown_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -17,9 +20,7 @@ if TYPE_CHECKING:
 def inspect_extra(ws: Workspace) -> JsonObject:
     """The `inspect --json` sections for event logs, HITL and the rest of `.harn/`."""
     x = ws.event_logs
-
-    def rel(p: str) -> str:
-        return ws.relpath(p) or p
+    rel = partial(shown_path, ws)
     return {
         "event_logs": [
             {"label": v.label, "backend": v.loc.backend, "path": rel(v.path), "state_dir": rel(v.loc.state_dir),

@@ -24,6 +24,7 @@ New document renderers should use only these for data (see docs/guarantees.md).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -148,22 +149,23 @@ def unescape_markdown(text: str) -> str:
     return "".join(out)
 
 
+def _one_line(text: Any, max_bytes: int, shown: Callable[[str], str]) -> str:
+    """`shown` of `text` cut at `max_bytes` of data, line breaks as spaces, then "… N more bytes"."""
+    s, dropped = cut_utf8("" if text is None else str(text), max_bytes)
+    s = s.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
+    return shown(s) + (" *" + more_bytes(dropped) + "*" if dropped else "")
+
+
 def cell(text: Any, max_bytes: int = DOC_LINE_BYTES) -> str:
     """Data on one line: a table cell, a list item, a heading. Escaped, line breaks shown as
     spaces, cut at `max_bytes` of data with "… N more bytes"."""
-    s = "" if text is None else str(text)
-    s, dropped = cut_utf8(s, max_bytes)
-    s = s.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
-    return _escape_line(s) + (" *" + more_bytes(dropped) + "*" if dropped else "")
+    return _one_line(text, max_bytes, _escape_line)
 
 
 def inline(text: Any, max_bytes: int = DOC_LINE_BYTES) -> str:
     """An identifier or a path as a code span (inert: no links or HTML inside code). Not for tables:
     see `code_cell`."""
-    s = "" if text is None else str(text)
-    s, dropped = cut_utf8(s, max_bytes)
-    s = s.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
-    return code_span(s) + (" *" + more_bytes(dropped) + "*" if dropped else "")
+    return _one_line(text, max_bytes, code_span)
 
 
 def code_cell(text: Any, max_bytes: int = DOC_LINE_BYTES) -> str:

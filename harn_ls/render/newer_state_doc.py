@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from harn_ls.formats.newer_state import PAGE
 from harn_ls.render.markdown import cell, display_time, human_bytes, inline
-from harn_ls.render.state_docs import shown_path
+from harn_ls.render.shown_path import shown_path
 from harn_ls.render.uri import RenderSettings, StateUri, make_uri
 
 if TYPE_CHECKING:

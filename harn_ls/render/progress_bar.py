@@ -54,8 +54,7 @@ def bar_line(snap: ProgressSnapshot, width: int, unicode_ok: bool = True) -> str
         line = f"{text.ljust(room)}  {fill * full}{empty * (cells - full)} {after}"
     else:
         line = f"{text}  {after}" if after else text
-    line = line[:width]
-    return line
+    return line[:width]
 
 
 class TerminalBar:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from harn_ls import contract as C
 from harn_ls.model.accept_plan import planned_files
 from harn_ls.render.limits import LABEL_BYTES, one_line
+from harn_ls.render.shown_path import shown_path
 from harn_ls.render.uri import make_uri
 from harn_ls.render.view_commands import ACCEPT, COMPARE, REJECT, ViewCommand
 from harn_ls.util.refusal import ActionFailed
@@ -48,11 +49,11 @@ def proposal_choices(ws: Workspace, proposal_id: str, skill_root: str | None) ->
     except ActionFailed:
         plan, conflict = None, None
     if conflict is not None:
-        rel = os.path.relpath(conflict.path, ws.root)
+        rel = shown_path(ws, conflict.path)  # (inside the project: planned_files refuses any other path)
         # `uri`: the server's raw text of what Accept would write (the client diffs it as it is; it
         # never parses the rendered document)
         arg = C.CompareArgs(id=proposal_id, path=conflict.path,
-                            uri=make_uri("proposals", proposal_id, file=rel.replace(os.sep, "/")))
+                            uri=make_uri("proposals", proposal_id, file=rel))
         out.append(ProposalChoice(f"Compare with existing {rel}", ViewCommand("Compare with existing", COMPARE, [arg]),
                                   {"id": proposal_id}))
     elif plan is not None:

@@ -12,16 +12,11 @@ def _num(x: float) -> str:
     return f"{x:.6f}".rstrip("0").rstrip(".") if x else "0"
 
 
-def _md(text: object) -> str:
-    """Data as escaped one-line Markdown (queries, notes, claims)."""
-    return cell(text)
-
-
 def _config_lines(name: str | None, config: JsonObject) -> list[str]:
     backend = config.get("backend", "bm25")
-    parts = [f"backend **{_md(backend)}**", f"model hint {inline(config.get('embed_model_hint', 'default'))}"]
+    parts = [f"backend **{cell(backend)}**", f"model hint {inline(config.get('embed_model_hint', 'default'))}"]
     if config.get("embed_dim") is not None:
-        parts.append(f"dim {_md(config['embed_dim'])}")
+        parts.append(f"dim {cell(config['embed_dim'])}")
     parts.append(f"weights bm25 {_num(float(config.get('bm25_weight', 0.5)))} / cosine "
                  f"{_num(float(config.get('cosine_weight', 0.5)))}")
     prefix = f"- {inline(name)}: " if name else "- "
@@ -50,7 +45,7 @@ def _explain_table(hit: Hit) -> list[str]:
 
 def render_recall_markdown(result: RecallResult, query: str, namespace: str | None) -> str:
     where = inline(namespace) if namespace else "all namespaces"
-    lines = [f"# Recall: {_md(query) or '(empty query)'}", "",
+    lines = [f"# Recall: {cell(query) or '(empty query)'}", "",
              f"{where} · mode **{result.mode}** · k {result.k} · query tokens: "
              + (", ".join(inline(t, 200) for t in result.query_terms[:100]) or "none (newest first)"), ""]
     lines.append("## Namespace config")
@@ -59,11 +54,11 @@ def render_recall_markdown(result: RecallResult, query: str, namespace: str | No
         for name, outcome in result.namespaces.items():
             lines += _config_lines(name if not namespace else None, outcome.config)
             if outcome.note:
-                lines.append(f"  - ⚠ {_md(outcome.note)}")
+                lines.append(f"  - ⚠ {cell(outcome.note)}")
     elif result.config is not None:
         lines += _config_lines(None, result.config)
     if result.note and not result.namespaces:
-        lines.append(f"- ⚠ {_md(result.note)}")
+        lines.append(f"- ⚠ {cell(result.note)}")
     lines += ["", "## Results", ""]
     if not result.hits:
         lines.append("_No record scores above 0 for this query (Harn drops those)._"
@@ -84,16 +79,16 @@ def render_recall_markdown(result: RecallResult, query: str, namespace: str | No
         lines.append(f"### {rank}. {inline(hit.key)} — score {_num(hit.score)}")
         lines.append("")
         lines += [score_bar(hit, top), ""]
-        lines.append(f"id {inline(hit.id)}{ns} · stored {_md(hit.stored_at)} · seq {hit.seq} · {tags} · "
+        lines.append(f"id {inline(hit.id)}{ns} · stored {cell(hit.stored_at)} · seq {hit.seq} · {tags} · "
                      f"{link('open', target)}")
         text = hit.record.text
         if is_fact:
             # A fact's text is its whole envelope as JSON; the claim is what a person reads.
-            lines += ["", f"> **{_md(str(value.get('kind', 'fact')))}** {_md(value['claim'])} "
-                          f"(confidence {_md(value.get('confidence'))})"]
+            lines += ["", f"> **{cell(str(value.get('kind', 'fact')))}** {cell(value['claim'])} "
+                          f"(confidence {cell(value.get('confidence'))})"]
         elif text:
             preview = text if len(text) <= 300 else text[:300] + "…"
-            lines += ["", "> " + _md(preview)]
+            lines += ["", "> " + cell(preview)]
         lines += _explain_table(hit)
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

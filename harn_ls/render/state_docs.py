@@ -25,6 +25,7 @@ from harn_ls.formats.harn_time import utc_text_ms
 from harn_ls.formats.hitl import requests as hitl_fmt
 from harn_ls.formats.hitl import responses as hr
 from harn_ls.render.markdown import cell, fence, human_bytes, inline, link, pretty_json, short_text
+from harn_ls.render.shown_path import shown_path
 from harn_ls.render.uri import RenderSettings, StateUri, UriError, make_uri
 from harn_ls.util.json_types import JsonObject, JsonValue
 
@@ -35,16 +36,6 @@ if TYPE_CHECKING:
 
 EVENTS_PAGE = 50
 _PROVENANCE = "harn.provenance."
-
-
-def _link(label: str, uri: str) -> str:
-    return link(label, uri)  # label escaped, target percent-encoded, only harn-state:/file: targets
-
-
-def shown_path(ws: Workspace, path: str) -> str:
-    """`path` relative to the project when inside it, else as it is (every harn-state document shows paths so)."""
-    rel = ws.relpath(path) if path else None
-    return rel if rel is not None else path
 
 
 def ms_time(ms: Any) -> str:
@@ -91,7 +82,7 @@ def events_index(ws: Workspace, target: StateUri, settings: RenderSettings) -> s
         if topics:
             out.append("| topic | events | ids | latest |\n|---|---|---|---|")
             for t in topics[:2000]:
-                out.append(f"| {_link(t.topic, make_uri('events', t.topic, log=view.label))} | {t.count} | "
+                out.append(f"| {link(t.topic, make_uri('events', t.topic, log=view.label))} | {t.count} | "
                            f"{t.first_id}–{t.last_id} | {ms_time(t.latest_ms)} |")
             if len(topics) > 2000:
                 out.append(f"\n…and {len(topics) - 2000} more topics.")
@@ -134,9 +125,9 @@ def events(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
         out.extend(special)
     nav: list[str] = []
     if page > 0:
-        nav.append(_link("← newer", make_uri("events", topic, log=view.label, page=str(page - 1))))
+        nav.append(link("← newer", make_uri("events", topic, log=view.label, page=str(page - 1))))
     if (page + 1) * size < info.count:
-        nav.append(_link("older →", make_uri("events", topic, log=view.label, page=str(page + 1))))
+        nav.append(link("older →", make_uri("events", topic, log=view.label, page=str(page + 1))))
     out.append(f"## Events, newest first (page {page + 1}, {len(evs)} shown)")
     if nav:
         out.append("\n" + " · ".join(nav))
@@ -167,7 +158,7 @@ def _special(ws: Workspace, view: LogView, topic: str, evs: list[Event]) -> list
             return []
         out = ["## Requests", "", "| request | state | asks | requested |\n|---|---|---|---|"]
         for r in sorted(reqs, key=lambda r: r.event_id, reverse=True)[:500]:
-            out.append(f"| {_link(r.request_id, make_uri('hitl', r.request_id))} | {r.state} | "
+            out.append(f"| {link(r.request_id, make_uri('hitl', r.request_id))} | {r.state} | "
                        f"{cell(short_text(r.prompt, 60))} | {cell(r.requested_at)} |")
         return out + [""]
     if topic == "agent.transcript.llm":
@@ -252,7 +243,7 @@ def _action_graph(ws: Workspace, evs: list[Event]) -> list[str]:
         run = g.get("run_id")
         head = f"**trace {inline(trace)}**"
         if isinstance(run, str) and run in ws.runs:
-            head += " · run " + _link(run, make_uri("runs", run))
+            head += " · run " + link(run, make_uri("runs", run))
         out.append(head)
         out.append("")
         _graph_outline(g, out)
@@ -302,7 +293,7 @@ def hitl_index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str
     else:
         out.append("| request | kind | state | asks | agent | requested | log |\n|---|---|---|---|---|---|---|")
         for r in waiting:
-            out.append(f"| {_link(r.request_id, make_uri('hitl', r.request_id))} | {r.kind} | {r.state} | "
+            out.append(f"| {link(r.request_id, make_uri('hitl', r.request_id))} | {r.kind} | {r.state} | "
                        f"{cell(short_text(r.prompt, 60))} | {cell(r.agent)} | {cell(r.requested_at)} | {cell(r.log)} |")
     for label, total, shown in ws.event_logs.harn_pending_cut():
         out.append(f"\n> Log {inline(label)}: {total} requests have no terminal event, but Harn's `hitl_pending()` "
@@ -312,7 +303,7 @@ def hitl_index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str
     if done:
         out.append(f"\n## Resolved ({len(done)})\n")
         for r in sorted(done, key=lambda r: r.requested_at, reverse=True)[:200]:
-            out.append(f"- {_link(r.request_id, make_uri('hitl', r.request_id))} · {r.kind} · {r.state}"
+            out.append(f"- {link(r.request_id, make_uri('hitl', r.request_id))} · {r.kind} · {r.state}"
                        + (f" ({inline(r.resolved_by)})" if r.resolved_by else ""))
     return "\n".join(out) + "\n"
 
@@ -347,9 +338,9 @@ def hitl(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     trace = r.trace_id
     out.append(f"| trace | {inline(trace) if trace else '—'} |")
     if r.run_id:
-        run = _link(r.run_id, make_uri("runs", r.run_id)) if r.run_id in ws.runs else inline(r.run_id)
+        run = link(r.run_id, make_uri("runs", r.run_id)) if r.run_id in ws.runs else inline(r.run_id)
         out.append(f"| run | {run} |")
-    topic = _link("topic " + r.topic, make_uri("events", r.topic, log=view.label))
+    topic = link("topic " + r.topic, make_uri("events", r.topic, log=view.label))
     out.append(f"| log | {inline(shown_path(ws, view.path))} ({view.label}) · {topic} · event #{r.event_id} |")
     out.append(f"| waitpoint | {cell(r.waitpoint_status or 'not found')} |")
     if r.replays:
@@ -537,13 +528,13 @@ def worktrees(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     for c in x.candidates:
         done = "" if c.complete else " · *being written (no proposal.json yet)*"
         title = c.proposal.get("title") or c.proposal.get("name") or c.id
-        out.append(f"- {_link(str(title), make_uri('crystallization', c.id))} · {cell(c.proposal.get('kind', ''))} · "
+        out.append(f"- {link(str(title), make_uri('crystallization', c.id))} · {cell(c.proposal.get('kind', ''))} · "
                    f"{len(c.files)} file(s) · {CANDIDATE_LAYOUT[c.layout]}{done}")
     if not x.candidates:
         out.append("None staged under `.harn/crystallization/` (newest Harn) or `.burin/crystallization/` (older Harn).")
     out.append(f"\n## Receipts ({len(x.receipts)})\n")
     for r in x.receipts:
-        out.append(f"- {_link(r.id, make_uri('receipts', r.id))} · {cell(r.label)} · {cell(r.pipeline)}")
+        out.append(f"- {link(r.id, make_uri('receipts', r.id))} · {cell(r.label)} · {cell(r.pipeline)}")
     return "\n".join(out) + "\n"
 
 
@@ -562,7 +553,7 @@ def crystallization(ws: Workspace, target: StateUri, settings: RenderSettings) -
     out.append("| | |\n|---|---|")
     out.append(f"| staged under | {CANDIDATE_LAYOUT[c.layout]} |")
     for old in c.shadowed:
-        out.append(f"| also staged (older, not shown) | {inline(ws.relpath(old) or old)} |")
+        out.append(f"| also staged (older, not shown) | {inline(shown_path(ws, old))} |")
     for key in ("title", "name", "kind", "status", "description", "when_to_use", "support", "staged_at", "source"):
         if key in p:
             out.append(f"| {key} | {cell(short_text(p.get(key), 200))} |")

@@ -17,9 +17,7 @@ PICTURE_PREFIX = '<div class="harn-picture">'
 def esc(text: object) -> str:
     """XML-escape text for an element body or a double- or single-quoted attribute; no raw line breaks."""
     s = "" if text is None else str(text)
-    s = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]", "\ufffd", s)  # not allowed in XML 1.0
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;").replace("'", "&#39;")
-    return s.replace("\r\n", "&#10;").replace("\n", "&#10;").replace("\r", "&#10;")
+    return html_text(re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]", "\ufffd", s))  # not allowed in XML 1.0
 
 
 def num(x: float) -> str:

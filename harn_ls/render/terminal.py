@@ -32,10 +32,6 @@ _INVISIBLE_REORDERING = frozenset(
 )
 
 
-def _visible(ch: str) -> str:
-    return f"\\u{ord(ch):04x}"
-
-
 # C0 controls but tab and newline, DEL, C1 controls, and the invisible reordering characters
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + "".join(sorted(_INVISIBLE_REORDERING)) + "]")
 
@@ -44,7 +40,7 @@ def safe_for_terminal(text: str) -> str:
     """`text` with every control character (but newline and tab) and bidi control as `\\uXXXX`."""
     if not _UNSAFE.search(text):
         return text
-    return _UNSAFE.sub(lambda m: _visible(m.group(0)), text)
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 class TerminalSafeWriter:

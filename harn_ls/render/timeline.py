@@ -33,7 +33,7 @@ from harn_ls.formats.transcripts import read_llm_transcript
 from harn_ls.render.svg import esc, fmt_cost, fmt_int, fmt_ms, md_text, num, picture
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Iterable
     from typing import TypeVar
 
     from harn_ls.formats.runs import RunRecord
@@ -41,8 +41,7 @@ if TYPE_CHECKING:
 
     _Num = TypeVar("_Num", int, float)
 
-MAX_BARS = 200
-MAX_TABLE_ROWS = MAX_BARS
+MAX_BARS = 200  # bars in the picture and rows in its table
 WIDTH = 960
 LABEL_W = 220
 ROW_H = 16
@@ -127,7 +126,7 @@ def _is_cached(stage: dict[str, Any]) -> bool:
 
 
 # ------------------------------------------------------------------ build
-def build(run: RunRecord, llm_log: LlmTranscript | None = None, *, max_bars: int = MAX_BARS) -> Timeline:
+def build(run: RunRecord, llm_log: LlmTranscript | None = None) -> Timeline:
     """All bars of one run, times relative to the earliest known start."""
     data = _obj(run.data)
     raw: list[tuple[str, float | None, float | None, Bar]] = []  # (kind, abs start s, abs end s, bar)
@@ -218,8 +217,8 @@ def build(run: RunRecord, llm_log: LlmTranscript | None = None, *, max_bars: int
     _mark_critical([b for b in bars if b.kind == "stage"] or bars)
     bars.sort(key=lambda b: (b.start_ms is None, b.start_ms if b.start_ms is not None else 0, KIND_ORDER.index(b.kind)))
     tl = Timeline(bars, origin, span_ms, len(bars))
-    if len(bars) > max_bars:
-        tl.bars = aggregate(bars, span_ms, max_bars)
+    if len(bars) > MAX_BARS:
+        tl.bars = aggregate(bars, span_ms)
         tl.aggregated = True
         tl.notes.append(f"{len(bars):,} steps merged into {len(tl.bars)} bars (per kind and time slice) to fit.")
     return tl
@@ -244,10 +243,10 @@ def _mark_critical(bars: list[Bar]) -> None:
         i = j
 
 
-def aggregate(bars: list[Bar], span_ms: float, max_bars: int) -> list[Bar]:
-    """Merge bars per kind into equal time slices; never more than `max_bars` results."""
+def aggregate(bars: list[Bar], span_ms: float) -> list[Bar]:
+    """Merge bars per kind into equal time slices; never more than `MAX_BARS` results."""
     kinds = [k for k in KIND_ORDER if any(b.kind == k for b in bars)]
-    slices = max(1, (max_bars - 1) // max(1, len(kinds)))  # one row kept for the untimed
+    slices = max(1, (MAX_BARS - 1) // max(1, len(kinds)))  # one row kept for the untimed
     width = span_ms / slices if span_ms > 0 else 1.0
     groups: dict[tuple[int, int], list[Bar]] = {}
     for b in bars:
@@ -267,7 +266,7 @@ def aggregate(bars: list[Bar], span_ms: float, max_bars: int) -> list[Bar]:
     if untimed:
         out.append(_merge(untimed))
     out.sort(key=lambda b: (b.start_ms is None, b.start_ms or 0, KIND_ORDER.index(b.kind)))
-    return out[:max_bars]
+    return out[:MAX_BARS]
 
 
 def _sum(values: Iterable[_Num | None]) -> _Num | None:
@@ -348,7 +347,6 @@ def to_svg(tl: Timeline, title: str = "") -> str:
         lx += 30 + 7 * len(name)
     parts.append(f'<rect x="{lx}" y="8" width="12" height="10" fill="none" stroke="#e07b00" stroke-width="2"/>'
                  f'<text x="{lx + 16}" y="17" fill="#333">critical path</text>')
-    lx += 110
     summary = f"{tl.total_steps:,} steps · {fmt_ms(tl.span_ms)}" + (" · merged" if tl.aggregated else "")
     parts.append(f'<text x="{WIDTH - 8}" y="17" fill="#555" text-anchor="end">{esc(summary)}</text>')
     axis_y = TOP + max(1, n) * ROW_H
@@ -390,22 +388,22 @@ def to_svg(tl: Timeline, title: str = "") -> str:
 
 
 # ------------------------------------------------------------------ table
-def table(tl: Timeline, cell: Callable[[object], str] = md_text, limit: int = MAX_TABLE_ROWS) -> list[str]:
-    """Markdown rows with the numbers of the picture (`cell` escapes data text)."""
+def table(tl: Timeline) -> list[str]:
+    """Markdown rows with the numbers of the picture (data text escaped by `md_text`)."""
     rows = ["| # | kind | step | start | duration | tokens in | tokens out | cost | status |",
             "|---|---|---|---|---|---|---|---|---|"]
-    for i, b in enumerate(tl.bars[:limit], 1):
+    for i, b in enumerate(tl.bars[:MAX_BARS], 1):
         said = b.status.lower() in FAILED_WORDS
         flags = [w for w, on in (("**failed**", b.failed and not said), ("cached", b.cached), ("running", b.running),
                                  ("critical", b.critical)) if on]
-        shown = f"**{cell(b.status)}**" if said else cell(b.status)
+        shown = f"**{md_text(b.status)}**" if said else md_text(b.status)
         status = " · ".join(([shown] if b.status else []) + flags)
-        step = cell(b.label) + (f" ({cell(b.detail)})" if b.detail else "")
+        step = md_text(b.label) + (f" ({md_text(b.detail)})" if b.detail else "")
         rows.append(f"| {i} | {KIND_LABEL[b.kind]} | {step} | {'+' + fmt_ms(b.start_ms) if b.start_ms is not None else ''} | "
                     f"{fmt_ms(b.duration_ms) if b.duration_ms is not None else ''} | {fmt_int(b.tokens_in)} | "
                     f"{fmt_int(b.tokens_out)} | {fmt_cost(b.cost)} | {status} |")
-    if len(tl.bars) > limit:
-        rows.append(f"\n…and {len(tl.bars) - limit} more rows.")
+    if len(tl.bars) > MAX_BARS:
+        rows.append(f"\n…and {len(tl.bars) - MAX_BARS} more rows.")
     return rows
 
 
@@ -426,19 +424,15 @@ def load_llm_log(run: RunRecord) -> LlmTranscript | None:
     return read_llm_transcript(path)
 
 
-def for_run(run: RunRecord, llm_log: LlmTranscript | None = None) -> Timeline:
-    return build(run, llm_log if llm_log is not None else load_llm_log(run))
-
-
-def section(run: RunRecord, cell: Callable[[object], str] = md_text, llm_log: LlmTranscript | None = None) -> list[str]:
+def section(run: RunRecord) -> list[str]:
     """The run document's opening: the picture, then the same numbers as a table."""
-    tl = for_run(run, llm_log)
+    tl = build(run, load_llm_log(run))
     if not tl.bars:
         return ["## Timeline\n", "No stages, LLM calls or tool calls recorded yet.", ""]
     out = ["## Timeline\n", picture(to_svg(tl, f"Run {run.id}"), "run timeline"), ""]
-    out.extend(f"> {cell(n)}" for n in tl.notes)
+    out.extend(f"> {md_text(n)}" for n in tl.notes)
     out.append(f"Total {fmt_ms(tl.span_ms)} · {tl.total_steps:,} step(s). "
                "Bars with an orange outline are on the critical path.\n")
-    out.extend(table(tl, cell))
+    out.extend(table(tl))
     out.append("")
     return out

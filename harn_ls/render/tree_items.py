@@ -27,6 +27,7 @@ from harn_ls.render.markdown import capped_markdown, display_time, short_text
 from harn_ls.render.uri import make_uri
 
 if TYPE_CHECKING:
+    from harn_ls.cache.checkpoint_history import Version
     from harn_ls.model.workspace import Workspace
 
 
@@ -107,25 +108,23 @@ def _checkpoints(item: Item, ws: Workspace, parent: str | None) -> list[C.TreeIt
                     else ("completed (nil)" if e.value is None else "plain"))
             out.append(item(f"stage:{name}/{key}", key, description=desc, icon="check", uri=make_uri("checkpoints", name),
                              context="checkpointStage", data={"pipeline": name, "key": key}))
-        out.extend(_checkpoint_history_node(item, ws, name))
+        versions = _kept_versions(ws, name)
+        if versions:
+            out.append(item(f"ckhist:{name}", "History", description=f"{len(versions)} version(s)", icon="history",
+                            children=True, context="checkpointHistory", data={"pipeline": name}))
         return out
     if parent.startswith("ckhist:"):
         return _checkpoint_versions(item, ws, parent[7:])
     return []
 
 
-def _checkpoint_history_node(item: Item, ws: Workspace, name: str) -> list[C.TreeItemData]:
-    hist = getattr(ws, "checkpoint_history", None)
-    versions = hist.versions(name) if hist is not None else []
-    if not versions:
-        return []
-    return [item(f"ckhist:{name}", "History", description=f"{len(versions)} version(s)", icon="history",
-                  children=True, context="checkpointHistory", data={"pipeline": name})]
+def _kept_versions(ws: Workspace, name: str) -> list[Version]:
+    hist = ws.checkpoint_history
+    return hist.versions(name) if hist is not None else []
 
 
 def _checkpoint_versions(item: Item, ws: Workspace, name: str) -> list[C.TreeItemData]:
-    hist = getattr(ws, "checkpoint_history", None)
-    versions = hist.versions(name) if hist is not None else []
+    versions = _kept_versions(ws, name)
     out = []
     for i in range(len(versions) - 1, -1, -1):
         v = versions[i]

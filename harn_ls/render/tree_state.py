@@ -78,7 +78,6 @@ def children(ws: Workspace, parent: str, item: ItemMaker[_Item]) -> list[_Item]:
                                      if r.kind == "question" else {})}))
         return out
     if parent == "events":
-        out = []
         for v in x.existing_logs():
             lag = sum(c.lag for c in v.summary.consumers)
             desc = f"{len(v.summary.topics)} topic(s)" + (f" · lag {lag}" if lag else "")
@@ -98,7 +97,6 @@ def children(ws: Workspace, parent: str, item: ItemMaker[_Item]) -> list[_Item]:
         for c in log.summary.consumers:
             lag_by_topic[c.topic] = max(lag_by_topic.get(c.topic, 0), c.lag)
         infos = sorted(log.summary.topics.values(), key=lambda t: (t.topic.startswith(hitl_fmt.WAITPOINT_PREFIX), t.topic))
-        out = []
         for t in infos:
             desc = f"{t.count} · {ms_time(t.latest_ms)}"
             if t.topic in lag_by_topic:
@@ -108,7 +106,6 @@ def children(ws: Workspace, parent: str, item: ItemMaker[_Item]) -> list[_Item]:
                             data={"log": log.label, "topic": t.topic}))
         return out
     if parent == "harnstate":
-        out = []
         if x.store is not None or x.mailboxes or x.locks:
             n = len(x.store.entries) if x.store is not None else 0
             held = [lk for lk in x.locks if lk.held]

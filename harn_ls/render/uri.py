@@ -59,8 +59,9 @@ _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,19}")
 
 _KINDS = ("runs", "transcripts", "checkpoints", "memory", "facts", "proposals", "skills", "sessions",
           "events", "hitl", "receipts", "crystallization", "compare")
-# one-document kinds (issue 16): path -> kind
-_SINGLETONS = {"/events.md": "events_index", "/hitl.md": "hitl_index", "/store.md": "store", "/worktrees.md": "worktrees",
+# one-document kinds (the index, recall; issue 16: the rest): path -> kind
+_SINGLETONS = {"/index.md": "index", "/recall.md": "recall", "/events.md": "events_index", "/hitl.md": "hitl_index",
+               "/store.md": "store", "/worktrees.md": "worktrees",
                "/newer-state.md": "newer_state"}  # issue 28: LLM cache, selection, guard models, snapshot
 _SINGLETON_PATHS = {v: k for k, v in _SINGLETONS.items()}
 # fullmatch, not `$`: `$` also matches before a trailing "\n", so "facts/x\n" would pass.
@@ -80,10 +81,8 @@ def parse_uri(uri: str) -> StateUri:
     query = {k: v[-1] for k, v in parse_qs(raw_query, keep_blank_values=True).items()}
     if parts.netloc:  # harn-state://x/... — treat the authority as the first segment
         path = "/" + parts.netloc + path
-    if path in ("/index.md", "/", ""):
+    if path in ("/", ""):
         return StateUri("index", "", query)
-    if path == "/recall.md":
-        return StateUri("recall", "", query)
     if path in _SINGLETONS:
         return StateUri(_SINGLETONS[path], "", query)
     if not path.startswith("/") or not path.endswith(".md"):
@@ -104,11 +103,7 @@ def parse_uri(uri: str) -> StateUri:
 
 
 def make_uri(kind: str, name: str = "", **query: str) -> str:
-    if kind == "index":
-        base = f"{SCHEME}:/index.md"
-    elif kind == "recall":
-        base = f"{SCHEME}:/recall.md"
-    elif kind in _SINGLETON_PATHS:
+    if kind in _SINGLETON_PATHS:
         base = f"{SCHEME}:{_SINGLETON_PATHS[kind]}"
     else:
         base = f"{SCHEME}:/{kind}/{quote(name, safe='/:@-_.~')}.md"

@@ -11,6 +11,7 @@ down there by its public `logging.shutdown()`.
 from __future__ import annotations
 
 import atexit
+import contextlib
 from collections.abc import Callable
 
 _HOOKS: list[Callable[[], None]] = []
@@ -27,7 +28,5 @@ def run_all() -> None:
     while _HOOKS:
         fn = _HOOKS.pop()
         atexit.unregister(fn)
-        try:
+        with contextlib.suppress(Exception):  # an exit hook that fails must not keep the others from running
             fn()
-        except Exception:  # an exit hook that fails must not keep the others from running
-            pass

@@ -87,11 +87,7 @@ def defuse(text: Any, keep_newlines: bool = True) -> str:
 def code_span(s: str) -> str:
     """`s` as one Markdown code span: a fence longer than any backtick run in it, padded when it
     starts or ends with a backtick or is all blanks (shared with render/markdown.py `inline`)."""
-    longest = run = 0
-    for ch in s:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    ticks = "`" * (longest + 1)
+    ticks = "`" * (max(map(len, re.findall("`+", s)), default=0) + 1)
     pad = " " if s.startswith("`") or s.endswith("`") or not s.strip(" ") else ""
     return f"{ticks}{pad}{s}{pad}{ticks}"
 

@@ -19,6 +19,7 @@ looked up with a fallback. No pygls here: the pure core uses this.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sys
@@ -43,10 +44,8 @@ def linux_facility(name: str) -> bool:
 def fd_path(fd: int) -> str | None:
     """The path an open fd refers to now, from the kernel: None when this platform cannot tell."""
     if linux_facility("proc_fd"):
-        try:
+        with contextlib.suppress(OSError):
             return os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            pass
     get_path = getattr(fcntl, "F_GETPATH", None)  # macOS
     if get_path is not None and not portable_forced():
         try:

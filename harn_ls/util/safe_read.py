@@ -5,10 +5,9 @@ names a source file, a run record names transcripts, a checkpoint directory
 lists checkpoint files. Every such read goes through `read_confined`, which
 keeps these rules:
 
-* the real path (symlinks resolved) lies inside the project root, or inside
-  one of Harn's own user-level roots the caller passes (`extra_roots`, e.g.
-  `~/.harn/skills`); a symlink that leaves is refused with a reason naming
-  the link and its target, never followed;
+* the real path (symlinks resolved) lies inside the project root; a symlink
+  that leaves is refused with a reason naming the link and its target, never
+  followed;
 * the final component is opened with `O_NOFOLLOW` (a symlink swapped in after
   the check is not followed) and `O_NONBLOCK` (opening a FIFO never waits for
   a writer);
@@ -33,7 +32,6 @@ import errno
 import os
 import stat
 import sys
-from collections.abc import Iterable
 from typing import BinaryIO
 
 MB = 1024 * 1024
@@ -49,8 +47,6 @@ _DICT_COST = 200                # bytes a parsed small dict costs in CPython (ob
 _LIST_COST = 72                 # ... an empty list
 SMALL_CONTAINERS = 256         # below this many containers the density rule does not apply
 SOURCE_FILE_CAP = 8 * MB        # a source file a fact's `file_range` points at
-SKILL_FILE_CAP = 1 * MB         # SKILL.md, signature envelopes, signer keys
-TRANSCRIPT_CAP = 64 * MB        # an `llm_transcript.jsonl` side file
 VECTOR_FILE_CAP = 4 * MB        # one cached embedding `vectors/<hint>/<hash>.json`
 SMALL_STATE_CAP = 1 * MB        # a git pointer (`.git`, `HEAD`, `gitdir`), a consumer cursor
 UNCAPPED = sys.maxsize          # a log read as a stream from an offset (bounded per line by its reader)
@@ -136,10 +132,10 @@ def link_problem(path: str, root: str) -> tuple[str, str] | None:
     return None
 
 
-def confinement_problem(path: str, root: str, extra_roots: Iterable[str] = ()) -> str | None:
-    """None when `path` (symlinks resolved) stays inside `root` or an extra root, else the reason."""
+def confinement_problem(path: str, root: str) -> str | None:
+    """None when `path` (symlinks resolved) stays inside `root`, else the reason."""
     real = os.path.realpath(path)
-    if _inside(real, root) or any(_inside(real, r) for r in extra_roots if r):
+    if _inside(real, root):
         return None
     link = first_link(path, root)
     if link is not None:
@@ -151,24 +147,24 @@ def confinement_problem(path: str, root: str, extra_roots: Iterable[str] = ()) -
     return f"{path} resolves outside the project ({real}); not read"
 
 
-def read_confined(path: str, root: str | None, cap: int, extra_roots: Iterable[str] = ()) -> bytes:
-    """The bytes of a regular file inside `root` (or `extra_roots`), at most `cap` of them.
+def read_confined(path: str, root: str | None, cap: int) -> bytes:
+    """The bytes of a regular file inside `root`, at most `cap` of them.
 
     `root=None` skips the confinement check (a root the user's environment put elsewhere).
     Raises FileNotFoundError when absent, ReadRefused when refused, OSError otherwise."""
-    fd, st = open_confined(path, root, cap, extra_roots)
+    fd, st = open_confined(path, root, cap)
     try:
         return read_opened(fd, st, path, cap)
     finally:
         os.close(fd)
 
 
-def open_confined(path: str, root: str | None, cap: int, extra_roots: Iterable[str] = ()) -> tuple[int, os.stat_result]:
-    """An fd and its fstat for a regular file inside `root` (or `extra_roots`) of at most `cap`
-    bytes, with every check of `read_confined` but the read itself (the caller closes the fd).
+def open_confined(path: str, root: str | None, cap: int) -> tuple[int, os.stat_result]:
+    """An fd and its fstat for a regular file inside `root` of at most `cap` bytes, with every check
+    of `read_confined` but the read itself (the caller closes the fd).
     Raises FileNotFoundError when absent, ReadRefused when refused, OSError otherwise."""
     if root is not None:
-        why = confinement_problem(path, root, extra_roots)
+        why = confinement_problem(path, root)
         if why is not None:
             if not os.path.lexists(path):
                 raise FileNotFoundError(errno.ENOENT, "no such file", path)
@@ -229,12 +225,7 @@ def json_density_problem(data: bytes) -> str | None:
     A line made of millions of `{}` costs ~72 bytes per 3 input bytes once parsed (~36x with the
     rest). Every container needs a `{` or `[` byte, so counting them (inside strings too, which
     only over-counts) bounds the cost before anything is parsed."""
-    return density_problem(data.count(b"{"), data.count(b"["), len(data))
-
-
-def density_problem(dicts: int, lists: int, size: int) -> str | None:
-    """`json_density_problem` from the counts of `{` and `[` bytes in `size` bytes (a file
-    counted window by window meets the very rule a whole read meets)."""
+    dicts, lists, size = data.count(b"{"), data.count(b"["), len(data)
     if dicts + lists <= SMALL_CONTAINERS:
         return None
     cost = dicts * _DICT_COST + lists * _LIST_COST
@@ -245,12 +236,11 @@ def density_problem(dicts: int, lists: int, size: int) -> str | None:
             f"{cost // size}x its size in memory (cap {MAX_MEMORY_FACTOR}x); not loaded")
 
 
-def open_project_file(path: str, root: str | None, cap: int | None = None,
-                      extra_roots: Iterable[str] = ()) -> BinaryIO:
-    """A binary file object for a regular file inside `root` (every check of `open_confined`), for
-    readers that stream a file or read it from an offset. `cap=None`: no size cap (a log, bounded
-    per line by its reader). Raises FileNotFoundError, ReadRefused, OSError."""
-    fd, _st = open_confined(path, root, UNCAPPED if cap is None else cap, extra_roots)
+def open_project_file(path: str, root: str | None) -> BinaryIO:
+    """A binary file object for a regular file inside `root` (every check of `open_confined` but the
+    size cap: a log, streamed or read from an offset, is bounded per line by its reader).
+    Raises FileNotFoundError, ReadRefused, OSError."""
+    fd, _st = open_confined(path, root, UNCAPPED)
     return os.fdopen(fd, "rb")
 
 

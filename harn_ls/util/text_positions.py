@@ -30,28 +30,8 @@ Range = tuple[Pos, Pos]
 LINE_BREAK_RE = re.compile(r"\r\n|\r|\n")
 _BYTE_LINE_BREAK_RE = re.compile(rb"\r\n|\r|\n")
 
-__all__ = [
-    "LINE_BREAK_RE",
-    "ByteIndex",
-    "Pos",
-    "Range",
-    "TextIndex",
-    "line_starts",
-    "line_text",
-    "ENCODINGS",
-    "char_units",
-    "shift_position",
-    "units_len",
-    "utf16_len",
-]
-
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 ENCODINGS = (UTF8, UTF16, UTF32)  # LSP 3.17 PositionEncodingKind values
-
-
-def utf16_len(text: str) -> int:
-    """Length in UTF-16 code units (LSP's default column unit)."""
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def units_len(text: str, encoding: str = UTF16) -> int:
@@ -60,7 +40,7 @@ def units_len(text: str, encoding: str = UTF16) -> int:
         return len(text)
     if encoding == UTF8:
         return len(text.encode("utf-8", "surrogatepass"))
-    return utf16_len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2  # LSP's default column unit
 
 
 def char_units(ch: str, encoding: str = UTF16) -> int:

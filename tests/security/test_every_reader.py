@@ -43,7 +43,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("actions/__init__.py", "atomic_write"): "O_CREAT | O_EXCL | O_NOFOLLOW temp file (a write)",
     ("actions/__init__.py", "atomic_write_dir"): "O_CREAT | O_EXCL | O_NOFOLLOW (a write)",
     ("actions/__init__.py", "append_lines"): "O_APPEND | O_NOFOLLOW (a write)",
-    ("actions/checkpoints.py", "_CheckpointLock.__enter__"): "Harn's lock file, O_NOFOLLOW (a write's lock)",
+    ("actions/checkpoints.py", "_checkpoint_lock"): "Harn's lock file, O_NOFOLLOW (a write's lock)",
     ("actions/checkpoints.py", "_read_under_lock"): "O_NONBLOCK | O_NOFOLLOW; fstat must say regular (a write's "
                                                     "read under the lock; refuses any link)",
     ("actions/probes.py", "run_typecheck_probe"): "the snippet's temp file outside the project (a write)",

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harn_ls.actions.migrate import migrate_pattern_learning, normalize_prompt, normalize_tools
+from harn_ls.actions.migrate import migrate_pattern_learning, normalize_tools
+from harn_ls.formats.pattern_learning import redact_prompt
 from harn_ls.model.workspace import Workspace
 from tests.helpers.tree import snapshot
 
@@ -115,7 +116,7 @@ def test_crash_before_marker_then_rerun_adds_nothing_twice(legacy):
 
 
 def test_normalizers():
-    assert normalize_prompt("  deploy   with token=abc123 \n now ") == "deploy with token=<redacted> now"
-    assert normalize_prompt("key -----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY----- end") \
+    assert redact_prompt("  deploy   with token=abc123 \n now ") == "deploy with token=<redacted> now"
+    assert redact_prompt("key -----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY----- end") \
         == "key <redacted-private-key> end"
     assert normalize_tools(["Read File", "load_skill", "", "git.log"]) == ["read-file", "git-log"]

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from harn_ls.formats.harn_source import find_checkpoint_calls
-from harn_ls.util.text_positions import ByteIndex, TextIndex, line_starts, line_text, shift_position, utf16_len
+from harn_ls.util.text_positions import ByteIndex, TextIndex, line_starts, line_text, shift_position, units_len
 
 PIECES = ["a", "z", " ", "é", "\u4e2d", "🚀", "𝄞", "\r", "\n", "\r\n", "\x0b", "\u2028", "\x85", "\t"]
 texts = st.one_of(st.lists(st.sampled_from(PIECES), max_size=40).map("".join), st.text(max_size=40))
@@ -56,7 +56,7 @@ def test_offset_to_position_matches_reference_and_round_trips(text):
             assert index.offset(pos) == offset
             assert index.offset_of_column(line_column(index, offset)) == offset
     assert index.end_position() == naive_position(text, len(text))
-    assert utf16_len(text) == len(text.encode("utf-16-le")) // 2
+    assert units_len(text) == len(text.encode("utf-16-le")) // 2
 
 
 @SETTINGS
@@ -75,7 +75,7 @@ def test_position_to_offset_clamps_like_an_editor(text, line, col):
         # Same line, never before the asked column unless the line is shorter, never more than one
         # character (a surrogate pair) past it.
         assert got_line == line
-        line_len = utf16_len(text[index.starts[line]:index.line_end(line)])
+        line_len = units_len(text[index.starts[line]:index.line_end(line)])
         want = min(max(col, 0), line_len)
         assert want <= got_col <= want + 1
 

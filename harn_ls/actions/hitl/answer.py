@@ -22,11 +22,12 @@ there (§P.3); `finish()` runs step 2 alone.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import orjson
@@ -69,9 +70,6 @@ class Written:
     event_id: int
     kind: str
 
-    def to_json(self) -> dict:
-        return {"topic": self.topic, "event_id": self.event_id, "kind": self.kind}
-
 
 @dataclass
 class AnswerResult:
@@ -89,7 +87,7 @@ class AnswerResult:
     def to_json(self) -> dict:
         return {"request_id": self.request_id, "action": self.action, "reviewer": self.reviewer,
                 "log": self.log_path, "path": self.path_used, "outcome": self.outcome,
-                "written": [w.to_json() for w in self.written], "note": self.note}
+                "written": [asdict(w) for w in self.written], "note": self.note}
 
 
 # ------------------------------------------------------------------------------------- the log
@@ -98,26 +96,27 @@ def _connect(path: str) -> sqlite3.Connection:
         raise AnswerRefused(f"no event log at {quote(path)}")
     # No journal_mode change, no VACUUM: Harn owns the file's settings (§H.2.7 rule 7); it is WAL already.
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
-    limit_schema(conn)  # the project's file: its schema runs nothing but innocuous SQL, no huge value
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA synchronous = NORMAL")  # per connection, as Harn's own (§H.2.4); the file is not changed
     try:
-        marker = conn.execute("SELECT version FROM _harn_sqlite_schema_versions WHERE name = 'event_log'").fetchall()
-    except sqlite3.OperationalError:
-        marker = []
-    if marker and isinstance(marker[0][0], int) and marker[0][0] > 1:
+        limit_schema(conn)  # the project's file: its schema runs nothing but innocuous SQL, no huge value
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA synchronous = NORMAL")  # per connection, as Harn's own (§H.2.4); the file is not changed
+        try:
+            marker = conn.execute("SELECT version FROM _harn_sqlite_schema_versions WHERE name = 'event_log'").fetchall()
+        except sqlite3.OperationalError:
+            marker = []
+        if marker and isinstance(marker[0][0], int) and marker[0][0] > 1:
+            raise AnswerRefused(f"event log schema version {quote(marker[0][0])} is newer than harn-ls knows; not writing")
+        schema = conn.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'trigger')").fetchall()
+        tables = {name for kind, name in schema if kind == "table"}
+        if not {"events", "topic_heads"} <= tables:
+            raise AnswerRefused(f"{quote(path)} is not a Harn event log (no events/topic_heads tables)")
+        if triggers := [name for kind, name in schema if kind == "trigger"]:
+            # Harn's schema has none: a trigger would run the project's SQL on our insert
+            raise AnswerRefused(f"{quote(path)} has triggers ({quote(', '.join(map(str, triggers)))}), which a Harn "
+                                "event log never has; not writing")
+    except BaseException:
         conn.close()
-        raise AnswerRefused(f"event log schema version {quote(marker[0][0])} is newer than harn-ls knows; not writing")
-    schema = conn.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'trigger')").fetchall()
-    tables = {name for kind, name in schema if kind == "table"}
-    if not {"events", "topic_heads"} <= tables:
-        conn.close()
-        raise AnswerRefused(f"{quote(path)} is not a Harn event log (no events/topic_heads tables)")
-    if triggers := [name for kind, name in schema if kind == "trigger"]:
-        # Harn's schema has none: a trigger would run the project's SQL on our insert
-        conn.close()
-        raise AnswerRefused(f"{quote(path)} has triggers ({quote(', '.join(map(str, triggers)))}), which a Harn event "
-                            "log never has; not writing")
+        raise
     return conn
 
 
@@ -220,10 +219,8 @@ def _txn(conn, fn: Callable[[], Any]) -> Any:
         out = fn()
         conn.execute("COMMIT")
     except BaseException:
-        try:
+        with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
         raise
     return out
 
@@ -235,8 +232,7 @@ def _insert(conn, topic: str, kind: str, payload: Any, headers: dict, order: str
     conn.execute("INSERT OR IGNORE INTO topic_heads(topic, last_id) VALUES (?, 0)", (topic,))
     conn.execute("UPDATE topic_heads SET last_id = last_id + 1 WHERE topic = ?", (topic,))
     (event_id,) = conn.execute("SELECT last_id FROM topic_heads WHERE topic = ?", (topic,)).fetchone()
-    prev = conn.execute("SELECT event_id, kind, payload, headers, occurred_at_ms FROM events WHERE topic = ? "
-                        "AND event_id < ? ORDER BY event_id DESC LIMIT 1", (topic, event_id)).fetchall()
+    prev = conn.execute(_SELECT + " AND event_id < ? ORDER BY event_id DESC LIMIT 1", (topic, event_id)).fetchall()
     prev_hash = None
     if prev:
         peid, pkind, ppayload, pheaders, pocc = prev[0]
@@ -252,7 +248,8 @@ def _insert(conn, topic: str, kind: str, payload: Any, headers: dict, order: str
 # --------------------------------------------------------------------------- reading the request
 @dataclass
 class Snapshot:
-    """The request as the log holds it right now (read under the write lock); `rows`: its events."""
+    """The request as the log holds it right now (read under the write lock); `rows`: its events
+    (each one `_matches` the request)."""
 
     request_id: str
     kind: str
@@ -333,7 +330,7 @@ def _refuse_unless_open(snap: Snapshot, action: str, reviewer: str | None) -> No
         raise AnswerRefused(f"question {quote(rid)} was already answered ({quote(snap.terminal_kind)}); its waitpoint is still "
                             "open — finish it instead")
     if kind == "escalation":
-        prior = [r for r in snap.rows if _matches(r, rid) and r.kind == "hitl.escalation_accepted"]
+        prior = [r for r in snap.rows if r.kind == "hitl.escalation_accepted"]
         if any(isinstance(r.payload, dict) and r.payload.get("accepted") is True for r in prior):
             raise AnswerRefused(f"escalation {quote(rid)} was already accepted; finish it instead")
         if action == "decline" and prior:
@@ -361,13 +358,6 @@ def _refuse_unless_open(snap: Snapshot, action: str, reviewer: str | None) -> No
                                 f"{harn_quorum(kind, payload):d}); Harn ignores a repeat")
 
 
-def _check_reviewer(reviewer: str | None) -> str:
-    r = H.clean_reviewer(reviewer)
-    if r is None:
-        raise AnswerRefused("set harnState.hitl.reviewer (or --reviewer) to your name: the reviewer Harn records")
-    return r
-
-
 def check_target(project_root: str, backend: str, log_path: str, state_dir: str) -> str:
     """The log must be SQLite, and inside the project (or inside the state dir the user's own
     HARN_STATE_DIR named) once symlinks are resolved. Returns the real path."""
@@ -384,7 +374,9 @@ def answer(log_path: str, request_id: str, action: str, *, reviewer: str | None,
     `after_response` is a test hook run between the two (a crash there leaves an orphan response)."""
     if action not in ACTIONS:
         raise AnswerRefused(f"unknown action {quote(action)}; one of {quote(', '.join(ACTIONS))}")
-    reviewer = _check_reviewer(reviewer)
+    reviewer = H.clean_reviewer(reviewer)
+    if reviewer is None:
+        raise AnswerRefused("set harnState.hitl.reviewer (or --reviewer) to your name: the reviewer Harn records")
     reason = (reason or "").strip()[:4000] or None
     if action == "answer" and answer_value is H.MISSING:
         raise AnswerRefused("answer needs a value")
@@ -392,13 +384,12 @@ def answer(log_path: str, request_id: str, action: str, *, reviewer: str | None,
     if kind is None:
         raise AnswerRefused(f"unknown HITL request id {quote(str(request_id)[:80])}")
     topic = TOPIC_BY_KIND[kind]
-    flags = {"approve": {"approved": True}, "deny": {"approved": False}, "accept": {"accepted": True},
-             "decline": {"accepted": False}, "answer": {}}[action]
     conn = _connect(log_path)
     try:
         response = H.response_payload(request_id, answer=answer_value, reviewer=reviewer, reason=reason,
-                                      responded_at=rfc3339_time(now_ns()), approved=flags.get("approved"),
-                                      accepted=flags.get("accepted"))
+                                      responded_at=rfc3339_time(now_ns()),
+                                      approved={"approve": True, "deny": False}.get(action),
+                                      accepted={"accept": True, "decline": False}.get(action))
         res = AnswerResult(request_id, action, reviewer, log_path)
 
         topics = _Topics(conn)
@@ -435,7 +426,7 @@ def finish(log_path: str, request_id: str) -> AnswerResult:
             return _snapshot(topics, request_id, chains)
 
         snap = _txn(conn, read)
-        mine = [r for r in snap.rows if _matches(r, request_id) and r.kind == H.response_kind(snap.kind)]
+        mine = [r for r in snap.rows if r.kind == H.response_kind(snap.kind)]
         if not mine:
             raise AnswerRefused(f"request {quote(request_id)} has no response to finish")
         if _waitpoint_state(snap) != "open":
@@ -511,18 +502,14 @@ def _finalize(topics: _Topics, rid: str, response: dict, res: AnswerResult, orde
         res.outcome = "accepted"
         return
     # approval / dual control
-    box: dict[str, H.Decision] = {}
-
-    def decide() -> None:
+    def decide() -> H.Decision:
         snap = _snapshot(topics, rid)
         if snap.waitpoint is not None and snap.waitpoint["status"] != "open":
-            box["d"] = H.Decision("finished")
-            return
+            return H.Decision("finished")
         if snap.envelope is None:
             raise ActionFailed(f"missing HITL request envelope for {quote(rid)}")
         payload = p if isinstance(p := snap.envelope.get("payload"), dict) else {}
         d = H.fold_approval(snap.kind, rid, payload, snap.responses, rfc3339_time(now_ns()))
-        box["d"] = d
         if d.outcome == "error":
             raise ActionFailed(f"a stored response to {quote(rid)} is not a HitlHostResponse; Harn's finalize fails on it")
         if d.outcome in ("approved", "denied") and not snap.decided_kinds:
@@ -534,9 +521,9 @@ def _finalize(topics: _Topics, rid: str, response: dict, res: AnswerResult, orde
                 body = H.denied_payload(rid, d.response or {})
             eid = _insert(conn, snap.topic, ek, body, H.named_event_headers(rid, snap.envelope["trace_id"]), order, wrapper)
             res.written.append(Written(snap.topic, eid, ek))
+        return d
 
-    _txn(conn, decide)
-    d = box["d"]
+    d = _txn(conn, decide)
     if d.outcome == "finished":
         res.outcome = "already finished"
     elif d.outcome == "pending":
