@@ -20,7 +20,6 @@ from dataclasses import field
 import orjson
 
 from harn_ls.formats.harn_json import serde_compact
-from harn_ls.formats.locks import LockTable, checkpoint_running
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.util.json_types import JsonObject, JsonValue
 from harn_ls.util.lean_dataclass import lean_dataclass
@@ -272,11 +271,9 @@ def _render(value: JsonValue, indent: str, sort_keys: bool, out: list[str]) -> N
         inner = indent + "  "
         items = sorted(value.items()) if sort_keys else value.items()
         out.append("{\n")
-        first = True
-        for key, item in items:
-            if not first:
+        for index, (key, item) in enumerate(items):
+            if index:
                 out.append(",\n")
-            first = False
             out.append(inner)
             out.append(serde_compact(str(key)))
             out.append(": ")
@@ -311,34 +308,12 @@ def render_checkpoint_json(mapping: JsonObject, *, sort_nested: bool = True) -> 
     dicts are BTreeMaps); values Harn re-saves after loading keep the file's
     nested order, which `sort_nested=False` reproduces.
     """
-    out: list[str] = []
     top = {str(k): v for k, v in mapping.items()}
-    if not top:
-        return "{}"
-    out.append("{\n")
-    first = True
-    for key in sorted(top):
-        if not first:
-            out.append(",\n")
-        first = False
-        out.append("  ")
-        out.append(serde_compact(key))
-        out.append(": ")
-        _render(top[key], "  ", sort_nested, out)
-    out.append("\n}")
+    out: list[str] = []
+    _render(dict(sorted(top.items())), "", sort_nested, out)
     return "".join(out)
 
 
-# -- running state (lock files, §O.6; read-only) -----------------------------------------
+# -- running state (lock files, §O.6; read-only: formats/locks.py `checkpoint_running`) ------------------------
 
 RUNNING_LABEL = "writing now"
-
-
-def running_now(path: str, table: LockTable | None = None) -> bool | None:
-    """True while a Harn process holds `<pipeline>.lock` (it is saving this checkpoint).
-
-    Read from the kernel's lock table (or, without /proc, a non-blocking probe
-    of an existing lock file); never creates the lock file. None = cannot tell.
-    This replaces any guess from the file's modification time.
-    """
-    return checkpoint_running(path, table)

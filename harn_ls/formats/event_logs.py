@@ -1,6 +1,6 @@
 """The event logs of one project, kept up to date by tailing (harn-formats §H.2.1, §M).
 
-`discover(state_root, project_root)` lists where Harn's producers write:
+`discover(places)` lists where Harn's producers write (formats/paths.py resolves the places):
 `harn run` -> `<state>/events.sqlite` (or `<state>/events/`), the orchestrator
 -> `.harn/orchestrator/events.sqlite`, personas -> `.harn/personas/.harn/events.sqlite`.
 
@@ -85,34 +85,20 @@ class LogLocation:
     selected: bool = True  # HARN_EVENT_LOG_BACKEND picks this backend (Harn writes the other one no more)
 
 
-def discover(state_root: str, project_root: str, places: Iterable[EventLogPlace] = ()) -> list[LogLocation]:
-    """Every place a Harn producer may have put an event log, existing or not. `places`: the
-    `paths.EventLogPlace`s resolved from Harn's variables (HARN_EVENT_LOG_*, HARN_ORCHESTRATOR_STATE_DIR);
-    without them, the default places."""
-    if places:
-        out, seen = [], set()
-        for pl in places:
-            for backend, p, why in (("sqlite", pl.sqlite_path, pl.why_sqlite), ("file", pl.file_dir, pl.why_file)):
-                key = os.path.normpath(p)
-                if key in seen:
-                    continue
-                seen.add(key)
-                state_dir = os.path.dirname(p) if backend == "sqlite" else pl.state_dir
-                out.append(LogLocation(pl.label if backend == "sqlite" else f"{pl.label}-file", backend, p, state_dir,
-                                       why, selected=pl.backend == backend))
-        return out
-    harn = os.path.join(project_root, ".harn")
-    orch = os.path.join(harn, "orchestrator")
-    personas = os.path.join(harn, "personas", ".harn")
-    out = []
-    seen = set()
-    for label, base in (("run", state_root), ("orchestrator", orch), ("personas", personas)):
-        for backend, p in (("sqlite", os.path.join(base, "events.sqlite")), ("file", os.path.join(base, "events"))):
+def discover(places: Iterable[EventLogPlace]) -> list[LogLocation]:
+    """Every place a Harn producer may have put an event log, existing or not: both backends of each
+    `paths.EventLogPlace` (resolved from Harn's variables HARN_EVENT_LOG_*, HARN_ORCHESTRATOR_STATE_DIR, or
+    the default places), each path once."""
+    out, seen = [], set()
+    for pl in places:
+        for backend, p, why in (("sqlite", pl.sqlite_path, pl.why_sqlite), ("file", pl.file_dir, pl.why_file)):
             key = os.path.normpath(p)
             if key in seen:
                 continue
             seen.add(key)
-            out.append(LogLocation(label if backend == "sqlite" else f"{label}-file", backend, p, base))
+            state_dir = os.path.dirname(p) if backend == "sqlite" else pl.state_dir
+            out.append(LogLocation(pl.label if backend == "sqlite" else f"{pl.label}-file", backend, p, state_dir,
+                                   why, selected=pl.backend == backend))
     return out
 
 
@@ -135,9 +121,6 @@ class LogView:
     _payload_pending: set[str] = field(default_factory=set)  # topics with events left to check (budget)
     _backend: SqliteEventLog | FileEventLog | None = None
     refreshed_at: float = 0.0
-    # rows of `event_idempotency_keys` (SQLite; None: no such table), counted in the refresh's own session
-    idempotency_keys: int | None = None
-    _keys_counted: bool = False
 
     @property
     def label(self) -> str:
@@ -161,6 +144,14 @@ class LogView:
         elif self._backend is None:
             self._backend = FileEventLog(self.loc.path, self.root)
         return self._backend
+
+    def idempotency_keys(self) -> int | None:
+        """Rows of `event_idempotency_keys` (§H.2.4), counted now (None: not SQLite, no such table, not read).
+        Not part of `refresh`: a COUNT(*) of 100k keys costs 2-4.5 ms, and only the newer-state document and
+        `inspect` show it."""
+        if self.loc.backend != "sqlite" or not self.exists:
+            return None
+        return cast("SqliteEventLog", self.backend()).idempotency_rows()
 
     def problems(self) -> list[Problem]:
         out = list(self.summary.problems) + list(self.hitl_problems)
@@ -234,7 +225,6 @@ class LogView:
             self._payload_pending.clear()
             self._wp_heads.clear()
             self._backend = None
-            self.idempotency_keys, self._keys_counted = None, False
             return changed
         be = self.backend()
         with be.session():  # (SQLite: one connection, one snapshot, for the whole refresh)
@@ -255,9 +245,6 @@ class LogView:
                 new.topics, new.consumers = self.summary.topics, self.summary.consumers
             changed_topics = {t for t, info in new.topics.items() if self.summary.topics.get(t) is not info}
             changed_topics |= set(self.summary.topics) - set(new.topics)
-            if changed_topics or not self._keys_counted:  # (Harn adds and compacts the keys with the events)
-                self.idempotency_keys = cast("SqliteEventLog", be).idempotency_rows()
-                self._keys_counted = new.ok
         old_probs = [p.message for p in self.summary.problems]
         consumers_changed = [c.to_json() for c in new.consumers] != [c.to_json() for c in self.summary.consumers]
         self.summary = new
@@ -336,10 +323,9 @@ class LogView:
         wid = p.get("id") if isinstance(p.get("id"), str) else ev.headers.get("waitpoint_id")
         if not isinstance(wid, str):
             wid = topic[len(hitl_rules().WAITPOINT_PREFIX):]
-        if ev.kind == "waitpoint.state":
+        # (waitpoint_*: the std/waitpoints shape, §M.2 B: status is in the payload too)
+        if ev.kind in ("waitpoint.state", "waitpoint_created", "waitpoint_completed", "waitpoint_cancelled"):
             self.waitpoints[wid] = p
-        elif ev.kind in ("waitpoint_created", "waitpoint_completed", "waitpoint_cancelled"):
-            self.waitpoints[wid] = p  # std/waitpoints shape (§M.2 B): status is in the payload too
         self._wp_heads[topic] = ev.id
 
     def _drop_waitpoint(self, topic: str) -> None:

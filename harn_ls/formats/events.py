@@ -250,7 +250,7 @@ class FileTopic:
         self.line_no += 1
         if not raw.strip():
             return
-        ev = self._parse(raw, self.line_no)
+        ev = self._parse(raw, self.line_no, self.problems)
         if ev is None:
             return
         if self.ids and ev.id <= self.ids[-1] and not self._seen_dup:
@@ -264,23 +264,23 @@ class FileTopic:
             self.latest_ms = ev.occurred_at_ms
         new.append(ev)
 
-    def _parse(self, raw: bytes, line_no: int) -> Event | None:
+    def _parse(self, raw: bytes, line_no: int, problems: list[Problem]) -> Event | None:
         try:
             rec = orjson.loads(raw)
         except (orjson.JSONDecodeError, RecursionError):
-            self.problems.append(Problem(self.path, line_no, CODE_LINE,
+            problems.append(Problem(self.path, line_no, CODE_LINE,
                 "line is not valid JSON; Harn refuses to read this topic until it is fixed", Severity.ERROR))
             return None
         ev = rec.get("event") if isinstance(rec, dict) else None
         eid = rec.get("id") if isinstance(rec, dict) else None
         if not isinstance(ev, dict) or isinstance(eid, bool) or not isinstance(eid, int):
-            self.problems.append(Problem(self.path, line_no, CODE_LINE,
+            problems.append(Problem(self.path, line_no, CODE_LINE,
                 'line is not {"id": <int>, "event": {...}}; Harn refuses to read this topic until it is fixed', Severity.ERROR))
             return None
         event = make_event(self.path, self.topic, eid, ev.get("kind"), ev.get("payload"), ev.get("headers") or {},
                            ev.get("occurred_at_ms"), line=line_no)
         if event.problem is not None:
-            self.problems.append(event.problem)
+            problems.append(event.problem)
         return event
 
     def page(self, page: int, size: int) -> list[Event]:
@@ -298,20 +298,12 @@ class FileTopic:
                     raw = fh.readline(MAX_PAYLOAD_BYTES + 4096)
                     if not raw.endswith(b"\n"):
                         continue
-                    ev = self._parse_quiet(raw.rstrip(b"\r\n"))
+                    ev = self._parse(raw.rstrip(b"\r\n"), 0, [])  # (its problems were reported when it was tailed)
                     if ev is not None:
                         out.append(ev)
         except OSError:
             return out
         return out
-
-    def _parse_quiet(self, raw: bytes) -> Event | None:
-        saved = self.problems
-        self.problems = []
-        try:
-            return self._parse(raw, 0)
-        finally:
-            self.problems = saved
 
 
 def _read_consumer_file(path: str, root: str | None = None) -> tuple[Consumer | None, Problem | None]:

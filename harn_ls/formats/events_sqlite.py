@@ -43,6 +43,7 @@ from harn_ls.formats.problems import Problem, Severity
 from harn_ls.formats.sqlite_safe import SqlRow
 
 _T = TypeVar("_T")
+_SELECT = "SELECT event_id, kind, payload, headers, occurred_at_ms FROM main.events WHERE topic = ?"  # (_events reads these)
 
 
 class _Query(Protocol):
@@ -267,9 +268,8 @@ class SqliteEventLog:
         """Events of `topic` with id > after_id, oldest first, at most `limit` (tail by id)."""
         sink = problems if problems is not None else []
         limit = max(1, min(int(limit), PAGE_MAX * 10))
-        rows = self._run(sink, lambda q: q(
-            "SELECT event_id, kind, payload, headers, occurred_at_ms FROM main.events "
-            "WHERE topic = ? AND event_id > ? ORDER BY event_id ASC LIMIT ?", (topic, int(after_id), limit)))
+        rows = self._run(sink, lambda q: q(_SELECT + " AND event_id > ? ORDER BY event_id ASC LIMIT ?",
+                                           (topic, int(after_id), limit)))
         return self._events(topic, rows or [], sink)
 
     def malformed(self, topic: str, after_id: int, up_to: int, limit: int,
@@ -279,8 +279,7 @@ class SqliteEventLog:
         without moving the payloads into Python; each is then decoded by `make_event` for the message."""
         sink = problems if problems is not None else []
         rows = self._run(sink, lambda q: q(
-            "SELECT event_id, kind, payload, headers, occurred_at_ms FROM main.events "
-            "WHERE topic = ? AND event_id > ? AND event_id <= ? AND "
+            _SELECT + " AND event_id > ? AND event_id <= ? AND "
             "(json_valid(CAST(payload AS TEXT)) = 0 OR json_valid(CAST(headers AS TEXT)) = 0) "
             "ORDER BY event_id ASC LIMIT ?", (topic, int(after_id), int(up_to), max(1, int(limit)))))
         if rows is None:
@@ -293,9 +292,8 @@ class SqliteEventLog:
         """Page `page` (0 = newest) of `topic`, newest first."""
         sink = problems if problems is not None else []
         size = max(1, min(int(size), PAGE_MAX))
-        rows = self._run(sink, lambda q: q(
-            "SELECT event_id, kind, payload, headers, occurred_at_ms FROM main.events "
-            "WHERE topic = ? ORDER BY event_id DESC LIMIT ? OFFSET ?", (topic, size, max(0, int(page)) * size)))
+        rows = self._run(sink, lambda q: q(_SELECT + " ORDER BY event_id DESC LIMIT ? OFFSET ?",
+                                           (topic, size, max(0, int(page)) * size)))
         return self._events(topic, rows or [], sink)
 
     def read_last(self, topics: Iterable[str], problems: list[Problem] | None = None) -> dict[str, Event]:
@@ -304,25 +302,14 @@ class SqliteEventLog:
         wanted = list(topics)
 
         def fn(q: _Query) -> dict[str, SqlRow]:
-            out = {}
-            for t in wanted:
-                rows = q("SELECT event_id, kind, payload, headers, occurred_at_ms FROM main.events "
-                         "WHERE topic = ? ORDER BY event_id DESC LIMIT 1", (t,))
-                if rows:
-                    out[t] = rows[0]
-            return out
+            return {t: rows[0] for t in wanted if (rows := q(_SELECT + " ORDER BY event_id DESC LIMIT 1", (t,)))}
 
         rows = self._run(sink, fn) or {}
-        result: dict[str, Event] = {}
-        for t, row in rows.items():
-            evs = self._events(t, [row], sink)
-            if evs:
-                result[t] = evs[0]
-        return result
+        return {t: evs[0] for t, row in rows.items() if (evs := self._events(t, [row], sink))}
 
     def idempotency_rows(self) -> int | None:
         """Rows of `event_idempotency_keys` (§H.2.4), None without that table or when the log is not read (the
-        summary of the same session reports why)."""
+        log's summary reports why)."""
         def fn(query: _Query) -> int | None:
             if "event_idempotency_keys" not in self._tables:
                 return None

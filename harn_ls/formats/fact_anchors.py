@@ -93,10 +93,6 @@ def _norm_line(line: str) -> str:
     return " ".join(line.split())
 
 
-def _norm(lines: list[str]) -> str:
-    return "\n".join(_norm_line(line) for line in lines).strip()
-
-
 def normalized_lines(lines: list[str]) -> list[str]:
     """Each line with its whitespace runs collapsed, as `anchor` compares them: computed once per
     file and handed to every `anchor` call on it (hundreds of facts on one file each searched
@@ -120,7 +116,7 @@ def anchor(lines: list[str] | None, start: int, end: int, snippet: str | None, r
     shown = (min(start, last), min(end, last))  # `1-999999999` is shown as the whole file, not a billion lines
     if not snippet or not snippet.strip():
         return Anchor("unchecked", *shown)
-    want = _norm(snippet.splitlines())
+    want = "\n".join(normalized_lines(snippet.splitlines())).strip()
     if not want:
         return Anchor("unchecked", *shown)
     span = end - start + 1

@@ -46,16 +46,12 @@ if TYPE_CHECKING:
 # Fact, Evidence and FileRange are defined in fact_types.py: creating the three dataclasses costs ~5 ms at
 # import, which a warm `inspect --json` or `recall` (facts printed from, or left in, the state cache)
 # never needs. `facts.Fact` and `from harn_ls.formats.facts import Fact` still work (__getattr__).
-_FACT_TYPES = ("Fact", "Evidence", "FileRange")
+_FACT_TYPES = ("Fact", "Evidence", "FileRange")  # (the order `_fact_classes` gives them in)
 
 
 def __getattr__(name: str) -> type:
     if name in _FACT_TYPES:
-        # start-up: the fact classes load on their first use
-        from harn_ls.formats import fact_types
-
-        cls: type = getattr(fact_types, name)
-        return cls
+        return _fact_classes()[_FACT_TYPES.index(name)]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 FACT_SCHEMA = "harn.fact.v1"
@@ -281,10 +277,8 @@ def fact_namespace(scope: JsonValue = None) -> str:
     raw = _text(scope).lower()
     if raw in ("", "project"):
         return "project/facts"
-    if raw == "workspace":
-        return "workspace/facts"
-    if raw == "user":
-        return "user/facts"
+    if raw in ("workspace", "user"):
+        return f"{raw}/facts"
     return _text(scope)
 
 

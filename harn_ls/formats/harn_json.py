@@ -28,20 +28,12 @@ def _u_escape(code: int) -> str:
 
 
 def _build_table(harn: bool) -> dict[int, str]:
-    table: dict[int, str] = {}
-    for code in range(0x20):
-        table[code] = _u_escape(code)
-    table[ord('"')] = '\\"'
-    table[ord("\\")] = "\\\\"
-    table[ord("\n")] = "\\n"
-    table[ord("\r")] = "\\r"
-    table[ord("\t")] = "\\t"
+    table = {code: _u_escape(code) for code in range(0x20)}
+    table.update({ord('"'): '\\"', ord("\\"): "\\\\", ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
     if harn:
-        for code in range(0x7F, 0xA0):
-            table[code] = _u_escape(code)
+        table.update({code: _u_escape(code) for code in range(0x7F, 0xA0)})
     else:
-        table[0x08] = "\\b"
-        table[0x0C] = "\\f"
+        table.update({0x08: "\\b", 0x0C: "\\f"})
     return table
 
 
@@ -106,11 +98,9 @@ def _encode(value: JsonValue, out: list[str], harn: bool) -> None:
     elif isinstance(value, dict):
         items = sorted(value.items()) if harn else value.items()
         out.append("{")
-        first = True
-        for key, item in items:
-            if not first:
+        for index, (key, item) in enumerate(items):
+            if index:
                 out.append(",")
-            first = False
             out.append('"' + str(key).translate(_HARN_ESCAPES if harn else _SERDE_ESCAPES) + '":')
             _encode(item, out, harn)
         out.append("}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 import orjson
 
@@ -47,8 +47,12 @@ def _decoder(of: str) -> Callable[[Any], Any]:
     return decode
 
 
-def _refused() -> tuple[type[BaseException], ...]:
-    return (_msgspec().DecodeError, orjson.JSONDecodeError, RecursionError)
+def _split(of: str, data: bytes | msgspec.Raw) -> Any:
+    """`data` decoded by `_decoder(of)` (NotRead if msgspec refuses it)."""
+    try:
+        return _decoder(of)(data)
+    except (_msgspec().DecodeError, orjson.JSONDecodeError, RecursionError) as exc:
+        raise NotRead(str(exc)) from None
 
 
 class NotRead(Exception):
@@ -57,11 +61,8 @@ class NotRead(Exception):
 
 def members(data: bytes | msgspec.Raw) -> dict[str, msgspec.Raw]:
     """The members of the JSON object `data` as their JSON text (NotRead if it is not one)."""
-    try:
-        members: dict[str, msgspec.Raw] = _decoder("members")(data)
-    except _refused() as exc:
-        raise NotRead(str(exc)) from None
-    return members
+    found: dict[str, msgspec.Raw] = _split("members", data)
+    return found
 
 
 def parse(data: bytes) -> JsonValue:
@@ -110,32 +111,38 @@ def elements(part: msgspec.Raw, source: bytes) -> list[msgspec.Raw] | None:
     start, end = span(part, source)
     if (source.count(b",", start, end) + 1) * MIN_BYTES_PER_COMMA > end - start:
         return None
-    try:
-        items: list[msgspec.Raw] = _decoder("elements")(part)
-    except _refused() as exc:
-        raise NotRead(str(exc)) from None
+    items: list[msgspec.Raw] = _split("elements", part)
     return items if len(items) * MIN_ELEMENT_BYTES <= end - start else None
 
 
-def checked_array(items: list[msgspec.Raw], depth: int) -> RawArray:
+def checked_array(items: list[msgspec.Raw], depth: int, clean: Callable[[JsonValue], bool] | None = None) -> RawArray:
     """An array's elements as a RawArray, after parsing (and dropping) each once at `depth`, the
     number of containers around it in its document (so orjson's nesting limit falls where a whole
     parse meets it): the array is then known to be exactly what a whole parse gives (NotRead if
-    not)."""
+    not). `clean`, asked of each element while it is parsed: the indexes of those it says no to
+    become the array's `unclean`, so its reader need not parse every element again to find them."""
     opening, closing = b"[" * depth, b"]" * depth
-    for item in items:
-        parse(b"".join((opening, item, closing)))  # (one copy of the element)
-    return RawArray(items)
+    unclean: list[int] = []
+    for i, item in enumerate(items):
+        value = parse(b"".join((opening, item, closing)))  # (one copy of the element)
+        if clean is not None:
+            for _ in range(depth):
+                value = cast("list[JsonValue]", value)[0]  # (the element, inside the `depth` arrays put around it)
+            if not clean(value):
+                unclean.append(i)
+    return RawArray(items, None if clean is None else unclean)
 
 
 class RawArray(Sequence[JsonValue]):
     """The elements of a JSON array, each kept as its JSON text and parsed when asked for (an
-    equal value, a new object each time; none is held once its caller lets it go)."""
+    equal value, a new object each time; none is held once its caller lets it go). `unclean`: the
+    indexes `checked_array`'s `clean` said no to (None: not asked, any element may be)."""
 
-    __slots__ = ("_parts",)
+    __slots__ = ("_parts", "unclean")
 
-    def __init__(self, parts: list[msgspec.Raw]) -> None:
+    def __init__(self, parts: list[msgspec.Raw], unclean: list[int] | None = None) -> None:
         self._parts = parts
+        self.unclean = unclean
 
     def __len__(self) -> int:
         return len(self._parts)

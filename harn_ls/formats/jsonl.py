@@ -61,19 +61,15 @@ class JsonlTail:
 
     def __init__(self, path: str, *, chunk_bytes: int = CHUNK_BYTES) -> None:
         self.path = path
-        self.offset = 0
-        self.line_no = 0
-        self._ino: int | None = None
-        self._head = b""
         self._chunk = chunk_bytes
-        self.torn_bytes = 0  # bytes of an unfinished last line, not yet parsed
+        self._restart()
 
     def _restart(self) -> None:
         self.offset = 0
         self.line_no = 0
-        self._ino = None
+        self._ino: int | None = None
         self._head = b""
-        self.torn_bytes = 0
+        self.torn_bytes = 0  # bytes of an unfinished last line, not yet parsed
 
     def iter_batches(self) -> Iterator[JsonlBatch]:
         """Yield batches of new complete lines, each at most ~chunk_bytes."""
@@ -246,7 +242,3 @@ class JsonlTail:
                 f"line is a JSON {type(value).__name__}, not an object; Harn refuses to read this log until it is fixed",
                 Severity.ERROR))
         return JsonlLine(line_no, offset, value)
-
-
-def read_all(path: str) -> list[JsonlLine]:
-    return JsonlTail(path).read_new().lines

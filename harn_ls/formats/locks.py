@@ -31,9 +31,8 @@ import errno
 import fcntl
 import os
 import stat
-from typing import BinaryIO, TypeAlias
+from typing import BinaryIO
 
-from harn_ls.util.lean_dataclass import lean_dataclass
 from harn_ls.util.portable import linux_facility
 
 PROC_LOCKS = "/proc/locks"
@@ -64,17 +63,37 @@ def session_lock_path(session_store_path: str, session_id: str) -> str | None:
 
 # ------------------------------------------------------------------ /proc/locks
 
-@lean_dataclass(frozen=True, slots=True)
 class FlockTable:
-    """The flocks the kernel reports: (major, minor, inode) -> 'WRITE' | 'READ'."""
+    """The flocks the kernel reports: (major, minor, inode) -> 'WRITE' | 'READ'.
 
-    held: dict[tuple[int, int, int], str]
+    From `open_flock_table`, `/proc/locks` is opened at once but read only when a lock file asked about
+    exists: the kernel makes the first read of it in a process wait for an RCU grace period (3-15 ms of
+    wall time here), and most projects have no lock file at all. A read that fails once the file is open
+    counts as no flock held."""
+
+    __slots__ = ("_fh", "_held")
+
+    def __init__(self, held: dict[tuple[int, int, int], str] | None = None, fh: BinaryIO | None = None) -> None:
+        self._held = held
+        self._fh = fh
+
+    @property
+    def held(self) -> dict[tuple[int, int, int], str]:
+        if self._held is None:
+            self._held = {}
+            try:
+                if self._fh is not None:
+                    with self._fh as fh:
+                        self._held = _parse_flock_table(fh.read(MAX_PROC_LOCKS_BYTES))
+            except (OSError, ValueError):
+                pass
+        return self._held
 
     def state(self, path: str) -> bool:
         try:
             st = os.lstat(path)
         except OSError:
-            return False  # no lock file: nobody holds it
+            return False  # no lock file: nobody holds it (the table is not read)
         if not stat.S_ISREG(st.st_mode):
             return False
         return (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in self.held
@@ -110,44 +129,12 @@ def _parse_flock_table(data: bytes) -> dict[tuple[int, int, int], str]:
     return held
 
 
-class OpenFlockTable:
-    """`/proc/locks` opened, read only when a lock file asked about exists: the kernel makes the first
-    read of it in a process wait for an RCU grace period (3-15 ms of wall time here), and most
-    projects have no lock file at all. Answers as `FlockTable` does; a read that fails once the file
-    is open counts as no flock held."""
-
-    __slots__ = ("_fh", "_held")
-
-    def __init__(self, fh: BinaryIO) -> None:
-        self._fh = fh
-        self._held: dict[tuple[int, int, int], str] | None = None
-
-    @property
-    def held(self) -> dict[tuple[int, int, int], str]:
-        if self._held is None:
-            try:
-                with self._fh as fh:
-                    self._held = _parse_flock_table(fh.read(MAX_PROC_LOCKS_BYTES))
-            except (OSError, ValueError):
-                self._held = {}
-        return self._held
-
-    def state(self, path: str) -> bool:
-        try:
-            st = os.lstat(path)
-        except OSError:
-            return False  # no lock file: nobody holds it (the table is not read)
-        if not stat.S_ISREG(st.st_mode):
-            return False
-        return (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in self.held
-
-
-def open_flock_table(path: str = PROC_LOCKS) -> OpenFlockTable | None:
-    """`read_flock_table`, read when first needed (OpenFlockTable); None when it cannot be opened."""
+def open_flock_table(path: str = PROC_LOCKS) -> FlockTable | None:
+    """`read_flock_table`, read when first needed (see FlockTable); None when it cannot be opened."""
     if not linux_facility("proc_locks"):
         return None
     try:
-        return OpenFlockTable(open(path, "rb"))
+        return FlockTable(fh=open(path, "rb"))
     except OSError:
         return None
 
@@ -185,11 +172,10 @@ def probe_flock(path: str) -> bool | None:
 
 # ------------------------------------------------------------------ what callers use
 
-# either table answers `state(lock path)` the same way (OpenFlockTable reads the kernel's only when asked)
-LockTable: TypeAlias = "FlockTable | OpenFlockTable"
-
-def checkpoint_running(checkpoint_json: str, table: LockTable | None = None) -> bool | None:
-    """True while a Harn process holds this checkpoint's lock (a save in progress)."""
+def checkpoint_running(checkpoint_json: str, table: FlockTable | None = None) -> bool | None:
+    """True while a Harn process holds this checkpoint's `<pipeline>.lock` (a save in progress), from the
+    kernel's lock table (or, without /proc, a non-blocking probe of an existing lock file); never creates
+    the lock file. None = cannot tell. This replaces any guess from the file's modification time."""
     lock = checkpoint_lock_path(checkpoint_json)
     if table is None:
         table = read_flock_table()
@@ -198,7 +184,7 @@ def checkpoint_running(checkpoint_json: str, table: LockTable | None = None) -> 
     return probe_flock(lock)
 
 
-def session_running(session_store_path: str, session_id: str, table: LockTable | None = None) -> bool | None:
+def session_running(session_store_path: str, session_id: str, table: FlockTable | None = None) -> bool | None:
     """True while a Harn process holds the writer lease of this session (never probed: see module doc)."""
     lock = session_lock_path(session_store_path, session_id)
     if lock is None:
@@ -208,7 +194,7 @@ def session_running(session_store_path: str, session_id: str, table: LockTable |
     return None if table is None else table.state(lock)
 
 
-def running_session_writers(session_store_path: str, table: LockTable | None = None) -> int | None:
+def running_session_writers(session_store_path: str, table: FlockTable | None = None) -> int | None:
     """How many `<hash>.lock` session leases in `agent-run-writers/` are held right now."""
     directory = session_lock_dir(session_store_path)
     if table is None:
@@ -233,6 +219,9 @@ _PERM = (2, 6, 3, 10, 7, 0, 4, 13, 1, 11, 12, 5, 9, 14, 15, 8)
 _CHUNK_START, _CHUNK_END, _ROOT = 1, 2, 8
 _M32 = 0xFFFFFFFF
 _CHUNK_LEN = 1024
+# the state words each G mixes in a round: four columns, then four diagonals
+_ROUND = ((0, 4, 8, 12), (1, 5, 9, 13), (2, 6, 10, 14), (3, 7, 11, 15),
+          (0, 5, 10, 15), (1, 6, 11, 12), (2, 7, 8, 13), (3, 4, 9, 14))
 
 
 def _rotr(x: int, n: int) -> int:
@@ -254,14 +243,8 @@ def _compress(cv: tuple[int, ...], block: bytes, block_len: int, flags: int) -> 
     m = [int.from_bytes(block[i:i + 4], "little") for i in range(0, 64, 4)]
     s = list(cv) + list(_IV[:4]) + [0, 0, block_len, flags]  # chunk counter 0
     for rnd in range(7):
-        _g(s, 0, 4, 8, 12, m[0], m[1])
-        _g(s, 1, 5, 9, 13, m[2], m[3])
-        _g(s, 2, 6, 10, 14, m[4], m[5])
-        _g(s, 3, 7, 11, 15, m[6], m[7])
-        _g(s, 0, 5, 10, 15, m[8], m[9])
-        _g(s, 1, 6, 11, 12, m[10], m[11])
-        _g(s, 2, 7, 8, 13, m[12], m[13])
-        _g(s, 3, 4, 9, 14, m[14], m[15])
+        for i, (a, b, c, d) in enumerate(_ROUND):
+            _g(s, a, b, c, d, m[2 * i], m[2 * i + 1])
         if rnd < 6:
             m = [m[i] for i in _PERM]
     return tuple(s[i] ^ s[i + 8] for i in range(8))

@@ -354,8 +354,8 @@ class MemoryDelta:
         return bool(self.added or self.removed or self.config_changed)
 
 
-def _str(event: JsonObject, name: str, default: str | None = None) -> str | None:
-    v = event.get(name, default)
+def _str(event: JsonObject, name: str) -> str | None:
+    v = event.get(name)
     return v if isinstance(v, str) else None
 
 

@@ -9,8 +9,8 @@ out of it.
   role, bind, listener_url, manifest_path, state_dir, started_at, stopped_at, secret_provider_chain,
   event_log_backend, event_log_location, triggers[], connectors[], activations[]);
 * `.harn/metadata/` (metadata.rs @e45362cf: sharded JSON files by package root): files, bytes, newest;
-* the event log's `event_idempotency_keys` table (harn-formats §H.2.4): rows per log, as the log's refresh
-  counted them (no second connection to the log).
+* (the event logs' `event_idempotency_keys` rows, harn-formats §H.2.4, are counted when shown:
+  model/event_logs.py `idempotency_keys`).
 
 Every file is read through `safe_read.read_confined` (inside the project or the folder the user's
 environment chose, capped); every SQLite file through `sqlite_safe` (read-only, real tables only, deadline).
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.formats.state_files import read_json
+from harn_ls.formats.state_files import read_json, report_link
 from harn_ls.util import safe_read
 from harn_ls.util.json_types import JsonObject, JsonValue
 
@@ -96,13 +96,12 @@ class NewerState:
     guard: list[GuardModel] = field(default_factory=list)
     orchestrator: JsonObject | None = None  # the snapshot's path, scalar fields, list counts, connector names
     metadata: MetadataInfo | None = None
-    idempotency: dict[str, int] = field(default_factory=dict)  # log label -> rows
     problems: list[Problem] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
         return not (self.llm_sqlite or self.llm_files or self.selection or self.guard or self.orchestrator
-                    or self.metadata or any(self.idempotency.values()))
+                    or self.metadata)
 
 
 def _scalars(value: JsonObject, limit: int = MAX_FIELDS) -> dict[str, Scalar]:
@@ -119,9 +118,7 @@ def _scalars(value: JsonObject, limit: int = MAX_FIELDS) -> dict[str, Scalar]:
 
 
 def _read_json(path: str, root: str, problems: list[Problem], what: str) -> JsonValue:
-    if not os.path.exists(path):
-        return None  # (absent: nothing to list)
-    value, err = read_json(path, JSON_CAP, root)
+    value, err = read_json(path, JSON_CAP, root, absent_ok=True)  # (absent: nothing to list)
     if err:  # a link out, too large, not a regular file, not JSON
         problems.append(Problem(path, 0, CODE_NEWER, f"{what} not read: {err}", Severity.WARNING))
     return value
@@ -133,10 +130,7 @@ def _scan(folder: str, root: str, problems: list[Problem]) -> list[tuple[str, os
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
         dirnames.sort()
         for name in dirnames + sorted(filenames):
-            full = os.path.join(dirpath, name)
-            found = safe_read.link_problem(full, root)
-            if found is not None:
-                problems.append(Problem(full, 0, found[0], found[1], Severity.WARNING))
+            report_link(os.path.join(dirpath, name), root, problems)
         for name in sorted(filenames):
             full = os.path.join(dirpath, name)
             try:
@@ -213,11 +207,9 @@ def _llm_files(folder: str, root: str, out: NewerState) -> None:
     out.llm_entries = entries
 
 
-def read_newer_state(project_root: str, state_root: str, orchestrator_dir: str,
-                     idempotency: dict[str, int] | None = None) -> NewerState:
-    """Everything above, for one project. `idempotency`: log label -> rows of its `event_idempotency_keys`, as
-    the log's own refresh counted them (formats/event_logs.py: on its connection, inside the log's confinement)."""
-    out = NewerState(idempotency=dict(idempotency or {}))
+def read_newer_state(project_root: str, state_root: str, orchestrator_dir: str) -> NewerState:
+    """Everything above, for one project."""
+    out = NewerState()
     harn = os.path.join(project_root, ".harn")
     # a state root the user's environment put outside the project is read inside its own folder
     state_base = safe_read.reader_root(state_root, project_root)
@@ -235,11 +227,7 @@ def read_newer_state(project_root: str, state_root: str, orchestrator_dir: str,
             names = []
         for name in names:
             d = os.path.join(guard_dir, name)
-            found = safe_read.link_problem(d, project_root)
-            if found is not None:
-                out.problems.append(Problem(d, 0, found[0], found[1], Severity.WARNING))
-                continue
-            if not os.path.isdir(d) or os.path.islink(d):
+            if report_link(d, project_root, out.problems) or not os.path.isdir(d) or os.path.islink(d):
                 continue
             manifest = _read_json(os.path.join(d, "manifest.json"), project_root, out.problems, "guard model manifest")
             out.guard.append({"model": name, "path": d,

@@ -154,14 +154,10 @@ class ProjectPaths:
     def watch_refusals(self) -> list[tuple[str, str]]:
         """(root, reason) for every root left out of `watch_roots`, and every refused harn.toml root."""
         out = list(self.refused_roots)
-        roots = self._data_roots()
-        seen = set()
-        for r in roots:
-            if r and r not in seen:
-                seen.add(r)
-                why = self.root_allowed(r)
-                if why is not None:
-                    out.append((r, why))
+        for r in dict.fromkeys(self._data_roots()):  # (each once, in order)
+            why = self.root_allowed(r) if r else None
+            if why is not None:
+                out.append((r, why))
         return out
 
     def is_inside_project(self, path: str) -> bool:

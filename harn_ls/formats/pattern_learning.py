@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import field
 from hashlib import sha256
+from typing import TypeVar
 
 from harn_ls.formats.harn_time import date_iso_plus_days
 from harn_ls.formats.jsonl import JsonlTail
@@ -88,11 +89,6 @@ def pattern_record_value(record: JsonObject, kind: str) -> JsonObject:
 
 def pattern_tags(kind: str, extra: Iterable[str] = ()) -> list[str]:
     return ["pattern_learning", f"pattern_learning:{kind}", f"schema:{SCHEMA}", *extra]
-
-
-def pending_sort_key(support: int, proposal_id: str) -> str:
-    # Harn's own key; equals "support desc, id asc" for 0 <= support <= 999999.
-    return f"{SUPPORT_SORT_BASE - support}:{proposal_id}"
 
 
 # -- typed views ----------------------------------------------------------------
@@ -270,24 +266,20 @@ def _state_from(value: JsonObject, camel: bool, where: str, path: str, line: int
     return state
 
 
-def observation_from_value(value: JsonObject, *, camel: bool = False, record: MemoryRecord | None = None
-                           ) -> tuple[Observation | None, list[str], list[str]]:
-    fields, bad_critical, bad_other = _coerce(value, _OBSERVATION_FIELDS, camel)
-    if bad_critical:
-        return None, bad_critical, bad_other
-    return Observation(record=record, **fields), bad_critical, bad_other
+_View = TypeVar("_View", Observation, Proposal)
+_VIEW_FIELDS = {Observation: _OBSERVATION_FIELDS, Proposal: _PROPOSAL_FIELDS}
 
 
-def proposal_from_value(value: JsonObject, *, camel: bool = False, record: MemoryRecord | None = None
-                        ) -> tuple[Proposal | None, list[str], list[str]]:
-    fields, bad_critical, bad_other = _coerce(value, _PROPOSAL_FIELDS, camel)
-    if bad_critical:
-        return None, bad_critical, bad_other
-    return Proposal(record=record, **fields), bad_critical, bad_other
+def _view_from(cls: type[_View], value: JsonObject, camel: bool, record: MemoryRecord | None = None
+               ) -> tuple[_View | None, list[str], list[str]]:
+    """(the view, its bad critical fields, its bad other fields); no view when a critical one is bad."""
+    fields, bad_critical, bad_other = _coerce(value, _VIEW_FIELDS[cls], camel)
+    return (None if bad_critical else cls(record=record, **fields)), bad_critical, bad_other
 
 
 def sort_pending(proposals: list[Proposal]) -> list[Proposal]:
-    return sorted(proposals, key=lambda p: pending_sort_key(p.support, p.id))
+    # Harn's own key; equals "support desc, id asc" for 0 <= support <= 999999
+    return sorted(proposals, key=lambda p: f"{SUPPORT_SORT_BASE - p.support}:{p.id}")
 
 
 # -- projection of memory records --------------------------------------------------
@@ -362,9 +354,9 @@ def _project_one(out: PatternLearning, kind: str, record: MemoryRecord, visible:
         return
     item: Observation | Proposal | None
     if kind == "observation":
-        item, bad_critical, bad_other = observation_from_value(value, record=record)
+        item, bad_critical, bad_other = _view_from(Observation, value, False, record)
     else:
-        item, bad_critical, bad_other = proposal_from_value(value, record=record)
+        item, bad_critical, bad_other = _view_from(Proposal, value, False, record)
     if bad_other:
         problems.append(Problem(path, line, CODE_BAD_FIELD,
             f"{where}: wrong-typed field(s) {', '.join(bad_other)}; shown empty", Severity.WARNING))
@@ -448,7 +440,7 @@ def _legacy_observation(raw: JsonValue, path: str, line: int, problems: list[Pro
     if not isinstance(raw.get("id"), str):
         # Harn would mint a fresh uuid; we keep it under an empty id so it can still be shown.
         raw = {**raw, "id": ""}
-    obs, bad_critical, bad_other = observation_from_value(raw, camel=True)
+    obs, bad_critical, bad_other = _view_from(Observation, raw, True)
     if bad_other:
         _legacy_problem(problems, path, line, f"observation {raw.get('id')!r}: wrong-typed field(s) {', '.join(bad_other)}")
     if obs is None:
@@ -467,15 +459,18 @@ def read_legacy_streams(state_root: str) -> LegacyImport:
         path = paths["observation"]
         observations: dict[str, Observation] = {}
         anonymous: list[Observation] = []
+
+        def upsert(raw: JsonValue, line: int) -> None:
+            obs = _legacy_observation(raw, paths["observation"], line, problems)
+            if obs is not None and obs.id:
+                observations[obs.id] = obs
+            elif obs is not None:
+                anonymous.append(obs)
+
         for line, payload in _payloads(path, problems):
             op = payload.get("operation")
             if op == "upsert":
-                obs = _legacy_observation(payload.get("record"), path, line, problems)
-                if obs is not None:
-                    if obs.id:
-                        observations[obs.id] = obs
-                    else:
-                        anonymous.append(obs)
+                upsert(payload.get("record"), line)
             elif op == "delete":
                 rid = payload.get("id")
                 if not isinstance(rid, str):
@@ -487,16 +482,13 @@ def read_legacy_streams(state_root: str) -> LegacyImport:
                 if not isinstance(records, list):
                     _legacy_problem(problems, path, line, "replace without a 'records' list; ignored")
                     continue
-                observations, anonymous = {}, []
+                observations.clear()
+                anonymous.clear()
                 for raw in records:
-                    obs = _legacy_observation(raw, path, line, problems)
-                    if obs is not None:
-                        if obs.id:
-                            observations[obs.id] = obs
-                        else:
-                            anonymous.append(obs)
+                    upsert(raw, line)
             elif op == "clear":
-                observations, anonymous = {}, []
+                observations.clear()
+                anonymous.clear()
             else:
                 _legacy_problem(problems, path, line, f"unknown operation {op!r} in a collection stream; ignored")
         result.observations = list(observations.values()) + anonymous
@@ -534,7 +526,7 @@ def read_legacy_streams(state_root: str) -> LegacyImport:
             if not isinstance(raw, dict):
                 _legacy_problem(problems, path, current_line, f"proposals[{index}] is not an object; skipped")
                 continue
-            prop, bad_critical, bad_other = proposal_from_value(raw, camel=True)
+            prop, bad_critical, bad_other = _view_from(Proposal, raw, True)
             if bad_other:
                 _legacy_problem(problems, path, current_line, f"proposals[{index}]: wrong-typed field(s) {', '.join(bad_other)}")
             if prop is None:

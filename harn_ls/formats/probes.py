@@ -52,16 +52,6 @@ def probe_trace_id(kind: str, body: str, observed: str) -> str:
     return "probe_" + sha256_hex(f"{kind}\n{body}\n{observed}")[:16]
 
 
-def typecheck_observed(outcome: str, errors: Any, warnings: Any) -> str:
-    """Observed text when `harn check --json` printed parseable JSON (-1 = count unknown)."""
-    return f"typecheck outcome={outcome} errors={harn_display(errors)} warnings={harn_display(warnings)}"
-
-
-def typecheck_observed_unparsed(outcome: str) -> str:
-    """Observed text when stdout was not JSON at all."""
-    return f"typecheck outcome={outcome} (no JSON envelope)"
-
-
 def typecheck_command(harn_binary: str = "harn") -> str:
     """The `command` Harn records for a typecheck probe (the temp path is literally `<snippet>`)."""
     return f"{harn_binary} check <snippet> --json"
@@ -76,10 +66,6 @@ def probe_claim(kind: str, body: str, outcome: str) -> str:
     snippet = probe_truncate(body, PROBE_CAPTURE_LIMIT)
     short = probe_truncate(rust_trim(snippet), CLAIM_LIMIT)
     return f"probe {kind} `{short.replace(chr(10), ' ')}` → {outcome}"
-
-
-def probe_confidence(outcome: str) -> float:
-    return 0.4 if outcome == "unknown" else 0.9
 
 
 def probe_provenance(kind: str, lang: Any = None, command: Any = None, extra: Any = None) -> dict[str, Any]:
@@ -102,7 +88,7 @@ def probe_fact_input(kind: str, body: str, outcome: str, observed: str, *, lang:
     """
     return {
         "claim": probe_claim(kind, body, outcome),
-        "confidence": probe_confidence(outcome),
+        "confidence": 0.4 if outcome == "unknown" else 0.9,
         "evidence": [{
             "kind": "tool_output",
             "ref": probe_trace_id(kind, body, observed),
@@ -205,9 +191,11 @@ def typecheck_outcome(counts: TypecheckCounts, *, success: bool, timed_out: bool
 
 
 def typecheck_observed_for(counts: TypecheckCounts, outcome: str) -> str:
+    """The observed text: the counts `harn check --json` printed (-1 = count unknown), or that
+    stdout was not JSON at all."""
     if not counts.parsed:
-        return typecheck_observed_unparsed(outcome)
-    return typecheck_observed(outcome, counts.errors, counts.warnings)
+        return f"typecheck outcome={outcome} (no JSON envelope)"
+    return f"typecheck outcome={outcome} errors={harn_display(counts.errors)} warnings={harn_display(counts.warnings)}"
 
 
 # -- harn check --json --------------------------------------------------------------------

@@ -100,10 +100,15 @@ class WorkerSnapshot:
     data: JsonObject | None = None
 
 
+def _stem(path: str) -> str:
+    """The file name without its `.json`."""
+    name = os.path.basename(path)
+    return name[: -len(".json")] if name.endswith(".json") else name
+
+
 def llm_sidecar_path(record_path: str) -> str:
     """`<dir>/<stem>-llm/llm_transcript.jsonl` — `run.json` in a playground job gives `run-llm/`."""
-    stem = os.path.basename(record_path)[: -len(".json")] if record_path.endswith(".json") else os.path.basename(record_path)
-    return os.path.join(os.path.dirname(record_path), f"{stem}-llm", LLM_TRANSCRIPT_NAME)
+    return os.path.join(os.path.dirname(record_path), f"{_stem(record_path)}-llm", LLM_TRANSCRIPT_NAME)
 
 
 def llm_log_places(record_path: str, rid: str | None) -> list[str]:
@@ -132,12 +137,14 @@ def _sidecar_ok(sidecar: str, record_path: str, problems: list[Problem]) -> bool
     return True
 
 
-def _open_object(path: str, problems: list[Problem], what: str,
-                 root: str | None = None) -> tuple[int | None, bool, os.stat_result | None]:
-    """An fd for a run record / snapshot and its fstat, with safe_read's checks (regular file,
-    not a link swapped in, the size cap), or None and the problem. Returns (fd, retry, stat)."""
+def _load_object(path: str, problems: list[Problem], what: str,
+                 in_parts: bool = False) -> tuple[JsonObject | None, bool, os.stat_result | None]:
+    """Read + parse once, with safe_read's checks (regular file, not a link swapped in, the size
+    cap). Returns (object or None, retry, stat). `in_parts`: a run record of LAZY_RECORD_BYTES or
+    more keeps its transcript's arrays unparsed (`_record_in_parts`); not a worker snapshot, which
+    the model keeps (its arrays would keep the file's bytes alive)."""
     try:
-        fd, st = open_confined(path, root, MAX_RECORD_BYTES)
+        fd, st = open_confined(path, None, MAX_RECORD_BYTES)
     except ReadRefused as exc:
         code = CODE_TOO_LARGE if exc.kind == "too-large" else CODE_UNREADABLE
         problems.append(Problem(path, 0, code, f"{what} {exc}", Severity.WARNING))
@@ -149,19 +156,8 @@ def _open_object(path: str, problems: list[Problem], what: str,
     except OSError as exc:
         problems.append(Problem(path, 0, CODE_UNREADABLE, f"cannot read {what}: {exc.strerror}", Severity.ERROR))
         return None, False, None
-    return fd, False, st
-
-
-def _load_object(path: str, problems: list[Problem], what: str, root: str | None = None,
-                 in_parts: bool = False) -> tuple[JsonObject | None, bool, os.stat_result | None]:
-    """Read + parse once. Returns (object or None, retry, stat). `in_parts`: a run record of
-    LAZY_RECORD_BYTES or more keeps its transcript's arrays unparsed (`_record_in_parts`); not a
-    worker snapshot, which the model keeps (its arrays would keep the file's bytes alive)."""
-    fd, retry, st = _open_object(path, problems, what, root)
-    if fd is None:
-        return None, retry, st
     try:
-        raw = read_opened(fd, cast(os.stat_result, st), path, MAX_RECORD_BYTES)  # (st comes with fd)
+        raw = read_opened(fd, st, path, MAX_RECORD_BYTES)
     except ReadRefused as exc:
         problems.append(Problem(path, 0, CODE_TOO_LARGE, f"{what} {exc}", Severity.WARNING))
         return None, False, None
@@ -191,10 +187,9 @@ def _load_object(path: str, problems: list[Problem], what: str, root: str | None
             problems.append(Problem(path, _line_of(raw, uexc.start), CODE_INVALID_UTF8,
                 f"{what} is not valid UTF-8 (byte {uexc.start}); Harn cannot load it either", Severity.ERROR))
             return None, False, st
-        line = _line_of(raw, getattr(exc, "pos", 0) or 0)
         # Truncated JSON is what a reader sees while a direct (non-rename) write is in progress.
-        problems.append(Problem(path, line, CODE_INVALID_JSON,
-            f"{what} is not valid JSON ({exc.msg if hasattr(exc, 'msg') else exc}); probably half-written — "
+        problems.append(Problem(path, _line_of(raw, exc.pos), CODE_INVALID_JSON,
+            f"{what} is not valid JSON ({exc.msg}); probably half-written — "
             "Harn writes via .tmp + rename, so it will be re-read on the next change", Severity.ERROR))
         return None, True, st
     except RecursionError:
@@ -211,25 +206,24 @@ def _line_of(raw: bytes, pos: int) -> int:
     return raw.count(b"\n", 0, max(0, min(pos, len(raw)))) + 1
 
 
-def _field(data: JsonObject, name: str, types: tuple[type, ...], problems: list[Problem], path: str,
-           where: str = "") -> JsonValue:
+def _field(data: JsonObject, name: str, types: tuple[type, ...], problems: list[Problem], path: str) -> JsonValue:
     v = data.get(name)
     if v is None:
         return None
     if isinstance(v, bool) and bool not in types or not isinstance(v, types):
         problems.append(Problem(path, 0, CODE_BAD_FIELD,
-            f"{where}{name!r} is {type(v).__name__}, expected {'/'.join(t.__name__ for t in types)}; "
+            f"{name!r} is {type(v).__name__}, expected {'/'.join(t.__name__ for t in types)}; "
             "Harn's serde reader rejects the record (shown here without the field)", Severity.WARNING))
         return None
     return v
 
 
-def _timestamp(data: JsonObject, name: str, problems: list[Problem], path: str, where: str = "") -> str | None:
+def _timestamp(data: JsonObject, name: str, problems: list[Problem], path: str) -> str | None:
     # Some mirror fields hold epoch seconds; accept numbers and show them as text.
     v = data.get(name)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return str(v)
-    text: str | None = _field(data, name, (str,), problems, path, where)
+    text: str | None = _field(data, name, (str,), problems, path)
     return text
 
 
@@ -296,8 +290,11 @@ def _record_in_parts(raw: bytes) -> JsonObject | None:
         data = json_raw.parse(b"".join(pieces))
         if not isinstance(data, dict) or not isinstance(data.get("transcript"), dict):
             return None
+        # the events' check parse also tells which a transcript view must look at (formats/transcripts)
+        from harn_ls.formats.transcripts import event_clean
+
         for k, (_p, items) in arrays.items():
-            data["transcript"][k] = json_raw.checked_array(items, depth=3)
+            data["transcript"][k] = json_raw.checked_array(items, 3, event_clean if k == "events" else None)
     except json_raw.NotRead:
         return None
     return data
@@ -306,11 +303,10 @@ def _record_in_parts(raw: bytes) -> JsonObject | None:
 def _record_from(path: str, data: JsonObject | None, retry: bool, st: os.stat_result | None, problems: list[Problem],
                  summaries: bool) -> RunRecord:
     name = os.path.basename(path)
-    stem = name[: -len(".json")] if name.endswith(".json") else name
     playground_job = None
     if name == PLAYGROUND_RUN_NAME and os.path.basename(os.path.dirname(os.path.dirname(path))) == PLAYGROUND_DIR:
         playground_job = os.path.basename(os.path.dirname(path))
-    record = RunRecord(id=playground_job or stem, path=path, problems=problems, retry=retry, playground_job=playground_job,
+    record = RunRecord(id=playground_job or _stem(path), path=path, problems=problems, retry=retry, playground_job=playground_job,
                        mtime=st.st_mtime if st else None, size=st.st_size if st else None)
     sidecar = llm_sidecar_path(path)
     if _sidecar_ok(sidecar, path, problems):
@@ -357,9 +353,8 @@ def _record_from(path: str, data: JsonObject | None, retry: bool, st: os.stat_re
 def read_worker_snapshot(path: str) -> WorkerSnapshot:
     """Read `.harn/workers/<worker_id>.json`. Field names other than `transcript` are best effort."""
     problems: list[Problem] = []
-    stem = os.path.basename(path)[: -len(".json")] if path.endswith(".json") else os.path.basename(path)
     data, retry, st = _load_object(path, problems, "worker snapshot")
-    snap = WorkerSnapshot(id=stem, path=path, problems=problems, retry=retry,
+    snap = WorkerSnapshot(id=_stem(path), path=path, problems=problems, retry=retry,
                           mtime=st.st_mtime if st else None, size=st.st_size if st else None)
     if data is None:
         return snap

@@ -41,7 +41,7 @@ import urllib.parse
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
-from harn_ls.util.safe_read import ReadRefused, open_confined
+from harn_ls.util.safe_read import ReadRefused, open_confined, resolves_inside
 
 # one result row: SQLite hands back None, int, float, str or bytes per column, and every reader checks
 # the type of each value it uses
@@ -89,15 +89,11 @@ def _wal_frames(path: str) -> bool:
 
 
 def _ro_uri(path: str) -> str:
-    quoted = urllib.parse.quote(os.path.abspath(path))
-    if _wal_frames(path):
-        # A writer is (or was) active: the -wal holds committed pages, so no `immutable`. (Only ever
-        # opened this way on a private snapshot: see open_readonly.)
-        return f"file:{quoted}?mode=ro"
-    if _is_wal_mode(path):
-        # Fully checkpointed WAL db with no writer: immutable avoids creating -wal/-shm.
-        return f"file:{quoted}?mode=ro&immutable=1"
-    return f"file:{quoted}?mode=ro"
+    # A -wal with frames: a writer is (or was) active and the -wal holds committed pages, so no `immutable`
+    # (only ever opened this way on a private snapshot: see open_readonly). A fully checkpointed WAL db
+    # with no writer: `immutable` avoids creating -wal/-shm.
+    immutable = not _wal_frames(path) and _is_wal_mode(path)
+    return f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro" + ("&immutable=1" if immutable else "")
 
 
 def check_file(path: str, root: str | None = None) -> None:
@@ -108,11 +104,8 @@ def check_file(path: str, root: str | None = None) -> None:
         raise SqliteRefused(f"cannot stat database: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
         raise SqliteRefused("not a regular file (a FIFO, device or directory is never opened)")
-    if root is not None:
-        real = os.path.realpath(path)
-        real_root = os.path.realpath(root)
-        if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
-            raise SqliteRefused(f"resolves outside the project ({real}); not opened")
+    if root is not None and not resolves_inside(path, root):
+        raise SqliteRefused(f"resolves outside the project ({os.path.realpath(path)}); not opened")
 
 
 class _SnapshotConnection(sqlite3.Connection):

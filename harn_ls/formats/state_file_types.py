@@ -1,8 +1,7 @@
 """The records of `.harn/` state files (stores, workflow mailboxes, receipts, worktrees,
 crystallization candidates, lock files, embedding caches), apart from formats/state_files.py, which
 loads them with the first such file found: most projects have none of them, and creating the seven
-dataclasses cost every one-shot command ~7 ms. `harn_ls.formats.state_files` still gives them under
-their old names."""
+dataclasses cost every one-shot command ~7 ms."""
 
 from __future__ import annotations
 

@@ -9,67 +9,22 @@ from __future__ import annotations
 import base64
 import os
 from hashlib import sha256
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import orjson
 
+from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.locks import probe_flock, read_flock_table
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.util.json_types import JsonObject, JsonValue
 from harn_ls.util.safe_read import SMALL_STATE_CAP, ReadRefused, link_problem, read_confined, refusal_text, resolves_inside
 
 if TYPE_CHECKING:
-    from harn_ls.formats import state_file_types as sft
-    from harn_ls.formats.state_file_types import Candidate as Candidate  # (re-exported for the old names)
-    from harn_ls.formats.state_file_types import EmbedCache as EmbedCache
-    from harn_ls.formats.state_file_types import LockFile as LockFile
-    from harn_ls.formats.state_file_types import Mailbox as Mailbox
-    from harn_ls.formats.state_file_types import Receipt as Receipt
-    from harn_ls.formats.state_file_types import Store as Store
-    from harn_ls.formats.state_file_types import Worktree as Worktree
+    from harn_ls.formats.state_file_types import Candidate, EmbedCache, LockFile, Mailbox, Receipt, Store, Worktree
 
-# The records these readers return are defined in state_file_types.py and load with the first state
-# file found (most projects have none: their seven dataclasses cost ~7 ms to create). The old names
-# still resolve here (__getattr__).
-_STATE_FILE_TYPES = ("Store", "Mailbox", "Receipt", "Worktree", "Candidate", "LockFile", "EmbedCache")
-
-
-class _StateFileTypes(Protocol):
-    """The record classes state_file_types.py holds (the module itself is the implementation)."""
-
-    @property
-    def Store(self) -> type[sft.Store]: ...  # noqa: N802 (the module's class names)
-
-    @property
-    def Mailbox(self) -> type[sft.Mailbox]: ...  # noqa: N802
-
-    @property
-    def Receipt(self) -> type[sft.Receipt]: ...  # noqa: N802
-
-    @property
-    def Worktree(self) -> type[sft.Worktree]: ...  # noqa: N802
-
-    @property
-    def Candidate(self) -> type[sft.Candidate]: ...  # noqa: N802
-
-    @property
-    def LockFile(self) -> type[sft.LockFile]: ...  # noqa: N802
-
-    @property
-    def EmbedCache(self) -> type[sft.EmbedCache]: ...  # noqa: N802
-
-
-def _types() -> _StateFileTypes:
-    # start-up: the record classes load with the first state file found
-    from harn_ls.formats import state_file_types
-
-    return state_file_types
-
-
-def __getattr__(name: str) -> object:
-    if name in _STATE_FILE_TYPES:
-        return getattr(_types(), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The records these readers return are defined in state_file_types.py and each reader imports its own
+# where it makes the first one: most projects have no state files, and creating the seven dataclasses
+# cost every one-shot command ~7 ms.
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_ENTRIES = 5000
@@ -84,15 +39,16 @@ CODE_CANDIDATE = "HL-CRYS-001"
 CODE_EMBED = "HL-EMB-001"
 
 
-def read_json(path: str, limit: int = MAX_FILE_BYTES, root: str | None = None) -> tuple[JsonValue, str | None]:
+def read_json(path: str, limit: int = MAX_FILE_BYTES, root: str | None = None, *,
+              absent_ok: bool = False) -> tuple[JsonValue, str | None]:
     """(value, None) or (None, the reason): a regular file inside `root`, never blocking (safe_read). Shared
-    with formats/newer_state.py."""
+    with formats/newer_state.py. `absent_ok`: a missing file is (None, None), told by the open itself."""
     try:
         data = read_confined(path, root, limit)
     except ReadRefused as exc:
         return None, exc.reason
     except OSError as exc:
-        return None, refusal_text(exc)
+        return None, None if absent_ok and isinstance(exc, FileNotFoundError) else refusal_text(exc)
     try:
         return orjson.loads(data), None
     except (orjson.JSONDecodeError, RecursionError):
@@ -110,7 +66,10 @@ def _listdir(path: str) -> list[str]:
 def read_store(path: str, root: str | None = None) -> Store | None:
     if not os.path.isfile(path):
         return None
-    st = _types().Store(path)
+    # start-up: the record class loads with the first record (see the top)
+    from harn_ls.formats.state_file_types import Store
+
+    st = Store(path)
     value, err = read_json(path, root=root)
     if err:
         st.problems.append(Problem(path, 0, CODE_STORE, f"store {err}; Harn treats an unreadable store as empty and "
@@ -135,7 +94,10 @@ def read_mailboxes(workflows_dir: str, problems: list[Problem], root: str | None
             problems.append(Problem(path, 0, CODE_MAILBOX, f"workflow mailbox {err or 'is not a JSON object'}",
                                     Severity.WARNING))
             continue
-        mb = _types().Mailbox(str(value.get("workflow_id") or name), path)
+        # start-up: the record class loads with the first record (see the top)
+        from harn_ls.formats.state_file_types import Mailbox
+
+        mb = Mailbox(str(value.get("workflow_id") or name), path)
         mb.paused = value.get("paused") is True
         g = value.get("generation")
         mb.generation = g if isinstance(g, int) and not isinstance(g, bool) else 1
@@ -155,8 +117,9 @@ def _sha256_prefixed(text: str) -> str:
 
 
 def _dumps(value: JsonValue) -> str:
-    # compact, keys in the order they were parsed (orjson keeps insertion order), non-ASCII kept
-    return orjson.dumps(value).decode("utf-8")
+    # serde_json's compact text (Harn hashes that): keys in the order they were parsed, non-ASCII kept,
+    # ryu floats (1e20, where orjson writes 1e+20)
+    return serde_compact(value)
 
 
 def record_hash(topic: str, event_id: int, ev: JsonObject, order: str) -> str:
@@ -322,10 +285,13 @@ def read_receipts(receipts_dir: str, problems: list[Problem], root: str | None =
             continue
         value, err = read_json(path, root=root)
         rid = name[:-5]
+        # start-up: the record class loads with the first record (see the top)
+        from harn_ls.formats.state_file_types import Receipt
+
         if err or not isinstance(value, dict):
             msg = err or "not a JSON object"
             problems.append(Problem(path, 0, CODE_RECEIPT, f"receipt {msg}", Severity.WARNING))
-            out.append(_types().Receipt(rid, path, "unreadable", [msg]))
+            out.append(Receipt(rid, path, "unreadable", [msg]))
             continue
         errors = verify_receipt(value)  # Harn's verdict
         mismatched = key_id_errors(value)
@@ -333,7 +299,7 @@ def read_receipts(receipts_dir: str, problems: list[Problem], root: str | None =
             status = "failed"
         else:
             status = "verified" if trusted_receipt_keys(value, trusted_signers_dir) else "self-signed"
-        r = _types().Receipt(str(value.get("receipt_id") or rid), path, status, errors + mismatched)
+        r = Receipt(str(value.get("receipt_id") or rid), path, status, errors + mismatched)
         r.issued_at = str(value.get("issued_at") or "")
         run = rn if isinstance(rn := value.get("run"), dict) else {}
         r.pipeline, r.run_status = str(run.get("pipeline") or ""), str(run.get("status") or "")
@@ -371,21 +337,24 @@ def _worktree_at(path: str, name: str, root: str | None, problems: list[Problem]
     git = os.path.join(path, ".git")
     if not os.path.lexists(git) or os.path.isdir(git):
         return None
+    # start-up: the record class loads with the first record (see the top)
+    from harn_ls.formats.state_file_types import Worktree
+
     line = _pointer(git, root, 4096, problems)
     if line is None:
-        return _types().Worktree(name, path, None, True, "cannot read .git")
+        return Worktree(name, path, None, True, "cannot read .git")
     if not line.startswith("gitdir:"):
-        return _types().Worktree(name, path, None, True, ".git file has no gitdir line")
+        return Worktree(name, path, None, True, ".git file has no gitdir line")
     gitdir = line[len("gitdir:"):].strip()
     if not os.path.isabs(gitdir):
         gitdir = os.path.normpath(os.path.join(path, gitdir))
     if not os.path.isdir(gitdir):
-        return _types().Worktree(name, path, gitdir, True, "its git metadata is gone (pruned or repository moved)")
+        return Worktree(name, path, gitdir, True, "its git metadata is gone (pruned or repository moved)")
     if root is not None and not resolves_inside(gitdir, root):
         problems.append(Problem(git, 0, CODE_WORKTREE, f"its gitdir {gitdir} leaves the project; not followed",
                                 Severity.WARNING))
-        return _types().Worktree(name, path, gitdir, True, "its git metadata is outside the project; not read")
-    wt = _types().Worktree(name, path, gitdir, False)
+        return Worktree(name, path, gitdir, True, "its git metadata is outside the project; not read")
+    wt = Worktree(name, path, gitdir, False)
     head = _pointer(os.path.join(gitdir, "HEAD"), root, 512, problems)
     if head is not None and head.startswith("ref: refs/heads/"):
         wt.branch = head[len("ref: refs/heads/"):]
@@ -396,11 +365,13 @@ def _worktree_at(path: str, name: str, root: str | None, problems: list[Problem]
     return wt
 
 
-def _report_link(path: str, root: str | None, problems: list[Problem]) -> None:
-    """A symlink skipped by a reader: a problem naming it when it leaves `root` or loops."""
+def report_link(path: str, root: str | None, problems: list[Problem]) -> bool:
+    """A symlink skipped by a reader: a problem naming it when it leaves `root` or loops (then True).
+    Shared with formats/newer_state.py."""
     found = link_problem(path, root or os.path.dirname(path))
     if found is not None:
         problems.append(Problem(path, 0, found[0], found[1], Severity.WARNING))
+    return found is not None
 
 
 def read_worktrees(worktrees_dir: str, problems: list[Problem], root: str | None = None) -> list[Worktree]:
@@ -411,7 +382,7 @@ def read_worktrees(worktrees_dir: str, problems: list[Problem], root: str | None
     for first in _listdir(worktrees_dir):
         p1 = os.path.join(worktrees_dir, first)
         if os.path.islink(p1):
-            _report_link(p1, root, problems)
+            report_link(p1, root, problems)
             continue
         if not os.path.isdir(p1):
             continue
@@ -422,7 +393,7 @@ def read_worktrees(worktrees_dir: str, problems: list[Problem], root: str | None
         for second in _listdir(p1):
             p2 = os.path.join(p1, second)
             if os.path.islink(p2):
-                _report_link(p2, root, problems)
+                report_link(p2, root, problems)
                 continue
             if not os.path.isdir(p2):
                 continue
@@ -430,8 +401,10 @@ def read_worktrees(worktrees_dir: str, problems: list[Problem], root: str | None
             if wt is not None:
                 out.append(wt)
             else:
-                out.append(_types().Worktree(f"{first}/{second}", p2, None, True,
-                                             "no .git file: not a git worktree (left over?)"))
+                # start-up: the record class loads with the first record (see the top)
+                from harn_ls.formats.state_file_types import Worktree
+
+                out.append(Worktree(f"{first}/{second}", p2, None, True, "no .git file: not a git worktree (left over?)"))
     for wt in out:
         if wt.stale:
             problems.append(Problem(wt.path, 0, CODE_WORKTREE, f"stale worktree {wt.name}: {wt.reason}", Severity.INFO))
@@ -482,7 +455,7 @@ def read_candidates(crys_dir: str, problems: list[Problem], root: str | None = N
     for name in _listdir(crys_dir):
         path = os.path.join(crys_dir, name)
         if os.path.islink(path):
-            _report_link(path, root, problems)
+            report_link(path, root, problems)
             continue
         if name.startswith(".") or not os.path.isdir(path):
             continue
@@ -491,7 +464,7 @@ def read_candidates(crys_dir: str, problems: list[Problem], root: str | None = N
             dirnames.sort()
             for entry in dirnames + filenames:  # linked files and folders of a candidate: not read, reported
                 if os.path.islink(os.path.join(dirpath, entry)):
-                    _report_link(os.path.join(dirpath, entry), root, problems)
+                    report_link(os.path.join(dirpath, entry), root, problems)
             for f in sorted(filenames):
                 files.append(os.path.relpath(os.path.join(dirpath, f), path).replace(os.sep, "/"))
                 if len(files) >= 200:
@@ -499,7 +472,10 @@ def read_candidates(crys_dir: str, problems: list[Problem], root: str | None = N
             if len(files) >= 200:
                 break
         prop_path = os.path.join(path, "proposal.json")
-        cand = _types().Candidate(name, path, os.path.isfile(prop_path), files)
+        # start-up: the record class loads with the first record (see the top)
+        from harn_ls.formats.state_file_types import Candidate
+
+        cand = Candidate(name, path, os.path.isfile(prop_path), files)
         if cand.complete:
             value, err = read_json(prop_path, 4 * 1024 * 1024, root)
             if err or not isinstance(value, dict):
@@ -535,7 +511,10 @@ def read_locks(state_root: str) -> list[LockFile]:
             state = probe_flock(path)  # no /proc/locks: a checkpoint writer retries past the probe (locks.py)
         else:
             state = None  # a session writer would fail on a probe: never probed
-        out.append(_types().LockFile(path, kind, name, state))
+        # start-up: the record class loads with the first record (see the top)
+        from harn_ls.formats.state_file_types import LockFile
+
+        out.append(LockFile(path, kind, name, state))
     return out
 
 
@@ -563,7 +542,10 @@ def read_embed_cache(memory_root: str, problems: list[Problem], cap: int = 200_0
                                     break
                 except OSError:
                     pass
-                out.append(_types().EmbedCache(ns, hint, n, size))
+                # start-up: the record class loads with the first record (see the top)
+                from harn_ls.formats.state_file_types import EmbedCache
+
+                out.append(EmbedCache(ns, hint, n, size))
             dirnames[:] = []
             continue
         dirnames.sort()

@@ -15,16 +15,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias, cast, overload
+from typing import overload
 
 from harn_ls.formats.json_raw import RawArray
 from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.formats.transcript_summary import TranscriptSummary
 from harn_ls.util.json_types import JsonArray, JsonObject, JsonValue
+from harn_ls.util.safe_read import is_under
 
 TRANSCRIPT_TYPE = "transcript"
-TRANSCRIPT_ASSET_TYPE = "transcript_asset"
 TRANSCRIPT_VERSION = 2
 VISIBILITIES = ("public", "internal", "private")
 
@@ -80,14 +80,8 @@ def render_block(block: JsonObject) -> str | None:
 
 def render_blocks(blocks: list[JsonObject], *, hide_private: bool = False) -> str:
     """Text of a block list: Harn's event `text` rule, optionally also hiding private blocks."""
-    parts = []
-    for block in blocks:
-        if hide_private and block.get("visibility") == "private":
-            continue
-        text = render_block(block)
-        if text is not None:
-            parts.append(text)
-    return " ".join(parts)
+    texts = (render_block(b) for b in blocks if not (hide_private and b.get("visibility") == "private"))
+    return " ".join(t for t in texts if t is not None)
 
 
 def blocks_visibility(blocks: list[JsonObject], role: str | None) -> str:
@@ -205,26 +199,12 @@ class Transcript:
         # Seed-only `metadata.transcript_budget`; shown verbatim (§G.2 [PROP]).
         return self.metadata.get("transcript_budget") if isinstance(self.metadata, dict) else None
 
-    @property
-    def system_prompt(self) -> JsonValue:
-        return self.metadata.get("system_prompt") if isinstance(self.metadata, dict) else None
-
-    def asset(self, asset_id: str) -> TranscriptAsset | None:
-        for a in self.assets:
-            if a.id == asset_id:
-                return a
-        return None
-
 def _typed(value: JsonObject, name: str, types: tuple[type, ...], problems: list[Problem], path: str, line: int,
            where: str) -> JsonValue:
-    if name not in value or value[name] is None:
+    v = value.get(name)
+    if v is None:
         return None
-    v = value[name]
-    if isinstance(v, bool) and bool not in types:
-        ok = False
-    else:
-        ok = isinstance(v, types)
-    if not ok:
+    if isinstance(v, bool) and bool not in types or not isinstance(v, types):
         problems.append(Problem(path, line, CODE_BAD_FIELD,
             f"{where}: field {name!r} is {type(v).__name__}, expected {'/'.join(t.__name__ for t in types)}; shown as absent",
             Severity.WARNING))
@@ -278,7 +258,7 @@ def _asset_from(raw: JsonValue, index: int, problems: list[Problem], path: str, 
                            _typed(raw, "mime_type", (str,), problems, path, line, here), storage_path, raw)
 
 
-def _event_clean(raw: JsonValue) -> bool:
+def event_clean(raw: JsonValue) -> bool:
     """True when `_event_from` would accept this event without a problem (every checked field
     absent, null or of its type; a known or absent visibility): then counting it is enough."""
     if type(raw) is not dict:
@@ -324,14 +304,9 @@ class LazyEvents(Sequence[TranscriptEvent]):
             yield _event_from(value, i, [], self._path, self._line, self._where)  # type: ignore[misc]
 
 
-# (problems, messages, events or their count, assets, id, summary, metadata, state, version)
-_Parts: TypeAlias = """tuple[list[Problem], JsonArray | RawArray, list[TranscriptEvent] | LazyEvents | int,
-                        list[TranscriptAsset], str | None, str | None, JsonObject | None, str | None, int | None]"""
-
-
-def _transcript_parts(value: JsonObject, source: str, path: str | None, line: int, full: bool) -> _Parts:
-    """(problems, messages, events, assets, id, summary, metadata, state, version); with `full`
-    False `events` is only their count. Problems come in the same order either way."""
+def _read_transcript(value: JsonObject, source: str, path: str | None, line: int, full: bool) -> tuple[Transcript, int]:
+    """The view of a transcript value and how many events it has; with `full` False the events are
+    only counted (the view's `events` is empty). Problems come in the same order either way."""
     ppath = path or source
     problems: list[Problem] = []
     where = f"transcript {source}"
@@ -354,22 +329,30 @@ def _transcript_parts(value: JsonObject, source: str, path: str | None, line: in
         return v
 
     messages = seq("messages")
-    events: list[TranscriptEvent] | LazyEvents | int
+    events: list[TranscriptEvent] | LazyEvents = []
     raw_events = seq("events")
-    if full and isinstance(raw_events, RawArray):
-        # every event built once for its problems (in order, as below), then kept only as its index
-        kept = [i for i, r in enumerate(raw_events) if _event_from(r, i, problems, ppath, line, where) is not None]
-        events = LazyEvents(raw_events, kept, ppath, line, where)
+    if isinstance(raw_events, RawArray):
+        # a clean event has no problem and is kept: only the others are parsed again (in order, for
+        # their problems); their record's read already asked `event_clean` of each (formats/runs)
+        maybe = raw_events.unclean if raw_events.unclean is not None else range(len(raw_events))
+        dropped = {i for i, r in zip(maybe, raw_events.items(maybe), strict=True)
+                   if _event_from(r, i, problems, ppath, line, where) is None}
+        if full:  # each kept only as its index
+            kept = [i for i in range(len(raw_events)) if i not in dropped]
+            events = LazyEvents(raw_events, kept, ppath, line, where)
+        count = len(raw_events) - len(dropped)
     elif full:
         events = [e for i, r in enumerate(raw_events) if (e := _event_from(r, i, problems, ppath, line, where)) is not None]
+        count = len(events)
     else:  # a clean event is only counted; any other goes through _event_from for its problems
-        events = sum(1 for i, r in enumerate(raw_events)
-                     if _event_clean(r) or _event_from(r, i, problems, ppath, line, where) is not None)
+        count = sum(1 for i, r in enumerate(raw_events)
+                    if event_clean(r) or _event_from(r, i, problems, ppath, line, where) is not None)
     assets = [a for i, r in enumerate(seq("assets")) if (a := _asset_from(r, i, problems, ppath, line, where)) is not None]
-    return (problems, messages, events, assets, _typed(value, "id", (str,), problems, ppath, line, where),
-            _typed(value, "summary", (str,), problems, ppath, line, where),
-            _typed(value, "metadata", (dict,), problems, ppath, line, where),
-            _typed(value, "state", (str,), problems, ppath, line, where), version)
+    return Transcript(id=_typed(value, "id", (str,), problems, ppath, line, where), source=source, messages=messages,
+                      events=events, assets=assets, summary=_typed(value, "summary", (str,), problems, ppath, line, where),
+                      metadata=_typed(value, "metadata", (dict,), problems, ppath, line, where),
+                      state=_typed(value, "state", (str,), problems, ppath, line, where), version=version,
+                      problems=problems), count
 
 
 def transcript_from_value(value: JsonValue, source: str, *, path: str | None = None, line: int = 0) -> Transcript | None:
@@ -377,14 +360,7 @@ def transcript_from_value(value: JsonValue, source: str, *, path: str | None = N
 
     `path`/`line` locate Problems (defaults to `source`, whole file).
     """
-    if not isinstance(value, dict):
-        return None
-    problems, messages, events, assets, tid, summary, metadata, state, version = _transcript_parts(
-        value, source, path, line, True)
-    return Transcript(id=tid, source=source, messages=messages,
-                      events=cast("list[TranscriptEvent] | LazyEvents", events),  # (full: the events, not a count)
-                      assets=assets, summary=summary,
-                      metadata=metadata, state=state, version=version, problems=problems)
+    return _read_transcript(value, source, path, line, True)[0] if isinstance(value, dict) else None
 
 
 def transcript_summary_from_value(value: JsonValue, source: str, *, path: str | None = None,
@@ -393,9 +369,8 @@ def transcript_summary_from_value(value: JsonValue, source: str, *, path: str | 
     (a cold load only lists transcripts); None when `value` is not an object at all."""
     if not isinstance(value, dict):
         return None
-    problems, messages, n_events, assets, tid, _summary, _metadata, _state, _version = _transcript_parts(
-        value, source, path, line, False)
-    return TranscriptSummary(tid, len(messages), cast(int, n_events), len(assets)), problems  # (not full: a count)
+    t, n_events = _read_transcript(value, source, path, line, False)
+    return TranscriptSummary(t.id, len(t.messages), n_events, len(t.assets)), t.problems
 
 
 # -- llm_transcript.jsonl ------------------------------------------------------
@@ -422,11 +397,6 @@ class LlmLine:
     def iteration(self) -> int | None:
         v = self.value.get("iteration")
         return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-    @property
-    def timestamp(self) -> str | None:
-        v = self.value.get("timestamp")
-        return v if isinstance(v, str) else None
 
 
 @dataclass(slots=True)
@@ -475,7 +445,7 @@ def _raw_capture(path: str, line_no: int, value: JsonObject, problems: list[Prob
     base = os.path.dirname(os.path.abspath(path))
     target = os.path.normpath(os.path.join(base, rel))
     # Pointers are relative to the log's directory; never follow one out of it.
-    if os.path.isabs(rel) or not (target == base or target.startswith(base + os.sep)):
+    if os.path.isabs(rel) or not is_under(target, base):
         problems.append(Problem(path, line_no, CODE_RAW_CAPTURE,
             f"raw capture pointer {rel!r} leaves the transcript directory; not followed", Severity.WARNING))
         return RawCapture(line_no, capture, rel, None, False)

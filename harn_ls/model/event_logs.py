@@ -39,7 +39,7 @@ class EventLogState:
         # HARN_STATE_DIR) is confined to its own folder instead (untrusted settings never get this far)
         self.logs: dict[str, LogView] = {
             loc.label: LogView(loc, copy_dir=copy_dir, root=reader_root(os.path.dirname(os.path.abspath(loc.path)), root))
-            for loc in discover(paths.state_root, root, paths.event_logs)}
+            for loc in discover(paths.event_logs)}
         self.store: Store | None = None
         self.orchestrator_store: Store | None = None
         self.mailboxes: list[Mailbox] = []
@@ -94,7 +94,6 @@ class EventLogState:
             changed = bool(view.summary.topics or view.requests)
             view.summary.topics.clear()
             view.requests.clear()
-            view.idempotency_keys = None
             return changed
         return view.refresh(now_ms=now_ms)
 
@@ -149,14 +148,19 @@ class EventLogState:
             from harn_ls.formats.newer_state import read_newer_state
 
             self.newer = read_newer_state(self.paths.project_root, s, self.paths.orchestrator_state_dir or
-                                          os.path.join(self.paths.project_root, ".harn", "orchestrator"),
-                                          self._idempotency())
+                                          os.path.join(self.paths.project_root, ".harn", "orchestrator"))
             probs.extend(self.newer.problems)
 
-    def _idempotency(self) -> dict[str, int]:
-        """Log label -> rows of its `event_idempotency_keys`, as each log's last refresh counted them."""
-        return {v.label: v.idempotency_keys for v in self.logs.values()
-                if v.loc.backend == "sqlite" and v.exists and v.idempotency_keys is not None}
+    def idempotency_keys(self) -> dict[str, int]:
+        """Log label -> rows of its `event_idempotency_keys`, counted now (for the newer-state document and
+        `inspect`); a log refused for a link out of the project is not counted."""
+        return {v.label: n for v in self.logs.values()
+                if not self._problems.get("log:" + v.label) and (n := v.idempotency_keys()) is not None}
+
+    def newer_shown(self) -> bool:
+        """Whether there is newer Harn state to list (the tree's "LLM cache, models, orchestrator"): a
+        project whose only such state is idempotency keys has it too, counted only when nothing else is."""
+        return self.newer is not None and (not self.newer.empty or any(self.idempotency_keys().values()))
 
     def _clear(self, kind: str) -> None:
         empty: tuple[str, object] = {"store": ("store", None), "workflows": ("mailboxes", []), "receipts": ("receipts", []),
@@ -210,8 +214,6 @@ class EventLogState:
                     before = {r.request_id: r.state for r in view.requests.values()}
                     if self._refresh_log(view, now_ms=now):
                         kinds.add(K.EVENTS)
-                    if self.newer is not None:  # the count the refresh made (K.EVENTS redraws its document)
-                        self.newer.idempotency = self._idempotency()
                     if before != {r.request_id: r.state for r in view.requests.values()}:
                         kinds.update((K.EVENTS, K.HITL))
             elif t in STATE_FILE_KINDS:

@@ -7,10 +7,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
-from harn_ls.formats.checkpoints import running_now
 from harn_ls.formats.fact_anchors import fact_staleness
 from harn_ls.formats.harn_time import date_now_iso
-from harn_ls.formats.locks import session_running
+from harn_ls.formats.locks import checkpoint_running, session_running
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.formats.session_store import read_session_events
 from harn_ls.formats.transcripts import read_llm_transcript
@@ -144,30 +143,7 @@ def index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
             out.append(f"\n…and {len(problems) - 500} more (see `harn-ls inspect`).")
     out.append("")
 
-    pending = ws.pending_proposals(include_suppressed=True)
-    out.append(f"## Pending skill proposals ({len(ws.pending_proposals())})")
-    if ws.pattern is not None and ws.pattern.state is not None and not ws.pattern.state.enabled:
-        out.append("\n> **Pattern learning is disabled** (`enabled: false` in the state record): Harn records no new proposals.")
-    if ws.migration_needed:
-        out.append("\n> Legacy Burin pattern-learning streams found and not migrated yet — "
-                   "run *Harn State: Migrate pattern learning*.")
-    now = date_now_iso()
-    shown = 0
-    state = _pattern_state(ws)
-    for prop in pending:
-        suppressed = is_suppressed(prop.id, state, now)
-        if suppressed and not settings.include_suppressed:
-            continue
-        shown += 1
-        extra = f" — suppressed until {cell(_suppressed_until(state, prop.id))}" if suppressed else ""
-        out.append(f"- {link(prop.title or prop.name, make_uri('proposals', prop.id))} · {cell(prop.kind)} · "
-                   f"support {cell(prop.support)}{extra}")
-    hidden = len(pending) - shown
-    if hidden:
-        out.append(f"- *{hidden} suppressed proposal(s) hidden* — {link('show them', make_uri('index', suppressed='1'))}")
-    if not pending:
-        out.append("\nNone.")
-    out.append("")
+    out += _proposals_section(ws, settings)
 
     out.append(f"## Checkpoints ({len(ws.checkpoints)})")
     for name in sorted(ws.checkpoints):
@@ -217,6 +193,35 @@ def index(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     return "\n".join(out) + "\n"
 
 
+def _proposals_section(ws: Workspace, settings: RenderSettings) -> list[str]:
+    """The index's pending proposals (suppressed ones behind a link unless asked for)."""
+    pending = ws.pending_proposals(include_suppressed=True)
+    out = [f"## Pending skill proposals ({len(ws.pending_proposals())})"]
+    if ws.pattern is not None and ws.pattern.state is not None and not ws.pattern.state.enabled:
+        out.append("\n> **Pattern learning is disabled** (`enabled: false` in the state record): Harn records no new proposals.")
+    if ws.migration_needed:
+        out.append("\n> Legacy Burin pattern-learning streams found and not migrated yet — "
+                   "run *Harn State: Migrate pattern learning*.")
+    now = date_now_iso()
+    shown = 0
+    state = _pattern_state(ws)
+    for prop in pending:
+        suppressed = is_suppressed(prop.id, state, now)
+        if suppressed and not settings.include_suppressed:
+            continue
+        shown += 1
+        extra = f" — suppressed until {cell(_suppressed_until(state, prop.id))}" if suppressed else ""
+        out.append(f"- {link(prop.title or prop.name, make_uri('proposals', prop.id))} · {cell(prop.kind)} · "
+                   f"support {cell(prop.support)}{extra}")
+    hidden = len(pending) - shown
+    if hidden:
+        out.append(f"- *{hidden} suppressed proposal(s) hidden* — {link('show them', make_uri('index', suppressed='1'))}")
+    if not pending:
+        out.append("\nNone.")
+    out.append("")
+    return out
+
+
 # ------------------------------------------------------------ checkpoints
 def checkpoints(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     if target.query.get("version"):
@@ -232,7 +237,7 @@ def _checkpoints_current(ws: Workspace, target: StateUri, settings: RenderSettin
                 "no stage of this pipeline is cached.\n")
     out = [f"# Checkpoints — {cell(target.name)}", "", f"File: {inline(shown_path(ws, cf.path))} · {human_bytes(cf.size)}", ""]
 
-    running = running_now(cf.path)
+    running = checkpoint_running(cf.path)
     if running:
         out.append("> **Writing now**: a Harn process holds this checkpoint's lock "
                    f"{inline(os.path.basename(cf.path)[:-5] + '.lock')}; *Forget stage* waits for it (up to 5 s).\n")

@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, cast
 import orjson
 
 from harn_ls.cache.rows import FACT_SEPARATOR, fact_inspect_entry, fact_inspect_fragment, join_fact_fragments, split_fact_body
-from harn_ls.formats.checkpoints import running_now
 from harn_ls.formats.harn_time import date_now_iso
-from harn_ls.formats.locks import open_flock_table, running_session_writers, session_running
+from harn_ls.formats.locks import checkpoint_running, open_flock_table, running_session_writers, session_running
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.render.inspect_extra import inspect_extra, inspect_extra_text
 from harn_ls.render.shown_path import shown_path
@@ -51,7 +50,7 @@ def inspect_json(ws: Workspace, facts_fragment: bool = False) -> JsonObject:
         },
         "counts": ws.counts(),
         "checkpoints": [
-            {"pipeline": name, "path": ws.relpath(cf.path), "retry": cf.retry, "running": running_now(cf.path, locks),
+            {"pipeline": name, "path": ws.relpath(cf.path), "retry": cf.retry, "running": checkpoint_running(cf.path, locks),
              "stages": [{"key": e.key, "keyed": e.keyed, "fingerprint": e.fingerprint} for e in cf.entries.values()]}
             for name, cf in sorted(ws.checkpoints.items())
         ],

@@ -46,13 +46,13 @@ def inspect_extra(ws: Workspace) -> JsonObject:
         "locks": [{"path": rel(lk.path), "kind": lk.kind, "name": lk.name, "held": lk.held} for lk in x.locks],
         "embed_cache": [{"namespace": e.namespace, "model_hint": e.model_hint, "vectors": e.vectors, "bytes": e.bytes}
                         for e in x.embed],
-        "newer_state": _newer(x.newer, rel),
+        "newer_state": _newer(x.newer, rel, x.idempotency_keys() if x.newer is not None else {}),
     }
 
 
-def _newer(n: NewerState | None, rel: Callable[[str], str]) -> JsonObject | None:
+def _newer(n: NewerState | None, rel: Callable[[str], str], keys: dict[str, int]) -> JsonObject | None:
     """Issue 28: counts, sizes, newest, model names — never a cached prompt or response."""
-    if n is None or n.empty:
+    if n is None or (n.empty and not any(keys.values())):
         return None
     sq = n.llm_sqlite
     return {
@@ -62,7 +62,7 @@ def _newer(n: NewerState | None, rel: Callable[[str], str]) -> JsonObject | None
         "guard_models": [{**g, "path": rel(g["path"])} for g in n.guard],
         "orchestrator_state": None if n.orchestrator is None else {**n.orchestrator, "path": rel(n.orchestrator["path"])},
         "metadata": None if n.metadata is None else {**n.metadata, "path": rel(n.metadata["path"])},
-        "idempotency_keys": n.idempotency,
+        "idempotency_keys": keys,
     }
 
 

@@ -33,8 +33,9 @@ def _fields(fields: JsonObject) -> list[str]:
 
 def newer_state(ws: Workspace, target: StateUri, settings: RenderSettings) -> str:
     n = ws.event_logs.newer
+    keys = ws.event_logs.idempotency_keys() if n is not None else {}
     out = ["# Newer Harn state", ""]
-    if n is None or n.empty:
+    if n is None or (n.empty and not any(keys.values())):
         out.append("None of `.harn/cache/llm.sqlite`, `.harn/cache/llm/`, `.harn/local/selection.json`, `.harn/guard/`, "
                    "`orchestrator-state.json`, `.harn/metadata/` or `event_idempotency_keys` rows is here.")
         return "\n".join(out) + "\n"
@@ -102,8 +103,8 @@ def newer_state(ws: Workspace, target: StateUri, settings: RenderSettings) -> st
     else:
         out.append("No `.harn/metadata/`.")
     out.append("\n## Idempotency keys\n")
-    if n.idempotency:
-        out += [f"- log {inline(label)}: {rows} row(s) in `event_idempotency_keys`" for label, rows in n.idempotency.items()]
+    if keys:
+        out += [f"- log {inline(label)}: {rows} row(s) in `event_idempotency_keys`" for label, rows in keys.items()]
     else:
         out.append("No event log has an `event_idempotency_keys` table.")
     return "\n".join(out) + "\n"

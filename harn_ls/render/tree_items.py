@@ -17,9 +17,9 @@ import attrs
 import orjson
 
 from harn_ls import contract as C
-from harn_ls.formats.checkpoints import RUNNING_LABEL, running_now
+from harn_ls.formats.checkpoints import RUNNING_LABEL
 from harn_ls.formats.harn_time import date_now_iso
-from harn_ls.formats.locks import read_flock_table
+from harn_ls.formats.locks import checkpoint_running, read_flock_table
 from harn_ls.formats.pattern_learning import is_suppressed
 from harn_ls.render import tree_state
 from harn_ls.render.limits import DESCRIPTION_BYTES, LABEL_BYTES, MAX_RESPONSE_BYTES, TOOLTIP_BYTES, one_line
@@ -93,7 +93,7 @@ def _checkpoints(item: Item, ws: Workspace, parent: str | None) -> list[C.TreeIt
     if parent is None:
         table = read_flock_table()  # one read of the kernel's lock table for the whole list
         return [item(f"ckpt:{name}", name, description=("unreadable" if cf.retry else f"{len(cf.entries)} stage(s)")
-                      + (f" · {RUNNING_LABEL}" if running_now(cf.path, table) else ""),
+                      + (f" · {RUNNING_LABEL}" if checkpoint_running(cf.path, table) else ""),
                       icon="database", uri=make_uri("checkpoints", name), context="checkpointFile",
                       children=bool(cf.entries), data={"pipeline": name}) for name, cf in sorted(ws.checkpoints.items())]
     if parent.startswith("ckpt:"):

@@ -48,7 +48,7 @@ def groups(ws: Workspace, item: ItemMaker[_Item]) -> list[_Item]:
         out.append(item("events", "Events", description=f"{n} topic(s)", icon="pulse", uri=make_uri("events_index"),
                         children=True))
     if x.store is not None or x.receipts or x.worktrees or x.candidates or x.mailboxes or x.locks or \
-            (x.newer is not None and not x.newer.empty):
+            x.newer_shown():
         held = sum(1 for lk in x.locks if lk.held)
         out.append(item("harnstate", "Harn state", description="running now" if held else "", icon="server",
                         children=True))
@@ -127,7 +127,7 @@ def children(ws: Workspace, parent: str, item: ItemMaker[_Item]) -> list[_Item]:
                             description="staged" if cand.complete else "incomplete", icon="beaker",
                             uri=make_uri("crystallization", cand.id), context="candidate", data={"id": cand.id}))
         newer = x.newer
-        if newer is not None and not newer.empty:
+        if newer is not None and x.newer_shown():
             parts = []
             sqlite = newer.llm_sqlite
             cached = sum(i["files"] for i in newer.llm_files.values()) + ((sqlite.get("rows") if sqlite else None) or 0)

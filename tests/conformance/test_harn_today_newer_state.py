@@ -82,7 +82,7 @@ def test_newer_state_is_listed_without_prompt_text_and_pages(tmp_path):
     assert n.selection["fields"] == {"provider": "ollama", "model": "qwen3:8b"}
     assert n.guard[0]["model"] == "llama-guard-3" and n.guard[0]["fields"]["version"] == "1.2"
     assert n.orchestrator["listener_url"] == "http://127.0.0.1:8080" and n.orchestrator["connectors"] == 2
-    assert n.metadata["files"] == 1 and n.idempotency == {"run": 1}
+    assert n.metadata["files"] == 1 and ws.event_logs.idempotency_keys() == {"run": 1}
 
     doc = render_uri(ws, "harn-state:/newer-state.md")
     assert SECRET_PROMPT not in doc and "SECRET" not in doc
@@ -136,16 +136,32 @@ def test_the_idempotency_count_reads_no_log_outside_the_project(tmp_path):
     proj.mkdir()
     (proj / "harn.toml").write_text("")
     (proj / ".harn").symlink_to(victim, target_is_directory=True)
-    n = Workspace.load(str(proj), env={}).event_logs.newer
-    assert n is not None and n.idempotency == {}
-    inside = Workspace.load(str(victim.parent), env={}).event_logs.newer
-    assert inside.idempotency == {"run": 1}  # the same file read as its own project's: counted
+    x = Workspace.load(str(proj), env={}).event_logs
+    assert x.newer is not None and x.idempotency_keys() == {}
+    inside = Workspace.load(str(victim.parent), env={}).event_logs
+    assert inside.idempotency_keys() == {"run": 1}  # the same file read as its own project's: counted
 
 
-def test_the_idempotency_count_shares_the_refresh_connection(tmp_path, monkeypatch):
-    """Harn's writer is mid-run (its rows in the `-wal`, so every connection reads a private copy of the log):
-    a load opens the log once, the count of `event_idempotency_keys` included, and a change that appends
-    an idempotent event is counted by that change's own refresh, again on its one connection."""
+def _count_key_queries(monkeypatch) -> list[str]:
+    """From here on, every statement harn-ls runs on a read-only log that names `event_idempotency_keys`."""
+    from harn_ls.formats import sqlite_safe
+
+    seen: list[str] = []
+    real_query = sqlite_safe.query
+
+    def counting_query(conn, sql, *args, **kwargs):
+        if "event_idempotency_keys" in sql:
+            seen.append(sql)
+        return real_query(conn, sql, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite_safe, "query", counting_query)
+    return seen
+
+
+def test_the_idempotency_count_runs_only_when_shown(tmp_path, monkeypatch):
+    """Harn's writer is mid-run (its rows in the `-wal`): a load and a refresh after an idempotent append read
+    the log on one connection each and count no `event_idempotency_keys` rows (a COUNT(*) costs ms at 100k
+    keys); the newer-state document and `inspect` count them when they show them, as they are now."""
     proj = _project(tmp_path)
     db = proj / ".harn" / "events.sqlite"
     writer = _keys_log(db, rows=2)
@@ -153,15 +169,67 @@ def test_the_idempotency_count_shares_the_refresh_connection(tmp_path, monkeypat
     W.append(writer, "t.two", "k", {})  # (frames in the -wal from here on)
     assert os.path.getsize(str(db) + "-wal") > 0
     opened = W.count_opens(monkeypatch)
+    counted = _count_key_queries(monkeypatch)
     try:
         ws = Workspace.load(str(proj), env={})
-        assert opened.count(str(db)) == 1
-        assert ws.event_logs.newer.idempotency == {"run": 2}
+        assert opened.count(str(db)) == 1 and counted == []
+        assert "- log `run`: 2 row(s) in `event_idempotency_keys`" in render_uri(ws, "harn-state:/newer-state.md")
+        assert len(counted) == 1
         W.append(writer, "t.one", "k", {"n": 2})
         writer.execute("INSERT INTO event_idempotency_keys VALUES ('t.one', 'dedupe', 'v2', 3)")
         ws.event_logs.reread({"log:run"})
-        assert opened.count(str(db)) == 2
-        assert ws.event_logs.newer.idempotency == {"run": 3}
-        assert "event_idempotency_keys" in render_uri(ws, "harn-state:/newer-state.md")
+        assert opened.count(str(db)) == 3 and len(counted) == 1  # the refresh: one connection, no count
+        assert inspect_json(ws)["newer_state"]["idempotency_keys"] == {"run": 3}
+        assert len(counted) == 2
     finally:
         writer.close()
+
+
+def test_a_newer_state_file_is_not_stat_before_it_is_read(tmp_path, monkeypatch):
+    """`.harn/local/selection.json` is opened once, with no `stat` of its path first (a second syscall, and a
+    window in which the file may change between the two); a missing one is told by that open: no problem."""
+    from harn_ls.formats.newer_state import read_newer_state
+
+    proj = _project(tmp_path)
+    harn = proj / ".harn"
+    assert read_newer_state(str(proj), str(harn), str(harn / "orchestrator")).problems == []
+    (harn / "local").mkdir()
+    sel = harn / "local" / "selection.json"
+    sel.write_text('{"provider": "ollama", "model": "qwen3:8b"}')
+    stats: list[str] = []
+    real_stat = os.stat
+
+    def counting_stat(path, *args, **kwargs):
+        stats.append(os.fspath(path) if not isinstance(path, int) else "")
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", counting_stat)
+    n = read_newer_state(str(proj), str(harn), str(harn / "orchestrator"))
+    assert n.selection["fields"] == {"provider": "ollama", "model": "qwen3:8b"} and n.problems == []
+    assert stats.count(str(sel)) == 0
+
+
+def test_a_project_whose_only_newer_state_is_idempotency_keys_lists_it(tmp_path):
+    """The count is not kept by a refresh any more, but a log holding idempotency keys is still newer state
+    the tree lists ("Harn state" → "LLM cache, models, orchestrator", which opens the document that counts
+    them); an empty key table is not."""
+    from harn_ls.render.tree_items import TreeOptions, tree_items
+
+    proj = _project(tmp_path)
+    writer = _keys_log(proj / ".harn" / "events.sqlite", rows=1)
+    writer.close()
+    ws = Workspace.load(str(proj), env={})
+    roots = {it["id"] for it in tree_items(ws, "runs", None, TreeOptions("test.open", 200))}
+    assert "harnstate" in roots
+    kids = {it["id"]: it for it in tree_items(ws, "runs", "harnstate", TreeOptions("test.open", 200))}
+    assert kids["state:newer"]["uri"] == "harn-state:/newer-state.md"
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "proj").mkdir()
+    proj2 = _project(empty)
+    W.open_log(str(proj2 / ".harn" / "events.sqlite")).execute(
+        "CREATE TABLE event_idempotency_keys (topic TEXT, key TEXT, value TEXT, event_id INTEGER, "
+        "PRIMARY KEY (topic, key, value))").connection.close()
+    ws2 = Workspace.load(str(proj2), env={})
+    assert "harnstate" not in {it["id"] for it in tree_items(ws2, "runs", None, TreeOptions("test.open", 200))}

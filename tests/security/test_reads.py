@@ -222,8 +222,8 @@ def test_memory_line_of_empty_objects_is_refused_within_20x(tmp_path):
     path.write_text(flood + "\n" + good + "\n")
     size = path.stat().st_size
     r = _measure("""
-        from harn_ls.formats.jsonl import read_all
-        lines = read_all(sys.argv[1])
+        from harn_ls.formats.jsonl import JsonlTail
+        lines = JsonlTail(sys.argv[1]).read_new().lines
         done(problems=[(l.line_no, l.problem.code) for l in lines if l.problem], ok=[l.value["id"] for l in lines if l.value])
     """, str(path))
     assert r["problems"] == [[1, jsonl_fmt.CODE_TOO_DENSE]] and r["ok"] == ["ok1"]  # the rest is served
@@ -234,7 +234,7 @@ def test_memory_log_that_is_a_fifo_does_not_block(tmp_path):
     path = tmp_path / "events.jsonl"
     os.mkfifo(path)
     result: list = []
-    t = threading.Thread(target=lambda: result.append(jsonl_fmt.read_all(str(path))), daemon=True)
+    t = threading.Thread(target=lambda: result.append(jsonl_fmt.JsonlTail(str(path)).read_new().lines), daemon=True)
     t.start()
     t.join(2.0)
     assert result, "reading a FIFO memory log blocked"

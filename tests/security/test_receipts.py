@@ -40,13 +40,19 @@ GENUINE_KEY_ID = "ed25519:fe812c12f3ab4ce6ac5db69ac352f906"
 pytestmark = pytest.mark.skipif(not RECEIPTS.is_dir(), reason="constructed harn-samples not found")
 
 
+def serde_text(value) -> str:
+    """serde_json's compact text for the values these tests use: Python's, but ryu spells 1e20 without "+"."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("e+", "e")
+
+
 def resign(receipt: dict, key: Ed25519PrivateKey, key_id: str | None = None) -> dict:
     """The receipt signed again with `key` (Harn's message: domain line + canonical unsigned receipt)."""
     out = json.loads(json.dumps(receipt))
     unsigned = json.loads(json.dumps(out))
     unsigned["chain"]["receipt_hash"] = ""
     unsigned["signatures"] = []
-    canonical = json.dumps(unsigned, ensure_ascii=False, separators=(",", ":"))
+    canonical = serde_text(unsigned)
     pub = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
     sig = key.sign(b"harn provenance receipt v1\n" + canonical.encode())
     out["signatures"] = [{"algorithm": "ed25519", "key_id": key_id or receipt_key_id(pub),
@@ -85,6 +91,36 @@ def test_key_id_is_tied_to_its_key():
     assert verify_receipt(forged) == []  # Harn's verifier alone passes it ...
     errs = key_id_errors(forged)  # ... the key id check does not
     assert len(errs) == 1 and GENUINE_KEY_ID in errs[0] and "not the id of its public key" in errs[0]
+
+
+def test_a_receipt_with_a_float_verifies_as_harn_hashes_it():
+    """Harn hashes a receipt's events and the receipt itself over serde_json's compact text, where 1e20 is
+    `1e20`; orjson writes `1e+20`, so a genuine receipt holding such a float once read "does NOT verify"."""
+    genuine = json.loads((RECEIPTS / f"{GENUINE}.json").read_text())
+    assert "e+" not in json.dumps(genuine)  # (serde_text's one replacement touches only the float below)
+    receipt = json.loads(json.dumps(genuine))
+    events = receipt["event_log"]["events"]
+    last = events[-1]
+    last["payload"]["cost_usd"] = 1e20
+    hdrs = {k: v for k, v in sorted(last["headers"].items()) if k != "harn.provenance.record_hash"}
+    wrapper = {"topic": last["topic"], "event_id": last["event_id"], "kind": last["kind"], "payload": last["payload"],
+               "headers": hdrs, "occurred_at_ms": last["occurred_at_ms"]}
+    assert '"cost_usd":1e20' in serde_text(wrapper)
+    last["record_hash"] = "sha256:" + hashlib.sha256(serde_text(wrapper).encode()).hexdigest()
+    last["headers"]["harn.provenance.record_hash"] = last["record_hash"]
+    level = [e["record_hash"] for e in sorted(events, key=lambda e: (e["topic"], e["event_id"]))]
+    while len(level) > 1:
+        pairs = [(level[i], level[i + 1] if i + 1 < len(level) else level[i]) for i in range(0, len(level), 2)]
+        level = ["sha256:" + hashlib.sha256((a + b).encode()).hexdigest() for a, b in pairs]
+    receipt["chain"]["event_root_hash"] = level[0]
+    unsigned = json.loads(json.dumps(receipt))
+    unsigned["chain"]["receipt_hash"] = ""
+    unsigned["signatures"] = []
+    receipt["chain"]["receipt_hash"] = "sha256:" + hashlib.sha256(serde_text(unsigned).encode()).hexdigest()
+    signed = resign(receipt, Ed25519PrivateKey.generate())
+    assert verify_receipt(signed) == []
+    signed["event_log"]["events"][-1]["payload"]["cost_usd"] = 2e20  # and a changed float still fails
+    assert "record_hash does not match the event's content" in " ".join(verify_receipt(signed))
 
 
 def test_a_topic_that_is_not_a_string_fails_the_receipt_and_spares_the_others(tmp_path):

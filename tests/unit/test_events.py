@@ -17,6 +17,7 @@ from harn_ls.formats import events as ev_fmt
 from harn_ls.formats import state_files as sf
 from harn_ls.formats.event_logs import LogLocation, LogView, discover
 from harn_ls.formats.hitl import requests as hitl_fmt
+from harn_ls.formats.paths import resolve
 from tests.helpers import event_log_writer as W
 from tests.helpers.samples import SAMPLES
 
@@ -348,7 +349,8 @@ def test_file_backend_torn_line_duplicates_and_compaction(tmp_path):
 
 
 def test_discover_lists_all_producers(tmp_path):
-    locs = discover(str(tmp_path / ".harn"), str(tmp_path))
+    (tmp_path / "harn.toml").write_text("")
+    locs = discover(resolve(str(tmp_path), env={}, home=str(tmp_path / "home")).event_logs)
     paths = [os.path.relpath(ln.path, tmp_path) for ln in locs]
     assert paths == [".harn/events.sqlite", ".harn/events", ".harn/orchestrator/events.sqlite", ".harn/orchestrator/events",
                      ".harn/personas/.harn/events.sqlite", ".harn/personas/.harn/events"]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from harn_ls.formats import facts as F
 from harn_ls.formats.harn_json import serde_compact, sha256_hex, stringify
-from harn_ls.formats.jsonl import read_all
+from harn_ls.formats.jsonl import JsonlTail
 from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
 from harn_ls.formats.problems import Severity
 from tests.helpers.samples import SAMPLES  # noqa: E402
@@ -176,7 +176,7 @@ def test_stored_event_reads_back_through_memory(tmp_path: Path) -> None:
     path.parent.mkdir(parents=True)
     path.write_text(D4_LINE + "\n", encoding="utf-8")
     ns = MemoryNamespace("project/facts", str(path))
-    ns.apply_lines(read_all(str(path)))
+    ns.apply_lines(JsonlTail(str(path)).read_new().lines)
     (record,) = ns.records()
     fact, problems = F.fact_from_record(record, str(tmp_path), str(path))
     assert problems == []

@@ -481,5 +481,30 @@ def test_an_answer_reads_the_request_and_waitpoint_topics_once(log, monkeypatch)
 
     assert whole_reads("hitl.approvals") == 1
     assert whole_reads("waitpoint.state.hitl_approval_a1") == 1
-    assert any("topic = 'waitpoint.state.hitl_approval_a1' AND event_id > " in sql and "event_id > 0 " not in sql
+    # each later read of a held topic is one statement: the events since and the topic's first id together
+    assert [sql for sql in traced if sql.startswith("SELECT MIN(event_id) FROM events")] == []
+    assert any("topic = 'waitpoint.state.hitl_approval_a1' AND e.event_id > " in sql and "event_id > 0 " not in sql
                for sql in traced)  # the finalize re-read what was appended since, under the lock
+
+
+def test_a_topic_grown_past_the_cap_under_the_lock_is_refused(log, monkeypatch):
+    """The request's topic is read under the cap before the write lock; requests appended meanwhile push it
+    past MAX_TOPIC_ROWS: the read under the lock (only the events since) refuses it with the cap's one
+    message, and nothing is written."""
+    path, conn = log
+    add_approval(conn, "hitl_approval_c1")
+    monkeypatch.setattr(A, "MAX_TOPIC_ROWS", 3)
+    real_chains = A._chains
+
+    def chains_then_more_requests(topics, rid):
+        out = real_chains(topics, rid)
+        for i in range(3):  # another agent asks meanwhile
+            add_approval(conn, f"hitl_approval_late{i}")
+        return out
+
+    monkeypatch.setattr(A, "_chains", chains_then_more_requests)
+    with pytest.raises(A.AnswerRefused, match=r"^topic `hitl.approvals` has more than 3 events; not folding it$"):
+        A.answer(path, "hitl_approval_c1", "approve", reviewer="alice")
+    after = rows(path)
+    assert [r["kind"] for r in after["hitl.approvals"]] == ["hitl.approval_requested"] * 4  # no response appended
+    assert "waitpoint.resumes" not in after

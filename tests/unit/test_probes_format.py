@@ -248,7 +248,7 @@ def test_typecheck_without_json() -> None:
     assert P.typecheck_outcome(counts, success=False) == "fail"
     assert P.typecheck_outcome(counts, success=True) == "pass"  # falls back to the exit status
     assert P.typecheck_observed_for(counts, "fail") == "typecheck outcome=fail (no JSON envelope)"
-    assert P.typecheck_observed_unparsed("pass") == "typecheck outcome=pass (no JSON envelope)"
+    assert P.typecheck_observed_for(counts, "pass") == "typecheck outcome=pass (no JSON envelope)"
 
 
 def test_typecheck_json_without_summary_uses_exit_status() -> None:
@@ -280,7 +280,7 @@ def test_commands_and_provenance() -> None:
 
 
 def test_typecheck_probe_fact_is_a_valid_observation() -> None:
-    observed = P.typecheck_observed("fail", 1, 0)
+    observed = P.typecheck_observed_for(P.TypecheckCounts(True, 1, 0), "fail")
     fact_input = P.probe_fact_input("typecheck", 'let x: int = "oops"\n', "fail", observed,
                                     command=P.typecheck_command())
     env = F.normalize_fact(fact_input, {"now": "2026-05-02T09:31:07.118Z"})

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harn_ls.formats.harn_json import serde_compact, sha256_hex
-from harn_ls.formats.jsonl import JsonlLine, read_all
+from harn_ls.formats.jsonl import JsonlLine, JsonlTail
 from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, MemoryRecord, value_text
 from harn_ls.recall import (
     RecallEngine,
@@ -242,7 +242,7 @@ def test_vector_real_events_file():
     v = VECTORS["memory-real-events-jsonl-coordination"]
     path = SAMPLES / v["data_file"]
     live = Live("coordination-test", str(path))
-    live.engine.sync_namespace(live.mem, live.mem.apply_lines(read_all(str(path))))
+    live.engine.sync_namespace(live.mem, live.mem.apply_lines(JsonlTail(str(path)).read_new().lines))
     assert [r.id for r in live.mem.records()] == v["computed"]["active_record_ids"]
     res = live.recall(v["computed"]["recall"]["query"])
     want = v["computed"]["recall"]["results"]

@@ -338,3 +338,33 @@ def test_the_bench_sized_record_reads_the_same_in_parts():
     with open(found[-1], "rb") as fh:
         raw = fh.read()
     assert _plain(runs_fmt._record_in_parts(raw)) == orjson.loads(raw)
+
+
+@pytest.mark.parametrize("summaries", [False, True])
+def test_each_event_of_a_record_read_in_parts_is_parsed_once(tmp_path, monkeypatch, summaries):
+    """Reading a big record parses each transcript event once (the check that it is what a whole
+    parse gives, which also marks the events a view must look at again), not a second time for the
+    view; only an event with a problem (or one a view skips) is parsed again, for its problem."""
+    monkeypatch.setattr(runs_fmt, "LAZY_RECORD_BYTES", 1)
+    events = [{"kind": "message", "role": "user", "text": f"clean {i} " + "w" * 60} for i in range(50)]
+    events[7] = {"role": 5, "text": "a role that is not text " + "w" * 60}
+    events[30] = ["not", "an", "event", "w" * 60]
+    path = tmp_path / "run-once.json"
+    path.write_bytes(orjson.dumps({"_type": "run_record", "id": "once", "transcript": {"id": "t", "events": events}}))
+    real, calls = orjson.loads, []
+
+    def counting(data):
+        calls.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(orjson, "loads", counting)
+    run = runs_fmt.read_run_record(str(path), summaries=summaries)
+    monkeypatch.setattr(orjson, "loads", real)
+    assert len(calls) == 1 + 50 + 2  # (the record without its events, each event, the two with a problem)
+    assert [p.message for p in run.problems] == [
+        "transcript run:once: events[7]: field 'role' is int, expected str; shown as absent",
+        "transcript run:once: events[30] is not an object; skipped"]
+    if summaries:
+        assert run.transcripts[0].event_count == 49
+    else:
+        assert [e.index for e in run.transcripts[0].events][6:9] == [6, 7, 8] and len(run.transcripts[0].events) == 49

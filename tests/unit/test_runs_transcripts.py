@@ -82,7 +82,7 @@ def test_spec_transcript_views():
     assert (a0.kind, a0.mime_type, a0.storage_path, a0.visibility) == (
         "image", "image/png", ".harn/assets/diagram.png", "internal")
     assert (a1.kind, a1.storage_path, a1.visibility) == ("blob", ".harn/assets/raw-dump.json", "internal")
-    assert t.asset(ASSET_ID) is a0
+    assert a0.id == ASSET_ID
     assert tr_helpers.message_text(t.messages[0]) == "<image:diagram.png> review this diagram"
     assert tr_helpers.message_text(t.messages[1]) == "Looks fine."
 

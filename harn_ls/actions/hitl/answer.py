@@ -45,7 +45,7 @@ from harn_ls.formats.hitl.requests import (
     kind_of_id,
     sanitize_topic_component,
 )
-from harn_ls.formats.sqlite_safe import limit_schema
+from harn_ls.formats.sqlite_safe import SqlRow, limit_schema
 from harn_ls.util.message_text import defuse, quote
 from harn_ls.util.safe_read import reader_root
 
@@ -140,16 +140,20 @@ def _rows(conn, topic: str, *, tail: int | None = None, after_id: int = 0, rid: 
     only those whose payload or headers contain the request id as serde_json writes it — a cheap
     pre-filter; `_matches` then decides exactly, as Harn's `event_matches_request` does."""
     if tail is not None:
-        got = conn.execute(_SELECT + " ORDER BY event_id DESC LIMIT ?", (topic, tail)).fetchall()[::-1]
-    else:
-        sql, args = _SELECT + " AND event_id > ?", [topic, after_id]
-        if rid is not None:
-            needle = serde_compact(rid)[1:-1]
-            sql += " AND (instr(payload, ?) > 0 OR instr(headers, ?) > 0)"
-            args += [needle.encode("utf-8"), needle]
-        got = conn.execute(sql + " ORDER BY event_id LIMIT ?", (*args, MAX_TOPIC_ROWS + 1)).fetchall()
-        if len(got) > MAX_TOPIC_ROWS:
-            raise AnswerRefused(f"topic {quote(topic)} has more than {MAX_TOPIC_ROWS} events; not folding it")
+        return _parsed(topic, conn.execute(_SELECT + " ORDER BY event_id DESC LIMIT ?", (topic, tail)).fetchall()[::-1])
+    sql, args = _SELECT + " AND event_id > ?", [topic, after_id]
+    if rid is not None:
+        needle = serde_compact(rid)[1:-1]
+        sql += " AND (instr(payload, ?) > 0 OR instr(headers, ?) > 0)"
+        args += [needle.encode("utf-8"), needle]
+    return _parsed(topic, conn.execute(sql + " ORDER BY event_id LIMIT ?", (*args, MAX_TOPIC_ROWS + 1)).fetchall(), 0)
+
+
+def _parsed(topic: str, got: list[SqlRow], held: int | None = None) -> list[Row]:
+    """Stored rows (event_id, kind, payload, headers, occurred_at_ms) as Rows. `held`: how many of the topic's
+    events the caller holds already; with them, more than MAX_TOPIC_ROWS is refused."""
+    if held is not None and held + len(got) > MAX_TOPIC_ROWS:
+        raise AnswerRefused(f"topic {quote(topic)} has more than {MAX_TOPIC_ROWS} events; not folding it")
     out = []
     for eid, kind, payload, headers, occurred in got:
         raw = payload.encode("utf-8") if isinstance(payload, str) else bytes(payload)
@@ -163,6 +167,13 @@ def _rows(conn, topic: str, *, tail: int | None = None, after_id: int = 0, rid: 
     return out
 
 
+# one statement: the topic's first event id (a compaction since the last read moved it) beside every event
+# after the last one held (none: one row of NULLs); both are index searches
+_AFTER_HELD = ("SELECT m.first, e.event_id, e.kind, e.payload, e.headers, e.occurred_at_ms "
+               "FROM (SELECT MIN(event_id) AS first FROM events WHERE topic = ?) AS m "
+               "LEFT JOIN events AS e ON e.topic = ? AND e.event_id > ? ORDER BY e.event_id LIMIT ?")
+
+
 class _Topics:
     """The events of the request's topic and of its waitpoint's, each read from the log once per answer:
     a later read (under the write lock, after an append) fetches only the events after the last one held.
@@ -174,15 +185,13 @@ class _Topics:
 
     def rows(self, topic: str) -> list[Row]:
         have = self.held.get(topic)
-        if have and self.conn.execute("SELECT MIN(event_id) FROM events WHERE topic = ?",
-                                      (topic,)).fetchone()[0] != have[0].event_id:
-            have = None
-        if have is None:
-            have = self.held[topic] = _rows(self.conn, topic)
-        else:
-            have += _rows(self.conn, topic, after_id=have[-1].event_id if have else 0)
-            if len(have) > MAX_TOPIC_ROWS:
-                raise AnswerRefused(f"topic {quote(topic)} has more than {MAX_TOPIC_ROWS} events; not folding it")
+        if have:
+            got = self.conn.execute(_AFTER_HELD, (topic, topic, have[-1].event_id, MAX_TOPIC_ROWS + 1 - len(have)))
+            first, *new = got.fetchall()
+            if first[0] == have[0].event_id:
+                have += _parsed(topic, [r[1:] for r in [first, *new] if r[1] is not None], len(have))
+                return have
+        have = self.held[topic] = _rows(self.conn, topic)
         return have
 
 

@@ -54,7 +54,6 @@ CODE_ORPHAN = "HL-HITL-001"
 CODE_UNKNOWN_KIND = "HL-HITL-002"
 CODE_BAD_ENVELOPE = "HL-HITL-003"
 CODE_REJECTED_HIDDEN = "HL-HITL-004"
-CODE_OVERDUE = "HL-HITL-005"
 
 _ID_PREFIX = re.compile(r"^hitl_(question|approval|dual_control|escalation)_")
 
@@ -288,13 +287,8 @@ def _finish(req: HitlRequest, now_ms: int | None) -> None:
         req.state = "answered"
     elif k in ("hitl.approval_denied", "hitl.dual_control_denied"):
         req.state = "denied"
-    elif k == "hitl.response_received":
-        if req.kind == "question":
-            req.state = "answered"
-        elif req.kind == "escalation":
-            req.state = "answered"
-        else:
-            req.state = "denied"  # approved == false
+    elif k == "hitl.response_received":  # (terminal for an approval only with approved == false)
+        req.state = "answered" if req.kind in ("question", "escalation") else "denied"
     elif k == "hitl.escalation_accepted":
         accepted = any(r.get("accepted") is True for r in req.responses)
         req.state = "answered" if accepted or wp == "completed" else "rejected-but-hidden"

@@ -66,9 +66,3 @@ def _read_bounded(path: str, limit: int) -> bytes:
         if exc.kind == "too-large":
             raise _TooLarge(f"larger than {limit} bytes") from None
         raise ValueError("not a regular file") from None
-
-
-def _is_pattern_layer(layer: str) -> bool:
-    return layer in PATTERN_LAYERS
-
-

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from harn_ls.util.lean_dataclass import lean_dataclass
-from harn_ls.util.safe_read import CODE_LINK_OUT, link_problem, resolves_inside
+from harn_ls.util.safe_read import CODE_LINK_OUT, is_under, link_problem, resolves_inside
 
 from ..parse_limits import CODE_TOO_DEEP, load_toml
 from ..problems import Problem, Severity
@@ -23,7 +23,6 @@ from .common import (
     HARN_LAYERS,
     MAX_SKILL_BYTES,
     PATTERN_LAYERS,
-    _is_pattern_layer,
     _read_bounded,
 )
 
@@ -48,7 +47,7 @@ class SkillInventory:
 
     def get(self, skill_id: str) -> Skill | None:
         for skill in self.skills:
-            if skill.id == skill_id and skill.loadable and not _is_pattern_layer(skill.layer):
+            if skill.id == skill_id and skill.loadable and skill.layer not in PATTERN_LAYERS:
                 return skill
         return None
 
@@ -172,7 +171,7 @@ def discover_skills(
                                 "ignored (keys are read only from the project or ~/.harn/trusted-signers)",
                                 Severity.WARNING))
         registry_dir = None
-    for _refused, why in getattr(paths, "refused_roots", ()):
+    for _refused, why in paths.refused_roots:
         problems.append(Problem(os.path.join(project_root, "harn.toml"), 0, CODE_ROOT_OUTSIDE, why, Severity.WARNING))
     parsed_by_layer: dict[str, list[Skill]] = {}
     pattern_skills: list[Skill] = []
@@ -185,11 +184,7 @@ def discover_skills(
                                         f"layer `{layer}` is disabled by harn.toml [skills] disable; "
                                         "Harn does not load skills from here", Severity.INFO))
             continue
-        abs_root = os.path.abspath(root)
-        project_local = abs_root == os.path.abspath(project_root) or abs_root.startswith(
-            os.path.abspath(project_root).rstrip(os.sep) + os.sep
-        )
-        if project_local:
+        if is_under(os.path.abspath(root), os.path.abspath(project_root)):  # a project-local root
             if os.path.lexists(root) and not paths.is_inside_project(root):
                 problems.append(Problem(root, 0, CODE_SYMLINK_OUTSIDE,
                                         f"{layer} skill root is a symlink leading outside the project; "
@@ -220,7 +215,7 @@ def discover_skills(
             skill = parse_skill_file(candidate, layer, root, namespace, trusted_signers_dir=signers_dir,
                                      registry_dir=registry_dir, confine_to=base,
                                      registry_is_project=registry_is_project)
-            if _is_pattern_layer(layer):
+            if layer in PATTERN_LAYERS:
                 pattern_skills.append(skill)
             else:
                 parsed_by_layer.setdefault(layer, []).append(skill)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
@@ -30,11 +30,11 @@ from .common import (
     CODE_YAML,
     CODE_YAML_LIMIT,
     MAX_SKILL_BYTES,
+    PATTERN_LAYERS,
     STATUS_INVALID_SIGNATURE,
     STATUS_MISSING_SIGNER,
     STATUS_UNTRUSTED_SIGNER,
     STATUS_VERIFIED,
-    _is_pattern_layer,
     _read_bounded,
     _TooLarge,
 )
@@ -60,15 +60,15 @@ class Skill:
     path: str  # the SKILL.md file
     directory: str
     namespace: str | None
-    fields: dict[str, Any]
-    body: str
-    short: str
-    description: str
-    when_to_use: str | None
-    unknown_fields: list[str]
-    sha256: str  # "" when the bytes could not be read
-    signature: SignatureStatus | None  # None: not checked (pattern-learning root, unreadable, ...)
-    problems: list[Problem]
+    fields: dict[str, Any] = field(default_factory=dict)
+    body: str = ""
+    short: str = ""
+    description: str = ""
+    when_to_use: str | None = None
+    unknown_fields: list[str] = field(default_factory=list)
+    sha256: str = ""  # "" when the bytes could not be read
+    signature: SignatureStatus | None = None  # None: not checked (pattern-learning root, unreadable, ...)
+    problems: list[Problem] = field(default_factory=list)
     shadowed_by: str | None = None  # layer label of the winner with the same id
     loadable: bool = True  # False when Harn's loader (or, for claude/burin, pattern learning) skips it
     body_line: int = 1  # 1-based file line where the body starts
@@ -99,7 +99,7 @@ def parse_skill_file(
     directory = os.path.dirname(path)
     root = root if root is not None else os.path.dirname(directory)
     dir_name = os.path.basename(os.path.normpath(directory))
-    pattern = _is_pattern_layer(layer)
+    pattern = layer in PATTERN_LAYERS
     problems: list[Problem] = []
     skill = Skill(
         id=f"{namespace}/{dir_name}" if namespace else dir_name,
@@ -109,14 +109,6 @@ def parse_skill_file(
         path=path,
         directory=directory,
         namespace=namespace,
-        fields={},
-        body="",
-        short="",
-        description="",
-        when_to_use=None,
-        unknown_fields=[],
-        sha256="",
-        signature=None,
         problems=problems,
         loadable=False,
     )

@@ -149,12 +149,8 @@ def _check_field(name: str, raw_key: str, value: Any) -> tuple[Any, str | None]:
     """(normalised value, error text or None) for one recognised field."""
     kind = _FIELD_KINDS[name]
     shown = f"`{raw_key.strip()}`"
-    if kind == "str":
-        if isinstance(value, str):
-            return value, None
-        return None, f"{shown} must be a string, got {_kind_name(value)}"
-    if kind == "ostr":
-        if value is None or isinstance(value, str):
+    if kind in ("str", "ostr"):
+        if isinstance(value, str) or (value is None and kind == "ostr"):
             return value, None
         return None, f"{shown} must be a string, got {_kind_name(value)}"
     if kind == "bool":
