@@ -54,8 +54,8 @@ def register(server) -> None:
         if uri.startswith(P.SCHEME + ":"):
             return for_client(ls, [a for a in await proposal_document_actions(ls, uri) if _wanted(params.context, a.kind)])
         proj = await ls.loaded_project_for_uri(uri)
-        path = to_fs_path(uri)  # (a project is found for file: URIs only)
-        if proj is None or proj.ws is None or path is None:
+        # the path once a project holds the URI (file: URIs only): another scheme's may not parse
+        if proj is None or proj.ws is None or (path := to_fs_path(uri)) is None:
             return []
         skill_root = ls.settings_for(proj).skillRoot  # its workspace folder's
         out: list[types.CodeAction] = []

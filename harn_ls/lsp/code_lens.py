@@ -102,8 +102,8 @@ def register(server) -> None:
                 return await hitl_document_lenses(ls, uri)
             return await proposal_document_lenses(ls, uri)
         proj = await ls.loaded_project_for_uri(uri)
-        path = to_fs_path(uri)  # (a project is found for file: URIs only)
-        if proj is None or proj.ws is None or path is None:
+        # the path once a project holds the URI (file: URIs only): another scheme's may not parse
+        if proj is None or proj.ws is None or (path := to_fs_path(uri)) is None:
             return []
         fact_lenses: list = []
         encoded: bytes | None = None
@@ -147,8 +147,8 @@ async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types
         return lens
     uri, start, end = target
     proj = await ls.loaded_project_for_uri(uri)
-    path = to_fs_path(uri)  # (a project is found for file: URIs only)
-    if proj is None or proj.ws is None or path is None:
+    # the path once a project holds the URI (file: URIs only): another scheme's may not parse
+    if proj is None or proj.ws is None or (path := to_fs_path(uri)) is None:
         lens.command = types.Command(title="harn-ls: project not loaded", command="")
         return lens
     min_conf = ls.settings_for(proj).facts.minConfidence

@@ -39,8 +39,8 @@ def register(server) -> None:
     async def hover(ls, params: types.HoverParams):
         uri = params.text_document.uri
         proj = await ls.loaded_project_for_uri(uri)
-        path = to_fs_path(uri)  # (a project is found for file: URIs only)
-        if proj is None or proj.ws is None or path is None:
+        # the path once a project holds the URI (file: URIs only): another scheme's may not parse
+        if proj is None or proj.ws is None or (path := to_fs_path(uri)) is None:
             return None
         min_conf = ls.settings_for(proj).facts.minConfidence
         view = await run_noting_spans(proj, lambda: hover_at(proj.ws, path, params.position.line, min_conf,
