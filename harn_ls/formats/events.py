@@ -118,6 +118,8 @@ class LogSummary:
     consumers: list[Consumer] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     schema_version: int | None = None
+    # the log holds idempotency keys (one indexed row probed; the count is taken only when shown)
+    has_idempotency_keys: bool = False
     ok: bool = True  # False when the log could not be read at all (the previous summary is kept by callers)
 
 

@@ -257,6 +257,8 @@ class SqliteEventLog:
                     head = out.topics.get(topic)
                     lag = max(0, head.last_id - cursor) if head else 0
                     out.consumers.append(Consumer(topic, cid, cursor, updated if isinstance(updated, int) else None, lag))
+            if "event_idempotency_keys" in self._tables:
+                out.has_idempotency_keys = bool(query("SELECT 1 FROM main.event_idempotency_keys LIMIT 1"))
             out.schema_version = self.schema_version
             return True
 

@@ -153,8 +153,9 @@ class EventLogState:
 
     def newer_shown(self) -> bool:
         """Whether there is newer Harn state to list (the tree's "LLM cache, models, orchestrator"): a
-        project whose only such state is idempotency keys has it too, counted only when nothing else is."""
-        return self.newer is not None and (not self.newer.empty or any(self.idempotency_keys().values()))
+        project whose only such state is idempotency keys has it too (the refresh's one-row probe, not a count)."""
+        return self.newer is not None and (not self.newer.empty or any(
+            v.summary.has_idempotency_keys for v in self.logs.values() if not self._problems.get("log:" + v.label)))
 
     def _clear(self, kind: str) -> None:
         empty: tuple[str, object] = {"store": ("store", None), "workflows": ("mailboxes", []), "receipts": ("receipts", []),
