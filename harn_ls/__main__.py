@@ -1,5 +1,6 @@
 """`python -m harn_ls` and the `harn-ls` script: run the CLI, then leave without tearing the heap down."""
 
+import contextlib
 import gc
 import os
 import sys
@@ -37,10 +38,8 @@ def _exit(code: int) -> None:
     if logging is not None:
         logging.shutdown()  # flushes and closes the handlers, as its own exit hook would
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: the answer was already refused downstream
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe: the answer was already refused downstream
-            pass
     os._exit(code)
 
 

@@ -56,7 +56,7 @@ def restore_index(cache: ProjectCache, ns: str, space: MemoryNamespace,
     idx = NamespaceIndex(ns, space.config, os.path.dirname(space.path))
     idx._terms = terms
     # (the lazy stand-ins below: NamespaceIndex declares only the dicts and list they stand in for)
-    idx._tid = _TermIds(terms)  # a dict once the index changes (NamespaceIndex._materialize)
+    idx._tid = _TermIds(terms)  # a dict once the index changes (NamespaceIndex.materialize)
     idx._df = np.array(arrays["df"], dtype=np.int64)  # written to on removals: a private copy
     idx._dl = np.array(arrays["dl"], dtype=np.int32)
     idx._alive = np.ones(n, dtype=bool)

@@ -12,43 +12,39 @@ argparse, which parses or complains as before (`tests/unit/test_cli_args.py` com
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
+
+N = TypeVar("N", int, float)
 
 
 class OutOfRange(ValueError):
     """A number argument outside its range: argparse reports it in one line (exit 2)."""
 
 
-def whole_number(low: int, high: int):
+def whole_number(low: int, high: int) -> Callable[[str], int]:
     """An argparse `type` for an int in [low, high]. `99999999999999999999` is refused here, in one
     line, instead of overflowing deeper down (a slice, a SQLite parameter, a C long)."""
-
-    def convert(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise OutOfRange(f"{text[:40]!r} is not a whole number") from None
-        if not low <= value <= high:
-            raise OutOfRange(f"{text[:40]!r} is out of range (expected {low} to {high})")
-        return value
-
-    convert.__name__ = "number"
-    return convert
+    return _in_range(int, low, high, "a whole number", f"{low} to {high}", "number")
 
 
-def seconds(low: float, high: float):
+def seconds(low: float, high: float) -> Callable[[str], float]:
     """An argparse `type` for a finite number of seconds in [low, high] (`1e400`, `nan` refused)."""
+    return _in_range(float, low, high, "a number", f"{low:g} to {high:g} seconds", "seconds")
 
-    def convert(text: str) -> float:
+
+def _in_range(parse: Callable[[str], N], low: N, high: N, noun: str, expected: str, name: str) -> Callable[[str], N]:
+    """`parse`, refusing text it cannot read or a value outside [low, high]; `name`: argparse's word for it."""
+
+    def convert(text: str) -> N:
         try:
-            value = float(text)
+            value = parse(text)
         except ValueError:
-            raise OutOfRange(f"{text[:40]!r} is not a number") from None
+            raise OutOfRange(f"{text[:40]!r} is not {noun}") from None
         if not low <= value <= high:  # also false for nan
-            raise OutOfRange(f"{text[:40]!r} is out of range (expected {low:g} to {high:g} seconds)")
+            raise OutOfRange(f"{text[:40]!r} is out of range (expected {expected})")
         return value
 
-    convert.__name__ = "seconds"
+    convert.__name__ = name
     return convert
 
 

@@ -7,6 +7,7 @@ Exit codes: 0 ok (also when the data has problems), 1 failed action,
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     import argparse
 
     from harn_ls.model.workspace import Workspace
+    from harn_ls.render import RenderSettings
     from harn_ls.render.progress_bar import TerminalBar
 
 
@@ -127,10 +129,8 @@ def _dump(obj) -> None:
 
 def _done(ws, args) -> None:
     """After the answer is out: bring the state cache up to date for the next run."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()
-    except (OSError, ValueError):
-        pass
     progress = _start_progress(args, "harn-ls: saving the state cache") if ws.keeps_cache else None
     if progress is not None:
         progress.phase("writing", 1, 1.0)
@@ -155,27 +155,44 @@ def cmd_inspect(args) -> int:
     return 0
 
 
-def _split_path_and_rest(args_list: list[str], n_rest: int) -> tuple[str | None, list[str]]:
-    if len(args_list) == n_rest:
-        return None, args_list
-    if len(args_list) == n_rest + 1:
-        return args_list[0], args_list[1:]
+def _path_and_word(words: list[str]) -> tuple[str | None, str]:
+    """`[PATH] WORD`: the project path (None: the current folder) and the word."""
+    if len(words) == 1:
+        return None, words[0]
+    if len(words) == 2:
+        return words[0], words[1]
     raise UsageError("wrong number of arguments")
 
 
 def cmd_show(args) -> int:
     # start-up: the renderers load only for the command that prints them
-    from harn_ls.render import RenderSettings, UriError, render_uri
+    from harn_ls.render import RenderSettings
 
-    path, (uri,) = _split_path_and_rest(args.args, 1)
+    path, uri = _path_and_word(args.args)
     ws = _project(path, args)
     if "version=" in uri:
         # the history `serve` / `watch` keep outside the project, read (nothing recorded by a read)
         from harn_ls.cache.checkpoint_history import CheckpointHistory  # start-up: only for a ?version= document
 
         ws.checkpoint_history = CheckpointHistory.for_project(ws.root)
+    return _print_document(ws, uri, args, RenderSettings(show_private=args.show_private))
+
+
+def cmd_compare(args) -> int:
+    # start-up: the renderers load only for the command that prints them
+    from harn_ls.render import make_uri
+
+    ws = _project(args.path, args)
+    return _print_document(ws, make_uri("compare", f"{args.run_a}/{args.run_b}"), args)
+
+
+def _print_document(ws: Workspace, uri: str, args, settings: RenderSettings | None = None) -> int:
+    """The document at `uri` in `args.format`, then the state cache brought up to date."""
+    # start-up: the renderers load only for the command that prints them
+    from harn_ls.render import UriError, render_uri
+
     try:
-        text = render_uri(ws, uri, RenderSettings(show_private=args.show_private))
+        text = render_uri(ws, uri, settings)
     except UriError as exc:
         raise UsageError(str(exc)) from None
     _write_document(text, args.format)
@@ -202,27 +219,12 @@ def _write_document(text: str, fmt: str) -> None:
         sys.stdout.write(markdown_to_text(strip_pictures(text)))
 
 
-def cmd_compare(args) -> int:
-    # start-up: the renderers load only for the command that prints them
-    from harn_ls.render import UriError, make_uri, render_uri
-
-    path, run_a, run_b = args.path, args.run_a, args.run_b
-    ws = _project(path, args)
-    try:
-        text = render_uri(ws, make_uri("compare", f"{run_a}/{run_b}"))
-    except UriError as exc:
-        raise UsageError(str(exc)) from None
-    _write_document(text, args.format)
-    _done(ws, args)
-    return 0
-
-
 def cmd_recall(args) -> int:
     _pause_collector()  # before the recall renderers and numpy load
     # start-up: recall loads numpy and the index (~0.3 s); only `recall` needs it
     from harn_ls.render.recall import recall_json, render_recall_markdown
 
-    path, (query,) = _split_path_and_rest(args.args, 1)
+    path, query = _path_and_word(args.args)
     ws = _project(path, args, memory_only=True, share=0.5)  # recall needs the memory namespaces only
     if args.namespace is not None and args.namespace not in ws.memory:
         _stop_progress()
@@ -497,8 +499,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s = sub.add_parser("inspect", help="everything found in the project, with problems")
         s.add_argument("path", nargs="?")
         s.add_argument("--json", action="store_true")
-        _no_cache(s)
-        _quiet(s)
+        _reading_options(s)
         s.set_defaults(func=cmd_inspect)
 
     if only in (None, "show"):
@@ -509,8 +510,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.add_argument("--format", choices=("text", "md", "svg"), default="text",
                        help="text: Markdown without pictures (default); md: with inline SVG pictures;"
                             " svg: the document's picture")
-        _no_cache(s)
-        _quiet(s)
+        _reading_options(s)
         s.set_defaults(func=cmd_show)
 
     if only in (None, "compare"):
@@ -520,8 +520,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.add_argument("run_a")
         s.add_argument("run_b")
         s.add_argument("--format", choices=("text", "md"), default="text")
-        _no_cache(s)
-        _quiet(s)
+        _reading_options(s)
         s.set_defaults(func=cmd_compare)
 
     if only in (None, "recall"):
@@ -532,8 +531,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.add_argument("-k", type=_arg_type(RECALL_K), default=5)
         s.add_argument("--explain", action="store_true")
         s.add_argument("--json", action="store_true")
-        _no_cache(s)
-        _quiet(s)
+        _reading_options(s)
         s.set_defaults(func=cmd_recall)
 
     if only in (None, "proposals"):
@@ -548,7 +546,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.set_defaults(func=cmd_proposals)
 
     if only in (None, "hitl"):
-        _hitl_parser(sub)
+        s = sub.add_parser("hitl", help="list and answer what agents wait for (approve, deny, answer, accept, decline)",
+                           usage="harn-ls hitl [PATH] list|approve ID|deny ID|answer ID VALUE|accept ID|decline ID|finish ID "
+                                 "[--reason TEXT] [--reviewer NAME] [--all] [--json]")
+        s.add_argument("args", nargs="+", metavar="[PATH] VERB [ID] [VALUE]")
+        s.add_argument("--reason", default=None, help="why (recorded with the response)")
+        s.add_argument("--reviewer", default=None, help="your name as Harn records it (default: your OS user name)")
+        s.add_argument("--all", action="store_true", help="list: include answered, denied and expired requests")
+        s.add_argument("--json", action="store_true")
+        s.set_defaults(func=cmd_hitl)
 
     if only in (None, "probe"):
         s = sub.add_parser("probe", help="run a typecheck probe on a file or range")
@@ -562,7 +568,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.set_defaults(func=cmd_probe)
 
     if only in (None, "cache"):
-        _cache_parser(sub)
+        s = sub.add_parser("cache", help="show or drop the state cache kept outside the project",
+                           usage="harn-ls cache info|clear [PATH] [--json] [--quiet]")
+        s.add_argument("verb", metavar="info|clear")
+        s.add_argument("path", nargs="?")
+        s.add_argument("--json", action="store_true")
+        _reading_options(s, cache=False)
+        s.set_defaults(func=cmd_cache)
 
     if only in (None, "watch"):
         s = sub.add_parser("watch", help="follow the project live, one line per change batch")
@@ -576,36 +588,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 QUICK_COMMANDS = {"inspect": cmd_inspect, "recall": cmd_recall}
 
 
-def _cache_parser(sub) -> None:
-    s = sub.add_parser("cache", help="show or drop the state cache kept outside the project",
-                       usage="harn-ls cache info|clear [PATH] [--json] [--quiet]")
-    s.add_argument("verb", metavar="info|clear")
-    s.add_argument("path", nargs="?")
-    s.add_argument("--json", action="store_true")
-    _quiet(s)
-    s.set_defaults(func=cmd_cache)
-
-
-def _hitl_parser(sub) -> None:
-    s = sub.add_parser("hitl", help="list and answer what agents wait for (approve, deny, answer, accept, decline)",
-                       usage="harn-ls hitl [PATH] list|approve ID|deny ID|answer ID VALUE|accept ID|decline ID|finish ID "
-                             "[--reason TEXT] [--reviewer NAME] [--all] [--json]")
-    s.add_argument("args", nargs="+", metavar="[PATH] VERB [ID] [VALUE]")
-    s.add_argument("--reason", default=None, help="why (recorded with the response)")
-    s.add_argument("--reviewer", default=None, help="your name as Harn records it (default: your OS user name)")
-    s.add_argument("--all", action="store_true", help="list: include answered, denied and expired requests")
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_hitl)
-
-
-def _quiet(s) -> None:
+def _reading_options(s, cache: bool = True) -> None:
+    """--no-cache (for the commands that read the project through the state cache) and --quiet."""
+    if cache:
+        s.add_argument("--no-cache", action="store_true",
+                       help="neither read nor write the state cache (also: HARN_LS_CACHE=off)")
     s.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bar on stderr (it shows only on a terminal, for work over a second)")
-
-
-def _no_cache(s) -> None:
-    s.add_argument("--no-cache", action="store_true",
-                   help="neither read nor write the state cache (also: HARN_LS_CACHE=off)")
 
 
 def main(argv: list[str] | None = None) -> int:

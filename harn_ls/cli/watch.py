@@ -14,7 +14,7 @@ from harn_ls.model.workspace import Workspace
 from harn_ls.watch.observer import StateWatcher
 
 
-def run_watch(target: str, as_json: bool = False, max_batches: int | None = None) -> int:
+def run_watch(target: str, as_json: bool) -> int:
     """Follow the project in directory `target` (the caller checked that it is one)."""
     ws = Workspace.load(target)
     keep_history(ws)  # checkpoint history, exactly as the server keeps it (model/checkpoint_versions.keep_history)
@@ -23,8 +23,7 @@ def run_watch(target: str, as_json: bool = False, max_batches: int | None = None
     watcher.start()
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__("now", True))
-    emit(ws, None, as_json, first=True)
-    seen = 0
+    emit(ws, None, as_json)
     try:
         while not stop["now"]:
             try:
@@ -39,9 +38,6 @@ def run_watch(target: str, as_json: bool = False, max_batches: int | None = None
                 sys.stderr.write(f"harn-ls watch: keeping checkpoint history failed: {exc}\n")
             if changes:
                 emit(ws, changes, as_json, took=time.perf_counter() - started)
-                seen += 1
-                if max_batches is not None and seen >= max_batches:
-                    break
     except KeyboardInterrupt:
         pass
     finally:
@@ -49,7 +45,7 @@ def run_watch(target: str, as_json: bool = False, max_batches: int | None = None
     return 0
 
 
-def emit(ws, changes, as_json: bool, first: bool = False, took: float = 0.0) -> None:
+def emit(ws, changes, as_json: bool, took: float = 0.0) -> None:
     counts = ws.counts()
     problems = len(ws.problems())
     if as_json:

@@ -15,7 +15,7 @@ from pygls.uris import to_fs_path
 
 from harn_ls import contract as P
 from harn_ls.lsp.project_links import link_root
-from harn_ls.lsp.view_types import on_proposal_document, to_code_action
+from harn_ls.lsp.view_types import on_state_document, to_code_action
 from harn_ls.render.proposal_choices import proposal_at_line, proposal_choices
 
 
@@ -27,15 +27,13 @@ def _proposal_actions(ws, proposal_id: str, skill_root: str | None, client, root
 async def proposal_document_actions(ls, uri: str) -> list[types.CodeAction]:
     """Accept / Reject / Compare for a `harn-state:/proposals/<id>.md` document."""
     client = ls.client
-    return await on_proposal_document(ls, uri, lambda ws, pid, skill_root, root: _proposal_actions(
+    return await on_state_document(ls, uri, "proposals", lambda ws, pid, skill_root, root: _proposal_actions(
         ws, pid, skill_root, client, root))
 
 
 def for_client(ls, actions: list[types.CodeAction]) -> list:
     """CodeAction literals to a client that declared them, their commands to any other."""
-    if ls.client.code_action_literals:
-        return actions
-    return [a.command for a in actions if a.command is not None]
+    return actions if ls.client.code_action_literals else [a.command for a in actions if a.command is not None]
 
 
 def _wanted(context: types.CodeActionContext, kind: str | None) -> bool:
@@ -56,12 +54,10 @@ def register(server) -> None:
         if uri.startswith(P.SCHEME + ":"):
             return for_client(ls, [a for a in await proposal_document_actions(ls, uri) if _wanted(params.context, a.kind)])
         proj = await ls.loaded_project_for_uri(uri)
-        if proj is None or proj.ws is None:
+        path = to_fs_path(uri)  # (a project is found for file: URIs only)
+        if proj is None or proj.ws is None or path is None:
             return []
         skill_root = ls.settings_for(proj).skillRoot  # its workspace folder's
-        path = to_fs_path(uri)
-        if path is None:  # (a project is found for file: URIs only)
-            return []
         out: list[types.CodeAction] = []
         if os.path.basename(path) == "events.jsonl":
             line = params.range.start.line + 1

@@ -19,7 +19,7 @@ from harn_ls import contract as P
 from harn_ls.lsp.project_links import link_root
 from harn_ls.lsp.span_save import run_noting_spans
 from harn_ls.lsp.transport import as_encoded
-from harn_ls.lsp.view_types import command_id, line_range, on_proposal_document, to_command
+from harn_ls.lsp.view_types import command_id, line_range, on_state_document, to_command
 from harn_ls.render.lenses import FACTS_CHANGED, checkpoint_lens, checkpoint_lens_spots, fact_lens, fact_lens_groups
 from harn_ls.render.proposal_choices import proposal_choices, proposal_lenses
 from harn_ls.util.safe_read import source_text
@@ -102,10 +102,8 @@ def register(server) -> None:
                 return await hitl_document_lenses(ls, uri)
             return await proposal_document_lenses(ls, uri)
         proj = await ls.loaded_project_for_uri(uri)
-        if proj is None or proj.ws is None:
-            return []
-        path = to_fs_path(uri)
-        if path is None:  # (a project is found for file: URIs only)
+        path = to_fs_path(uri)  # (a project is found for file: URIs only)
+        if proj is None or proj.ws is None or path is None:
             return []
         fact_lenses: list = []
         encoded: bytes | None = None
@@ -149,11 +147,8 @@ async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types
         return lens
     uri, start, end = target
     proj = await ls.loaded_project_for_uri(uri)
-    if proj is None or proj.ws is None:
-        lens.command = types.Command(title="harn-ls: project not loaded", command="")
-        return lens
-    path = to_fs_path(uri)
-    if path is None:  # (a project is found for file: URIs only)
+    path = to_fs_path(uri)  # (a project is found for file: URIs only)
+    if proj is None or proj.ws is None or path is None:
         lens.command = types.Command(title="harn-ls: project not loaded", command="")
         return lens
     min_conf = ls.settings_for(proj).facts.minConfidence
@@ -165,27 +160,17 @@ async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types
 async def hitl_document_lenses(ls, uri: str) -> list[types.CodeLens]:
     """Approve / Deny / Answer… / Accept / Decline (or Finish) at the top of a request's document."""
     # start-up: the HITL choices load with the first request document
-    from harn_ls.render import UriError, parse_uri
     from harn_ls.render.hitl_choices import hitl_lenses
 
-    try:
-        target = parse_uri(uri)
-    except UriError:
-        return []
-    if target.kind != "hitl" or not target.name:
-        return []
-    proj = await ls.project_holding("hitl", target.name, target.query.get("root"))
-    ws = proj.ws if proj is not None else None
-    if proj is None or ws is None:
-        return []
-    views = await proj.run(lambda: hitl_lenses(ws, target.name) if ws.event_logs.request(target.name) else None)
+    # (hitl_lenses: [] when the project holds no such request)
+    views = await on_state_document(ls, uri, "hitl", lambda ws, rid, _skill_root, _root: hitl_lenses(ws, rid) if rid else [])
     return [types.CodeLens(range=_TOP, command=to_command(v, ls.client), data={"t": "hitl"})
-            for v in views or [] if command_id(v.action, ls.client) is not None]  # forms only our clients draw
+            for v in views if command_id(v.action, ls.client) is not None]  # forms only our clients draw
 
 
 async def proposal_document_lenses(ls, uri: str) -> list[types.CodeLens]:
     """The same Accept / Reject / Compare choices as the code actions, at the top of the document."""
-    views = await on_proposal_document(ls, uri, lambda ws, pid, skill_root, root: [
+    views = await on_state_document(ls, uri, "proposals", lambda ws, pid, skill_root, root: [
         (v, root) for v in proposal_lenses(proposal_choices(ws, pid, skill_root))])
     return [types.CodeLens(range=_TOP, command=to_command(v, ls.client, root), data={"t": "proposal"})
             for v, root in views if command_id(v.action, ls.client) is not None]  # no Compare where no diff is drawn

@@ -57,11 +57,6 @@ def _not_found(exc: Exception) -> str:
     return f"# Not found\n\n{cell(exc)}\n"
 
 
-async def _project_for_state_uri(ls, uri: str):
-    target = parse_uri(uri)
-    return await ls.project_holding(target.kind, target.name, target.query.get("root")), target
-
-
 def text_hash(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
@@ -109,9 +104,10 @@ def _render_text(ls: Any, proj: Any, uri: str, settings: RenderSettings) -> str:
 
 async def render(ls, uri: str) -> str:
     try:
-        proj, target = await _project_for_state_uri(ls, uri)
+        target = parse_uri(uri)
     except UriError as exc:
         return _not_found(exc)
+    proj = await ls.project_holding(target.kind, target.name, target.query.get("root"))
     if proj is None or proj.ws is None:
         return "# harn-ls\n\nNo project is open yet.\n"
     settings = ls.render_settings(proj)
@@ -136,9 +132,7 @@ def for_client(ls, text: str, proj) -> str:
     """Drop picture lines for clients that did not ask for them (lsp/capabilities.py, `pictures`); name
     the project in its links when the workspace serves several (project_links.py)."""
     text = markdown_for(ls, proj, text)
-    if ls.client.pictures:
-        return text
-    return strip_pictures(text)
+    return text if ls.client.pictures else strip_pictures(text)
 
 
 def register(server) -> None:

@@ -16,6 +16,7 @@ Elsewhere than glibc (musl, macOS) both do nothing: the functions are absent the
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 
 log = logging.getLogger(__name__)
@@ -29,21 +30,13 @@ _M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 4 * 1024 * 1024
 TRIM_THRESHOLD = 1024 * 1024  # free memory at the heap's top beyond this is given back at once
 
-_libc: ctypes.CDLL | None = None
-_looked = False
-
-
+@functools.cache
 def _glibc() -> ctypes.CDLL | None:
-    global _libc, _looked
-    if not _looked:
-        _looked = True
-        try:
-            lib = ctypes.CDLL("libc.so.6")
-            if hasattr(lib, "mallopt") and hasattr(lib, "malloc_trim"):
-                _libc = lib
-        except OSError:  # not glibc: nothing to tune
-            _libc = None
-    return _libc
+    try:
+        lib = ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc: nothing to tune
+        return None
+    return lib if hasattr(lib, "mallopt") and hasattr(lib, "malloc_trim") else None
 
 
 def tune() -> bool:

@@ -29,10 +29,8 @@ def hover_contents(markdown: str, client) -> types.MarkupContent:
 async def end_of_line(ls, proj, uri: str, path: str, line: int) -> types.Position:
     """The end of `line`'s content, its column in the session's position encoding."""
     opened = ls.workspace.text_documents.get(uri)
-    if opened is not None:
-        text = line_text(opened.source, line) or ""
-    else:
-        text = line_text(await proj.run(lambda: source_text(path, proj.root)), line) or ""
+    source = opened.source if opened is not None else await proj.run(lambda: source_text(path, proj.root))
+    text = line_text(source, line) or ""
     return types.Position(line=line, character=units_len(text, ls.position_encoding))
 
 
@@ -41,10 +39,8 @@ def register(server) -> None:
     async def hover(ls, params: types.HoverParams):
         uri = params.text_document.uri
         proj = await ls.loaded_project_for_uri(uri)
-        if proj is None or proj.ws is None:
-            return None
-        path = to_fs_path(uri)
-        if path is None:  # (a project is found for file: URIs only)
+        path = to_fs_path(uri)  # (a project is found for file: URIs only)
+        if proj is None or proj.ws is None or path is None:
             return None
         min_conf = ls.settings_for(proj).facts.minConfidence
         view = await run_noting_spans(proj, lambda: hover_at(proj.ws, path, params.position.line, min_conf,

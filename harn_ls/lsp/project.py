@@ -70,7 +70,7 @@ class Project:
         # (env, env_sources, untrusted names) Harn's locations are resolved from (server.harn_env)
         self.env_spec = env_spec
         self.ws: Workspace | None = None  # set once, on the worker thread
-        self._root: str = folder_path  # the model's root once loaded: readable from any thread
+        self.root: str = folder_path  # the model's root once loaded: readable from any thread
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harn-ws")
         self._on_changes = on_changes
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -89,10 +89,6 @@ class Project:
         self.load_progress = WorkProgress(f"Harn: loading {name}")
         self.recall_progress = WorkProgress(f"Harn: recall index of {name}")
         self.settle_progress = WorkProgress(f"Harn: saving the state cache of {name}")
-
-    @property
-    def root(self) -> str:
-        return self._root
 
     @property
     def loaded(self) -> Workspace:
@@ -116,9 +112,8 @@ class Project:
         return await loop.run_in_executor(self._pool, _keeping_builds, fn, args)
 
     def _with_facts(self, fn: Callable[..., Any], args: tuple) -> Any:
-        ws = self.ws
-        if ws is not None and ws.deferred_fact_namespaces():
-            self._decode_facts()
+        if self.ws is not None:
+            self._decode_facts_if_deferred()
         return _keeping_builds(fn, args)
 
     def _decode_facts(self) -> None:
@@ -146,7 +141,7 @@ class Project:
                                 progress=self.load_progress)
             if os.environ.get(THREAD_CHECK_ENV) == "1":
                 guard_thread(ws, threading.get_ident())
-            self._root = ws.root
+            self.root = ws.root
             self.ws = ws
             self.fact_spans.store = SpanStore.open(ws.root)  # anchors of earlier runs: a first hover as fast as a warm one
             self.load_seconds = time.perf_counter() - start

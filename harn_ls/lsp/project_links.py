@@ -15,9 +15,7 @@ from harn_ls.render.uri import SCHEME, links_with_root, with_root
 
 def link_root(ls, proj) -> str | None:
     """The root to name in what is sent about `proj`; None while the workspace serves one project."""
-    if proj is None or len(ls.projects) < 2:
-        return None
-    return proj.root
+    return None if proj is None or len(ls.projects) < 2 else proj.root
 
 
 def markdown_for(ls, proj, text: str) -> str:

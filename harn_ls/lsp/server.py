@@ -8,6 +8,7 @@ tree, symbols, code_actions, commands); each exposes `register(server)`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import logging
@@ -276,14 +277,14 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
                 self._project_wait_over = True
                 log.warning("a request waited %.0f s for the projects to load; answering without them", timeout)
                 return
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._loading_moved.wait(), left)
-            except TimeoutError:
-                pass
 
     async def loaded_project_for_uri(self, uri: str) -> Project | None:
+        """The project holding the file at `uri` (a `file:` URI), once the projects have loaded."""
         await self.wait_for_projects()
-        return self.project_for_uri(uri)
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        return self.project_for_path(path) if path else None
 
     @property
     def requests(self) -> RequestRegistry:
@@ -293,10 +294,7 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
     def handler(self, method: str, options: Any = None) -> Callable:
         """`@server.feature` plus the handler name the loop monitor reports."""
         def decorator(fn: Callable) -> Callable:
-            wrapped = timed(method, self, fn)
-            if options is None:
-                return self.feature(method)(wrapped)
-            return self.feature(method, options)(wrapped)
+            return self.feature(method, options)(timed(method, self, fn))
         return decorator
 
     def command(self, command_name: str) -> Callable:
@@ -342,19 +340,8 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
                               skill_root=settings.skillRoot or None)
 
     def project_for_path(self, path: str) -> Project | None:
-        best = None
-        for proj in self.projects.values():
-            root = proj.root
-            if is_under(path, root):
-                if best is None or len(root) > len(best.root):
-                    best = proj
-        return best
-
-    def project_for_uri(self, uri: str) -> Project | None:
-        if uri.startswith("file:"):
-            path = to_fs_path(uri)
-            return self.project_for_path(path) if path else None
-        return None
+        """The innermost project holding `path`."""
+        return max((p for p in self.projects.values() if is_under(path, p.root)), key=lambda p: len(p.root), default=None)
 
     async def project_holding(self, kind: str, name: str, root: str | None = None) -> Project | None:
         """In a multi-root workspace, the folder whose state has this proposal / fact /
@@ -468,20 +455,17 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
             log.warning(e)
 
 
+# document kind -> the Workspace mapping keyed by its names
+_HELD_IN = {"facts": "facts_by_id", "checkpoints": "checkpoints", "memory": "memory", "runs": "runs",
+            "transcripts": "transcripts"}
+
+
 def holds(ws, kind: str, name: str) -> bool:
     """Whether this workspace has the proposal / fact / pipeline / ... `name` (dict lookups)."""
+    if kind in _HELD_IN:
+        return name in getattr(ws, _HELD_IN[kind])
     if kind == "proposals":
         return ws.pattern is not None and any(p.id == name for p in ws.pattern.pending)
-    if kind == "facts":
-        return name in ws.facts_by_id
-    if kind == "checkpoints":
-        return name in ws.checkpoints
-    if kind == "memory":
-        return name in ws.memory
-    if kind == "runs":
-        return name in ws.runs
-    if kind == "transcripts":
-        return name in ws.transcripts
     if kind == "skills":
         return ws.skills is not None and any(s.id == name for s in ws.skills.skills + ws.skills.shadowed)
     if kind == "sessions":
@@ -489,7 +473,6 @@ def holds(ws, kind: str, name: str) -> bool:
     if kind == "hitl":
         return ws.event_logs.request(name) is not None
     return False
-
 
 
 class _ToClient(logging.Handler):
@@ -507,12 +490,10 @@ class _ToClient(logging.Handler):
         # nothing to a client before its initialize (over TCP: before it showed the token)
         if server is None or server.protocol.writer is None or server.protocol.phase == HarnProtocol.NEW:
             return
-        try:
+        with contextlib.suppress(Exception):
             kind = types.MessageType.Error if record.levelno >= logging.ERROR else (
                 types.MessageType.Warning if record.levelno >= logging.WARNING else types.MessageType.Log)
             messages.log_line(server, self.format(record), kind)
-        except Exception:
-            pass
 
 
 TO_CLIENT = _ToClient()
@@ -657,7 +638,7 @@ async def serve_stdio(ls: HarnLanguageServer) -> int:
     SESSION.set(ls)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 16)
-    transport.StdinFeeder(sys.stdin.fileno(), loop, reader).start()
+    transport.feed_stdin(sys.stdin.fileno(), loop, reader)
     out = sys.stdout.buffer
 
     def send(frame: bytes) -> None:

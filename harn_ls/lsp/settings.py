@@ -30,10 +30,8 @@ FOLDER_SCOPES = frozenset({"resource", "language-overridable", "machine-overrida
 
 def setting(default: Any = attrs.NOTHING, *, scope: str, restricted: bool = False, factory: Any = None) -> Any:
     """A settings field with its package.json scope and restriction (read by `scopes` and the schema test)."""
-    metadata = {"scope": scope, "restricted": restricted}
-    if factory is not None:
-        return attrs.field(factory=factory, metadata=metadata)
-    return attrs.field(default=default, metadata=metadata)
+    return attrs.field(default=attrs.Factory(factory) if factory is not None else default,
+                       metadata={"scope": scope, "restricted": restricted})
 
 
 @attrs.define

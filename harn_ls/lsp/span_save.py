@@ -9,6 +9,7 @@ settle after start saves the store too, with the state cache."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -39,10 +40,8 @@ def _submit_save(proj, postponed: int = 0) -> None:
     if since_batch < QUIET_AFTER_BATCH_S and postponed < MAX_POSTPONED:
         asyncio.get_running_loop().call_later(QUIET_AFTER_BATCH_S - since_batch, _submit_save, proj, postponed + 1)
         return
-    try:
+    with contextlib.suppress(RuntimeError):  # (the project's thread pool shut down meanwhile)
         proj.submit(_save, proj)
-    except RuntimeError:  # the project's thread pool shut down meanwhile
-        pass
 
 
 def _save(proj) -> None:

@@ -10,6 +10,7 @@ the server answers changes; the lines go to stderr only, which LSP clients show 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -41,8 +42,6 @@ def mark(step: str) -> None:
     """One line of the timeline (nothing unless HARN_LS_START_TRACE=1)."""
     if not enabled:
         return
-    try:
+    with contextlib.suppress(OSError, ValueError):  # a closed stderr: the trace is only a diagnostic
         sys.stderr.write(f"harn-ls start {time.time() - _started:7.3f} s  cpu {time.process_time():7.3f} s  {step}\n")
         sys.stderr.flush()
-    except (OSError, ValueError):  # a closed stderr: the trace is only a diagnostic
-        pass

@@ -18,6 +18,7 @@ settings, documents and diagnostics; its `exit` or its disconnect ends that sess
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import hmac
 import os
@@ -49,10 +50,8 @@ def write_token(host: str, port: int) -> tuple[str, str]:
     safe_host = "".join(c if c.isalnum() else "_" for c in host)
     path = os.path.join(folder, f"tcp-{safe_host}-{port}.token")
     token = secrets.token_urlsafe(32)
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)  # a stale file of an earlier server on this port (or a link planted there)
-    except FileNotFoundError:
-        pass
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(token + "\n")
@@ -94,10 +93,8 @@ async def _session(reader: asyncio.StreamReader, stream: asyncio.StreamWriter, h
     sys.stderr.write(f"harn-ls: session {peer} ended ({why})\n")
     sys.stderr.flush()
     await S.end_session(ls)  # (before the writer closes: a shutdown answered late still goes out)
-    try:
+    with contextlib.suppress(ConnectionError, OSError):
         await stream.drain()
-    except (ConnectionError, OSError):
-        pass
     writer.close()
 
 
@@ -125,10 +122,9 @@ async def _listen(host: str, port: int, harn: str, allow_probes: bool) -> int:
     main = asyncio.current_task()
     assert main is not None  # (this coroutine runs as a task)
     for sig in (signal.SIGTERM, signal.SIGINT):
-        try:  # stop serving and remove the token file (a terminated server leaves no key behind)
+        # stop serving and remove the token file (a terminated server leaves no key behind)
+        with contextlib.suppress(NotImplementedError, RuntimeError):
             asyncio.get_running_loop().add_signal_handler(sig, main.cancel)
-        except (NotImplementedError, RuntimeError):
-            pass
     sys.stderr.write(f"harn-ls: listening on {host}:{port} (probes {'on' if allow_probes else 'off'}, harn = {harn}); "
                      f"token in {path} (pass it as initializationOptions.{TOKEN_OPTION})\n")
     sys.stderr.flush()
@@ -138,10 +134,8 @@ async def _listen(host: str, port: int, harn: str, allow_probes: bool) -> int:
     except asyncio.CancelledError:
         pass
     finally:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
-        except OSError:
-            pass
     return 0
 
 

@@ -29,6 +29,7 @@ bytes. (This replaces a patch of pygls's private `_send_data`; only public API i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -177,10 +178,8 @@ class FramedWriter:
                 return
             self.closed = True
         if self._close is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self._close()
-            except OSError:
-                pass
 
 
 async def serve_stream(protocol: Any, reader: asyncio.StreamReader, writer: FramedWriter, *,
@@ -254,29 +253,24 @@ def dispatch(protocol: Any, writer: FramedWriter, data: Any) -> None:
         log.exception("harn-ls: handling %s failed", data.get("method", "a response"))
 
 
-class StdinFeeder:
+def feed_stdin(fd: int, loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
     """Standard input into an asyncio StreamReader, read by a daemon thread (a blocking read that a
     closing process need not wait for: stdin may be a pipe, a file or a terminal)."""
 
-    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
-        self.fd, self.loop, self.reader = fd, loop, reader
-        self.thread = threading.Thread(target=self._run, name="harn-ls stdin", daemon=True)
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def _run(self) -> None:
+    def run() -> None:
         while True:
             try:
-                chunk = os.read(self.fd, 65536)
+                chunk = os.read(fd, 65536)
             except OSError:
                 chunk = b""
             try:
                 if chunk:
-                    self.loop.call_soon_threadsafe(self.reader.feed_data, chunk)
+                    loop.call_soon_threadsafe(reader.feed_data, chunk)
                 else:
-                    self.loop.call_soon_threadsafe(self.reader.feed_eof)
+                    loop.call_soon_threadsafe(reader.feed_eof)
             except RuntimeError:  # the loop is closed: the server is gone
                 return
             if not chunk:
                 return
+
+    threading.Thread(target=run, name="harn-ls stdin", daemon=True).start()

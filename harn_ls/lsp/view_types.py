@@ -63,15 +63,15 @@ def line_range(line: int, start: int = 0, end: int = 0) -> types.Range:
     return types.Range(start=types.Position(line=line, character=start), end=types.Position(line=line, character=end))
 
 
-async def on_proposal_document(ls, uri: str, fn: Callable[[Any, str, str | None, str | None], list]) -> list:
-    """`fn(ws, proposal_id, skill_root, link_root)` on the worker thread of the project holding the
-    `harn-state:/proposals/<id>.md` document at `uri`; [] for any other URI. `link_root`: the root
-    its commands name (project_links.py)."""
+async def on_state_document(ls, uri: str, kind: str, fn: Callable[[Any, str, str | None, str | None], list]) -> list:
+    """`fn(ws, name, skill_root, link_root)` on the worker thread of the project holding the
+    `harn-state:/<kind>/<name>.md` document at `uri` (a proposal, a HITL request); [] for any other
+    URI. `link_root`: the root its commands name (project_links.py)."""
     try:
         target = parse_uri(uri)
     except UriError:
         return []
-    if target.kind != "proposals":
+    if target.kind != kind:
         return []
     proj = await ls.project_holding(target.kind, target.name, target.query.get("root"))
     if proj is None or proj.ws is None:

@@ -46,15 +46,11 @@ import os
 # thread pool per core (~0.1 s of CPU in every process that recalls). A value the user set is kept.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from harn_ls.recall.docs import _Doc  # noqa: E402
 from harn_ls.recall.engine import RecallEngine  # noqa: E402
 from harn_ls.recall.index import NamespaceIndex  # noqa: E402
-from harn_ls.recall.results import DEFAULT_K, MAX_K, Explain, Hit, Mode, NamespaceOutcome, RecallResult, TermExplain, clamp_k  # noqa: E402
-from harn_ls.recall.scoring import K1, KEY_BOOST, TAG_BOOST, B  # noqa: E402
+from harn_ls.recall.results import Hit, RecallResult, clamp_k  # noqa: E402
 from harn_ls.recall.tokenizer import analyze, is_token_char, searchable_text, tokenize  # noqa: E402
 from harn_ls.recall.vectors import cosine, read_cached_vector, sanitize_model_hint, vector_cache_path  # noqa: E402
 
-__all__ = ["B", "DEFAULT_K", "K1", "KEY_BOOST", "MAX_K", "TAG_BOOST", "Explain", "Hit", "Mode", "NamespaceIndex",
-           "NamespaceOutcome", "RecallEngine", "RecallResult", "TermExplain", "_Doc", "analyze", "clamp_k", "cosine",
-           "is_token_char", "read_cached_vector", "sanitize_model_hint", "searchable_text", "tokenize",
-           "vector_cache_path"]
+__all__ = ["Hit", "NamespaceIndex", "RecallEngine", "RecallResult", "analyze", "clamp_k", "cosine", "is_token_char",
+           "read_cached_vector", "sanitize_model_hint", "searchable_text", "tokenize", "vector_cache_path"]

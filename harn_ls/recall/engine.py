@@ -5,24 +5,14 @@ from __future__ import annotations
 import heapq
 import os
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, cast
 
 from harn_ls.formats.memory import MemoryDelta, MemoryRecord
 from harn_ls.recall.docs import _LazyDocs
 from harn_ls.recall.index import NamespaceIndex
-from harn_ls.recall.results import (
-    DEFAULT_K,
-    Explain,
-    Hit,
-    Mode,
-    NamespaceOutcome,
-    RecallResult,
-    _newest_sort,
-    _tie_sort,
-    _with,
-    clamp_k,
-)
+from harn_ls.recall.results import DEFAULT_K, Explain, Hit, Mode, NamespaceOutcome, RecallResult, _newest_sort, _tie_sort, clamp_k
 from harn_ls.recall.tokenizer import tokenize
 from harn_ls.recall.vectors import cosine
 from harn_ls.util.json_types import JsonObject
@@ -36,14 +26,14 @@ _BACKEND_MODE: dict[str, Mode] = {"bm25": "lexical", "vector": "semantic", "hybr
 class RecallEngine:
     """One `NamespaceIndex` per namespace; feed it every `MemoryDelta`.
 
-    `apply` only queues a delta: the index takes the queued deltas, in order, when anything next
+    `apply_memory_delta` only queues a delta: the index takes the queued deltas, in order, when anything next
     reads it (`indexes` and every method below fold them in first), or at `settle()` — which a
     server calls once its client is quiet. An append batch then costs its projection, not the
     tokenizing and posting merge of its records, and the answers are the same: nothing reads an
     index without folding first. The queue is bounded (`PENDING_MAX` records), so a process that
     never recalls never holds more than that."""
 
-    PENDING_MAX = 10_000  # queued added + removed records (about 100 batches); beyond, `apply` folds them in
+    PENDING_MAX = 10_000  # queued added + removed records (about 100 batches); beyond, `apply_memory_delta` folds them in
 
     def __init__(self) -> None:
         self._indexes: dict[str, NamespaceIndex] = {}
@@ -90,18 +80,18 @@ class RecallEngine:
         return False
 
     def _fold(self, ns: str, delta: MemoryDelta, config: JsonObject | None, ns_dir: str | None) -> None:
-        idx = self._index(ns)
+        self._index(ns, config, ns_dir).apply_delta(delta)
+        self._pending_records -= len(delta.added) + len(delta.removed)
+
+    def _index(self, namespace: str, config: JsonObject | None, ns_dir: str | None) -> NamespaceIndex:
+        """The namespace's index (made when new), with `config` and `ns_dir` when given."""
+        idx = self._indexes.get(namespace)
+        if idx is None:
+            idx = self._indexes[namespace] = NamespaceIndex(namespace)
         if config is not None:
             idx.config = dict(config)
         if ns_dir is not None:
             idx.ns_dir = ns_dir
-        idx.apply_delta(delta)
-        self._pending_records -= len(delta.added) + len(delta.removed)
-
-    def _index(self, namespace: str) -> NamespaceIndex:
-        idx = self._indexes.get(namespace)
-        if idx is None:
-            idx = self._indexes[namespace] = NamespaceIndex(namespace)
         return idx
 
     def apply_memory_delta(self, namespace: str, delta: MemoryDelta, config: JsonObject | None = None,
@@ -113,10 +103,7 @@ class RecallEngine:
 
     def set_config(self, namespace: str, config: JsonObject, ns_dir: str | None = None) -> None:
         self.settle(namespace)
-        idx = self._index(namespace)
-        idx.config = dict(config)
-        if ns_dir is not None:
-            idx.ns_dir = ns_dir
+        self._index(namespace, config, ns_dir)
 
     def load(self, namespace: str, records: Iterable[MemoryRecord], config: JsonObject | None = None,
              ns_dir: str | None = None) -> None:
@@ -258,9 +245,9 @@ class RecallEngine:
             if explain:
                 base = idx.explain(seq, q)
                 if mode == "semantic":
-                    ex = _with(base, cosine=cos[seq])
+                    ex = replace(base, cosine=cos[seq])
                 else:
-                    ex = _with(base, cosine=cos[seq], lexical_norm=base.lexical / denom, bm25_weight=bw, cosine_weight=cw)
+                    ex = replace(base, cosine=cos[seq], lexical_norm=base.lexical / denom, bm25_weight=bw, cosine_weight=cw)
             hits.append(self._hit(idx, seq, score, ex))
         return hits
 

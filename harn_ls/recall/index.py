@@ -4,7 +4,6 @@ docstring for the formula and its order of operations)."""
 from __future__ import annotations
 
 import heapq
-import math
 import sys
 from collections.abc import Iterable, Iterator
 from functools import partial
@@ -15,9 +14,7 @@ from typing import Any, cast
 import numpy as np
 
 from harn_ls.formats.memory import DEFAULT_CONFIG, MemoryDelta, MemoryRecord
-from harn_ls.recall.arrays import grown as _grown
-from harn_ls.recall.arrays import own_copy as _own_copy
-from harn_ls.recall.arrays import small_uint as _small_uint
+from harn_ls.recall.arrays import grown, own_copy, small_uint
 from harn_ls.recall.docs import _Doc, _LazyDocs, _TermIds
 from harn_ls.recall.overflow import OverflowByTerm
 from harn_ls.recall.results import Explain, TermExplain
@@ -150,19 +147,19 @@ class NamespaceIndex:
     def _intern(self, fresh: list[str]) -> None:
         # One string per term across all namespaces' indexes (a namespace holds ~20k terms, most of
         # them in the others too: ~5 MB at 100k events); interned strings are freed with their last user.
-        fresh = list(map(sys.intern, map(_own_copy, fresh)))
+        fresh = list(map(sys.intern, map(own_copy, fresh)))
         names = self._terms
         self._tid_dict().update(zip(fresh, shared_range(len(names), len(names) + len(fresh)), strict=False))
         names += fresh
-        self._df = _grown(self._df, len(names))
+        self._df = grown(self._df, len(names))
 
     def _new_slots(self, records: list[MemoryRecord], ntokens: list[int]) -> int:
         """Allocate slots for records (in order); returns the first slot."""
         first = self._nslots
         end = first + len(records)
         if end > len(self._dl):
-            self._dl = _grown(self._dl, end)
-            self._alive = _grown(self._alive, end)
+            self._dl = grown(self._dl, end)
+            self._alive = grown(self._alive, end)
         self._dl[first:end] = np.maximum(np.array(ntokens, dtype=np.int32), 1)
         self._alive[first:end] = True
         if isinstance(self.docs, _LazyDocs):
@@ -180,9 +177,9 @@ class NamespaceIndex:
         m = self._m
         k = len(ids)
         if m + k > len(self._ov_term):
-            self._ov_term = _grown(self._ov_term, m + k)
-            self._ov_slot = _grown(self._ov_slot, m + k)
-            self._ov_val = _grown(self._ov_val, m + k)
+            self._ov_term = grown(self._ov_term, m + k)
+            self._ov_slot = grown(self._ov_slot, m + k)
+            self._ov_val = grown(self._ov_val, m + k)
         self._ov_term[m : m + k] = ids
         self._ov_slot[m : m + k] = slots
         self._ov_val[m : m + k] = vals
@@ -199,18 +196,13 @@ class NamespaceIndex:
             self._df[:nterms] -= np.bincount(np.array(self._tail_dec, dtype=np.int64), minlength=nterms)
             self._tail_dec = []
 
-    def materialize(self) -> None:
-        """Decode every record of a lazily restored index now (and build its term dict): what its
-        first change would otherwise do. Answers are the same either way; only when the cost is paid."""
-        self._materialize()
-
     def materialize_steps(self, records_per_step: int = 1_000) -> Iterator[None]:
         """`materialize` in short steps (a server runs one per turn of its project thread, so a
         hover never waits for a whole namespace: 300k records took ~0.4 s at once). Nothing
         changes until the last step swaps the finished tables in; a change meanwhile materializes
         the index itself, and the steps then stop without touching it."""
         if isinstance(self._tid, _TermIds):
-            self._tid = self._tid.as_dict()  # a complete state on its own (what `_materialize` does first)
+            self._tid = self._tid.as_dict()  # a complete state on its own (what `materialize` does first)
             yield
         docs = self.docs
         if not isinstance(docs, _LazyDocs):
@@ -233,10 +225,10 @@ class NamespaceIndex:
             self._srec = srec
             self.docs = built
 
-    def _materialize(self) -> None:
-        """Decode every record of a lazily restored index (and build its term dict) before it is modified."""
-        if isinstance(self._tid, _TermIds):
-            self._tid = self._tid.as_dict()
+    def materialize(self) -> None:
+        """Decode every record of a lazily restored index (and build its term dict): what its first
+        change does first. Answers are the same either way; only when the cost is paid differs."""
+        self._tid_dict()
         docs = self.docs
         if isinstance(docs, _LazyDocs):
             srec = docs.slot_records()
@@ -244,15 +236,15 @@ class NamespaceIndex:
             self.docs = {r.seq: _Doc(r, slot) for slot, r in enumerate(srec) if r is not None}
 
     def add(self, record: MemoryRecord) -> None:
-        self._materialize()
+        self.materialize()
         seq = record.seq
         if seq in self.docs:
             self.remove(seq)
         counts, ntokens = analyze(record)
         slot = self._nslots
         if slot >= len(self._dl):
-            self._dl = _grown(self._dl, slot + 1)
-            self._alive = _grown(self._alive, slot + 1)
+            self._dl = grown(self._dl, slot + 1)
+            self._alive = grown(self._alive, slot + 1)
         self._dl[slot] = max(1, ntokens)
         self._alive[slot] = True
         self._srec.append(record)
@@ -271,10 +263,9 @@ class NamespaceIndex:
     def add_many(self, records: Iterable[MemoryRecord], lazily: bool = False) -> None:
         """Add records in one vectorised pass (same result as `add` one by one). `lazily`: a restored
         index keeps its records undecoded (`_LazyDocs.append`); replacing one decodes them (`remove_many`)."""
+        self._tid_dict()  # (new terms are interned into it)
         if not lazily:
-            self._materialize()
-        elif isinstance(self._tid, _TermIds):
-            self._tid = self._tid.as_dict()  # (new terms are interned into it)
+            self.materialize()
         batch: dict[int, MemoryRecord] = {}
         for r in records:  # a later record with the same sequence replaces an earlier one
             batch.pop(r.seq, None)
@@ -294,8 +285,7 @@ class NamespaceIndex:
             self._maybe_merge()
 
     def _drop(self, seq: int) -> tuple[MemoryRecord, list[str]] | None:
-        if isinstance(self._tid, _TermIds):
-            self._tid = self._tid.as_dict()  # (a restored index's records stay undecoded: `_LazyDocs.pop`)
+        self._tid_dict()  # (a restored index's records stay undecoded: `_LazyDocs.pop`)
         doc = self.docs.pop(seq, None)
         if doc is None:
             return None
@@ -355,9 +345,6 @@ class NamespaceIndex:
                 self.add(r)
         self._maybe_merge()
 
-    def records(self) -> list[MemoryRecord]:
-        return [d.record for d in self.docs.values()]
-
     # -- merging and compaction -----------------------------------------------
     def _maybe_merge(self) -> None:
         if self._m + len(self._tail_term) > max(_OVERFLOW_MIN, len(self._pslot) >> 3):
@@ -374,7 +361,7 @@ class NamespaceIndex:
         with `renumber`, also pack the live slots and forget unused terms. With no dead posting and
         no renumbering the overflow is inserted into the main arrays (`_insert_overflow`) instead of
         sorting every posting again (`sort_all`: that way regardless; the arrays are the same)."""
-        self._materialize()
+        self.materialize()
         self._flush()
         self._flagged.clear()
         if not renumber and not self._dead_postings and not sort_all:
@@ -386,7 +373,7 @@ class NamespaceIndex:
         self._df[:nterms] += np.bincount(ov_term, minlength=nterms)  # _df: live main postings again
         main_terms = np.repeat(np.arange(len(self._off) - 1, dtype=np.int32), np.diff(self._off))
         ov_val = self._ov_val[:m]
-        ov_code = _small_uint(((ov_val & _TF_MASK) << 2) | (ov_val >> _TF_BITS))
+        ov_code = small_uint(((ov_val & _TF_MASK) << 2) | (ov_val >> _TF_BITS))
         term = np.concatenate((main_terms, ov_term))
         slot = np.concatenate((self._pslot, self._ov_slot[:m]))
         code = np.concatenate((self._pcode, ov_code))  # the wider of the two dtypes
@@ -422,12 +409,9 @@ class NamespaceIndex:
         np.cumsum(np.bincount(term, minlength=nterms), out=off[1:])
         del term
         self._pslot = _narrow_slots(slot[order], self._nslots)
-        # main slots ascending per term, the overflow's in arrival order and past them: sorted, no check
-        self._ordered_for = self._pslot
         del slot
         self._pcode = code[order]
-        self._off = off
-        self._overflow_folded()
+        self._overflow_folded(off)
 
     def _insert_overflow(self) -> None:
         """`_merge` without dead postings: each overflow posting goes in after its term's main
@@ -449,17 +433,18 @@ class NamespaceIndex:
             # after the last main posting of the term (a term new since the last merge: at the end)
             at = old_off[np.minimum(ov_term[order].astype(np.int64) + 1, len(old_off) - 1)]
             ov_val = self._ov_val[:m]
-            ov_code = _small_uint(((ov_val & _TF_MASK) << 2) | (ov_val >> _TF_BITS))
+            ov_code = small_uint(((ov_val & _TF_MASK) << 2) | (ov_val >> _TF_BITS))
             code_type = np.result_type(self._pcode.dtype, ov_code.dtype)  # (the wider, as a concatenation)
             slot_type = _narrow_slots(self._ov_slot[:0], self._nslots).dtype
             self._pslot = np.insert(self._pslot.astype(slot_type, copy=False), at, self._ov_slot[:m][order].astype(slot_type))
             self._pcode = np.insert(self._pcode.astype(code_type, copy=False), at, ov_code[order].astype(code_type))
+        self._overflow_folded(off)
+
+    def _overflow_folded(self, off: np.ndarray) -> None:
+        """The main arrays hold the overflow now, at the term offsets `off`: the overflow is emptied."""
+        self._off = off
         # main slots ascending per term, the overflow's in arrival order and past them: sorted, no check
         self._ordered_for = self._pslot
-        self._off = off
-        self._overflow_folded()
-
-    def _overflow_folded(self) -> None:
         self._m = 0
         self._ov_by_term.reset()
         self._dead_postings = 0
@@ -624,9 +609,7 @@ class NamespaceIndex:
         for t in q:  # same formula and order as scoring, so `lexical` equals the hit's score
             tf = counts.get(t, 0) & _TF_MASK
             if tf:
-                df = dfs[t]
-                idf = math.log1p((n - df + 0.5) / (df + 0.5))
-                c = idf * (tf * (K1 + 1.0)) / (tf + K1 * (1.0 - B + B * dl / avgdl))
+                c = idf_of(n, dfs[t]) * (tf * (K1 + 1.0)) / (tf + K1 * (1.0 - B + B * dl / avgdl))
                 bm25 += c
                 per_term[t] = per_term.get(t, 0.0) + c
         for t in q:
@@ -641,8 +624,7 @@ class NamespaceIndex:
             kb_total += kb
             tb_total += tb
             df = dfs[t]
-            idf = math.log1p((n - df + 0.5) / (df + 0.5))
-            terms.append(TermExplain(t, times, counts.get(t, 0) & _TF_MASK, df, idf, per_term.get(t, 0.0), kb, tb))
+            terms.append(TermExplain(t, times, counts.get(t, 0) & _TF_MASK, df, idf_of(n, df), per_term.get(t, 0.0), kb, tb))
         return Explain(tuple(terms), bm25, kb_total, tb_total, bm25 + boost, dl, avgdl, n)
 
     def top_lexical(self, q: list[str], k: int, floor: float | None = None) -> list[tuple[float, int]]:

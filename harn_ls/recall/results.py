@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Literal
 
 from harn_ls.formats.memory import MemoryRecord
 from harn_ls.util.json_types import JsonObject
@@ -13,15 +13,11 @@ MAX_K = 100
 
 Mode = Literal["lexical", "semantic", "hybrid", "mixed"]
 
+
 def clamp_k(k: int | None) -> int:
     if k is None:
         return DEFAULT_K
     return max(1, min(MAX_K, int(k)))
-
-
-# --------------------------------------------------------------------------
-# Results
-# --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,22 +106,16 @@ class RecallResult:
     namespaces: dict[str, NamespaceOutcome] = field(default_factory=dict)
 
 
-def _tie_sort(hits: list[Hit]) -> list[Hit]:
-    """Harn's order: score desc, stored_at desc (string), seq desc, id asc (stable passes)."""
+def _newest_sort(hits: list[Hit]) -> list[Hit]:
+    """Harn's order without scores: stored_at desc (string), seq desc, id asc (stable passes)."""
     hits = sorted(hits, key=lambda h: (h.id, h.namespace))
     hits.sort(key=lambda h: h.seq, reverse=True)
     hits.sort(key=lambda h: h.stored_at, reverse=True)
-    hits.sort(key=lambda h: h.score, reverse=True)
     return hits
 
 
-
-def _with(ex: Explain, **changes: Any) -> Explain:
-    return replace(ex, **changes)
-
-
-def _newest_sort(hits: list[Hit]) -> list[Hit]:
-    hits = sorted(hits, key=lambda h: (h.id, h.namespace))
-    hits.sort(key=lambda h: h.seq, reverse=True)
-    hits.sort(key=lambda h: h.stored_at, reverse=True)
+def _tie_sort(hits: list[Hit]) -> list[Hit]:
+    """Harn's order: score desc, then `_newest_sort`'s."""
+    hits = _newest_sort(hits)
+    hits.sort(key=lambda h: h.score, reverse=True)
     return hits

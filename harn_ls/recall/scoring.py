@@ -279,10 +279,9 @@ def _boost_ok(partial: np.ndarray, theta: float, cand: np.ndarray, others: list[
 
 def _may_rank(partial: np.ndarray, theta: float, cand: np.ndarray, others: list[QueryTerm],
               nslots: int, boosts: _Boosts) -> np.ndarray:
-    """Which candidates can still reach theta: their partial score plus the other terms' BM25 bounds
-    plus the boost bounds of the other terms that flag the record. (Keeping more
-    records than needed is always safe; it only costs their lookups.) The thresholds are lowered by
-    `_ABS_SLACK` for the rounding of `theta - bounds`."""
+    """Which candidates can still reach theta: their partial score plus the other terms' full bounds,
+    then, when over `_FEW_UNSURE` pass, `_boost_ok`. (Keeping more records than needed is always safe;
+    it only costs their lookups.) The thresholds are lowered by `_ABS_SLACK` for the rounding."""
     maybe = np.flatnonzero(partial >= theta - sum(u.bound for u in others) - _ABS_SLACK)
     if len(maybe) > _FEW_UNSURE:
         maybe = maybe[_boost_ok(partial[maybe], theta, cand[maybe], others, nslots, boosts)]
@@ -422,7 +421,7 @@ def search(order: list[QueryTerm], norm: np.ndarray, norm_min: float, alive: np.
         t.count += 1
     for t in distinct:
         t.finish()
-    theta = -math.inf if floor is None or k is None else floor
+    theta = -math.inf if floor is None else floor
     visited: list[QueryTerm] = []  # terms whose records are scored or ruled out: later terms skip them
     boosts = _Boosts()
     done = 0
@@ -430,7 +429,7 @@ def search(order: list[QueryTerm], norm: np.ndarray, norm_min: float, alive: np.
     out_scores: list[np.ndarray] = []
     best = np.zeros(0)  # the k best scores so far, unordered
     for t in sorted(distinct, key=lambda t: len(t.slots)):  # smallest postings first: they raise theta cheaply
-        if k is not None and id(t) in _nonessential(distinct, theta):
+        if id(t) in _nonessential(distinct, theta):
             continue  # and it stays so (theta only grows): a record only it holds cannot rank
         done += 1
         last = done == len(distinct)
@@ -453,7 +452,7 @@ def search(order: list[QueryTerm], norm: np.ndarray, norm_min: float, alive: np.
         if not len(cand):
             continue
         part = contributions(t.idf, codes, norm[cand])
-        if k is not None and len(cand) > k:
+        if len(cand) > k:
             partial = _partial(t, part, codes)
             theta = max(theta, _kth(partial, k))  # k records score at least their partial score
             if not others:  # the partial score is the score
@@ -473,7 +472,7 @@ def search(order: list[QueryTerm], norm: np.ndarray, norm_min: float, alive: np.
         scores = _score(order, others, norm, nslots, cand, t, codes, part)
         out_slots.append(cand)
         out_scores.append(scores)
-        if k is not None and not last:
+        if not last:
             best = np.concatenate((best, scores))
             if len(best) >= k:
                 best = np.partition(best, len(best) - k)[len(best) - k:]

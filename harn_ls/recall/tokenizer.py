@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from itertools import count
 
 import numpy as np
@@ -126,22 +127,28 @@ def _raw_tokens(text: str) -> list[str]:
     return _UNICODE_TOKEN.findall(text.translate(_ASCII_LOWER))
 
 
+def _record_parts(record: MemoryRecord) -> tuple[bool, str, str, str, str]:
+    """(text counted twice, text, JSON part or "", key, tags joined): what `analyze` tokenizes."""
+    text = record.text
+    js = record.value_json()  # (a record whose text is this JSON keeps only the text from now on)
+    tags = " ".join(record.tags)
+    if js == text or (len(js) == len(text) + 2 and js[0] == '"' and js[-1] == '"' and js.startswith(text, 1)):
+        return True, text, "", record.key, tags
+    return False, text, js, record.key, tags
+
+
 def analyze(record: MemoryRecord) -> tuple[dict[str, int], int]:
     """(term -> tf | key/tag flags, token count) of a record's searchable text.
 
     Equal to `Counter(tokenize(searchable_text(record)))` in the low bits, with
     `_KEY_FLAG` set on the key's tokens and `_TAG_FLAG` on the tags' tokens."""
-    text = record.text
+    twice, text, js, key, tags = _record_parts(record)
     tt = _raw_tokens(text)
-    js = record.value_json()  # (a record whose text is this JSON keeps only the text from now on)
     # one Counter over all the pieces: its C counting loop runs once per record (collections'
     # private helper, which skipped Counter's own per-call checks, is not used: issue 30)
-    if js == text or (len(js) == len(text) + 2 and js[0] == '"' and js[-1] == '"' and js.startswith(text, 1)):
-        tokens = tt + tt
-    else:
-        tokens = tt + _raw_tokens(js)
-    tk = _raw_tokens(record.key)
-    tg = _raw_tokens(" ".join(record.tags)) if record.tags else []
+    tokens = tt + (tt if twice else _raw_tokens(js))
+    tk = _raw_tokens(key)
+    tg = _raw_tokens(tags) if tags else []
     n = len(tokens) + len(tk) + len(tg)
     counts: dict[str, int] = Counter(tokens + tk + tg) if tk or tg else Counter(tokens)
     for s in _SINGLES.intersection(counts):
@@ -176,7 +183,6 @@ _LOOKED_UP = np.uint64(1 << 63)  # (37**12 < 2**63: the dict's numbers never mee
 _DIGIT = np.zeros(256, dtype=np.uint8)
 for _d, _c in enumerate("0123456789abcdefghijklmnopqrstuvwxyz", 1):
     _DIGIT[ord(_c)] = _DIGIT[ord(_c.upper())] = _d
-_POW37 = np.array([37**k for k in range(_PACKED_MAX)], dtype=np.uint64)
 _TEXT, _JSON, _KEY, _TAGS = range(4)  # the parts of a record, in the order `analyze` counts them
 
 
@@ -193,31 +199,18 @@ def _packed(token: str) -> int | None:
     return n
 
 
-def _record_parts(record: MemoryRecord) -> tuple[bool, str, str, str, str]:
-    """(text counted twice, text, JSON part or "", key, tags joined): what `analyze` tokenizes."""
-    text = record.text
-    js = record.value_json()  # (a record whose text is this JSON keeps only the text from now on)
-    tags = " ".join(record.tags)
-    if js == text or (len(js) == len(text) + 2 and js[0] == '"' and js[-1] == '"' and js.startswith(text, 1)):
-        return True, text, "", record.key, tags
-    return False, text, js, record.key, tags
-
-
+@dataclass(slots=True)
 class Postings:
     """`analyze_many`'s answer: the chunk's distinct terms (first seen first, as `analyze`'s counts
     list them record by record) and one posting per (record, term), by term, then record: `doc` (the
     record's index in the chunk), `term` (an index into `terms`), `val` (tf | key/tag flags, as
     `analyze`), and each record's token count (`ntokens`)."""
 
-    __slots__ = ("terms", "doc", "term", "val", "ntokens")
-
-    def __init__(self, terms: list[str], doc: np.ndarray, term: np.ndarray, val: np.ndarray,
-                 ntokens: np.ndarray) -> None:
-        self.terms = terms
-        self.doc = doc
-        self.term = term
-        self.val = val
-        self.ntokens = ntokens
+    terms: list[str]
+    doc: np.ndarray
+    term: np.ndarray
+    val: np.ndarray
+    ntokens: np.ndarray
 
 
 def _ascii_tokens(pieces: list[str]) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -320,12 +313,10 @@ def analyze_many(records: Sequence[MemoryRecord]) -> Postings:
         flag = np.concatenate((flag, vals >> _TF_BITS))[order]
         source = order  # entry -> its index among (ASCII tokens, then the spelled ones)
     else:
-        source = None
+        source = np.arange(len(number))
     keep = number >= 37  # 1-byte tokens split words but are not terms
     doc = piece >> 2
     ntokens = np.bincount(doc[keep], weights=weight[keep], minlength=len(records)).astype(np.int64)
-    if source is None:
-        source = np.arange(len(number))
     # one sort groups the tokens by term, each term's in stream order (so by record)
     order = np.flatnonzero(keep)
     order = order[np.argsort(number[order], kind="stable")]

@@ -12,8 +12,6 @@ from collections.abc import Callable, Hashable, Iterable
 
 log = logging.getLogger(__name__)
 
-__all__ = ["KeyedDebouncer"]
-
 
 class KeyedDebouncer:
     """Coalesce `touch(key)` calls and hand due keys to `callback` in batches.
@@ -22,7 +20,7 @@ class KeyedDebouncer:
     `max_wait` after its first touch since the previous flush (so a file that
     is appended to continuously still flushes about once per `max_wait`).
 
-    Flushes are at least `min_interval` apart (default debounce / 2): when
+    Flushes are at least `min_interval` apart (debounce / 2): when
     many files are each touched once at staggered times (a slow writer walking
     500 files), their deadlines differ by a few ms each; the floor turns that
     trickle into a handful of batches at the cost of <= min_interval extra
@@ -49,19 +47,16 @@ class KeyedDebouncer:
         debounce: float = 0.15,
         max_wait: float = 1.0,
         *,
-        slack: float = 0.02,
-        min_interval: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         start: bool = True,
-        name: str = "harn-ls-debounce",
     ) -> None:
         if debounce < 0 or max_wait < debounce:
             raise ValueError("need 0 <= debounce <= max_wait")
         self._callback = callback
         self.debounce = debounce
         self.max_wait = max_wait
-        self.slack = slack
-        self.min_interval = debounce / 2 if min_interval is None else min_interval
+        self.slack = 0.02
+        self.min_interval = debounce / 2
         self._last_flush = float("-inf")
         self._clock = clock
         self._lock = threading.Lock()
@@ -73,24 +68,13 @@ class KeyedDebouncer:
         self._closed = False
         self._thread: threading.Thread | None = None
         if start:
-            self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+            self._thread = threading.Thread(target=self._run, name="harn-ls-debounce", daemon=True)
             self._thread.start()
 
     # -- public -----------------------------------------------------------
 
     def touch(self, key: Hashable) -> None:
-        now = self._clock()
-        with self._lock:
-            if self._closed:
-                return
-            was_empty = not self._first
-            self._first.setdefault(key, now)
-            self._last[key] = now
-            # A newly pending key is never due earlier than any key already
-            # pending (its due time is now + debounce, theirs <= that), so the
-            # thread only needs waking when it was idle.
-            if was_empty:
-                self._cond.notify()
+        self.touch_many((key,))
 
     def touch_many(self, keys: Iterable[Hashable]) -> None:
         now = self._clock()
@@ -101,6 +85,9 @@ class KeyedDebouncer:
             for key in keys:
                 self._first.setdefault(key, now)
                 self._last[key] = now
+            # A newly pending key is never due earlier than any key already
+            # pending (its due time is now + debounce, theirs <= that), so the
+            # thread only needs waking when it was idle.
             if was_empty and self._first:
                 self._cond.notify()
 

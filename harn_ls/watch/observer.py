@@ -19,6 +19,7 @@ full rescan. Events are coalesced by `harn_ls.watch.debounce.KeyedDebouncer`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -44,6 +45,7 @@ from watchdog.observers.polling import PollingObserver
 from harn_ls.formats.paths import ProjectPaths
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.util.portable import linux_facility
+from harn_ls.util.safe_read import is_under
 from harn_ls.watch.debounce import KeyedDebouncer
 
 try:  # inotify exists on Linux only; elsewhere we poll.
@@ -52,8 +54,6 @@ except Exception:  # pragma: no cover - non-Linux
     InotifyObserver = None  # type: ignore[assignment,misc]
 
 log = logging.getLogger(__name__)
-
-__all__ = ["KeyedDebouncer", "StateWatcher", "is_ignored_name"]
 
 
 # ---------------------------------------------------------------------------
@@ -115,8 +115,9 @@ def _identity(path: str) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino)
 
 
-def _is_within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root + os.sep)
+def _event_paths(event: FileSystemEvent) -> list[str]:
+    """The event's source and (a move's) destination, the ones it has."""
+    return [p for p in (os.fsdecode(event.src_path), os.fsdecode(getattr(event, "dest_path", "") or "")) if p]
 
 
 def _is_watch_limit(exc: BaseException) -> bool:
@@ -173,7 +174,6 @@ class StateWatcher:
         max_wait: float = 1.0,
         *,
         poll_fallback: bool = True,
-        force_polling: bool = False,
         poll_interval: float = 1.0,
         health_interval: float = 1.0,
         watch_budget: int | None = None,
@@ -186,7 +186,7 @@ class StateWatcher:
         self.problems: list[Problem] = []
         self._on_batch = on_batch
         self._poll_fallback = poll_fallback
-        self._force_polling = force_polling or InotifyObserver is None or not linux_facility("inotify")
+        self._force_polling = InotifyObserver is None or not linux_facility("inotify")
         self._poll_interval = poll_interval
         self._health_interval = health_interval
         self._project_root = os.path.abspath(paths.project_root)
@@ -255,22 +255,11 @@ class StateWatcher:
                 obs.join(timeout=5)
         self._debouncer.close()
 
-    def flush_now(self) -> None:
-        """Deliver pending changes now (e.g. before a CLI exits)."""
-        self._debouncer.flush_now()
-
-    def __enter__(self) -> StateWatcher:
-        self.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
     # -- event side (observer / inotify threads; must not take self._lock) --
 
     def _root_of(self, path: str) -> str | None:
         for r in self._roots_by_len:
-            if _is_within(path, r):
+            if is_under(path, r):
                 return r
         return None
 
@@ -284,41 +273,36 @@ class StateWatcher:
         if any(".agent_state_tmp" in p or p == ".agent_state_meta" for p in rel[:-1]):
             return True
         wt = os.path.join(os.path.abspath(self.paths.state_root), "worktrees")
-        if _is_within(path, wt) and len(path[len(wt):].split(os.sep)) > 4:
+        if is_under(path, wt) and len(path[len(wt):].split(os.sep)) > 4:
             return True  # inside an agent worktree checkout (§O.4): only its top levels matter
         for mem in self._memory_roots:
-            if path != mem and _is_within(path, mem):
+            if path != mem and is_under(path, mem):
                 if "vectors" in path[len(mem) + 1 :].split(os.sep):
                     return True  # embedding cache (§C.6): bulky, not shown
         return False
 
     def _affects_roots(self, path: str) -> bool:
         """Is `path` a root or an ancestor of one (so it may make roots appear/vanish)?"""
-        return any(_is_within(r, path) for r in self._roots)
+        return any(is_under(r, path) for r in self._roots)
 
     def _on_root_event(self, event: FileSystemEvent) -> None:
-        src = os.fsdecode(event.src_path)
-        dest = os.fsdecode(getattr(event, "dest_path", "") or "")
+        paths = _event_paths(event)
         if event.is_directory:
             if not isinstance(event, (DirCreatedEvent, DirDeletedEvent, DirMovedEvent)):
                 return
-            touched = [p for p in (src, dest) if p and not self._ignored(p)]
+            touched = [p for p in paths if not self._ignored(p)]
             if touched:
                 self._debouncer.touch_many([*touched, _RESCAN])
-            if any(self._affects_roots(p) or any(_is_within(m, p) for m in self._missing) for p in (src, dest) if p):
+            if any(self._affects_roots(p) or any(is_under(m, p) for m in self._missing) for p in paths):
                 self._wake.set()  # a root (or a missing root's ancestor) changed
             return
         if isinstance(event, (FileCreatedEvent, FileModifiedEvent, FileDeletedEvent, FileMovedEvent)):
-            touched = [p for p in (src, dest) if p and not self._ignored(p)]
+            touched = [p for p in paths if not self._ignored(p)]
             if touched:
                 self._debouncer.touch_many(touched)
 
     def _on_anchor_event(self, event: FileSystemEvent) -> None:
-        src = os.fsdecode(event.src_path)
-        dest = os.fsdecode(getattr(event, "dest_path", "") or "")
-        for p in (src, dest):
-            if not p:
-                continue
+        for p in _event_paths(event):
             if event.is_directory:
                 if self._affects_roots(p):
                     self._wake.set()
@@ -361,17 +345,15 @@ class StateWatcher:
                 self._debouncer.touch(_FULL)
 
     def _new_observer(self) -> BaseObserver:
-        if self._force_polling or self.polling:
-            self.polling = True
-            return PollingObserver(timeout=self._poll_interval)
-        try:
-            return InotifyObserver()
-        except OSError as exc:
-            if not (self._poll_fallback and _is_watch_limit(exc)):
-                raise
-            log.warning("inotify unavailable (%s); falling back to polling every %.1fs", exc, self._poll_interval)
-            self.polling = True
-            return PollingObserver(timeout=self._poll_interval)
+        if not (self._force_polling or self.polling):
+            try:
+                return InotifyObserver()
+            except OSError as exc:
+                if not (self._poll_fallback and _is_watch_limit(exc)):
+                    raise
+                log.warning("inotify unavailable (%s); falling back to polling every %.1fs", exc, self._poll_interval)
+        self.polling = True
+        return PollingObserver(timeout=self._poll_interval)
 
     def _switch_to_polling_locked(self, exc: OSError) -> None:
         log.warning(
@@ -382,14 +364,18 @@ class StateWatcher:
         )
         old = self._observer
         self.polling = True
+        self._restart_observer_locked()
+        if old is not None:
+            old.stop()
+            old.join(timeout=5)
+
+    def _restart_observer_locked(self) -> None:
+        """A new observer with no watches (the reconcile re-arms them); anything between the two observers is lost."""
         self._root_watches.clear()
         self._anchor_watches.clear()
         self._observer = self._new_observer()
         self._observer.start()
-        if old is not None:
-            old.stop()
-            old.join(timeout=5)
-        self._debouncer.touch(_FULL)  # anything between the two observers is lost
+        self._debouncer.touch(_FULL)
 
     def _schedule_locked(self, path: str, recursive: bool) -> ObservedWatch | None:
         """Schedule a watch; None if the path vanished meanwhile."""
@@ -410,10 +396,8 @@ class StateWatcher:
     def _unschedule_locked(self, watch: ObservedWatch) -> None:
         if self._observer is None:
             return
-        try:
+        with contextlib.suppress(KeyError, RuntimeError):  # already gone (emitter stopped itself, observer replaced)
             self._observer.unschedule(watch)
-        except (KeyError, RuntimeError):
-            pass  # already gone (emitter stopped itself, observer replaced)
 
     def _watch_healthy_locked(self, path: str, watch: ObservedWatch, ident) -> bool:
         obs = self._observer
@@ -438,11 +422,7 @@ class StateWatcher:
             return
         if not self._observer.is_alive():
             log.warning("watch observer died; restarting it")
-            self._root_watches.clear()
-            self._anchor_watches.clear()
-            self._observer = self._new_observer()
-            self._observer.start()
-            self._debouncer.touch(_FULL)
+            self._restart_observer_locked()
 
         lost: set[str] = set()
         appeared: set[str] = set()
@@ -538,12 +518,12 @@ class StateWatcher:
 
     def _covered_locked(self, root: str) -> bool:
         """Inside another root that already has a recursive watch."""
-        return any(w != root and _is_within(root, w) for w in self._root_watches)
+        return any(w != root and is_under(root, w) for w in self._root_watches)
 
     def _wanted_anchors_locked(self) -> set[str]:
         wanted: set[str] = set()
         if os.path.isdir(self._project_root) and not any(
-            _is_within(self._project_root, w) for w in self._root_watches
+            is_under(self._project_root, w) for w in self._root_watches
         ):
             wanted.add(self._project_root)
         for root in self._roots:
@@ -555,7 +535,7 @@ class StateWatcher:
                 if parent == anc:
                     break
                 anc = parent
-            if anc and os.path.isdir(anc) and not any(_is_within(anc, w) for w in self._root_watches):
+            if anc and os.path.isdir(anc) and not any(is_under(anc, w) for w in self._root_watches):
                 wanted.add(anc)
         return wanted
 

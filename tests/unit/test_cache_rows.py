@@ -216,7 +216,7 @@ def test_a_lazy_index_builds_its_term_dict_before_it_changes(project, cache_env)
     idx = ws.recall.indexes[NS]
     assert type(idx._tid) is not dict
     assert answers(ws) == answers(Workspace.load(str(project)))
-    idx._materialize()
+    idx.materialize()
     assert type(idx._tid) is dict and idx._tid == {t: i for i, t in enumerate(idx._terms)}
 
 

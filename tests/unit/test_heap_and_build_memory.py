@@ -34,8 +34,7 @@ def test_tune_and_trim_on_glibc_report_success():
 
 
 def test_without_glibc_both_do_nothing(monkeypatch):
-    monkeypatch.setattr(heap, "_looked", True)
-    monkeypatch.setattr(heap, "_libc", None)
+    monkeypatch.setattr(heap, "_glibc", lambda: None)
     assert heap.tune() is False and heap.trim() is False
 
 
