@@ -37,7 +37,7 @@ import time
 import zlib
 from collections.abc import Callable, Mapping
 from hashlib import sha256
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
@@ -202,6 +202,11 @@ class ProjectCache:
         self.overlays: dict[str, TailOverlay] = {}
         self._tombstones: dict[str, tuple] = {}  # ns -> (tombs description, open records payload, its description)
         self._id_index: dict[str, Any] = {}  # ns -> the description of its cached id index (None: an older entry)
+        # ns -> the payload files its restored namespace holds open until it decodes them. Closed here when
+        # the namespace is dropped or restored again: a restored namespace and its reader refer to each
+        # other, so only the cyclic collector would free them, and a server freezes it (gc.freeze): every
+        # rescan would leave one namespace's files open for good.
+        self._open_payloads: dict[str, list[IO[bytes]]] = {}
 
     @classmethod
     def open(cls, project_root: str, env: Mapping[str, str] | None = None) -> ProjectCache | None:
@@ -266,6 +271,7 @@ class ProjectCache:
         """The cached namespace (records built lazily) and a function giving its facts
         [(seq, Fact or None, problems)], with `tail` set to continue after the cached offset; None
         when there is no valid entry."""
+        self.release(ns)  # (an earlier restore of `ns`: its namespace is being replaced)
         e = self.entry(ns, path)
         if e is None:
             return None
@@ -302,6 +308,7 @@ class ProjectCache:
             merge_tail(self.overlays.get(ns), space)  # stores appended since the restore, if any
 
         space = MemoryNamespace.restored(ns, path, summary, problems, load)
+        self._open_payloads[ns] = [records, rows, rowidx] + ([] if type(facts_src) is bytes else [facts_src])
         self._tombstones[ns] = (e.get("tombs"), records, e["records"])
         self._id_index[ns] = e.get("ids")
         self.overlays.pop(ns, None)
@@ -314,6 +321,19 @@ class ProjectCache:
         self.hits[ns] = state
         self.fact_summaries[ns] = (fact_count, fact_problems, e.get("ifacts"))
         return space, lambda: self._restored_facts(ns, path, v["offset"], e["facts"], facts_src)
+
+    def release(self, ns: str) -> None:
+        """Close the payload files of the namespace restored as `ns`, now dropped or replaced (a
+        rescan, a reset or vanished log); what still held it reads nothing from the cache again."""
+        for fh in self._open_payloads.pop(ns, ()):
+            fh.close()
+        self.readers.pop(ns, None)
+        self._tombstones.pop(ns, None)
+
+    def release_all(self) -> None:
+        """`release` every restored namespace (a rescan starts over; a closed project)."""
+        for ns in list(self._open_payloads):
+            self.release(ns)
 
     def _restored_facts(self, ns: str, path: str, offset: int, desc: dict, src) -> list:
         """The facts of a restored namespace from its payload (bytes checked at restore, or an open

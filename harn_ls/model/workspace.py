@@ -180,6 +180,8 @@ class Workspace(FactsPart, RunsPart, RecallPart):
                 gc.enable()
 
     def _rescan(self) -> ChangeSet:
+        if self._project_cache is not None:
+            self._project_cache.release_all()  # (the namespaces restored before are dropped below)
         self._real_dirs.clear()
         self.memory.clear()
         self._tails.clear()
@@ -340,7 +342,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         self._cache_dirty.add(ns)
         self._pending_facts.pop(ns, None)
         if self._project_cache is not None:
-            self._project_cache.readers.pop(ns, None)  # (it holds the restored namespace and its open payloads)
+            self._project_cache.release(ns)  # (its reader and open payloads belong to the namespace dropped)
         self._index_base.pop(ns, None)
         self._index_deltas.pop(ns, None)
 

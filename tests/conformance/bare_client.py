@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
+import selectors
 import socket
 import subprocess
 import sys
@@ -37,6 +37,7 @@ class BareClient:
         self.next_id = 0
         self.notifications: list[dict] = []
         self.server_requests: list[dict] = []
+        self.selector: selectors.BaseSelector | None = None
 
     # -- transports --------------------------------------------------------------------
     @classmethod
@@ -49,10 +50,17 @@ class BareClient:
             proc.stdin.write(data)
             proc.stdin.flush()
 
+        # a selector, not select.select: that refuses a descriptor over 1023, which a test process that
+        # opened many files before (the whole suite in one run) hands out
+        readable = selectors.DefaultSelector()
+        readable.register(proc.stdout, selectors.EVENT_READ)
+
         def recv(timeout: float) -> bytes:
-            ready, _, _ = select.select([proc.stdout], [], [], timeout)
+            ready = readable.select(timeout)
             return os.read(proc.stdout.fileno(), 65536) if ready else b"\0timeout"
-        return cls(send, recv, proc)
+        client = cls(send, recv, proc)
+        client.selector = readable
+        return client
 
     @classmethod
     def tcp(cls, port: int, host: str = "127.0.0.1") -> BareClient:
@@ -192,5 +200,10 @@ class BareClient:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+            if self.selector is not None:
+                self.selector.close()
+            for pipe in (self.proc.stdout, self.proc.stderr):  # (closed, or each client leaves two fds open)
+                if pipe is not None:
+                    pipe.close()
         else:
             self.sock.close()

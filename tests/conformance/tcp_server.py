@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-import select
+import selectors
 import socket
 import subprocess
 import sys
@@ -38,14 +38,16 @@ class TcpServer:
     def _line(self, timeout: float) -> str:
         deadline = time.monotonic() + timeout
         buf = b""
-        while b"\n" not in buf:
-            left = deadline - time.monotonic()
-            assert left > 0, "the server printed nothing"
-            ready, _, _ = select.select([self.proc.stderr], [], [], left)
-            if ready:
-                chunk = os.read(self.proc.stderr.fileno(), 4096)
-                assert chunk, f"the server ended: {self.proc.wait()}"
-                buf += chunk
+        # a selector, not select.select: that refuses a descriptor over 1023 (a test process with many files open)
+        with selectors.DefaultSelector() as readable:
+            readable.register(self.proc.stderr, selectors.EVENT_READ)
+            while b"\n" not in buf:
+                left = deadline - time.monotonic()
+                assert left > 0, "the server printed nothing"
+                if readable.select(left):
+                    chunk = os.read(self.proc.stderr.fileno(), 4096)
+                    assert chunk, f"the server ended: {self.proc.wait()}"
+                    buf += chunk
         return buf.decode()
 
     def alive(self) -> bool:
@@ -58,3 +60,6 @@ class TcpServer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()

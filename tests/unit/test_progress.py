@@ -6,7 +6,7 @@ import io
 import json
 import os
 import pty
-import select
+import selectors
 import subprocess
 import sys
 from pathlib import Path
@@ -91,17 +91,18 @@ def _run_on_terminal(argv: list[str], env: dict) -> tuple[bytes, bytes, int]:
     os.close(slave)
     out = proc.stdout.read()
     err = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 5)
-        if not ready:
-            break
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # the terminal's other end closed
-            break
-        if not chunk:
-            break
-        err += chunk
+    with selectors.DefaultSelector() as readable:  # (select.select refuses a descriptor over 1023)
+        readable.register(master, selectors.EVENT_READ)
+        while True:
+            if not readable.select(5):
+                break
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the terminal's other end closed
+                break
+            if not chunk:
+                break
+            err += chunk
     os.close(master)
     return out, err, proc.wait(30)
 
