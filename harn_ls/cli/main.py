@@ -546,15 +546,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.set_defaults(func=cmd_proposals)
 
     if only in (None, "hitl"):
-        s = sub.add_parser("hitl", help="list and answer what agents wait for (approve, deny, answer, accept, decline)",
-                           usage="harn-ls hitl [PATH] list|approve ID|deny ID|answer ID VALUE|accept ID|decline ID|finish ID "
-                                 "[--reason TEXT] [--reviewer NAME] [--all] [--json]")
-        s.add_argument("args", nargs="+", metavar="[PATH] VERB [ID] [VALUE]")
-        s.add_argument("--reason", default=None, help="why (recorded with the response)")
-        s.add_argument("--reviewer", default=None, help="your name as Harn records it (default: your OS user name)")
-        s.add_argument("--all", action="store_true", help="list: include answered, denied and expired requests")
-        s.add_argument("--json", action="store_true")
-        s.set_defaults(func=cmd_hitl)
+        _hitl_parser(sub)
 
     if only in (None, "probe"):
         s = sub.add_parser("probe", help="run a typecheck probe on a file or range")
@@ -568,13 +560,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.set_defaults(func=cmd_probe)
 
     if only in (None, "cache"):
-        s = sub.add_parser("cache", help="show or drop the state cache kept outside the project",
-                           usage="harn-ls cache info|clear [PATH] [--json] [--quiet]")
-        s.add_argument("verb", metavar="info|clear")
-        s.add_argument("path", nargs="?")
-        s.add_argument("--json", action="store_true")
-        _reading_options(s, cache=False)
-        s.set_defaults(func=cmd_cache)
+        _cache_parser(sub)
 
     if only in (None, "watch"):
         s = sub.add_parser("watch", help="follow the project live, one line per change batch")
@@ -582,6 +568,28 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.add_argument("--json", action="store_true")
         s.set_defaults(func=cmd_watch)
     return p
+
+
+def _hitl_parser(sub) -> None:
+    s = sub.add_parser("hitl", help="list and answer what agents wait for (approve, deny, answer, accept, decline)",
+                       usage="harn-ls hitl [PATH] list|approve ID|deny ID|answer ID VALUE|accept ID|decline ID|finish ID "
+                             "[--reason TEXT] [--reviewer NAME] [--all] [--json]")
+    s.add_argument("args", nargs="+", metavar="[PATH] VERB [ID] [VALUE]")
+    s.add_argument("--reason", default=None, help="why (recorded with the response)")
+    s.add_argument("--reviewer", default=None, help="your name as Harn records it (default: your OS user name)")
+    s.add_argument("--all", action="store_true", help="list: include answered, denied and expired requests")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_hitl)
+
+
+def _cache_parser(sub) -> None:
+    s = sub.add_parser("cache", help="show or drop the state cache kept outside the project",
+                       usage="harn-ls cache info|clear [PATH] [--json] [--quiet]")
+    s.add_argument("verb", metavar="info|clear")
+    s.add_argument("path", nargs="?")
+    s.add_argument("--json", action="store_true")
+    _reading_options(s, cache=False)
+    s.set_defaults(func=cmd_cache)
 
 
 # the commands cli_args.quick_args reads, with what argparse's set_defaults(func=...) gives them
