@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 
 from lsprotocol import types
-from pygls.uris import to_fs_path
 
 from harn_ls import contract as P
+from harn_ls.lsp.file_uris import file_path
 from harn_ls.lsp.project_links import link_root
 from harn_ls.lsp.view_types import on_state_document, to_code_action
 from harn_ls.render.proposal_choices import proposal_at_line, proposal_choices
@@ -55,7 +55,7 @@ def register(server) -> None:
             return for_client(ls, [a for a in await proposal_document_actions(ls, uri) if _wanted(params.context, a.kind)])
         proj = await ls.loaded_project_for_uri(uri)
         # the path once a project holds the URI (file: URIs only): another scheme's may not parse
-        if proj is None or proj.ws is None or (path := to_fs_path(uri)) is None:
+        if proj is None or proj.ws is None or (path := file_path(uri)) is None:
             return []
         skill_root = ls.settings_for(proj).skillRoot  # its workspace folder's
         out: list[types.CodeAction] = []

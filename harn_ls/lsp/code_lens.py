@@ -13,9 +13,9 @@ import random
 
 import orjson
 from lsprotocol import types
-from pygls.uris import to_fs_path
 
 from harn_ls import contract as P
+from harn_ls.lsp.file_uris import file_path
 from harn_ls.lsp.project_links import link_root
 from harn_ls.lsp.span_save import run_noting_spans
 from harn_ls.lsp.transport import as_encoded
@@ -103,7 +103,7 @@ def register(server) -> None:
             return await proposal_document_lenses(ls, uri)
         proj = await ls.loaded_project_for_uri(uri)
         # the path once a project holds the URI (file: URIs only): another scheme's may not parse
-        if proj is None or proj.ws is None or (path := to_fs_path(uri)) is None:
+        if proj is None or proj.ws is None or (path := file_path(uri)) is None:
             return []
         fact_lenses: list = []
         encoded: bytes | None = None
@@ -148,7 +148,7 @@ async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types
     uri, start, end = target
     proj = await ls.loaded_project_for_uri(uri)
     # the path once a project holds the URI (file: URIs only): another scheme's may not parse
-    if proj is None or proj.ws is None or (path := to_fs_path(uri)) is None:
+    if proj is None or proj.ws is None or (path := file_path(uri)) is None:
         lens.command = types.Command(title="harn-ls: project not loaded", command="")
         return lens
     min_conf = ls.settings_for(proj).facts.minConfidence

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import attrs
 from lsprotocol import types
-from pygls.uris import from_fs_path, to_fs_path
+from pygls.uris import from_fs_path
 
 from harn_ls.formats.problems import Severity
+from harn_ls.lsp.file_uris import file_path
 from harn_ls.render.limits import MAX_RESPONSE_BYTES, MESSAGE_BYTES, cap_text
 from harn_ls.util.utf8 import utf8_len
 
@@ -57,11 +58,8 @@ def send(ls, uri: str, diags: list) -> None:
 
 def normalize_uri(uri: str) -> str:
     """One spelling per file, so a probe on the client's URI and problems found by path meet."""
-    if uri.startswith("file:"):
-        path = to_fs_path(uri)
-        if path:
-            return from_fs_path(path) or uri
-    return uri
+    path = file_path(uri)
+    return (from_fs_path(path) or uri) if path else uri
 
 
 def problems_source(root: str) -> str:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 
 from lsprotocol import types
-from pygls.uris import to_fs_path
 
 from harn_ls import contract as P
 from harn_ls.lsp import documents
+from harn_ls.lsp.file_uris import file_path
 from harn_ls.render.outline import Heading, outline
 from harn_ls.util.safe_read import ReadRefused, read_confined
 from harn_ls.util.text_positions import LINE_BREAK_RE, units_len
@@ -34,7 +34,7 @@ async def _owned_markdown_text(ls, uri: str) -> str | None:
     `…/.harn/skills/../../../proj-evil/x.md` is not the project's), and a file the client has not
     opened is read through safe_read on the project's thread (a regular file inside the project, at
     most MAX_TEXT_BYTES: a FIFO is refused, never waited on)."""
-    path = to_fs_path(uri)
+    path = file_path(uri)
     if not path or not path.endswith(".md"):
         return None
     proj = ls.project_for_path(os.path.normpath(path))

@@ -10,8 +10,8 @@ position encoding (from the client's open document, else the file), not at a mad
 from __future__ import annotations
 
 from lsprotocol import types
-from pygls.uris import to_fs_path
 
+from harn_ls.lsp.file_uris import file_path
 from harn_ls.lsp.project_links import markdown_for
 from harn_ls.lsp.span_save import run_noting_spans
 from harn_ls.render.hover import hover_at
@@ -40,7 +40,7 @@ def register(server) -> None:
         uri = params.text_document.uri
         proj = await ls.loaded_project_for_uri(uri)
         # the path once a project holds the URI (file: URIs only): another scheme's may not parse
-        if proj is None or proj.ws is None or (path := to_fs_path(uri)) is None:
+        if proj is None or proj.ws is None or (path := file_path(uri)) is None:
             return None
         min_conf = ls.settings_for(proj).facts.minConfidence
         view = await run_noting_spans(proj, lambda: hover_at(proj.ws, path, params.position.line, min_conf,

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from lsprotocol import types
-from pygls.uris import to_fs_path
 
 from harn_ls import contract as C
 from harn_ls.actions import ActionFailed, uuid7
 from harn_ls.lsp import messages
+from harn_ls.lsp.file_uris import file_path
 from harn_ls.util.message_text import quote
 from harn_ls.util.text_positions import shift_position
 
@@ -176,7 +176,7 @@ async def run_probe_command(ls, args: C.ProbeArgs) -> C.ProbeResult | C.ProbeCan
     if not ls.trusted:
         return _fail(ls, UNTRUSTED, types.MessageType.Warning)
     uri = args.uri
-    path = to_fs_path(uri) if uri.startswith("file:") else None
+    path = file_path(uri)
     if path is None:
         return _fail(ls, "probeTypecheck needs {uri} of a file")
     proj = await ls.loaded_project_for_uri(uri) or ls.default_project()

@@ -27,7 +27,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCResponseMessage, LanguageServerProtocol, default_converter
 from pygls.protocol.language_server import lsp_method
-from pygls.uris import from_fs_path, to_fs_path
+from pygls.uris import from_fs_path
 
 from harn_ls import __version__
 from harn_ls import contract as P
@@ -48,6 +48,7 @@ from harn_ls.lsp import (
 )
 from harn_ls.lsp.capabilities import ClientProfile, pictures_option
 from harn_ls.lsp.diagnostic_registry import DiagnosticsRegistry
+from harn_ls.lsp.file_uris import file_path
 from harn_ls.lsp.folders import ProjectFolders
 from harn_ls.lsp.probe import ProbeState
 from harn_ls.lsp.project import SETTLE_MAX_WAIT_S, SETTLE_QUIET_S, Project, paused_gc
@@ -283,7 +284,7 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
     async def loaded_project_for_uri(self, uri: str) -> Project | None:
         """The project holding the file at `uri` (a `file:` URI), once the projects have loaded."""
         await self.wait_for_projects()
-        path = to_fs_path(uri) if uri.startswith("file:") else None
+        path = file_path(uri)
         return self.project_for_path(path) if path else None
 
     @property
@@ -518,7 +519,7 @@ def create_server() -> HarnLanguageServer:
         for e in errors:
             log.warning(e)
         uris = [f.uri for f in (params.workspace_folders or [])] or ([params.root_uri] if params.root_uri else [])
-        folders = [(path, uri) for uri in uris if (path := to_fs_path(uri))]
+        folders = [(path, uri) for uri in uris if (path := file_path(uri))]
         if not folders and params.root_path:
             folders = [(params.root_path, from_fs_path(params.root_path) or "")]
         ls.folder_uris = {os.path.abspath(path): uri for path, uri in folders}
@@ -541,10 +542,10 @@ def create_server() -> HarnLanguageServer:
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def folders_changed(ls: HarnLanguageServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
         for f in params.event.removed:
-            if (path := to_fs_path(f.uri)) is not None:
+            if (path := file_path(f.uri)) is not None:
                 ls.remove_folder(path)
                 ls.folder_uris.pop(os.path.abspath(path), None)
-        added = [(os.path.abspath(path), f.uri) for f in params.event.added if (path := to_fs_path(f.uri)) is not None]
+        added = [(os.path.abspath(path), f.uri) for f in params.event.added if (path := file_path(f.uri)) is not None]
         ls.folder_uris.update(added)
         await ls.pull_configuration(path for path, _ in added)  # the new folders' own settings, before their search
         for path, _ in added:

@@ -180,8 +180,10 @@ def test_ready_lenses_are_rebuilt_for_a_new_version_of_the_spans():
 async def test_a_uri_of_another_scheme_that_urlparse_refuses_gets_no_answer_not_an_error(client):
     """A document the client names by another scheme (here a netloc `urlparse` refuses: an unclosed
     IPv6 bracket, a full-width '#') belongs to no project: hover is None, lenses and actions are []
-    — the URI is not parsed as a file path first (that raised ValueError, answered as an error)."""
-    for uri in ("untitled://[x/a.py", "git://a\uff03b/src/billing/invoice.py"):
+    — the URI is not parsed as a file path first (that raised ValueError, answered as an error). A `file:`
+    URI with such an authority names no path: the same answers (it raised from `loaded_project_for_uri`)."""
+    for uri in ("untitled://[x/a.py", "git://a\uff03b/src/billing/invoice.py", "file://[x/src/billing/invoice.py",
+                "file://a\uff03b/src/billing/invoice.py"):
         doc = types.TextDocumentIdentifier(uri=uri)
         assert await client.text_document_hover_async(types.HoverParams(text_document=doc, position=pos(0))) is None
         assert list(await client.text_document_code_lens_async(types.CodeLensParams(text_document=doc))) == []
