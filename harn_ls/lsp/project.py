@@ -70,6 +70,7 @@ class Project:
         # (env, env_sources, untrusted names) Harn's locations are resolved from (server.harn_env)
         self.env_spec = env_spec
         self.ws: Workspace | None = None  # set once, on the worker thread
+        self._release_files: Callable[[], None] | None = None  # the model's open cache files closed (close())
         self.root: str = folder_path  # the model's root once loaded: readable from any thread
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harn-ws")
         self._on_changes = on_changes
@@ -143,6 +144,7 @@ class Project:
                 guard_thread(ws, threading.get_ident())
             self.root = ws.root
             self.ws = ws
+            self._release_files = ws.file_releaser()  # (taken here: close() runs off this thread)
             self.fact_spans.store = SpanStore.open(ws.root)  # anchors of earlier runs: a first hover as fast as a warm one
             self.load_seconds = time.perf_counter() - start
             self.loaded_summary = _loaded_summary(ws, self.load_seconds)
@@ -413,6 +415,19 @@ class Project:
             except Exception:
                 log.exception("stopping watcher")
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._release_files is not None:
+            # The model stays referenced by what is frozen out of the collector's view; its open cache
+            # files at least are closed, once the task the project thread runs now (if any) has ended.
+            threading.Thread(target=_release_after, args=(self._pool, self._release_files),
+                             name="harn-ws-close", daemon=True).start()
+
+
+def _release_after(pool: ThreadPoolExecutor, release: Callable[[], None]) -> None:
+    pool.shutdown(wait=True)  # (nothing runs on the project thread from here on: the model is ours)
+    try:
+        release()
+    except Exception:
+        log.exception("closing the cache files of a closed project")
 
 
 def _loaded_summary(ws: Workspace, seconds: float) -> str:

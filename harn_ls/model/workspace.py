@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from harn_ls.cache.parts import pattern_projection, read_checkpoint
@@ -152,6 +152,12 @@ class Workspace(FactsPart, RunsPart, RecallPart):
     def keeps_cache(self) -> bool:
         """Whether this workspace reads and writes the state cache (off: --no-cache, HARN_LS_CACHE=off)."""
         return self._project_cache is not None
+
+    def file_releaser(self) -> Callable[[], None]:
+        """What closes the files the model holds open (the payloads of namespaces restored from the state
+        cache), for whoever ends the model: callable from any thread once nothing else uses the model."""
+        cache = self._project_cache
+        return cache.release_all if cache is not None else _nothing_to_release
 
     def save_cache(self) -> bool:
         """Write what changed into the state cache (no-op without one)."""
@@ -684,3 +690,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
             "runs": len(self.runs), "transcripts": len(self.transcripts),
             "sessions": len(self.sessions.sessions) if self.sessions else 0,
         } | self.event_logs.counts()
+
+
+def _nothing_to_release() -> None:
+    """`Workspace.file_releaser` of a model without a state cache: it holds no file open."""

@@ -5,9 +5,11 @@ other, are never freed by it: before, every rescan left ~3 files per restored na
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -70,3 +72,23 @@ def test_rescans_leave_no_payload_file_open(warm_project, tmp_path, frozen_colle
         assert len(open_files(tmp_path / "cache")) == len(held)
     assert sorted(ws.memory) and all(s.records() is not None for s in ws.memory.values())
 
+
+
+def test_a_closed_project_closes_its_cache_files(warm_project, tmp_path, frozen_collector):
+    """A workspace folder removed (or its project loaded again for new settings) closes its project: the
+    model stays referenced from what the server froze, but the cache files it held open are closed once
+    the project thread is done — before, each dropped project kept them open for the server's life."""
+    from harn_ls.lsp.project import Project
+
+    async def load() -> Project:
+        proj = Project(str(warm_project), on_changes=lambda *_: None)
+        await proj.load()
+        return proj
+
+    proj = asyncio.run(load())
+    assert open_files(tmp_path / "cache"), "the restored namespaces hold their payloads open"
+    proj.close()
+    deadline = time.monotonic() + 60
+    while open_files(tmp_path / "cache") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert open_files(tmp_path / "cache") == []
