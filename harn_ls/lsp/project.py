@@ -415,19 +415,17 @@ class Project:
             except Exception:
                 log.exception("stopping watcher")
         self._pool.shutdown(wait=False, cancel_futures=True)
-        if self._release_files is not None:
-            # The model stays referenced by what is frozen out of the collector's view; its open cache
-            # files at least are closed, once the task the project thread runs now (if any) has ended.
-            threading.Thread(target=_release_after, args=(self._pool, self._release_files),
-                             name="harn-ws-close", daemon=True).start()
+        # The model stays referenced by what is frozen out of the collector's view; its open cache files
+        # at least are closed, once the task the project thread runs now (a load too) has ended.
+        threading.Thread(target=self._release_after_close, name="harn-ws-close", daemon=True).start()
 
-
-def _release_after(pool: ThreadPoolExecutor, release: Callable[[], None]) -> None:
-    pool.shutdown(wait=True)  # (nothing runs on the project thread from here on: the model is ours)
-    try:
-        release()
-    except Exception:
-        log.exception("closing the cache files of a closed project")
+    def _release_after_close(self) -> None:
+        self._pool.shutdown(wait=True)  # (nothing runs on the project thread from here on: the model is ours)
+        try:
+            if self._release_files is not None:  # (read now: a load still running at close() sets it)
+                self._release_files()
+        except Exception:
+            log.exception("closing the cache files of a closed project")
 
 
 def _loaded_summary(ws: Workspace, seconds: float) -> str:
