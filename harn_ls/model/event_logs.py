@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from harn_ls.cache.dirs import project_cache_dir
@@ -148,14 +148,17 @@ class EventLogState:
     def idempotency_keys(self) -> dict[str, int]:
         """Log label -> rows of its `event_idempotency_keys`, counted now (for the newer-state document and
         `inspect`); a log refused for a link out of the project is not counted."""
-        return {v.label: n for v in self.logs.values()
-                if not self._problems.get("log:" + v.label) and (n := v.idempotency_keys()) is not None}
+        return {v.label: n for v in self._readable_logs() if (n := v.idempotency_keys()) is not None}
+
+    def _readable_logs(self) -> Iterator[LogView]:
+        """The logs not refused (a link out of the project): the ones whose tables may be read."""
+        return (v for v in self.logs.values() if not self._problems.get("log:" + v.label))
 
     def newer_shown(self) -> bool:
         """Whether there is newer Harn state to list (the tree's "LLM cache, models, orchestrator"): a
         project whose only such state is idempotency keys has it too (the refresh's one-row probe, not a count)."""
         return self.newer is not None and (not self.newer.empty or any(
-            v.summary.has_idempotency_keys for v in self.logs.values() if not self._problems.get("log:" + v.label)))
+            v.summary.has_idempotency_keys for v in self._readable_logs()))
 
     def _clear(self, kind: str) -> None:
         empty: tuple[str, object] = {"store": ("store", None), "workflows": ("mailboxes", []), "receipts": ("receipts", []),
