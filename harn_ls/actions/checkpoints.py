@@ -53,7 +53,8 @@ def _checkpoint_lock(confine_root: str, json_path: str, timeout: float) -> Itera
     """Harn's checkpoint lock: `flock(LOCK_EX)` on `<pipeline>.lock`, polled with LOCK_NB until a deadline."""
     path = checkpoint_lock_path(json_path)
     ensure_inside(confine_root, path)
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    # (O_NONBLOCK: a FIFO or device planted under that name is never waited on; the fstat below refuses it)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags, NEW_FILE_MODE)  # like OpenOptions create(true).truncate(false)
     except OSError as exc:
