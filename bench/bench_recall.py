@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harn_ls.formats.memory import MemoryRecord, value_text  # noqa: E402
+from harn_ls.formats.memory_record import MemoryRecord, memory_record, value_text  # noqa: E402
 from harn_ls.recall import NamespaceIndex, RecallEngine, searchable_text, tokenize  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000)
@@ -66,7 +66,7 @@ def make_records(n: int, seed: int = SEED) -> tuple[list[MemoryRecord], list[str
         key = f"{rng.choice(vocab[:2000])}-{rng.choice(vocab[:5000])}-{i}"
         tags = tuple(sorted(set(rng.sample(tags_pool, rng.randint(0, 3)))))
         stored_at = f"2026-05-{1 + i * 28 // max(n, 1):02d}T{(i // 60) % 24:02d}:{i % 60:02d}:00.000000000+00:00"
-        records.append(MemoryRecord(id=f"rec-{i:07d}", namespace="bench", key=key, value=value, text=value_text(value),
+        records.append(memory_record(id=f"rec-{i:07d}", namespace="bench", key=key, value=value, text=value_text(value),
                                     tags=tags, stored_at=stored_at, seq=i, line_no=i + 1))
     return records, vocab, cum
 

@@ -171,7 +171,8 @@ def _record_struct_way(logs: list[Path], keep_value_raw: bool) -> dict:
     import msgspec
     import orjson
 
-    from harn_ls.formats.memory import EMPTY_FLAGS, MemoryDelta, MemoryNamespace, add_seq, pack_json, shared_tags
+    from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, add_seq
+    from harn_ls.formats.memory_record import EMPTY_FLAGS, pack_json, shared_tags
     from harn_ls.util.shared_ints import shared
 
     no_raw = msgspec.Raw()

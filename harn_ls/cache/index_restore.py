@@ -11,7 +11,7 @@ from harn_ls.cache.store import ProjectCache
 from harn_ls.formats.memory import MemoryNamespace
 
 if TYPE_CHECKING:
-    from harn_ls.formats.memory import MemoryRecord
+    from harn_ls.formats.memory_record import MemoryRecord
     from harn_ls.recall.index import NamespaceIndex
 
 

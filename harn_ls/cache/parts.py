@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Protocol
 
-    from harn_ls.formats.memory import MemoryRecord
+    from harn_ls.formats.memory_record import MemoryRecord
     from harn_ls.util.json_types import JsonValue
 
     class _Linked(Protocol):

@@ -12,7 +12,16 @@ from collections.abc import Iterable, Iterator, Mapping
 import orjson
 
 from harn_ls.formats.jsonl import JsonlLine, JsonlTail
-from harn_ls.formats.memory import EMPTY_FLAGS, IN_TEXT, MemoryNamespace, MemoryRecord, pack_json, shared_tags
+from harn_ls.formats.memory import MemoryNamespace
+from harn_ls.formats.memory_record import (
+    EMPTY_FLAGS,
+    IN_TEXT,
+    MemoryRecord,
+    decode_store_line,
+    memory_record,
+    pack_json,
+    shared_tags,
+)
 from harn_ls.util.shared_ints import shared
 
 
@@ -46,7 +55,7 @@ def record_from_row(row: list, namespace: str) -> MemoryRecord:
         if text != _VALUE_IN_TEXT or type(value) is not str:
             raise TypeError("a row's text slot is a string, null or the value-in-text mark")
         text, value = value, IN_TEXT
-    return MemoryRecord(rid, namespace, key, value, text, shared_tags(tags), stored_at,
+    return memory_record(rid, namespace, key, value, text, shared_tags(tags), stored_at,
                         shared(seq), shared(line_no), pack_json(prov), status, scope, flags, updated_at)
 
 
@@ -211,7 +220,7 @@ class RowReader:
 
 def _lines_until(path: str, offset: int) -> Iterator[list[JsonlLine]]:
     """A log's lines before the cached offset (the validator showed those bytes unchanged), a batch at a time."""
-    tail = JsonlTail(path)
+    tail = JsonlTail(path, decode=decode_store_line)
     for batch in tail.iter_batches():
         yield [ln for ln in batch.lines if ln.offset < offset]
         if tail.offset >= offset:

@@ -83,7 +83,8 @@ from harn_ls.cache.tail import (
     read_tombstones,
     stores_only,
 )
-from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
+from harn_ls.formats.memory import MemoryNamespace
+from harn_ls.formats.memory_record import MemoryRecord
 from harn_ls.formats.pattern_learning import NAMESPACE as PATTERN_NS  # (its projection is cached per entry)
 from harn_ls.formats.problems import Problem
 from harn_ls.util.safe_read import file_stamp, stat_stamp

@@ -34,7 +34,8 @@ import orjson
 
 from harn_ls.cache.rows import CacheInvalid, _checked, _pread_all
 from harn_ls.formats.jsonl import JsonlLine
-from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, MemoryRecord, add_seq
+from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, add_seq
+from harn_ls.formats.memory_record import MemoryRecord
 
 TAIL_KEEP_MAX = 1 << 20  # appended bytes past a kept entry's offset, at most (each run applies them again)
 TAIL_KEEP_MIN = 64 << 10  # and below this, kept whatever the namespace's size (else a quarter of its bytes)
@@ -188,7 +189,8 @@ def _rows_of(ids: bytes, wanted: list[str]) -> dict[str, list[int]]:
 def stores_only(lines: Iterable[JsonlLine]) -> bool:
     """Whether every line is a store event or a line that does not parse (a problem)."""
     # (a line without a problem holds its object)
-    return all(ln.problem is not None or ln.value.get("type") == "store" for ln in lines)  # type: ignore[union-attr]
+    return all(ln.problem is not None or ln.decoded is not None or ln.value.get("type") == "store"  # type: ignore[union-attr]
+               for ln in lines)
 
 
 def read_tombstones(cache, tombs_desc, records_fh, records_desc) -> set[str] | None:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from harn_ls.formats.fact_types import Evidence as Evidence
     from harn_ls.formats.fact_types import Fact as Fact
     from harn_ls.formats.fact_types import FileRange as FileRange
-    from harn_ls.formats.memory import MemoryRecord
+    from harn_ls.formats.memory_record import MemoryRecord
 
     # One memory record's seq, the fact it holds (None: it holds none that Harn's recall would take) and
     # the problems found in it: how a namespace's facts are kept, cached and restored.

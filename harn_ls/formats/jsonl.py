@@ -10,7 +10,7 @@ chunks, so a multi-gigabyte log never sits in memory at once.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import field
 from typing import Any
 
@@ -45,6 +45,7 @@ class JsonlLine:
     offset: int  # byte offset of the line start
     value: JsonObject | None
     problem: Problem | None = None
+    decoded: object = None  # what the tail's typed decoder made of the line (`value` is None then)
 
 
 @lean_dataclass(slots=True)
@@ -59,9 +60,14 @@ class JsonlBatch:
 class JsonlTail:
     """Incremental reader for one JSONL file."""
 
-    def __init__(self, path: str, *, chunk_bytes: int = CHUNK_BYTES) -> None:
+    def __init__(self, path: str, *, chunk_bytes: int = CHUNK_BYTES,
+                 decode: Callable[[bytes], object | None] | None = None) -> None:
+        """`decode`: a typed decoder tried first on each line short and sparse enough; what it
+        returns (not None) is the line's `decoded`, and a line it returns None for is parsed and
+        judged as without one."""
         self.path = path
         self._chunk = chunk_bytes
+        self._decode = decode
         self._restart()
 
     def _restart(self) -> None:
@@ -189,6 +195,7 @@ class JsonlTail:
         offset = self.offset
         line_no = self.line_no
         crlf = b"\r" in data  # else no line needs its CR cut
+        decode = self._decode
         for raw in data.split(b"\n")[:-1]:
             line_no += 1
             start = offset
@@ -204,6 +211,9 @@ class JsonlTail:
             # parse and is dropped there too.
             if not few_containers(raw):
                 value = None
+            elif decode is not None and (decoded := decode(raw)) is not None:
+                append(JsonlLine(line_no, start, None, None, decoded))
+                continue
             else:
                 try:
                     value = loads(raw)

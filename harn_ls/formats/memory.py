@@ -13,42 +13,18 @@ cold read of the whole file.
 
 from __future__ import annotations
 
-import operator
 import os
-import sys
 from _thread import get_ident
 from collections.abc import Callable, Iterable
 from dataclasses import field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any
 
-import orjson
-
-from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.jsonl import JsonlLine
+from harn_ls.formats.memory_record import EMPTY_FLAGS, MemoryRecord, memory_record, pack_json, shared_tags, value_text
 from harn_ls.formats.problems import Problem, Severity
-from harn_ls.util.json_types import JsonObject, JsonValue
+from harn_ls.util.json_types import JsonObject
 from harn_ls.util.lean_dataclass import lean_dataclass
 from harn_ls.util.shared_ints import shared
-
-if TYPE_CHECKING:  # (a TypedDict for the checker only: `to_json` builds a plain dict)
-    from typing import NotRequired, TypedDict
-
-    class MemoryRecordJson(TypedDict):
-        """`MemoryRecord.to_json()`: a record as the CLI and the tests compare it."""
-
-        id: str
-        namespace: str
-        key: str
-        value: JsonValue
-        text: str
-        tags: list[str]
-        stored_at: str
-        provenance: JsonValue
-        status: str | None
-        scope: str | None
-        flags: JsonObject
-        sequence: int
-        updated_at: NotRequired[str]
 
 EVENT_TYPES = ("store", "forget", "open", "update")
 
@@ -62,36 +38,6 @@ CODE_UPDATE_UNKNOWN = "HL-MEM-004"
 _NO_TAGS: list[str] = []
 _NO_FLAGS: JsonObject = {}
 
-
-class _EmptyFlags(dict[str, JsonValue]):
-    """An empty dict that refuses to change: being shared by most records, a write into it would
-    give flags to all of them. Still a dict, so equality, `dict(...)` and JSON encoders see `{}`."""
-
-    __slots__ = ()
-
-    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
-        raise TypeError("a record's flags are shared and read-only: build a new dict")
-
-    __setitem__ = __delitem__ = __ior__ = _refuse
-    update = setdefault = pop = popitem = clear = _refuse
-
-
-# The flags of every record stored without any (most): one shared empty dict, not one each (~5 MB
-# at 100k). Nothing modifies a record's flags (an update merges into a new dict; `to_json` copies),
-# and the shared one cannot be modified.
-EMPTY_FLAGS: JsonObject = _EmptyFlags()
-# Tag tuples seen at least twice, each the first of its equal tuples (its strings interned): records
-# share them instead of holding one tuple and one string per tag each (~18 MB at 100k). A tuple seen
-# once waits in _TAGS_SEEN_ONCE: facts carry tags of their own (their evidence refs), and taken in on
-# first sight, 10k such one-off tuples filled the cap, so every namespace read after them shared
-# nothing (~9 MB at 100k). Both bounded: tags are project bytes. Past the cap a new combination is not
-# shared; the seen-once table is emptied when full (a pair split by that is not shared, nothing else).
-_SHARED_TAGS: dict[tuple[str, ...], tuple[str, ...]] = {}
-_SHARED_TAGS_CAP = 1 << 15
-_TAGS_SEEN_ONCE: dict[tuple[str, ...], tuple[str, ...]] = {}
-_TAGS_SEEN_ONCE_CAP = 1 << 15
-# The fields Harn writes in every store event (flags, provenance, status and scope are optional).
-_STORE_FIELDS = operator.itemgetter("id", "key", "stored_at", "text", "tags")
 
 DEFAULT_CONFIG = {"backend": "bm25", "embed_model_hint": "default", "bm25_weight": 0.5, "cosine_weight": 0.5}
 
@@ -108,212 +54,6 @@ _BUILDS: dict[int, int] = {}
 def builds_here() -> int:
     """How many restored namespaces the calling thread has built so far."""
     return _BUILDS.get(get_ident(), 0)
-
-
-def shared_tags(tags: Iterable[str]) -> tuple[str, ...]:
-    """tuple(tags), as the one tuple equal records share once it has been seen twice (see _SHARED_TAGS)."""
-    key = tuple(tags)
-    got = _SHARED_TAGS.get(key)
-    if got is not None:
-        return got
-    first = _TAGS_SEEN_ONCE.pop(key, None)
-    if first is not None:  # the second sighting: the first one's tuple is the shared one from now on
-        if len(_SHARED_TAGS) < _SHARED_TAGS_CAP:
-            _SHARED_TAGS[first] = first
-        return first
-    key = tuple(sys.intern(t) if type(t) is str else t for t in key)  # (one string per tag, shared or not)
-    if len(_TAGS_SEEN_ONCE) >= _TAGS_SEEN_ONCE_CAP:
-        _TAGS_SEEN_ONCE.clear()
-    _TAGS_SEEN_ONCE[key] = key
-    return key
-
-
-def pack_json(value: Any) -> Any:
-    """A dict or list parsed by orjson, as its compact JSON bytes (what MemoryRecord keeps as its
-    provenance: a two-key dict of a run id, its strings and its table took ~330 bytes, the bytes
-    ~110; 30k of them at 100k events). Anything else, or a value orjson would not write back the
-    same (it always does for what it parsed), is returned as it is."""
-    if type(value) in _PLAIN_JSON and value:
-        try:
-            packed = orjson.dumps(value)
-        except (TypeError, orjson.JSONEncodeError):
-            return value
-        # (copied: the bytes orjson returns keep the 4 KB buffer they were written in, whatever their length)
-        return memoryview(packed).tobytes()
-    return value
-
-
-_RECORD_FIELDS = ("id", "namespace", "key", "value", "text", "tags", "stored_at", "seq", "line_no", "provenance",
-                  "status", "scope", "flags", "updated_at")
-_FIELD_NAMES = frozenset(_RECORD_FIELDS)
-
-
-class _InText:
-    """The type of IN_TEXT (a named sentinel: its repr says what it stands for)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "IN_TEXT"
-
-    def __reduce__(self) -> str:
-        return "IN_TEXT"  # (copied or pickled, it stays the module's one instance: `is IN_TEXT` holds)
-
-
-# Held instead of a record's value when the value is a dict or list whose compact JSON is exactly
-# the record's text (every dict value Harn stores: `text = serde_json::to_string(value)`): the prose
-# is then kept once, as the text, and `value` parses it again when read (~2 us for a note). At 100k
-# events that is ~47 MB of value dicts a server no longer holds (`MemoryRecord.value_json`).
-IN_TEXT: Any = _InText()
-_PLAIN_JSON = (dict, list)
-
-
-class MemoryRecord:
-    """One active (or hidden) store, as projected. Treated as immutable: an update makes a new
-    record (`with_changes`). A plain slots class, not a frozen dataclass: a cold load builds one
-    per store, and the frozen `__init__` (one `object.__setattr__` per field) cost ~4 us each."""
-
-    __slots__ = tuple(f"_{name}" if name in ("value", "provenance") else name for name in _RECORD_FIELDS)
-    id: str
-    namespace: str
-    key: str
-    _value: Any  # the value, or IN_TEXT when `text` is its compact JSON (see `value`)
-    text: str
-    tags: tuple[str, ...]
-    stored_at: str
-    seq: int  # sequence of the store event (tie-break)
-    line_no: int  # 1-based line of the store event
-    _provenance: Any  # the provenance, or its compact JSON as bytes (see `provenance`, pack_json)
-    status: str | None
-    scope: str | None
-    flags: JsonObject  # EMPTY_FLAGS (shared, read-only) when the store had none
-    updated_at: str | None
-
-    def __init__(self, id: str, namespace: str, key: str, value: Any, text: str, tags: tuple[str, ...],
-                 stored_at: str, seq: int, line_no: int, provenance: Any = None, status: str | None = None,
-                 scope: str | None = None, flags: JsonObject | None = None, updated_at: str | None = None) -> None:
-        self.id = id
-        self.namespace = namespace
-        self.key = key
-        self._value = value
-        self.text = text
-        self.tags = tags
-        self.stored_at = stored_at
-        self.seq = seq
-        self.line_no = line_no
-        self._provenance = provenance
-        self.status = status
-        self.scope = scope
-        self.flags = EMPTY_FLAGS if flags is None else flags
-        self.updated_at = updated_at
-
-    @property
-    def provenance(self) -> Any:
-        """Where the record came from (kept packed, as its compact JSON, when it is a dict or list:
-        `pack_json`; parsed again on each read, an equal value and a new object each time)."""
-        prov = self._provenance
-        return orjson.loads(prov) if type(prov) is bytes else prov
-
-    def provenance_json(self) -> Any:
-        """The provenance for a document about to be encoded by orjson: a packed one as an
-        orjson.Fragment of its bytes (the same output, without parsing it first)."""
-        prov = self._provenance
-        return orjson.Fragment(prov) if type(prov) is bytes else prov
-
-    @property
-    def value(self) -> Any:
-        """The stored value (for a record that keeps it as its text, parsed again on each read: an
-        equal value, a new object each time)."""
-        value = self._value
-        return orjson.loads(self.text) if value is IN_TEXT else value
-
-    @property
-    def value_in_text(self) -> bool:
-        """Whether the value is held as the text only (the text is exactly its compact JSON)."""
-        return self._value is IN_TEXT
-
-    def value_json(self) -> str:
-        """`serde_compact(self.value)` (Harn's compact JSON of the value). When that is exactly the
-        record's text and the value a dict or list, the record keeps the text only from then on
-        (`IN_TEXT`): an equal value is parsed from it whenever read. Only values orjson writes as
-        serde_json does are folded (no integer beyond 64 bits, no float spelled with `e+`), so
-        parsing the text gives back an equal value."""
-        value = self._value
-        if value is IN_TEXT:
-            return self.text
-        if type(value) in _PLAIN_JSON:
-            try:
-                js = orjson.dumps(value).decode("utf-8")
-            except (TypeError, ValueError):
-                return serde_compact(value)
-            if "e+" in js:  # (a float orjson spells otherwise than serde_json)
-                return serde_compact(value)
-            if js == self.text:
-                self._value = IN_TEXT
-            return js
-        return serde_compact(value)
-
-    def _fields(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in _RECORD_FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()
-
-    __hash__ = None  # type: ignore[assignment]  # value and flags are dicts: as unhashable as the dataclass was
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in _RECORD_FIELDS)
-        return f"MemoryRecord({inner})"
-
-    def with_changes(self, **changes: Any) -> MemoryRecord:
-        """A copy with some fields replaced (the record itself is never modified)."""
-        unknown = changes.keys() - _FIELD_NAMES
-        if unknown:
-            raise TypeError(f"MemoryRecord has no field {sorted(unknown)[0]!r}")
-        get = changes.get
-        # (a value kept as the text stays so while neither changes: not parsed only to be copied)
-        value = get("value", self.value if "text" in changes else self._value)
-        return MemoryRecord(
-            get("id", self.id), get("namespace", self.namespace), get("key", self.key), value,
-            get("text", self.text), get("tags", self.tags), get("stored_at", self.stored_at), get("seq", self.seq),
-            get("line_no", self.line_no), get("provenance", self._provenance), get("status", self.status),
-            get("scope", self.scope), get("flags", self.flags), get("updated_at", self.updated_at))
-
-    def to_json(self) -> MemoryRecordJson:
-        out: MemoryRecordJson = {
-            "id": self.id,
-            "namespace": self.namespace,
-            "key": self.key,
-            "value": self.value,
-            "text": self.text,
-            "tags": list(self.tags),
-            "stored_at": self.stored_at,
-            "provenance": self.provenance,
-            "status": self.status,
-            "scope": self.scope,
-            "flags": dict(self.flags),  # (a copy: the caller may modify it; the record's may be shared)
-            "sequence": self.seq,
-        }
-        if self.updated_at:
-            out["updated_at"] = self.updated_at
-        return out
-
-
-def fold_values(records: Iterable[MemoryRecord]) -> None:
-    """Have each record whose text is exactly its value's compact JSON keep the text only
-    (`MemoryRecord.value_json`; answers do not change). A long-lived model does it as the log is
-    read, so the value dicts are freed batch by batch (their memory reused by the next batch)
-    instead of when the recall index analyses the records, leaving holes all over the heap: ~35 MB
-    less RSS for a server at 100k events, for a JSON encoding per store (~1.5 us)."""
-    for record in records:
-        record.value_json()
-
-
-def value_text(value: Any) -> str:
-    """Harn's `value_to_search_text`: strings verbatim, anything else compact JSON."""
-    return value if isinstance(value, str) else serde_compact(value)
 
 
 @lean_dataclass(slots=True)
@@ -455,19 +195,18 @@ class MemoryNamespace:
     # -- mutation ------------------------------------------------------------
     def apply_lines(self, lines: Iterable[JsonlLine]) -> MemoryDelta:
         delta = MemoryDelta()
-        store = self._store
         for line in lines:
             if line.problem is not None:
                 self.problems.append(line.problem)
                 continue
-            event: JsonObject = line.value  # type: ignore[assignment]  # a line without a problem holds its object
-            if event.get("type") == "store":  # most events: _apply_event's dispatch, inlined
+            decoded = line.decoded
+            if decoded is not None:  # a store line decoded into its record (decode_store_line): most events
                 seq = self.seq
                 self.seq = seq + 1
                 self.event_count += 1
-                store(event, seq, line.line_no, delta)
-            else:
-                self._apply_event(event, line.line_no, delta)
+                self._store_decoded(decoded, seq, line.line_no, delta)  # type: ignore[arg-type]  # (what it decodes)
+            else:  # (a line without a problem holds its object)
+                self._apply_event(line.value, line.line_no, delta)  # type: ignore[arg-type]
         delta.compact()
         return delta
 
@@ -493,47 +232,45 @@ class MemoryNamespace:
             self._open(event, line_no, delta)
 
     def _store(self, event: JsonObject, seq: int, line_no: int, delta: MemoryDelta) -> None:
+        """A store line the decoder left (`decode_store_line`), checked field by field."""
         get = event.get
-        try:  # the fields Harn writes in every store, in one call
-            rid, key, stored_at, text, tags = _STORE_FIELDS(event)
-        except KeyError:
-            rid, key, stored_at = get("id"), get("key"), get("stored_at")
-            text = get("text", "")
-            tags = get("tags", _NO_TAGS)
-        flags = get("flags", _NO_FLAGS)
-        # Every well-formed store passes these exact-type checks (orjson gives plain str/list/dict;
-        # joining the tags raises on any that is not a string); anything else takes the
-        # field-by-field path that names what is wrong.
-        well_formed = (type(rid) is str and type(key) is str and type(stored_at) is str and type(text) is str
-                       and type(tags) is list and type(flags) is dict and "value" in event)
-        if well_formed and tags:
-            try:
-                "".join(tags)
-            except TypeError:
-                well_formed = False
-        if not well_formed:
-            rid, key, stored_at = _str(event, "id"), _str(event, "key"), _str(event, "stored_at")
-            bad = [n for n, ok in (("id", rid is not None), ("key", key is not None), ("stored_at", stored_at is not None),
-                                   ("value", "value" in event), ("text", isinstance(text, str)),
-                                   ("tags", isinstance(tags, list) and all(isinstance(t, str) for t in tags)),
-                                   ("flags", isinstance(flags, dict))) if not ok]
-            if bad:
-                self._problem(line_no, CODE_BAD_FIELD,
-                    f"store event has missing or wrong-typed field(s): {', '.join(bad)}; "
-                    "Harn rejects the whole namespace until fixed",
-                    Severity.ERROR)
-                return
+        rid, key, stored_at = _str(event, "id"), _str(event, "key"), _str(event, "stored_at")
+        text, tags, flags = get("text", ""), get("tags", _NO_TAGS), get("flags", _NO_FLAGS)
+        bad = [n for n, ok in (("id", rid is not None), ("key", key is not None), ("stored_at", stored_at is not None),
+                               ("value", "value" in event), ("text", isinstance(text, str)),
+                               ("tags", isinstance(tags, list) and all(isinstance(t, str) for t in tags)),
+                               ("flags", isinstance(flags, dict))) if not ok]
+        if bad or rid is None or key is None or stored_at is None:  # (`bad` names any of the three that is)
+            self._problem(line_no, CODE_BAD_FIELD,
+                f"store event has missing or wrong-typed field(s): {', '.join(bad)}; "
+                "Harn rejects the whole namespace until fixed",
+                Severity.ERROR)
+            return
         self.last_event_at = stored_at
         value = event["value"]
         seq, line_no = shared(seq), shared(line_no)  # (one object per number across records and namespaces)
         if text == value:
             text = value  # a string value is its own text (§C.2): keep one copy, not two
         status, scope = get("status"), get("scope")
-        record = MemoryRecord(
+        record = memory_record(
             rid, self.namespace, key, value, text, shared_tags(tags), stored_at, seq, line_no, pack_json(get("provenance")),
             status if isinstance(status, str) else None, scope if isinstance(scope, str) else None,
             dict(flags) if flags else EMPTY_FLAGS,
         )
+        self._keep(record, delta)
+
+    def _store_decoded(self, record: MemoryRecord, seq: int, line_no: int, delta: MemoryDelta) -> None:
+        """A store line's record as decoded (every field checked in C, value and provenance in the
+        forms `_store` gives them), placed as `_store` places the record it builds."""
+        record.namespace = self.namespace
+        record.seq, record.line_no = shared(seq), shared(line_no)
+        record.updated_at = None  # (a store event's own updated_at is not the record's)
+        record.tags = shared_tags(record.tags)
+        self.last_event_at = record.stored_at
+        self._keep(record, delta)
+
+    def _keep(self, record: MemoryRecord, delta: MemoryDelta) -> None:
+        rid, line_no, seq = record.id, record.line_no, record.seq
         if rid in self.forgotten:
             self.hidden.append(record)
             self._problem(line_no, CODE_HIDDEN_BY_TOMBSTONE,

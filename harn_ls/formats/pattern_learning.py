@@ -26,7 +26,7 @@ from typing import TypeVar
 
 from harn_ls.formats.harn_time import date_iso_plus_days
 from harn_ls.formats.jsonl import JsonlTail
-from harn_ls.formats.memory import MemoryRecord
+from harn_ls.formats.memory_record import MemoryRecord
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.util.json_types import JsonObject, JsonValue
 from harn_ls.util.lean_dataclass import lean_dataclass

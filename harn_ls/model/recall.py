@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # numpy (via recall) is imported only when recall is used: `i
 
     from harn_ls.cache.rows import RowReader
     from harn_ls.cache.store import ProjectCache
-    from harn_ls.formats.memory import MemoryRecord
+    from harn_ls.formats.memory_record import MemoryRecord
     from harn_ls.recall import RecallEngine
     from harn_ls.util.progress import WorkProgress
 

@@ -22,7 +22,8 @@ from harn_ls.formats import pattern_learning as pl_fmt
 from harn_ls.formats import runs as runs_fmt
 from harn_ls.formats.harn_time import date_now_iso
 from harn_ls.formats.jsonl import JsonlTail
-from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, fold_values, namespace_of
+from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, namespace_of
+from harn_ls.formats.memory_record import decode_store_line, fold_values
 from harn_ls.formats.problems import Problem, Severity
 from harn_ls.model.change_kinds import RESCAN_KINDS, ChangeKind, ChangeSet, K  # noqa: F401 (ChangeSet re-exported)
 from harn_ls.model.facts import FactsPart
@@ -37,7 +38,7 @@ if TYPE_CHECKING:  # numpy (recall), sqlite3 (sessions) load only when used: `in
     from harn_ls.formats import session_store as ss_fmt
     from harn_ls.formats import skills as skills_fmt
     from harn_ls.formats.facts import FactsSource
-    from harn_ls.formats.memory import MemoryRecord
+    from harn_ls.formats.memory_record import MemoryRecord
     from harn_ls.model.event_logs import EventLogState
     from harn_ls.recall import RecallEngine
 
@@ -49,6 +50,8 @@ CODE_ENV_REFUSED = "HL-ENV-001"  # a location variable harn-ls does not follow (
 
 def _holds_fact(record: MemoryRecord) -> bool:
     """Whether a record's value is a fact envelope (only those are facts, or have fact problems)."""
+    if not record.might_hold_key("schema"):
+        return False
     value = record.value
     return isinstance(value, dict) and value.get("schema") == facts_fmt.FACT_SCHEMA
 
@@ -268,7 +271,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
         if self._leaves_project_reported(path):
             return  # a symlink out of the project: reported, never followed
         self._ns_path[ns] = path
-        tail = self._tails[path] = JsonlTail(path)
+        tail = self._tails[path] = JsonlTail(path, decode=decode_store_line)
         cache = self._project_cache
         restored = cache.restore_namespace(ns, path, tail) if cache is not None and self._recall is None else None
         if restored is None:
@@ -379,8 +382,7 @@ class Workspace(FactsPart, RunsPart, RecallPart):
                 changes.kinds.add(K.FACTS)
                 self._unindex_fact(fact, (ns, record.seq), changes)
         for record in delta.added:
-            value = record.value  # only harn.fact.v1 values are facts (checked inline: once per store of a cold load)
-            if not (isinstance(value, dict) and value.get("schema") == facts_fmt.FACT_SCHEMA):
+            if not _holds_fact(record):  # only harn.fact.v1 values are facts
                 continue
             fact, problems = facts_fmt.fact_from_record(record, self.root, path)
             if problems:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, ItemsView, Iterator, Mapping
 
-from harn_ls.formats.memory import MemoryRecord
+from harn_ls.formats.memory_record import MemoryRecord
 from harn_ls.util.shared_ints import shared, shared_range
 
 

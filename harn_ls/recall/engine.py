@@ -9,7 +9,8 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, cast
 
-from harn_ls.formats.memory import MemoryDelta, MemoryRecord
+from harn_ls.formats.memory import MemoryDelta
+from harn_ls.formats.memory_record import MemoryRecord
 from harn_ls.recall.docs import _LazyDocs
 from harn_ls.recall.index import NamespaceIndex
 from harn_ls.recall.results import DEFAULT_K, Explain, Hit, Mode, NamespaceOutcome, RecallResult, _newest_sort, _tie_sort, clamp_k

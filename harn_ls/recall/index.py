@@ -13,7 +13,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from harn_ls.formats.memory import DEFAULT_CONFIG, MemoryDelta, MemoryRecord
+from harn_ls.formats.memory import DEFAULT_CONFIG, MemoryDelta
+from harn_ls.formats.memory_record import MemoryRecord
 from harn_ls.recall.arrays import grown, own_copy, small_uint
 from harn_ls.recall.docs import _Doc, _LazyDocs, _TermIds
 from harn_ls.recall.overflow import OverflowByTerm

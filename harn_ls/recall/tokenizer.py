@@ -11,7 +11,7 @@ from itertools import count
 
 import numpy as np
 
-from harn_ls.formats.memory import MemoryRecord
+from harn_ls.formats.memory_record import MemoryRecord
 
 # --------------------------------------------------------------------------
 # Tokenizer

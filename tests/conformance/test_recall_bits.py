@@ -22,7 +22,8 @@ import math
 import random
 
 from harn_ls.formats.jsonl import JsonlLine
-from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, value_text
+from harn_ls.formats.memory import MemoryDelta, MemoryNamespace
+from harn_ls.formats.memory_record import value_text
 from harn_ls.recall import RecallEngine, searchable_text, tokenize
 from tests.helpers.samples import SAMPLES
 

@@ -14,7 +14,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from harn_ls.formats import jsonl
-from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
+from harn_ls.formats.memory import MemoryNamespace
+from harn_ls.formats.memory_record import MemoryRecord, memory_record
 from harn_ls.formats.runs import read_run_record
 from harn_ls.formats.transcripts import transcript_from_value, transcript_summary_from_value
 from harn_ls.util.safe_read import SMALL_CONTAINERS, json_density_problem
@@ -135,7 +136,7 @@ def _record(**over) -> MemoryRecord:
     fields = dict(id="m1", namespace="n", key="k", value={"a": 1}, text="t", tags=("x",), stored_at="2026", seq=3,
                   line_no=4)
     fields.update(over)
-    return MemoryRecord(**fields)
+    return memory_record(**fields)
 
 
 def test_memory_record_compares_by_fields_and_copies_with_changes():

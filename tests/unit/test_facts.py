@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from harn_ls.formats import facts as F
 from harn_ls.formats.harn_json import serde_compact, sha256_hex, stringify
 from harn_ls.formats.jsonl import JsonlTail
-from harn_ls.formats.memory import MemoryNamespace, MemoryRecord
+from harn_ls.formats.memory import MemoryNamespace
+from harn_ls.formats.memory_record import MemoryRecord, memory_record
 from harn_ls.formats.problems import Severity
 from tests.helpers.samples import SAMPLES  # noqa: E402
 
@@ -457,7 +458,7 @@ def test_parse_file_range_non_string() -> None:
 
 
 def _record(value, *, rid="fact_x", key="fact:claim:fact_x", line_no=7) -> MemoryRecord:
-    return MemoryRecord(id=rid, namespace="project/facts", key=key, value=value, text="", tags=(),
+    return memory_record(id=rid, namespace="project/facts", key=key, value=value, text="", tags=(),
                         stored_at="2026-05-02T09:20:11Z", seq=0, line_no=line_no)
 
 

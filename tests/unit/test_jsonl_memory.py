@@ -8,8 +8,12 @@ import os
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harn_ls.formats.jsonl import CODE_INVALID_JSON, CODE_INVALID_UTF8, CODE_NOT_OBJECT, JsonlTail
+from harn_ls.formats.jsonl import CODE_INVALID_JSON, CODE_INVALID_UTF8, CODE_NOT_OBJECT, JsonlLine, JsonlTail
 from harn_ls.formats.memory import CODE_HIDDEN_BY_TOMBSTONE, CODE_UNKNOWN_TYPE, MemoryNamespace
+
+
+def _line(value, n):
+    return JsonlLine(n, 0, value)
 
 
 def store(i, key=None, **extra):
@@ -73,22 +77,14 @@ def test_bad_lines_become_problems_and_the_rest_loads(tmp_path):
 def test_wrong_field_types_are_reported():
     ns = MemoryNamespace("ns", "/x/events.jsonl")
 
-    class L:
-        def __init__(self, value, n):
-            self.value, self.line_no, self.problem, self.offset = value, n, None, 0
-
-    ns.apply_lines([L({**store("a"), "tags": "oops"}, 1), L({**store("b"), "stored_at": 5}, 2), L(store("c"), 3),
-                    L({"type": "forget", "id": "f", "forgotten_ids": "c"}, 4)])
+    ns.apply_lines([_line({**store("a"), "tags": "oops"}, 1), _line({**store("b"), "stored_at": 5}, 2), _line(store("c"), 3),
+                    _line({"type": "forget", "id": "f", "forgotten_ids": "c"}, 4)])
     assert [r.id for r in ns.records()] == ["c"]
     assert [p.line for p in ns.problems] == [1, 2, 4]
 
 
 def test_projection_rules():
     ns = MemoryNamespace("ns", "/x/events.jsonl")
-
-    class L:
-        def __init__(self, value, n):
-            self.value, self.line_no, self.problem, self.offset = value, n, None, 0
 
     events = [
         store("a", tags=["x"]),
@@ -104,7 +100,7 @@ def test_projection_rules():
         store("ghost"),  # stored after its id was forgotten: hidden forever
         {"type": "update", "id": "ghost", "namespace": "ns", "text": "nope", "updated_at": "u3"},
     ]
-    ns.apply_lines([L(e, i + 1) for i, e in enumerate(events)])
+    ns.apply_lines([_line(e, i + 1) for i, e in enumerate(events)])
     recs = ns.records()
     assert [(r.id, r.key) for r in recs] == [("a", "k-a"), ("dup", "first"), ("dup", "second")]
     assert recs[2].text == "patched" and recs[2].flags == {"f": True} and recs[1].text == "t dup"
@@ -119,11 +115,7 @@ def test_projection_rules():
 def _project(lines):
     ns = MemoryNamespace("ns", "/x/events.jsonl")
 
-    class L:
-        def __init__(self, value, n):
-            self.value, self.line_no, self.problem, self.offset = value, n, None, 0
-
-    ns.apply_lines([L(e, i + 1) for i, e in enumerate(lines)])
+    ns.apply_lines([_line(e, i + 1) for i, e in enumerate(lines)])
     return ns
 
 

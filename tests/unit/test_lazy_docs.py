@@ -3,12 +3,12 @@ restore handed over (the row reader's) is never changed by them."""
 
 from __future__ import annotations
 
-from harn_ls.formats.memory import MemoryRecord
+from harn_ls.formats.memory_record import MemoryRecord, memory_record
 from harn_ls.recall.docs import _LazyDocs
 
 
 def _record(seq: int) -> MemoryRecord:
-    return MemoryRecord(f"id-{seq}", "ns", f"k{seq}", f"text {seq}", f"text {seq}", (), "2026-01-01T00:00:00Z", seq, seq)
+    return memory_record(f"id-{seq}", "ns", f"k{seq}", f"text {seq}", f"text {seq}", (), "2026-01-01T00:00:00Z", seq, seq)
 
 
 def test_appends_take_the_next_slots_and_leave_the_restored_list_alone():

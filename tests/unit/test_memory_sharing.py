@@ -8,9 +8,10 @@ import sys
 import orjson
 
 from harn_ls.cache.rows import record_from_row, record_row
-from harn_ls.formats import memory
+from harn_ls.formats import memory_record as records_module
 from harn_ls.formats.jsonl import JsonlLine
-from harn_ls.formats.memory import EMPTY_FLAGS, MemoryNamespace, shared_tags
+from harn_ls.formats.memory import MemoryNamespace
+from harn_ls.formats.memory_record import EMPTY_FLAGS, shared_tags
 
 
 def store(i, tags, **extra):
@@ -58,33 +59,33 @@ def test_restored_row_equals_projected_record():
 
 
 def test_past_the_cap_tags_are_still_right_but_not_kept(monkeypatch):
-    monkeypatch.setattr(memory, "_SHARED_TAGS", {})
-    monkeypatch.setattr(memory, "_TAGS_SEEN_ONCE", {})
-    monkeypatch.setattr(memory, "_SHARED_TAGS_CAP", 2)
+    monkeypatch.setattr(records_module, "_SHARED_TAGS", {})
+    monkeypatch.setattr(records_module, "_TAGS_SEEN_ONCE", {})
+    monkeypatch.setattr(records_module, "_SHARED_TAGS_CAP", 2)
     for _ in range(2):  # (shared from the second sighting)
         assert shared_tags(["a"]) == ("a",) and shared_tags(["b"]) == ("b",)
     got = shared_tags(iter(["c", "d"]))
     again = shared_tags(["c", "d"])
-    assert got == again == ("c", "d") and len(memory._SHARED_TAGS) == 2 and ("c", "d") not in memory._SHARED_TAGS
-    assert shared_tags(["a"]) is memory._SHARED_TAGS[("a",)]
+    assert got == again == ("c", "d") and len(records_module._SHARED_TAGS) == 2 and ("c", "d") not in records_module._SHARED_TAGS
+    assert shared_tags(["a"]) is records_module._SHARED_TAGS[("a",)]
     for _ in range(3):
         assert shared_tags(["c", "d"]) == ("c", "d")
-    assert ("c", "d") not in memory._SHARED_TAGS and len(memory._SHARED_TAGS) == 2  # past the cap: never kept
+    assert ("c", "d") not in records_module._SHARED_TAGS and len(records_module._SHARED_TAGS) == 2  # past the cap: never kept
 
 
 def test_tags_seen_once_do_not_use_up_the_shared_table(monkeypatch):
     # A fact's tags name its evidence: thousands of one-off tuples must not keep the ordinary
     # combinations of every later namespace from being shared.
-    monkeypatch.setattr(memory, "_SHARED_TAGS", {})
-    monkeypatch.setattr(memory, "_TAGS_SEEN_ONCE", {})
-    monkeypatch.setattr(memory, "_SHARED_TAGS_CAP", 4)
-    monkeypatch.setattr(memory, "_TAGS_SEEN_ONCE_CAP", 50)
+    monkeypatch.setattr(records_module, "_SHARED_TAGS", {})
+    monkeypatch.setattr(records_module, "_TAGS_SEEN_ONCE", {})
+    monkeypatch.setattr(records_module, "_SHARED_TAGS_CAP", 4)
+    monkeypatch.setattr(records_module, "_TAGS_SEEN_ONCE_CAP", 50)
     for i in range(120):  # one-off tuples, more than the seen-once table holds
         assert shared_tags([f"fact:evidence_ref:src/m{i}.py:1-2", "fact"]) == (f"fact:evidence_ref:src/m{i}.py:1-2", "fact")
-    assert memory._SHARED_TAGS == {} and len(memory._TAGS_SEEN_ONCE) <= 50
+    assert records_module._SHARED_TAGS == {} and len(records_module._TAGS_SEEN_ONCE) <= 50
     first = shared_tags(["bug", "ledger"])
     second = shared_tags(["bug" + "", "led" + "ger"])
-    assert first is second and memory._SHARED_TAGS == {("bug", "ledger"): first}
+    assert first is second and records_module._SHARED_TAGS == {("bug", "ledger"): first}
     space = project(store("x", ["bug", "ledger"]), store("y", ["bug", "ledger"]))
     assert space.get("x").tags is space.get("y").tags is first
     # every tag string is interned, shared tuple or not

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from harn_ls.formats import pattern_learning as pl
 from harn_ls.formats.jsonl import JsonlTail
-from harn_ls.formats.memory import MemoryNamespace, MemoryRecord, value_text
+from harn_ls.formats.memory import MemoryNamespace
+from harn_ls.formats.memory_record import MemoryRecord, memory_record, value_text
 from harn_ls.formats.skills.writer import is_valid_skill_name
 from tests.helpers.samples import SAMPLES  # noqa: E402
 from tests.oracles import pattern_learning as plor
@@ -76,7 +77,7 @@ def test_spec_example_projects(tmp_path):
 
 def rec(seq: int, kind: str, value, *, rid: str | None = None, tags=None, stored_at="2026-05-02T09:00:00.000Z") -> MemoryRecord:
     full = pl.pattern_record_value(value, kind) if isinstance(value, dict) else value
-    return MemoryRecord(id=rid or f"r{seq}", namespace=NS, key=f"{kind}:{seq}", value=full, text="",
+    return memory_record(id=rid or f"r{seq}", namespace=NS, key=f"{kind}:{seq}", value=full, text="",
                         tags=tuple(tags if tags is not None else pl.pattern_tags(kind)), stored_at=stored_at,
                         seq=seq, line_no=seq + 1)
 
@@ -107,7 +108,7 @@ def test_wrong_typed_and_wrong_schema_records_are_problems_rest_loads():
         rec(6, "observation", {"id": 42, "prompt": "hi"}),
         rec(7, "state", {"enabled": "yes", "suppressed_until": {"a": "2030-01-01T00:00:00Z", "b": 5}, "updated_at": "z"}),
         rec(8, "pending", {"id": "p", "support": 1, "record_kind": "observation"}),
-        MemoryRecord(id="untagged", namespace=NS, key="x", value={"schema": pl.SCHEMA}, text="", tags=("misc",),
+        memory_record(id="untagged", namespace=NS, key="x", value={"schema": pl.SCHEMA}, text="", tags=("misc",),
                      stored_at="t", seq=9, line_no=10),
     ]
     records[3] = records[3].with_changes(value={**records[3].value, "schema": "harn.pattern_learning.v0"})

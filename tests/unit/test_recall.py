@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from harn_ls.formats.harn_json import serde_compact, sha256_hex
 from harn_ls.formats.jsonl import JsonlLine, JsonlTail
-from harn_ls.formats.memory import MemoryDelta, MemoryNamespace, MemoryRecord, value_text
+from harn_ls.formats.memory import MemoryDelta, MemoryNamespace
+from harn_ls.formats.memory_record import MemoryRecord, memory_record, value_text
 from harn_ls.recall import (
     RecallEngine,
     clamp_k,
@@ -115,7 +116,7 @@ def test_tokenizer_agrees_with_isalnum_outside_the_extra_table():
 
 
 def test_searchable_text_layout():
-    r = MemoryRecord(id="m", namespace="t", key="alice", value={"text": "x", "n": 1.0}, text="T",
+    r = memory_record(id="m", namespace="t", key="alice", value={"text": "x", "n": 1.0}, text="T",
                      tags=("a", "b"), stored_at="s", seq=0, line_no=1)
     assert searchable_text(r) == 'alice\nT\na b\n{"text":"x","n":1.0}'
 
@@ -606,7 +607,7 @@ any_values = st.one_of(texts, st.builds(lambda t, n: {"text": t, "n": n}, texts,
 @settings(max_examples=300, deadline=None)
 @given(key=texts, value=any_values, text=st.one_of(st.none(), texts), tags=st.lists(texts, max_size=3))
 def test_analyze_equals_counting_the_tokens_of_the_searchable_text(key, value, text, tags):
-    r = MemoryRecord(id="m", namespace="t", key=key, value=value, text=value_text(value) if text is None else text,
+    r = memory_record(id="m", namespace="t", key=key, value=value, text=value_text(value) if text is None else text,
                      tags=tuple(tags), stored_at="s", seq=0, line_no=1)
     counts, n = analyze(r)
     tokens = tokenize(searchable_text(r))
@@ -690,7 +691,7 @@ def test_bulk_build_merges_and_compaction_match_one_by_one_adds():
 def test_compaction_renumbers_slots_and_forgets_dead_terms():
     with tiny_thresholds():
         idx = NamespaceIndex("n")
-        recs = [MemoryRecord(id=f"r{i}", namespace="n", key=f"k{i}", value=f"common uniq{i}", text=f"common uniq{i}",
+        recs = [memory_record(id=f"r{i}", namespace="n", key=f"k{i}", value=f"common uniq{i}", text=f"common uniq{i}",
                              tags=("tg",) if i % 2 else (), stored_at=f"2026-01-0{1 + i % 3}", seq=i, line_no=i + 1)
                 for i in range(40)]
         idx.add_many(recs)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import tracemalloc
 
-from harn_ls.formats.memory import MemoryRecord
+from harn_ls.formats.memory_record import MemoryRecord, memory_record
 from harn_ls.recall.index import NamespaceIndex
 from harn_ls.recall.tokenizer import ANALYZE_CHUNK_CHARS, analysis_chunks
 
 
 def _record(i: int, text: str) -> MemoryRecord:
-    return MemoryRecord(f"id{i}", "ns", f"k{i}", {"note": i}, text, (), "2026-01-01T00:00:00Z", i, i)
+    return memory_record(f"id{i}", "ns", f"k{i}", {"note": i}, text, (), "2026-01-01T00:00:00Z", i, i)
 
 
 def test_chunks_cut_at_the_record_count_and_at_the_character_budget():

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harn_ls.formats.memory import MemoryRecord
+from harn_ls.formats.memory_record import MemoryRecord, memory_record
 from harn_ls.recall import NamespaceIndex
 from harn_ls.recall.tokenizer import _PACKED_MAX, analyze, analyze_many
 
@@ -35,7 +35,7 @@ def records(draw) -> list[MemoryRecord]:
         if kind == "dict" and draw(st.booleans()):
             text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)  # text = the value's JSON
         tags = tuple(draw(st.lists(texts, max_size=3)))
-        out.append(MemoryRecord(f"id{seq}", "ns", draw(texts), value, text, tags, "2026-01-01T00:00:00Z", seq, seq + 1))
+        out.append(memory_record(f"id{seq}", "ns", draw(texts), value, text, tags, "2026-01-01T00:00:00Z", seq, seq + 1))
     return out
 
 
@@ -61,8 +61,8 @@ def test_long_and_packed_tokens_never_collide():
     # that begins like a packed one, or two long ones sharing a prefix, stay different terms
     long_a, long_b = "abcdefghijklmn", "abcdefghijklworld"
     assert len("abcdefghijkl") == _PACKED_MAX
-    recs = [MemoryRecord("a", "ns", "k", None, f"abcdefghijkl {long_a} {long_b} {long_a}", (), "t", 0, 1),
-            MemoryRecord("b", "ns", "k", None, f"{long_b} café abcdefghijkl", (), "t", 1, 2)]
+    recs = [memory_record("a", "ns", "k", None, f"abcdefghijkl {long_a} {long_b} {long_a}", (), "t", 0, 1),
+            memory_record("b", "ns", "k", None, f"{long_b} café abcdefghijkl", (), "t", 1, 2)]
     got = _by_record(recs)
     assert got[0] == dict(analyze(recs[0])[0])
     assert got[1] == dict(analyze(recs[1])[0])

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harn_ls.formats.memory import MemoryRecord
+from harn_ls.formats.memory_record import memory_record
 from harn_ls.recall import NamespaceIndex, RecallEngine, scoring, tokenize
 from harn_ls.recall.results import Hit, _tie_sort
 from tests.unit.test_recall import Live, reference_recall, store
@@ -185,7 +185,7 @@ def engine_of(sizes: list[int], seed: int) -> RecallEngine:
     engine = RecallEngine()
     for i, n in enumerate(sizes):
         ns = f"ns{i}"
-        recs = [MemoryRecord(id=e["id"], namespace=ns, key=e["key"], value=e["value"], text=e["text"],
+        recs = [memory_record(id=e["id"], namespace=ns, key=e["key"], value=e["value"], text=e["text"],
                              tags=tuple(e["tags"]), stored_at=e["stored_at"], seq=j, line_no=j + 1)
                 for j, e in enumerate(_records(n, seed + i, ns))]
         engine.load(ns, recs)

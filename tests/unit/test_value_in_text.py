@@ -14,7 +14,8 @@ import pytest
 from harn_ls.cache.rows import record_from_row, record_row
 from harn_ls.formats.harn_json import serde_compact
 from harn_ls.formats.jsonl import JsonlLine
-from harn_ls.formats.memory import IN_TEXT, MemoryNamespace, MemoryRecord, fold_values
+from harn_ls.formats.memory import MemoryNamespace
+from harn_ls.formats.memory_record import IN_TEXT, fold_values, memory_record
 from harn_ls.model.workspace import Workspace
 from harn_ls.recall.tokenizer import analyze, searchable_text
 from tests.unit.test_cache import SAMPLE, append, cold, snapshot
@@ -38,7 +39,7 @@ NOTE = {"confidence": 0.49, "source": "chat", "text": "Invoice rounding: \"half-
 def test_folded_record_reads_an_equal_value_and_keeps_one_copy():
     space = project(store("a", NOTE))
     r = space.get("a")
-    twin = MemoryRecord(**{name: getattr(r, name) for name in ("id", "namespace", "key", "value", "text", "tags",
+    twin = memory_record(**{name: getattr(r, name) for name in ("id", "namespace", "key", "value", "text", "tags",
                                                                 "stored_at", "seq", "line_no")})
     before_json, before_analysis, before_search = r.to_json(), analyze(r), searchable_text(r)
     assert r.value_json() == r.text and r.value_in_text and r._value is IN_TEXT
