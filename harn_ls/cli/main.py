@@ -310,7 +310,9 @@ def cmd_hitl(args) -> int:
     want = 2 if verb == "answer" else 1
     if len(rest) != want:
         raise UsageError(f"{verb} needs {'ID VALUE' if want == 2 else 'exactly one ID'}")
-    reviewer = args.reviewer if args.reviewer is not None else _os_user()
+    from harn_ls.util.portable import os_user  # (start-up: getpass only for the HITL answers)
+
+    reviewer = args.reviewer if args.reviewer is not None else os_user()
     try:
         if verb == "finish":
             res = HA.finish_in(ws, rest[0])
@@ -329,16 +331,6 @@ def cmd_hitl(args) -> int:
             sys.stdout.write(f"  note: {res.note}\n")
     return 0
 
-
-def _os_user() -> str:
-    """The default reviewer: the OS user name (never anything from the project)."""
-    # start-up: getpass (with pwd) only for the HITL answers
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except Exception:
-        return ""
 
 
 def cmd_probe(args) -> int:

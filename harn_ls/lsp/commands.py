@@ -12,7 +12,6 @@ A command that refuses or fails answers a JSON-RPC error, as LSP asks, so every 
 
 from __future__ import annotations
 
-import getpass
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -34,6 +33,7 @@ from harn_ls.lsp.progress import with_progress
 from harn_ls.lsp.view_types import CMD_SERVER_OPEN
 from harn_ls.render import make_uri
 from harn_ls.util.message_text import quote
+from harn_ls.util.portable import os_user
 from harn_ls.util.progress import WorkProgress
 
 log = logging.getLogger(__name__)
@@ -215,13 +215,7 @@ async def _project_with_request(ls, rid: str):
 
 
 def _reviewer(ls) -> str:
-    reviewer = ls.settings.hitl.reviewer.strip()
-    if reviewer:
-        return reviewer
-    try:
-        return getpass.getuser()
-    except Exception:
-        return ""
+    return ls.settings.hitl.reviewer.strip() or os_user()
 
 
 async def resume_escalation_command(ls, a: C.ResumeArgs):

@@ -101,6 +101,9 @@ async def _session(reader: asyncio.StreamReader, stream: asyncio.StreamWriter, h
 async def _listen(host: str, port: int, harn: str, allow_probes: bool) -> int:
     token, path = write_token(host, port)
     admit = admission(token, path)
+    # Each connection's session task, held while it runs: never read, but before Python 3.12
+    # asyncio.start_server keeps no reference to the task it makes for a connection, and the event
+    # loop holds tasks only weakly, so a session could be collected mid-flight without this.
     sessions: set[asyncio.Task] = set()
 
     async def on_connect(reader: asyncio.StreamReader, stream: asyncio.StreamWriter) -> None:

@@ -54,3 +54,14 @@ def fd_path(fd: int) -> str | None:
             return None
         return os.fsdecode(raw.split(b"\0", 1)[0])
     return None
+
+
+def os_user() -> str:
+    """The OS user's login name, or "" (the default reviewer of an answer: never anything from the project)."""
+    # start-up: getpass (with pwd) only when asked
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:
+        return ""
