@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import msgspec
 import orjson
@@ -124,6 +124,10 @@ _PLAIN_JSON = (dict, list)
 
 
 
+# An integer no JSON value decodes to (> 0 and < 0): the type of a member a line must not have.
+_NotInALine = Annotated[int, msgspec.Meta(gt=0, lt=0)]
+
+
 def _no_flags() -> JsonObject:
     return EMPTY_FLAGS
 
@@ -150,10 +154,11 @@ class MemoryRecord(msgspec.Struct, kw_only=True, gc=False, eq=False, forbid_unkn
     scope: str | None = None
     # EMPTY_FLAGS (shared, read-only) when the store had none (a line with flags is not decoded)
     _flags: Any = msgspec.field(name="flags", default_factory=_no_flags)
-    # set by the projection (what a line says of these is overwritten)
+    # set by the projection (what a line says of these is overwritten; a line with a seq or line_no
+    # member is not decoded: no value passes `_NOT_IN_A_LINE`, so msgspec never keeps an unchecked number)
     namespace: str = ""
-    seq: int = 0  # sequence of the store event (tie-break)
-    line_no: int = 0  # 1-based line of the store event
+    seq: _NotInALine = 0  # sequence of the store event (tie-break)
+    line_no: _NotInALine = 0  # 1-based line of the store event
     updated_at: str | None = None
 
     @property
@@ -223,6 +228,10 @@ class MemoryRecord(msgspec.Struct, kw_only=True, gc=False, eq=False, forbid_unkn
             return NotImplemented
         return self._fields() == other._fields()
 
+    def __ne__(self, other: object) -> bool:  # (msgspec's own `!=` is by identity once `__eq__` is ours)
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
     __hash__ = None  # type: ignore[assignment]  # value and flags are dicts: unhashable, as always
 
     def __repr__(self) -> str:
@@ -287,6 +296,8 @@ def value_text(value: Any) -> str:
 _STORE_LINE = msgspec.json.Decoder(MemoryRecord)
 _STORE_HEAD = b'{"type":"store",'  # how Harn starts every store line (the tag first)
 _INT_RANGE = range(-(1 << 63), 1 << 64)  # the integers orjson reads as integers (and serde_json: i64, u64)
+_DIGITS = b"0123456789"
+_REFUSED_DIGITS = 309  # the digits of the smallest integer orjson refuses (past f64's 1.8e308)
 
 
 def decode_store_line(line: bytes) -> MemoryRecord | None:
@@ -294,13 +305,16 @@ def decode_store_line(line: bytes) -> MemoryRecord | None:
     that is its compact JSON (`IN_TEXT`); or None, and the line is left to orjson and the
     field-by-field checks (`MemoryNamespace._store`), which name what is wrong.
 
-    Decoded only where both ways give the same record: the line starts as Harn writes a store
-    (so its tag is there and says store), it has no member the record does not know (nothing is
-    skipped unchecked), every field has its type, and it has no flags (rare; shown and merged as
-    dicts). msgspec reads JSON as strictly as orjson (UTF-8, escapes, numbers, `1e400`) but for
-    integers past 64 bits, which it keeps exact where orjson and Harn's serde_json read a float:
-    a line holding one is left to orjson (orjson.dumps refuses such an integer)."""
-    if not line.startswith(_STORE_HEAD):
+    Decoded only where both ways give the same record, problem or not. msgspec reads JSON as
+    strictly as orjson (UTF-8, escapes, number syntax, `1e400`) but for integers: it keeps one past
+    64 bits exact where orjson reads a float, and one past 1.8e308 (309 digits) where orjson, as
+    serde_json, refuses the line. So a line is decoded only when it starts as Harn writes a store
+    (the tag there, and store), has no member the record does not know (nothing is skipped
+    unchecked), every field of its type, no flags (rare; shown and merged as dicts), and fewer than
+    309 digits in all (no such integer anywhere, not even in a member a later duplicate replaces);
+    and kept only when its value and provenance hold no integer past 64 bits (orjson.dumps, which
+    the fold needs anyway, refuses one)."""
+    if not line.startswith(_STORE_HEAD) or len(line) - len(line.translate(None, _DIGITS)) >= _REFUSED_DIGITS:
         return None
     try:
         record = _STORE_LINE.decode(line)

@@ -72,6 +72,21 @@ REFUSED = [
     b'{"type":"store","id":"two","namespace":"ns","key":"k","value":1,"text":"1","tags":[],"stored_at":"t"} {"a":1}\n',
     b'{"type":"store","id":"trailing","namespace":"ns","key":"k","value":[1,],"text":"x","tags":[],"stored_at":"t"}\n',
 ]
+# An integer past 1.8e308 where msgspec keeps it exact and nothing of the record shows it: orjson
+# refuses each of these lines (found by a differential fuzzer in review).
+HUGE = b"1" + b"0" * 309
+_HEAD = b'{"type":"store","id":"h","namespace":"ns","key":"k","text":"x","tags":[],"stored_at":"t",'
+HIDDEN_HUGE = [
+    _HEAD + b'"value":1,"seq":' + HUGE + b"}\n",  # a member the projection sets
+    _HEAD + b'"value":1,"line_no":-' + HUGE + b"}\n",
+    _HEAD + b'"value":' + HUGE + b',"value":1}\n',  # an earlier duplicate member (msgspec keeps the last)
+    _HEAD + b'"value":{"a":' + HUGE + b',"a":1}}\n',  # a duplicate key inside the value
+    _HEAD + b'"value":[{"a":' + HUGE + b',"a":1}]}\n',
+    _HEAD + b'"value":1,"provenance":' + HUGE + b',"provenance":2}\n',
+    _HEAD + b'"value":1,"provenance":{"r":' + HUGE + b',"r":2}}\n',
+    _HEAD + b'"va\\u006Cue":' + HUGE + b',"value":1}\n',  # the duplicate's name spelled with an escape
+    _HEAD + b'"value" :' + HUGE + b',"value":1}\n',  # ...or with a space before its colon
+]
 
 
 def test_a_line_harn_writes_is_decoded_and_its_value_kept_as_its_text(tmp_path):
@@ -102,6 +117,20 @@ def test_lines_orjson_refuses_are_refused_with_the_same_problem(tmp_path):
     assert [r.id for r in fast.records()] == ["ok"]
     assert [(p.line, p.code) for p in fast.problems] == [(1, "HL-JSONL-001"), (2, "HL-JSONL-002"), (3, "HL-JSONL-001"),
                                                          (4, "HL-JSONL-001"), (5, "HL-JSONL-001")]
+
+
+def test_an_integer_orjson_refuses_is_refused_wherever_the_line_hides_it(tmp_path):
+    for line in HIDDEN_HUGE:
+        assert decode_store_line(line.rstrip(b"\n")) is None, line
+    fast, _plain = _both(tmp_path / "events.jsonl", b"".join(HIDDEN_HUGE))
+    assert fast.records() == [] and {p.code for p in fast.problems} == {"HL-JSONL-001"}
+    assert len(fast.problems) == len(HIDDEN_HUGE)
+
+
+def test_records_compare_unequal_exactly_when_not_equal(tmp_path):
+    fast, plain = _both(tmp_path / "events.jsonl", _line(_store("a", {"a": 1})) + _line(_store("b", {"a": 1})))
+    assert fast.get("a") == plain.get("a") and not (fast.get("a") != plain.get("a"))  # (folded or not)
+    assert fast.get("a") != fast.get("b") and not (fast.get("a") == fast.get("b"))
 
 
 def test_a_decoded_store_is_projected_as_the_field_checks_project_it(tmp_path):
