@@ -310,7 +310,8 @@ def cmd_hitl(args) -> int:
     want = 2 if verb == "answer" else 1
     if len(rest) != want:
         raise UsageError(f"{verb} needs {'ID VALUE' if want == 2 else 'exactly one ID'}")
-    from harn_ls.util.portable import os_user  # (start-up: getpass only for the HITL answers)
+    # start-up: getpass only for the HITL answers
+    from harn_ls.util.portable import os_user
 
     reviewer = args.reviewer if args.reviewer is not None else os_user()
     try:
