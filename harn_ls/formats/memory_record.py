@@ -155,7 +155,7 @@ class MemoryRecord(msgspec.Struct, kw_only=True, gc=False, eq=False, forbid_unkn
     # EMPTY_FLAGS (shared, read-only) when the store had none (a line with flags is not decoded)
     _flags: Any = msgspec.field(name="flags", default_factory=_no_flags)
     # set by the projection (what a line says of these is overwritten; a line with a seq or line_no
-    # member is not decoded: no value passes `_NOT_IN_A_LINE`, so msgspec never keeps an unchecked number)
+    # member is not decoded: no value passes `_NotInALine`, so msgspec never keeps an unchecked number)
     namespace: str = ""
     seq: _NotInALine = 0  # sequence of the store event (tie-break)
     line_no: _NotInALine = 0  # 1-based line of the store event
