@@ -333,7 +333,6 @@ def cmd_hitl(args) -> int:
     return 0
 
 
-
 def cmd_probe(args) -> int:
     # start-up: the actions load the workspace and the writers; only this command needs them
     from harn_ls.actions import ActionFailed, probes

@@ -338,11 +338,10 @@ def decode_store_line(line: bytes) -> MemoryRecord | None:
     prov: Any = record._provenance
     kind = type(prov)
     if kind is dict or kind is list:
-        if prov:
-            try:
-                record._provenance = memoryview(orjson.dumps(prov)).tobytes()  # (pack_json, as `_store` packs it)
-            except TypeError:
-                return None
+        packed = pack_json(prov)  # (as `_store` packs it)
+        if prov and type(packed) is not bytes:  # (orjson cannot write it: an integer past 64 bits)
+            return None
+        record._provenance = packed
     elif kind is int and prov not in _INT_RANGE:
         return None
     return record
