@@ -53,9 +53,9 @@ def register(server) -> None:
         client = ls.client
         if uri.startswith(P.SCHEME + ":"):
             return for_client(ls, [a for a in await proposal_document_actions(ls, uri) if _wanted(params.context, a.kind)])
-        proj = await ls.loaded_project_for_uri(uri)
-        # the path once a project holds the URI (file: URIs only): another scheme's may not parse
-        if proj is None or proj.ws is None or (path := file_path(uri)) is None:
+        path = file_path(uri)
+        proj = await ls.loaded_project_for(path)
+        if path is None or proj is None or proj.ws is None:
             return []
         skill_root = ls.settings_for(proj).skillRoot  # its workspace folder's
         out: list[types.CodeAction] = []

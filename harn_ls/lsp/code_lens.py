@@ -101,9 +101,9 @@ def register(server) -> None:
             if uri.startswith(P.SCHEME + ":/hitl/"):
                 return await hitl_document_lenses(ls, uri)
             return await proposal_document_lenses(ls, uri)
-        proj = await ls.loaded_project_for_uri(uri)
-        # the path once a project holds the URI (file: URIs only): another scheme's may not parse
-        if proj is None or proj.ws is None or (path := file_path(uri)) is None:
+        path = file_path(uri)
+        proj = await ls.loaded_project_for(path)
+        if path is None or proj is None or proj.ws is None:
             return []
         fact_lenses: list = []
         encoded: bytes | None = None
@@ -131,7 +131,7 @@ def register(server) -> None:
         data = lens.data if isinstance(lens.data, dict) else {}
         if data.get("t") != "ckpt":
             return lens
-        proj = await ls.loaded_project_for_uri(data.get("uri", ""))
+        proj = await ls.loaded_project_for(file_path(str(data.get("uri", ""))))
         if proj is None or proj.ws is None:
             lens.command = types.Command(title="harn-ls: project not loaded", command="")
             return lens
@@ -146,9 +146,9 @@ async def resolve_fact_lens(ls, files: LensFiles, lens: types.CodeLens) -> types
         lens.command = to_command(FACTS_CHANGED, ls.client)
         return lens
     uri, start, end = target
-    proj = await ls.loaded_project_for_uri(uri)
-    # the path once a project holds the URI (file: URIs only): another scheme's may not parse
-    if proj is None or proj.ws is None or (path := file_path(uri)) is None:
+    path = file_path(uri)
+    proj = await ls.loaded_project_for(path)
+    if path is None or proj is None or proj.ws is None:
         lens.command = types.Command(title="harn-ls: project not loaded", command="")
         return lens
     min_conf = ls.settings_for(proj).facts.minConfidence

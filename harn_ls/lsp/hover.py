@@ -38,9 +38,9 @@ def register(server) -> None:
     @server.handler(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls, params: types.HoverParams):
         uri = params.text_document.uri
-        proj = await ls.loaded_project_for_uri(uri)
-        # the path once a project holds the URI (file: URIs only): another scheme's may not parse
-        if proj is None or proj.ws is None or (path := file_path(uri)) is None:
+        path = file_path(uri)
+        proj = await ls.loaded_project_for(path)
+        if path is None or proj is None or proj.ws is None:
             return None
         min_conf = ls.settings_for(proj).facts.minConfidence
         view = await run_noting_spans(proj, lambda: hover_at(proj.ws, path, params.position.line, min_conf,

@@ -179,7 +179,7 @@ async def run_probe_command(ls, args: C.ProbeArgs) -> C.ProbeResult | C.ProbeCan
     path = file_path(uri)
     if path is None:
         return _fail(ls, "probeTypecheck needs {uri} of a file")
-    proj = await ls.loaded_project_for_uri(uri) or ls.default_project()
+    proj = await ls.loaded_project_for(path) or ls.default_project()
     if proj is None or proj.ws is None:
         return _fail(ls, "no Harn project is open")
     try:

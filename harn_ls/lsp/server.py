@@ -281,10 +281,10 @@ class HarnLanguageServer(ProjectFolders, LanguageServer):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._loading_moved.wait(), left)
 
-    async def loaded_project_for_uri(self, uri: str) -> Project | None:
-        """The project holding the file at `uri` (a `file:` URI), once the projects have loaded."""
+    async def loaded_project_for(self, path: str | None) -> Project | None:
+        """The project holding the file at `path` (`file_path` of a client's URI, None for none), once
+        the projects have loaded."""
         await self.wait_for_projects()
-        path = file_path(uri)
         return self.project_for_path(path) if path else None
 
     @property

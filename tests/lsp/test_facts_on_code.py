@@ -191,3 +191,22 @@ async def test_a_uri_of_another_scheme_that_urlparse_refuses_gets_no_answer_not_
             text_document=doc, range=types.Range(start=pos(0), end=pos(0)),
             context=types.CodeActionContext(diagnostics=[])))
         assert list(actions or ()) == [], actions
+
+
+async def test_a_file_uri_with_a_nul_or_a_capital_scheme(client):
+    """`%00` in a `file:` URI's path decodes to a NUL, on which every os call raises ValueError (answered
+    as an internal error by documentSymbol before): it names no file. A scheme in capitals is the same
+    scheme (RFC 3986 §3.1): `FILE:` names the file `file:` does (it belonged to no project before)."""
+    uri = open_file(client, client.project / "src/billing/invoice.py")
+    at_fact = types.HoverParams(text_document=types.TextDocumentIdentifier(uri="FILE" + uri[4:]), position=pos(27, 4))
+    hover = await client.text_document_hover_async(at_fact)
+    assert hover is not None and "rounded to cents" in hover.contents.value
+    nul = types.TextDocumentIdentifier(uri=uri.replace("invoice.py", "invoice%00.py"))
+    assert await client.text_document_hover_async(types.HoverParams(text_document=nul, position=pos(27, 4))) is None
+    assert list(await client.text_document_code_lens_async(types.CodeLensParams(text_document=nul))) == []
+    skill = (client.project / ".harn" / "skills" / "nul.md").as_uri()
+    missing = (client.project / ".harn" / "skills" / "missing.md").as_uri()
+    for doc_uri in (skill.replace("nul.md", "n%00ul.md"), missing):
+        got = await client.text_document_document_symbol_async(types.DocumentSymbolParams(
+            text_document=types.TextDocumentIdentifier(uri=doc_uri)))
+        assert not got, (doc_uri, got)
