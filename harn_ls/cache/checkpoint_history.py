@@ -155,8 +155,10 @@ class CheckpointHistory:
             del versions[:-self.max_versions]
             self._save(pipeline, idx)
             self._prune_objects(pipeline, idx)
-        if check_caps:
-            self.check_caps()
+            if check_caps:  # (under this pipeline's flock: the cap rewrites its index too)
+                self._enforce_total()
+        if check_caps and self._own_folder:
+            evict_projects(None, os.path.dirname(self.folder))
         return n
 
     def check_caps(self) -> None:

@@ -330,6 +330,8 @@ class ProjectCache:
             fh.close()
         self.readers.pop(ns, None)
         self._tombstones.pop(ns, None)
+        self.overlays.pop(ns, None)  # (it holds the dropped namespace and its reader)
+        self._row_bytes.pop(ns, None)
 
     def release_all(self) -> None:
         """`release` every restored namespace (a rescan starts over; a closed project)."""
