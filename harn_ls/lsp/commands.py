@@ -27,8 +27,8 @@ from harn_ls.actions import ActionFailed
 from harn_ls.actions.checkpoints import forget_stage as do_forget
 from harn_ls.actions.facts import invalidate_fact
 from harn_ls.actions.proposals import accept_proposal, reject_proposal
-from harn_ls.lsp.messages import defuse  # (capped, then made inert: the one message defuser)
-from harn_ls.lsp.probe import _fail, run_probe_command  # (_fail: shown, then answered as a Failure)
+from harn_ls.lsp.messages import command_failed, defuse  # (defuse: capped, then made inert: the one message defuser)
+from harn_ls.lsp.probe import run_probe_command
 from harn_ls.lsp.progress import with_progress
 from harn_ls.lsp.view_types import CMD_SERVER_OPEN
 from harn_ls.render import make_uri
@@ -76,7 +76,7 @@ async def _run_action(ls, proj, result: type[R], fn: Callable[..., dict[str, Any
     try:
         out = await proj.run(lambda: fn(proj.ws, *fn_args, **fn_kwargs))
     except ActionFailed as exc:
-        return _fail(ls, str(exc))
+        return command_failed(ls, str(exc))
     written = [p for p in out.get("written", []) if isinstance(p, str)]
     await proj.apply_now(written)
     ls.show(out.get("message", done))
@@ -222,9 +222,9 @@ async def resume_escalation_command(ls, a: C.ResumeArgs):
     """`harn orchestrator resume` for one escalation (§N.2): trusted workspaces only, argv only, the
     --state-dir of the log the request lives in; the result shows when Harn's response event lands."""
     if not ls.probes_allowed:  # serve --tcp without --allow-probes: no program runs for a client
-        return _fail(ls, RESUME_NOT_ALLOWED, types.MessageType.Warning)
+        return command_failed(ls, RESUME_NOT_ALLOWED, types.MessageType.Warning)
     if not ls.trusted:
-        return _fail(ls, UNTRUSTED_RESUME, types.MessageType.Warning)
+        return command_failed(ls, UNTRUSTED_RESUME, types.MessageType.Warning)
     rid = a.request_id
     if not rid:
         return C.Failure("resumeEscalation needs {requestId}: requestId is empty")
@@ -242,7 +242,7 @@ async def resume_escalation_command(ls, a: C.ResumeArgs):
         result = await run_process(argv, cwd=proj.root, timeout=RESUME_TIMEOUT_S,
                                    env=resume_env(proj.root, view, ls.harn_env(ls.settings_for(proj))[0]))
     except ActionFailed as exc:
-        return _fail(ls, str(exc))
+        return command_failed(ls, str(exc))
     await proj.apply_now([view.path, view.path + "-wal"])
     if result.timed_out or result.exit_code != 0:
         err = harn_error_text(result.stderr, result.stdout)
@@ -263,7 +263,7 @@ async def answer_hitl_command(ls, a: C.AnswerHitlArgs):
     `append_hitl_response` to the log the waiting run polls (harn_ls.actions.hitl.answer). Trusted
     workspaces only; the reviewer is the harnState.hitl.reviewer setting (else the OS user)."""
     if not ls.trusted:
-        return _fail(ls, UNTRUSTED_ANSWER, types.MessageType.Warning)
+        return command_failed(ls, UNTRUSTED_ANSWER, types.MessageType.Warning)
     rid = a.request_id
     if not rid:
         return C.Failure("answerHitl needs {requestId}: requestId is empty")
@@ -275,7 +275,7 @@ async def answer_hitl_command(ls, a: C.AnswerHitlArgs):
         return C.Failure("answerHitl: unknown action; one of " + ", ".join((*HA.ACTIONS, "finish")))
     proj = await _project_with_request(ls, rid)
     if proj is None:
-        return _fail(ls, f"No HITL request {quote(rid, 120)} in the open projects.")
+        return command_failed(ls, f"No HITL request {quote(rid, 120)} in the open projects.")
     reviewer = _reviewer(ls)
 
     def run():
@@ -297,7 +297,7 @@ async def answer_hitl_command(ls, a: C.AnswerHitlArgs):
     try:
         res = await proj.run(run)
     except ActionFailed as exc:
-        return _fail(ls, "Not written: " + str(exc))
+        return command_failed(ls, "Not written: " + str(exc))
     finally:
         found = await proj.run(lambda: proj.ws.event_logs.request(rid))
         if found is not None:

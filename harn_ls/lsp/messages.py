@@ -33,6 +33,12 @@ def show(ls, message: str, kind: types.MessageType = types.MessageType.Info) -> 
     ls.window_show_message(types.ShowMessageParams(type=kind, message=defuse(message)))
 
 
+def command_failed(ls, message: str, kind: types.MessageType = types.MessageType.Error) -> P.Failure:
+    """A command's refusal: shown to the user (`ls.show`, made inert there), then answered as its Failure."""
+    ls.show(message, kind)
+    return P.Failure(message)
+
+
 def log_line(ls, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
     """`window/logMessage` with the text made inert (some clients show warnings as pop-ups)."""
     ls.window_log_message(types.LogMessageParams(type=kind, message=defuse(message)))

@@ -153,11 +153,6 @@ def _end_progress(ls, token: str | None, message: str) -> None:
     ls.work_done_progress.tokens.pop(token, None)
 
 
-def _fail(ls, message: str, kind: types.MessageType = types.MessageType.Error) -> C.Failure:
-    ls.show(message, kind)
-    return C.Failure(message)
-
-
 def document_range(rng: C.Range | None) -> runner.Range | None:
     """The probed range of a ProbeArgs (the converter has checked its types), start before end;
     ActionFailed for a negative position."""
@@ -172,24 +167,24 @@ def document_range(rng: C.Range | None) -> runner.Range | None:
 async def run_probe_command(ls, args: C.ProbeArgs) -> C.ProbeResult | C.ProbeCancelled | C.Failure:
     """`harnState.probeTypecheck`: a typecheck probe of `args.range` (none: the whole file) of `args.uri`."""
     if not ls.probes_allowed:
-        return _fail(ls, NOT_ALLOWED, types.MessageType.Warning)
+        return messages.command_failed(ls, NOT_ALLOWED, types.MessageType.Warning)
     if not ls.trusted:
-        return _fail(ls, UNTRUSTED, types.MessageType.Warning)
+        return messages.command_failed(ls, UNTRUSTED, types.MessageType.Warning)
     uri = args.uri
     path = file_path(uri)
     if path is None:
-        return _fail(ls, "probeTypecheck needs {uri} of a file")
+        return messages.command_failed(ls, "probeTypecheck needs {uri} of a file")
     proj = await ls.loaded_project_for(path) or ls.default_project()
     if proj is None or proj.ws is None:
-        return _fail(ls, "no Harn project is open")
+        return messages.command_failed(ls, "no Harn project is open")
     try:
         rng = document_range(args.range)
         doc = ls.workspace.get_text_document(uri)
         text = doc.source
     except ActionFailed as exc:
-        return _fail(ls, str(exc))
+        return messages.command_failed(ls, str(exc))
     except OSError as exc:
-        return _fail(ls, f"cannot read {quote(path)}: {exc.strerror or quote(exc)}")
+        return messages.command_failed(ls, f"cannot read {quote(path)}: {exc.strerror or quote(exc)}")
     version = doc.version
 
     # A re-run replaces the previous result on this document.
@@ -227,7 +222,7 @@ async def run_probe_command(ls, args: C.ProbeArgs) -> C.ProbeResult | C.ProbeCan
         ls.show(CANCELLED)
         return C.ProbeCancelled(message=CANCELLED)
     except ActionFailed as exc:
-        return _fail(ls, str(exc))
+        return messages.command_failed(ls, str(exc))
     finally:
         for fut in watched:
             with contextlib.suppress(Exception):

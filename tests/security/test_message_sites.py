@@ -6,7 +6,7 @@ Walks harn_ls with `ast` (nothing imported):
 - the wire senders (`window/showMessage`, `window/showMessageRequest`, `window/logMessage`,
   work-done progress, `harn/hitlArrived`) are called only in `harn_ls/lsp/messages.py`, and
   every text it sends goes through `defuse` there;
-- every message built for a person (`ls.show`, the probe's `_fail`, `messages.*`, `ActionFailed`,
+- every message built for a person (`ls.show`, `messages.*` (`command_failed` among them), `ActionFailed`,
   a command's `Failure` / result `message`, an action's `"message"`) puts values in only with
   `quote(...)`: an f-string part, `.format` argument or `join` element that is anything else
   (a name, an attribute, `repr`) fails, naming the file and line. Literals, UPPER_CASE
@@ -32,7 +32,7 @@ WIRE_SENDERS = {"window_show_message", "window_show_message_async", "window_show
 PROGRESS_SENDERS = {"begin", "report", "end"}  # on `work_done_progress`
 
 # name of a message-carrying call -> index of its message argument (None: every keyword `message`)
-MESSAGE_CALLS = {"show": 0, "_fail": 1, "end_progress": 2, "_end_progress": 2,
+MESSAGE_CALLS = {"show": 0, "command_failed": 1, "end_progress": 2, "_end_progress": 2,
                  "begin_progress": (2, 3), "_begin_progress": (1, 2), "ActionFailed": 0, "AnswerRefused": 0, "Failure": 0,
                  "_run_action": None, "report_progress": 2,
                  "ResumeFailure": None, "ResumeResult": None, "ProbeCancelled": None}
