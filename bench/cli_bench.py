@@ -39,13 +39,66 @@ print(n)
 
 # The same, plus every other JSON file `inspect` reads (run records, checkpoints): the bytes the
 # whole load reads. The issue's budget is against the JSONL lines alone; this row is shown beside it.
-ORJSON_ALL_CHILD = ORJSON_CHILD.replace("print(n)", r"""
+OTHER_FILES = r"""
 for sub in ('.harn-runs', os.path.join('.harn', 'checkpoints')):
     for p in sorted(glob.glob(os.path.join(root, sub, '*.json'))):
         with open(p, 'rb') as fh:
             orjson.loads(fh.read()); n += 1
+"""
+ORJSON_ALL_CHILD = ORJSON_CHILD.replace("print(n)", OTHER_FILES + "print(n)")
+
+# Issue 32's floor: every memory line decoded by a typed decoder written in C (msgspec: one
+# `decode_lines` call per log into tagged Structs, values kept raw), with no Python per line. What a
+# read pipeline in C costs before any check, projection or output; FLOOR_ALL_CHILD adds the
+# package's imports and the run records and checkpoints (orjson), the start and the reads any
+# `inspect` makes. Their ratios to the two parses are what is left for the projection, the facts,
+# the checks of hostile lines and the output under the 2x budget.
+FLOOR_CHILD = r"""
+import glob, os, sys
+from typing import Union
+import msgspec
+Raw = msgspec.Raw
+class Store(msgspec.Struct, tag_field="type", tag="store", gc=False):
+    id: str
+    key: str
+    stored_at: str
+    namespace: str = ""
+    value: Raw = Raw(b"null")
+    text: str = ""
+    tags: tuple[str, ...] = ()
+    provenance: Raw = Raw(b"null")
+    status: Union[str, None] = None
+    scope: Union[str, None] = None
+    flags: Raw = Raw(b"{}")
+class Update(msgspec.Struct, tag_field="type", tag="update", gc=False):
+    id: str
+    namespace: str = ""
+    value: Raw = Raw(b"null")
+    text: Union[str, None] = None
+    tags: Union[tuple[str, ...], None] = None
+    flags: Raw = Raw(b"null")
+    updated_at: Union[str, None] = None
+class Forget(msgspec.Struct, tag_field="type", tag="forget", gc=False):
+    id: str
+    namespace: str = ""
+    predicate: Raw = Raw(b"null")
+    forgotten_ids: tuple[str, ...] = ()
+    forgotten_at: str = ""
+class Open(msgspec.Struct, tag_field="type", tag="open", gc=False):
+    id: str
+    namespace: str = ""
+decoder = msgspec.json.Decoder(Union[Store, Update, Forget, Open])
+root = sys.argv[1]
+n = 0
+for p in sorted(glob.glob(os.path.join(root, '.harn', 'memory', '**', 'events.jsonl'), recursive=True)):
+    if os.sep + 'vectors' + os.sep in p:
+        continue
+    with open(p, 'rb') as fh:
+        n += len(decoder.decode_lines(fh.read()))
 print(n)
-""")
+"""
+FLOOR_ALL_CHILD = ("import orjson, harn_ls.cli.main, harn_ls.model.workspace, harn_ls.render.inspect\n"
+                   + FLOOR_CHILD.replace("print(n)", OTHER_FILES + "print(n)"))
 
 QUERY = "invoice rounding decimal"
 
@@ -158,6 +211,8 @@ def bench_cli(project: Path, append_to: Path | None, make_batch, repeats: int, c
         res["orjson"] = stats([run_child([sys.executable, "-c", ORJSON_CHILD, p], env) for _ in range(repeats)])
         res["orjson_all"] = stats([run_child([sys.executable, "-c", ORJSON_ALL_CHILD, p], env) for _ in range(repeats)])
         if cold_repeats:
+            res["floor_c"] = stats([run_child([sys.executable, "-c", FLOOR_CHILD, p], env) for _ in range(repeats)])
+            res["floor_all"] = stats([run_child([sys.executable, "-c", FLOOR_ALL_CHILD, p], env) for _ in range(repeats)])
             res["inspect_cold"] = stats([run_child(inspect + ["--no-cache"], env) for _ in range(cold_repeats)])
             res["recall_cold"] = stats([run_child(recall + ["--no-cache"], env) for _ in range(cold_repeats)])
         res["inspect_fill"] = stats([run_child(inspect, env)])  # cold + writing the cache
@@ -202,6 +257,13 @@ def rows(size_label: str, r: dict) -> list[tuple]:
     if base_all:
         out.append((f"orjson parse of all state files inspect reads ({size_label})", "s wall/cpu", r["orjson_all"], "",
                     "as above plus orjson.loads of every run record and checkpoint file"))
+    if "floor_c" in r and base_all:
+        out.append((f"floor: memory lines decoded in C, no Python per line ({size_label})", "s wall/cpu", r["floor_c"],
+                    f"{r['floor_c']['wall']['median'] / base:.2f}x orjson",
+                    "msgspec decode_lines into tagged Structs, values raw (issue 32's floor)"))
+        out.append((f"floor: + package imports, run records, checkpoints ({size_label})", "s wall/cpu", r["floor_all"],
+                    f"{r['floor_all']['wall']['median'] / base_all:.2f}x of all files",
+                    "the start and reads of any inspect, decoded in C: what is left under 2x"))
     for key, label, budget in (("inspect_cold", "inspect --json --no-cache", "<= 2x orjson"),
                                ("inspect_fill", "inspect --json, empty cache (cold + write)", ""),
                                ("inspect_warm", "inspect --json, valid cache", "<= 0.6x orjson"),
