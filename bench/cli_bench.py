@@ -22,14 +22,15 @@ from pathlib import Path
 
 import orjson
 
-ORJSON_CHILD = r"""
-import glob, os, sys
-import orjson
+# (the memory logs every child below reads, as the load finds them)
+MEMORY_LOGS = r"""
 root = sys.argv[1]
 n = 0
-for p in sorted(glob.glob(os.path.join(root, '.harn', 'memory', '**', 'events.jsonl'), recursive=True)):
-    if os.sep + 'vectors' + os.sep in p:
-        continue
+logs = [p for p in sorted(glob.glob(os.path.join(root, '.harn', 'memory', '**', 'events.jsonl'), recursive=True))
+        if os.sep + 'vectors' + os.sep not in p]
+"""
+ORJSON_CHILD = "import glob, os, sys\nimport orjson\n" + MEMORY_LOGS + r"""
+for p in logs:
     with open(p, 'rb') as fh:
         for line in fh:
             if line.strip():
@@ -88,11 +89,8 @@ class Open(msgspec.Struct, tag_field="type", tag="open", gc=False):
     id: str
     namespace: str = ""
 decoder = msgspec.json.Decoder(Union[Store, Update, Forget, Open])
-root = sys.argv[1]
-n = 0
-for p in sorted(glob.glob(os.path.join(root, '.harn', 'memory', '**', 'events.jsonl'), recursive=True)):
-    if os.sep + 'vectors' + os.sep in p:
-        continue
+""" + MEMORY_LOGS + r"""
+for p in logs:
     with open(p, 'rb') as fh:
         n += len(decoder.decode_lines(fh.read()))
 print(n)
