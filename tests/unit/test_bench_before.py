@@ -5,8 +5,11 @@ them, or says a row is new."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
+from bench import cli_bench
 from bench import run as bench_run
 
 
@@ -34,3 +37,21 @@ def test_the_budget_lines_show_before_and_new_rows() -> None:
     assert "MET  fresh row: 1 (budget 2; new row)" in lines
     # no earlier run: the lines are as they always were
     assert bench_run.budget_lines(_verdict(x=1.0), {}) == ["MET  x: 1 (budget 2)"]
+
+
+def test_the_floor_children_read_every_line_the_parse_reads() -> None:
+    """The floor rows (issue 32: what a reader in C leaves for Python) decode the same memory lines,
+    and the same other files, as the two orjson parses they are set against: a floor that found fewer
+    logs (a glob that skips `.harn`, a decoder that drops a kind of line) would read low."""
+    project = str(Path(__file__).resolve().parents[2] / "fixtures" / "sample-project")
+
+    def count(child: str) -> int:
+        return int(subprocess.run([sys.executable, "-c", child, project], capture_output=True, text=True,
+                                  check=True).stdout)
+
+    lines = count(cli_bench.ORJSON_CHILD)
+    assert lines > 40  # the sample's memory logs, all of them
+    assert count(cli_bench.FLOOR_CHILD) == lines
+    everything = count(cli_bench.ORJSON_ALL_CHILD)
+    assert everything > lines  # run records and checkpoints too
+    assert count(cli_bench.FLOOR_ALL_CHILD) == everything
