@@ -97,6 +97,17 @@ def pack_json(value: Any) -> Any:
     return value
 
 
+def _serde_like_json(value: Any) -> bytes | None:
+    """orjson's compact JSON of a parsed dict or list, when serde_json writes the same bytes (what a
+    record may keep as its text instead of the value: `value_json`, `decode_store_line`); None when
+    it would not: an integer past 64 bits (orjson refuses it) or a float orjson spells with `e+`."""
+    try:
+        compact = orjson.dumps(value)
+    except TypeError:  # (orjson.JSONEncodeError is one)
+        return None
+    return None if b"e+" in compact else compact
+
+
 _RECORD_FIELDS = ("id", "namespace", "key", "value", "text", "tags", "stored_at", "seq", "line_no", "provenance",
                   "status", "scope", "flags", "updated_at")
 _FIELD_NAMES = frozenset(_RECORD_FIELDS)
@@ -208,13 +219,8 @@ class MemoryRecord(msgspec.Struct, kw_only=True, gc=False, eq=False, forbid_unkn
         value: Any = self._value
         if value is IN_TEXT:
             return self.text
-        if type(value) in _PLAIN_JSON:
-            try:
-                js = orjson.dumps(value).decode("utf-8")
-            except (TypeError, ValueError):
-                return serde_compact(value)
-            if "e+" in js:  # (a float orjson spells otherwise than serde_json)
-                return serde_compact(value)
+        if type(value) in _PLAIN_JSON and (compact := _serde_like_json(value)) is not None:
+            js = compact.decode("utf-8")
             if js == self.text:
                 self._value = IN_TEXT
             return js
@@ -313,7 +319,8 @@ def decode_store_line(line: bytes) -> MemoryRecord | None:
     unchecked), every field of its type, no flags (rare; shown and merged as dicts), and fewer than
     309 digits in all (no such integer anywhere, not even in a member a later duplicate replaces);
     and kept only when its value and provenance hold no integer past 64 bits (orjson.dumps, which
-    the fold needs anyway, refuses one)."""
+    the fold needs anyway, refuses one) and its value no float orjson spells with `e+` (which the
+    fold leaves unfolded: such a rare line is left to the field checks, which keep it so too)."""
     if not line.startswith(_STORE_HEAD) or len(line) - len(line.translate(None, _DIGITS)) >= _REFUSED_DIGITS:
         return None
     try:
@@ -325,11 +332,10 @@ def decode_store_line(line: bytes) -> MemoryRecord | None:
     value: Any = record._value
     kind = type(value)
     if kind is dict or kind is list:
-        try:
-            js = orjson.dumps(value)
-        except TypeError:
+        compact = _serde_like_json(value)
+        if compact is None:  # (an integer past 64 bits, or a rare float: the field checks keep it as it is)
             return None
-        if js == record.text.encode() and b"e+" not in js:  # (the fold of `value_json`, done once here)
+        if compact == record.text.encode():  # (the fold of `value_json`, done once here)
             record._value = IN_TEXT
     elif kind is int and value not in _INT_RANGE:
         return None
