@@ -331,9 +331,9 @@ class Client:
     def __init__(self, cwd: Path, env: dict | None = None) -> None:
         # HARN_LS_BENCH_STDERR=FILE keeps the servers' stderr there (with HARN_LS_START_TRACE=1: the start's timeline)
         keep = (env or os.environ).get("HARN_LS_BENCH_STDERR")
-        self.proc = subprocess.Popen([sys.executable, "-m", "harn_ls", "serve"], cwd=str(ROOT),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=open(keep, "ab") if keep else subprocess.DEVNULL, env=env)
+        with open(keep if keep else os.devnull, "ab") as stderr:  # (the child has its own copy once started)
+            self.proc = subprocess.Popen([sys.executable, "-m", "harn_ls", "serve"], cwd=str(ROOT),
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env)
         self.next_id = 0
         self.pending: dict[int, queue.Queue] = {}
         self.notes: queue.Queue = queue.Queue()
